@@ -1,0 +1,197 @@
+#include "runtime/context.hpp"
+
+#include "runtime/error.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace vkf {
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+}
+
+} // namespace
+
+Context::Context(ContextOptions options)
+    : staging_size_(options.staging_size), force_staging_(options.force_staging) {
+    const bool validation = options.validation.value_or(env("VKF_VALIDATION").value_or("0") == "1");
+    if (options.external_instance != VK_NULL_HANDLE) {
+        if (!options.external_device) {
+            throw Error("an external VkInstance needs an external device too (ContextOptions::external_device)");
+        }
+        instance_ = std::make_unique<Instance>(options.external_instance, options.external_api_version,
+                                               std::move(options.on_message));
+        const ExternalDevice& ext = *options.external_device;
+        DeviceInfo info = query_device_info(ext.physical_device, 0, options.external_api_version);
+        device_ = std::make_unique<Device>(ext, std::move(info));
+    } else {
+        instance_ = std::make_unique<Instance>(
+            InstanceOptions{.validation = validation, .on_message = std::move(options.on_message)});
+        const auto devices = list_devices(*instance_);
+        const std::string selector = options.device.value_or(env("VKF_DEVICE").value_or(""));
+        const std::size_t chosen = select_device(devices, selector);
+        device_ = std::make_unique<Device>(*instance_, instance_->physical_devices()[chosen], devices[chosen]);
+    }
+
+    overrides_ = LimitOverrides::parse(env("VKF_LIMITS").value_or("")).merged_with(options.limits);
+    quirks_ = quirks_for(device_->info());
+    limits_ = effective_limits(device_->info(), quirks_, overrides_);
+    // Features the device exposes but the limits turned off stay off for kernels too.
+    limits_.fp16_storage = limits_.fp16_storage && device_->enabled().storage_16bit;
+    limits_.fp16_arithmetic = limits_.fp16_arithmetic && device_->enabled().float16_arithmetic;
+
+    if (options.timeout) {
+        timeout_ = *options.timeout;
+    } else if (const auto t = env("VKF_TIMEOUT_MS")) {
+        timeout_ = std::chrono::milliseconds(std::strtoll(t->c_str(), nullptr, 10));
+        if (timeout_.count() <= 0) {
+            throw Error("VKF_TIMEOUT_MS=" + *t + " is not a positive number of milliseconds");
+        }
+    }
+
+    allocator_ = std::make_unique<MemoryAllocator>(*device_, options.memory_block_size);
+    cache_ = std::make_unique<PipelineCache>(
+        *device_, *instance_,
+        options.pipeline_cache_dir ? std::optional<std::filesystem::path>(*options.pipeline_cache_dir)
+                                   : PipelineCache::default_directory());
+
+    const VkDevice dev = device_->handle();
+    const VkCommandPoolCreateInfo pool_info{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                            .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                            .queueFamilyIndex = device_->queue_family()};
+    check(vkCreateCommandPool(dev, &pool_info, nullptr, &transfer_pool_), "vkCreateCommandPool");
+    const VkCommandBufferAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                            .commandPool = transfer_pool_,
+                                            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                            .commandBufferCount = 1};
+    check(vkAllocateCommandBuffers(dev, &alloc, &transfer_cmd_), "vkAllocateCommandBuffers");
+    const VkFenceCreateInfo fence_info{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check(vkCreateFence(dev, &fence_info, nullptr, &fence_), "vkCreateFence");
+}
+
+Context::~Context() {
+    const VkDevice dev = device_->handle();
+    vkDeviceWaitIdle(dev); // a failure here leaves nothing to do but release
+    staging_ = Buffer{};
+    pipelines_.clear();
+    cache_.reset();
+    allocator_.reset();
+    vkDestroyFence(dev, fence_, nullptr);
+    vkDestroyCommandPool(dev, transfer_pool_, nullptr);
+}
+
+Buffer Context::create_buffer(VkDeviceSize size, MemoryKind kind, std::string name) {
+    return Buffer(*allocator_, size, kind, std::move(name));
+}
+
+const Pipeline& Context::pipeline(const PipelineDesc& desc) {
+    const std::string key = desc.key();
+    auto it = pipelines_.find(key);
+    if (it == pipelines_.end()) {
+        it = pipelines_.emplace(key, std::make_unique<Pipeline>(*device_, *cache_, limits_, desc)).first;
+    }
+    return *it->second;
+}
+
+std::unique_ptr<CommandList> Context::command_list(bool profiling) const {
+    return std::make_unique<CommandList>(*device_, limits_, profiling);
+}
+
+void Context::submit_and_wait(VkCommandBuffer cmd, const char* what) {
+    const VkDevice dev = device_->handle();
+    check(vkResetFences(dev, 1, &fence_), "vkResetFences");
+    const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    check(vkQueueSubmit(device_->queue(), 1, &submit, fence_), "vkQueueSubmit");
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
+    const VkResult r = vkWaitForFences(dev, 1, &fence_, VK_TRUE, static_cast<std::uint64_t>(ns));
+    if (r == VK_TIMEOUT) {
+        throw DeviceLostError(std::string(what) + " did not finish within " + std::to_string(timeout_.count()) +
+                              " ms: the GPU may be hung (raise VKF_TIMEOUT_MS for very long work)");
+    }
+    check(r, "vkWaitForFences");
+}
+
+void Context::submit(CommandList& list) {
+    list.finish();
+    if (list.command_buffer() == VK_NULL_HANDLE) {
+        throw Error("submit: the command list was encoded into an application's command buffer");
+    }
+    submit_and_wait(list.command_buffer(), "GPU work");
+}
+
+void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device) {
+    check(vkResetCommandBuffer(transfer_cmd_, 0), "vkResetCommandBuffer");
+    const VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    check(vkBeginCommandBuffer(transfer_cmd_, &begin), "vkBeginCommandBuffer");
+    // Earlier GPU writes become visible to the copy; the copy's writes to later work.
+    const VkMemoryBarrier before{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                 .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                                                  VK_ACCESS_HOST_WRITE_BIT,
+                                 .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    vkCmdPipelineBarrier(transfer_cmd_,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                             VK_PIPELINE_STAGE_HOST_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+    const VkBufferCopy region{.srcOffset = to_device ? 0 : offset, .dstOffset = to_device ? offset : 0, .size = size};
+    vkCmdCopyBuffer(transfer_cmd_, to_device ? staging_.handle() : buffer.handle(),
+                    to_device ? buffer.handle() : staging_.handle(), 1, &region);
+    const VkMemoryBarrier after{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                                .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+                                .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
+                                                 VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(transfer_cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, nullptr,
+                         0, nullptr);
+    check(vkEndCommandBuffer(transfer_cmd_), "vkEndCommandBuffer");
+    submit_and_wait(transfer_cmd_, to_device ? "an upload" : "a download");
+}
+
+void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDeviceSize offset) {
+    if (offset > dst.size() || bytes.size() > dst.size() - offset) {
+        throw Error("upload of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
+                    " into buffer '" + dst.name() + "' of " + std::to_string(dst.size()) + " bytes");
+    }
+    if (std::byte* p = dst.mapped(); p != nullptr && !force_staging_) {
+        std::memcpy(p + offset, bytes.data(), bytes.size());
+        return;
+    }
+    if (!staging_.valid()) {
+        staging_ = create_buffer(staging_size_, MemoryKind::Host, "staging");
+    }
+    for (VkDeviceSize done = 0; done < bytes.size(); done += staging_size_) {
+        const VkDeviceSize n = std::min<VkDeviceSize>(staging_size_, bytes.size() - done);
+        std::memcpy(staging_.mapped(), bytes.data() + done, n);
+        transfer(dst, offset + done, n, true);
+    }
+}
+
+void Context::download(const Buffer& src, std::span<std::byte> bytes, VkDeviceSize offset) {
+    if (offset > src.size() || bytes.size() > src.size() - offset) {
+        throw Error("download of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
+                    " from buffer '" + src.name() + "' of " + std::to_string(src.size()) + " bytes");
+    }
+    if (const std::byte* p = src.mapped(); p != nullptr && !force_staging_) {
+        std::memcpy(bytes.data(), p + offset, bytes.size());
+        return;
+    }
+    if (!staging_.valid()) {
+        staging_ = create_buffer(staging_size_, MemoryKind::Host, "staging");
+    }
+    for (VkDeviceSize done = 0; done < bytes.size(); done += staging_size_) {
+        const VkDeviceSize n = std::min<VkDeviceSize>(staging_size_, bytes.size() - done);
+        transfer(src, offset + done, n, false);
+        std::memcpy(bytes.data() + done, staging_.mapped(), n);
+    }
+}
+
+Context& default_context() {
+    static std::unique_ptr<Context> context = std::make_unique<Context>();
+    return *context;
+}
+
+} // namespace vkf

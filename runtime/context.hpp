@@ -1,0 +1,111 @@
+#pragma once
+// Everything vkformer needs on one device: instance, device, limits, memory, pipelines,
+// transfers and submission. Not thread-safe: use one Context per thread, or lock.
+// Command lists, buffers and pipelines must not outlive their Context.
+
+#include "runtime/command_list.hpp"
+#include "runtime/device.hpp"
+#include "runtime/instance.hpp"
+#include "runtime/limits.hpp"
+#include "runtime/memory.hpp"
+#include "runtime/pipeline.hpp"
+#include "runtime/pipeline_cache.hpp"
+#include "runtime/quirks.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace vkf {
+
+struct ContextOptions {
+    std::optional<bool> validation;            // default: VKF_VALIDATION=1 turns it on
+    MessageCallback on_message;                // default: print warnings and errors to stderr
+    std::optional<std::string> device;         // index or name substring; default: VKF_DEVICE
+    LimitOverrides limits;                     // applied over VKF_LIMITS
+    std::optional<std::filesystem::path> pipeline_cache_dir; // default PipelineCache::default_directory(); "" = off
+    std::optional<std::chrono::milliseconds> timeout;          // per submission; default VKF_TIMEOUT_MS or 120 s
+    VkDeviceSize staging_size = 16ull << 20;
+    VkDeviceSize memory_block_size = 64ull << 20;
+    // Move data through the staging buffer even where device memory is host-visible, as on
+    // a discrete GPU: lets unified-memory devices (lavapipe) test that path.
+    bool force_staging = false;
+    // An application that owns its Vulkan objects hands them over here (both or neither).
+    VkInstance external_instance = VK_NULL_HANDLE;
+    std::uint32_t external_api_version = VK_API_VERSION_1_1;
+    std::optional<ExternalDevice> external_device;
+};
+
+class Context {
+public:
+    explicit Context(ContextOptions options = {});
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const DeviceInfo& device_info() const { return device_->info(); }
+    const ComputeLimits& limits() const { return limits_; }
+    const DriverQuirks& quirks() const { return quirks_; }
+    const LimitOverrides& overrides() const { return overrides_; }
+    const Device& device() const { return *device_; }
+    const Instance& instance() const { return *instance_; }
+    bool validation_enabled() const { return instance_->validation_enabled(); }
+    std::size_t validation_message_count() const { return instance_->validation_message_count(); }
+    void report(MessageSeverity severity, std::string_view message) const { instance_->report(severity, message); }
+
+    Buffer create_buffer(VkDeviceSize size, MemoryKind kind = MemoryKind::Device, std::string name = "buffer");
+    void upload(const Buffer& dst, std::span<const std::byte> bytes, VkDeviceSize offset = 0);
+    void download(const Buffer& src, std::span<std::byte> bytes, VkDeviceSize offset = 0);
+    template <class T>
+    void upload(const Buffer& dst, std::span<const T> values, VkDeviceSize offset = 0) {
+        upload(dst, std::as_bytes(values), offset);
+    }
+    template <class T>
+    void download(const Buffer& src, std::span<T> values, VkDeviceSize offset = 0) {
+        download(src, std::as_writable_bytes(values), offset);
+    }
+
+    // Created once per PipelineDesc::key() and reused.
+    const Pipeline& pipeline(const PipelineDesc& desc);
+    std::size_t pipeline_count() const { return pipelines_.size(); }
+
+    std::unique_ptr<CommandList> command_list(bool profiling = false) const;
+    // Finishes the list if needed, submits it and waits. Throws DeviceLostError when the
+    // work does not finish within the timeout or the device is lost.
+    void submit(CommandList& list);
+
+    PipelineCacheStats pipeline_cache_stats() const { return cache_->stats(); }
+    void save_pipeline_cache() { cache_->save(); }
+    MemoryStats memory_stats() const { return allocator_->stats(); }
+    std::chrono::milliseconds timeout() const { return timeout_; }
+
+private:
+    void submit_and_wait(VkCommandBuffer cmd, const char* what);
+    void transfer(const Buffer& device_buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device);
+
+    std::unique_ptr<Instance> instance_;
+    std::unique_ptr<Device> device_;
+    DriverQuirks quirks_;
+    LimitOverrides overrides_;
+    ComputeLimits limits_;
+    std::unique_ptr<MemoryAllocator> allocator_;
+    std::unique_ptr<PipelineCache> cache_;
+    std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+    std::chrono::milliseconds timeout_{120000};
+    VkDeviceSize staging_size_;
+    bool force_staging_ = false;
+    Buffer staging_;
+    VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// The optional process-wide context (created on first use, never during static
+// initialization), for applications that want one device and no plumbing.
+Context& default_context();
+
+} // namespace vkf

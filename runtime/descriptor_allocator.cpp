@@ -1,0 +1,46 @@
+#include "runtime/descriptor_allocator.hpp"
+
+namespace vkf {
+
+DescriptorAllocator::DescriptorAllocator(VkDevice device, std::uint32_t sets_per_pool)
+    : device_(device), sets_per_pool_(sets_per_pool) {}
+
+DescriptorAllocator::~DescriptorAllocator() {
+    for (VkDescriptorPool pool : pools_) {
+        vkDestroyDescriptorPool(device_, pool, nullptr);
+    }
+}
+
+void DescriptorAllocator::add_pool() {
+    // Kernels bind up to 8 storage buffers; sized so a pool rarely runs out of descriptors
+    // before it runs out of sets.
+    const VkDescriptorPoolSize size{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = sets_per_pool_ * 8};
+    const VkDescriptorPoolCreateInfo info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                          .maxSets = sets_per_pool_,
+                                          .poolSizeCount = 1,
+                                          .pPoolSizes = &size};
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    check(vkCreateDescriptorPool(device_, &info, nullptr, &pool), "vkCreateDescriptorPool");
+    pools_.push_back(pool);
+}
+
+VkDescriptorSet DescriptorAllocator::allocate(VkDescriptorSetLayout layout) {
+    if (pools_.empty()) {
+        add_pool();
+    }
+    VkDescriptorSetAllocateInfo info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                     .descriptorPool = pools_.back(),
+                                     .descriptorSetCount = 1,
+                                     .pSetLayouts = &layout};
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    VkResult r = vkAllocateDescriptorSets(device_, &info, &set);
+    if (r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL) {
+        add_pool();
+        info.descriptorPool = pools_.back();
+        r = vkAllocateDescriptorSets(device_, &info, &set);
+    }
+    check(r, "vkAllocateDescriptorSets");
+    return set;
+}
+
+} // namespace vkf

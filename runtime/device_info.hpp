@@ -1,0 +1,83 @@
+#pragma once
+// What a physical device offers, read once from the driver. Everything a shader assumes
+// comes from here (DESIGN.md, portability rules).
+
+#include "runtime/vk.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+enum class DeviceType { Other, IntegratedGpu, DiscreteGpu, VirtualGpu, Cpu };
+const char* to_string(DeviceType type);
+
+struct MemoryHeapInfo {
+    std::uint64_t size = 0;
+    bool device_local = false;
+    bool host_visible = false; // some memory type of this heap is host-visible
+};
+
+struct SubgroupOps {
+    bool basic = false, vote = false, arithmetic = false, ballot = false, shuffle = false,
+         shuffle_relative = false, clustered = false, quad = false;
+};
+
+struct DeviceInfo {
+    std::uint32_t index = 0; // in vkEnumeratePhysicalDevices order
+    std::string name;
+    DeviceType type = DeviceType::Other;
+    std::uint32_t vendor_id = 0;
+    std::uint32_t device_id = 0;
+    std::string vendor_name; // from vendor_id
+    std::uint32_t api_version = 0;
+    std::uint32_t driver_version = 0; // raw, vendor-specific encoding
+    std::string driver_version_text;  // decoded per vendor convention
+    std::uint32_t driver_id = 0;      // VkDriverId, 0 when unknown
+    std::string driver_name;
+    std::string driver_info;
+    std::array<std::uint8_t, VK_UUID_SIZE> device_uuid{};
+    std::array<std::uint8_t, VK_UUID_SIZE> driver_uuid{};
+    std::array<std::uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
+
+    std::uint32_t subgroup_size = 0;
+    std::uint32_t min_subgroup_size = 0; // equal to subgroup_size without subgroup size control
+    std::uint32_t max_subgroup_size = 0;
+    bool subgroup_size_control = false;
+    bool subgroup_in_compute = false;
+    SubgroupOps subgroup_ops;
+
+    std::uint32_t max_shared_memory = 0;
+    std::array<std::uint32_t, 3> max_workgroup_size{};
+    std::uint32_t max_workgroup_invocations = 0;
+    std::array<std::uint32_t, 3> max_workgroup_count{};
+    std::uint32_t max_push_constants = 0;
+    std::uint64_t max_storage_buffer_range = 0;
+    std::uint64_t min_storage_buffer_offset_alignment = 0;
+    std::uint32_t max_memory_allocation_count = 0;
+    std::uint64_t max_memory_allocation_size = 0;
+    std::vector<MemoryHeapInfo> memory_heaps;
+
+    bool storage_16bit = false;   // storageBuffer16BitAccess
+    bool storage_8bit = false;    // storageBuffer8BitAccess
+    bool float16_arithmetic = false; // shaderFloat16
+    bool int8_arithmetic = false;    // shaderInt8
+    bool cooperative_matrix_nv = false;
+    bool pipeline_creation_feedback = false;
+
+    bool timestamps = false;          // compute queue has timestampValidBits > 0
+    std::uint32_t timestamp_valid_bits = 0;
+    double timestamp_period_ns = 0.0; // nanoseconds per tick
+    std::uint32_t compute_queue_family = 0;
+
+    std::string uuid_hex() const;
+};
+
+// Reads every field above. `index` is the device's position in enumeration order.
+DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::uint32_t instance_api_version);
+
+std::string hex_bytes(const std::uint8_t* bytes, std::size_t n);
+
+} // namespace vkf

@@ -1,0 +1,189 @@
+#include "runtime/instance.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace vkf {
+
+namespace {
+
+constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool has_layer(const char* name) {
+    std::uint32_t count = 0;
+    check(vkEnumerateInstanceLayerProperties(&count, nullptr), "vkEnumerateInstanceLayerProperties");
+    std::vector<VkLayerProperties> layers(count);
+    check(vkEnumerateInstanceLayerProperties(&count, layers.data()), "vkEnumerateInstanceLayerProperties");
+    return std::any_of(layers.begin(), layers.end(),
+                       [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+std::vector<VkExtensionProperties> instance_extensions() {
+    std::uint32_t count = 0;
+    check(vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr),
+          "vkEnumerateInstanceExtensionProperties");
+    std::vector<VkExtensionProperties> exts(count);
+    check(vkEnumerateInstanceExtensionProperties(nullptr, &count, exts.data()),
+          "vkEnumerateInstanceExtensionProperties");
+    return exts;
+}
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+    return std::any_of(exts.begin(), exts.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+} // namespace
+
+void print_message(MessageSeverity severity, std::string_view message) {
+    if (severity == MessageSeverity::Info) {
+        return;
+    }
+    std::fprintf(stderr, "vkformer %s: %.*s\n", severity == MessageSeverity::Error ? "error" : "warning",
+                 static_cast<int>(message.size()), message.data());
+}
+
+Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_message)) {
+    if (!on_message_) {
+        on_message_ = print_message;
+    }
+    load_vulkan_loader();
+
+    std::uint32_t loader_version = VK_API_VERSION_1_0;
+    if (vkEnumerateInstanceVersion != nullptr) {
+        check(vkEnumerateInstanceVersion(&loader_version), "vkEnumerateInstanceVersion");
+    }
+    if (loader_version < VK_API_VERSION_1_1) {
+        throw Error("the Vulkan loader only offers Vulkan " + format_version(loader_version) +
+                    "; vkformer needs Vulkan 1.1 or newer");
+    }
+    api_version_ = std::min(loader_version, static_cast<std::uint32_t>(VK_API_VERSION_1_3));
+
+    std::vector<const char*> layers;
+    if (options.validation) {
+        if (has_layer(kValidationLayer)) {
+            layers.push_back(kValidationLayer);
+            validation_enabled_ = true;
+        } else {
+            report(MessageSeverity::Warning, "validation was requested but VK_LAYER_KHRONOS_validation is not "
+                                             "installed (Debian: vulkan-validationlayers); running without it");
+        }
+    }
+
+    const auto exts = instance_extensions();
+    std::vector<const char*> extensions;
+    const bool debug_utils = has_extension(exts, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (debug_utils) {
+        extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    VkInstanceCreateFlags flags = 0;
+    // MoltenVK (Apple) only enumerates through the portability extension.
+    if (has_extension(exts, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+
+    const VkApplicationInfo app{
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vkformer",
+        .applicationVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
+        .pEngineName = "vkformer",
+        .engineVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
+        .apiVersion = api_version_,
+    };
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info{
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = &Instance::debug_callback,
+        .pUserData = this,
+    };
+    const VkInstanceCreateInfo info{
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        // Also catches messages from vkCreateInstance/vkDestroyInstance themselves.
+        .pNext = debug_utils ? &messenger_info : nullptr,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = static_cast<std::uint32_t>(layers.size()),
+        .ppEnabledLayerNames = layers.data(),
+        .enabledExtensionCount = static_cast<std::uint32_t>(extensions.size()),
+        .ppEnabledExtensionNames = extensions.data(),
+    };
+    check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
+    volkLoadInstance(instance_);
+    if (debug_utils) {
+        const VkResult r = vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_);
+        if (r != VK_SUCCESS) {
+            vkDestroyInstance(instance_, nullptr);
+            check(r, "vkCreateDebugUtilsMessengerEXT");
+        }
+    }
+}
+
+Instance::Instance(VkInstance external, std::uint32_t api_version, MessageCallback on_message)
+    : instance_(external), api_version_(api_version), owned_(false), on_message_(std::move(on_message)) {
+    if (external == VK_NULL_HANDLE) {
+        throw Error("adopting an application's VkInstance: the handle is VK_NULL_HANDLE");
+    }
+    if (!on_message_) {
+        on_message_ = print_message;
+    }
+    load_vulkan_loader();
+    volkLoadInstance(instance_);
+}
+
+Instance::~Instance() {
+    if (messenger_ != VK_NULL_HANDLE) {
+        vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+    }
+    if (owned_ && instance_ != VK_NULL_HANDLE) {
+        vkDestroyInstance(instance_, nullptr);
+    }
+}
+
+std::vector<VkPhysicalDevice> Instance::physical_devices() const {
+    std::uint32_t count = 0;
+    check(vkEnumeratePhysicalDevices(instance_, &count, nullptr), "vkEnumeratePhysicalDevices");
+    std::vector<VkPhysicalDevice> devices(count);
+    check(vkEnumeratePhysicalDevices(instance_, &count, devices.data()), "vkEnumeratePhysicalDevices");
+    devices.resize(count);
+    return devices;
+}
+
+void Instance::report(MessageSeverity severity, std::string_view message) const {
+    on_message_(severity, message);
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL Instance::debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                       VkDebugUtilsMessageTypeFlagsEXT /*types*/,
+                                                       const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                       void* user) {
+    auto* self = static_cast<Instance*>(user);
+    const MessageSeverity s = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error
+                              : (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+                                  ? MessageSeverity::Warning
+                                  : MessageSeverity::Info;
+    if (s != MessageSeverity::Info) {
+        self->validation_messages_.fetch_add(1);
+    }
+    std::string text = "[validation] ";
+    if (data != nullptr && data->pMessageIdName != nullptr) {
+        text += data->pMessageIdName;
+        text += ": ";
+    }
+    text += (data != nullptr && data->pMessage != nullptr) ? data->pMessage : "(no message)";
+    try {
+        self->on_message_(s, text);
+    } catch (...) {
+        // A callback must not throw through the driver.
+    }
+    return VK_FALSE;
+}
+
+} // namespace vkf

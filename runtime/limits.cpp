@@ -1,0 +1,168 @@
+#include "runtime/limits.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace vkf {
+
+namespace {
+
+std::uint64_t parse_size(std::string_view key, std::string_view text) {
+    std::uint64_t multiplier = 1;
+    if (!text.empty()) {
+        switch (text.back()) {
+        case 'K': case 'k': multiplier = 1ull << 10; break;
+        case 'M': case 'm': multiplier = 1ull << 20; break;
+        case 'G': case 'g': multiplier = 1ull << 30; break;
+        default: break;
+        }
+        if (multiplier != 1) {
+            text.remove_suffix(1);
+        }
+    }
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value == 0) {
+        throw Error("limit override '" + std::string(key) + "': '" + std::string(text) +
+                    "' is not a positive integer");
+    }
+    return value * multiplier;
+}
+
+std::uint32_t parse_u32(std::string_view key, std::string_view text) {
+    const std::uint64_t v = parse_size(key, text);
+    if (v > UINT32_MAX) {
+        throw Error("limit override '" + std::string(key) + "' is too large");
+    }
+    return static_cast<std::uint32_t>(v);
+}
+
+} // namespace
+
+LimitOverrides LimitOverrides::phone() {
+    // What a mid-range Mali/Adreno/PowerVR phone offers (the lower of the common values).
+    return LimitOverrides{.shared_memory = 16384,
+                          .workgroup_invocations = 256,
+                          .workgroup_count = 65535,
+                          .storage_buffer_range = 128ull << 20,
+                          .push_constants = 128};
+}
+
+LimitOverrides LimitOverrides::parse(std::string_view spec) {
+    LimitOverrides out;
+    while (!spec.empty()) {
+        const std::size_t comma = spec.find(',');
+        std::string_view item = spec.substr(0, comma);
+        spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+        if (item.empty()) {
+            continue;
+        }
+        const std::size_t eq = item.find('=');
+        const std::string_view key = item.substr(0, eq);
+        const std::string_view value = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+        const bool has_value = eq != std::string_view::npos;
+        auto need_value = [&] {
+            if (!has_value) {
+                throw Error("limit override '" + std::string(key) + "' needs a value (" + std::string(key) + "=N)");
+            }
+        };
+        if (key == "phone" && !has_value) {
+            out = out.merged_with(phone());
+        } else if (key == "shared_memory") {
+            need_value();
+            out.shared_memory = parse_u32(key, value);
+        } else if (key == "workgroup_invocations") {
+            need_value();
+            out.workgroup_invocations = parse_u32(key, value);
+        } else if (key == "workgroup_count") {
+            need_value();
+            out.workgroup_count = parse_u32(key, value);
+        } else if (key == "storage_buffer_range") {
+            need_value();
+            out.storage_buffer_range = parse_size(key, value);
+        } else if (key == "push_constants") {
+            need_value();
+            out.push_constants = parse_u32(key, value);
+        } else if (key == "no_fp16_storage" && !has_value) {
+            out.no_fp16_storage = true;
+        } else if (key == "no_fp16_arithmetic" && !has_value) {
+            out.no_fp16_arithmetic = true;
+        } else if (key == "no_subgroup_ops" && !has_value) {
+            out.no_subgroup_ops = true;
+        } else {
+            throw Error("unknown limit override '" + std::string(item) +
+                        "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
+                        "storage_buffer_range=N, push_constants=N, no_fp16_storage, no_fp16_arithmetic, "
+                        "no_subgroup_ops");
+        }
+    }
+    return out;
+}
+
+bool LimitOverrides::empty() const {
+    return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range &&
+           !push_constants && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops;
+}
+
+std::string LimitOverrides::describe() const {
+    std::string out;
+    auto add = [&out](const std::string& s) { out += (out.empty() ? "" : ",") + s; };
+    if (shared_memory) add("shared_memory=" + std::to_string(*shared_memory));
+    if (workgroup_invocations) add("workgroup_invocations=" + std::to_string(*workgroup_invocations));
+    if (workgroup_count) add("workgroup_count=" + std::to_string(*workgroup_count));
+    if (storage_buffer_range) add("storage_buffer_range=" + std::to_string(*storage_buffer_range));
+    if (push_constants) add("push_constants=" + std::to_string(*push_constants));
+    if (no_fp16_storage) add("no_fp16_storage");
+    if (no_fp16_arithmetic) add("no_fp16_arithmetic");
+    if (no_subgroup_ops) add("no_subgroup_ops");
+    return out.empty() ? "none" : out;
+}
+
+LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
+    LimitOverrides r = *this;
+    if (o.shared_memory) r.shared_memory = o.shared_memory;
+    if (o.workgroup_invocations) r.workgroup_invocations = o.workgroup_invocations;
+    if (o.workgroup_count) r.workgroup_count = o.workgroup_count;
+    if (o.storage_buffer_range) r.storage_buffer_range = o.storage_buffer_range;
+    if (o.push_constants) r.push_constants = o.push_constants;
+    r.no_fp16_storage |= o.no_fp16_storage;
+    r.no_fp16_arithmetic |= o.no_fp16_arithmetic;
+    r.no_subgroup_ops |= o.no_subgroup_ops;
+    return r;
+}
+
+ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirks, const LimitOverrides& o) {
+    ComputeLimits l;
+    bool forced = false;
+    auto lower = [&forced](auto device_value, auto override_value) {
+        using T = decltype(device_value);
+        if (override_value && static_cast<T>(*override_value) < device_value) {
+            forced = true;
+            return static_cast<T>(*override_value);
+        }
+        return device_value;
+    };
+    l.shared_memory = lower(info.max_shared_memory, o.shared_memory);
+    l.workgroup_invocations = lower(info.max_workgroup_invocations, o.workgroup_invocations);
+    for (int d = 0; d < 3; ++d) {
+        l.workgroup_size[d] = std::min(info.max_workgroup_size[d], l.workgroup_invocations);
+        l.workgroup_count[d] = lower(info.max_workgroup_count[d], o.workgroup_count);
+    }
+    l.push_constants = lower(info.max_push_constants, o.push_constants);
+    l.storage_buffer_range = lower(info.max_storage_buffer_range, o.storage_buffer_range);
+    l.storage_offset_alignment = std::max<std::uint64_t>(info.min_storage_buffer_offset_alignment, 4);
+    l.subgroup_size = info.subgroup_size;
+    l.fp16_storage = info.storage_16bit && !o.no_fp16_storage;
+    l.fp16_arithmetic = info.float16_arithmetic && !o.no_fp16_arithmetic && !quirks.avoid_fp16_arithmetic;
+    l.subgroup_ops = info.subgroup_ops.basic && info.subgroup_ops.arithmetic && info.subgroup_ops.shuffle &&
+                     !o.no_subgroup_ops && !quirks.avoid_subgroup_ops;
+    l.timestamps = info.timestamps;
+    forced |= (o.no_fp16_storage && info.storage_16bit) || (o.no_fp16_arithmetic && info.float16_arithmetic) ||
+              o.no_subgroup_ops;
+    l.forced = forced;
+    return l;
+}
+
+} // namespace vkf

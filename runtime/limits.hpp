@@ -1,0 +1,54 @@
+#pragma once
+// The limits vkformer's kernels respect: the device's own, lowered by driver quirks and by
+// overrides. Overrides let lavapipe run the configurations a phone would get (tests) and
+// let users work around a driver (VKF_LIMITS).
+
+#include "runtime/device_info.hpp"
+#include "runtime/quirks.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vkf {
+
+struct LimitOverrides {
+    std::optional<std::uint32_t> shared_memory;
+    std::optional<std::uint32_t> workgroup_invocations;
+    std::optional<std::uint32_t> workgroup_count; // per dimension
+    std::optional<std::uint64_t> storage_buffer_range;
+    std::optional<std::uint32_t> push_constants;
+    bool no_fp16_storage = false;
+    bool no_fp16_arithmetic = false;
+    bool no_subgroup_ops = false;
+
+    // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
+    // workgroup_count=N, storage_buffer_range=N, push_constants=N, no_fp16_storage,
+    // no_fp16_arithmetic, no_subgroup_ops. Sizes accept K/M/G suffixes. Throws on bad input.
+    static LimitOverrides parse(std::string_view spec);
+    static LimitOverrides phone();
+    bool empty() const;
+    std::string describe() const;
+    // Later values win where both set a limit.
+    LimitOverrides merged_with(const LimitOverrides& other) const;
+};
+
+struct ComputeLimits {
+    std::uint32_t shared_memory = 0;
+    std::uint32_t workgroup_invocations = 0;
+    std::array<std::uint32_t, 3> workgroup_size{};
+    std::array<std::uint32_t, 3> workgroup_count{};
+    std::uint32_t push_constants = 0;
+    std::uint64_t storage_buffer_range = 0;
+    std::uint64_t storage_offset_alignment = 0;
+    std::uint32_t subgroup_size = 0;
+    bool fp16_storage = false;
+    bool fp16_arithmetic = false;
+    bool subgroup_ops = false; // basic + arithmetic + shuffle in compute shaders
+    bool timestamps = false;
+    bool forced = false; // some override lowered a limit
+};
+
+ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirks, const LimitOverrides& overrides);
+
+} // namespace vkf

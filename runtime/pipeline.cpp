@@ -1,0 +1,167 @@
+#include "runtime/pipeline.hpp"
+
+#include "runtime/error.hpp"
+#include "runtime/spirv_reflect.hpp"
+
+namespace vkf {
+
+std::string PipelineDesc::key() const {
+    std::string k(code != nullptr ? code->name : "?");
+    k += "/wg" + std::to_string(workgroup_size[0]) + "x" + std::to_string(workgroup_size[1]) + "x" +
+         std::to_string(workgroup_size[2]);
+    for (const SpecConstant& c : constants) {
+        k += "/" + std::to_string(c.id) + "=" + std::to_string(c.value);
+    }
+    if (required_subgroup_size != 0) {
+        k += "/sg" + std::to_string(required_subgroup_size);
+    }
+    return k;
+}
+
+Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc)
+    : device_(device), push_constant_size_(desc.push_constant_size), binding_count_(desc.binding_count) {
+    if (desc.code == nullptr) {
+        throw Error("pipeline without shader code");
+    }
+    name_ = desc.key();
+    const std::string who = "pipeline " + name_ + ": ";
+
+    // The C++ mirror of the shader's interface must agree with the shader itself.
+    const ShaderInterface iface = reflect_shader(*desc.code);
+    if (iface.push_constant_size != desc.push_constant_size) {
+        throw Error(who + "the shader's push-constant block is " + std::to_string(iface.push_constant_size) +
+                    " bytes but the C++ side declares " + std::to_string(desc.push_constant_size) + " bytes");
+    }
+    for (std::uint32_t i = 0; i < iface.storage_bindings.size(); ++i) {
+        if (iface.storage_bindings[i] != i) {
+            throw Error(who + "storage-buffer bindings must be numbered 0..n-1 without gaps");
+        }
+    }
+    if (iface.storage_bindings.size() != desc.binding_count) {
+        throw Error(who + "the shader has " + std::to_string(iface.storage_bindings.size()) +
+                    " storage buffers but the C++ side declares " + std::to_string(desc.binding_count));
+    }
+    if (desc.push_constant_size > limits.push_constants) {
+        throw Error(who + "needs " + std::to_string(desc.push_constant_size) +
+                    " bytes of push constants; the device allows " + std::to_string(limits.push_constants));
+    }
+    if (desc.shared_memory_bytes > limits.shared_memory) {
+        throw Error(who + "needs " + std::to_string(desc.shared_memory_bytes) +
+                    " bytes of shared memory; the device (or a forced limit) allows " +
+                    std::to_string(limits.shared_memory));
+    }
+    const std::uint64_t invocations = std::uint64_t{desc.workgroup_size[0]} * desc.workgroup_size[1] *
+                                      desc.workgroup_size[2];
+    for (int d = 0; d < 3; ++d) {
+        if (desc.workgroup_size[d] == 0 || desc.workgroup_size[d] > limits.workgroup_size[d]) {
+            throw Error(who + "workgroup size " + std::to_string(desc.workgroup_size[d]) + " in dimension " +
+                        std::to_string(d) + " is outside the device limit " +
+                        std::to_string(limits.workgroup_size[d]));
+        }
+    }
+    if (invocations > limits.workgroup_invocations) {
+        throw Error(who + std::to_string(invocations) + " invocations per workgroup; the device allows " +
+                    std::to_string(limits.workgroup_invocations));
+    }
+    const DeviceInfo& info = device.info();
+    if (desc.required_subgroup_size != 0 &&
+        (!device.enabled().subgroup_size_control || desc.required_subgroup_size < info.min_subgroup_size ||
+         desc.required_subgroup_size > info.max_subgroup_size)) {
+        throw Error(who + "subgroup size " + std::to_string(desc.required_subgroup_size) +
+                    " cannot be required on this device");
+    }
+
+    const VkDevice dev = device.handle();
+    std::vector<VkDescriptorSetLayoutBinding> bindings(desc.binding_count);
+    for (std::uint32_t i = 0; i < desc.binding_count; ++i) {
+        bindings[i] = VkDescriptorSetLayoutBinding{.binding = i,
+                                                   .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                   .descriptorCount = 1,
+                                                   .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    }
+    const VkDescriptorSetLayoutCreateInfo set_info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                                   .bindingCount = desc.binding_count,
+                                                   .pBindings = bindings.data()};
+    const VkPushConstantRange range{.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0,
+                                    .size = desc.push_constant_size};
+    try {
+        check(vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+        const VkPipelineLayoutCreateInfo layout_info{.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                                     .setLayoutCount = 1,
+                                                     .pSetLayouts = &set_layout_,
+                                                     .pushConstantRangeCount = desc.push_constant_size ? 1u : 0u,
+                                                     .pPushConstantRanges = &range};
+        check(vkCreatePipelineLayout(dev, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
+        const VkShaderModuleCreateInfo module_info{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                                   .codeSize = desc.code->words.size_bytes(),
+                                                   .pCode = desc.code->words.data()};
+        check(vkCreateShaderModule(dev, &module_info, nullptr, &module_), "vkCreateShaderModule");
+
+        std::vector<VkSpecializationMapEntry> entries;
+        std::vector<std::uint32_t> values;
+        auto add = [&](std::uint32_t id, std::uint32_t value) {
+            entries.push_back({.constantID = id,
+                               .offset = static_cast<std::uint32_t>(values.size() * 4),
+                               .size = 4});
+            values.push_back(value);
+        };
+        for (std::uint32_t d = 0; d < 3; ++d) {
+            add(d, desc.workgroup_size[d]);
+        }
+        for (const SpecConstant& c : desc.constants) {
+            if (c.id < 3) {
+                throw Error(who + "specialization constants 0-2 are the workgroup size");
+            }
+            add(c.id, c.value);
+        }
+        const VkSpecializationInfo spec{.mapEntryCount = static_cast<std::uint32_t>(entries.size()),
+                                        .pMapEntries = entries.data(),
+                                        .dataSize = values.size() * 4,
+                                        .pData = values.data()};
+        const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+            .requiredSubgroupSize = desc.required_subgroup_size};
+        VkPipelineCreationFeedback feedback{};
+        VkPipelineCreationFeedbackCreateInfo feedback_info{
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO, .pPipelineCreationFeedback = &feedback};
+        const bool want_feedback = device.enabled().pipeline_creation_feedback;
+        const VkComputePipelineCreateInfo info_ci{
+            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+            .pNext = want_feedback ? &feedback_info : nullptr,
+            // Dispatches over the group-count limit are split with vkCmdDispatchBase.
+            .flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
+            .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                      .pNext = desc.required_subgroup_size ? &subgroup : nullptr,
+                      .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                      .module = module_,
+                      .pName = "main",
+                      .pSpecializationInfo = &spec},
+            .layout = layout_,
+        };
+        check(vkCreateComputePipelines(dev, cache.handle(), 1, &info_ci, nullptr, &pipeline_),
+              "vkCreateComputePipelines");
+        const bool reported = want_feedback && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) != 0;
+        cache.record_creation(
+            reported && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0,
+            reported);
+    } catch (...) {
+        destroy();
+        throw;
+    }
+}
+
+Pipeline::~Pipeline() { destroy(); }
+
+void Pipeline::destroy() noexcept {
+    const VkDevice dev = device_.handle();
+    if (pipeline_ != VK_NULL_HANDLE) vkDestroyPipeline(dev, pipeline_, nullptr);
+    if (module_ != VK_NULL_HANDLE) vkDestroyShaderModule(dev, module_, nullptr);
+    if (layout_ != VK_NULL_HANDLE) vkDestroyPipelineLayout(dev, layout_, nullptr);
+    if (set_layout_ != VK_NULL_HANDLE) vkDestroyDescriptorSetLayout(dev, set_layout_, nullptr);
+    pipeline_ = VK_NULL_HANDLE;
+    module_ = VK_NULL_HANDLE;
+    layout_ = VK_NULL_HANDLE;
+    set_layout_ = VK_NULL_HANDLE;
+}
+
+} // namespace vkf

@@ -1,0 +1,63 @@
+#pragma once
+// A compute pipeline from embedded SPIR-V: specialization constants carry compile-time
+// choices (workgroup and tile sizes), a push-constant range carries run-time values, and
+// set 0 holds its storage buffers. The C++ side (push-constant size, binding count) is
+// checked against the shader when the pipeline is created.
+
+#include "runtime/limits.hpp"
+#include "runtime/pipeline_cache.hpp"
+#include "runtime/spirv.hpp"
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+struct SpecConstant {
+    std::uint32_t id;
+    std::uint32_t value; // floats through std::bit_cast
+};
+
+// Shaders take their workgroup size from specialization constants 0, 1 and 2
+// (layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;).
+struct PipelineDesc {
+    const SpirvCode* code = nullptr;
+    std::array<std::uint32_t, 3> workgroup_size{64, 1, 1};
+    std::vector<SpecConstant> constants; // ids 3 and up
+    std::uint32_t push_constant_size = 0; // sizeof the C++ mirror of the shader's block
+    std::uint32_t binding_count = 0;      // storage buffers at bindings 0..n-1
+    std::uint32_t shared_memory_bytes = 0; // what the chosen tile sizes need
+    std::uint32_t required_subgroup_size = 0; // 0: the driver's choice
+
+    std::string key() const; // identifies the pipeline: shader and every constant
+};
+
+class Pipeline {
+public:
+    Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc);
+    ~Pipeline();
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+
+    VkPipeline handle() const { return pipeline_; }
+    VkPipelineLayout layout() const { return layout_; }
+    VkDescriptorSetLayout set_layout() const { return set_layout_; }
+    std::uint32_t push_constant_size() const { return push_constant_size_; }
+    std::uint32_t binding_count() const { return binding_count_; }
+    const std::string& name() const { return name_; }
+
+private:
+    void destroy() noexcept;
+
+    const Device& device_;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    VkShaderModule module_ = VK_NULL_HANDLE;
+    std::uint32_t push_constant_size_ = 0;
+    std::uint32_t binding_count_ = 0;
+    std::string name_;
+};
+
+} // namespace vkf

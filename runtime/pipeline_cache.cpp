@@ -1,0 +1,185 @@
+#include "runtime/pipeline_cache.hpp"
+
+#include "runtime/error.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+
+namespace vkf {
+
+namespace {
+
+constexpr char kMagic[8] = {'V', 'K', 'F', 'P', 'I', 'P', 'E', '1'};
+
+// File layout (little-endian): magic[8], payload size u64, FNV-1a-64 of payload u64,
+// vendor u32, device u32, driver version u32, pad u32, device UUID[16], payload.
+struct FileHeader {
+    char magic[8];
+    std::uint64_t payload_size;
+    std::uint64_t checksum;
+    std::uint32_t vendor_id;
+    std::uint32_t device_id;
+    std::uint32_t driver_version;
+    std::uint32_t reserved;
+    std::uint8_t device_uuid[VK_UUID_SIZE];
+};
+static_assert(sizeof(FileHeader) == 56);
+
+std::uint64_t fnv1a(const char* data, std::size_t n) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::size_t i = 0; i < n; ++i) {
+        h = (h ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+} // namespace
+
+std::optional<std::filesystem::path> PipelineCache::default_directory() {
+    if (const char* dir = std::getenv("VKF_PIPELINE_CACHE_DIR")) {
+        if (*dir == '\0') {
+            return std::nullopt; // explicitly off
+        }
+        return std::filesystem::path(dir);
+    }
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+        return std::filesystem::path(xdg) / "vkformer";
+    }
+    if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+        return std::filesystem::path(home) / ".cache" / "vkformer";
+    }
+    return std::nullopt;
+}
+
+std::string PipelineCache::file_name(const DeviceInfo& info) {
+    char version[16];
+    std::snprintf(version, sizeof version, "%08x", info.driver_version);
+    return "pipelines-" + info.uuid_hex() + "-" + version + ".bin";
+}
+
+PipelineCache::PipelineCache(const Device& device, const Instance& instance,
+                             std::optional<std::filesystem::path> directory)
+    : device_(device), instance_(instance) {
+    std::vector<char> payload;
+    if (directory && !directory->empty()) {
+        stats_.file = *directory / file_name(device.info());
+        std::error_code ec;
+        if (std::filesystem::exists(stats_.file, ec)) {
+            std::ifstream in(stats_.file, std::ios::binary);
+            std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            if (auto reason = validate(bytes, payload)) {
+                stats_.rejected = *reason;
+                payload.clear();
+                instance.report(MessageSeverity::Warning,
+                                "ignoring pipeline cache " + stats_.file.string() + ": " + *reason);
+            } else {
+                stats_.loaded = true;
+                stats_.loaded_bytes = payload.size();
+            }
+        }
+    }
+    const VkPipelineCacheCreateInfo info{.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                         .initialDataSize = payload.size(),
+                                         .pInitialData = payload.empty() ? nullptr : payload.data()};
+    check(vkCreatePipelineCache(device.handle(), &info, nullptr, &cache_), "vkCreatePipelineCache");
+}
+
+PipelineCache::~PipelineCache() {
+    try {
+        save();
+    } catch (const std::exception& e) {
+        instance_.report(MessageSeverity::Warning, std::string("pipeline cache not saved: ") + e.what());
+    }
+    vkDestroyPipelineCache(device_.handle(), cache_, nullptr);
+}
+
+std::optional<std::string> PipelineCache::validate(const std::vector<char>& bytes, std::vector<char>& payload) const {
+    const DeviceInfo& info = device_.info();
+    if (bytes.size() < sizeof(FileHeader)) {
+        return "file is " + std::to_string(bytes.size()) + " bytes, shorter than its header";
+    }
+    FileHeader h{};
+    std::memcpy(&h, bytes.data(), sizeof h);
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
+        return std::string("not a vkformer pipeline cache (bad magic)");
+    }
+    if (h.payload_size != bytes.size() - sizeof h) {
+        return "payload size " + std::to_string(h.payload_size) + " does not match the file (" +
+               std::to_string(bytes.size() - sizeof h) + " bytes after the header)";
+    }
+    const char* data = bytes.data() + sizeof h;
+    if (fnv1a(data, h.payload_size) != h.checksum) {
+        return std::string("checksum mismatch (corrupt file)");
+    }
+    if (h.vendor_id != info.vendor_id || h.device_id != info.device_id || h.driver_version != info.driver_version ||
+        std::memcmp(h.device_uuid, info.device_uuid.data(), VK_UUID_SIZE) != 0) {
+        return std::string("written for another device or driver version");
+    }
+    // The driver's own header (Vulkan spec, VkPipelineCacheHeaderVersionOne).
+    if (h.payload_size < 32) {
+        return std::string("driver data too short");
+    }
+    std::uint32_t header_length = 0, header_version = 0, vendor = 0, dev = 0;
+    std::memcpy(&header_length, data, 4);
+    std::memcpy(&header_version, data + 4, 4);
+    std::memcpy(&vendor, data + 8, 4);
+    std::memcpy(&dev, data + 12, 4);
+    if (header_length < 32 || header_version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE || vendor != info.vendor_id ||
+        dev != info.device_id || std::memcmp(data + 16, info.pipeline_cache_uuid.data(), VK_UUID_SIZE) != 0) {
+        return std::string("driver data is for another device or pipeline-cache version");
+    }
+    payload.assign(data, data + h.payload_size);
+    return std::nullopt;
+}
+
+void PipelineCache::record_creation(bool hit, bool reported) {
+    stats_.pipelines_created += 1;
+    stats_.cache_hits += hit ? 1 : 0;
+    stats_.hits_reported |= reported;
+    dirty_ |= !hit;
+}
+
+void PipelineCache::save() {
+    if (stats_.file.empty() || !dirty_) {
+        return;
+    }
+    std::size_t size = 0;
+    check(vkGetPipelineCacheData(device_.handle(), cache_, &size, nullptr), "vkGetPipelineCacheData");
+    std::vector<char> payload(size);
+    check(vkGetPipelineCacheData(device_.handle(), cache_, &size, payload.data()), "vkGetPipelineCacheData");
+    payload.resize(size);
+
+    const DeviceInfo& info = device_.info();
+    FileHeader h{};
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.payload_size = payload.size();
+    h.checksum = fnv1a(payload.data(), payload.size());
+    h.vendor_id = info.vendor_id;
+    h.device_id = info.device_id;
+    h.driver_version = info.driver_version;
+    std::memcpy(h.device_uuid, info.device_uuid.data(), VK_UUID_SIZE);
+
+    std::error_code ec;
+    std::filesystem::create_directories(stats_.file.parent_path(), ec);
+    // Write then rename, so a concurrent reader never sees half a file.
+    const auto tmp = stats_.file.string() + ".tmp" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(&h), sizeof h);
+        out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+        if (!out) {
+            throw Error("cannot write pipeline cache " + tmp);
+        }
+    }
+    std::filesystem::rename(tmp, stats_.file, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        throw Error("cannot write pipeline cache " + stats_.file.string());
+    }
+    stats_.saved_bytes = payload.size();
+    dirty_ = false;
+}
+
+} // namespace vkf

@@ -1,0 +1,52 @@
+#pragma once
+// A VkPipelineCache kept on disk, one file per device UUID and driver version, so a second
+// process start creates its pipelines from the cache. The file carries its own header and
+// checksum: a corrupt, truncated or foreign file is ignored with a warning, never trusted.
+
+#include "runtime/device.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace vkf {
+
+struct PipelineCacheStats {
+    std::filesystem::path file;      // empty when the disk cache is off
+    bool loaded = false;             // a valid file was read and handed to the driver
+    std::uint64_t loaded_bytes = 0;
+    std::string rejected;            // why a file that existed was ignored
+    std::uint64_t saved_bytes = 0;
+    std::uint32_t pipelines_created = 0;
+    std::uint32_t cache_hits = 0;    // reported by VK_EXT_pipeline_creation_feedback
+    bool hits_reported = false;      // the driver reports hits at all
+};
+
+class PipelineCache {
+public:
+    // `directory` empty: in-memory cache only.
+    PipelineCache(const Device& device, const Instance& instance, std::optional<std::filesystem::path> directory);
+    ~PipelineCache(); // saves when anything new was created
+    PipelineCache(const PipelineCache&) = delete;
+    PipelineCache& operator=(const PipelineCache&) = delete;
+
+    VkPipelineCache handle() const { return cache_; }
+    const PipelineCacheStats& stats() const { return stats_; }
+    void record_creation(bool hit, bool reported);
+    void save();
+
+    // $VKF_PIPELINE_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else $HOME/.cache/vkformer.
+    static std::optional<std::filesystem::path> default_directory();
+    static std::string file_name(const DeviceInfo& info);
+
+private:
+    std::optional<std::string> validate(const std::vector<char>& bytes, std::vector<char>& payload) const;
+
+    const Device& device_;
+    const Instance& instance_;
+    VkPipelineCache cache_ = VK_NULL_HANDLE;
+    PipelineCacheStats stats_;
+    bool dirty_ = false;
+};
+
+} // namespace vkf

@@ -1,0 +1,22 @@
+#pragma once
+// Vulkan as vkformer sees it: prototypes come from volk, which opens the loader at run time
+// (as Android apps need), and every VkResult goes through check().
+
+#include <volk.h>
+
+#include <string>
+
+namespace vkf {
+
+const char* to_string(VkResult result);
+
+// Throws vkf::Error naming the call and the result unless `result` is VK_SUCCESS.
+// VK_ERROR_DEVICE_LOST becomes vkf::DeviceLostError.
+void check(VkResult result, const char* call);
+
+// Opens the Vulkan loader once per process; throws when no loader is installed.
+void load_vulkan_loader();
+
+std::string format_version(std::uint32_t vk_version);
+
+} // namespace vkf
