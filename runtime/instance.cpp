@@ -22,6 +22,15 @@ bool has_layer(const char* name) {
                        [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
 }
 
+bool has_layer_extension(const char* layer, const char* name) {
+    std::uint32_t count = 0;
+    check(vkEnumerateInstanceExtensionProperties(layer, &count, nullptr), "vkEnumerateInstanceExtensionProperties");
+    std::vector<VkExtensionProperties> exts(count);
+    check(vkEnumerateInstanceExtensionProperties(layer, &count, exts.data()), "vkEnumerateInstanceExtensionProperties");
+    return std::any_of(exts.begin(), exts.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
 std::vector<VkExtensionProperties> instance_extensions() {
     std::uint32_t count = 0;
     check(vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr),
@@ -64,10 +73,12 @@ Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_m
     api_version_ = std::min(loader_version, static_cast<std::uint32_t>(VK_API_VERSION_1_3));
 
     std::vector<const char*> layers;
+    bool validation_features = false;
     if (options.validation) {
         if (has_layer(kValidationLayer)) {
             layers.push_back(kValidationLayer);
             validation_enabled_ = true;
+            validation_features = has_layer_extension(kValidationLayer, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
         } else {
             report(MessageSeverity::Warning, "validation was requested but VK_LAYER_KHRONOS_validation is not "
                                              "installed (Debian: vulkan-validationlayers); running without it");
@@ -79,6 +90,9 @@ Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_m
     const bool debug_utils = has_extension(exts, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     if (debug_utils) {
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    if (validation_features) {
+        extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     }
     VkInstanceCreateFlags flags = 0;
     // MoltenVK (Apple) only enumerates through the portability extension.
@@ -104,10 +118,19 @@ Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_m
         .pfnUserCallback = &Instance::debug_callback,
         .pUserData = this,
     };
+    // Synchronization validation reports missing or wrong barriers: the recorder's hazard
+    // tracking is checked by it in every test.
+    const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features{.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+                                     .pNext = debug_utils ? &messenger_info : nullptr,
+                                     .enabledValidationFeatureCount = 1,
+                                     .pEnabledValidationFeatures = enables};
     const VkInstanceCreateInfo info{
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-        // Also catches messages from vkCreateInstance/vkDestroyInstance themselves.
-        .pNext = debug_utils ? &messenger_info : nullptr,
+        // The messenger also catches messages from vkCreateInstance/vkDestroyInstance.
+        .pNext = validation_features ? static_cast<const void*>(&features)
+                 : debug_utils       ? static_cast<const void*>(&messenger_info)
+                                     : nullptr,
         .flags = flags,
         .pApplicationInfo = &app,
         .enabledLayerCount = static_cast<std::uint32_t>(layers.size()),
