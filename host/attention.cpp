@@ -1,0 +1,290 @@
+#include "host/attention.hpp"
+
+#include "host/half.hpp"
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace vkf {
+
+namespace {
+
+std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
+
+std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+
+struct TileCandidate {
+    std::uint32_t rows, keys, threads_per_row;
+};
+
+// Largest first; the first that fits the device's limits (and the shape) is taken.
+constexpr std::array<TileCandidate, 10> kTileCandidates{{
+    {32, 32, 8},
+    {16, 64, 8},
+    {16, 32, 8},
+    {16, 16, 8},
+    {8, 32, 8},
+    {8, 16, 8},
+    {4, 16, 8},
+    {4, 8, 4},
+    {2, 8, 4},
+    {1, 8, 2},
+}};
+
+std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
+    return 4 * (t.rows * d + t.keys * (d + 1) + t.rows * t.keys);
+}
+
+// Enough workgroups to keep a large GPU busy; fewer than this on a long KV means splitting.
+constexpr std::uint32_t kTargetWorkgroups = 256;
+constexpr std::uint32_t kMinSplitKeys = 256;
+constexpr std::uint32_t kMaxSplits = 64;
+
+} // namespace
+
+const char* to_string(DType dtype) { return dtype == DType::F16 ? "f16" : "f32"; }
+std::size_t element_size(DType dtype) { return dtype == DType::F16 ? 2 : 4; }
+
+void check_head_dim(std::uint32_t head_dim) {
+    if (std::find(std::begin(kSupportedHeadDims), std::end(kSupportedHeadDims), head_dim) ==
+        std::end(kSupportedHeadDims)) {
+        throw Error("head_dim " + std::to_string(head_dim) +
+                    " is not supported by the GPU attention kernels; supported: 32, 64, 80, 96, 128, 256");
+    }
+}
+
+AttentionPush make_attention_push(const AttentionParams& params) {
+    const AttentionShape& s = params.shape;
+    std::uint32_t flags = 0;
+    flags |= params.mask == MaskMode::Causal ? kAttnCausalMask : 0;
+    flags |= !params.slopes.empty() ? kAttnSlopeTable : 0;
+    flags |= !params.kv_lens.empty() ? kAttnKvLens : 0;
+    flags |= params.alibi == AlibiMode::Causal ? kAttnAlibiCausal : 0;
+    flags |= params.alibi == AlibiMode::Symmetric ? kAttnAlibiSymmetric : 0;
+    return AttentionPush{.batch = s.batch,
+                         .q_len = s.q_len,
+                         .kv_len = s.kv_len,
+                         .n_head = s.n_head,
+                         .n_kv_head = s.n_kv_head,
+                         .flags = flags,
+                         .scale = effective_scale(params),
+                         .max_bias = params.max_bias,
+                         .alibi_pow2 = alibi_pow2_floor(s.n_head),
+                         .kv_split_len = s.kv_len,
+                         .n_splits = 1,
+                         .reserved = 0};
+}
+
+std::string AttentionPlan::describe() const {
+    std::string s = "tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
+                    std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) +
+                    " per row), " + std::to_string(shared_bytes) + " B shared";
+    if (n_splits > 1) {
+        s += ", split-KV " + std::to_string(n_splits) + " x " + std::to_string(kv_split_len) + " keys";
+    }
+    return s;
+}
+
+AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
+    check_head_dim(shape.head_dim);
+    const std::uint32_t d = shape.head_dim;
+    // Short query blocks (decoding) take short tiles rather than idle rows.
+    std::uint32_t wanted_rows = 1;
+    while (wanted_rows < shape.q_len && wanted_rows < 32) {
+        wanted_rows *= 2;
+    }
+    const TileCandidate* chosen = nullptr;
+    for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
+        for (const TileCandidate& t : kTileCandidates) {
+            const std::uint32_t wg = t.rows * t.threads_per_row;
+            const bool fits = wg <= limits.workgroup_invocations && wg <= limits.workgroup_size[0] &&
+                              tile_shared_bytes(t, d) <= limits.shared_memory && (d / 2) % t.threads_per_row == 0;
+            if (fits && (pass == 1 || t.rows <= std::max(wanted_rows, 4u))) {
+                chosen = &t;
+                break;
+            }
+        }
+    }
+    if (chosen == nullptr) {
+        throw Error("no attention tile configuration for head_dim " + std::to_string(d) + " fits the device: " +
+                    std::to_string(limits.shared_memory) + " bytes of shared memory, " +
+                    std::to_string(limits.workgroup_invocations) + " invocations per workgroup");
+    }
+    AttentionPlan plan{.rows_per_group = chosen->rows,
+                       .keys_per_tile = chosen->keys,
+                       .threads_per_row = chosen->threads_per_row,
+                       .workgroup_size = chosen->rows * chosen->threads_per_row,
+                       .shared_bytes = tile_shared_bytes(*chosen, d),
+                       .n_splits = 1,
+                       .kv_split_len = shape.kv_len};
+
+    const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
+    std::uint32_t splits = 1;
+    if (options.force_splits > 0) {
+        splits = options.force_splits;
+    } else if (groups < kTargetWorkgroups && shape.kv_len >= 2 * kMinSplitKeys) {
+        splits = std::min<std::uint64_t>({ceil_div(kTargetWorkgroups, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
+    }
+    // The partials buffer must be bindable in one range.
+    const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
+    while (splits > 1 && record_bytes * splits > limits.storage_buffer_range) {
+        splits /= 2;
+    }
+    if (splits > 1) {
+        plan.kv_split_len = ceil_div(ceil_div(shape.kv_len, splits), plan.keys_per_tile) * plan.keys_per_tile;
+        plan.n_splits = ceil_div(shape.kv_len, plan.kv_split_len);
+    }
+    if (plan.n_splits <= 1) {
+        plan.n_splits = 1;
+        plan.kv_split_len = shape.kv_len;
+    }
+    return plan;
+}
+
+Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
+    : ctx_(ctx), shape_(params.shape), dtype_(dtype) {
+    validate(params);
+    plan_ = plan_attention(ctx.limits(), shape_, options);
+    push_ = make_attention_push(params);
+    push_.kv_split_len = plan_.kv_split_len;
+    push_.n_splits = plan_.n_splits;
+
+    const std::uint64_t esize = element_size(dtype);
+    const std::uint64_t range = ctx.limits().storage_buffer_range;
+    auto check_tensor = [&](const char* name, std::uint64_t elements) {
+        if (elements * esize > range) {
+            throw Error("attention: " + std::string(name) + " is " + bytes_text(elements * esize) +
+                        ", over the device's maxStorageBufferRange of " + bytes_text(range) +
+                        "; split the batch or the sequence");
+        }
+    };
+    check_tensor("Q", q_element_count(shape_));
+    check_tensor("K", kv_element_count(shape_));
+    check_tensor("V", kv_element_count(shape_));
+
+    const bool split = plan_.n_splits > 1;
+    const bool f16 = dtype == DType::F16;
+    const SpirvCode& code = split ? (f16 ? shaders::attention_split_f16 : shaders::attention_split_f32)
+                                  : (f16 ? shaders::attention_f16 : shaders::attention_f32);
+    attention_ = &ctx.pipeline(PipelineDesc{.code = &code,
+                                            .workgroup_size = {plan_.workgroup_size, 1, 1},
+                                            .constants = {{3, plan_.rows_per_group},
+                                                          {4, plan_.keys_per_tile},
+                                                          {5, plan_.threads_per_row},
+                                                          {6, shape_.head_dim}},
+                                            .push_constant_size = sizeof(AttentionPush),
+                                            .binding_count = 6,
+                                            .shared_memory_bytes = plan_.shared_bytes});
+    if (split) {
+        combine_ = &ctx.pipeline(PipelineDesc{
+            .code = f16 ? &shaders::attention_combine_f16 : &shaders::attention_combine_f32,
+            .workgroup_size = {std::min<std::uint32_t>(shape_.head_dim / 2, ctx.limits().workgroup_invocations), 1, 1},
+            .constants = {{6, shape_.head_dim}},
+            .push_constant_size = sizeof(AttentionPush),
+            .binding_count = 2});
+        const std::uint64_t partial_bytes =
+            std::uint64_t{4} * (shape_.head_dim + 2) * shape_.q_len * shape_.n_head * shape_.batch * plan_.n_splits;
+        partials_ = ctx.create_buffer(partial_bytes, MemoryKind::Device, "attention partials");
+    }
+
+    // Tables the shader reads only when their flag is set still need a buffer bound.
+    const std::size_t n_slopes = std::max<std::size_t>(params.slopes.size(), 1);
+    slopes_ = ctx.create_buffer(n_slopes * 4, MemoryKind::Device, "alibi slopes");
+    if (!params.slopes.empty()) {
+        ctx.upload(slopes_, params.slopes);
+    }
+    const std::size_t n_lens = std::max<std::size_t>(params.kv_lens.size(), 1);
+    kv_lens_ = ctx.create_buffer(n_lens * 4, MemoryKind::Device, "kv lens");
+    if (!params.kv_lens.empty()) {
+        ctx.upload(kv_lens_, params.kv_lens);
+    }
+}
+
+std::uint64_t Attention::scratch_bytes() const {
+    return slopes_.size() + kv_lens_.size() + (partials_.valid() ? partials_.size() : 0);
+}
+
+void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const {
+    const std::uint64_t esize = element_size(dtype_);
+    auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
+        if (r.size != elements * esize) {
+            throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
+                        std::to_string(shape_.batch) + ", " +
+                        std::to_string(name[0] == 'Q' || name[0] == 'O' ? shape_.q_len : shape_.kv_len) + ", " +
+                        std::to_string(name[0] == 'Q' || name[0] == 'O' ? shape_.n_head : shape_.n_kv_head) + ", " +
+                        std::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
+                        bytes_text(elements * esize));
+        }
+    };
+    check_size("Q", q, q_element_count(shape_));
+    check_size("K", k, kv_element_count(shape_));
+    check_size("V", v, kv_element_count(shape_));
+    check_size("O", o, q_element_count(shape_));
+
+    const bool split = plan_.n_splits > 1;
+    const Binding bindings[] = {
+        {q, Access::Read},
+        {k, Access::Read},
+        {v, Access::Read},
+        {split ? whole(partials_) : o, Access::Write},
+        {whole(slopes_), Access::Read},
+        {whole(kv_lens_), Access::Read},
+    };
+    list.dispatch(Dispatch{.pipeline = attention_,
+                           .bindings = bindings,
+                           .push_constants = push_bytes(push_),
+                           .groups = {ceil_div(shape_.q_len, plan_.rows_per_group), shape_.n_head,
+                                      shape_.batch * plan_.n_splits},
+                           .label = split ? "attention (split-KV)" : "attention"});
+    if (split) {
+        const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
+        list.dispatch(Dispatch{.pipeline = combine_,
+                               .bindings = combine_bindings,
+                               .push_constants = push_bytes(push_),
+                               .groups = {shape_.q_len, shape_.n_head, shape_.batch},
+                               .label = "attention combine"});
+    }
+}
+
+std::vector<float> attention(Context& ctx, const AttentionParams& params, std::span<const float> q,
+                             std::span<const float> k, std::span<const float> v, DType dtype,
+                             AttentionOptions options) {
+    validate(params);
+    const std::size_t nq = q_element_count(params.shape);
+    const std::size_t nkv = kv_element_count(params.shape);
+    if (q.size() != nq || k.size() != nkv || v.size() != nkv) {
+        throw Error("attention: Q, K, V hold " + std::to_string(q.size()) + ", " + std::to_string(k.size()) + ", " +
+                    std::to_string(v.size()) + " elements; the shape needs " + std::to_string(nq) + ", " +
+                    std::to_string(nkv) + ", " + std::to_string(nkv));
+    }
+    const Attention op(ctx, params, dtype, options);
+    const std::size_t esize = element_size(dtype);
+    auto make = [&](std::span<const float> values, const char* name) {
+        Buffer b = ctx.create_buffer(values.size() * esize, MemoryKind::Device, name);
+        if (dtype == DType::F16) {
+            ctx.upload(b, std::span<const std::uint16_t>(floats_to_halves(values)));
+        } else {
+            ctx.upload(b, values);
+        }
+        return b;
+    };
+    const Buffer qb = make(q, "Q"), kb = make(k, "K"), vb = make(v, "V");
+    const Buffer ob = ctx.create_buffer(nq * esize, MemoryKind::Device, "O");
+    auto list = ctx.command_list();
+    op.record(*list, whole(qb), whole(kb), whole(vb), whole(ob));
+    ctx.submit(*list);
+    std::vector<float> out(nq);
+    if (dtype == DType::F16) {
+        std::vector<std::uint16_t> halves(nq);
+        ctx.download(ob, std::span(halves));
+        halves_to_floats(halves, out);
+    } else {
+        ctx.download(ob, std::span(out));
+    }
+    return out;
+}
+
+} // namespace vkf

@@ -1,0 +1,190 @@
+#version 450
+// Tiled ("flash") attention with ALiBi, FlashAttention-2 style.
+//
+// Grid: x = query tiles of BR rows, y = query heads, z = batch * n_splits.
+// A workgroup owns BR query rows of one (batch, head) and, in the split-KV variant, one
+// slice of the keys. It streams K and V through one shared tile of BC keys, keeps each
+// row's running max and sum (online softmax) in registers, and writes every output row
+// once: no score or bias matrix exists in memory. TPR invocations share a query row: each
+// scores BC/TPR keys of the tile and accumulates D/(2*TPR) pairs of output dimensions.
+//
+// Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), SPLIT_KV (write unnormalized
+// partial rows plus (max, sum) for attention_combine.comp instead of the output).
+
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+layout(constant_id = 3) const uint BR = 16;  // query rows per workgroup
+layout(constant_id = 4) const uint BC = 32;  // keys per shared tile
+layout(constant_id = 5) const uint TPR = 8;  // invocations per query row
+layout(constant_id = 6) const uint D = 64;   // head_dim
+
+const uint DP = D / 2u;              // element pairs per head row
+const uint PAIRS_PER_THREAD = DP / TPR;
+const uint WG = BR * TPR;            // must equal local_size_x
+const uint KV_STRIDE = D + 1u;       // padding: rows of the tile start in different banks
+const float MASKED = -3.0e38;        // finite: no reliance on infinities in exp()
+
+layout(push_constant) uniform AttentionParams {
+    uint batch;
+    uint q_len;
+    uint kv_len;
+    uint n_head;
+    uint n_kv_head;
+    uint flags;
+    float scale;
+    float max_bias;
+    uint alibi_pow2;
+    uint kv_split_len;
+    uint n_splits;
+    uint reserved;
+} params;
+
+#include "attention_io.glsl"
+
+layout(std430, binding = 0) readonly buffer QBuf { VKF_PAIR q_data[]; };
+layout(std430, binding = 1) readonly buffer KBuf { VKF_PAIR k_data[]; };
+layout(std430, binding = 2) readonly buffer VBuf { VKF_PAIR v_data[]; };
+#if defined(SPLIT_KV)
+// Per (batch, head, row, split): D unnormalized output values, then the row max and sum.
+layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };
+#else
+layout(std430, binding = 3) writeonly buffer OBuf { VKF_PAIR o_data[]; };
+#endif
+layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
+layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
+
+#include "alibi.glsl"
+
+shared float q_tile[BR * D];
+shared float kv_tile[BC * KV_STRIDE];
+shared float s_tile[BR * BC];
+
+void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
+    for (uint e = gl_LocalInvocationID.x; e < BC * DP; e += WG) {
+        const uint c = e / DP;
+        const uint p = e % DP;
+        const uint key = key0 + c;
+        vec2 value = vec2(0.0);
+        if (key < key_end) {
+            const uint index = ((b * params.kv_len + key) * params.n_kv_head + kv_head) * DP + p;
+            value = load_v ? pair_to_vec2(v_data[index]) : pair_to_vec2(k_data[index]);
+        }
+        kv_tile[c * KV_STRIDE + 2u * p] = value.x;
+        kv_tile[c * KV_STRIDE + 2u * p + 1u] = value.y;
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint row_local = tid / TPR;
+    const uint lane = tid % TPR;
+    const uint row0 = gl_WorkGroupID.x * BR;
+    const uint head = gl_WorkGroupID.y;
+    const uint b = gl_WorkGroupID.z / params.n_splits;
+    const uint split = gl_WorkGroupID.z % params.n_splits;
+    const uint kv_head = head / (params.n_head / params.n_kv_head);
+    const bool causal = (params.flags & FLAG_CAUSAL_MASK) != 0u;
+
+    // Valid keys of this batch; query row i sits at position L - q_len + i.
+    const uint L = (params.flags & FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
+    const uint row = row0 + row_local;
+    const bool row_valid = row < params.q_len;
+    const int qpos = int(L) - int(params.q_len) + int(row);
+    const float slope = alibi_slope_of_head(head);
+
+    // Keys this workgroup visits; causal tiles past the group's last row are skipped.
+    const uint key_begin = split * params.kv_split_len;
+    uint key_end = min(L, key_begin + params.kv_split_len);
+    if (causal) {
+        const int last_pos = int(L) - int(params.q_len) + int(min(row0 + BR, params.q_len)) - 1;
+        key_end = min(key_end, uint(max(last_pos + 1, 0)));
+    }
+
+    for (uint e = tid; e < BR * DP; e += WG) {
+        const uint r = e / DP;
+        const uint p = e % DP;
+        vec2 value = vec2(0.0);
+        if (row0 + r < params.q_len) {
+            value = pair_to_vec2(q_data[((b * params.q_len + row0 + r) * params.n_head + head) * DP + p]);
+        }
+        q_tile[r * D + 2u * p] = value.x * params.scale;
+        q_tile[r * D + 2u * p + 1u] = value.y * params.scale;
+    }
+
+    float row_max = MASKED;
+    float row_sum = 0.0;
+    vec2 acc[PAIRS_PER_THREAD];
+    for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+        acc[k] = vec2(0.0);
+    }
+
+    for (uint key0 = key_begin; key0 < key_end; key0 += BC) {
+        barrier(); // the previous tile's V and scores are no longer read
+        load_kv_tile(b, kv_head, key0, key_end, false);
+        barrier();
+
+        for (uint c = lane; c < BC; c += TPR) {
+            const uint key = key0 + c;
+            float s = MASKED;
+            if (row_valid && key < key_end && (!causal || int(key) <= qpos)) {
+                float dot_qk = 0.0;
+                for (uint d = 0u; d < D; ++d) {
+                    dot_qk += q_tile[row_local * D + d] * kv_tile[c * KV_STRIDE + d];
+                }
+                s = dot_qk + alibi_bias(slope, qpos, int(key));
+            }
+            s_tile[row_local * BC + c] = s;
+        }
+        barrier(); // scores complete, K no longer read
+        load_kv_tile(b, kv_head, key0, key_end, true);
+        barrier();
+
+        float tile_max = MASKED;
+        for (uint c = 0u; c < BC; ++c) {
+            tile_max = max(tile_max, s_tile[row_local * BC + c]);
+        }
+        if (tile_max > 0.5 * MASKED) {
+            const float new_max = max(row_max, tile_max);
+            const float correction = row_max > 0.5 * MASKED ? exp(row_max - new_max) : 0.0;
+            row_sum *= correction;
+            for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+                acc[k] *= correction;
+            }
+            for (uint c = 0u; c < BC; ++c) {
+                const float s = s_tile[row_local * BC + c];
+                const float p = s > 0.5 * MASKED ? exp(s - new_max) : 0.0;
+                row_sum += p;
+                for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+                    const uint d = 2u * (lane + k * TPR);
+                    acc[k] += p * vec2(kv_tile[c * KV_STRIDE + d], kv_tile[c * KV_STRIDE + d + 1u]);
+                }
+            }
+            row_max = new_max;
+        }
+    }
+
+    if (!row_valid) {
+        return;
+    }
+#if defined(SPLIT_KV)
+    const uint record = (((b * params.n_head + head) * params.q_len + row) * params.n_splits + split) * (D + 2u);
+    for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+        const uint d = 2u * (lane + k * TPR);
+        partials[record + d] = acc[k].x;
+        partials[record + d + 1u] = acc[k].y;
+    }
+    if (lane == 0u) {
+        partials[record + D] = row_max;
+        partials[record + D + 1u] = row_sum;
+    }
+#else
+    // A row with no unmasked key has row_sum == 0 and outputs zeros.
+    const float inv_sum = row_sum > 0.0 ? 1.0 / row_sum : 0.0;
+    for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+        const uint p = lane + k * TPR;
+        o_data[((b * params.q_len + row) * params.n_head + head) * DP + p] = vec2_to_pair(acc[k] * inv_sum);
+    }
+#endif
+}

@@ -1,0 +1,61 @@
+#version 450
+// Combine pass of split-KV attention: merges the n_splits partial rows written by
+// attention.comp (SPLIT_KV) into the output. Grid: x = query rows, y = heads, z = batch;
+// each invocation owns pairs of output dimensions.
+
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+layout(constant_id = 6) const uint D = 64;
+const uint DP = D / 2u;
+const float MASKED = -3.0e38;
+
+layout(push_constant) uniform AttentionParams {
+    uint batch;
+    uint q_len;
+    uint kv_len;
+    uint n_head;
+    uint n_kv_head;
+    uint flags;
+    float scale;
+    float max_bias;
+    uint alibi_pow2;
+    uint kv_split_len;
+    uint n_splits;
+    uint reserved;
+} params;
+
+#include "attention_io.glsl"
+
+layout(std430, binding = 0) readonly buffer Partials { float partials[]; };
+layout(std430, binding = 1) writeonly buffer OBuf { VKF_PAIR o_data[]; };
+
+void main() {
+    const uint row = gl_WorkGroupID.x;
+    const uint head = gl_WorkGroupID.y;
+    const uint b = gl_WorkGroupID.z;
+    const uint first = ((b * params.n_head + head) * params.q_len + row) * params.n_splits;
+
+    float global_max = MASKED;
+    for (uint s = 0u; s < params.n_splits; ++s) {
+        const uint record = (first + s) * (D + 2u);
+        if (partials[record + D + 1u] > 0.0) {
+            global_max = max(global_max, partials[record + D]);
+        }
+    }
+    for (uint p = gl_LocalInvocationID.x; p < DP; p += gl_WorkGroupSize.x) {
+        vec2 sum = vec2(0.0);
+        float denominator = 0.0;
+        for (uint s = 0u; s < params.n_splits; ++s) {
+            const uint record = (first + s) * (D + 2u);
+            const float split_sum = partials[record + D + 1u];
+            if (split_sum > 0.0) {
+                const float weight = exp(partials[record + D] - global_max);
+                denominator += weight * split_sum;
+                sum += weight * vec2(partials[record + 2u * p], partials[record + 2u * p + 1u]);
+            }
+        }
+        const vec2 out_pair = denominator > 0.0 ? sum / denominator : vec2(0.0);
+        o_data[((b * params.q_len + row) * params.n_head + head) * DP + p] = vec2_to_pair(out_pair);
+    }
+}

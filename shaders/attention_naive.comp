@@ -1,0 +1,200 @@
+#version 450
+// Naive ("materialized") ALiBi attention, the baseline the tiled kernel is measured
+// against. Three passes over a float32 scores buffer S[batch, n_head, q_len, kv_len]:
+//
+//   SCORES   one invocation per (b, h, i, j): S = scale * q_i . k_j + ALiBi bias, or -inf
+//            where the key is masked (beyond L_b, or after p_i under a causal mask).
+//   SOFTMAX  one workgroup per row (b, h, i): S = softmax(S) in place; a row whose every
+//            key is masked becomes all zeros rather than NaN.
+//   PV       one invocation per (b, h, i) and pair of output dimensions d, d + 1:
+//            O = sum_j S[i, j] * V[j, d]. Tensors are addressed in element pairs
+//            (attention_io.glsl), so an fp16 output pair is one 32-bit word.
+//
+// Conventions (positions p_i = L_b - q_len + i, GQA head mapping, masks, slopes) are those
+// of host/attention_params.hpp. Storage is float32, or fp16 with STORAGE_F16; arithmetic
+// is fp32 either way.
+
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+layout(constant_id = 3) const uint HEAD_DIM = 64; // always even
+const uint HEAD_PAIRS = HEAD_DIM / 2u;
+
+// Mirrors vkf::AttentionPush (host/attention.hpp), shared with the tiled kernel.
+layout(push_constant) uniform AttentionParams {
+    uint batch;
+    uint q_len;
+    uint kv_len;
+    uint n_head;
+    uint n_kv_head;
+    uint flags;
+    float scale;
+    float max_bias;
+    uint alibi_pow2;
+    uint kv_split_len;
+    uint n_splits;
+    uint reserved;
+} params;
+
+#include "attention_io.glsl"
+
+// glslang does not fold uintBitsToFloat in a global const initializer.
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+// Offsets, in element pairs, of head rows in the default layouts (DESIGN.md).
+uint q_row_pair(uint b, uint i, uint h) {
+    return ((b * params.q_len + i) * params.n_head + h) * HEAD_PAIRS;
+}
+
+uint kv_row_pair(uint b, uint j, uint kv_h) {
+    return ((b * params.kv_len + j) * params.n_kv_head + kv_h) * HEAD_PAIRS;
+}
+
+uint score_row_offset(uint b, uint h, uint i) {
+    return ((b * params.n_head + h) * params.q_len + i) * params.kv_len;
+}
+
+#if defined(SCORES)
+
+layout(std430, binding = 0) readonly buffer QBuffer { VKF_PAIR q_data[]; };
+layout(std430, binding = 1) readonly buffer KBuffer { VKF_PAIR k_data[]; };
+layout(std430, binding = 2) readonly buffer SlopeBuffer { float slope_table[]; };
+layout(std430, binding = 3) readonly buffer KvLenBuffer { uint kv_lens[]; };
+layout(std430, binding = 4) writeonly buffer ScoreBuffer { float scores[]; };
+
+#include "alibi.glsl"
+
+void main() {
+    const uint j = gl_GlobalInvocationID.x;
+    const uint i = gl_WorkGroupID.y;
+    const uint b = gl_WorkGroupID.z / params.n_head;
+    const uint h = gl_WorkGroupID.z % params.n_head;
+    if (j >= params.kv_len) {
+        return;
+    }
+
+    const uint valid_keys = (params.flags & FLAG_KV_LENS) != 0u ? kv_lens[b] : params.kv_len;
+    const int qpos = int(valid_keys) - int(params.q_len) + int(i);
+    const bool masked = j >= valid_keys || ((params.flags & FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
+
+    float score = NEG_INF;
+    if (!masked) {
+        const uint kv_h = h / (params.n_head / params.n_kv_head);
+        const uint q_row = q_row_pair(b, i, h);
+        const uint k_row = kv_row_pair(b, j, kv_h);
+        float acc = 0.0;
+        for (uint p = 0u; p < HEAD_PAIRS; ++p) {
+            acc += dot(pair_to_vec2(q_data[q_row + p]), pair_to_vec2(k_data[k_row + p]));
+        }
+        score = params.scale * acc;
+        if ((params.flags & (FLAG_ALIBI_CAUSAL | FLAG_ALIBI_SYMMETRIC)) != 0u) {
+            score += alibi_bias(alibi_slope_of_head(h), qpos, int(j));
+        }
+    }
+    scores[score_row_offset(b, h, i) + j] = score;
+}
+
+#elif defined(SOFTMAX)
+
+layout(std430, binding = 0) buffer ScoreBuffer { float scores[]; };
+
+// gl_WorkGroupSize.x is a power of two (chosen by the host) for the tree reductions.
+shared float reduction[gl_WorkGroupSize.x];
+
+float workgroup_max(float value) {
+    const uint t = gl_LocalInvocationID.x;
+    reduction[t] = value;
+    barrier();
+    for (uint stride = gl_WorkGroupSize.x / 2u; stride > 0u; stride /= 2u) {
+        if (t < stride) {
+            reduction[t] = max(reduction[t], reduction[t + stride]);
+        }
+        barrier();
+    }
+    const float result = reduction[0];
+    // Nobody may overwrite reduction[0] for the next reduction before everyone read it.
+    barrier();
+    return result;
+}
+
+float workgroup_sum(float value) {
+    const uint t = gl_LocalInvocationID.x;
+    reduction[t] = value;
+    barrier();
+    for (uint stride = gl_WorkGroupSize.x / 2u; stride > 0u; stride /= 2u) {
+        if (t < stride) {
+            reduction[t] += reduction[t + stride];
+        }
+        barrier();
+    }
+    const float result = reduction[0];
+    barrier();
+    return result;
+}
+
+void main() {
+    const uint i = gl_WorkGroupID.x;
+    const uint h = gl_WorkGroupID.y;
+    const uint b = gl_WorkGroupID.z;
+    const uint t = gl_LocalInvocationID.x;
+    const uint row = score_row_offset(b, h, i);
+
+    float local_max = NEG_INF;
+    for (uint j = t; j < params.kv_len; j += gl_WorkGroupSize.x) {
+        local_max = max(local_max, scores[row + j]);
+    }
+    const float row_max = workgroup_max(local_max);
+
+    if (row_max == NEG_INF) {
+        // Every key is masked: the output row is zero by convention.
+        for (uint j = t; j < params.kv_len; j += gl_WorkGroupSize.x) {
+            scores[row + j] = 0.0;
+        }
+        return;
+    }
+
+    // Each invocation revisits only the entries it wrote itself, so no barrier is needed
+    // between writing exp() and normalizing. Masked entries are zeroed explicitly rather
+    // than trusting exp(-inf) on every driver.
+    float local_sum = 0.0;
+    for (uint j = t; j < params.kv_len; j += gl_WorkGroupSize.x) {
+        const float s = scores[row + j];
+        const float e = s == NEG_INF ? 0.0 : exp(s - row_max);
+        scores[row + j] = e;
+        local_sum += e;
+    }
+    const float row_sum = workgroup_sum(local_sum);
+
+    for (uint j = t; j < params.kv_len; j += gl_WorkGroupSize.x) {
+        scores[row + j] = scores[row + j] / row_sum;
+    }
+}
+
+#elif defined(PV)
+
+layout(std430, binding = 0) readonly buffer ProbBuffer { float probs[]; };
+layout(std430, binding = 1) readonly buffer VBuffer { VKF_PAIR v_data[]; };
+layout(std430, binding = 2) writeonly buffer OBuffer { VKF_PAIR o_data[]; };
+
+void main() {
+    const uint p = gl_GlobalInvocationID.x; // the pair of dimensions 2p, 2p + 1
+    const uint i = gl_WorkGroupID.y;
+    const uint b = gl_WorkGroupID.z / params.n_head;
+    const uint h = gl_WorkGroupID.z % params.n_head;
+    if (p >= HEAD_PAIRS) {
+        return;
+    }
+
+    const uint kv_h = h / (params.n_head / params.n_kv_head);
+    const uint row = score_row_offset(b, h, i);
+    vec2 acc = vec2(0.0);
+    for (uint j = 0u; j < params.kv_len; ++j) {
+        acc += probs[row + j] * pair_to_vec2(v_data[kv_row_pair(b, j, kv_h) + p]);
+    }
+    o_data[q_row_pair(b, i, h) + p] = vec2_to_pair(acc);
+}
+
+#else
+#error "define SCORES, SOFTMAX or PV"
+#endif
