@@ -35,7 +35,18 @@ constexpr std::array<TileCandidate, 10> kTileCandidates{{
 }};
 
 std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
-    return 4 * (t.rows * d + t.keys * (d + 1) + t.rows * t.keys);
+    // q_tile, kv_tile (rows padded by one vec4) and s_tile of shaders/attention.comp.
+    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * t.keys);
+}
+
+// Loop iterations one invocation of attention.comp runs per KV tile, counted without any
+// unrolling by the driver (an upper bound): K and V loads, scores, tile max, P*V, rescale.
+std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) {
+    const std::uint32_t wg = t.rows * t.threads_per_row;
+    const std::uint32_t pairs = d / 2 / t.threads_per_row;
+    const std::uint32_t loads = 2 * ceil_div(t.keys * (d / 2), wg);
+    const std::uint32_t scores = ceil_div(t.keys, t.threads_per_row) * (d / 4 + 1);
+    return loads + scores + t.keys + t.keys * (pairs + 1) + pairs + 8;
 }
 
 // Enough workgroups to keep a large GPU busy; fewer than this on a long KV means splitting.
@@ -132,6 +143,23 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
     const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
     while (splits > 1 && record_bytes * splits > limits.storage_buffer_range) {
         splits /= 2;
+    }
+    // Drivers with a per-invocation loop limit (llvmpipe) get enough splits to stay well
+    // inside it; the split-KV path is exact, only slower.
+    if (limits.max_loop_iterations != 0) {
+        const std::uint32_t budget = limits.max_loop_iterations / 2;
+        const std::uint32_t max_tiles = std::max<std::uint32_t>(1, budget / loop_iterations_per_tile(*chosen, d));
+        const std::uint32_t needed = ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile);
+        if (needed > splits) {
+            if (record_bytes * needed > limits.storage_buffer_range) {
+                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " +
+                            std::to_string(needed) + " KV splits on this driver (its shaders may run at most " +
+                            std::to_string(limits.max_loop_iterations) +
+                            " loop iterations), and their partial results would exceed maxStorageBufferRange; "
+                            "use fewer query rows per call");
+            }
+            splits = needed;
+        }
     }
     if (splits > 1) {
         plan.kv_split_len = ceil_div(ceil_div(shape.kv_len, splits), plan.keys_per_tile) * plan.keys_per_tile;

@@ -67,7 +67,7 @@ std::size_t select_device(const std::vector<DeviceInfo>& devices, std::string_vi
     const auto [end, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
     if (ec == std::errc() && end == selector.data() + selector.size()) {
         if (std::find(usable.begin(), usable.end(), index) == usable.end()) {
-            throw Error("VKF_DEVICE=" + std::string(selector) + ": no usable device with that index. Devices:" +
+            throw Error("device selector '" + std::string(selector) + "' (VKF_DEVICE or --device): no usable device with that index. Devices:" +
                         device_list(devices));
         }
         return index;
@@ -78,7 +78,7 @@ std::size_t select_device(const std::vector<DeviceInfo>& devices, std::string_vi
             return i;
         }
     }
-    throw Error("VKF_DEVICE=" + std::string(selector) + ": no device name contains '" + std::string(selector) +
+    throw Error("device selector '" + std::string(selector) + "' (VKF_DEVICE or --device): no device name contains '" + std::string(selector) +
                 "'. Devices:" + device_list(devices));
 }
 

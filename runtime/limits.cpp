@@ -159,6 +159,7 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.subgroup_ops = info.subgroup_ops.basic && info.subgroup_ops.arithmetic && info.subgroup_ops.shuffle &&
                      !o.no_subgroup_ops && !quirks.avoid_subgroup_ops;
     l.timestamps = info.timestamps;
+    l.max_loop_iterations = quirks.max_loop_iterations;
     forced |= (o.no_fp16_storage && info.storage_16bit) || (o.no_fp16_arithmetic && info.float16_arithmetic) ||
               o.no_subgroup_ops;
     l.forced = forced;

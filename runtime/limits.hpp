@@ -46,6 +46,7 @@ struct ComputeLimits {
     bool fp16_arithmetic = false;
     bool subgroup_ops = false; // basic + arithmetic + shuffle in compute shaders
     bool timestamps = false;
+    std::uint32_t max_loop_iterations = 0; // per invocation, from driver quirks; 0: unlimited
     bool forced = false; // some override lowered a limit
 };
 

@@ -4,9 +4,15 @@ namespace vkf {
 
 namespace {
 
-// Empty until a driver problem is confirmed on real hardware; each entry says why.
+// Each entry is a confirmed driver problem and says why.
 const std::vector<QuirkEntry>& quirk_table() {
-    static const std::vector<QuirkEntry> table{};
+    static const std::vector<QuirkEntry> table{
+        {.vendor_id = 0x10005, // Mesa
+         .driver_id = VK_DRIVER_ID_MESA_LLVMPIPE,
+         .max_loop_iterations = 65535,
+         .reason = "llvmpipe/lavapipe caps the loop iterations of one invocation at 65535 and silently skips "
+                   "the rest (gallivm's loop limiter); seen on Mesa 22.3 as wrong attention at long KV"},
+    };
     return table;
 }
 
@@ -23,6 +29,10 @@ DriverQuirks quirks_for(const DeviceInfo& info, const std::vector<QuirkEntry>& t
         }
         quirks.avoid_fp16_arithmetic |= e.avoid_fp16_arithmetic;
         quirks.avoid_subgroup_ops |= e.avoid_subgroup_ops;
+        if (e.max_loop_iterations != 0 &&
+            (quirks.max_loop_iterations == 0 || e.max_loop_iterations < quirks.max_loop_iterations)) {
+            quirks.max_loop_iterations = e.max_loop_iterations;
+        }
         quirks.reasons.emplace_back(e.reason);
     }
     return quirks;

@@ -12,6 +12,9 @@ namespace vkf {
 struct DriverQuirks {
     bool avoid_fp16_arithmetic = false;
     bool avoid_subgroup_ops = false;
+    // Loop iterations one shader invocation may run in all (0: no limit). Past it a driver
+    // silently skips iterations, so kernels must bound their loops (e.g. split the KV).
+    std::uint32_t max_loop_iterations = 0;
     std::vector<std::string> reasons; // one line per matched table entry, for vkf-info
 };
 
@@ -23,6 +26,7 @@ struct QuirkEntry {
     std::uint32_t max_driver_version = UINT32_MAX; // inclusive
     bool avoid_fp16_arithmetic = false;
     bool avoid_subgroup_ops = false;
+    std::uint32_t max_loop_iterations = 0;
     const char* reason = "";
 };
 

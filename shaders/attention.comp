@@ -23,7 +23,8 @@ layout(constant_id = 6) const uint D = 64;   // head_dim
 const uint DP = D / 2u;              // element pairs per head row
 const uint PAIRS_PER_THREAD = DP / TPR;
 const uint WG = BR * TPR;            // must equal local_size_x
-const uint KV_STRIDE = D + 1u;       // padding: rows of the tile start in different banks
+const uint DQ = D / 4u;              // vec4 quads per head row (every supported D is a multiple of 4)
+const uint KV_STRIDE = DQ + 1u;      // in quads; padding: tile rows start in different banks
 const float MASKED = -3.0e38;        // finite: no reliance on infinities in exp()
 
 layout(push_constant) uniform AttentionParams {
@@ -57,8 +58,8 @@ layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
 
 #include "alibi.glsl"
 
-shared float q_tile[BR * D];
-shared float kv_tile[BC * KV_STRIDE];
+shared vec4 q_tile[BR * DQ];
+shared vec4 kv_tile[BC * KV_STRIDE];
 shared float s_tile[BR * BC];
 
 void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
@@ -71,8 +72,11 @@ void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
             const uint index = ((b * params.kv_len + key) * params.n_kv_head + kv_head) * DP + p;
             value = load_v ? pair_to_vec2(v_data[index]) : pair_to_vec2(k_data[index]);
         }
-        kv_tile[c * KV_STRIDE + 2u * p] = value.x;
-        kv_tile[c * KV_STRIDE + 2u * p + 1u] = value.y;
+        if ((p & 1u) == 0u) {
+            kv_tile[c * KV_STRIDE + p / 2u].xy = value;
+        } else {
+            kv_tile[c * KV_STRIDE + p / 2u].zw = value;
+        }
     }
 }
 
@@ -109,8 +113,11 @@ void main() {
         if (row0 + r < params.q_len) {
             value = pair_to_vec2(q_data[((b * params.q_len + row0 + r) * params.n_head + head) * DP + p]);
         }
-        q_tile[r * D + 2u * p] = value.x * params.scale;
-        q_tile[r * D + 2u * p + 1u] = value.y * params.scale;
+        if ((p & 1u) == 0u) {
+            q_tile[r * DQ + p / 2u].xy = value * params.scale;
+        } else {
+            q_tile[r * DQ + p / 2u].zw = value * params.scale;
+        }
     }
 
     float row_max = MASKED;
@@ -130,8 +137,8 @@ void main() {
             float s = MASKED;
             if (row_valid && key < key_end && (!causal || int(key) <= qpos)) {
                 float dot_qk = 0.0;
-                for (uint d = 0u; d < D; ++d) {
-                    dot_qk += q_tile[row_local * D + d] * kv_tile[c * KV_STRIDE + d];
+                for (uint dq = 0u; dq < DQ; ++dq) {
+                    dot_qk += dot(q_tile[row_local * DQ + dq], kv_tile[c * KV_STRIDE + dq]);
                 }
                 s = dot_qk + alibi_bias(slope, qpos, int(key));
             }
@@ -157,8 +164,9 @@ void main() {
                 const float p = s > 0.5 * MASKED ? exp(s - new_max) : 0.0;
                 row_sum += p;
                 for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
-                    const uint d = 2u * (lane + k * TPR);
-                    acc[k] += p * vec2(kv_tile[c * KV_STRIDE + d], kv_tile[c * KV_STRIDE + d + 1u]);
+                    const uint pair = lane + k * TPR;
+                    const vec4 quad = kv_tile[c * KV_STRIDE + pair / 2u];
+                    acc[k] += p * ((pair & 1u) == 0u ? quad.xy : quad.zw);
                 }
             }
             row_max = new_max;

@@ -194,6 +194,17 @@ TEST_F(Attention_, SplitKvDecodeMatches) {
     }
 }
 
+TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
+    // llvmpipe skips loop iterations past 65535 per invocation (runtime/quirks.cpp); the plan
+    // splits the KV so that no invocation gets near the limit.
+    const auto plan =
+        run_case(ctx(), Case{1, 16, 6000, 2, 2, 128, MaskMode::None, AlibiMode::Symmetric, DType::F32}, 5000);
+    if (ctx().limits().max_loop_iterations != 0) {
+        EXPECT_GT(plan.n_splits, 1u);
+    }
+    run_case(ctx(), Case{1, 300, 2500, 1, 1, 256, MaskMode::Causal, AlibiMode::Causal, DType::F16}, 5001);
+}
+
 TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
     const char* specs[] = {"phone", "shared_memory=8192,workgroup_invocations=64",
                            "shared_memory=6144,workgroup_invocations=32,workgroup_count=3"};

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what vkformer needs to build and test on Debian 12 (apt-get; sudo when not root).
+# Skips apt-get entirely when everything is already installed.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build git pkg-config
+  libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
+  mesa-vulkan-drivers vulkan-validationlayers
+  libgtest-dev libbenchmark-dev python3 python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo=(sudo)
+fi
+echo "vkformer: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -q
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
