@@ -77,11 +77,13 @@ void CommandList::dispatch(const Dispatch& d) {
     if (d.groups.x == 0 || d.groups.y == 0 || d.groups.z == 0) {
         throw Error(who + "dispatch of zero workgroups");
     }
+    std::vector<ResolvedBinding> resolved;
     for (const Binding& b : d.bindings) {
         check_range(b.range, d.label, true);
+        resolved.push_back({b.range.buffer->handle(), b.range.offset, b.range.size, b.access});
     }
     ops_.push_back(Op{.pipeline = d.pipeline,
-                      .bindings = {d.bindings.begin(), d.bindings.end()},
+                      .bindings = std::move(resolved),
                       .push = {d.push_constants.begin(), d.push_constants.end()},
                       .groups = d.groups,
                       .label = std::string(d.label)});
@@ -97,7 +99,9 @@ void CommandList::copy(BufferRange src, BufferRange dst, std::string_view label)
         throw Error("'" + std::string(label) + "': copy of " + std::to_string(src.size) + " bytes into a range of " +
                     std::to_string(dst.size));
     }
-    ops_.push_back(Op{.bindings = {Binding{src, Access::Read}, Binding{dst, Access::Write}}, .label = std::string(label)});
+    ops_.push_back(Op{.bindings = {{src.buffer->handle(), src.offset, src.size, Access::Read},
+                                   {dst.buffer->handle(), dst.offset, dst.size, Access::Write}},
+                      .label = std::string(label)});
 }
 
 void CommandList::finish() {
@@ -154,10 +158,10 @@ void CommandList::encode(VkCommandBuffer cmd) {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
         Op& op = ops_[i];
         bool hazard = false;
-        for (const Binding& b : op.bindings) {
-            const VkDeviceSize begin = b.range.offset, end = b.range.offset + b.range.size;
+        for (const ResolvedBinding& b : op.bindings) {
+            const VkDeviceSize begin = b.offset, end = b.offset + b.size;
             for (const Pending& p : pending) {
-                if (p.buffer == b.range.buffer->handle() && begin < p.end && p.begin < end &&
+                if (p.buffer == b.buffer && begin < p.end && p.begin < end &&
                     (p.write || writes(b.access))) {
                     hazard = true;
                 }
@@ -168,28 +172,26 @@ void CommandList::encode(VkCommandBuffer cmd) {
             barriers_ += 1;
             pending.clear();
         }
-        for (const Binding& b : op.bindings) {
-            pending.push_back({b.range.buffer->handle(), b.range.offset, b.range.offset + b.range.size,
-                               writes(b.access)});
+        for (const ResolvedBinding& b : op.bindings) {
+            pending.push_back({b.buffer, b.offset, b.offset + b.size, writes(b.access)});
         }
 
         if (query_pool_ != VK_NULL_HANDLE) {
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, static_cast<std::uint32_t>(2 * i));
         }
         if (op.pipeline == nullptr) {
-            const VkBufferCopy region{.srcOffset = op.bindings[0].range.offset,
-                                      .dstOffset = op.bindings[1].range.offset,
-                                      .size = op.bindings[0].range.size};
-            vkCmdCopyBuffer(cmd, op.bindings[0].range.buffer->handle(), op.bindings[1].range.buffer->handle(), 1,
-                            &region);
+            const VkBufferCopy region{.srcOffset = op.bindings[0].offset,
+                                      .dstOffset = op.bindings[1].offset,
+                                      .size = op.bindings[0].size};
+            vkCmdCopyBuffer(cmd, op.bindings[0].buffer, op.bindings[1].buffer, 1, &region);
         } else {
-            op.set = descriptors_.allocate(op.pipeline->set_layout());
+            op.set = descriptors_.allocate(op.pipeline->set_layout(), op.pipeline->binding_count());
             infos.resize(op.bindings.size());
             writes_ds.resize(op.bindings.size());
             for (std::uint32_t b = 0; b < op.bindings.size(); ++b) {
-                infos[b] = VkDescriptorBufferInfo{.buffer = op.bindings[b].range.buffer->handle(),
-                                                  .offset = op.bindings[b].range.offset,
-                                                  .range = op.bindings[b].range.size};
+                infos[b] = VkDescriptorBufferInfo{.buffer = op.bindings[b].buffer,
+                                                  .offset = op.bindings[b].offset,
+                                                  .range = op.bindings[b].size};
                 writes_ds[b] = VkWriteDescriptorSet{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                                     .dstSet = op.set,
                                                     .dstBinding = b,

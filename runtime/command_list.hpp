@@ -74,14 +74,23 @@ public:
     std::size_t op_count() const { return ops_.size(); }
     std::size_t barrier_count() const { return barriers_; }   // hazard barriers, known after encoding
     std::size_t dispatch_command_count() const { return dispatch_commands_; } // after group-count splitting
+    std::size_t descriptor_pool_count() const { return descriptors_.pool_count(); }
     bool profiling() const { return query_pool_ != VK_NULL_HANDLE || profiling_; }
     // GPU time per recorded op of the last completed submission (needs profiling=true).
     std::vector<OpTiming> timings() const;
 
 private:
+    // Buffers are resolved to their handles when recorded, so a Buffer object may move
+    // (e.g. inside a growing vector) after recording; it must stay alive until the work ends.
+    struct ResolvedBinding {
+        VkBuffer buffer = VK_NULL_HANDLE;
+        VkDeviceSize offset = 0;
+        VkDeviceSize size = 0;
+        Access access = Access::Read;
+    };
     struct Op {
-        const Pipeline* pipeline = nullptr; // null for copies
-        std::vector<Binding> bindings;      // a copy: [src, dst]
+        const Pipeline* pipeline = nullptr;   // null for copies
+        std::vector<ResolvedBinding> bindings; // a copy: [src, dst]
         std::vector<std::byte> push;
         GroupCount groups;
         std::string label;

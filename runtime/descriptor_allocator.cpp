@@ -1,5 +1,7 @@
 #include "runtime/descriptor_allocator.hpp"
 
+#include <algorithm>
+
 namespace vkf {
 
 DescriptorAllocator::DescriptorAllocator(VkDevice device, std::uint32_t sets_per_pool)
@@ -11,10 +13,11 @@ DescriptorAllocator::~DescriptorAllocator() {
     }
 }
 
-void DescriptorAllocator::add_pool() {
+void DescriptorAllocator::add_pool(std::uint32_t min_descriptors) {
     // Kernels bind up to 8 storage buffers; sized so a pool rarely runs out of descriptors
     // before it runs out of sets.
-    const VkDescriptorPoolSize size{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = sets_per_pool_ * 8};
+    const std::uint32_t descriptors = std::max(sets_per_pool_ * 8, min_descriptors);
+    const VkDescriptorPoolSize size{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = descriptors};
     const VkDescriptorPoolCreateInfo info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                           .maxSets = sets_per_pool_,
                                           .poolSizeCount = 1,
@@ -22,11 +25,13 @@ void DescriptorAllocator::add_pool() {
     VkDescriptorPool pool = VK_NULL_HANDLE;
     check(vkCreateDescriptorPool(device_, &info, nullptr, &pool), "vkCreateDescriptorPool");
     pools_.push_back(pool);
+    sets_left_ = sets_per_pool_;
+    descriptors_left_ = descriptors;
 }
 
-VkDescriptorSet DescriptorAllocator::allocate(VkDescriptorSetLayout layout) {
-    if (pools_.empty()) {
-        add_pool();
+VkDescriptorSet DescriptorAllocator::allocate(VkDescriptorSetLayout layout, std::uint32_t descriptors) {
+    if (pools_.empty() || sets_left_ == 0 || descriptors_left_ < descriptors) {
+        add_pool(descriptors);
     }
     VkDescriptorSetAllocateInfo info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                      .descriptorPool = pools_.back(),
@@ -35,11 +40,13 @@ VkDescriptorSet DescriptorAllocator::allocate(VkDescriptorSetLayout layout) {
     VkDescriptorSet set = VK_NULL_HANDLE;
     VkResult r = vkAllocateDescriptorSets(device_, &info, &set);
     if (r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL) {
-        add_pool();
+        add_pool(descriptors);
         info.descriptorPool = pools_.back();
         r = vkAllocateDescriptorSets(device_, &info, &set);
     }
     check(r, "vkAllocateDescriptorSets");
+    sets_left_ -= 1;
+    descriptors_left_ -= descriptors;
     return set;
 }
 

@@ -106,9 +106,13 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
         *tail = &s;
         tail = &s.pNext;
     };
-    chain(subgroup);
-    chain(ids);
-    chain(maint3);
+    // Vulkan 1.0 devices cannot fill the 1.1 structs; they are reported but never selected.
+    const bool v11 = api >= VK_API_VERSION_1_1;
+    if (v11) {
+        chain(subgroup);
+        chain(ids);
+        chain(maint3);
+    }
     if (has_driver_props) {
         chain(driver);
     }
@@ -126,7 +130,9 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     tail = &features.pNext;
-    chain(storage16);
+    if (v11) {
+        chain(storage16);
+    }
     if (has_storage8) {
         chain(storage8);
     }
