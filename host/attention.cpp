@@ -21,7 +21,7 @@ struct TileCandidate {
 };
 
 // Largest first; the first that fits the device's limits (and the shape) is taken.
-constexpr std::array<TileCandidate, 10> kTileCandidates{{
+constexpr std::array<TileCandidate, 14> kTileCandidates{{
     {32, 32, 8},
     {16, 64, 8},
     {16, 32, 8},
@@ -31,12 +31,17 @@ constexpr std::array<TileCandidate, 10> kTileCandidates{{
     {4, 16, 8},
     {4, 8, 4},
     {2, 8, 4},
+    // Decoding: one query row, many lanes on it.
+    {1, 64, 32},
+    {1, 64, 16},
+    {1, 32, 8},
+    {1, 16, 4},
     {1, 8, 2},
 }};
 
 std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
     // q_tile, kv_tile (rows padded by one vec4) and s_tile of shaders/attention.comp.
-    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * t.keys);
+    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * t.keys + t.rows * t.threads_per_row);
 }
 
 // Loop iterations one invocation of attention.comp runs per KV tile, counted without any
@@ -45,8 +50,9 @@ std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) 
     const std::uint32_t wg = t.rows * t.threads_per_row;
     const std::uint32_t pairs = d / 2 / t.threads_per_row;
     const std::uint32_t loads = 2 * ceil_div(t.keys * (d / 2), wg);
-    const std::uint32_t scores = ceil_div(t.keys, t.threads_per_row) * (d / 4 + 1);
-    return loads + scores + t.keys + t.keys * (pairs + 1) + pairs + 8;
+    const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
+    const std::uint32_t scores = keys_per_lane * (d / 4 + 1);
+    return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
 }
 
 // Enough workgroups to keep a large GPU busy; fewer than this on a long KV means splitting.
@@ -112,8 +118,9 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
         for (const TileCandidate& t : kTileCandidates) {
             const std::uint32_t wg = t.rows * t.threads_per_row;
             const bool fits = wg <= limits.workgroup_invocations && wg <= limits.workgroup_size[0] &&
-                              tile_shared_bytes(t, d) <= limits.shared_memory && (d / 2) % t.threads_per_row == 0;
-            if (fits && (pass == 1 || t.rows <= std::max(wanted_rows, 4u))) {
+                              tile_shared_bytes(t, d) <= limits.shared_memory && (d / 2) % t.threads_per_row == 0 &&
+                              t.keys % t.threads_per_row == 0;
+            if (fits && (pass == 1 || t.rows <= wanted_rows)) {
                 chosen = &t;
                 break;
             }

@@ -44,6 +44,10 @@ Context::Context(ContextOptions options)
     limits_.fp16_storage = limits_.fp16_storage && device_->enabled().storage_16bit;
     limits_.fp16_arithmetic = limits_.fp16_arithmetic && device_->enabled().float16_arithmetic;
 
+    // A CPU driver runs big dispatches for minutes where a GPU takes milliseconds.
+    if (device_->info().type == DeviceType::Cpu) {
+        timeout_ = std::chrono::milliseconds(600000);
+    }
     if (options.timeout) {
         timeout_ = *options.timeout;
     } else if (const auto t = env("VKF_TIMEOUT_MS")) {
@@ -102,12 +106,18 @@ std::unique_ptr<CommandList> Context::command_list(bool profiling) const {
 }
 
 void Context::submit_and_wait(VkCommandBuffer cmd, const char* what) {
+    if (lost_) {
+        throw DeviceLostError("the device timed out or was lost earlier; this context cannot submit work");
+    }
     const VkDevice dev = device_->handle();
     check(vkResetFences(dev, 1, &fence_), "vkResetFences");
     const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
     check(vkQueueSubmit(device_->queue(), 1, &submit, fence_), "vkQueueSubmit");
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
     const VkResult r = vkWaitForFences(dev, 1, &fence_, VK_TRUE, static_cast<std::uint64_t>(ns));
+    if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
+        lost_ = true;
+    }
     if (r == VK_TIMEOUT) {
         throw DeviceLostError(std::string(what) + " did not finish within " + std::to_string(timeout_.count()) +
                               " ms: the GPU may be hung (raise VKF_TIMEOUT_MS for very long work)");

@@ -28,7 +28,8 @@ struct ContextOptions {
     std::optional<std::string> device;         // index or name substring; default: VKF_DEVICE
     LimitOverrides limits;                     // applied over VKF_LIMITS
     std::optional<std::filesystem::path> pipeline_cache_dir; // default PipelineCache::default_directory(); "" = off
-    std::optional<std::chrono::milliseconds> timeout;          // per submission; default VKF_TIMEOUT_MS or 120 s
+    // Per submission; default VKF_TIMEOUT_MS, else 120 s (600 s on CPU drivers such as lavapipe).
+    std::optional<std::chrono::milliseconds> timeout;
     VkDeviceSize staging_size = 16ull << 20;
     VkDeviceSize memory_block_size = 64ull << 20;
     // Move data through the staging buffer even where device memory is host-visible, as on
@@ -98,6 +99,7 @@ private:
     std::chrono::milliseconds timeout_{120000};
     VkDeviceSize staging_size_;
     bool force_staging_ = false;
+    bool lost_ = false; // a submission timed out or the device was lost
     Buffer staging_;
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
     VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;

@@ -22,6 +22,7 @@ layout(constant_id = 6) const uint D = 64;   // head_dim
 
 const uint DP = D / 2u;              // element pairs per head row
 const uint PAIRS_PER_THREAD = DP / TPR;
+const uint KEYS_PER_LANE = BC / TPR;  // the host keeps BC a multiple of TPR
 const uint WG = BR * TPR;            // must equal local_size_x
 const uint DQ = D / 4u;              // vec4 quads per head row (every supported D is a multiple of 4)
 const uint KV_STRIDE = DQ + 1u;      // in quads; padding: tile rows start in different banks
@@ -60,7 +61,8 @@ layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
 
 shared vec4 q_tile[BR * DQ];
 shared vec4 kv_tile[BC * KV_STRIDE];
-shared float s_tile[BR * BC];
+shared float p_tile[BR * BC];        // softmax numerators of the current tile
+shared float lane_stats[BR * TPR];   // per-lane maxima, then per-lane sums
 
 void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
     for (uint e = gl_LocalInvocationID.x; e < BC * DP; e += WG) {
@@ -120,19 +122,25 @@ void main() {
         }
     }
 
+    // Each lane scores its own BC/TPR keys of a tile and exponentiates only those; the lanes
+    // of a row agree on the running max through lane_stats, and each keeps a partial row sum
+    // (every lane rescales by the same factor, so the partial sums add up at the end).
     float row_max = MASKED;
-    float row_sum = 0.0;
+    float lane_sum = 0.0;
     vec2 acc[PAIRS_PER_THREAD];
     for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
         acc[k] = vec2(0.0);
     }
+    float own_scores[KEYS_PER_LANE];
 
     for (uint key0 = key_begin; key0 < key_end; key0 += BC) {
-        barrier(); // the previous tile's V and scores are no longer read
+        barrier(); // the previous tile's V and probabilities are no longer read
         load_kv_tile(b, kv_head, key0, key_end, false);
         barrier();
 
-        for (uint c = lane; c < BC; c += TPR) {
+        float lane_max = MASKED;
+        for (uint i = 0u; i < KEYS_PER_LANE; ++i) {
+            const uint c = lane + i * TPR;
             const uint key = key0 + c;
             float s = MASKED;
             if (row_valid && key < key_end && (!causal || int(key) <= qpos)) {
@@ -142,35 +150,54 @@ void main() {
                 }
                 s = dot_qk + alibi_bias(slope, qpos, int(key));
             }
-            s_tile[row_local * BC + c] = s;
+            own_scores[i] = s;
+            lane_max = max(lane_max, s);
         }
-        barrier(); // scores complete, K no longer read
+        lane_stats[row_local * TPR + lane] = lane_max;
+        barrier(); // scores and lane maxima complete, K no longer read
         load_kv_tile(b, kv_head, key0, key_end, true);
-        barrier();
 
         float tile_max = MASKED;
-        for (uint c = 0u; c < BC; ++c) {
-            tile_max = max(tile_max, s_tile[row_local * BC + c]);
+        for (uint l = 0u; l < TPR; ++l) {
+            tile_max = max(tile_max, lane_stats[row_local * TPR + l]);
         }
-        if (tile_max > 0.5 * MASKED) {
-            const float new_max = max(row_max, tile_max);
+        const float new_max = max(row_max, tile_max);
+        const bool tile_has_keys = tile_max > 0.5 * MASKED;
+        if (tile_has_keys) {
             const float correction = row_max > 0.5 * MASKED ? exp(row_max - new_max) : 0.0;
-            row_sum *= correction;
+            lane_sum *= correction;
             for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
                 acc[k] *= correction;
             }
+            row_max = new_max;
+        }
+        for (uint i = 0u; i < KEYS_PER_LANE; ++i) {
+            const float s = own_scores[i];
+            const float p = s > 0.5 * MASKED ? exp(s - new_max) : 0.0;
+            lane_sum += p;
+            p_tile[row_local * BC + lane + i * TPR] = p;
+        }
+        barrier(); // V and probabilities complete
+
+        if (tile_has_keys) {
             for (uint c = 0u; c < BC; ++c) {
-                const float s = s_tile[row_local * BC + c];
-                const float p = s > 0.5 * MASKED ? exp(s - new_max) : 0.0;
-                row_sum += p;
+                const float p = p_tile[row_local * BC + c];
                 for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
                     const uint pair = lane + k * TPR;
                     const vec4 quad = kv_tile[c * KV_STRIDE + pair / 2u];
                     acc[k] += p * ((pair & 1u) == 0u ? quad.xy : quad.zw);
                 }
             }
-            row_max = new_max;
         }
+    }
+
+    // The row's sum is the sum of its lanes' partial sums.
+    barrier(); // lane_stats no longer read by the last tile
+    lane_stats[row_local * TPR + lane] = lane_sum;
+    barrier();
+    float row_sum = 0.0;
+    for (uint l = 0u; l < TPR; ++l) {
+        row_sum += lane_stats[row_local * TPR + l];
     }
 
     if (!row_valid) {
