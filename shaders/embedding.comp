@@ -1,0 +1,44 @@
+#version 450
+// Embedding lookup: out[t, :] = table[ids[t], :], the table fp32 or fp16 (WEIGHTS_F16),
+// out fp32. A table larger than maxStorageBufferRange is bound in ranges of rows and
+// dispatched once per range: a dispatch writes only the tokens whose id falls in its rows,
+// so every output row is written exactly once. The last range also writes zeros for ids
+// past the vocabulary, which the host cannot see (the ids live on the device).
+// Grid: x = hidden / WG, y = tokens.
+
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+layout(push_constant) uniform EmbeddingParams {
+    uint tokens;
+    uint hidden;
+    uint vocab;
+    uint row_begin;  // table rows bound in this dispatch: [row_begin, row_begin + row_count)
+    uint row_count;
+    uint ids_base;   // element offsets of the first element within each binding
+    uint table_base;
+    uint out_base;
+    uint zero_invalid; // 1: write zeros for ids >= vocab
+} params;
+
+#include "weights_io.glsl"
+
+layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
+layout(std430, binding = 1) readonly buffer Table { VKF_WEIGHT table[]; };
+layout(std430, binding = 2) writeonly buffer Out { float out_data[]; };
+
+void main() {
+    const uint h = gl_GlobalInvocationID.x;
+    const uint t = gl_WorkGroupID.y;
+    if (h >= params.hidden || t >= params.tokens) {
+        return;
+    }
+    const uint id = ids[params.ids_base + t];
+    const uint out_index = params.out_base + t * params.hidden + h;
+    if (id >= params.row_begin && id - params.row_begin < params.row_count) {
+        out_data[out_index] = VKF_LOAD_WEIGHT(table, params.table_base + (id - params.row_begin) * params.hidden + h);
+    } else if (id >= params.vocab && params.zero_invalid != 0u) {
+        out_data[out_index] = 0.0;
+    }
+}

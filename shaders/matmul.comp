@@ -1,0 +1,325 @@
+#version 450
+// Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + R[m, n]: activations fp32, weights fp32 or
+// fp16 (WEIGHTS_F16), fp32 accumulation. Kernel variants (one per define):
+//   (default) tiled: a workgroup owns a TM x TN tile of Y and walks K in steps of TK through
+//             shared memory; each invocation owns a 4 x 4 block of Y held in four vec4s, so
+//             the inner loop is one iteration per k with no nested loops (per-invocation
+//             loop counts matter on llvmpipe, see runtime/quirks.cpp).
+//   GEMV      few rows of X (decoding): a workgroup owns 4 columns of one row of Y, its
+//             invocations split K and add their partial sums in shared memory.
+//   BLOCKED   no shared memory: each invocation owns an RM x RN block of Y and reads X and
+//             W directly. The portable fallback, and the fastest kernel on CPU devices
+//             (llvmpipe), where every memory load costs per invocation and barriers are
+//             expensive, so work per load (RM * RN multiply-adds per RM + RN loads) is all.
+//   REDUCE    split-K second pass: sums the partial results of the K slices and applies
+//             bias, activation and residual.
+// Grid: x = column tiles (of RN * WG columns for BLOCKED), y = row tiles, z = K slices
+// (split-K). With FLAG_PARTIALS the
+// first three variants write raw sums P[(slice * m + row) * n + col] instead of Y.
+// The host binds each tensor from an aligned offset at or below its first element; the
+// *_base push constants say where that element sits in the binding, and ldy is the row
+// stride of Y and R (the dispatch may cover only some of Y's columns). The reduce pass has
+// no X: its x_base is the partial sums' base.
+
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+layout(push_constant) uniform MatmulParams {
+    uint m;         // rows of X and Y in this dispatch
+    uint n;         // rows of W (columns of Y) in this dispatch
+    uint k;
+    uint ldy;       // row stride of Y and R, in elements
+    uint x_base;
+    uint w_base;
+    uint bias_base;
+    uint res_base;
+    uint y_base;
+    uint k_split;   // K elements per slice (gl_WorkGroupID.z); k when not split
+    uint n_splits;
+    uint flags;
+} params;
+
+#define FLAG_BIAS 1u
+#define FLAG_RESIDUAL 2u
+#define FLAG_GELU_TANH 4u
+#define FLAG_GELU_ERF 8u
+#define FLAG_PARTIALS 16u
+#define FLAG_PAIRS 32u // k and w_base even: W rows start on pairs (GEMV, BLOCKED)
+
+#include "gelu.glsl"
+#include "weights_io.glsl"
+
+#if defined(REDUCE)
+layout(std430, binding = 0) readonly buffer Partials { float partials[]; };
+layout(std430, binding = 1) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+layout(std430, binding = 2) readonly buffer Residual { float res_data[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };
+#else
+layout(std430, binding = 0) readonly buffer X { float x_data[]; };
+layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
+layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
+layout(std430, binding = 4) writeonly buffer Y { float y_data[]; };
+#endif
+
+float epilogue(float acc, uint row, uint col) {
+    float v = acc;
+    if ((params.flags & FLAG_BIAS) != 0u) {
+        v += VKF_LOAD_WEIGHT(bias_data, params.bias_base + col);
+    }
+    if ((params.flags & FLAG_GELU_TANH) != 0u) {
+        v = gelu_tanh(v);
+    } else if ((params.flags & FLAG_GELU_ERF) != 0u) {
+        v = gelu_erf(v);
+    }
+    if ((params.flags & FLAG_RESIDUAL) != 0u) {
+        v += res_data[params.res_base + row * params.ldy + col];
+    }
+    return v;
+}
+
+#if !defined(REDUCE)
+// Callers pass only row < m and col < n.
+void store(uint row, uint col, float acc) {
+    if ((params.flags & FLAG_PARTIALS) != 0u) {
+        y_data[params.y_base + (gl_WorkGroupID.z * params.m + row) * params.n + col] = acc;
+    } else {
+        y_data[params.y_base + row * params.ldy + col] = epilogue(acc, row, col);
+    }
+}
+
+void store_quad(uint row, uint col0, vec4 acc) {
+    if (row >= params.m) {
+        return;
+    }
+    // Unrolled by hand: no loop (see the loop-count note above).
+    if (col0 < params.n) store(row, col0, acc.x);
+    if (col0 + 1u < params.n) store(row, col0 + 1u, acc.y);
+    if (col0 + 2u < params.n) store(row, col0 + 2u, acc.z);
+    if (col0 + 3u < params.n) store(row, col0 + 3u, acc.w);
+}
+
+float load_w(uint col, uint kk) {
+    return VKF_LOAD_WEIGHT(w_data, params.w_base + col * params.k + kk);
+}
+#endif
+
+#if defined(REDUCE)
+
+void main() {
+    const uint col = gl_GlobalInvocationID.x;
+    const uint row = gl_WorkGroupID.y;
+    if (col >= params.n) {
+        return;
+    }
+    float acc = 0.0;
+    for (uint s = 0u; s < params.n_splits; ++s) {
+        acc += partials[params.x_base + (s * params.m + row) * params.n + col];
+    }
+    y_data[params.y_base + row * params.ldy + col] = epilogue(acc, row, col);
+}
+
+#elif defined(BLOCKED)
+
+layout(constant_id = 3) const uint RM = 4;  // rows of Y per invocation
+layout(constant_id = 4) const uint RN = 16; // columns of Y per invocation, a multiple of 4
+const uint RQ = RN / 4u;
+
+// Elements i and i + 1 of W; i even (FLAG_PAIRS).
+vec2 load_w_pair(uint i) {
+#if defined(WEIGHTS_F16)
+    return unpackHalf2x16(w_data[i >> 1u]);
+#else
+    return vec2(w_data[i], w_data[i + 1u]);
+#endif
+}
+
+void main() {
+    const uint col0 = gl_GlobalInvocationID.x * RN;
+    const uint row0 = gl_WorkGroupID.y * RM;
+    const uint k_begin = gl_WorkGroupID.z * params.k_split;
+    const uint k_end = min(params.k, k_begin + params.k_split);
+    // Rows and columns past the edges read the last one (in bounds) and are never stored.
+    uint w_row[RN];
+    uint x_row[RM];
+    [[unroll]] for (uint j = 0u; j < RN; ++j) {
+        w_row[j] = params.w_base + min(col0 + j, params.n - 1u) * params.k;
+    }
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        x_row[i] = params.x_base + min(row0 + i, params.m - 1u) * params.k;
+    }
+    vec4 acc[RM][RQ];
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+            acc[i][q] = vec4(0.0);
+        }
+    }
+    // The constant-count loops are unrolled by the compiler: the k loop is the only loop
+    // left, one iteration per pair of k (per k without FLAG_PAIRS).
+    if ((params.flags & FLAG_PAIRS) != 0u) {
+        for (uint kk = k_begin; kk < k_end; kk += 2u) {
+            vec4 w_lo[RQ], w_hi[RQ]; // W[col0 + 4q .. +3, kk] and [.., kk + 1]
+            [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                const vec2 a = load_w_pair(w_row[4u * q] + kk);
+                const vec2 b = load_w_pair(w_row[4u * q + 1u] + kk);
+                const vec2 c = load_w_pair(w_row[4u * q + 2u] + kk);
+                const vec2 d = load_w_pair(w_row[4u * q + 3u] + kk);
+                w_lo[q] = vec4(a.x, b.x, c.x, d.x);
+                w_hi[q] = vec4(a.y, b.y, c.y, d.y);
+            }
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                const float x0 = x_data[x_row[i] + kk];
+                const float x1 = x_data[x_row[i] + kk + 1u];
+                [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                    acc[i][q] += x0 * w_lo[q] + x1 * w_hi[q];
+                }
+            }
+        }
+    } else {
+        for (uint kk = k_begin; kk < k_end; ++kk) {
+            vec4 w[RQ];
+            [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                w[q] = vec4(VKF_LOAD_WEIGHT(w_data, w_row[4u * q] + kk),
+                            VKF_LOAD_WEIGHT(w_data, w_row[4u * q + 1u] + kk),
+                            VKF_LOAD_WEIGHT(w_data, w_row[4u * q + 2u] + kk),
+                            VKF_LOAD_WEIGHT(w_data, w_row[4u * q + 3u] + kk));
+            }
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                const float x = x_data[x_row[i] + kk];
+                [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                    acc[i][q] += x * w[q];
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+            store_quad(row0 + i, col0 + 4u * q, acc[i][q]);
+        }
+    }
+}
+
+#elif defined(GEMV)
+
+layout(constant_id = 3) const uint WG = 64; // == local_size_x, a power of two
+shared vec4 sums[WG];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint col0 = gl_WorkGroupID.x * 4u;
+    const uint row = gl_WorkGroupID.y;
+    const uint k_begin = gl_WorkGroupID.z * params.k_split;
+    const uint k_end = min(params.k, k_begin + params.k_split);
+    // Columns past n read the last column (in bounds); their sums are never stored.
+    const uint last = params.n - 1u;
+    const uvec4 w_row = params.w_base + uvec4(min(col0, last), min(col0 + 1u, last), min(col0 + 2u, last),
+                                              min(col0 + 3u, last)) * params.k;
+    const uint x_row = params.x_base + row * params.k;
+
+    vec4 acc = vec4(0.0);
+    if ((params.flags & FLAG_PAIRS) != 0u) {
+        // k_begin is even (the host makes k_split even); every W row starts on a pair.
+        for (uint kk = k_begin + 2u * tid; kk < k_end; kk += 2u * WG) {
+            const vec2 xv = vec2(x_data[x_row + kk], x_data[x_row + kk + 1u]);
+#if defined(WEIGHTS_F16)
+            acc.x += dot(xv, unpackHalf2x16(w_data[(w_row.x + kk) >> 1u]));
+            acc.y += dot(xv, unpackHalf2x16(w_data[(w_row.y + kk) >> 1u]));
+            acc.z += dot(xv, unpackHalf2x16(w_data[(w_row.z + kk) >> 1u]));
+            acc.w += dot(xv, unpackHalf2x16(w_data[(w_row.w + kk) >> 1u]));
+#else
+            acc.x += dot(xv, vec2(w_data[w_row.x + kk], w_data[w_row.x + kk + 1u]));
+            acc.y += dot(xv, vec2(w_data[w_row.y + kk], w_data[w_row.y + kk + 1u]));
+            acc.z += dot(xv, vec2(w_data[w_row.z + kk], w_data[w_row.z + kk + 1u]));
+            acc.w += dot(xv, vec2(w_data[w_row.w + kk], w_data[w_row.w + kk + 1u]));
+#endif
+        }
+    } else {
+        for (uint kk = k_begin + tid; kk < k_end; kk += WG) {
+            const float xv = x_data[x_row + kk];
+            acc += xv * vec4(VKF_LOAD_WEIGHT(w_data, w_row.x + kk), VKF_LOAD_WEIGHT(w_data, w_row.y + kk),
+                             VKF_LOAD_WEIGHT(w_data, w_row.z + kk), VKF_LOAD_WEIGHT(w_data, w_row.w + kk));
+        }
+    }
+    sums[tid] = acc;
+    barrier();
+    for (uint stride = WG / 2u; stride > 0u; stride /= 2u) {
+        if (tid < stride) {
+            sums[tid] += sums[tid + stride];
+        }
+        barrier();
+    }
+    if (tid == 0u) {
+        store_quad(row, col0, sums[0]);
+    }
+}
+
+#else // tiled
+
+layout(constant_id = 3) const uint TM4 = 16; // tile rows / 4: invocations along M
+layout(constant_id = 4) const uint TN4 = 16; // tile columns / 4: invocations along N
+layout(constant_id = 5) const uint TK = 16;  // K elements per shared tile
+const uint TM = 4u * TM4;
+const uint TN = 4u * TN4;
+const uint WG = TM4 * TN4; // == local_size_x
+
+// Transposed tiles, [k][row / 4] and [k][col / 4]: an invocation reads its four rows (and
+// four columns) at one k as a single vec4.
+shared vec4 x_tile[TK * TM4];
+shared vec4 w_tile[TK * TN4];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint tx = tid % TN4;
+    const uint ty = tid / TN4;
+    const uint row0 = gl_WorkGroupID.y * TM;
+    const uint col0 = gl_WorkGroupID.x * TN;
+    const uint k_begin = gl_WorkGroupID.z * params.k_split;
+    const uint k_end = min(params.k, k_begin + params.k_split);
+
+    vec4 acc0 = vec4(0.0), acc1 = vec4(0.0), acc2 = vec4(0.0), acc3 = vec4(0.0);
+    for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
+        // Consecutive invocations read consecutive k of one row: coalesced.
+        for (uint e = tid; e < TM * TK; e += WG) {
+            const uint r = e / TK;
+            const uint c = e % TK;
+            const uint row = row0 + r;
+            const uint kk = k0 + c;
+            float v = 0.0;
+            if (row < params.m && kk < k_end) {
+                v = x_data[params.x_base + row * params.k + kk];
+            }
+            x_tile[c * TM4 + r / 4u][r % 4u] = v;
+        }
+        for (uint e = tid; e < TN * TK; e += WG) {
+            const uint r = e / TK;
+            const uint c = e % TK;
+            const uint col = col0 + r;
+            const uint kk = k0 + c;
+            float v = 0.0;
+            if (col < params.n && kk < k_end) {
+                v = load_w(col, kk);
+            }
+            w_tile[c * TN4 + r / 4u][r % 4u] = v;
+        }
+        barrier();
+        for (uint c = 0u; c < TK; ++c) {
+            const vec4 a = x_tile[c * TM4 + ty];
+            const vec4 b = w_tile[c * TN4 + tx];
+            acc0 += a.x * b;
+            acc1 += a.y * b;
+            acc2 += a.z * b;
+            acc3 += a.w * b;
+        }
+        barrier(); // the tiles are overwritten next
+    }
+    const uint row = row0 + 4u * ty;
+    const uint col = col0 + 4u * tx;
+    store_quad(row, col, acc0);
+    store_quad(row + 1u, col, acc1);
+    store_quad(row + 2u, col, acc2);
+    store_quad(row + 3u, col, acc3);
+}
+
+#endif
