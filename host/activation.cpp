@@ -5,13 +5,15 @@
 #include "vkf_shaders.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace vkf {
 
 namespace {
 
 void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, BufferRange src, BufferRange dst,
-                  const char* label) {
+                  const char* label, float bound = 0.0f) {
     const ComputeLimits& limits = ctx.limits();
     if (src.size != dst.size || src.size % 4 != 0) {
         throw Error(std::string(label) + ": src range of " + std::to_string(src.size) + " bytes and dst range of " +
@@ -30,7 +32,7 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
         const std::uint64_t n = std::min(piece, count - first);
         const ElementBinding s = bind_elements(limits, src, first, n, 4, label, "src");
         const ElementBinding d = bind_elements(limits, dst, first, n, 4, label, "dst");
-        const ActivationPush push{.count = static_cast<std::uint32_t>(n), .src_base = s.base, .dst_base = d.base};
+        const ActivationPush push{.count = static_cast<std::uint32_t>(n), .src_base = s.base, .dst_base = d.base, .bound = bound};
         const Binding bindings[] = {{s.range, Access::Read}, {d.range, Access::Write}};
         list.dispatch(Dispatch{.pipeline = &pipeline,
                                .bindings = bindings,
@@ -61,6 +63,13 @@ void record_activation(Context& ctx, CommandList& list, Activation activation, B
     default:
         throw Error("record_activation: no activation given (Activation::None)");
     }
+}
+
+void record_clamp(Context& ctx, CommandList& list, BufferRange src, BufferRange dst, float bound) {
+    if (!(bound > 0.0f) || !std::isfinite(bound)) {
+        throw Error("record_clamp: the bound must be a positive finite number, got " + std::to_string(bound));
+    }
+    record_unary(ctx, list, shaders::activation_clamp, src, dst, "clamp", bound);
 }
 
 void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange dst) {

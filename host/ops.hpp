@@ -71,6 +71,8 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& args
 // --- elementwise activations (fp32; dst may be the same range as src) ---
 
 void record_activation(Context& ctx, CommandList& list, Activation activation, BufferRange src, BufferRange dst);
+// dst = clamp(src, -bound, bound): MPT's clip_qkv. bound > 0.
+void record_clamp(Context& ctx, CommandList& list, BufferRange src, BufferRange dst, float bound);
 // erf itself, the one the GELU erf form uses (GLSL has none): for tests and tools.
 void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange dst);
 

@@ -1,6 +1,7 @@
 #version 450
-// Elementwise activations over fp32: GELU_TANH (BLOOM), GELU_ERF (MPT), and ERF itself
-// (the erf the GELU_ERF form and the matmul epilogue use, exposed for its accuracy tests).
+// Elementwise activations over fp32: GELU_TANH (BLOOM), GELU_ERF (MPT), CLAMP to
+// [-bound, bound] (MPT's clip_qkv), and ERF itself (the erf the GELU_ERF form and the
+// matmul epilogue use, exposed for its accuracy tests).
 // One invocation per element; dst may be the same range as src. The host binds ranges of
 // at most maxStorageBufferRange; the bases say where the first element sits in each.
 
@@ -14,6 +15,7 @@ layout(push_constant) uniform ActivationParams {
     uint count;
     uint src_base;
     uint dst_base;
+    float bound; // CLAMP only
 } params;
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
@@ -29,9 +31,11 @@ void main() {
     dst[params.dst_base + i] = gelu_tanh(x);
 #elif defined(GELU_ERF)
     dst[params.dst_base + i] = gelu_erf(x);
+#elif defined(CLAMP)
+    dst[params.dst_base + i] = clamp(x, -params.bound, params.bound);
 #elif defined(ERF)
     dst[params.dst_base + i] = vkf_erf(x);
 #else
-#error "define GELU_TANH, GELU_ERF or ERF"
+#error "define GELU_TANH, GELU_ERF, CLAMP or ERF"
 #endif
 }

@@ -10,6 +10,7 @@
 #include "host/random.hpp"
 #include "tests/test_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -133,6 +134,26 @@ TEST_F(Activations_, ErfIsAccurateToAFewUlps) {
     }
     EXPECT_LT(worst, 2e-7) << "at x = " << worst_x;
     std::printf("erf: max abs error %.3g at x = %g\n", worst, worst_x);
+}
+
+TEST_F(Activations_, ClampBoundsEveryElement) {
+    // MPT's clip_qkv: exact, so compared bit for bit; in place as the model runs it.
+    const std::size_t n = 50021;
+    const auto x = activation_inputs(n, 150);
+    for (const float bound : {0.5f, 6.0f, 1e30f}) {
+        const Placed buf = place(ctx(), x, DType::F32, 1, "qkv");
+        auto list = ctx().command_list();
+        record_clamp(ctx(), *list, buf.range, buf.range, bound);
+        ctx().submit(*list);
+        const auto y = download_floats(ctx(), buf);
+        for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(y[i], std::clamp(x[i], -bound, bound)) << "x = " << x[i] << " bound " << bound;
+        }
+    }
+    auto list = ctx().command_list();
+    const Placed buf = place(ctx(), x, DType::F32, 0, "qkv");
+    EXPECT_THROW(record_clamp(ctx(), *list, buf.range, buf.range, 0.0f), Error);
+    EXPECT_THROW(record_clamp(ctx(), *list, buf.range, buf.range, std::numeric_limits<float>::quiet_NaN()), Error);
 }
 
 TEST_F(Activations_, ResidualAddIsElementwiseAdd) {

@@ -1,0 +1,156 @@
+#include "host/model_weights.hpp"
+
+#include "host/half.hpp"
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <string>
+
+namespace vkf {
+
+namespace {
+
+// Elements converted per upload: bounds the host memory a 250880 x 1024 table needs.
+constexpr std::size_t kChunkElements = std::size_t{1} << 22;
+
+class Uploader {
+public:
+    Uploader(Context& ctx, const ShardedCheckpoint& checkpoint, DType dtype,
+             const std::function<void(const WeightUploadProgress&)>& progress, std::uint64_t total_bytes)
+        : ctx_(ctx), checkpoint_(checkpoint), dtype_(dtype), progress_(progress) {
+        state_.total_bytes = total_bytes;
+    }
+
+    Buffer tensor(const std::string& name) {
+        const CheckpointTensor& t = checkpoint_.at(name);
+        const TensorInfo& info = *t.info;
+        const std::size_t count = info.element_count();
+        const std::span<const std::byte> raw = t.file->read_raw(info);
+        Buffer buffer = ctx_.create_buffer(std::max<std::uint64_t>(4, (count * element_size(dtype_) + 3) / 4 * 4),
+                                           MemoryKind::Device, name);
+        const std::size_t in_size = dtype_size(info.dtype);
+        if (dtype_ == DType::F16 && info.dtype == SafetensorsDtype::F16 && std::endian::native == std::endian::little) {
+            ctx_.upload(buffer, raw); // already the storage format
+        } else {
+            std::vector<float> values(std::min(count, kChunkElements));
+            std::vector<std::uint16_t> halves(dtype_ == DType::F16 ? values.size() : 0);
+            for (std::size_t first = 0; first < count; first += kChunkElements) {
+                const std::size_t n = std::min(kChunkElements, count - first);
+                const std::span<float> chunk(values.data(), n);
+                convert_to_f32(info.dtype, raw.subspan(first * in_size, n * in_size), chunk);
+                if (dtype_ == DType::F32) {
+                    ctx_.upload(buffer, std::span<const float>(chunk), first * 4);
+                    continue;
+                }
+                const std::span<std::uint16_t> out(halves.data(), n);
+                floats_to_halves(chunk, out);
+                for (std::size_t i = 0; i < n; ++i) {
+                    if (std::isfinite(chunk[i]) && !std::isfinite(half_to_float(out[i]))) {
+                        throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name +
+                                    "': element " + std::to_string(first + i) + " (" + std::to_string(chunk[i]) +
+                                    ") does not fit fp16 weight storage; load the weights as fp32");
+                    }
+                }
+                ctx_.upload(buffer, std::span<const std::uint16_t>(out), first * 2);
+            }
+        }
+        state_.bytes_done += info.byte_size();
+        bytes_ += buffer.size();
+        if (progress_) {
+            progress_(state_);
+        }
+        return buffer;
+    }
+
+    LinearWeights linear(const std::string& prefix, std::uint32_t out, std::uint32_t in, bool bias) {
+        LinearWeights w{.weight = tensor(prefix + ".weight"), .out = out, .in = in};
+        if (bias) {
+            w.bias = tensor(prefix + ".bias");
+        }
+        return w;
+    }
+
+    NormWeights norm(const std::string& prefix, bool bias) {
+        NormWeights w{.weight = tensor(prefix + ".weight")};
+        if (bias) {
+            w.bias = tensor(prefix + ".bias");
+        }
+        return w;
+    }
+
+    std::uint64_t bytes() const { return bytes_; }
+
+private:
+    Context& ctx_;
+    const ShardedCheckpoint& checkpoint_;
+    DType dtype_;
+    const std::function<void(const WeightUploadProgress&)>& progress_;
+    WeightUploadProgress state_;
+    std::uint64_t bytes_ = 0;
+};
+
+} // namespace
+
+DType default_weight_dtype(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
+    for (const ExpectedTensor& expected : expected_tensors(config)) {
+        const CheckpointTensor* t = checkpoint.find(expected.name);
+        if (t == nullptr || t->info->dtype != SafetensorsDtype::F16) {
+            return DType::F32;
+        }
+    }
+    return DType::F16;
+}
+
+ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint, DType dtype,
+                            const std::function<void(const WeightUploadProgress&)>& progress) {
+    validate(config);
+    check_checkpoint(checkpoint, config);
+    std::uint64_t total = 0;
+    for (const ExpectedTensor& expected : expected_tensors(config)) {
+        total += checkpoint.tensor_info(expected.name).byte_size();
+    }
+
+    Uploader up(ctx, checkpoint, dtype, progress, total);
+    const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
+    ModelWeights w{.dtype = dtype};
+    if (config.family == ModelFamily::Bloom) {
+        w.embedding = up.tensor("word_embeddings.weight");
+        w.embedding_norm = up.norm("word_embeddings_layernorm", true);
+        for (std::uint32_t i = 0; i < config.n_layer; ++i) {
+            const std::string p = "h." + std::to_string(i);
+            w.layers.push_back(LayerWeights{
+                .attn_norm = up.norm(p + ".input_layernorm", true),
+                .qkv = up.linear(p + ".self_attention.query_key_value", 3 * h, h, true),
+                .attn_out = up.linear(p + ".self_attention.dense", h, h, true),
+                .mlp_norm = up.norm(p + ".post_attention_layernorm", true),
+                .up = up.linear(p + ".mlp.dense_h_to_4h", ffn, h, true),
+                .down = up.linear(p + ".mlp.dense_4h_to_h", h, ffn, true),
+            });
+        }
+        w.final_norm = up.norm("ln_f", true);
+    } else {
+        const bool bias = !config.no_bias;
+        w.embedding = up.tensor("wte.weight");
+        for (std::uint32_t i = 0; i < config.n_layer; ++i) {
+            const std::string p = "blocks." + std::to_string(i);
+            w.layers.push_back(LayerWeights{
+                .attn_norm = up.norm(p + ".norm_1", bias),
+                .qkv = up.linear(p + ".attn.Wqkv", 3 * h, h, bias),
+                .attn_out = up.linear(p + ".attn.out_proj", h, h, bias),
+                .mlp_norm = up.norm(p + ".norm_2", bias),
+                .up = up.linear(p + ".ffn.up_proj", ffn, h, bias),
+                .down = up.linear(p + ".ffn.down_proj", h, ffn, bias),
+            });
+        }
+        w.final_norm = up.norm("norm_f", bias);
+    }
+    if (!config.tie_word_embeddings) {
+        w.lm_head = up.tensor("lm_head.weight");
+    }
+    w.bytes = up.bytes();
+    return w;
+}
+
+} // namespace vkf
