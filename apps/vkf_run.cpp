@@ -23,6 +23,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <memory>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -210,6 +212,33 @@ Options parse_options(int argc, char** argv) {
     return o;
 }
 
+// Progress on stderr: a line redrawn in place on a terminal, occasional plain lines in a log.
+class ProgressLine {
+public:
+    explicit ProgressLine(bool enabled) : enabled_(enabled), tty_(::isatty(2) != 0) {}
+    // `fraction` of the work done; `text` describes it. Logs get a line per quarter.
+    void update(double fraction, const std::string& text) {
+        if (!enabled_) {
+            return;
+        }
+        const bool done = fraction >= 1.0;
+        if (tty_) {
+            std::fprintf(stderr, "\r%s%s", text.c_str(), done ? "\n" : "");
+            return;
+        }
+        const int quarter = static_cast<int>(fraction * 4.0);
+        if (quarter > last_quarter_) {
+            last_quarter_ = quarter;
+            std::fprintf(stderr, "%s\n", text.c_str());
+        }
+    }
+
+private:
+    bool enabled_;
+    bool tty_;
+    int last_quarter_ = -1;
+};
+
 std::string gigabytes(std::uint64_t bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
@@ -230,14 +259,12 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     std::vector<std::uint32_t> ids(prompt.begin(), prompt.end());
     ids.insert(ids.end(), result.tokens.begin(), result.tokens.end() - 1);
     vkf::ReferenceOptions options{.round_weights_to_f16 = model.weight_dtype() == vkf::DType::F16};
-    if (!quiet) {
-        options.progress = [](std::uint32_t layer, std::uint32_t n_layer) {
-            std::fprintf(stderr, "\rcheck: CPU reference, layer %u of %u", layer + 1, n_layer);
-            if (layer + 1 == n_layer) {
-                std::fprintf(stderr, "\n");
-            }
-        };
-    }
+    auto line = std::make_shared<ProgressLine>(!quiet);
+    options.progress = [line](std::uint32_t layer, std::uint32_t n_layer) {
+        line->update(static_cast<double>(layer + 1) / n_layer,
+                     "check: CPU reference model, layer " + std::to_string(layer + 1) + " of " +
+                         std::to_string(n_layer));
+    };
     const vkf::ReferenceModel reference(model.config(), model.checkpoint(), options);
     const std::vector<double> ref = reference.forward(ids);
     const std::size_t vocab = model.config().vocab_size;
@@ -265,18 +292,15 @@ int run(const Options& o) {
 
     const auto load_start = std::chrono::steady_clock::now();
     vkf::ModelOptions model_options{.weight_dtype = o.weights};
-    if (progress) {
-        model_options.progress = [last = -1](const vkf::WeightUploadProgress& p) mutable {
-            const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
-            if (percent != last) {
-                last = percent;
-                std::fprintf(stderr, "\rloading weights: %3d%% of %s", percent, gigabytes(p.total_bytes).c_str());
-                if (percent == 100) {
-                    std::fprintf(stderr, "\n");
-                }
-            }
-        };
-    }
+    auto load_line = std::make_shared<ProgressLine>(progress);
+    model_options.progress = [load_line, last = -1](const vkf::WeightUploadProgress& p) mutable {
+        const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
+        if (percent != last) {
+            last = percent;
+            load_line->update(percent / 100.0,
+                              "loading weights: " + std::to_string(percent) + "% of " + gigabytes(p.total_bytes));
+        }
+    };
     const vkf::Model model(ctx, o.model, model_options);
     const double load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
@@ -295,14 +319,11 @@ int run(const Options& o) {
     vkf::GenerationOptions gen{.n_predict = o.n_predict,
                                .sampling = o.sampling,
                                .keep_logits = o.check || !o.logits_out.empty()};
-    if (progress) {
-        gen.on_token = [n = o.n_predict](std::uint32_t i, std::uint32_t) {
-            std::fprintf(stderr, "\rgenerating: %u of %u tokens", i + 1, n);
-            if (i + 1 == n) {
-                std::fprintf(stderr, "\n");
-            }
-        };
-    }
+    auto gen_line = std::make_shared<ProgressLine>(progress);
+    gen.on_token = [gen_line, n = o.n_predict](std::uint32_t i, std::uint32_t) {
+        gen_line->update(static_cast<double>(i + 1) / n,
+                         "generating: " + std::to_string(i + 1) + " of " + std::to_string(n) + " tokens");
+    };
     const vkf::GenerationResult result = vkf::generate(session, o.prompt, gen);
 
     if (!o.logits_out.empty()) {

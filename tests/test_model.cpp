@@ -156,6 +156,17 @@ TEST_F(Model_, ShardedAndBf16CheckpointsLoad) {
     check_against_reference(ctx(), {"bloom bf16 sharded", small_bloom(), SafetensorsDtype::BF16, 3}, kTolerance);
 }
 
+TEST(ModelForcedLimits, PhoneLimitsAndASmallStorageRangeBindWeightsInPieces) {
+    // With a 256 KiB maxStorageBufferRange the embedding table and the MLP weights
+    // (1 MiB each in fp32) are bound in row ranges, as BLOOM-560m's 490 MiB table is on a
+    // phone; phone limits shrink the tiles.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("phone,storage_buffer_range=256K")));
+    check_against_reference(ctx, {"bloom f32, phone limits", small_bloom(), SafetensorsDtype::F32}, kTolerance);
+    check_against_reference(ctx, {"mpt f16, phone limits", small_mpt(true, 0.3), SafetensorsDtype::F16}, kTolerance);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 TEST_F(Model_, ChunkedPrefillEqualsOneSubmission) {
     const TempModel files(small_mpt(true, 0.3), SafetensorsDtype::F32, 1, 3);
     const Model model(ctx(), files.dir());
