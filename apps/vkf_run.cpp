@@ -52,7 +52,7 @@ options:
   --seed S               sampling seed (default 0)
   --weights f32|f16      weight storage on the device (default: f16 for an all-F16
                          checkpoint, else f32)
-  --chunk N              most prompt tokens per submission (default 512)
+  --chunk N              most prompt tokens per submission (default 128)
   --device D             device index or name substring (default: VKF_DEVICE, else the best)
   --limits SPEC          lower the device limits, e.g. phone (see VKF_LIMITS)
   --profile              time every dispatch and print GPU time per op kind
@@ -76,7 +76,7 @@ struct Options {
     std::uint32_t n_predict = 32;
     vkf::SamplingParams sampling;
     std::optional<vkf::DType> weights;
-    std::uint32_t chunk = 512;
+    std::uint32_t chunk = 128;
     std::optional<std::string> device;
     std::optional<std::string> limits;
     bool profile = false;

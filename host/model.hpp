@@ -66,7 +66,9 @@ using Profile = std::map<std::string, OpProfile>;
 
 struct SessionOptions {
     std::uint32_t max_tokens = 0;  // KV-cache capacity: prompt plus generated tokens
-    std::uint32_t chunk = 512;     // most tokens run through the layers per submission
+    // Most tokens run through the layers per submission: bounds one submission's time (a
+    // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
+    std::uint32_t chunk = 128;
     bool profiling = false;        // time every dispatch (GPU timestamps) into profile()
 };
 

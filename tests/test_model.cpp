@@ -6,6 +6,7 @@
 // decode inputs are the greedy tokens, as generation would feed them.
 
 #include "host/compare.hpp"
+#include "host/generation.hpp"
 #include "host/model.hpp"
 #include "host/reference_model.hpp"
 #include "host/checkpoint_writer.hpp"
@@ -205,6 +206,59 @@ TEST_F(Model_, ProfilingCountsEveryOpKind) {
         ASSERT_TRUE(session.profile().contains(kind)) << kind;
         EXPECT_GT(session.profile().at(kind).dispatches, 0u) << kind;
     }
+}
+
+TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
+    const TempModel files(small_mpt(true, std::nullopt), SafetensorsDtype::F16, 1, 9);
+    const Model model(ctx(), files.dir());
+    const std::uint32_t vocab = model.config().vocab_size;
+    const auto prompt = prompt_ids(6, vocab, 21);
+    constexpr std::uint32_t kPredict = 5;
+    Session session(model, SessionOptions{.max_tokens = 6 + kPredict - 1});
+    std::vector<std::uint32_t> streamed;
+    const GenerationResult result = generate(
+        session, prompt,
+        GenerationOptions{.n_predict = kPredict,
+                          .keep_logits = true,
+                          .on_token = [&](std::uint32_t i, std::uint32_t id) {
+                              EXPECT_EQ(i, streamed.size());
+                              streamed.push_back(id);
+                          }});
+    ASSERT_EQ(result.tokens.size(), kPredict);
+    EXPECT_EQ(streamed, result.tokens);
+    ASSERT_EQ(result.logits.size(), std::size_t{kPredict} * vocab);
+    EXPECT_EQ(session.position(), 6 + kPredict - 1) << "the last token is sampled, not fed back";
+    EXPECT_GT(result.prefill_tokens_per_second(), 0.0);
+    EXPECT_GT(result.decode_tokens_per_second(), 0.0);
+
+    // The same steps by hand: each logits row comes from the sequence so far.
+    Session manual(model, SessionOptions{.max_tokens = 6 + kPredict});
+    std::vector<float> logits = manual.forward(prompt);
+    for (std::uint32_t i = 0; i < kPredict; ++i) {
+        const auto row = std::span(result.logits).subspan(std::size_t{i} * vocab, vocab);
+        EXPECT_EQ(result.tokens[i], argmax(row)) << "step " << i;
+        std::vector<double> expected(logits.begin(), logits.end());
+        const ErrorStats e = compare_to_reference(row, expected);
+        EXPECT_LT(e.max_rel, 1e-6) << "step " << i << ": " << describe(e);
+        const std::uint32_t next[] = {result.tokens[i]};
+        logits = manual.forward(next);
+    }
+
+    // Seeded sampling is reproducible.
+    const auto sample = [&](std::uint64_t seed) {
+        Session s(model, SessionOptions{.max_tokens = 6 + 7});
+        return generate(s, prompt,
+                        GenerationOptions{.n_predict = 8,
+                                          .sampling = {.temperature = 1.3f, .top_k = 40, .top_p = 0.9f, .seed = seed}})
+            .tokens;
+    };
+    EXPECT_EQ(sample(3), sample(3));
+
+    // Misuse.
+    EXPECT_THROW(generate(session, prompt, GenerationOptions{}), Error) << "the session is not empty";
+    Session small(model, SessionOptions{.max_tokens = 8});
+    EXPECT_THROW(generate(small, prompt, GenerationOptions{.n_predict = 4}), Error) << "needs 9 tokens of cache";
+    EXPECT_THROW(generate(small, std::span<const std::uint32_t>{}, GenerationOptions{}), Error);
 }
 
 TEST(ModelFiles, MalformedCheckpointsAreRefusedNamingTheFile) {
