@@ -53,6 +53,21 @@ Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions option
                                                  : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
 }
 
+Model::Model(Context& ctx, const ModelConfig& config, DType weight_dtype) : ctx_(ctx), config_(config) {
+    validate(config_);
+    check_head_dim(config_.head_dim);
+    weights_ = synthetic_weights(ctx, config_, weight_dtype);
+    slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
+                                                 : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
+}
+
+const ShardedCheckpoint& Model::checkpoint() const {
+    if (!checkpoint_) {
+        throw Error("model: synthetic weights have no checkpoint");
+    }
+    return *checkpoint_;
+}
+
 Session::Session(const Model& model, SessionOptions options)
     : model_(model), ctx_(model.context()), options_(options) {
     const ModelConfig& c = model.config();
@@ -92,7 +107,8 @@ std::uint64_t Session::device_bytes() const {
     return total;
 }
 
-std::vector<float> Session::forward(std::span<const std::uint32_t> ids, bool all_logits) {
+std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which) {
+    const bool all_logits = which == Logits::All;
     const ModelConfig& c = model_.config();
     if (ids.empty()) {
         throw Error("session: forward needs at least one token id");
@@ -107,14 +123,15 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, bool all
         throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position_) +
                     " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
     }
-    std::vector<float> logits((all_logits ? ids.size() : 1) * std::size_t{c.vocab_size});
+    const std::size_t rows = which == Logits::None ? 0 : all_logits ? ids.size() : 1;
+    std::vector<float> logits(rows * std::size_t{c.vocab_size});
     for (std::size_t first = 0; first < ids.size(); first += options_.chunk) {
         const std::size_t n = std::min<std::size_t>(options_.chunk, ids.size() - first);
         const bool last_chunk = first + n == ids.size();
         std::span<float> out;
         if (all_logits) {
             out = std::span(logits).subspan(first * c.vocab_size, n * c.vocab_size);
-        } else if (last_chunk) {
+        } else if (last_chunk && which == Logits::Last) {
             out = logits;
         }
         run_chunk(ids.subspan(first, n), all_logits, out);

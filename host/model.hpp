@@ -37,13 +37,16 @@ public:
     // Reads DIR/config.json and the safetensors checkpoint in DIR (single or sharded),
     // checks them against each other and uploads the weights.
     Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options = {});
+    // A model of this shape with synthetic_weights(): for benchmarks, no checkpoint.
+    Model(Context& ctx, const ModelConfig& config, DType weight_dtype);
     Model(const Model&) = delete;
     Model& operator=(const Model&) = delete;
 
     Context& context() const { return ctx_; }
     const ModelConfig& config() const { return config_; }
     const ModelWeights& weights() const { return weights_; }
-    const ShardedCheckpoint& checkpoint() const { return *checkpoint_; }
+    // The checkpoint the weights came from; throws vkf::Error for synthetic weights.
+    const ShardedCheckpoint& checkpoint() const;
     DType weight_dtype() const { return weights_.dtype; }
     // The ALiBi slope of every head, as the attention kernel receives them.
     const std::vector<float>& alibi_slopes() const { return slopes_; }
@@ -80,9 +83,11 @@ public:
 
     // Runs `ids` (appended to the sequence at position() onwards) through the model,
     // storing their keys and values in the cache, and returns the fp32 logits of the last
-    // one ([vocab]), or of every one ([ids.size(), vocab]) when all_logits. Throws
-    // vkf::Error for an empty input, ids >= vocab_size, or a sequence over max_tokens.
-    std::vector<float> forward(std::span<const std::uint32_t> ids, bool all_logits = false);
+    // one ([vocab]), of every one ([ids.size(), vocab]), or none (the final norm and the
+    // head are skipped: benchmarks of the layers alone). Throws vkf::Error for an empty
+    // input, ids >= vocab_size, or a sequence over max_tokens.
+    enum class Logits { Last, All, None };
+    std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
 
     std::uint32_t position() const { return position_; }
     std::uint32_t max_tokens() const { return options_.max_tokens; }

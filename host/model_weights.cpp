@@ -1,5 +1,6 @@
 #include "host/model_weights.hpp"
 
+#include "host/elementwise.hpp"
 #include "host/half.hpp"
 #include "runtime/error.hpp"
 
@@ -150,6 +151,72 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
         w.lm_head = up.tensor("lm_head.weight");
     }
     w.bytes = up.bytes();
+    return w;
+}
+
+ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype) {
+    validate(config);
+    ModelWeights w{.dtype = dtype};
+    auto list = ctx.command_list();
+    const auto make = [&](const std::string& name, const std::vector<std::size_t>& shape, float value) {
+        std::uint64_t count = 1;
+        for (const std::size_t d : shape) count *= d;
+        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, (count * element_size(dtype) + 3) / 4 * 4),
+                                     MemoryKind::Device, name);
+        std::uint32_t word = std::bit_cast<std::uint32_t>(value);
+        if (dtype == DType::F16) {
+            const std::uint32_t half = float_to_half(value);
+            word = half | (half << 16);
+        }
+        record_fill(ctx, *list, whole(b), word);
+        w.bytes += b.size();
+        return b;
+    };
+    std::vector<Buffer> flat;
+    for (const ExpectedTensor& t : expected_tensors(config)) {
+        const float value = t.role == TensorRole::NormWeight ? 1.0f
+                            : (t.role == TensorRole::NormBias || t.role == TensorRole::LinearBias) ? 0.0f
+                                                                                                   : 0.01f;
+        flat.push_back(make(t.name, t.shape, value));
+    }
+    ctx.submit(*list);
+
+    // expected_tensors lists them in forward order; hand them out in that order.
+    std::size_t next = 0;
+    const auto take = [&]() { return std::move(flat.at(next++)); };
+    const bool bias = config.family == ModelFamily::Bloom || !config.no_bias;
+    const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
+    const auto norm = [&](bool has_bias) {
+        NormWeights n{.weight = take()};
+        if (has_bias) n.bias = take();
+        return n;
+    };
+    const auto linear = [&](std::uint32_t out, std::uint32_t in) {
+        LinearWeights l{.weight = take(), .out = out, .in = in};
+        if (bias) l.bias = take();
+        return l;
+    };
+    w.embedding = take();
+    if (config.family == ModelFamily::Bloom) {
+        w.embedding_norm = norm(true);
+    }
+    for (std::uint32_t i = 0; i < config.n_layer; ++i) {
+        LayerWeights layer;
+        layer.attn_norm = norm(bias);
+        layer.qkv = linear(3 * h, h);
+        layer.attn_out = linear(h, h);
+        layer.mlp_norm = norm(bias);
+        layer.up = linear(ffn, h);
+        layer.down = linear(h, ffn);
+        w.layers.push_back(std::move(layer));
+    }
+    w.final_norm = norm(bias);
+    if (!config.tie_word_embeddings) {
+        w.lm_head = take();
+    }
+    if (next != flat.size()) {
+        throw Error("synthetic_weights: internal error, " + std::to_string(flat.size() - next) + " tensors unused");
+    }
     return w;
 }
 

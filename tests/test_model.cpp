@@ -13,6 +13,7 @@
 #include "tests/test_support.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -106,7 +107,7 @@ void check_against_reference(Context& ctx, const Case& c, double tolerance) {
     const std::uint32_t vocab = c.config.vocab_size;
     std::vector<std::uint32_t> ids = prompt_ids(kPrompt, vocab, 11);
     Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps});
-    std::vector<float> gpu = session.forward(ids, /*all_logits=*/true);
+    std::vector<float> gpu = session.forward(ids, Session::Logits::All);
     ASSERT_EQ(gpu.size(), std::size_t{kPrompt} * vocab);
     for (std::uint32_t s = 0; s < kSteps; ++s) {
         const std::uint32_t next = argmax(std::span(gpu).last(vocab));
@@ -174,8 +175,8 @@ TEST_F(Model_, ChunkedPrefillEqualsOneSubmission) {
     const auto ids = prompt_ids(23, model.config().vocab_size, 5);
     Session whole_prompt(model, SessionOptions{.max_tokens = 23});
     Session chunked(model, SessionOptions{.max_tokens = 23, .chunk = 5});
-    const auto a = whole_prompt.forward(ids, true);
-    const auto b = chunked.forward(ids, true);
+    const auto a = whole_prompt.forward(ids, Session::Logits::All);
+    const auto b = chunked.forward(ids, Session::Logits::All);
     std::vector<double> ref(a.begin(), a.end());
     const ErrorStats e = compare_to_reference(b, ref);
     EXPECT_LT(e.max_rel, 1e-5) << describe(e);
@@ -259,6 +260,22 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
     Session small(model, SessionOptions{.max_tokens = 8});
     EXPECT_THROW(generate(small, prompt, GenerationOptions{.n_predict = 4}), Error) << "needs 9 tokens of cache";
     EXPECT_THROW(generate(small, std::span<const std::uint32_t>{}, GenerationOptions{}), Error);
+}
+
+TEST_F(Model_, SyntheticWeightsRunWithoutACheckpoint) {
+    // What vkf-bench's block and model suites run: the shapes without a file.
+    for (const DType dtype : {DType::F32, DType::F16}) {
+        const Model model(ctx(), small_mpt(false, 0.3), dtype);
+        EXPECT_EQ(model.weight_dtype(), dtype);
+        EXPECT_THROW((void)model.checkpoint(), Error);
+        Session session(model, SessionOptions{.max_tokens = 9});
+        const auto ids = prompt_ids(8, model.config().vocab_size, 1);
+        EXPECT_TRUE(session.forward(ids, Session::Logits::None).empty());
+        const std::uint32_t one[] = {3};
+        const auto logits = session.forward(one);
+        ASSERT_EQ(logits.size(), model.config().vocab_size);
+        EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }));
+    }
 }
 
 TEST(ModelFiles, MalformedCheckpointsAreRefusedNamingTheFile) {
