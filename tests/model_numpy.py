@@ -35,7 +35,8 @@ except ImportError:  # pragma: no cover - only reached on machines without numpy
 
 
 def _read_safetensors(path):
-    """{name: float64 array} for the F32/F16/BF16 tensors of one .safetensors file."""
+    """{name: array} for the F32/F16/BF16 tensors of one .safetensors file, kept in float32
+    or float16 (exact) so that a BLOOM-560m fits; _Weights converts to float64 on use."""
     with open(path, "rb") as f:
         blob = f.read()
     (header_len,) = struct.unpack("<Q", blob[:8])
@@ -56,7 +57,7 @@ def _read_safetensors(path):
             values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
         else:
             continue  # not a weight this script reads
-        tensors[name] = values.astype(np.float64).reshape(entry["shape"])
+        tensors[name] = values.reshape(entry["shape"])
     return tensors
 
 
@@ -88,8 +89,18 @@ class _Weights:
         if w is None:
             w = self.tensors["transformer." + name]
         if self.round_to_f16:
-            w = w.astype(np.float16).astype(np.float64)
-        return w
+            w = w.astype(np.float16)
+        return w.astype(np.float64)
+
+    def rows(self, name, ids):
+        """Rows `ids` of a matrix (an embedding lookup) without converting the whole table."""
+        w = self.tensors.get(name)
+        if w is None:
+            w = self.tensors["transformer." + name]
+        w = w[ids]
+        if self.round_to_f16:
+            w = w.astype(np.float16)
+        return w.astype(np.float64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,7 +153,7 @@ def bloom_forward(cfg, W, ids):
     head_dim = hidden // n_head
     T = len(ids)
 
-    x = W("word_embeddings.weight")[ids]
+    x = W.rows("word_embeddings.weight", ids)
     x = _layer_norm(x, W("word_embeddings_layernorm.weight"), W("word_embeddings_layernorm.bias"), eps)
 
     # alibi[h, j] = slope_h * j (key position); with the causal mask this equals slope*(j-i) per row.
@@ -213,7 +224,7 @@ def mpt_forward(cfg, W, ids):
     def b(name):
         return None if no_bias else W(name)
 
-    x = W("wte.weight")[ids]
+    x = W.rows("wte.weight", ids)
     attn_bias = mpt_alibi_bias(n_heads, T, alibi_bias_max)
     causal = np.tril(np.ones((T, T), dtype=bool))
     softmax_scale = 1.0 / math.sqrt(d_model / n_heads)
