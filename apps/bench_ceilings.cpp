@@ -73,7 +73,8 @@ void run_bandwidth(CaseEnv& env, Result& r) {
     r.reps_ms = time_list(ctx, *list, env.settings.warmup, env.settings.reps);
     r.timing = timing_name(ctx);
     r.bytes = 2 * bytes;
-    r.plan = "copy of " + std::to_string(bytes >> 20) + " MiB in vec4 words, workgroup " + std::to_string(wg);
+    r.plan = "copy of " + (bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB") +
+             " in vec4 words, workgroup " + std::to_string(wg);
     r.params.push_back({"copy_bytes", static_cast<std::int64_t>(bytes)});
     env.ceilings.bandwidth_gbps = static_cast<double>(r.bytes) / (median_of(r.reps_ms) * 1e-3) * 1e-9;
 }
@@ -87,7 +88,10 @@ void run_fma(CaseEnv& env, Result& r, bool f16) {
         if (!ctx.device_info().float16_arithmetic) {
             throw Skip{"the device has no float16 arithmetic (shaderFloat16)"};
         }
-        throw Skip{"float16 arithmetic is turned off (" + ctx.overrides().describe() + ", or a driver quirk)"};
+        if (ctx.overrides().no_fp16_arithmetic) {
+            throw Skip{"float16 arithmetic is turned off by the limit override no_fp16_arithmetic"};
+        }
+        throw Skip{"float16 arithmetic is avoided on this driver (driver quirk)"};
     }
     const SpirvCode& code = f16 ? shaders::bench_fma_f16 : shaders::bench_fma_f32;
     const Pipeline& pipeline = pipeline_for(ctx, code);

@@ -303,7 +303,9 @@ std::string svg_plot(const Suite& suite, std::span<const Run> runs, std::span<co
                     y_max = std::max(y_max, v / b);
                 }
             }
-            series.push_back(std::move(s));
+            if (!categories.empty()) {
+                series.push_back(std::move(s));
+            }
         }
         y_max = std::max(y_max, 1.0);
     }

@@ -144,13 +144,15 @@ void write_json_value(JsonWriter& json, const JsonValue& v) {
     case JsonKind::Null: json.null(); break;
     case JsonKind::Bool: json.value(v.as_bool()); break;
     case JsonKind::Number: {
-        const double d = v.as_double();
-        if (d == std::floor(d) && std::fabs(d) < 9.0e15) {
-            json.value(static_cast<std::int64_t>(d));
-        } else if (d >= 9.0e15 && d <= 1.8e19 && d == std::floor(d)) {
-            json.value(v.as_uint64());
-        } else {
-            json.value(d);
+        // Integers exactly (a 64-bit size must not pass through a double), others as doubles.
+        try {
+            json.value(v.as_int64());
+        } catch (const Error&) {
+            try {
+                json.value(v.as_uint64());
+            } catch (const Error&) {
+                json.value(v.as_double());
+            }
         }
         break;
     }

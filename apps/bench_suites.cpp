@@ -190,6 +190,14 @@ std::vector<BenchCase> attention_cases(const Context&, const SuiteSettings& s) {
                     c.flops = attention_case_flops(preset, 1, shape.q_len, shape.kv_len);
                     c.bytes = attention_case_bytes(preset, dtype, 1, shape.q_len, shape.kv_len);
                     c.run = [preset, dtype, shape, naive](CaseEnv& env, Result& r) {
+                        // Attention binds each of Q, K, V and O whole: over the range it cannot run.
+                        const std::uint64_t row_bytes = std::uint64_t{preset.n_head} * preset.head_dim * element_size(dtype);
+                        const std::uint64_t largest = row_bytes * std::max(shape.q_len, shape.kv_len);
+                        const std::uint64_t range = env.ctx.limits().storage_buffer_range;
+                        if (largest > range) {
+                            throw Skip{"a " + std::to_string(largest) + "-byte Q/K/V tensor exceeds maxStorageBufferRange (" +
+                                       std::to_string(range) + " bytes)"};
+                        }
                         const AttentionTiming t = time_attention(env.ctx, preset, dtype, 1, shape.q_len, shape.kv_len,
                                                                  naive, env.settings.warmup, env.settings.reps);
                         if (t.impossible) {
