@@ -75,11 +75,20 @@ Progress::Progress(ProgressMode mode, std::size_t total) : total_(total), starte
     const bool tty = isatty(STDERR_FILENO) != 0;
     bar_ = mode == ProgressMode::Bar || (mode == ProgressMode::Auto && tty);
     lines_ = mode == ProgressMode::Lines || (mode == ProgressMode::Auto && !tty);
+    if (bar_) {
+        ticker_ = std::thread([this] { tick(); });
+    }
 }
 
-Progress::~Progress() {
-    if (bar_) {
-        std::cerr << "\r\033[K" << std::flush;
+Progress::~Progress() { done(); }
+
+void Progress::tick() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+        wake_.wait_for(lock, std::chrono::seconds(1));
+        if (!stop_ && !what_.empty()) {
+            draw_locked();
+        }
     }
 }
 
@@ -97,44 +106,73 @@ std::string Progress::duration_text(double seconds) {
 }
 
 void Progress::begin(std::size_t i, const std::string& what, double remaining_estimate_s) {
+    const std::lock_guard lock(mutex_);
     current_ = i;
+    what_ = what;
+    remaining_estimate_s_ = remaining_estimate_s;
     case_started_ = now_s();
-    draw(what, remaining_estimate_s);
+    draw_locked();
 }
 
 void Progress::end(double estimate_s) {
+    const std::lock_guard lock(mutex_);
     estimated_done_ += estimate_s;
     actual_done_ += now_s() - case_started_;
+    what_.clear(); // nothing to redraw until the next case begins
 }
 
-void Progress::draw(const std::string& what, double remaining_estimate_s) {
+void Progress::print_above(const std::function<void()>& print) {
+    const std::lock_guard lock(mutex_);
+    if (bar_) {
+        std::cerr << "\r\033[K" << std::flush;
+    }
+    print();
+    std::cout.flush();
+    if (bar_ && !what_.empty()) {
+        draw_locked();
+    }
+}
+
+void Progress::draw_locked() {
     if (!bar_ && !lines_) {
         return;
     }
-    const double elapsed = now_s() - started_;
-    // Estimates are rescaled by how long the finished cases took against theirs.
+    const double t = now_s();
+    // Estimates are rescaled by how long the finished cases took against theirs; the
+    // current case's time so far counts as done.
     std::string left = "time left unknown";
     if (estimated_done_ > 0.0 && actual_done_ > 0.0) {
-        left = "about " + duration_text(remaining_estimate_s * actual_done_ / estimated_done_) + " left";
+        const double scale = actual_done_ / estimated_done_;
+        left = "about " + duration_text(std::max(0.0, remaining_estimate_s_ * scale - (t - case_started_))) + " left";
     }
     if (lines_) {
-        std::cerr << "vkf-bench: [" << current_ + 1 << "/" << total_ << "] " << duration_text(elapsed)
-                  << " elapsed, " << left << ": " << what << std::endl;
+        std::cerr << "vkf-bench: [" << current_ + 1 << "/" << total_ << "] " << duration_text(t - started_)
+                  << " elapsed, " << left << ": " << what_ << std::endl;
         return;
     }
-    constexpr int kWidth = 24;
-    const int filled = static_cast<int>(kWidth * current_ / std::max<std::size_t>(total_, 1));
-    std::string line = "\r\033[K[" + std::string(static_cast<std::size_t>(filled), '#') +
-                       std::string(static_cast<std::size_t>(kWidth - filled), '.') + "] " +
-                       std::to_string(current_ + 1) + "/" + std::to_string(total_) + " " + duration_text(elapsed) +
-                       ", " + left + "  " + what;
-    if (line.size() > 150) {
-        line.resize(150);
+    constexpr std::size_t kWidth = 24;
+    const std::size_t filled = kWidth * current_ / std::max<std::size_t>(total_, 1);
+    std::string line = "\r\033[K[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] " +
+                       std::to_string(current_ + 1) + "/" + std::to_string(total_) + " " +
+                       duration_text(t - started_) + ", " + left + "  " + what_;
+    if (line.size() > 120) { // one terminal line, or the carriage return cannot take it back
+        line.resize(120);
     }
     std::cerr << line << std::flush;
 }
 
 void Progress::done() {
+    {
+        const std::lock_guard lock(mutex_);
+        if (stop_) {
+            return;
+        }
+        stop_ = true;
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) {
+        ticker_.join();
+    }
     if (bar_) {
         std::cerr << "\r\033[K";
     }
@@ -142,7 +180,6 @@ void Progress::done() {
         std::cerr << "vkf-bench: " << total_ << " case" << (total_ == 1 ? "" : "s") << " in "
                   << duration_text(now_s() - started_) << std::endl;
     }
-    bar_ = false;
 }
 
 namespace {
@@ -479,7 +516,7 @@ int run_command(std::span<char* const> args, const std::string& command_line) {
         finish_result(r, run.ceilings);
         run.results.push_back(std::move(r));
         if (!o.json) {
-            table.row(run.results.back());
+            progress.print_above([&] { table.row(run.results.back()); });
         }
     }
     progress.done();
