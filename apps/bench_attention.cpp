@@ -14,9 +14,9 @@
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
 #include "runtime/json_writer.hpp"
+#include "vkf_version.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -30,9 +30,6 @@
 #include <utility>
 #include <vector>
 
-#ifndef VKF_VERSION
-#define VKF_VERSION "unknown"
-#endif
 
 namespace vkf::bench {
 
@@ -175,93 +172,33 @@ Settings settings_of(const Options& o) {
 
 // --- command line ----------------------------------------------------------------------
 
-std::uint32_t parse_count(std::string_view option, std::string_view text, std::uint32_t min) {
-    std::uint32_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min) {
-        throw UsageError{std::string(option) + " needs a whole number >= " + std::to_string(min) + ", not '" +
-                         std::string(text) + "'"};
-    }
-    return value;
-}
-
-std::vector<std::uint32_t> parse_counts(std::string_view option, std::string_view text) {
-    std::vector<std::uint32_t> values;
-    std::size_t start = 0;
-    while (true) {
-        const std::size_t comma = text.find(',', start);
-        values.push_back(parse_count(option, text.substr(start, comma - start), 1));
-        if (comma == std::string_view::npos) {
-            return values;
-        }
-        start = comma + 1;
-    }
-}
-
 Options parse_options(std::span<char* const> args) {
     Options options;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string_view arg = args[i];
-        // Options with a value take it as "--name value" or "--name=value".
-        std::string_view name = arg;
-        std::optional<std::string> inline_value;
-        if (const std::size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-            name = arg.substr(0, eq);
-            inline_value = std::string(arg.substr(eq + 1));
-        }
-        auto value = [&]() -> std::string {
-            if (inline_value) {
-                return *inline_value;
-            }
-            if (i + 1 >= args.size()) {
-                throw UsageError{std::string(name) + " needs a value"};
-            }
-            return args[++i];
-        };
-        auto flag = [&]() {
-            if (inline_value) {
-                throw UsageError{std::string(name) + " takes no value"};
-            }
-        };
-
+    cli::ArgReader a(args);
+    while (a.next()) {
+        const std::string_view name = a.name();
         if (name == "--preset") {
-            const std::string preset = value();
-            if (preset != "bloom-560m" && preset != "mpt-7b" && preset != "all") {
-                throw UsageError{"--preset is bloom-560m, mpt-7b or all, not '" + preset + "'"};
-            }
-            options.preset = preset;
+            options.preset = cli::parse_choice(name, a.value(), {"bloom-560m", "mpt-7b", "all"});
         } else if (name == "--lengths") {
-            options.lengths = parse_counts(name, value());
+            options.lengths = cli::parse_counts(name, a.value());
         } else if (name == "--dtype") {
-            const std::string dtype = value();
-            if (dtype == "f32") {
-                options.dtypes = {DType::F32};
-            } else if (dtype == "f16") {
-                options.dtypes = {DType::F16};
-            } else if (dtype == "both") {
-                options.dtypes = {DType::F32, DType::F16};
-            } else {
-                throw UsageError{"--dtype is f32, f16 or both, not '" + dtype + "'"};
-            }
+            const std::string dtype = cli::parse_choice(name, a.value(), {"f32", "f16", "both"});
+            options.dtypes = dtype == "f32"   ? std::vector<DType>{DType::F32}
+                             : dtype == "f16" ? std::vector<DType>{DType::F16}
+                                              : std::vector<DType>{DType::F32, DType::F16};
         } else if (name == "--mode") {
-            const std::string mode = value();
-            if (mode == "prefill") {
-                options.modes = {Mode::Prefill};
-            } else if (mode == "decode") {
-                options.modes = {Mode::Decode};
-            } else if (mode == "both") {
-                options.modes = {Mode::Prefill, Mode::Decode};
-            } else {
-                throw UsageError{"--mode is prefill, decode or both, not '" + mode + "'"};
-            }
+            const std::string mode = cli::parse_choice(name, a.value(), {"prefill", "decode", "both"});
+            options.modes = mode == "prefill"  ? std::vector<Mode>{Mode::Prefill}
+                            : mode == "decode" ? std::vector<Mode>{Mode::Decode}
+                                               : std::vector<Mode>{Mode::Prefill, Mode::Decode};
         } else if (name == "--decode-kv") {
-            options.decode_kv = parse_counts(name, value());
+            options.decode_kv = cli::parse_counts(name, a.value());
         } else if (name == "--batch") {
-            options.batch = parse_count(name, value(), 1);
+            options.batch = cli::parse_count(name, a.value(), 1);
         } else if (name == "--heads") {
-            options.heads = parse_count(name, value(), 1);
+            options.heads = cli::parse_count(name, a.value(), 1);
         } else if (name == "--head-dim") {
-            options.head_dims = parse_counts(name, value());
+            options.head_dims = cli::parse_counts(name, a.value());
             for (const std::uint32_t d : *options.head_dims) {
                 try {
                     check_head_dim(d);
@@ -270,35 +207,30 @@ Options parse_options(std::span<char* const> args) {
                 }
             }
         } else if (name == "--warmup") {
-            options.warmup = parse_count(name, value(), 0);
+            options.warmup = cli::parse_count(name, a.value(), 0);
         } else if (name == "--reps") {
-            options.reps = parse_count(name, value(), 1);
+            options.reps = cli::parse_count(name, a.value(), 1);
         } else if (name == "--timeout") {
             // Whole seconds are plenty: the limit is there to catch a hung device.
-            options.timeout_s = parse_count(name, value(), 1);
+            options.timeout_s = cli::parse_count(name, a.value(), 1);
         } else if (name == "--device") {
-            options.device = value();
+            options.device = a.value();
         } else if (name == "--limits") {
-            const std::string spec = value();
-            try {
-                options.limits = options.limits.merged_with(LimitOverrides::parse(spec));
-            } catch (const Error& e) {
-                throw UsageError{std::string("--limits: ") + e.what()};
-            }
+            options.limits = cli::parse_limits(name, a.value(), options.limits);
         } else if (name == "--no-naive") {
-            flag();
+            a.flag();
             options.naive = false;
         } else if (name == "--json") {
-            flag();
+            a.flag();
             options.json = true;
         } else if (name == "--quick") {
-            flag();
+            a.flag();
             options.quick = true;
         } else if (name == "-h" || name == "--help") {
-            flag();
+            a.flag();
             options.help = true;
         } else {
-            throw UsageError{"unknown option '" + std::string(arg) + "'"};
+            a.unknown();
         }
     }
     if (options.preset && (options.heads || options.head_dims)) {
@@ -743,7 +675,7 @@ private:
         if (l.max_loop_iterations != 0) {
             limits += ", at most " + std::to_string(l.max_loop_iterations) + " loop iterations (driver quirk)";
         }
-        std::cout << "vkf-bench attention (vkformer " << VKF_VERSION << ")\n"
+        std::cout << "vkf-bench attention (vkformer " << build::kVersion << ")\n"
                   << "device:  " << info.name << " (" << vkf::to_string(info.type) << ", index " << info.index
                   << ")\n"
                   << "driver:  " << (info.driver_name.empty() ? "not reported" : info.driver_name)
@@ -875,7 +807,7 @@ void write_result(JsonWriter& json, const CaseResult& r) {
 class JsonReport {
 public:
     JsonReport(const Context& ctx, const Settings& s) : json_(std::cout) {
-        json_.begin_object().field("vkformer_version", VKF_VERSION).key("device");
+        json_.begin_object().field("vkformer_version", build::kVersion).key("device");
         write_json(json_, ctx.device_info());
         json_.key("effective_limits");
         write_json(json_, ctx.limits());
@@ -900,6 +832,82 @@ private:
 };
 
 } // namespace
+
+std::vector<AttentionPreset> attention_presets() {
+    std::vector<AttentionPreset> presets;
+    for (const Model& m : {bloom_560m(), mpt_7b()}) {
+        presets.push_back(AttentionPreset{
+            .name = m.name, .n_head = m.n_head, .head_dim = m.head_dims.at(0), .max_bias = m.max_bias, .slopes = m.slopes});
+    }
+    return presets;
+}
+
+namespace {
+
+Model model_of(const AttentionPreset& p) {
+    return Model{.name = p.name, .n_head = p.n_head, .head_dims = {p.head_dim}, .max_bias = p.max_bias, .slopes = p.slopes};
+}
+
+AttentionShape shape_of(const AttentionPreset& p, std::uint32_t batch, std::uint32_t q_len, std::uint32_t kv_len) {
+    return AttentionShape{.batch = batch,
+                          .q_len = q_len,
+                          .kv_len = kv_len,
+                          .n_head = p.n_head,
+                          .n_kv_head = p.n_head,
+                          .head_dim = p.head_dim};
+}
+
+} // namespace
+
+std::uint64_t attention_case_flops(const AttentionPreset& preset, std::uint32_t batch, std::uint32_t q_len,
+                                   std::uint32_t kv_len) {
+    return attention_flops(shape_of(preset, batch, q_len, kv_len));
+}
+
+std::uint64_t attention_case_bytes(const AttentionPreset& preset, DType dtype, std::uint32_t batch,
+                                   std::uint32_t q_len, std::uint32_t kv_len) {
+    return tensor_bytes(shape_of(preset, batch, q_len, kv_len), dtype);
+}
+
+AttentionTiming time_attention(Context& ctx, const AttentionPreset& preset, DType dtype, std::uint32_t batch,
+                               std::uint32_t q_len, std::uint32_t kv_len, bool naive, std::uint32_t warmup,
+                               std::uint32_t reps) {
+    const Model model = model_of(preset);
+    const Case c{.model = &model,
+                 .mode = q_len == kv_len ? Mode::Prefill : Mode::Decode,
+                 .dtype = dtype,
+                 .shape = shape_of(preset, batch, q_len, kv_len)};
+    const AttentionParams params = params_of(c);
+    const Settings s{.warmup = warmup, .reps = reps};
+    AttentionTiming t{.flops = attention_flops(c.shape), .io_bytes = tensor_bytes(c.shape, dtype)};
+
+    std::optional<Attention> tiled;
+    std::optional<NaiveAttention> baseline;
+    if (naive) {
+        t.impossible = naive_attention_impossible(ctx.limits(), params);
+        if (t.impossible) {
+            return t;
+        }
+        baseline.emplace(ctx, params, dtype);
+        t.memory_bytes = t.io_bytes + baseline->scores_bytes();
+    } else {
+        tiled.emplace(ctx, params, dtype);
+        t.plan = tiled->plan().describe();
+        t.memory_bytes = t.io_bytes + tiled->scratch_bytes();
+    }
+    const Buffer q = random_tensor(ctx, q_element_count(c.shape), dtype, 0x5eed01, "bench Q");
+    const Buffer k = random_tensor(ctx, kv_element_count(c.shape), dtype, 0x5eed02, "bench K");
+    const Buffer v = random_tensor(ctx, kv_element_count(c.shape), dtype, 0x5eed03, "bench V");
+    const Buffer o = ctx.create_buffer(q_element_count(c.shape) * element_size(dtype), MemoryKind::Device, "bench O");
+    const auto list = ctx.command_list(ctx.limits().timestamps);
+    if (tiled) {
+        tiled->record(*list, whole(q), whole(k), whole(v), whole(o));
+    } else {
+        baseline->record(*list, whole(q), whole(k), whole(v), whole(o));
+    }
+    t.ms = time_submissions(ctx, *list, s);
+    return t;
+}
 
 int run_attention(std::span<char* const> args) {
     const Options options = parse_options(args);

@@ -3,6 +3,7 @@
 // double-precision CPU reference. For trying shapes and devices, and for comparing with
 // other implementations from Python.
 
+#include "cli.hpp"
 #include "host/attention.hpp"
 #include "host/attention_naive.hpp"
 #include "host/attention_reference.hpp"
@@ -28,8 +29,8 @@
 
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+using vkf::cli::kExitFailure;
+using vkf::cli::kExitUsage;
 
 constexpr const char* kUsage = R"(usage: vkf-attention --q Q.npy --k K.npy --v V.npy [--out O.npy] [options]
 
@@ -65,10 +66,7 @@ environment:
   VKF_VALIDATION          1 enables the Khronos validation layer; any message fails
 )";
 
-// A bad command line: reported with a hint to --help and exit code 2.
-struct UsageError {
-    std::string message;
-};
+using vkf::cli::UsageError;
 
 struct Options {
     std::string q_path, k_path, v_path;
@@ -89,39 +87,20 @@ struct Options {
 };
 
 float parse_float(std::string_view option, const std::string& text) {
-    char* end = nullptr;
-    const float value = std::strtof(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    const double value = vkf::cli::parse_number(option, text);
+    if (std::fabs(value) > std::numeric_limits<float>::max()) {
         throw UsageError{std::string(option) + " needs a finite number, not '" + text + "'"};
     }
-    return value;
+    return static_cast<float>(value);
 }
 
 Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        // Options with a value take it as "--name value" or "--name=value".
-        std::string_view name = arg;
-        std::optional<std::string> inline_value;
-        if (const std::size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-            name = arg.substr(0, eq);
-            inline_value = std::string(arg.substr(eq + 1));
-        }
-        auto value = [&]() -> std::string {
-            if (inline_value) {
-                return *inline_value;
-            }
-            if (i + 1 >= argc) {
-                throw UsageError{std::string(name) + " needs a value"};
-            }
-            return argv[++i];
-        };
-        auto flag = [&]() {
-            if (inline_value) {
-                throw UsageError{std::string(name) + " takes no value"};
-            }
-        };
+    vkf::cli::ArgReader a(argc, argv);
+    while (a.next()) {
+        const std::string_view name = a.name();
+        auto value = [&] { return a.value(); };
+        auto flag = [&] { a.flag(); };
 
         if (name == "--q") {
             options.q_path = value();
@@ -172,12 +151,7 @@ Options parse_options(int argc, char** argv) {
         } else if (name == "--device") {
             options.device = value();
         } else if (name == "--limits") {
-            const std::string spec = value();
-            try {
-                options.limits = options.limits.merged_with(vkf::LimitOverrides::parse(spec));
-            } catch (const vkf::Error& e) {
-                throw UsageError{std::string("--limits: ") + e.what()};
-            }
+            options.limits = vkf::cli::parse_limits(name, value(), options.limits);
         } else if (name == "--naive") {
             flag();
             options.naive = true;
@@ -188,7 +162,7 @@ Options parse_options(int argc, char** argv) {
             flag();
             options.help = true;
         } else {
-            throw UsageError{"unknown option '" + std::string(arg) + "'"};
+            a.unknown();
         }
     }
     if (options.help) {

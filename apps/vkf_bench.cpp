@@ -1,8 +1,12 @@
-// vkf-bench: benchmarks of vkformer's kernels on the selected Vulkan device, as aligned
-// text tables for people and JSON for result files that compare devices. One subcommand
-// per benchmark, so each can grow its own options.
+// vkf-bench: benchmarks of vkformer on the selected Vulkan device, made to compare GPUs
+// of different vendors. `run` measures the device's ceilings and the kernel suites and
+// writes a result file; `compare` puts result files from any machines side by side, with
+// SVG plots; `attention` is the focused tiled-against-naive attention table.
 
 #include "bench_attention.hpp"
+#include "bench_report.hpp"
+#include "bench_run.hpp"
+#include "cli.hpp"
 #include "runtime/error.hpp"
 
 #include <exception>
@@ -13,43 +17,59 @@
 
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+constexpr const char* kUsage = R"(usage: vkf-bench <command> [options]
+       vkf-bench [run options]           (same as vkf-bench run ...)
 
-constexpr const char* kUsage = R"(usage: vkf-bench <benchmark> [options]
+Benchmarks vkformer on one Vulkan device and compares result files across devices.
 
-Benchmarks vkformer's kernels on one Vulkan device.
-
-benchmarks:
+commands:
+  run         device ceilings (bandwidth, FMA rates, dispatch overhead, transfers) and
+              the attention and matmul suites, placed against the ceilings; --out FILE
+              writes a result file; --quick takes about a minute on lavapipe
+  compare     result files side by side, with an SVG plot per suite
   attention   tiled (flash) ALiBi attention against the naive three-pass baseline
 
-Run 'vkf-bench <benchmark> --help' for a benchmark's options.
+Run 'vkf-bench <command> --help' for a command's options.
 )";
 
 } // namespace
 
 int main(int argc, char** argv) {
+    using vkf::cli::kExitFailure;
+    using vkf::cli::kExitUsage;
     if (argc < 2) {
-        std::cerr << "vkf-bench: name a benchmark (see --help)\n";
+        std::cerr << "vkf-bench: name a command, e.g. vkf-bench run --quick (see --help)\n";
         return kExitUsage;
     }
-    const std::string_view benchmark = argv[1];
-    if (benchmark == "-h" || benchmark == "--help") {
+    std::string_view command = argv[1];
+    if (command == "-h" || command == "--help") {
         std::cout << kUsage;
         return 0;
     }
-    if (benchmark != "attention") {
-        std::cerr << "vkf-bench: unknown benchmark '" << benchmark << "' (see --help)\n";
+    int first = 2;
+    if (command.starts_with("-")) { // options alone: a run
+        command = "run";
+        first = 1;
+    }
+    if (command != "attention" && command != "run" && command != "compare") {
+        std::cerr << "vkf-bench: unknown command '" << command << "' (see --help)\n";
         return kExitUsage;
     }
+    const std::span<char* const> args(argv + first, static_cast<std::size_t>(argc - first));
     try {
-        return vkf::bench::run_attention(std::span<char* const>(argv + 2, static_cast<std::size_t>(argc - 2)));
-    } catch (const vkf::bench::UsageError& e) {
-        std::cerr << "vkf-bench attention: " << e.message << " (see vkf-bench attention --help)\n";
+        if (command == "attention") {
+            return vkf::bench::run_attention(args);
+        }
+        if (command == "compare") {
+            return vkf::bench::compare_command(args);
+        }
+        return vkf::bench::run_command(args, vkf::cli::join_command_line(argc, argv));
+    } catch (const vkf::cli::UsageError& e) {
+        std::cerr << "vkf-bench " << command << ": " << e.message << " (see vkf-bench " << command << " --help)\n";
         return kExitUsage;
-    } catch (const std::exception& e) { // vkf::Error: no device, or one that cannot run anything
+    } catch (const std::exception& e) { // vkf::Error: no device, an unreadable file...
         std::cout.flush();
-        std::cerr << "vkf-bench attention: error: " << e.what() << '\n';
+        std::cerr << "vkf-bench " << command << ": error: " << e.what() << '\n';
         return kExitFailure;
     }
 }

@@ -3,6 +3,7 @@
 // and optionally proves the device works with a small dispatch (--smoke). The JSON form
 // is what bug reports and benchmark result files carry.
 
+#include "cli.hpp"
 #include "host/elementwise.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
@@ -12,6 +13,7 @@
 #include "runtime/json_writer.hpp"
 #include "runtime/limits.hpp"
 #include "runtime/quirks.hpp"
+#include "vkf_version.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,14 +26,8 @@
 #include <utility>
 #include <vector>
 
-#ifndef VKF_VERSION
-#define VKF_VERSION "unknown"
-#endif
 
 namespace {
-
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 
 constexpr const char* kUsage = R"(usage: vkf-info [options]
 
@@ -54,10 +50,9 @@ environment:
   VKF_VALIDATION  1 enables the Khronos validation layer; any message makes vkf-info fail
 )";
 
-// A bad command line: reported with a hint to --help and exit code 2.
-struct UsageError {
-    std::string message;
-};
+using vkf::cli::kExitFailure;
+using vkf::cli::kExitUsage;
+using vkf::cli::UsageError;
 
 struct Options {
     bool json = false;
@@ -68,31 +63,22 @@ struct Options {
 
 Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        if (arg == "--json") {
+    vkf::cli::ArgReader a(argc, argv);
+    while (a.next()) {
+        const std::string_view name = a.name();
+        if (name == "--json") {
+            a.flag();
             options.json = true;
-        } else if (arg == "--smoke") {
+        } else if (name == "--smoke") {
+            a.flag();
             options.smoke = true;
-        } else if (arg == "-h" || arg == "--help") {
+        } else if (name == "-h" || name == "--help") {
+            a.flag();
             options.help = true;
-        } else if (arg == "--limits" || arg.starts_with("--limits=")) {
-            std::string_view spec;
-            if (arg == "--limits") {
-                if (i + 1 >= argc) {
-                    throw UsageError{"--limits needs a value (e.g. --limits phone)"};
-                }
-                spec = argv[++i];
-            } else {
-                spec = arg.substr(std::string_view("--limits=").size());
-            }
-            try {
-                options.limits = options.limits.merged_with(vkf::LimitOverrides::parse(spec));
-            } catch (const vkf::Error& e) {
-                throw UsageError{std::string("--limits: ") + e.what()};
-            }
+        } else if (name == "--limits") {
+            options.limits = vkf::cli::parse_limits(name, a.value(), options.limits);
         } else {
-            throw UsageError{"unknown option '" + std::string(arg) + "'"};
+            a.unknown();
         }
     }
     return options;
@@ -299,7 +285,7 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
 }
 
 void print_text(const std::vector<vkf::DeviceInfo>& devices, const SelectedDevice& selected) {
-    std::cout << "vkformer " << VKF_VERSION << ": " << devices.size() << " Vulkan device"
+    std::cout << "vkformer " << vkf::build::kVersion << ": " << devices.size() << " Vulkan device"
               << (devices.size() == 1 ? "" : "s") << "\n";
     for (std::size_t i = 0; i < devices.size(); ++i) {
         const vkf::DeviceInfo& info = devices[i];
@@ -411,7 +397,7 @@ int run(const Options& options) {
         // Streamed, with the smoke result (which takes a while) as the last member; a
         // failure there is recorded in the document so it stays valid JSON.
         vkf::JsonWriter json(std::cout);
-        json.begin_object().field("vkformer_version", VKF_VERSION).key("devices").begin_array();
+        json.begin_object().field("vkformer_version", vkf::build::kVersion).key("devices").begin_array();
         for (const vkf::DeviceInfo& info : devices) {
             json.begin_object();
             vkf::write_json_members(json, info);

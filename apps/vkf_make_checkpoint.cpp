@@ -3,12 +3,12 @@
 // and demos where no real model can be downloaded. The loader cannot tell it from a real
 // checkpoint of the same shape.
 
+#include "cli.hpp"
 #include "host/checkpoint_writer.hpp"
 #include "host/model_config.hpp"
 #include "host/safetensors.hpp"
 #include "runtime/error.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -21,8 +21,9 @@
 
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+using vkf::cli::kExitFailure;
+using vkf::cli::kExitUsage;
+using vkf::cli::UsageError;
 
 constexpr const char* kUsage =
     R"(usage: vkf-make-checkpoint --out DIR (--preset NAME | --family F --layers N --hidden H --heads N --vocab V) [options]
@@ -57,10 +58,6 @@ MPT only:
   -h, --help           show this help
 )";
 
-struct UsageError {
-    std::string message;
-};
-
 struct Options {
     std::string out;
     std::optional<vkf::ModelFamily> family;
@@ -75,51 +72,16 @@ struct Options {
     bool help = false;
 };
 
-template <class T>
-T parse_integer(std::string_view option, const std::string& text, T min) {
-    T value{};
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min) {
-        throw UsageError{std::string(option) + " needs an integer >= " + std::to_string(min) + ", not '" + text + "'"};
-    }
-    return value;
-}
-
-double parse_positive(std::string_view option, const std::string& text) {
-    double value = 0.0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(value > 0.0) ||
-        !std::isfinite(value)) {
-        throw UsageError{std::string(option) + " needs a positive number, not '" + text + "'"};
-    }
-    return value;
-}
+using vkf::cli::parse_integer;
+using vkf::cli::parse_positive;
 
 Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        // Options with a value take it as "--name value" or "--name=value".
-        std::string_view name = arg;
-        std::optional<std::string> inline_value;
-        if (const std::size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-            name = arg.substr(0, eq);
-            inline_value = std::string(arg.substr(eq + 1));
-        }
-        auto value = [&]() -> std::string {
-            if (inline_value) {
-                return *inline_value;
-            }
-            if (i + 1 >= argc) {
-                throw UsageError{std::string(name) + " needs a value"};
-            }
-            return argv[++i];
-        };
-        auto flag = [&]() {
-            if (inline_value) {
-                throw UsageError{std::string(name) + " takes no value"};
-            }
-        };
+    vkf::cli::ArgReader a(argc, argv);
+    while (a.next()) {
+        const std::string_view name = a.name();
+        auto value = [&] { return a.value(); };
+        auto flag = [&] { a.flag(); };
         auto dimension = [&]() { return parse_integer<std::uint32_t>(name, value(), 1); };
 
         if (name == "--out") {
@@ -176,7 +138,7 @@ Options parse_options(int argc, char** argv) {
             flag();
             options.help = true;
         } else {
-            throw UsageError{"unknown option '" + std::string(arg) + "'"};
+            a.unknown();
         }
     }
     return options;

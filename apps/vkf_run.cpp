@@ -4,6 +4,7 @@
 // GPU time per op kind, --check compares every step's logits with the double-precision CPU
 // reference model, --json prints one JSON object for scripts.
 
+#include "cli.hpp"
 #include "host/compare.hpp"
 #include "host/generation.hpp"
 #include "host/npy.hpp"
@@ -13,7 +14,6 @@
 #include "runtime/json_writer.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -29,8 +29,9 @@
 
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
+using vkf::cli::kExitFailure;
+using vkf::cli::kExitUsage;
+using vkf::cli::UsageError;
 constexpr int kExitCheckFailed = 3;
 
 constexpr const char* kUsage =
@@ -66,10 +67,6 @@ options:
   -h, --help             show this help
 )";
 
-struct UsageError {
-    std::string message;
-};
-
 struct Options {
     std::string model;
     std::vector<std::uint32_t> prompt;
@@ -78,7 +75,7 @@ struct Options {
     std::optional<vkf::DType> weights;
     std::uint32_t chunk = 128;
     std::optional<std::string> device;
-    std::optional<std::string> limits;
+    vkf::LimitOverrides limits;
     bool profile = false;
     bool check = false;
     double check_tolerance = 1e-3;
@@ -87,16 +84,6 @@ struct Options {
     bool quiet = false;
     bool help = false;
 };
-
-template <class T>
-T parse_number(std::string_view option, std::string_view text) {
-    T value{};
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-        throw UsageError{std::string(option) + ": '" + std::string(text) + "' is not a valid number"};
-    }
-    return value;
-}
 
 std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view text) {
     std::vector<std::uint32_t> ids;
@@ -107,7 +94,7 @@ std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view t
             break;
         }
         const std::size_t end = std::min(text.find_first_of(", \t\r\n", start), text.size());
-        ids.push_back(parse_number<std::uint32_t>(source, text.substr(start, end - start)));
+        ids.push_back(vkf::cli::parse_integer<std::uint32_t>(source, text.substr(start, end - start), 0));
         i = end;
     }
     if (ids.empty()) {
@@ -119,74 +106,68 @@ std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view t
 Options parse_options(int argc, char** argv) {
     Options o;
     bool have_prompt = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto next = [&]() -> std::string_view {
-            if (i + 1 >= argc) {
-                throw UsageError{std::string(arg) + " needs a value"};
-            }
-            return argv[++i];
-        };
+    vkf::cli::ArgReader a(argc, argv);
+    while (a.next()) {
+        const std::string_view arg = a.name();
         if (arg == "-h" || arg == "--help") {
+            a.flag();
             o.help = true;
         } else if (arg == "--model") {
-            o.model = next();
+            o.model = a.value();
         } else if (arg == "--prompt-ids" || arg == "--prompt-ids-file") {
             if (have_prompt) {
                 throw UsageError{"give the prompt once, with --prompt-ids or --prompt-ids-file"};
             }
             have_prompt = true;
-            const std::string_view value = next();
+            const std::string value = a.value();
             if (arg == "--prompt-ids") {
                 o.prompt = parse_ids(arg, value);
             } else {
-                std::ifstream in{std::string(value)};
+                std::ifstream in{value};
                 if (!in) {
-                    throw UsageError{"--prompt-ids-file: cannot open '" + std::string(value) + "'"};
+                    throw UsageError{"--prompt-ids-file: cannot open '" + value + "'"};
                 }
                 std::stringstream text;
                 text << in.rdbuf();
                 o.prompt = parse_ids(value, text.str());
             }
         } else if (arg == "--n-predict") {
-            o.n_predict = parse_number<std::uint32_t>(arg, next());
+            o.n_predict = vkf::cli::parse_count(arg, a.value(), 1);
         } else if (arg == "--temp") {
-            o.sampling.temperature = parse_number<float>(arg, next());
+            o.sampling.temperature = static_cast<float>(vkf::cli::parse_number(arg, a.value()));
         } else if (arg == "--top-k") {
-            o.sampling.top_k = parse_number<std::uint32_t>(arg, next());
+            o.sampling.top_k = vkf::cli::parse_count(arg, a.value(), 0);
         } else if (arg == "--top-p") {
-            o.sampling.top_p = parse_number<float>(arg, next());
+            o.sampling.top_p = static_cast<float>(vkf::cli::parse_number(arg, a.value()));
         } else if (arg == "--seed") {
-            o.sampling.seed = parse_number<std::uint64_t>(arg, next());
+            o.sampling.seed = vkf::cli::parse_integer<std::uint64_t>(arg, a.value(), 0);
         } else if (arg == "--weights") {
-            const std::string_view v = next();
-            if (v == "f32") {
-                o.weights = vkf::DType::F32;
-            } else if (v == "f16") {
-                o.weights = vkf::DType::F16;
-            } else {
-                throw UsageError{"--weights: expected f32 or f16, got '" + std::string(v) + "'"};
-            }
+            o.weights = vkf::cli::parse_choice(arg, a.value(), {"f32", "f16"}) == "f16" ? vkf::DType::F16
+                                                                                      : vkf::DType::F32;
         } else if (arg == "--chunk") {
-            o.chunk = parse_number<std::uint32_t>(arg, next());
+            o.chunk = vkf::cli::parse_count(arg, a.value(), 1);
         } else if (arg == "--device") {
-            o.device = std::string(next());
+            o.device = a.value();
         } else if (arg == "--limits") {
-            o.limits = std::string(next());
+            o.limits = vkf::cli::parse_limits(arg, a.value(), o.limits);
         } else if (arg == "--profile") {
+            a.flag();
             o.profile = true;
         } else if (arg == "--check") {
+            a.flag();
             o.check = true;
         } else if (arg == "--check-tolerance") {
-            o.check_tolerance = parse_number<double>(arg, next());
+            o.check_tolerance = vkf::cli::parse_positive(arg, a.value());
         } else if (arg == "--logits-out") {
-            o.logits_out = next();
+            o.logits_out = a.value();
         } else if (arg == "--json") {
+            a.flag();
             o.json = true;
         } else if (arg == "--quiet") {
+            a.flag();
             o.quiet = true;
         } else {
-            throw UsageError{"unknown option '" + std::string(arg) + "'"};
+            a.unknown();
         }
     }
     if (o.help) {
@@ -197,12 +178,6 @@ Options parse_options(int argc, char** argv) {
     }
     if (!have_prompt) {
         throw UsageError{"give the prompt with --prompt-ids or --prompt-ids-file"};
-    }
-    if (o.n_predict == 0) {
-        throw UsageError{"--n-predict must be at least 1"};
-    }
-    if (o.chunk == 0) {
-        throw UsageError{"--chunk must be at least 1"};
     }
     try {
         vkf::validate(o.sampling);
@@ -283,10 +258,7 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
 }
 
 int run(const Options& o) {
-    vkf::ContextOptions context_options{.device = o.device};
-    if (o.limits) {
-        context_options.limits = vkf::LimitOverrides::parse(*o.limits);
-    }
+    const vkf::ContextOptions context_options{.device = o.device, .limits = o.limits};
     vkf::Context ctx(context_options);
     const bool progress = !o.quiet;
 
@@ -429,7 +401,7 @@ int main(int argc, char** argv) {
     try {
         options = parse_options(argc, argv);
     } catch (const UsageError& e) {
-        std::fprintf(stderr, "vkf-run: %s\n\n%s", e.message.c_str(), kUsage);
+        std::fprintf(stderr, "vkf-run: %s (see --help)\n", e.message.c_str());
         return kExitUsage;
     }
     if (options.help) {

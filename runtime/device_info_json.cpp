@@ -123,6 +123,7 @@ void write_json(JsonWriter& json, const ComputeLimits& limits) {
         .field("fp16_arithmetic", limits.fp16_arithmetic)
         .field("subgroup_ops", limits.subgroup_ops)
         .field("timestamps", limits.timestamps)
+        .field("max_loop_iterations", limits.max_loop_iterations)
         .field("forced", limits.forced);
     json.end_object();
 }

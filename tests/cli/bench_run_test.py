@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""CLI test of `vkf-bench run` and `vkf-bench compare`: two small runs, one with the
+device's limits and one with forced phone limits and no fp16 arithmetic, written as result
+files; checks the schema, the recorded skips (fp16 FMA without float16 arithmetic, the LM
+head over --max-memory, the naive attention whose scores exceed a lowered storage buffer
+range), then compares the files and checks the table and the SVG plots.
+
+Sizes are cut far below --quick's (attention at 64 tokens, matmul m = 1 and 8) so the
+whole test takes well under a minute on lavapipe with validation on.
+
+usage: bench_run_test.py PATH/TO/vkf-bench
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+SMALL = ["run", "--quick", "--lengths", "64", "--decode-kv", "128", "--prefill-m", "8", "--warmup", "0",
+         "--reps", "2", "--max-memory", "256M", "--progress", "lines"]
+
+
+def run(exe, args):
+    return subprocess.run([exe] + args, capture_output=True, text=True, timeout=600)
+
+
+def results_named(document):
+    return {(r["suite"], r["name"]): r for r in document["results"]}
+
+
+def check_document(path, problems, forced):
+    with open(path) as f:
+        document = json.load(f)
+    for key in ("schema", "schema_version", "vkformer", "created_utc", "command_line", "settings", "device",
+                "effective_limits", "quirks", "ceilings", "results"):
+        if key not in document:
+            problems.append("%s: no %r" % (path, key))
+    if document.get("schema") != "vkformer-bench-result" or document.get("schema_version") != 1:
+        problems.append("%s: schema %r version %r" % (path, document.get("schema"), document.get("schema_version")))
+    if not document.get("created_utc", "").endswith("Z"):
+        problems.append("%s: created_utc %r is not UTC ISO 8601" % (path, document.get("created_utc")))
+    git = document.get("vkformer", {}).get("git_commit", "")
+    if len(git) != 40 and git != "unknown":
+        problems.append("%s: git_commit %r" % (path, git))
+    results = results_named(document)
+    suites = {suite for suite, _ in results}
+    if suites != {"ceilings", "attention", "matmul"}:
+        problems.append("%s: suites %s" % (path, sorted(suites)))
+    for (suite, name), r in results.items():
+        if r["status"] == "failed":
+            problems.append("%s: %s %s failed: %s" % (path, suite, name, r["message"]))
+        if r["status"] == "ok":
+            if len(r["reps_ms"]) != 2 or r["stats_ms"] is None:
+                problems.append("%s: %s %s has reps %r" % (path, suite, name, r["reps_ms"]))
+            elif not r["stats_ms"]["min"] <= r["stats_ms"]["median"] <= r["stats_ms"]["max"]:
+                problems.append("%s: %s %s stats %r" % (path, suite, name, r["stats_ms"]))
+            if suite != "ceilings" and not r["plan"]:
+                problems.append("%s: %s %s has no plan" % (path, suite, name))
+            if suite == "matmul" and r["fma_fraction"] is None:
+                problems.append("%s: %s %s is not placed against the FMA ceiling" % (path, suite, name))
+    lm_head = [r for (s, n), r in results.items() if s == "matmul" and "lm_head" in n]
+    if not lm_head or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in lm_head):
+        problems.append("%s: the LM head over --max-memory is not skipped: %r" % (path, lm_head))
+    fp16 = results.get(("ceilings", "fp16 fma"))
+    if forced:
+        if not fp16 or fp16["status"] != "skipped" or "float16" not in fp16["message"]:
+            problems.append("%s: fp16 FMA with no_fp16_arithmetic: %r" % (path, fp16))
+        if document["ceilings"]["fp16_gflops"] is not None:
+            problems.append("%s: an fp16 ceiling without fp16 arithmetic" % path)
+        f32 = [r for (s, n), r in results.items() if s == "attention" and " f32 " in n]
+        if not f32 or any(r["status"] != "skipped" or "maxStorageBufferRange" not in r["message"] for r in f32):
+            problems.append("%s: f32 attention over the storage buffer range not skipped: %r" % (path, f32))
+        naive = [r for (s, n), r in results.items() if s == "attention" and "naive" in n]
+        if not naive or any(r["status"] != "skipped" or "maxStorageBufferRange" not in r["message"] for r in naive):
+            problems.append("%s: naive attention over the storage buffer range not skipped: %r" % (path, naive))
+        if document["settings"]["limit_overrides"] == "none" or not document["effective_limits"]["forced"]:
+            problems.append("%s: forced limits not recorded" % path)
+    return document
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    exe = sys.argv[1]
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        a = os.path.join(tmp, "default.json")
+        b = os.path.join(tmp, "phone.json")
+        # storage_buffer_range=128K: the naive scores (16 heads x 64 x 64 floats, 256 KiB) and the f32
+        # tensors (64 tokens x 16 heads x 64 x 4 bytes, 256 KiB) exceed it, and are skipped.
+        for path, extra in ((a, []), (b, ["--limits", "phone,no_fp16_arithmetic,storage_buffer_range=128K"])):
+            proc = run(exe, SMALL + extra + ["--out", path])
+            if proc.returncode != 0:
+                problems.append("run %s: exit code %d\nstdout:\n%s\nstderr:\n%s" % (" ".join(extra), proc.returncode,
+                                                                                  proc.stdout, proc.stderr))
+                continue
+            if "skipped" not in proc.stdout:
+                problems.append("run %s: no skip shown in the table:\n%s" % (" ".join(extra), proc.stdout))
+            check_document(path, problems, forced=bool(extra))
+        if not problems:
+            plots = os.path.join(tmp, "plots")
+            proc = run(exe, ["compare", a, b, "--out-dir", plots])
+            if proc.returncode != 0:
+                problems.append("compare: exit code %d\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+            else:
+                for needle in ("[1] default", "[2] phone", "x", "skipped", "ceilings:", "attention:", "matmul:"):
+                    if needle not in proc.stdout:
+                        problems.append("compare: %r not in the table:\n%s" % (needle, proc.stdout))
+                for suite in ("ceilings", "attention", "matmul"):
+                    svg = os.path.join(plots, "vkf-bench-%s.svg" % suite)
+                    if not os.path.isfile(svg) or os.path.getsize(svg) == 0:
+                        problems.append("compare: no %s" % svg)
+                        continue
+                    with open(svg) as f:
+                        text = f.read()
+                    if "<svg" not in text or not text.rstrip().endswith("</svg>"):
+                        problems.append("%s is not an SVG document" % svg)
+                    try:
+                        ET.fromstring(text)
+                    except ET.ParseError as e:
+                        problems.append("%s is not well-formed XML: %s" % (svg, e))
+            for args, code in ((["compare"], 2), (["compare", os.path.join(tmp, "missing.json")], 1),
+                               (["run", "--suites", "nope"], 2), (["compare", a, "--labels", "x,y"], 2)):
+                proc = run(exe, args)
+                if proc.returncode != code:
+                    problems.append("%s: exit code %d, expected %d\n%s" % (" ".join(args), proc.returncode, code,
+                                                                           proc.stderr))
+    for problem in problems:
+        print("FAIL: " + problem)
+    if not problems:
+        print("ok")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
