@@ -33,16 +33,20 @@ suites (--suites, in this order):
   ceilings    memory bandwidth, fp32 and fp16 FMA, dispatch overhead, transfers
   attention   tiled ALiBi attention (and the naive baseline for prefill), f32 and f16
   matmul      the presets' linear layers at m = 1 and the prefill rows, f16 weights
+  block       one transformer block: prefill of the prefill rows, one decoding step
+  model       whole models (LM head included): prefill and decoding tokens/s
 
 options:
   --suites LIST        comma-separated suites (default: all)
-  --quick              about a minute on lavapipe: bloom-560m only, attention prefill
-                       64,128,256 and decode 256,1024, matmul m = 1 and 32, warmup 1,
-                       reps 3, smaller ceilings; options given explicitly still win
+  --quick              a few minutes on lavapipe: bloom-560m only, attention prefill
+                       64,128,256 and decode 256,1024, matmul and block m = 1 and 32,
+                       whole model 8 tokens, warmup 1, reps 3, smaller ceilings;
+                       options given explicitly still win
   --presets LIST       bloom-560m, mpt-7b (default both; --quick: bloom-560m)
   --lengths N,...      attention prefill lengths (default 512,1024,2048,4096,8192)
   --decode-kv N,...    attention KV lengths for decoding (default 512,2048,8192)
-  --prefill-m N,...    matmul rows of a prefill (default 512); m = 1 always runs
+  --prefill-m N,...    rows of a prefill for matmul, block and model (default 512);
+                       m = 1 always runs, and decoding steps run after m tokens
   --no-naive           leave out the naive attention baseline
   --max-memory SIZE    device memory one case may use (K/M/G suffixes; default half
                        the largest device-local heap); bigger cases are skipped

@@ -34,8 +34,16 @@ const std::vector<Suite>& suite_registry() {
                         "prefill rows and m = 1, f16 weights",
          .cases = matmul_cases,
          .plot = PlotKind::Bars},
-        // "block" (one transformer block) and "model" (whole-model prefill and decode
-        // tokens/s) go here once host/model.* exists.
+        {.name = "block",
+         .description = "one transformer block of each preset (synthetic f16 weights): prefill of the prefill "
+                        "rows, and one decoding step after them",
+         .cases = block_cases,
+         .plot = PlotKind::Bars},
+        {.name = "model",
+         .description = "whole models of the presets (synthetic f16 weights, LM head included): prefill and "
+                        "decoding tokens/s",
+         .cases = model_cases,
+         .plot = PlotKind::Bars},
     };
     return suites;
 }

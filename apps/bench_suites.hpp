@@ -4,8 +4,8 @@
 // skipped; the runner (bench_run.cpp) times nothing itself, it orders the cases, shows
 // progress, places results against the measured ceilings and writes the result file.
 //
-// Adding a suite (the "block" and "model" suites, once host/model.* exists) is one
-// function returning its cases plus one entry in suite_registry() (bench_suites.cpp):
+// Adding a suite is one function returning its cases plus one entry in suite_registry()
+// (bench_suites.cpp):
 // time a recorded command list with time_list(), fill Result::flops/bytes/plan, and throw
 // Skip for what the device cannot run.
 
@@ -92,5 +92,7 @@ Buffer random_buffer(Context& ctx, std::uint64_t bytes, bool f16, std::uint64_t 
 std::vector<BenchCase> ceiling_cases(const Context& ctx, const SuiteSettings& s);
 std::vector<BenchCase> attention_cases(const Context& ctx, const SuiteSettings& s);
 std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);
+std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s); // bench_model.cpp
+std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s); // bench_model.cpp
 
 } // namespace vkf::bench

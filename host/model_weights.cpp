@@ -1,12 +1,13 @@
 #include "host/model_weights.hpp"
 
-#include "host/elementwise.hpp"
+#include "host/random.hpp"
 #include "host/half.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace vkf {
@@ -157,29 +158,49 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
 ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype) {
     validate(config);
     ModelWeights w{.dtype = dtype};
-    auto list = ctx.command_list();
-    const auto make = [&](const std::string& name, const std::vector<std::size_t>& shape, float value) {
+    // One block of seeded random values per role, repeated over each tensor: cheap for a
+    // 500 MB table, and never constant data a GPU could compress or a CPU flush to zero.
+    constexpr std::size_t kBlock = std::size_t{1} << 16;
+    const auto block_of = [&](float lo, float hi, float offset, std::uint64_t seed) {
+        std::vector<float> v = random_uniform(kBlock, seed, lo, hi);
+        for (float& x : v) x += offset;
+        std::vector<std::byte> bytes(kBlock * element_size(dtype));
+        if (dtype == DType::F16) {
+            const std::vector<std::uint16_t> h = floats_to_halves(v);
+            std::memcpy(bytes.data(), h.data(), bytes.size());
+        } else {
+            std::memcpy(bytes.data(), v.data(), bytes.size());
+        }
+        // Repeated to 4 MiB: fewer, larger uploads (each is a transfer on a discrete GPU).
+        std::vector<std::byte> repeated;
+        while (repeated.size() < (std::size_t{4} << 20)) {
+            repeated.insert(repeated.end(), bytes.begin(), bytes.end());
+        }
+        return repeated;
+    };
+    const std::vector<std::byte> norm_weight = block_of(-0.1f, 0.1f, 1.0f, 1);
+    const std::vector<std::byte> bias_values = block_of(-0.02f, 0.02f, 0.0f, 2);
+    const std::vector<std::byte> linear_values = block_of(-0.035f, 0.035f, 0.0f, 3); // std 0.02
+    const auto make = [&](const std::string& name, const std::vector<std::size_t>& shape, TensorRole role) {
         std::uint64_t count = 1;
         for (const std::size_t d : shape) count *= d;
-        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, (count * element_size(dtype) + 3) / 4 * 4),
-                                     MemoryKind::Device, name);
-        std::uint32_t word = std::bit_cast<std::uint32_t>(value);
-        if (dtype == DType::F16) {
-            const std::uint32_t half = float_to_half(value);
-            word = half | (half << 16);
+        const std::uint64_t bytes = count * element_size(dtype);
+        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, (bytes + 3) / 4 * 4), MemoryKind::Device, name);
+        const std::vector<std::byte>& block = role == TensorRole::NormWeight ? norm_weight
+                                              : (role == TensorRole::NormBias || role == TensorRole::LinearBias)
+                                                  ? bias_values
+                                                  : linear_values;
+        for (std::uint64_t done = 0; done < bytes; done += block.size()) {
+            const std::uint64_t n = std::min<std::uint64_t>(block.size(), bytes - done);
+            ctx.upload(b, std::span(block).first(n), done);
         }
-        record_fill(ctx, *list, whole(b), word);
         w.bytes += b.size();
         return b;
     };
     std::vector<Buffer> flat;
     for (const ExpectedTensor& t : expected_tensors(config)) {
-        const float value = t.role == TensorRole::NormWeight ? 1.0f
-                            : (t.role == TensorRole::NormBias || t.role == TensorRole::LinearBias) ? 0.0f
-                                                                                                   : 0.01f;
-        flat.push_back(make(t.name, t.shape, value));
+        flat.push_back(make(t.name, t.shape, t.role));
     }
-    ctx.submit(*list);
 
     // expected_tensors lists them in forward order; hand them out in that order.
     std::size_t next = 0;

@@ -67,9 +67,9 @@ struct WeightUploadProgress {
 ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint, DType dtype,
                             const std::function<void(const WeightUploadProgress&)>& progress = {});
 
-// Weights of the right shapes filled with constants (LayerNorm weights 1, biases 0, other
-// weights 0.01) on the device, without a checkpoint: for benchmarks of model shapes no
-// file exists for (vkf-bench's block and model suites). Numerically meaningless.
+// Weights of the right shapes filled with seeded random values (the checkpoint writer's
+// ranges), without a checkpoint: for benchmarks of model shapes no file exists for
+// (vkf-bench's block and model suites).
 ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype);
 
 } // namespace vkf

@@ -46,7 +46,7 @@ def check_document(path, problems, forced):
         problems.append("%s: git_commit %r" % (path, git))
     results = results_named(document)
     suites = {suite for suite, _ in results}
-    if suites != {"ceilings", "attention", "matmul"}:
+    if suites != {"ceilings", "attention", "matmul", "block", "model"}:
         problems.append("%s: suites %s" % (path, sorted(suites)))
     for (suite, name), r in results.items():
         if r["status"] == "failed":
@@ -63,6 +63,12 @@ def check_document(path, problems, forced):
     lm_head = [r for (s, n), r in results.items() if s == "matmul" and "lm_head" in n]
     if not lm_head or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in lm_head):
         problems.append("%s: the LM head over --max-memory is not skipped: %r" % (path, lm_head))
+    block = [r for (s, n), r in results.items() if s == "block"]
+    if len(block) != 2 or any(r["status"] != "ok" or not dict(r["extra"]).get("tokens_per_second") for r in block):
+        problems.append("%s: the block suite should time a prefill and a decoding step: %r" % (path, block))
+    model = [r for (s, n), r in results.items() if s == "model"]
+    if not model or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in model):
+        problems.append("%s: whole BLOOM-560m models over --max-memory are not skipped: %r" % (path, model))
     fp16 = results.get(("ceilings", "fp16 fma"))
     if forced:
         if not fp16 or fp16["status"] != "skipped" or "float16" not in fp16["message"]:
