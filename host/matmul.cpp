@@ -395,7 +395,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
             if (plan.kernel == MatmulKernel::RowDot && a.k % 8 == 0 && x.base % 4 == 0 &&
                 w.base % (f16 ? 8 : 4) == 0) {
                 push.flags |= kMatmulVec8;
-                if (plan.wide_loads && a.k % 16 == 0 && w.base % (f16 ? 16 : 8) == 0) {
+                if (plan.wide_loads && a.k % 16 == 0 && x.base % 8 == 0 && w.base % (f16 ? 16 : 8) == 0) {
                     push.flags |= kMatmulVec16;
                 }
             }

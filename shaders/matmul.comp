@@ -95,6 +95,7 @@ layout(std430, binding = 1) readonly buffer W4 { vec4 w4_data[]; };
 #endif
 #if defined(WIDE64)
 layout(std430, binding = 1) readonly buffer W64 { u64vec4 w64_data[]; }; // 16 halves (8 floats)
+layout(std430, binding = 0) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 floats
 #endif
 #endif
 
@@ -316,11 +317,13 @@ void main() {
                 const uint kk = k_begin + 16u * c;
                 vec4 x0[RM], x1[RM], x2[RM], x3[RM];
                 [[unroll]] for (uint i = 0u; i < RM; ++i) {
-                    const uint e = (x_row[i] + kk) >> 2u;
-                    x0[i] = x4_data[e];
-                    x1[i] = x4_data[e + 1u];
-                    x2[i] = x4_data[e + 2u];
-                    x3[i] = x4_data[e + 3u];
+                    const uint e = (x_row[i] + kk) >> 3u;
+                    const u64vec4 p = x64_data[e];
+                    const u64vec4 q = x64_data[e + 1u];
+                    x0[i] = floats2x2(p.x, p.y);
+                    x1[i] = floats2x2(p.z, p.w);
+                    x2[i] = floats2x2(q.x, q.y);
+                    x3[i] = floats2x2(q.z, q.w);
                 }
                 // One row of W at a time: few values live at once.
                 [[unroll]] for (uint j = 0u; j < RN; ++j) {
