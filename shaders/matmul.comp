@@ -12,12 +12,12 @@
 //             (llvmpipe), where every memory load costs per invocation and barriers are
 //             expensive, so work per load (RM * RN multiply-adds per RM + RN loads) is all.
 //   ROWDOT    CPU devices (llvmpipe), few rows of X: the lanes of a subgroup stride along K
-//             of the same RN rows of W, a chunk of 8 elements per lane and step (one uvec4
+//             of the same RN rows of W, 8 elements (WIDE64: 16) per lane and step (one uvec4
 //             of fp16 pairs or two vec4s of fp32), and subgroupAdd sums the lanes once at the
 //             end. llvmpipe (Mesa 22.3) turns every storage-buffer load into a loop over the
 //             lanes with a bounds-checked scalar load per component, so the cost goes with
 //             the number of components loaded, not with their layout or the vector width:
-//             WIDE64 (shaderInt64) reads W as u64vec4s, 16 elements of fp16 per load and
+//             WIDE64 (shaderInt64) reads W and X as u64vec4s, 16 halves or 8 floats a load,
 //             half the components. X is loaded once per chunk for all RN rows. Needs subgroup
 //             arithmetic; the blocked kernel is the fallback. A workgroup owns RN * RG columns
 //             of Y (its subgroups take groups of RN in turn) and RM rows.
