@@ -31,12 +31,15 @@ inline constexpr std::uint32_t kMatmulGeluTanh = 1u << 2;
 inline constexpr std::uint32_t kMatmulGeluErf = 1u << 3;
 inline constexpr std::uint32_t kMatmulPartials = 1u << 4;
 inline constexpr std::uint32_t kMatmulPairs = 1u << 5;
+inline constexpr std::uint32_t kMatmulVec8 = 1u << 6;
+inline constexpr std::uint32_t kMatmulVec16 = 1u << 7;
 
 // What the plan needs to know of the device.
 struct MatmulDevice {
     ComputeLimits limits;
     // A CPU implementation (lavapipe): every memory load, shared memory included, costs per
-    // invocation and barriers switch coroutines, so the register-blocked kernel wins there.
+    // invocation and barriers switch coroutines, so the register-blocked kernel (prefill) and
+    // the row-dot kernel (decode, with subgroup arithmetic) win there.
     bool cpu = false;
 };
 MatmulDevice matmul_device(const Context& ctx);
@@ -44,7 +47,11 @@ MatmulDevice matmul_device(const Context& ctx);
 struct MatmulPlan {
     MatmulKernel kernel = MatmulKernel::Tiled;
     std::uint32_t tile_m = 0, tile_n = 0, tile_k = 0; // tiled: Y tile and K step
-    std::uint32_t block_m = 0, block_n = 0;           // blocked: Y block of one invocation
+    std::uint32_t block_m = 0, block_n = 0;           // blocked: Y block of one invocation;
+                                                      // rowdot: rows of a workgroup, columns of a subgroup pass
+    std::uint32_t column_groups = 0;                  // rowdot: groups of block_n columns per workgroup
+    std::uint32_t subgroup_size = 0;                  // rowdot: the device's, as planned
+    bool wide_loads = false;                          // rowdot: 64-bit components (shaderInt64)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;   // K slices; > 1 adds the reduce pass

@@ -23,8 +23,10 @@ const char* to_string(Activation a);
 // --- matmul: Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + residual[m, n] ---
 
 // Tiled (shared-memory tiles, GPUs' prefill), Gemv (workgroup per few outputs, GPUs'
-// decode), Blocked (register blocks without shared memory: CPU devices and the fallback).
-enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked };
+// decode), Blocked (register blocks without shared memory: CPU devices and the fallback),
+// RowDot (subgroup lanes along K with 16-byte loads: CPU devices' decode; needs subgroup
+// arithmetic).
+enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
 const char* to_string(MatmulKernel k);
 
 struct MatmulOptions {

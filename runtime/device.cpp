@@ -96,6 +96,7 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     enabled_.storage_8bit = info_.storage_8bit;
     enabled_.float16_arithmetic = info_.float16_arithmetic;
     enabled_.int8_arithmetic = info_.int8_arithmetic;
+    enabled_.int64 = info_.int64;
     enabled_.subgroup_size_control = info_.subgroup_size_control;
     enabled_.pipeline_creation_feedback = info_.pipeline_creation_feedback;
     if (!v12 && (enabled_.storage_8bit)) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
@@ -119,6 +120,7 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
         .subgroupSizeControl = enabled_.subgroup_size_control};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.features.shaderInt64 = enabled_.int64 ? VK_TRUE : VK_FALSE;
     void** tail = &features.pNext;
     auto chain = [&tail](auto& s) {
         *tail = &s;

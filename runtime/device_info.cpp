@@ -216,6 +216,7 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     info.storage_8bit = has_storage8 && storage8.storageBuffer8BitAccess == VK_TRUE;
     info.float16_arithmetic = has_f16i8 && f16i8.shaderFloat16 == VK_TRUE;
     info.int8_arithmetic = has_f16i8 && f16i8.shaderInt8 == VK_TRUE;
+    info.int64 = features.features.shaderInt64 == VK_TRUE;
     info.cooperative_matrix_nv = has(exts, "VK_NV_cooperative_matrix");
     info.pipeline_creation_feedback = v13 || has(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 

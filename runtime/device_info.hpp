@@ -64,6 +64,7 @@ struct DeviceInfo {
     bool storage_8bit = false;    // storageBuffer8BitAccess
     bool float16_arithmetic = false; // shaderFloat16
     bool int8_arithmetic = false;    // shaderInt8
+    bool int64 = false;              // shaderInt64
     bool cooperative_matrix_nv = false;
     bool pipeline_creation_feedback = false;
 

@@ -91,11 +91,13 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             out.no_fp16_arithmetic = true;
         } else if (key == "no_subgroup_ops" && !has_value) {
             out.no_subgroup_ops = true;
+        } else if (key == "no_int64" && !has_value) {
+            out.no_int64 = true;
         } else {
             throw Error("unknown limit override '" + std::string(item) +
                         "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, no_fp16_storage, no_fp16_arithmetic, "
-                        "no_subgroup_ops");
+                        "no_subgroup_ops, no_int64");
         }
     }
     return out;
@@ -103,7 +105,7 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 
 bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range &&
-           !push_constants && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops;
+           !push_constants && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops && !no_int64;
 }
 
 std::string LimitOverrides::describe() const {
@@ -117,6 +119,7 @@ std::string LimitOverrides::describe() const {
     if (no_fp16_storage) add("no_fp16_storage");
     if (no_fp16_arithmetic) add("no_fp16_arithmetic");
     if (no_subgroup_ops) add("no_subgroup_ops");
+    if (no_int64) add("no_int64");
     return out.empty() ? "none" : out;
 }
 
@@ -130,6 +133,7 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     r.no_fp16_storage |= o.no_fp16_storage;
     r.no_fp16_arithmetic |= o.no_fp16_arithmetic;
     r.no_subgroup_ops |= o.no_subgroup_ops;
+    r.no_int64 |= o.no_int64;
     return r;
 }
 
@@ -158,10 +162,11 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.fp16_arithmetic = info.float16_arithmetic && !o.no_fp16_arithmetic && !quirks.avoid_fp16_arithmetic;
     l.subgroup_ops = info.subgroup_ops.basic && info.subgroup_ops.arithmetic && info.subgroup_ops.shuffle &&
                      !o.no_subgroup_ops && !quirks.avoid_subgroup_ops;
+    l.int64 = info.int64 && !o.no_int64;
     l.timestamps = info.timestamps;
     l.max_loop_iterations = quirks.max_loop_iterations;
     forced |= (o.no_fp16_storage && info.storage_16bit) || (o.no_fp16_arithmetic && info.float16_arithmetic) ||
-              o.no_subgroup_ops;
+              o.no_subgroup_ops || (o.no_int64 && info.int64);
     l.forced = forced;
     return l;
 }

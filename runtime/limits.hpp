@@ -21,10 +21,11 @@ struct LimitOverrides {
     bool no_fp16_storage = false;
     bool no_fp16_arithmetic = false;
     bool no_subgroup_ops = false;
+    bool no_int64 = false;
 
     // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
     // workgroup_count=N, storage_buffer_range=N, push_constants=N, no_fp16_storage,
-    // no_fp16_arithmetic, no_subgroup_ops. Sizes accept K/M/G suffixes. Throws on bad input.
+    // no_fp16_arithmetic, no_subgroup_ops, no_int64. Sizes accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
     bool empty() const;
@@ -45,6 +46,7 @@ struct ComputeLimits {
     bool fp16_storage = false;
     bool fp16_arithmetic = false;
     bool subgroup_ops = false; // basic + arithmetic + shuffle in compute shaders
+    bool int64 = false;        // 64-bit integers in shaders (shaderInt64)
     bool timestamps = false;
     std::uint32_t max_loop_iterations = 0; // per invocation, from driver quirks; 0: unlimited
     bool forced = false; // some override lowered a limit

@@ -140,7 +140,10 @@ ShaderInterface reflect_shader(const SpirvCode& code) {
             if (binding != m.binding.end()) out.storage_bindings.push_back(binding->second);
         }
     }
+    // Several declarations may alias one binding (views of a buffer as different types).
     std::sort(out.storage_bindings.begin(), out.storage_bindings.end());
+    out.storage_bindings.erase(std::unique(out.storage_bindings.begin(), out.storage_bindings.end()),
+                               out.storage_bindings.end());
     return out;
 }
 

@@ -11,9 +11,20 @@
 //             W directly. The portable fallback, and the fastest kernel on CPU devices
 //             (llvmpipe), where every memory load costs per invocation and barriers are
 //             expensive, so work per load (RM * RN multiply-adds per RM + RN loads) is all.
+//   ROWDOT    CPU devices (llvmpipe), few rows of X: the lanes of a subgroup stride along K
+//             of the same RN rows of W, 8 elements (WIDE64: 16) per lane and step (one uvec4
+//             of fp16 pairs or two vec4s of fp32), and subgroupAdd sums the lanes once at the
+//             end. llvmpipe (Mesa 22.3) turns every storage-buffer load into a loop over the
+//             lanes with a bounds-checked scalar load per component, so the cost goes with
+//             the number of components loaded, not with their layout or the vector width:
+//             WIDE64 (shaderInt64) reads W and X as u64vec4s, 16 halves or 8 floats a load,
+//             half the components. X is loaded once per chunk for all RN rows. Needs subgroup
+//             arithmetic; the blocked kernel is the fallback. A workgroup owns RN * RG columns
+//             of Y (its subgroups take groups of RN in turn) and RM rows.
 //   REDUCE    split-K second pass: sums the partial results of the K slices and applies
 //             bias, activation and residual.
-// Grid: x = column tiles (of RN * WG columns for BLOCKED), y = row tiles, z = K slices
+// Grid: x = column tiles (of RN * WG columns for BLOCKED, RN * RG for ROWDOT), y = row
+// tiles, z = K slices
 // (split-K). With FLAG_PARTIALS the
 // first three variants write raw sums P[(slice * m + row) * n + col] instead of Y.
 // The host binds each tensor from an aligned offset at or below its first element; the
@@ -23,6 +34,13 @@
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#if defined(ROWDOT)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#if defined(WIDE64)
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
@@ -47,6 +65,10 @@ layout(push_constant) uniform MatmulParams {
 #define FLAG_GELU_ERF 8u
 #define FLAG_PARTIALS 16u
 #define FLAG_PAIRS 32u // k and w_base even: W rows start on pairs (GEMV, BLOCKED)
+// ROWDOT: rows of X and W start on the vector views' elements: k % 8 == 0, x_base % 4 == 0,
+// w_base % 8 (fp32: 4) == 0; and for FLAG_VEC16 (WIDE64) k % 16 == 0, w_base % 16 (fp32: 8) == 0.
+#define FLAG_VEC8 64u
+#define FLAG_VEC16 128u
 
 #include "gelu.glsl"
 #include "weights_io.glsl"
@@ -62,6 +84,19 @@ layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
 layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
 layout(std430, binding = 4) writeonly buffer Y { float y_data[]; };
+#endif
+#if defined(ROWDOT)
+// Vector views of X and W (the same bindings), read only where the flags say rows line up.
+layout(std430, binding = 0) readonly buffer X4 { vec4 x4_data[]; };
+#if defined(WEIGHTS_F16)
+layout(std430, binding = 1) readonly buffer W8 { uvec4 w8_data[]; }; // 8 halves per element
+#else
+layout(std430, binding = 1) readonly buffer W4 { vec4 w4_data[]; };
+#endif
+#if defined(WIDE64)
+layout(std430, binding = 1) readonly buffer W64 { u64vec4 w64_data[]; }; // 16 halves (8 floats)
+layout(std430, binding = 0) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 floats
+#endif
 #endif
 
 float epilogue(float acc, uint row, uint col) {
@@ -197,6 +232,151 @@ void main() {
     [[unroll]] for (uint i = 0u; i < RM; ++i) {
         [[unroll]] for (uint q = 0u; q < RQ; ++q) {
             store_quad(row0 + i, col0 + 4u * q, acc[i][q]);
+        }
+    }
+}
+
+#elif defined(ROWDOT)
+
+layout(constant_id = 3) const uint RM = 1; // rows of Y per workgroup
+layout(constant_id = 4) const uint RN = 4; // columns of Y per subgroup pass
+layout(constant_id = 5) const uint RG = 8; // groups of RN columns per workgroup
+
+// W[e .. e + 7]; e a multiple of 8 (fp32: 4).
+void load_w8(uint e, out vec4 lo, out vec4 hi) {
+#if defined(WEIGHTS_F16)
+    const uvec4 q = w8_data[e >> 3u];
+    lo = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+    hi = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+#else
+    lo = w4_data[e >> 2u];
+    hi = w4_data[(e >> 2u) + 1u];
+#endif
+}
+
+#if defined(WIDE64)
+vec4 halves4(uint64_t v) {
+    const uvec2 u = unpackUint2x32(v);
+    return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+}
+vec4 floats2x2(uint64_t a, uint64_t b) {
+    return vec4(uintBitsToFloat(unpackUint2x32(a)), uintBitsToFloat(unpackUint2x32(b)));
+}
+// W[e .. e + 15]; e a multiple of 16 (fp32: 8).
+void load_w16(uint e, out vec4 w0, out vec4 w1, out vec4 w2, out vec4 w3) {
+#if defined(WEIGHTS_F16)
+    const u64vec4 q = w64_data[e >> 4u];
+    w0 = halves4(q.x);
+    w1 = halves4(q.y);
+    w2 = halves4(q.z);
+    w3 = halves4(q.w);
+#else
+    const u64vec4 q = w64_data[e >> 3u];
+    const u64vec4 r = w64_data[(e >> 3u) + 1u];
+    w0 = floats2x2(q.x, q.y);
+    w1 = floats2x2(q.z, q.w);
+    w2 = floats2x2(r.x, r.y);
+    w3 = floats2x2(r.z, r.w);
+#endif
+}
+#endif
+
+void main() {
+    const uint lane = gl_SubgroupInvocationID;
+    const uint lanes = gl_SubgroupSize;
+    const uint row0 = gl_WorkGroupID.y * RM;
+    const uint k_begin = gl_WorkGroupID.z * params.k_split;
+    const uint k_end = min(params.k, k_begin + params.k_split);
+    // Rows and columns past the edges read the last one (in bounds) and are never stored.
+    uint x_row[RM];
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        x_row[i] = params.x_base + min(row0 + i, params.m - 1u) * params.k;
+    }
+    // Subgroup-uniform loop: all lanes of a subgroup take the same groups.
+    for (uint g = gl_SubgroupID; g < RG; g += gl_NumSubgroups) {
+        const uint col0 = (gl_WorkGroupID.x * RG + g) * RN;
+        if (col0 >= params.n) {
+            break;
+        }
+        uint w_row[RN];
+        [[unroll]] for (uint j = 0u; j < RN; ++j) {
+            w_row[j] = params.w_base + min(col0 + j, params.n - 1u) * params.k;
+        }
+        float acc[RM][RN];
+        [[unroll]] for (uint i = 0u; i < RM; ++i) {
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                acc[i][j] = 0.0;
+            }
+        }
+        // Chunks of 16 or 8 elements; lane l takes chunks l, l + lanes, ...
+        uint tail = k_begin;
+#if defined(WIDE64)
+        if ((params.flags & FLAG_VEC16) != 0u) {
+            const uint chunks = (k_end - k_begin) / 16u;
+            for (uint c = lane; c < chunks; c += lanes) {
+                const uint kk = k_begin + 16u * c;
+                vec4 x0[RM], x1[RM], x2[RM], x3[RM];
+                [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                    const uint e = (x_row[i] + kk) >> 3u;
+                    const u64vec4 p = x64_data[e];
+                    const u64vec4 q = x64_data[e + 1u];
+                    x0[i] = floats2x2(p.x, p.y);
+                    x1[i] = floats2x2(p.z, p.w);
+                    x2[i] = floats2x2(q.x, q.y);
+                    x3[i] = floats2x2(q.z, q.w);
+                }
+                // One row of W at a time: few values live at once.
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    vec4 w0, w1, w2, w3;
+                    load_w16(w_row[j] + kk, w0, w1, w2, w3);
+                    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                        acc[i][j] += (dot(x0[i], w0) + dot(x1[i], w1)) + (dot(x2[i], w2) + dot(x3[i], w3));
+                    }
+                }
+            }
+            tail = k_begin + 16u * chunks;
+        } else
+#endif
+        if ((params.flags & FLAG_VEC8) != 0u) {
+            const uint chunks = (k_end - k_begin) / 8u;
+            for (uint c = lane; c < chunks; c += lanes) {
+                const uint kk = k_begin + 8u * c;
+                vec4 x_lo[RM], x_hi[RM];
+                [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                    const uint e = (x_row[i] + kk) >> 2u;
+                    x_lo[i] = x4_data[e];
+                    x_hi[i] = x4_data[e + 1u];
+                }
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    vec4 w_lo, w_hi;
+                    load_w8(w_row[j] + kk, w_lo, w_hi);
+                    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                        acc[i][j] += dot(x_lo[i], w_lo) + dot(x_hi[i], w_hi);
+                    }
+                }
+            }
+            tail = k_begin + 8u * chunks;
+        }
+        // Element by element: the end of a slice, or all of it when rows do not line up.
+        for (uint kk = tail + lane; kk < k_end; kk += lanes) {
+            float w[RN];
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                w[j] = VKF_LOAD_WEIGHT(w_data, w_row[j] + kk);
+            }
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                const float x = x_data[x_row[i] + kk];
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    acc[i][j] += x * w[j];
+                }
+            }
+        }
+        [[unroll]] for (uint i = 0u; i < RM; ++i) {
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                const float sum = subgroupAdd(acc[i][j]);
+                if (lane == 0u && row0 + i < params.m && col0 + j < params.n) {
+                    store(row0 + i, col0 + j, sum);
+                }
+            }
         }
     }
 }

@@ -11,6 +11,9 @@
 #include "host/random.hpp"
 #include "tests/test_support.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -152,7 +155,7 @@ TEST_F(Matmul_, MatchesTheReferenceOverOddAndPrimeShapes) {
 
 TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
     std::uint64_t seed = 1000;
-    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked}) {
+    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
         for (DType t : {DType::F32, DType::F16}) {
             for (std::uint32_t a = 0; a < 3; ++a) {
                 const MatmulPlan plan = run_case(ctx(), Case{.m = 3 + 10 * a, .n = 37, .k = 129, .dtype = t,
@@ -170,9 +173,11 @@ TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
     }
 }
 
-// The kernel Auto picks: register blocks on CPU devices (lavapipe), else by shape.
-MatmulKernel expected_kernel(Context& ctx, MatmulKernel on_gpu) {
-    return matmul_device(ctx).cpu ? MatmulKernel::Blocked : on_gpu;
+// The kernel Auto picks: on CPU devices (lavapipe) row dots for one row (with subgroup
+// arithmetic) and register blocks otherwise; on GPUs by shape.
+MatmulKernel expected_kernel(Context& ctx, MatmulKernel on_gpu, std::uint32_t m) {
+    if (!matmul_device(ctx).cpu) return on_gpu;
+    return ctx.limits().subgroup_ops && m == 1 ? MatmulKernel::RowDot : MatmulKernel::Blocked;
 }
 
 TEST_F(Matmul_, DecodeShapes) {
@@ -181,11 +186,11 @@ TEST_F(Matmul_, DecodeShapes) {
         // BLOOM-560m-like rows (hidden 1024, MLP 4096) at m = 1, and odd ones.
         auto plan = run_case(ctx(), Case{.m = 1, .n = 1024, .k = 1024, .dtype = t, .bias = true, .residual = true},
                              seed++);
-        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv));
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv, 1));
         plan = run_case(ctx(), Case{.m = 1, .n = 4096, .k = 1024, .dtype = t, .bias = true,
                                     .activation = Activation::GeluTanh},
                         seed++);
-        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv));
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv, 1));
         run_case(ctx(), Case{.m = 1, .n = 1024, .k = 4096, .dtype = t, .bias = true, .residual = true}, seed++);
         run_case(ctx(), Case{.m = 1, .n = 13, .k = 333, .dtype = t, .activation = Activation::GeluErf}, seed++);
         // A small output over a long row splits K for parallelism.
@@ -200,7 +205,7 @@ TEST_F(Matmul_, PrefillShapes) {
         const auto plan = run_case(ctx(), Case{.m = 130, .n = 300, .k = 256, .dtype = t, .bias = true,
                                                .activation = Activation::GeluTanh},
                                    seed++);
-        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Tiled));
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Tiled, 130));
         if (plan.kernel == MatmulKernel::Tiled) {
             EXPECT_EQ(plan.tile_m, 64u);
         }
@@ -210,7 +215,7 @@ TEST_F(Matmul_, PrefillShapes) {
 
 TEST_F(Matmul_, SplitKAddsTheSlicesBeforeTheEpilogue) {
     std::uint64_t seed = 4000;
-    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked}) {
+    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
         for (DType t : {DType::F32, DType::F16}) {
             const auto plan = run_case(ctx(), Case{.m = 5, .n = 19, .k = 301, .dtype = t, .bias = true,
                                                    .residual = true, .activation = Activation::GeluErf,
@@ -239,7 +244,7 @@ TEST_F(Matmul_, LongKStaysRightOnDriversWithALoopLimit) {
                              .options = {.kernel = MatmulKernel::Blocked, .force_splits = 1}},
                  seed++);
     }
-    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv}) {
+    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::RowDot}) {
         run_case(ctx(), Case{.m = 3, .n = 9, .k = 16384, .dtype = DType::F16,
                              .options = {.kernel = kernel, .force_splits = 1}},
                  seed++);
@@ -306,7 +311,8 @@ void run_forced(const char* spec, std::uint64_t seed) {
     MessageSink sink;
     Context ctx(test_options(sink, LimitOverrides::parse(spec)));
     const MatmulDevice device = matmul_device(ctx);
-    for (MatmulKernel kernel : {MatmulKernel::Auto, MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked}) {
+    for (MatmulKernel kernel :
+         {MatmulKernel::Auto, MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
         try {
             (void)plan_matmul(device, 29, 70, 93, DType::F32, {.kernel = kernel});
         } catch (const Error&) {
@@ -383,14 +389,30 @@ TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
     EXPECT_EQ(blocked.kernel, MatmulKernel::Blocked);
     EXPECT_EQ(blocked.block_m, 4u);
     EXPECT_EQ(plan_matmul(cpu, 1, 4096, 1024, DType::F16).block_m, 1u);
+    // With subgroup arithmetic, row dots for single rows; GPUs keep their kernels.
+    MatmulDevice cpu_subgroups = cpu;
+    cpu_subgroups.limits.subgroup_ops = true;
+    cpu_subgroups.limits.subgroup_size = 8;
+    const auto rowdot = plan_matmul(cpu_subgroups, 1, 4096, 1024, DType::F16);
+    EXPECT_EQ(rowdot.kernel, MatmulKernel::RowDot);
+    EXPECT_EQ(rowdot.block_m, 1u);
+    EXPECT_EQ(rowdot.workgroup_size, rowdot.column_groups * 8);
+    EXPECT_EQ(plan_matmul(cpu_subgroups, 2, 4096, 1024, DType::F16).kernel, MatmulKernel::Blocked);
+    MatmulDevice gpu_subgroups = big;
+    gpu_subgroups.limits.subgroup_ops = true;
+    gpu_subgroups.limits.subgroup_size = 32;
+    EXPECT_EQ(plan_matmul(gpu_subgroups, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
 
     // A loop limit like llvmpipe's: every plan keeps each invocation under half of it.
     MatmulDevice limited = big;
     limited.limits.max_loop_iterations = 65535;
     for (std::uint32_t k : {16384u, 70000u, 1u << 20}) {
-        for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked}) {
+        MatmulDevice limited_subgroups = limited;
+        limited_subgroups.limits.subgroup_ops = true;
+        limited_subgroups.limits.subgroup_size = 8;
+        for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
             for (std::uint32_t m : {1u, 300u}) {
-                const auto p = plan_matmul(limited, m, 4096, k, DType::F32, {.kernel = kernel});
+                const auto p = plan_matmul(limited_subgroups, m, 4096, k, DType::F32, {.kernel = kernel});
                 EXPECT_LE(p.loop_iterations, 65535u / 2) << p.describe();
                 EXPECT_GE(std::uint64_t{p.k_split} * p.n_splits, k);
             }
@@ -404,6 +426,116 @@ TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
     const auto lm_head = plan_matmul(lavapipe, 1, 250880, 1024, DType::F16);
     EXPECT_LE(std::uint64_t{lm_head.cols_per_piece} * 1024 * 2, 128ull << 20);
     EXPECT_GE(lm_head.cols_per_piece * 4ull, 250880u);
+}
+
+// The row-dot kernel (forced) over the odd and prime grid: one row as in decoding and more,
+// aligned rows (16- and 32-byte loads) and unaligned ones (element by element), split K.
+// Run on the device as it is, without 64-bit integers (16-byte loads only) and without
+// subgroup arithmetic (Auto falls back to the blocked kernel; forcing RowDot is refused).
+void run_rowdot_grid(Context& ctx, std::uint64_t seed) {
+    const std::uint32_t ms[] = {1, 2, 3, 5, 8, 9};
+    const std::uint32_t ns[] = {1, 7, 31, 37, 64, 97, 257};
+    const std::uint32_t ks[] = {1, 8, 15, 16, 24, 64, 127, 256, 1000, 1024, 1032};
+    std::uint32_t step = 0;
+    for (std::uint32_t m : ms) {
+        for (std::uint32_t i = 0; i < 6; ++i, ++step) {
+            Case c{.m = m,
+                   .n = ns[(step * 3 + i) % std::size(ns)],
+                   .k = ks[(step * 5 + 2 * i) % std::size(ks)],
+                   .dtype = step % 2 == 0 ? DType::F16 : DType::F32,
+                   .bias = step % 3 != 2,
+                   .residual = step % 4 == 1,
+                   .activation = activation_of(step / 2),
+                   .options = {.kernel = MatmulKernel::RowDot, .force_splits = step % 5 == 3 ? 3u : 0u},
+                   .pad = step % 7 == 4 ? 8u : (step % 7 == 5 ? 1u : 0u)};
+            const MatmulPlan plan = run_case(ctx, c, seed++);
+            EXPECT_EQ(plan.kernel, MatmulKernel::RowDot);
+            EXPECT_EQ(plan.wide_loads, ctx.limits().int64) << plan.describe();
+        }
+    }
+}
+
+TEST_F(Matmul_, RowDotOverOddAndPrimeShapes) {
+    if (!ctx().limits().subgroup_ops) GTEST_SKIP() << "no subgroup arithmetic";
+    run_rowdot_grid(ctx(), 9000);
+}
+
+TEST(MatmulForcedLimits, RowDotWithoutInt64AndItsFallbackWithoutSubgroupOps) {
+    {
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse("no_int64")));
+        EXPECT_FALSE(ctx.limits().int64);
+        if (ctx.limits().subgroup_ops) {
+            run_rowdot_grid(ctx, 9500);
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_ops")));
+    const MatmulDevice device = matmul_device(ctx);
+    EXPECT_THROW((void)plan_matmul(device, 1, 64, 64, DType::F16, {.kernel = MatmulKernel::RowDot}), Error);
+    const auto plan = run_case(ctx, Case{.m = 1, .n = 300, .k = 1024, .dtype = DType::F16, .bias = true}, 9900);
+    EXPECT_NE(plan.kernel, MatmulKernel::RowDot);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+// Not a check: GPU time of the decode (and a few prefill) shapes of a BLOOM-560m-like model
+// per kernel, fp16 weights. Run with --gtest_also_run_disabled_tests
+// --gtest_filter='*DecodeTimings*'; VKF_MATMUL_BENCH_M="1,4" picks the row counts.
+TEST_F(Matmul_, DISABLED_DecodeTimings) {
+    struct Shape {
+        std::uint32_t n, k;
+    };
+    const Shape shapes[] = {{3072, 1024}, {1024, 1024}, {4096, 1024}, {1024, 4096}, {62720, 1024}};
+    std::vector<std::uint32_t> ms{1};
+    if (const char* e = std::getenv("VKF_MATMUL_BENCH_M")) {
+        ms.clear();
+        for (const char* p = e; *p != 0;) {
+            char* end = nullptr;
+            ms.push_back(static_cast<std::uint32_t>(std::strtoul(p, &end, 10)));
+            p = *end == ',' ? end + 1 : end;
+        }
+    }
+    const int reps = 5;
+    for (std::uint32_t m : ms) {
+        for (const Shape& sh : shapes) {
+            const auto x = random_uniform(std::size_t{m} * sh.k, 1, -1.0f, 1.0f);
+            const auto w = random_uniform(std::size_t{sh.n} * sh.k, 2, -1.0f, 1.0f);
+            const auto bias = random_uniform(sh.n, 3, -1.0f, 1.0f);
+            const Placed xb = place(ctx(), x, DType::F32, 0, "X");
+            const Placed wb = place(ctx(), w, DType::F16, 0, "W");
+            const Placed bb = place(ctx(), bias, DType::F16, 0, "bias");
+            const std::vector<float> zeros(std::size_t{m} * sh.n, 0.0f);
+            const Placed yb = place(ctx(), zeros, DType::F32, 0, "Y");
+            for (MatmulKernel kernel : {MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+                const MatmulOptions options{.kernel = kernel};
+                const MatmulPlan plan = plan_matmul(matmul_device(ctx()), m, sh.n, sh.k, DType::F16, options);
+                Buffer scratch;
+                if (plan.scratch_bytes > 0) {
+                    scratch = ctx().create_buffer(plan.scratch_bytes, MemoryKind::Device, "scratch");
+                }
+                std::vector<double> times;
+                for (int r = 0; r < reps + 1; ++r) {
+                    auto list = ctx().command_list(true);
+                    record_matmul(ctx(), *list,
+                                  MatmulArgs{.x = xb.range, .w = wb.range, .bias = bb.range, .y = yb.range,
+                                             .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                                             .m = m, .n = sh.n, .k = sh.k, .weight_dtype = DType::F16,
+                                             .options = options});
+                    ctx().submit(*list);
+                    double ms_total = 0;
+                    for (const OpTiming& t : list->timings()) ms_total += t.ms;
+                    if (r > 0) times.push_back(ms_total); // the first run compiles
+                }
+                std::sort(times.begin(), times.end());
+                const double med = times[times.size() / 2];
+                std::printf("m=%u n=%u k=%u %-8s median %8.2f ms  min %8.2f ms  %6.2f GB/s  (%s)\n", m, sh.n, sh.k,
+                            to_string(kernel), med, times.front(), 2.0 * sh.n * sh.k / med / 1e6,
+                            plan.describe().c_str());
+                std::fflush(stdout);
+            }
+        }
+    }
 }
 
 } // namespace
