@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 
 namespace vkf {
@@ -60,6 +61,101 @@ constexpr std::uint32_t kTargetWorkgroups = 256;
 constexpr std::uint32_t kMinSplitKeys = 256;
 constexpr std::uint32_t kMaxSplits = 64;
 
+// Rows kernel (shaders/attention_rows.comp).
+// On llvmpipe (Mesa 22.3, 2 cores) every storage-buffer load costs a loop over the SIMD
+// lanes, so loads per multiply-add decide everything. Causal prefill 512, 16 heads: with
+// subgroup loads, 4 rows per invocation ran 1.2x faster than 2 and 2x faster than 1;
+// without them 8 rows ran 4x faster than 1; subgroup loads won 3.5x over the best of those.
+// 4 keys per softmax update beat 1, 2 and 8. Larger blocks also take llvmpipe long to compile
+// (4 rows of head_dim 128: ~13 s), hence 2 rows at head_dim 256.
+constexpr std::uint32_t kRowsMaxWorkgroup = 32;
+constexpr std::uint32_t kRowsKeysPerBlock = 4;
+constexpr std::uint32_t kRowsPerInvocation = 4;
+constexpr std::uint32_t kRowsPerInvocationLargeHead = 2; // head_dim > 128
+// Decoding (a few query rows): the SIMD lanes of a row take consecutive KV splits, so that
+// every lane loads keys of its own instead of idling; 2-2.8x the naive kernel at kv 4096,
+// 1.2-2x one lane per row.
+constexpr std::uint32_t kRowsDecodeMaxRows = 4;
+constexpr std::uint32_t kRowsSplitLanes = 8;
+constexpr std::uint32_t kRowsSplitLanesMinKeys = 512;
+// A CPU has few cores: split the KV only when the rows give fewer workgroups than this.
+constexpr std::uint32_t kTargetWorkgroupsCpu = 16;
+
+AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
+    const std::uint32_t max_wg =
+        std::bit_floor(std::min({kRowsMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
+    const std::uint32_t bk = kRowsKeysPerBlock;
+    const std::uint32_t sg = limits.subgroup_size;
+    const std::uint64_t record_bytes =
+        std::uint64_t{4} * (shape.head_dim + 2) * shape.q_len * shape.n_head * shape.batch;
+    const bool decode = shape.q_len <= kRowsDecodeMaxRows;
+    std::uint32_t lanes = 1;
+    if (decode && shape.kv_len >= kRowsSplitLanesMinKeys && options.force_splits != 1 &&
+        record_bytes * kRowsSplitLanes <= limits.storage_buffer_range) {
+        lanes = std::min(kRowsSplitLanes, max_wg);
+    }
+    const std::uint32_t r =
+        decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
+    std::uint32_t inv = std::min(std::bit_ceil(ceil_div(shape.q_len, r)), max_wg / lanes);
+    std::uint32_t subgroup_loads = 0;
+    if (!decode && limits.subgroup_ops && sg > 1 && std::has_single_bit(sg) && sg <= max_wg) {
+        inv = std::max(inv, sg); // whole subgroups
+        subgroup_loads = sg;
+    }
+    const std::uint32_t rows = inv * r;
+    AttentionPlan plan{.kernel = AttentionKernel::Rows,
+                       .rows_per_group = rows,
+                       .keys_per_tile = bk,
+                       .threads_per_row = lanes,
+                       .workgroup_size = inv * lanes,
+                       .rows_per_invocation = r,
+                       .subgroup_loads = subgroup_loads,
+                       .shared_bytes = 0,
+                       .n_splits = 1,
+                       .kv_split_len = shape.kv_len};
+    const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, rows)} * shape.n_head * shape.batch;
+    std::uint64_t splits = 1;
+    if (options.force_splits > 0) {
+        splits = options.force_splits;
+    } else if (groups < kTargetWorkgroupsCpu && shape.kv_len >= 2 * kMinSplitKeys) {
+        splits = std::min<std::uint64_t>(
+            {ceil_div(kTargetWorkgroupsCpu, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
+    }
+    splits = std::max<std::uint64_t>(splits, lanes);
+    while (splits > lanes && record_bytes * splits > limits.storage_buffer_range) {
+        splits /= 2;
+    }
+    // One loop iteration per block of keys (the other loops have constant counts and unroll):
+    // enough splits that no invocation gets near the driver's loop limit.
+    auto iterations = [&](std::uint64_t keys) { return ceil_div(keys, bk) + 8; };
+    if (limits.max_loop_iterations != 0) {
+        const std::uint64_t budget = limits.max_loop_iterations / 2;
+        const std::uint64_t needed = ceil_div(shape.kv_len, (budget - 8) * bk);
+        if (needed > splits) {
+            if (record_bytes * needed > limits.storage_buffer_range) {
+                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " +
+                            std::to_string(needed) + " KV splits on this driver (its shaders may run at most " +
+                            std::to_string(limits.max_loop_iterations) +
+                            " loop iterations), and their partial results would exceed maxStorageBufferRange; "
+                            "use fewer query rows per call");
+            }
+            splits = needed;
+        }
+    }
+    if (splits > 1) {
+        // A multiple of the lanes per row; trailing splits may be empty (they write empty records).
+        const std::uint64_t total = ceil_div(splits, lanes) * lanes;
+        plan.kv_split_len = static_cast<std::uint32_t>(ceil_div(ceil_div(shape.kv_len, total), bk) * bk);
+        plan.n_splits = static_cast<std::uint32_t>(lanes > 1 ? total : ceil_div(shape.kv_len, plan.kv_split_len));
+    }
+    if (plan.n_splits <= 1) {
+        plan.n_splits = 1;
+        plan.kv_split_len = shape.kv_len;
+    }
+    plan.loop_iterations = iterations(plan.kv_split_len);
+    return plan;
+}
+
 } // namespace
 
 const char* to_string(DType dtype) { return dtype == DType::F16 ? "f16" : "f32"; }
@@ -95,10 +191,30 @@ AttentionPush make_attention_push(const AttentionParams& params) {
                          .reserved = 0};
 }
 
+const char* to_string(AttentionKernel kernel) {
+    switch (kernel) {
+    case AttentionKernel::Tiled: return "tiled";
+    case AttentionKernel::Rows: return "rows";
+    default: return "auto";
+    }
+}
+
+AttentionDevice attention_device(const Context& ctx) {
+    return AttentionDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
+}
+
 std::string AttentionPlan::describe() const {
-    std::string s = "tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
-                    std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) +
-                    " per row), " + std::to_string(shared_bytes) + " B shared";
+    std::string s;
+    if (kernel == AttentionKernel::Rows) {
+        s = "rows kernel, " + std::to_string(workgroup_size) + " invocations of " +
+            std::to_string(rows_per_invocation) + " rows x " + std::to_string(keys_per_tile) + " keys, " +
+            std::to_string(threads_per_row) + " splits per row in a workgroup, " +
+            (subgroup_loads > 0 ? "K/V shared by subgroup shuffles" : "direct K/V loads") + ", no shared memory";
+    } else {
+        s = "tiled kernel, tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
+            std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) + " per row), " +
+            std::to_string(shared_bytes) + " B shared";
+    }
     if (n_splits > 1) {
         s += ", split-KV " + std::to_string(n_splits) + " x " + std::to_string(kv_split_len) + " keys";
     }
@@ -106,7 +222,16 @@ std::string AttentionPlan::describe() const {
 }
 
 AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
+    return plan_attention(AttentionDevice{.limits = limits, .cpu = false}, shape, options);
+}
+
+AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
     check_head_dim(shape.head_dim);
+    const ComputeLimits& limits = device.limits;
+    if (options.kernel == AttentionKernel::Rows ||
+        (options.kernel == AttentionKernel::Auto && device.cpu)) {
+        return plan_rows(limits, shape, options);
+    }
     const std::uint32_t d = shape.head_dim;
     // Short query blocks (decoding) take short tiles rather than idle rows.
     std::uint32_t wanted_rows = 1;
@@ -182,7 +307,7 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
 Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
     : ctx_(ctx), shape_(params.shape), dtype_(dtype) {
     validate(params);
-    plan_ = plan_attention(ctx.limits(), shape_, options);
+    plan_ = plan_attention(attention_device(ctx), shape_, options);
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;
@@ -202,14 +327,31 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
 
     const bool split = plan_.n_splits > 1;
     const bool f16 = dtype == DType::F16;
-    const SpirvCode& code = split ? (f16 ? shaders::attention_split_f16 : shaders::attention_split_f32)
-                                  : (f16 ? shaders::attention_f16 : shaders::attention_f32);
+    const bool rows = plan_.kernel == AttentionKernel::Rows;
+    const bool sg = plan_.subgroup_loads > 0;
+    const SpirvCode& code =
+        rows ? (sg ? (split ? (f16 ? shaders::attention_rows_sg_split_f16 : shaders::attention_rows_sg_split_f32)
+                            : (f16 ? shaders::attention_rows_sg_f16 : shaders::attention_rows_sg_f32))
+                   : (split ? (f16 ? shaders::attention_rows_split_f16 : shaders::attention_rows_split_f32)
+                            : (f16 ? shaders::attention_rows_f16 : shaders::attention_rows_f32)))
+             : (split ? (f16 ? shaders::attention_split_f16 : shaders::attention_split_f32)
+                      : (f16 ? shaders::attention_f16 : shaders::attention_f32));
+    std::vector<SpecConstant> constants;
+    if (rows) {
+        constants = {{3, plan_.threads_per_row},
+                     {4, plan_.keys_per_tile},
+                     {5, plan_.rows_per_invocation},
+                     {6, shape_.head_dim},
+                     {7, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
+    } else {
+        constants = {{3, plan_.rows_per_group},
+                     {4, plan_.keys_per_tile},
+                     {5, plan_.threads_per_row},
+                     {6, shape_.head_dim}};
+    }
     attention_ = &ctx.pipeline(PipelineDesc{.code = &code,
                                             .workgroup_size = {plan_.workgroup_size, 1, 1},
-                                            .constants = {{3, plan_.rows_per_group},
-                                                          {4, plan_.keys_per_tile},
-                                                          {5, plan_.threads_per_row},
-                                                          {6, shape_.head_dim}},
+                                            .constants = constants,
                                             .push_constant_size = sizeof(AttentionPush),
                                             .binding_count = 6,
                                             .shared_memory_bytes = plan_.shared_bytes});
@@ -260,6 +402,9 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
     check_size("O", o, q_element_count(shape_));
 
     const bool split = plan_.n_splits > 1;
+    // Rows kernel: the invocations of a row take threads_per_row consecutive splits.
+    const std::uint32_t split_groups =
+        plan_.kernel == AttentionKernel::Rows ? plan_.n_splits / plan_.threads_per_row : plan_.n_splits;
     const Binding bindings[] = {
         {q, Access::Read},
         {k, Access::Read},
@@ -272,7 +417,7 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
                            .bindings = bindings,
                            .push_constants = push_bytes(push_),
                            .groups = {ceil_div(shape_.q_len, plan_.rows_per_group), shape_.n_head,
-                                      shape_.batch * plan_.n_splits},
+                                      shape_.batch * split_groups},
                            .label = split ? "attention (split-KV)" : "attention"});
     if (split) {
         const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};

@@ -46,25 +46,48 @@ inline constexpr std::uint32_t kAttnAlibiSymmetric = 1u << 4;
 
 AttentionPush make_attention_push(const AttentionParams& params);
 
+// Tiled: shared-memory K/V tiles, several invocations per query row (GPUs). Rows: no shared
+// memory and no barriers, each invocation owns a query row in registers and reads K and V
+// straight from memory (shaders/attention_rows.comp), the fast one on CPU devices (llvmpipe),
+// where every load costs per invocation and barriers switch coroutines. Auto: Rows on CPU
+// devices, Tiled otherwise.
+enum class AttentionKernel : std::uint32_t { Auto = 0, Tiled = 1, Rows = 2 };
+const char* to_string(AttentionKernel kernel);
+
+// What the plan needs to know of the device.
+struct AttentionDevice {
+    ComputeLimits limits;
+    bool cpu = false; // VkPhysicalDeviceType CPU
+};
+AttentionDevice attention_device(const Context& ctx);
+
 // The tile configuration chosen for a device and a shape.
 struct AttentionPlan {
+    AttentionKernel kernel = AttentionKernel::Tiled;
     std::uint32_t rows_per_group = 0;  // Br: query rows per workgroup
-    std::uint32_t keys_per_tile = 0;   // Bc: keys per shared-memory tile
-    std::uint32_t threads_per_row = 0; // invocations cooperating on one query row
-    std::uint32_t workgroup_size = 0;  // rows_per_group * threads_per_row
+    std::uint32_t keys_per_tile = 0;   // Bc: keys per shared-memory tile (rows: per softmax update)
+    std::uint32_t threads_per_row = 0; // invocations on one query row (rows: each its own KV split)
+    std::uint32_t workgroup_size = 0;  // rows_per_group * threads_per_row / rows_per_invocation
+    std::uint32_t rows_per_invocation = 1; // rows kernel: query rows held by one invocation
+    std::uint32_t subgroup_loads = 0; // rows kernel: subgroup size whose lanes share K/V loads, 0: none
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;        // > 1: split-KV decode path
     std::uint32_t kv_split_len = 0;
+    std::uint64_t loop_iterations = 0; // per invocation, an upper bound (rows kernel)
     std::string describe() const;
 };
 
 struct AttentionOptions {
-    // 0: chosen from the shape; 1: never split; n > 1: force n splits.
+    // 0: chosen from the shape; 1: no split unless the driver's loop limit needs one;
+    // n > 1: at least n splits.
     std::uint32_t force_splits = 0;
+    AttentionKernel kernel = AttentionKernel::Auto;
 };
 
-// Chooses tiles from the device limits (shared memory, workgroup invocations) and the shape.
-// Throws vkf::Error when no configuration fits the device.
+// Chooses the kernel and its tiles from the device (type, shared memory, workgroup
+// invocations) and the shape. Throws vkf::Error when no configuration fits the device.
+AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options = {});
+// The same for a GPU with these limits.
 AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options = {});
 
 // A prepared attention call: validated parameters, the plan, pipelines, and the small

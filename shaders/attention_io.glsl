@@ -2,6 +2,8 @@
 // Q, K, V and O are read and written as pairs of elements (head_dim is always even):
 // fp32 storage as vec2, fp16 storage as one uint holding two halves, unpacked with
 // unpackHalf2x16, which is core GLSL: fp16 tensors need no 16-bit storage feature.
+// The row-per-invocation kernel reads them as quads (head_dim is a multiple of 4): fp32 as
+// vec4, fp16 as a uvec2 holding four halves.
 #ifndef VKF_ATTENTION_IO_GLSL
 #define VKF_ATTENTION_IO_GLSL
 
@@ -9,10 +11,16 @@
 #define VKF_PAIR uint
 vec2 pair_to_vec2(uint w) { return unpackHalf2x16(w); }
 uint vec2_to_pair(vec2 v) { return packHalf2x16(v); }
+#define VKF_QUAD uvec2
+vec4 quad_to_vec4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+uvec2 vec4_to_quad(vec4 v) { return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
 #else
 #define VKF_PAIR vec2
 vec2 pair_to_vec2(vec2 w) { return w; }
 vec2 vec2_to_pair(vec2 v) { return v; }
+#define VKF_QUAD vec4
+vec4 quad_to_vec4(vec4 w) { return w; }
+vec4 vec4_to_quad(vec4 v) { return v; }
 #endif
 
 #endif

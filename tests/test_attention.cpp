@@ -25,6 +25,7 @@ struct Case {
     bool kv_lens = false;
     std::uint32_t force_splits = 0;
     float max_bias = 8.0f;
+    AttentionKernel kernel = AttentionKernel::Auto;
 };
 
 std::string name(const Case& c) {
@@ -33,7 +34,8 @@ std::string name(const Case& c) {
            (c.mask == MaskMode::Causal ? " causal" : " nomask") +
            (c.alibi == AlibiMode::Off ? " noalibi" : c.alibi == AlibiMode::Causal ? " alibi-c" : " alibi-s") + " " +
            to_string(c.dtype) + (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
-           (c.force_splits ? " splits" + std::to_string(c.force_splits) : "");
+           (c.force_splits ? " splits" + std::to_string(c.force_splits) : "") +
+           (c.kernel != AttentionKernel::Auto ? std::string(" ") + to_string(c.kernel) : "");
 }
 
 // Runs one case on `ctx` and checks it against the reference; returns the plan used.
@@ -64,7 +66,7 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
             *t = halves_to_floats(floats_to_halves(*t));
         }
     }
-    const Attention op(ctx, params, c.dtype, AttentionOptions{.force_splits = c.force_splits});
+    const Attention op(ctx, params, c.dtype, AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel});
     const std::size_t esize = element_size(c.dtype);
     auto make = [&](const std::vector<float>& values, const char* label) {
         Buffer b = ctx.create_buffer(values.size() * esize, MemoryKind::Device, label);
@@ -100,6 +102,9 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     EXPECT_LT(e.rel_l2, tol) << describe(e);
     if (c.force_splits > 1) {
         EXPECT_GT(op.plan().n_splits, 1u);
+    }
+    if (c.kernel != AttentionKernel::Auto) {
+        EXPECT_EQ(op.plan().kernel, c.kernel);
     }
     return op.plan();
 }
@@ -201,12 +206,78 @@ TEST_F(Attention_, SplitKvDecodeMatches) {
 TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
     // llvmpipe skips loop iterations past 65535 per invocation (runtime/quirks.cpp); the plan
     // splits the KV so that no invocation gets near the limit.
-    const auto plan =
-        run_case(ctx(), Case{1, 16, 6000, 2, 2, 128, MaskMode::None, AlibiMode::Symmetric, DType::F32}, 5000);
+    Case tiled{1, 16, 6000, 2, 2, 128, MaskMode::None, AlibiMode::Symmetric, DType::F32};
+    tiled.kernel = AttentionKernel::Tiled;
+    const auto plan = run_case(ctx(), tiled, 5000);
     if (ctx().limits().max_loop_iterations != 0) {
         EXPECT_GT(plan.n_splits, 1u);
     }
     run_case(ctx(), Case{1, 300, 2500, 1, 1, 256, MaskMode::Causal, AlibiMode::Causal, DType::F16}, 5001);
+    // The rows kernel runs one loop iteration per block of keys (its other loops unroll):
+    // 70000 keys stay in one split, and would come out wrong if the driver counted more.
+    Case rows{1, 3, 70000, 1, 1, 32, MaskMode::Causal, AlibiMode::Causal, DType::F32};
+    rows.kernel = AttentionKernel::Rows;
+    rows.force_splits = 1;
+    const auto rows_plan = run_case(ctx(), rows, 5002);
+    EXPECT_EQ(rows_plan.n_splits, 1u) << rows_plan.describe();
+    if (ctx().limits().max_loop_iterations != 0) {
+        EXPECT_LE(rows_plan.loop_iterations, ctx().limits().max_loop_iterations / 2);
+        // Past the budget the rows kernel splits as well.
+        const auto long_plan = plan_attention(AttentionDevice{.limits = ctx().limits(), .cpu = true},
+                                              AttentionShape{1, 1, 300000, 1, 1, 64});
+        EXPECT_GT(long_plan.n_splits, 1u);
+        EXPECT_LE(long_plan.loop_iterations, ctx().limits().max_loop_iterations / 2);
+    }
+}
+
+// A representative subset of the grid: odd and prime lengths, q_len != kv_len, MHA/GQA/MQA,
+// every head size, both dtypes, every mask and ALiBi mode, slope tables, kv_lens, split and
+// unsplit, decoding.
+std::vector<Case> kernel_subset() {
+    using M = MaskMode;
+    using A = AlibiMode;
+    const DType f32 = DType::F32, f16 = DType::F16;
+    std::vector<Case> cases = {
+        {1, 1, 1, 1, 1, 32, M::Causal, A::Causal, f32},
+        {2, 7, 7, 3, 3, 64, M::Causal, A::Causal, f16},
+        {1, 63, 63, 8, 2, 80, M::None, A::Symmetric, f32},
+        {3, 65, 129, 12, 1, 96, M::Causal, A::Causal, f16, false, true},
+        {1, 129, 127, 4, 4, 128, M::None, A::Off, f32, true},
+        {2, 257, 257, 2, 1, 256, M::Causal, A::Causal, f16},
+        {1, 1000, 1000, 2, 2, 64, M::Causal, A::Causal, f32},
+        {1, 131, 1000, 3, 1, 32, M::Causal, A::Symmetric, f16, true, false, 0, 16.0f},
+        {1, 5, 1000, 6, 3, 128, M::Causal, A::Causal, f16, false, true, 7},
+        {2, 61, 509, 4, 2, 80, M::None, A::Symmetric, f32, false, false, 3},
+        {2, 1, 4096, 4, 1, 64, M::Causal, A::Causal, f32, false, true},
+        {1, 1, 2053, 16, 16, 128, M::Causal, A::Causal, f16},
+        {3, 1, 65, 3, 1, 256, M::Causal, A::Off, f32, false, true, 4},
+        {1, 2, 997, 5, 5, 96, M::None, A::Symmetric, f16, true, false, 2},
+    };
+    for (std::uint32_t d : kSupportedHeadDims) {
+        for (DType t : {f32, f16}) {
+            cases.push_back({2, 33, 70, 6, 3, d, M::Causal, A::Causal, t});
+        }
+    }
+    return cases;
+}
+
+TEST_F(Attention_, RowsKernelMatchesOverASubsetOfTheGrid) {
+    std::uint64_t seed = 6000;
+    for (Case c : kernel_subset()) {
+        c.kernel = AttentionKernel::Rows;
+        const auto plan = run_case(ctx(), c, seed += 10);
+        EXPECT_EQ(plan.shared_bytes, 0u);
+        if (HasFatalFailure()) return;
+    }
+}
+
+TEST_F(Attention_, TiledKernelMatchesOverASubsetOfTheGrid) {
+    std::uint64_t seed = 7000;
+    for (Case c : kernel_subset()) {
+        c.kernel = AttentionKernel::Tiled;
+        run_case(ctx(), c, seed += 10);
+        if (HasFatalFailure()) return;
+    }
 }
 
 TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
@@ -220,10 +291,13 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
         std::vector<std::uint32_t> rows;
         for (std::uint32_t d : {32u, 64u, 128u}) {
             for (DType t : {DType::F32, DType::F16}) {
-                const auto plan =
-                    run_case(ctx, Case{2, 65, 127, 6, 2, d, MaskMode::Causal, AlibiMode::Causal, t}, seed++);
-                EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
-                EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations);
+                for (AttentionKernel kernel : {AttentionKernel::Tiled, AttentionKernel::Rows}) {
+                    Case c{2, 65, 127, 6, 2, d, MaskMode::Causal, AlibiMode::Causal, t};
+                    c.kernel = kernel;
+                    const auto plan = run_case(ctx, c, seed++);
+                    EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
+                    EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations);
+                }
                 run_case(ctx, Case{1, 1, 700, 4, 4, d, MaskMode::Causal, AlibiMode::Symmetric, t, false, false, 3},
                          seed++);
             }
@@ -250,6 +324,19 @@ TEST(AttentionPlans, TilesFollowTheLimits) {
     ComputeLimits hopeless = small;
     hopeless.shared_memory = 1024;
     EXPECT_THROW((void)plan_attention(hopeless, prefill), Error);
+    // CPU devices get the rows kernel unless the tiled one is forced; it needs no shared memory.
+    EXPECT_EQ(p_big.kernel, AttentionKernel::Tiled);
+    const AttentionDevice cpu{.limits = hopeless, .cpu = true};
+    const auto p_cpu = plan_attention(cpu, prefill);
+    EXPECT_EQ(p_cpu.kernel, AttentionKernel::Rows);
+    EXPECT_EQ(p_cpu.shared_bytes, 0u);
+    EXPECT_LE(p_cpu.workgroup_size, hopeless.workgroup_invocations);
+    EXPECT_EQ(plan_attention(AttentionDevice{.limits = big, .cpu = true}, prefill,
+                             AttentionOptions{.kernel = AttentionKernel::Tiled})
+                  .kernel,
+              AttentionKernel::Tiled);
+    EXPECT_EQ(plan_attention(big, prefill, AttentionOptions{.kernel = AttentionKernel::Rows}).kernel,
+              AttentionKernel::Rows);
 }
 
 TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {

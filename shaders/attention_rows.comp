@@ -1,0 +1,222 @@
+#version 450
+// Attention with ALiBi for CPU devices (llvmpipe): no shared memory, no barriers.
+//
+// Grid: x = query blocks, y = query heads, z = batch * (n_splits / SPLIT_LANES).
+// Each invocation owns one query row and one slice of the keys: its scaled Q row and its
+// output accumulator live in registers (vec4), K and V are read straight from the storage
+// buffers, and the online softmax (running max and sum) is kept per invocation, updated once
+// per block of BK keys. On a CPU driver the invocations of a workgroup run as SIMD lanes:
+// when SPLIT_LANES == 1 all lanes are rows of the same (batch, head) walking the same keys,
+// so every K and V load has one address for the whole workgroup (a scalar load and a
+// broadcast instead of a gather), and the key loop's bounds are uniform. With SPLIT_LANES
+// > 1 (decoding: few rows, long KV) the lanes of a row take consecutive KV splits instead.
+//
+// The key loop is the only loop left after unrolling (BK and D are constants), one
+// iteration per BK keys; the host keeps kv_split_len / BK under the driver's loop limit.
+// Causal: a workgroup stops at the last key its last row can see, and masks per row.
+//
+// Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), SPLIT_KV (write unnormalized
+// partial rows plus (max, sum) for attention_combine.comp instead of the output).
+
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#if defined(SUBGROUP_LOADS)
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+layout(constant_id = 3) const uint SPLIT_LANES = 1; // invocations per row (each its own split)
+layout(constant_id = 4) const uint BK = 4;          // keys per softmax update
+layout(constant_id = 5) const uint R = 4;           // query rows per invocation
+layout(constant_id = 6) const uint D = 64;          // head_dim
+layout(constant_id = 7) const uint SG = 8;          // SUBGROUP_LOADS: the subgroup size
+
+const uint DQ = D / 4u; // vec4 quads per head row
+const uint QPL = (DQ + SG - 1u) / SG; // SUBGROUP_LOADS: quads of a key row each lane loads
+const float MASKED = -3.0e38;
+
+layout(push_constant) uniform AttentionParams {
+    uint batch;
+    uint q_len;
+    uint kv_len;
+    uint n_head;
+    uint n_kv_head;
+    uint flags;
+    float scale;
+    float max_bias;
+    uint alibi_pow2;
+    uint kv_split_len;
+    uint n_splits;
+    uint reserved;
+} params;
+
+#include "attention_io.glsl"
+
+layout(std430, binding = 0) readonly buffer QBuf { VKF_QUAD q_data[]; };
+layout(std430, binding = 1) readonly buffer KBuf { VKF_QUAD k_data[]; };
+layout(std430, binding = 2) readonly buffer VBuf { VKF_QUAD v_data[]; };
+#if defined(SPLIT_KV)
+// Per (batch, head, row, split): D unnormalized output values, then the row max and sum.
+layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };
+#else
+layout(std430, binding = 3) writeonly buffer OBuf { VKF_QUAD o_data[]; };
+#endif
+layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
+layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
+
+#include "alibi.glsl"
+
+void main() {
+    const uint invocations_per_split = gl_WorkGroupSize.x / SPLIT_LANES;
+    const uint rows_per_group = invocations_per_split * R;
+    const uint inv = gl_LocalInvocationID.x / SPLIT_LANES;
+    const uint lane_split = gl_LocalInvocationID.x % SPLIT_LANES;
+    const uint row0 = gl_WorkGroupID.x * rows_per_group;
+    const uint head = gl_WorkGroupID.y;
+    const uint split_groups = params.n_splits / SPLIT_LANES; // the host makes n_splits a multiple
+    const uint b = gl_WorkGroupID.z / split_groups;
+    const uint split = (gl_WorkGroupID.z % split_groups) * SPLIT_LANES + lane_split;
+    const uint kv_head = head / (params.n_head / params.n_kv_head);
+    const bool causal = (params.flags & FLAG_CAUSAL_MASK) != 0u;
+
+    // Valid keys of this batch; query row i sits at position L - q_len + i. Rows past q_len
+    // compute on the last row (so that loads stay in bounds) and store nothing.
+    const uint L = (params.flags & FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
+    const uint my_row0 = row0 + inv * R; // this invocation's rows: my_row0 .. my_row0 + R - 1
+    int qpos[R];
+    [[unroll]] for (uint r = 0u; r < R; ++r) {
+        qpos[r] = int(L) - int(params.q_len) + int(min(my_row0 + r, params.q_len - 1u));
+    }
+    const float slope = alibi_slope_of_head(head);
+
+    // Keys of this split; causal: none past the group's last row.
+    const uint key_begin = split * params.kv_split_len;
+    uint key_end = min(L, key_begin + params.kv_split_len);
+    if (causal) {
+        const int last_pos = int(L) - int(params.q_len) + int(min(row0 + rows_per_group, params.q_len)) - 1;
+        key_end = min(key_end, uint(max(last_pos + 1, 0)));
+    }
+
+    vec4 q[R][DQ];
+    vec4 acc[R][DQ];
+    float row_max[R];
+    float row_sum[R];
+    [[unroll]] for (uint r = 0u; r < R; ++r) {
+        const uint q_base = ((b * params.q_len + min(my_row0 + r, params.q_len - 1u)) * params.n_head + head) * DQ;
+        [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
+            q[r][dq] = quad_to_vec4(q_data[q_base + dq]) * params.scale;
+            acc[r][dq] = vec4(0.0);
+        }
+        row_max[r] = MASKED;
+        row_sum[r] = 0.0;
+    }
+
+    const uint key_stride = params.n_kv_head * DQ; // quads from one key to the next
+    const uint kv_base = b * params.kv_len * key_stride + kv_head * DQ;
+    for (uint key0 = key_begin; key0 < key_end; key0 += BK) {
+        // Keys past key_end read the last valid key (in bounds) and are masked.
+        uint at[BK];
+        float s[R][BK];
+        [[unroll]] for (uint i = 0u; i < BK; ++i) {
+            at[i] = kv_base + min(key0 + i, key_end - 1u) * key_stride;
+            [[unroll]] for (uint r = 0u; r < R; ++r) {
+                s[r][i] = 0.0;
+            }
+        }
+#if defined(SUBGROUP_LOADS)
+        // The lanes of a subgroup walk the same keys: each loads a share of every key row
+        // once, and the quads are passed around by shuffles instead of loaded by every lane.
+        vec4 shared_k[BK][QPL];
+        [[unroll]] for (uint i = 0u; i < BK; ++i) {
+            [[unroll]] for (uint j = 0u; j < QPL; ++j) {
+                shared_k[i][j] = quad_to_vec4(k_data[at[i] + min(j * SG + gl_SubgroupInvocationID, DQ - 1u)]);
+            }
+        }
+#endif
+        [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
+            [[unroll]] for (uint i = 0u; i < BK; ++i) {
+#if defined(SUBGROUP_LOADS)
+                const vec4 kq = subgroupShuffle(shared_k[i][dq / SG], dq % SG);
+#else
+                const vec4 kq = quad_to_vec4(k_data[at[i] + dq]);
+#endif
+                [[unroll]] for (uint r = 0u; r < R; ++r) {
+                    s[r][i] += dot(q[r][dq], kq);
+                }
+            }
+        }
+        float p[R][BK];
+        float correction[R];
+        [[unroll]] for (uint r = 0u; r < R; ++r) {
+            float block_max = MASKED;
+            [[unroll]] for (uint i = 0u; i < BK; ++i) {
+                const uint key = key0 + i;
+                const bool visible = key < key_end && (!causal || int(key) <= qpos[r]);
+                s[r][i] = visible ? s[r][i] + alibi_bias(slope, qpos[r], int(key)) : MASKED;
+                block_max = max(block_max, s[r][i]);
+            }
+            // Finite MASKED: a row without any visible key so far keeps correction 1, sum 0.
+            const float new_max = max(row_max[r], block_max);
+            correction[r] = exp(row_max[r] - new_max);
+            float block_sum = 0.0;
+            [[unroll]] for (uint i = 0u; i < BK; ++i) {
+                p[r][i] = s[r][i] > 0.5 * MASKED ? exp(s[r][i] - new_max) : 0.0;
+                block_sum += p[r][i];
+            }
+            row_sum[r] = row_sum[r] * correction[r] + block_sum;
+            row_max[r] = new_max;
+        }
+#if defined(SUBGROUP_LOADS)
+        vec4 shared_v[BK][QPL];
+        [[unroll]] for (uint i = 0u; i < BK; ++i) {
+            [[unroll]] for (uint j = 0u; j < QPL; ++j) {
+                shared_v[i][j] = quad_to_vec4(v_data[at[i] + min(j * SG + gl_SubgroupInvocationID, DQ - 1u)]);
+            }
+        }
+#endif
+        [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
+            vec4 vq[BK];
+            [[unroll]] for (uint i = 0u; i < BK; ++i) {
+#if defined(SUBGROUP_LOADS)
+                vq[i] = subgroupShuffle(shared_v[i][dq / SG], dq % SG);
+#else
+                vq[i] = quad_to_vec4(v_data[at[i] + dq]);
+#endif
+            }
+            [[unroll]] for (uint r = 0u; r < R; ++r) {
+                vec4 a = acc[r][dq] * correction[r];
+                [[unroll]] for (uint i = 0u; i < BK; ++i) {
+                    a += p[r][i] * vq[i];
+                }
+                acc[r][dq] = a;
+            }
+        }
+    }
+
+    [[unroll]] for (uint r = 0u; r < R; ++r) {
+        const uint row = my_row0 + r;
+        if (row < params.q_len) {
+#if defined(SPLIT_KV)
+            // Every split writes its record, an empty one (sum 0) included: the combine reads all.
+            const uint record =
+                (((b * params.n_head + head) * params.q_len + row) * params.n_splits + split) * (D + 2u);
+            [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
+                partials[record + 4u * dq] = acc[r][dq].x;
+                partials[record + 4u * dq + 1u] = acc[r][dq].y;
+                partials[record + 4u * dq + 2u] = acc[r][dq].z;
+                partials[record + 4u * dq + 3u] = acc[r][dq].w;
+            }
+            partials[record + D] = row_max[r];
+            partials[record + D + 1u] = row_sum[r];
+#else
+            // A row with no visible key has row_sum == 0 and outputs zeros.
+            const float inv_sum = row_sum[r] > 0.0 ? 1.0 / row_sum[r] : 0.0;
+            const uint o_base = ((b * params.q_len + row) * params.n_head + head) * DQ;
+            [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
+                o_data[o_base + dq] = vec4_to_quad(acc[r][dq] * inv_sum);
+            }
+#endif
+        }
+    }
+}
