@@ -281,7 +281,8 @@ TEST_F(Attention_, TiledKernelMatchesOverASubsetOfTheGrid) {
 }
 
 TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
-    const char* specs[] = {"phone", "shared_memory=8192,workgroup_invocations=64",
+    // no_subgroup_ops: the rows kernel's direct-load variant (no shuffles) on CPU devices.
+    const char* specs[] = {"phone", "shared_memory=8192,workgroup_invocations=64", "no_subgroup_ops",
                            "shared_memory=6144,workgroup_invocations=32,workgroup_count=3"};
     std::uint64_t seed = 4000;
     for (const char* spec : specs) {
@@ -297,6 +298,9 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
                     const auto plan = run_case(ctx, c, seed++);
                     EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
                     EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations);
+                    if (!ctx.limits().subgroup_ops) {
+                        EXPECT_EQ(plan.subgroup_loads, 0u);
+                    }
                 }
                 run_case(ctx, Case{1, 1, 700, 4, 4, d, MaskMode::Causal, AlibiMode::Symmetric, t, false, false, 3},
                          seed++);
