@@ -71,7 +71,7 @@ constexpr std::uint32_t kMaxSplits = 64;
 constexpr std::uint32_t kRowsMaxWorkgroup = 32;
 constexpr std::uint32_t kRowsKeysPerBlock = 4;
 constexpr std::uint32_t kRowsPerInvocation = 4;
-constexpr std::uint32_t kRowsPerInvocationLargeHead = 2; // head_dim > 128
+constexpr std::uint32_t kRowsPerInvocationLargeHead = 2;  // head_dim > 128
 // Decoding (a few query rows): the SIMD lanes of a row take consecutive KV splits, so that
 // every lane loads keys of its own instead of idling; 2-2.8x the naive kernel at kv 4096,
 // 1.2-2x one lane per row.
@@ -94,12 +94,11 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
         record_bytes * kRowsSplitLanes <= limits.storage_buffer_range) {
         lanes = std::min(kRowsSplitLanes, max_wg);
     }
-    const std::uint32_t r =
-        decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
+    const std::uint32_t r = decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
     std::uint32_t inv = std::min(std::bit_ceil(ceil_div(shape.q_len, r)), max_wg / lanes);
     std::uint32_t subgroup_loads = 0;
     if (!decode && limits.subgroup_ops && sg > 1 && std::has_single_bit(sg) && sg <= max_wg) {
-        inv = std::max(inv, sg); // whole subgroups
+        inv = std::max(inv, sg);  // whole subgroups
         subgroup_loads = sg;
     }
     const std::uint32_t rows = inv * r;
@@ -118,8 +117,8 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
     if (options.force_splits > 0) {
         splits = options.force_splits;
     } else if (groups < kTargetWorkgroupsCpu && shape.kv_len >= 2 * kMinSplitKeys) {
-        splits = std::min<std::uint64_t>(
-            {ceil_div(kTargetWorkgroupsCpu, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
+        splits =
+            std::min<std::uint64_t>({ceil_div(kTargetWorkgroupsCpu, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
     }
     splits = std::max<std::uint64_t>(splits, lanes);
     while (splits > lanes && record_bytes * splits > limits.storage_buffer_range) {
@@ -133,8 +132,8 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
         const std::uint64_t needed = ceil_div(shape.kv_len, (budget - 8) * bk);
         if (needed > splits) {
             if (record_bytes * needed > limits.storage_buffer_range) {
-                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " +
-                            std::to_string(needed) + " KV splits on this driver (its shaders may run at most " +
+                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
+                            " KV splits on this driver (its shaders may run at most " +
                             std::to_string(limits.max_loop_iterations) +
                             " loop iterations), and their partial results would exceed maxStorageBufferRange; "
                             "use fewer query rows per call");
@@ -193,9 +192,12 @@ AttentionPush make_attention_push(const AttentionParams& params) {
 
 const char* to_string(AttentionKernel kernel) {
     switch (kernel) {
-    case AttentionKernel::Tiled: return "tiled";
-    case AttentionKernel::Rows: return "rows";
-    default: return "auto";
+        case AttentionKernel::Tiled:
+            return "tiled";
+        case AttentionKernel::Rows:
+            return "rows";
+        default:
+            return "auto";
     }
 }
 
@@ -228,8 +230,7 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
 AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
     check_head_dim(shape.head_dim);
     const ComputeLimits& limits = device.limits;
-    if (options.kernel == AttentionKernel::Rows ||
-        (options.kernel == AttentionKernel::Auto && device.cpu)) {
+    if (options.kernel == AttentionKernel::Rows || (options.kernel == AttentionKernel::Auto && device.cpu)) {
         return plan_rows(limits, shape, options);
     }
     const std::uint32_t d = shape.head_dim;
@@ -344,10 +345,8 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                      {6, shape_.head_dim},
                      {7, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
     } else {
-        constants = {{3, plan_.rows_per_group},
-                     {4, plan_.keys_per_tile},
-                     {5, plan_.threads_per_row},
-                     {6, shape_.head_dim}};
+        constants = {
+            {3, plan_.rows_per_group}, {4, plan_.keys_per_tile}, {5, plan_.threads_per_row}, {6, shape_.head_dim}};
     }
     attention_ = &ctx.pipeline(PipelineDesc{.code = &code,
                                             .workgroup_size = {plan_.workgroup_size, 1, 1},
@@ -413,12 +412,12 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         {whole(slopes_), Access::Read},
         {whole(kv_lens_), Access::Read},
     };
-    list.dispatch(Dispatch{.pipeline = attention_,
-                           .bindings = bindings,
-                           .push_constants = push_bytes(push_),
-                           .groups = {ceil_div(shape_.q_len, plan_.rows_per_group), shape_.n_head,
-                                      shape_.batch * split_groups},
-                           .label = split ? "attention (split-KV)" : "attention"});
+    list.dispatch(
+        Dispatch{.pipeline = attention_,
+                 .bindings = bindings,
+                 .push_constants = push_bytes(push_),
+                 .groups = {ceil_div(shape_.q_len, plan_.rows_per_group), shape_.n_head, shape_.batch * split_groups},
+                 .label = split ? "attention (split-KV)" : "attention"});
     if (split) {
         const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
         list.dispatch(Dispatch{.pipeline = combine_,

@@ -2,7 +2,8 @@
 // Tiled ("flash") ALiBi attention on the GPU (shaders/attention.comp), FlashAttention-2
 // style: a workgroup owns a tile of query rows of one (batch, head), streams K and V tiles
 // through shared memory with an online softmax, and writes each output row once. Decoding
-// shapes (few query rows, long KV) use a split-KV variant plus a combine pass.
+// shapes (few query rows, long KV) use a split-KV variant plus a combine pass. CPU devices
+// get the rows kernel (shaders/attention_rows.comp, AttentionKernel below) instead.
 
 #include "host/attention_params.hpp"
 #include "runtime/context.hpp"
@@ -47,17 +48,17 @@ inline constexpr std::uint32_t kAttnAlibiSymmetric = 1u << 4;
 AttentionPush make_attention_push(const AttentionParams& params);
 
 // Tiled: shared-memory K/V tiles, several invocations per query row (GPUs). Rows: no shared
-// memory and no barriers, each invocation owns a query row in registers and reads K and V
-// straight from memory (shaders/attention_rows.comp), the fast one on CPU devices (llvmpipe),
-// where every load costs per invocation and barriers switch coroutines. Auto: Rows on CPU
-// devices, Tiled otherwise.
+// memory and no barriers, each invocation holds a few query rows in registers and reads K and
+// V straight from memory, sharing the loads across a subgroup by shuffles when it can
+// (shaders/attention_rows.comp); the fast one on CPU devices (llvmpipe), where every load
+// costs per SIMD lane and barriers switch coroutines. Auto: Rows on CPU devices, else Tiled.
 enum class AttentionKernel : std::uint32_t { Auto = 0, Tiled = 1, Rows = 2 };
 const char* to_string(AttentionKernel kernel);
 
 // What the plan needs to know of the device.
 struct AttentionDevice {
     ComputeLimits limits;
-    bool cpu = false; // VkPhysicalDeviceType CPU
+    bool cpu = false;  // VkPhysicalDeviceType CPU
 };
 AttentionDevice attention_device(const Context& ctx);
 
@@ -66,14 +67,14 @@ struct AttentionPlan {
     AttentionKernel kernel = AttentionKernel::Tiled;
     std::uint32_t rows_per_group = 0;  // Br: query rows per workgroup
     std::uint32_t keys_per_tile = 0;   // Bc: keys per shared-memory tile (rows: per softmax update)
-    std::uint32_t threads_per_row = 0; // invocations on one query row (rows: each its own KV split)
-    std::uint32_t workgroup_size = 0;  // rows_per_group * threads_per_row / rows_per_invocation
-    std::uint32_t rows_per_invocation = 1; // rows kernel: query rows held by one invocation
-    std::uint32_t subgroup_loads = 0; // rows kernel: subgroup size whose lanes share K/V loads, 0: none
+    std::uint32_t threads_per_row = 0;      // invocations on one query row (rows: each its own KV split)
+    std::uint32_t workgroup_size = 0;       // rows_per_group / rows_per_invocation * threads_per_row
+    std::uint32_t rows_per_invocation = 1;  // rows kernel: query rows held by one invocation
+    std::uint32_t subgroup_loads = 0;       // rows kernel: subgroup size whose lanes share K/V loads, 0: none
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;        // > 1: split-KV decode path
     std::uint32_t kv_split_len = 0;
-    std::uint64_t loop_iterations = 0; // per invocation, an upper bound (rows kernel)
+    std::uint64_t loop_iterations = 0;  // per invocation, an upper bound (rows kernel)
     std::string describe() const;
 };
 

@@ -32,8 +32,10 @@ std::string name(const Case& c) {
     return "b" + std::to_string(c.batch) + " q" + std::to_string(c.q_len) + " kv" + std::to_string(c.kv_len) + " h" +
            std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " d" + std::to_string(c.head_dim) +
            (c.mask == MaskMode::Causal ? " causal" : " nomask") +
-           (c.alibi == AlibiMode::Off ? " noalibi" : c.alibi == AlibiMode::Causal ? " alibi-c" : " alibi-s") + " " +
-           to_string(c.dtype) + (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
+           (c.alibi == AlibiMode::Off      ? " noalibi"
+            : c.alibi == AlibiMode::Causal ? " alibi-c"
+                                           : " alibi-s") +
+           " " + to_string(c.dtype) + (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
            (c.force_splits ? " splits" + std::to_string(c.force_splits) : "") +
            (c.kernel != AttentionKernel::Auto ? std::string(" ") + to_string(c.kernel) : "");
 }
@@ -267,7 +269,8 @@ TEST_F(Attention_, RowsKernelMatchesOverASubsetOfTheGrid) {
         c.kernel = AttentionKernel::Rows;
         const auto plan = run_case(ctx(), c, seed += 10);
         EXPECT_EQ(plan.shared_bytes, 0u);
-        if (HasFatalFailure()) return;
+        if (HasFatalFailure())
+            return;
     }
 }
 
@@ -276,7 +279,8 @@ TEST_F(Attention_, TiledKernelMatchesOverASubsetOfTheGrid) {
     for (Case c : kernel_subset()) {
         c.kernel = AttentionKernel::Tiled;
         run_case(ctx(), c, seed += 10);
-        if (HasFatalFailure()) return;
+        if (HasFatalFailure())
+            return;
     }
 }
 
