@@ -4,6 +4,10 @@
 
 #include "bench_attention.hpp"
 
+#include "bench_format.hpp"
+#include "bench_results.hpp"
+#include "bench_suites.hpp"
+
 #include "host/alibi.hpp"
 #include "host/attention.hpp"
 #include "host/attention_naive.hpp"
@@ -348,30 +352,6 @@ Buffer random_tensor(Context& ctx, std::size_t elements, DType dtype, std::uint6
     return buffer;
 }
 
-// Milliseconds of each timed submission: GPU timestamps summed over the list's ops where
-// the device has them, else host wall clock around submit-and-wait (an upper bound).
-std::vector<double> time_submissions(Context& ctx, CommandList& list, const Settings& s) {
-    for (std::uint32_t i = 0; i < s.warmup; ++i) {
-        ctx.submit(list);
-    }
-    std::vector<double> times;
-    for (std::uint32_t i = 0; i < s.reps; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        ctx.submit(list);
-        const std::chrono::duration<double, std::milli> host = std::chrono::steady_clock::now() - start;
-        if (list.profiling()) {
-            double ms = 0.0;
-            for (const OpTiming& t : list.timings()) {
-                ms += t.ms;
-            }
-            times.push_back(ms);
-        } else {
-            times.push_back(host.count());
-        }
-    }
-    return times;
-}
-
 void run_case(Context& ctx, const Settings& s, CaseResult& r) {
     const AttentionParams params = params_of(r.c);
     const AttentionShape& shape = r.c.shape;
@@ -398,11 +378,11 @@ void run_case(Context& ctx, const Settings& s, CaseResult& r) {
     const bool timestamps = ctx.limits().timestamps;
     const auto tiled_list = ctx.command_list(timestamps);
     tiled.record(*tiled_list, whole(q), whole(k), whole(v), whole(o));
-    r.tiled_ms = time_submissions(ctx, *tiled_list, s);
+    r.tiled_ms = time_list(ctx, *tiled_list, s.warmup, s.reps);
     if (naive) {
         const auto naive_list = ctx.command_list(timestamps);
         naive->record(*naive_list, whole(q), whole(k), whole(v), whole(o));
-        r.naive_ms = time_submissions(ctx, *naive_list, s);
+        r.naive_ms = time_list(ctx, *naive_list, s.warmup, s.reps);
     }
 }
 
@@ -451,12 +431,6 @@ std::vector<CaseResult> run_cases(Context& ctx, const Settings& s, const std::ve
 
 // --- derived numbers -------------------------------------------------------------------
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 struct Metrics {
     std::optional<double> tiled_ms;
     std::optional<double> naive_ms;
@@ -481,7 +455,7 @@ Metrics metrics_of(const CaseResult& r) {
         m.memory_bytes += *r.naive_scores_bytes;
     }
     if (!r.tiled_ms.empty()) {
-        m.tiled_ms = median(r.tiled_ms);
+        m.tiled_ms = stats_of(r.tiled_ms).median;
         const double seconds = *m.tiled_ms * 1e-3;
         if (seconds > 0.0) {
             m.tflops = static_cast<double>(m.flops) / seconds * 1e-12;
@@ -489,7 +463,7 @@ Metrics metrics_of(const CaseResult& r) {
         }
     }
     if (!r.naive_ms.empty()) {
-        m.naive_ms = median(r.naive_ms);
+        m.naive_ms = stats_of(r.naive_ms).median;
         if (m.tiled_ms && *m.tiled_ms > 0.0) {
             m.speedup = *m.naive_ms / *m.tiled_ms;
         }
@@ -498,22 +472,6 @@ Metrics metrics_of(const CaseResult& r) {
 }
 
 // --- text output -----------------------------------------------------------------------
-
-std::string fixed(double v, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, v);
-    return buffer;
-}
-
-// Three significant digits without an exponent: lavapipe's 0.00412 TFLOP/s and a large
-// GPU's 41.2 read alike.
-std::string significant(double v) {
-    if (v <= 0.0 || !std::isfinite(v)) {
-        return fixed(v, 0);
-    }
-    const int magnitude = static_cast<int>(std::floor(std::log10(v)));
-    return fixed(v, std::clamp(2 - magnitude, 0, 8));
-}
 
 std::string mib(std::uint64_t bytes) { return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0), 1); }
 
@@ -905,7 +863,7 @@ AttentionTiming time_attention(Context& ctx, const AttentionPreset& preset, DTyp
     } else {
         baseline->record(*list, whole(q), whole(k), whole(v), whole(o));
     }
-    t.ms = time_submissions(ctx, *list, s);
+    t.ms = time_list(ctx, *list, s.warmup, s.reps);
     return t;
 }
 

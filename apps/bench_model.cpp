@@ -176,9 +176,8 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     r.plan = std::to_string(config.n_layer) + " layer(s), " + to_string(dtype) +
                              " weights, fp32 activations and KV cache, prompt chunks of " + std::to_string(chunk) +
                              ", one submission per chunk";
-                    std::vector<double> sorted = times;
-                    std::sort(sorted.begin(), sorted.end());
-                    const double median_ms = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+                    // The same median the runner reports for the result.
+                    const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
                     if (median_ms > 0.0) {
                         r.extra.emplace_back("tokens_per_second", (decode ? 1.0 : m) / (median_ms / 1000.0));
                     }

@@ -2,6 +2,8 @@
 
 #include "bench_report.hpp"
 
+#include "bench_format.hpp"
+
 #include "cli.hpp"
 #include "runtime/error.hpp"
 
@@ -33,33 +35,11 @@ options:
   -h, --help        show this help
 )";
 
-std::string fixed(double v, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, v);
-    return buffer;
-}
-
-std::string significant(double v) {
-    if (v <= 0.0 || !std::isfinite(v)) {
-        return fixed(v, 0);
-    }
-    const int magnitude = static_cast<int>(std::floor(std::log10(v)));
-    return fixed(v, std::clamp(2 - magnitude, 0, 8));
-}
-
 // Axis labels: 64, 0.05, 1.5e+04.
 std::string tick_text(double v) {
     char buffer[32];
     std::snprintf(buffer, sizeof(buffer), "%.4g", v);
     return buffer;
-}
-
-std::string pad(const std::string& s, std::size_t width, bool right = false) {
-    if (s.size() >= width) {
-        return s;
-    }
-    const std::string spaces(width - s.size(), ' ');
-    return right ? spaces + s : s + spaces;
 }
 
 const Result* find_result(const Run& run, const std::string& suite, const std::string& name) {

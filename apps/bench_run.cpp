@@ -2,6 +2,8 @@
 
 #include "bench_run.hpp"
 
+#include "bench_format.hpp"
+
 #include "cli.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
@@ -312,29 +314,6 @@ RunOptions parse_run_options(std::span<char* const> args) {
 }
 
 // --- text output -----------------------------------------------------------------------
-
-std::string fixed(double v, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, v);
-    return buffer;
-}
-
-// Three significant digits without an exponent.
-std::string significant(double v) {
-    if (v <= 0.0 || !std::isfinite(v)) {
-        return fixed(v, 0);
-    }
-    const int magnitude = static_cast<int>(std::floor(std::log10(v)));
-    return fixed(v, std::clamp(2 - magnitude, 0, 8));
-}
-
-std::string pad(std::string s, std::size_t width, bool right = false) {
-    if (s.size() >= width) {
-        return s;
-    }
-    const std::string spaces(width - s.size(), ' ');
-    return right ? spaces + s : s + spaces;
-}
 
 class TextTable {
 public:
