@@ -1,7 +1,7 @@
 #include "host/model_weights.hpp"
 
-#include "host/random.hpp"
 #include "host/half.hpp"
+#include "host/random.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace vkf {
 
@@ -59,30 +60,11 @@ public:
             }
         }
         state_.bytes_done += info.byte_size();
-        bytes_ += buffer.size();
         if (progress_) {
             progress_(state_);
         }
         return buffer;
     }
-
-    LinearWeights linear(const std::string& prefix, std::uint32_t out, std::uint32_t in, bool bias) {
-        LinearWeights w{.weight = tensor(prefix + ".weight"), .out = out, .in = in};
-        if (bias) {
-            w.bias = tensor(prefix + ".bias");
-        }
-        return w;
-    }
-
-    NormWeights norm(const std::string& prefix, bool bias) {
-        NormWeights w{.weight = tensor(prefix + ".weight")};
-        if (bias) {
-            w.bias = tensor(prefix + ".bias");
-        }
-        return w;
-    }
-
-    std::uint64_t bytes() const { return bytes_; }
 
 private:
     Context& ctx_;
@@ -90,8 +72,52 @@ private:
     DType dtype_;
     const std::function<void(const WeightUploadProgress&)>& progress_;
     WeightUploadProgress state_;
-    std::uint64_t bytes_ = 0;
 };
+
+// Hands the buffers of expected_tensors(config), in that order, to the slots of the
+// blocks: the one place that knows how the family's tensors map onto a block.
+ModelWeights assemble(const ModelConfig& config, DType dtype, std::vector<Buffer> flat) {
+    ModelWeights w{.dtype = dtype};
+    for (const Buffer& b : flat) {
+        w.bytes += b.size();
+    }
+    std::size_t next = 0;
+    const auto take = [&]() { return std::move(flat.at(next++)); };
+    const bool bias = config.family == ModelFamily::Bloom || !config.no_bias;
+    const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
+    const auto norm = [&](bool has_bias) {
+        NormWeights n{.weight = take()};
+        if (has_bias) n.bias = take();
+        return n;
+    };
+    const auto linear = [&](std::uint32_t out, std::uint32_t in) {
+        LinearWeights l{.weight = take(), .out = out, .in = in};
+        if (bias) l.bias = take();
+        return l;
+    };
+    w.embedding = take();
+    if (config.family == ModelFamily::Bloom) {
+        w.embedding_norm = norm(true);
+    }
+    for (std::uint32_t i = 0; i < config.n_layer; ++i) {
+        LayerWeights layer;
+        layer.attn_norm = norm(bias);
+        layer.qkv = linear(3 * h, h);
+        layer.attn_out = linear(h, h);
+        layer.mlp_norm = norm(bias);
+        layer.up = linear(ffn, h);
+        layer.down = linear(h, ffn);
+        w.layers.push_back(std::move(layer));
+    }
+    w.final_norm = norm(bias);
+    if (!config.tie_word_embeddings) {
+        w.lm_head = take();
+    }
+    if (next != flat.size()) {
+        throw Error("model weights: internal error, " + std::to_string(flat.size() - next) + " tensors unused");
+    }
+    return w;
+}
 
 } // namespace
 
@@ -109,55 +135,22 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
                             const std::function<void(const WeightUploadProgress&)>& progress) {
     validate(config);
     check_checkpoint(checkpoint, config);
+    const std::vector<ExpectedTensor> tensors = expected_tensors(config);
     std::uint64_t total = 0;
-    for (const ExpectedTensor& expected : expected_tensors(config)) {
+    for (const ExpectedTensor& expected : tensors) {
         total += checkpoint.tensor_info(expected.name).byte_size();
     }
 
     Uploader up(ctx, checkpoint, dtype, progress, total);
-    const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
-    ModelWeights w{.dtype = dtype};
-    if (config.family == ModelFamily::Bloom) {
-        w.embedding = up.tensor("word_embeddings.weight");
-        w.embedding_norm = up.norm("word_embeddings_layernorm", true);
-        for (std::uint32_t i = 0; i < config.n_layer; ++i) {
-            const std::string p = "h." + std::to_string(i);
-            w.layers.push_back(LayerWeights{
-                .attn_norm = up.norm(p + ".input_layernorm", true),
-                .qkv = up.linear(p + ".self_attention.query_key_value", 3 * h, h, true),
-                .attn_out = up.linear(p + ".self_attention.dense", h, h, true),
-                .mlp_norm = up.norm(p + ".post_attention_layernorm", true),
-                .up = up.linear(p + ".mlp.dense_h_to_4h", ffn, h, true),
-                .down = up.linear(p + ".mlp.dense_4h_to_h", h, ffn, true),
-            });
-        }
-        w.final_norm = up.norm("ln_f", true);
-    } else {
-        const bool bias = !config.no_bias;
-        w.embedding = up.tensor("wte.weight");
-        for (std::uint32_t i = 0; i < config.n_layer; ++i) {
-            const std::string p = "blocks." + std::to_string(i);
-            w.layers.push_back(LayerWeights{
-                .attn_norm = up.norm(p + ".norm_1", bias),
-                .qkv = up.linear(p + ".attn.Wqkv", 3 * h, h, bias),
-                .attn_out = up.linear(p + ".attn.out_proj", h, h, bias),
-                .mlp_norm = up.norm(p + ".norm_2", bias),
-                .up = up.linear(p + ".ffn.up_proj", ffn, h, bias),
-                .down = up.linear(p + ".ffn.down_proj", h, ffn, bias),
-            });
-        }
-        w.final_norm = up.norm("norm_f", bias);
+    std::vector<Buffer> flat;
+    for (const ExpectedTensor& expected : tensors) {
+        flat.push_back(up.tensor(expected.name));
     }
-    if (!config.tie_word_embeddings) {
-        w.lm_head = up.tensor("lm_head.weight");
-    }
-    w.bytes = up.bytes();
-    return w;
+    return assemble(config, dtype, std::move(flat));
 }
 
 ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype) {
     validate(config);
-    ModelWeights w{.dtype = dtype};
     // One block of seeded random values per role, repeated over each tensor: cheap for a
     // 500 MB table, and never constant data a GPU could compress or a CPU flush to zero.
     constexpr std::size_t kBlock = std::size_t{1} << 16;
@@ -194,51 +187,13 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dt
             const std::uint64_t n = std::min<std::uint64_t>(block.size(), bytes - done);
             ctx.upload(b, std::span(block).first(n), done);
         }
-        w.bytes += b.size();
         return b;
     };
     std::vector<Buffer> flat;
     for (const ExpectedTensor& t : expected_tensors(config)) {
         flat.push_back(make(t.name, t.shape, t.role));
     }
-
-    // expected_tensors lists them in forward order; hand them out in that order.
-    std::size_t next = 0;
-    const auto take = [&]() { return std::move(flat.at(next++)); };
-    const bool bias = config.family == ModelFamily::Bloom || !config.no_bias;
-    const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
-    const auto norm = [&](bool has_bias) {
-        NormWeights n{.weight = take()};
-        if (has_bias) n.bias = take();
-        return n;
-    };
-    const auto linear = [&](std::uint32_t out, std::uint32_t in) {
-        LinearWeights l{.weight = take(), .out = out, .in = in};
-        if (bias) l.bias = take();
-        return l;
-    };
-    w.embedding = take();
-    if (config.family == ModelFamily::Bloom) {
-        w.embedding_norm = norm(true);
-    }
-    for (std::uint32_t i = 0; i < config.n_layer; ++i) {
-        LayerWeights layer;
-        layer.attn_norm = norm(bias);
-        layer.qkv = linear(3 * h, h);
-        layer.attn_out = linear(h, h);
-        layer.mlp_norm = norm(bias);
-        layer.up = linear(ffn, h);
-        layer.down = linear(h, ffn);
-        w.layers.push_back(std::move(layer));
-    }
-    w.final_norm = norm(bias);
-    if (!config.tie_word_embeddings) {
-        w.lm_head = take();
-    }
-    if (next != flat.size()) {
-        throw Error("synthetic_weights: internal error, " + std::to_string(flat.size() - next) + " tensors unused");
-    }
-    return w;
+    return assemble(config, dtype, std::move(flat));
 }
 
 } // namespace vkf
