@@ -15,6 +15,7 @@
 #include "host/json.hpp"
 #include "runtime/error.hpp"
 #include "runtime/json_writer.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
@@ -37,16 +38,7 @@ std::string parse_error(std::string_view text) {
     return {};
 }
 
-template <class F>
-std::string error_of(F&& action) {
-    try {
-        action();
-    } catch (const vkf::Error& error) {
-        return error.what();
-    }
-    ADD_FAILURE() << "no error thrown";
-    return {};
-}
+using vkf::test::error_message;
 
 TEST(Json, ParsesScalars) {
     EXPECT_TRUE(parse("null").is_null());
@@ -118,21 +110,21 @@ TEST(Json, IntegersAreExact) {
     // Integral values written as floats are integers too; fractions are not.
     EXPECT_EQ(parse("2.0").as_int64(), 2);
     EXPECT_EQ(parse("1e3").as_uint64(), 1000u);
-    EXPECT_NE(error_of([] { parse("1.5").as_int64(); }).find("expected an integer, got number 1.5"), std::string::npos);
-    EXPECT_NE(error_of([] { parse("-3").as_uint64(); }).find("expected a non-negative integer, got number -3"),
+    EXPECT_NE(error_message([] { parse("1.5").as_int64(); }).find("expected an integer, got number 1.5"), std::string::npos);
+    EXPECT_NE(error_message([] { parse("-3").as_uint64(); }).find("expected a non-negative integer, got number -3"),
               std::string::npos);
     // Beyond 64 bits: a number, but no integer.
     const JsonValue huge = parse("123456789012345678901234567890");
     EXPECT_NEAR(huge.as_double(), 1.2345678901234568e29, 1e14);
     EXPECT_THROW(huge.as_uint64(), vkf::Error);
-    EXPECT_NE(error_of([] { parse("18446744073709551615").as_int64(); }).find("expected an integer in ["),
+    EXPECT_NE(error_message([] { parse("18446744073709551615").as_int64(); }).find("expected an integer in ["),
               std::string::npos);
 }
 
 TEST(Json, AsIntegerChecksTheRange) {
     EXPECT_EQ(parse("4294967295").as_integer<std::uint32_t>(), 4294967295u);
     EXPECT_EQ(parse("-128").as_integer<std::int8_t>(), -128);
-    const std::string message = error_of([] { parse("4294967296").as_integer<std::uint32_t>(); });
+    const std::string message = error_message([] { parse("4294967296").as_integer<std::uint32_t>(); });
     EXPECT_NE(message.find("expected an integer in [0, 4294967295], got number 4294967296"), std::string::npos)
         << message;
     EXPECT_THROW(parse("-1").as_integer<std::uint16_t>(), vkf::Error);
@@ -205,19 +197,19 @@ TEST(Json, ReportsLineAndColumn) {
 TEST(Json, AccessorErrorsNameTheKeyPath) {
     const JsonValue root =
         parse_json(R"({"n_head": "16", "attn_config": {"clip_qkv": [1]}, "shape": [1, "x"]})", "config.json");
-    EXPECT_EQ(error_of([&] { root.at("n_head").as_int64(); }), "config.json: n_head: expected an integer, got string");
-    EXPECT_EQ(error_of([&] { root.at("attn_config").at("clip_qkv").as_double(); }),
+    EXPECT_EQ(error_message([&] { root.at("n_head").as_int64(); }), "config.json: n_head: expected an integer, got string");
+    EXPECT_EQ(error_message([&] { root.at("attn_config").at("clip_qkv").as_double(); }),
               "config.json: attn_config.clip_qkv: expected a number, got array");
-    EXPECT_EQ(error_of([&] { root.at("shape").at(std::size_t{1}).as_uint64(); }),
+    EXPECT_EQ(error_message([&] { root.at("shape").at(std::size_t{1}).as_uint64(); }),
               "config.json: shape[1]: expected an integer, got string");
-    EXPECT_EQ(error_of([&] { root.at("vocab_size"); }), "config.json: missing key 'vocab_size'");
-    EXPECT_EQ(error_of([&] { root.at("attn_config").at("alibi"); }), "config.json: attn_config: missing key 'alibi'");
-    EXPECT_EQ(error_of([&] { root.at("shape").at(std::size_t{5}); }),
+    EXPECT_EQ(error_message([&] { root.at("vocab_size"); }), "config.json: missing key 'vocab_size'");
+    EXPECT_EQ(error_message([&] { root.at("attn_config").at("alibi"); }), "config.json: attn_config: missing key 'alibi'");
+    EXPECT_EQ(error_message([&] { root.at("shape").at(std::size_t{5}); }),
               "config.json: shape: index 5 is out of range for an array of 2 elements");
-    EXPECT_EQ(error_of([&] { root.as_array(); }), "config.json: expected an array, got object");
-    EXPECT_EQ(error_of([&] { root.at("n_head").as_bool(); }), "config.json: n_head: expected a boolean, got string");
-    EXPECT_EQ(error_of([&] { root.at("n_head").find("x"); }), "config.json: n_head: expected an object, got string");
-    EXPECT_EQ(error_of([&] { parse("true").as_string(); }), "test.json: expected a string, got true");
+    EXPECT_EQ(error_message([&] { root.as_array(); }), "config.json: expected an array, got object");
+    EXPECT_EQ(error_message([&] { root.at("n_head").as_bool(); }), "config.json: n_head: expected a boolean, got string");
+    EXPECT_EQ(error_message([&] { root.at("n_head").find("x"); }), "config.json: n_head: expected an object, got string");
+    EXPECT_EQ(error_message([&] { parse("true").as_string(); }), "test.json: expected a string, got true");
 }
 
 TEST(Json, LimitsNesting) {
@@ -238,7 +230,7 @@ TEST(Json, CopiesKeepTheirLocation) {
         const JsonValue root = parse(R"({"a": {"b": "text"}})");
         copy = root.at("a");
     }
-    EXPECT_EQ(error_of([&] { copy.at("b").as_int64(); }), "test.json: a.b: expected an integer, got string");
+    EXPECT_EQ(error_message([&] { copy.at("b").as_int64(); }), "test.json: a.b: expected an integer, got string");
     const JsonValue moved = std::move(copy);
     EXPECT_EQ(moved.at("b").as_string(), "text");
 }

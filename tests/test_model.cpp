@@ -47,25 +47,16 @@ ModelConfig small_mpt(bool no_bias, std::optional<double> clip_qkv) {
                        .clip_qkv = clip_qkv};
 }
 
-// A fresh checkpoint directory under the system temp directory, removed afterwards.
+// A random checkpoint in a fresh temp directory, removed afterwards.
 class TempModel {
 public:
     TempModel(const ModelConfig& config, SafetensorsDtype dtype, int shards, std::uint64_t seed) {
-        dir_ = fs::temp_directory_path() /
-               ("vkf-test-model-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-        write_random_checkpoint(dir_, config, seed, dtype, shards);
+        write_random_checkpoint(dir_.path(), config, seed, dtype, shards);
     }
-    ~TempModel() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    TempModel(const TempModel&) = delete;
-    TempModel& operator=(const TempModel&) = delete;
-    const fs::path& dir() const { return dir_; }
+    const fs::path& dir() const { return dir_.path(); }
 
 private:
-    static inline int counter_ = 0;
-    fs::path dir_;
+    TempDir dir_{"vkf_test_model"};
 };
 
 std::uint32_t argmax(std::span<const float> row) {

@@ -17,6 +17,7 @@
 #include "host/model_config.hpp"
 #include "host/safetensors.hpp"
 #include "runtime/error.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
@@ -337,19 +338,6 @@ TEST(ModelConfig, ValidateRefusesInconsistentConfigs) {
 
 class ModelCheckpointTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        std::random_device entropy;
-        const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-        dir_ = fs::temp_directory_path() /
-               ("vkf_test_model_config_" + std::to_string(stamp) + "_" + std::to_string(entropy()));
-        fs::create_directories(dir_);
-    }
-
-    void TearDown() override {
-        std::error_code ignored;
-        fs::remove_all(dir_, ignored);
-    }
-
     static ModelConfig small(ModelFamily family) {
         if (family == ModelFamily::Bloom) {
             return ModelConfig{.family = ModelFamily::Bloom,
@@ -376,13 +364,7 @@ protected:
     }
 
     static std::string check_error(const vkf::ShardedCheckpoint& checkpoint, const ModelConfig& config) {
-        try {
-            vkf::check_checkpoint(checkpoint, config);
-        } catch (const vkf::Error& error) {
-            return error.what();
-        }
-        ADD_FAILURE() << "check_checkpoint passed";
-        return {};
+        return vkf::test::error_message([&] { vkf::check_checkpoint(checkpoint, config); });
     }
 
     // A safetensors file holding zero-filled tensors of the given names, dtypes and shapes.
@@ -410,7 +392,7 @@ protected:
         out << header << std::string(offset, '\0');
     }
 
-    fs::path dir_;
+    vkf::test::TempDir dir_{"vkf_test_model_config"};
 };
 
 TEST_F(ModelCheckpointTest, WrittenConfigsParseBack) {
@@ -442,7 +424,7 @@ TEST_F(ModelCheckpointTest, WrittenConfigsParseBack) {
 TEST_F(ModelCheckpointTest, WrittenCheckpointsPassTheCheck) {
     for (ModelFamily family : {ModelFamily::Bloom, ModelFamily::Mpt}) {
         const ModelConfig config = small(family);
-        const fs::path dir = dir_ / std::string(vkf::family_name(family));
+        const fs::path dir = dir_.path() / std::string(vkf::family_name(family));
         vkf::write_random_checkpoint(dir, config, 9, vkf::SafetensorsDtype::F16, 2);
         EXPECT_EQ(vkf::read_model_config(dir), config);
         EXPECT_EQ(vkf::read_model_config(dir / "config.json"), config);
@@ -452,9 +434,9 @@ TEST_F(ModelCheckpointTest, WrittenCheckpointsPassTheCheck) {
 
 TEST_F(ModelCheckpointTest, CatchesWrongShapesMissingTensorsAndDtypes) {
     const ModelConfig config = small(ModelFamily::Bloom);
-    vkf::write_random_checkpoint(dir_ / "bloom", config, 9, vkf::SafetensorsDtype::F32);
-    const vkf::ShardedCheckpoint checkpoint = vkf::open_checkpoint(dir_ / "bloom");
-    const std::string file = (dir_ / "bloom" / "model.safetensors").string();
+    vkf::write_random_checkpoint(dir_.path() / "bloom", config, 9, vkf::SafetensorsDtype::F32);
+    const vkf::ShardedCheckpoint checkpoint = vkf::open_checkpoint(dir_.path() / "bloom");
+    const std::string file = (dir_.path() / "bloom" / "model.safetensors").string();
 
     ModelConfig wider_vocab = config;
     wider_vocab.vocab_size = 65;
@@ -472,7 +454,7 @@ TEST_F(ModelCheckpointTest, CatchesWrongShapesMissingTensorsAndDtypes) {
     EXPECT_NE(message.find("(12 problems)"), std::string::npos) << message;
     EXPECT_NE(message.find("tensor 'h.2.input_layernorm.weight' (expected shape [32]) is missing"), std::string::npos)
         << message;
-    EXPECT_NE(message.find((dir_ / "bloom").string()), std::string::npos) << message;
+    EXPECT_NE(message.find((dir_.path() / "bloom").string()), std::string::npos) << message;
 
     // Many problems are listed up to a limit.
     ModelConfig wider = config;
@@ -488,19 +470,19 @@ TEST_F(ModelCheckpointTest, CatchesWrongShapesMissingTensorsAndDtypes) {
         const bool broken = tensor.name == "h.1.self_attention.dense.bias";
         tensors.emplace_back(tensor.name, broken ? "I32" : "BF16", tensor.shape);
     }
-    fs::create_directories(dir_ / "bare");
-    write_zeros(dir_ / "bare" / "model.safetensors", tensors);
-    message = check_error(vkf::open_checkpoint(dir_ / "bare"), config);
+    fs::create_directories(dir_.path() / "bare");
+    write_zeros(dir_.path() / "bare" / "model.safetensors", tensors);
+    message = check_error(vkf::open_checkpoint(dir_.path() / "bare"), config);
     EXPECT_NE(message.find("(1 problem)"), std::string::npos) << message;
     EXPECT_NE(message.find("tensor 'h.1.self_attention.dense.bias': dtype I32 is not one vkformer reads"),
               std::string::npos)
         << message;
-    EXPECT_NE(message.find((dir_ / "bare" / "model.safetensors").string()), std::string::npos) << message;
+    EXPECT_NE(message.find((dir_.path() / "bare" / "model.safetensors").string()), std::string::npos) << message;
 
     tensors.erase(tensors.begin() + 4);  // h.0.input_layernorm.bias
     std::get<1>(tensors[8]) = "F32";
-    write_zeros(dir_ / "bare" / "model.safetensors", tensors);
-    message = check_error(vkf::open_checkpoint(dir_ / "bare"), config);
+    write_zeros(dir_.path() / "bare" / "model.safetensors", tensors);
+    message = check_error(vkf::open_checkpoint(dir_.path() / "bare"), config);
     EXPECT_NE(message.find("tensor 'h.0.input_layernorm.bias' (expected shape [32]) is missing"), std::string::npos)
         << message;
 }

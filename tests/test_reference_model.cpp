@@ -25,6 +25,7 @@
 #include "host/reference_model.hpp"
 #include "host/safetensors.hpp"
 #include "runtime/error.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
@@ -48,15 +49,6 @@ ModelConfig small_config(ModelFamily family) {
         c.clip_qkv = 0.3;
     }
     return c;
-}
-
-std::string message_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const vkf::Error& e) {
-        return e.what();
-    }
-    return "(no vkf::Error thrown)";
 }
 
 double max_abs(const std::vector<double>& v) {
@@ -99,26 +91,14 @@ void write_f32_safetensors(const fs::path& path, const TensorMap& tensors) {
 
 class ReferenceModelTest : public ::testing::Test {
 protected:
-    void SetUp() override {
-        std::random_device entropy;
-        const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-        dir_ = fs::temp_directory_path() /
-               ("vkf_test_reference_model_" + std::to_string(stamp) + "_" + std::to_string(entropy()));
-        fs::create_directories(dir_);
-    }
-    void TearDown() override {
-        std::error_code ignored;
-        fs::remove_all(dir_, ignored);
-    }
-
     fs::path write_random(const std::string& name, const ModelConfig& config, vkf::SafetensorsDtype dtype,
                           std::uint64_t seed = 3) {
-        const fs::path path = dir_ / name;
+        const fs::path path = dir_.path() / name;
         vkf::write_random_checkpoint(path, config, seed, dtype);
         return path;
     }
 
-    fs::path dir_;
+    vkf::test::TempDir dir_{"vkf_test_reference_model"};
 };
 
 const std::vector<std::uint32_t> kIds = {5, 96, 0, 17, 17, 42, 3, 88, 61, 7, 29};
@@ -151,12 +131,12 @@ TEST_F(ReferenceModelTest, IdsOutOfRangeThrowNamingTheId) {
     const auto checkpoint = vkf::open_checkpoint(write_random("m", config, vkf::SafetensorsDtype::F32));
     const ReferenceModel model(config, checkpoint);
     const std::vector<std::uint32_t> ids = {1, 2, 97, 3};
-    const std::string m = message_of([&] { model.forward(ids); });
+    const std::string m = vkf::test::error_message([&] { model.forward(ids); });
     EXPECT_NE(m.find("token id 97"), std::string::npos) << m;
     EXPECT_NE(m.find("position 2"), std::string::npos) << m;
     EXPECT_NE(m.find("vocab_size 97"), std::string::npos) << m;
     const std::vector<std::uint32_t> huge = {0xFFFFFFFFu};
-    EXPECT_NE(message_of([&] { model.forward(huge); }).find("4294967295"), std::string::npos);
+    EXPECT_NE(vkf::test::error_message([&] { model.forward(huge); }).find("4294967295"), std::string::npos);
 }
 
 TEST_F(ReferenceModelTest, MissingOrMisshapenTensorsThrowNamingThem) {
@@ -165,18 +145,18 @@ TEST_F(ReferenceModelTest, MissingOrMisshapenTensorsThrowNamingThem) {
 
     ModelConfig with_bias = no_bias;
     with_bias.no_bias = false;  // the checkpoint has no bias tensors
-    std::string m = message_of([&] { ReferenceModel model(with_bias, checkpoint); });
+    std::string m = vkf::test::error_message([&] { ReferenceModel model(with_bias, checkpoint); });
     EXPECT_NE(m.find("blocks.0.attn.Wqkv.bias"), std::string::npos) << m;
     EXPECT_NE(m.find("missing"), std::string::npos) << m;
 
     ModelConfig untied = no_bias;
     untied.tie_word_embeddings = false;
-    m = message_of([&] { ReferenceModel model(untied, checkpoint); });
+    m = vkf::test::error_message([&] { ReferenceModel model(untied, checkpoint); });
     EXPECT_NE(m.find("lm_head.weight"), std::string::npos) << m;
 
     ModelConfig wider = no_bias;
     wider.ffn_hidden = 2 * no_bias.hidden;
-    m = message_of([&] { ReferenceModel model(wider, checkpoint); });
+    m = vkf::test::error_message([&] { ReferenceModel model(wider, checkpoint); });
     EXPECT_NE(m.find("ffn.up_proj.weight"), std::string::npos) << m;
 
     ModelConfig invalid = no_bias;
@@ -309,9 +289,9 @@ TEST_F(ReferenceModelTest, HandCheckedBloomWithZeroWeights) {
         {"ln_f.weight", {{4}, ones}},
         {"ln_f.bias", {{4}, zeros4}},
     };
-    fs::create_directories(dir_ / "bloom");
-    write_f32_safetensors(dir_ / "bloom" / "model.safetensors", tensors);
-    const auto checkpoint = vkf::open_checkpoint(dir_ / "bloom");
+    fs::create_directories(dir_.path() / "bloom");
+    write_f32_safetensors(dir_.path() / "bloom" / "model.safetensors", tensors);
+    const auto checkpoint = vkf::open_checkpoint(dir_.path() / "bloom");
     const ReferenceModel model(c, checkpoint);
     const std::vector<std::uint32_t> ids = {2, 0, 1};
     const std::vector<double> logits = model.forward(ids);
@@ -370,9 +350,9 @@ TEST_F(ReferenceModelTest, HandCheckedMptAlibiAveraging) {
         {"transformer.blocks.0.ffn.down_proj.weight", {{4, 8}, std::vector<float>(32, 0.0f)}},
         {"transformer.norm_f.weight", {{4}, ones}},
     };
-    fs::create_directories(dir_ / "mpt");
-    write_f32_safetensors(dir_ / "mpt" / "model.safetensors", tensors);
-    const auto checkpoint = vkf::open_checkpoint(dir_ / "mpt");
+    fs::create_directories(dir_.path() / "mpt");
+    write_f32_safetensors(dir_.path() / "mpt" / "model.safetensors", tensors);
+    const auto checkpoint = vkf::open_checkpoint(dir_.path() / "mpt");
     const ReferenceModel model(c, checkpoint);
     const std::vector<std::uint32_t> ids = {1, 2, 0, 2};
     const std::vector<double> logits = model.forward(ids);

@@ -16,6 +16,7 @@
 
 #include "host/sampling.hpp"
 #include "runtime/error.hpp"
+#include "tests/test_support.hpp"
 
 namespace {
 
@@ -56,15 +57,6 @@ std::vector<std::size_t> counts(Sampler& sampler, const std::vector<float>& logi
         }
     }
     return count;
-}
-
-std::string message_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const vkf::Error& e) {
-        return e.what();
-    }
-    return "(no vkf::Error thrown)";
 }
 
 TEST(Sampling, GreedyIsArgmaxWithTiesToLowestId) {
@@ -249,11 +241,11 @@ TEST(Sampling, BadParametersThrowNamingTheField) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();
     for (float t : {-1.0f, -0.0001f, nan, inf}) {
-        const std::string m = message_of([&] { Sampler s(SamplingParams{.temperature = t}); });
+        const std::string m = vkf::test::error_message([&] { Sampler s(SamplingParams{.temperature = t}); });
         EXPECT_NE(m.find("temperature"), std::string::npos) << m;
     }
     for (float p : {0.0f, -0.5f, 1.0001f, 2.0f, nan, inf}) {
-        const std::string m = message_of([&] { vkf::validate(SamplingParams{.temperature = 1.0f, .top_p = p}); });
+        const std::string m = vkf::test::error_message([&] { vkf::validate(SamplingParams{.temperature = 1.0f, .top_p = p}); });
         EXPECT_NE(m.find("top_p"), std::string::npos) << m;
     }
     EXPECT_NO_THROW(vkf::validate(SamplingParams{.temperature = 0.0f, .top_k = 1000000, .top_p = 1.0f}));
@@ -268,16 +260,16 @@ TEST(Sampling, NonFiniteLogitsThrowNamingThePosition) {
         std::vector<float> logits = spread_logits(20);
         logits[13] = nan;
         logits[17] = inf;
-        std::string m = message_of([&] { sampler.sample(logits); });
+        std::string m = vkf::test::error_message([&] { sampler.sample(logits); });
         EXPECT_NE(m.find("logit 13"), std::string::npos) << m;
         EXPECT_NE(m.find("NaN"), std::string::npos) << m;
         logits[13] = 0.0f;
-        m = message_of([&] { sampler.sample(logits); });
+        m = vkf::test::error_message([&] { sampler.sample(logits); });
         EXPECT_NE(m.find("logit 17"), std::string::npos) << m;
         logits[17] = -inf;
-        m = message_of([&] { sampler.sample(logits); });
+        m = vkf::test::error_message([&] { sampler.sample(logits); });
         EXPECT_NE(m.find("logit 17"), std::string::npos) << m;
-        m = message_of([&] { sampler.sample(std::vector<float>{}); });
+        m = vkf::test::error_message([&] { sampler.sample(std::vector<float>{}); });
         EXPECT_NE(m.find("empty"), std::string::npos) << m;
     }
 }

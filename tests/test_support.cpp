@@ -1,8 +1,32 @@
 #include "tests/test_support.hpp"
 
+#include <chrono>
 #include <random>
 
 namespace vkf::test {
+
+TempDir::TempDir(const std::string& prefix) {
+    std::random_device entropy;
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    path_ = std::filesystem::temp_directory_path() /
+            (prefix + "_" + std::to_string(stamp) + "_" + std::to_string(entropy()));
+    std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+}
+
+std::string error_message(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const Error& error) {
+        return error.what();
+    }
+    ADD_FAILURE() << "no vkf::Error thrown";
+    return {};
+}
 
 void MessageSink::operator()(MessageSeverity severity, std::string_view message) {
     if (severity == MessageSeverity::Info) {
