@@ -3,13 +3,14 @@
 // double-precision CPU reference. For trying shapes and devices, and for comparing with
 // other implementations from Python.
 
-#include "cli.hpp"
-#include "host/attention.hpp"
-#include "host/attention_naive.hpp"
-#include "host/attention_reference.hpp"
-#include "host/compare.hpp"
-#include "host/half.hpp"
-#include "host/npy.hpp"
+#include "apps/common/cli.hpp"
+#include "host/ops/attention.hpp"
+#include "host/ops/attention_naive.hpp"
+#include "host/reference/attention.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
+#include "host/io/npy.hpp"
+#include "host/util/format.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
 
@@ -182,18 +183,19 @@ Options parse_options(int argc, char** argv) {
 
 // --- inputs --------------------------------------------------------------------------
 
-const char* dtype_name(vkf::NpyDtype dtype) {
+// NumPy's names, which the .npy inputs are written with.
+const char* numpy_name(vkf::DType dtype) {
     switch (dtype) {
-    case vkf::NpyDtype::F32: return "float32";
-    case vkf::NpyDtype::F16: return "float16";
-    case vkf::NpyDtype::I32: return "int32";
-    case vkf::NpyDtype::U32: return "uint32";
-    case vkf::NpyDtype::I64: return "int64";
+    case vkf::DType::F32: return "float32";
+    case vkf::DType::F16: return "float16";
+    case vkf::DType::I32: return "int32";
+    case vkf::DType::U32: return "uint32";
+    case vkf::DType::I64: return "int64";
+    default: return vkf::to_string(dtype);
     }
-    return "unknown";
 }
 
-std::string shape_of(const vkf::NpyArray& a) { return vkf::describe_shape(a.shape); }
+std::string shape_of(const vkf::NpyArray& a) { return vkf::shape_text(a.shape); }
 
 struct Tensor {
     const char* name; // "Q", "K" or "V"
@@ -202,8 +204,8 @@ struct Tensor {
 
 // A 4-d float32 or float16 array whose dimensions fit the GPU op's 32-bit sizes.
 void check_tensor(const Tensor& t) {
-    if (t.array.dtype != vkf::NpyDtype::F32 && t.array.dtype != vkf::NpyDtype::F16) {
-        throw vkf::Error(std::string(t.name) + " has dtype " + dtype_name(t.array.dtype) +
+    if (t.array.dtype != vkf::DType::F32 && t.array.dtype != vkf::DType::F16) {
+        throw vkf::Error(std::string(t.name) + " has dtype " + numpy_name(t.array.dtype) +
                          "; expected float32 or float16");
     }
     if (t.array.shape.size() != 4) {
@@ -225,8 +227,8 @@ vkf::AttentionShape attention_shape(const Tensor& q, const Tensor& k, const Tens
     }
     for (const Tensor* t : {&k, &v}) {
         if (t->array.dtype != q.array.dtype) {
-            throw vkf::Error(std::string("Q has dtype ") + dtype_name(q.array.dtype) + " but " + t->name + " has " +
-                             dtype_name(t->array.dtype) + "; Q, K and V must have the same dtype");
+            throw vkf::Error(std::string("Q has dtype ") + numpy_name(q.array.dtype) + " but " + t->name + " has " +
+                             numpy_name(t->array.dtype) + "; Q, K and V must have the same dtype");
         }
     }
     if (k.array.shape != v.array.shape) {
@@ -258,8 +260,8 @@ vkf::AttentionShape attention_shape(const Tensor& q, const Tensor& k, const Tens
 
 std::vector<float> read_slopes(const std::string& path, std::uint32_t n_head) {
     const vkf::NpyArray a = vkf::read_npy(path);
-    if (a.dtype != vkf::NpyDtype::F32 || a.shape.size() != 1 || a.shape[0] != n_head) {
-        throw vkf::Error("slopes (" + path + ") has dtype " + dtype_name(a.dtype) + " and shape " + shape_of(a) +
+    if (a.dtype != vkf::DType::F32 || a.shape.size() != 1 || a.shape[0] != n_head) {
+        throw vkf::Error("slopes (" + path + ") has dtype " + numpy_name(a.dtype) + " and shape " + shape_of(a) +
                          "; expected float32 [" + std::to_string(n_head) + "] (one slope per query head)");
     }
     return vkf::npy_as_float32(a);
@@ -267,16 +269,16 @@ std::vector<float> read_slopes(const std::string& path, std::uint32_t n_head) {
 
 std::vector<std::uint32_t> read_kv_lens(const std::string& path, std::uint32_t batch) {
     const vkf::NpyArray a = vkf::read_npy(path);
-    if ((a.dtype != vkf::NpyDtype::I32 && a.dtype != vkf::NpyDtype::U32) || a.shape.size() != 1 ||
+    if ((a.dtype != vkf::DType::I32 && a.dtype != vkf::DType::U32) || a.shape.size() != 1 ||
         a.shape[0] != batch) {
-        throw vkf::Error("kv-lens (" + path + ") has dtype " + dtype_name(a.dtype) + " and shape " + shape_of(a) +
+        throw vkf::Error("kv-lens (" + path + ") has dtype " + numpy_name(a.dtype) + " and shape " + shape_of(a) +
                          "; expected int32 or uint32 [" + std::to_string(batch) + "] (one length per batch entry)");
     }
     std::vector<std::uint32_t> lens(batch);
     for (std::uint32_t b = 0; b < batch; ++b) {
         std::uint32_t bits = 0;
         std::memcpy(&bits, a.data.data() + 4 * b, 4);
-        if (a.dtype == vkf::NpyDtype::I32 && static_cast<std::int32_t>(bits) < 0) {
+        if (a.dtype == vkf::DType::I32 && static_cast<std::int32_t>(bits) < 0) {
             throw vkf::Error("kv-lens (" + path + ")[" + std::to_string(b) + "] is " +
                              std::to_string(static_cast<std::int32_t>(bits)) + "; lengths cannot be negative");
         }
@@ -296,7 +298,7 @@ DeviceTensor to_storage(const vkf::NpyArray& array, vkf::DType dtype) {
     DeviceTensor t;
     t.values = vkf::npy_as_float32(array);
     if (dtype == vkf::DType::F16) {
-        if (array.dtype == vkf::NpyDtype::F16) {
+        if (array.dtype == vkf::DType::F16) {
             t.bytes = array.data;
         } else {
             const std::vector<std::uint16_t> halves = vkf::floats_to_halves(t.values);
@@ -336,7 +338,7 @@ int run(const Options& options) {
     const Tensor v{"V", vkf::read_npy(options.v_path)};
     const vkf::AttentionShape shape = attention_shape(q, k, v);
 
-    const vkf::DType input_dtype = q.array.dtype == vkf::NpyDtype::F16 ? vkf::DType::F16 : vkf::DType::F32;
+    const vkf::DType input_dtype = q.array.dtype == vkf::DType::F16 ? vkf::DType::F16 : vkf::DType::F32;
     const vkf::DType dtype = options.dtype.value_or(input_dtype);
 
     std::vector<float> slopes;
@@ -405,7 +407,7 @@ int run(const Options& options) {
     std::vector<std::byte> out_bytes(o_buffer.size());
     ctx.download(o_buffer, std::span<std::byte>(out_bytes));
     if (options.out_path) {
-        vkf::write_npy(*options.out_path, dtype == vkf::DType::F16 ? vkf::NpyDtype::F16 : vkf::NpyDtype::F32,
+        vkf::write_npy(*options.out_path, dtype == vkf::DType::F16 ? vkf::DType::F16 : vkf::DType::F32,
                        q.array.shape, out_bytes);
     }
 
@@ -414,7 +416,7 @@ int run(const Options& options) {
 
     int status = 0;
     if (options.check) {
-        const std::vector<double> reference = vkf::reference_attention(params, q_data.values, k_data.values,
+        const std::vector<double> reference = vkf::reference::attention(params, q_data.values, k_data.values,
                                                                        v_data.values);
         const vkf::ErrorStats stats = vkf::compare_to_reference(output_values(out_bytes, dtype), reference);
         // DESIGN.md's tolerances for the storage type.

@@ -3,8 +3,8 @@
 // and optionally proves the device works with a small dispatch (--smoke). The JSON form
 // is what bug reports and benchmark result files carry.
 
-#include "cli.hpp"
-#include "host/elementwise.hpp"
+#include "apps/common/cli.hpp"
+#include "host/ops/elementwise.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
 #include "runtime/device_info_json.hpp"

@@ -3,10 +3,10 @@
 // and demos where no real model can be downloaded. The loader cannot tell it from a real
 // checkpoint of the same shape.
 
-#include "cli.hpp"
-#include "host/checkpoint_writer.hpp"
-#include "host/model_config.hpp"
-#include "host/safetensors.hpp"
+#include "apps/common/cli.hpp"
+#include "host/spec/random_weights.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/io/safetensors.hpp"
 #include "runtime/error.hpp"
 
 #include <chrono>
@@ -63,7 +63,7 @@ struct Options {
     std::optional<vkf::ModelFamily> family;
     std::optional<std::string> preset;
     std::optional<std::uint32_t> layers, hidden, heads, vocab, ffn, max_seq_len;
-    vkf::SafetensorsDtype dtype = vkf::SafetensorsDtype::F16;
+    vkf::DType dtype = vkf::DType::F16;
     int shards = 1;
     std::uint64_t seed = 1;
     bool bias = false;
@@ -115,11 +115,11 @@ Options parse_options(int argc, char** argv) {
         } else if (name == "--dtype") {
             const std::string dtype = value();
             if (dtype == "f32") {
-                options.dtype = vkf::SafetensorsDtype::F32;
+                options.dtype = vkf::DType::F32;
             } else if (dtype == "f16") {
-                options.dtype = vkf::SafetensorsDtype::F16;
+                options.dtype = vkf::DType::F16;
             } else if (dtype == "bf16") {
-                options.dtype = vkf::SafetensorsDtype::BF16;
+                options.dtype = vkf::DType::BF16;
             } else {
                 throw UsageError{"--dtype is f32, f16 or bf16, not '" + dtype + "'"};
             }

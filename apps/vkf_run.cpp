@@ -4,11 +4,11 @@
 // GPU time per op kind, --check compares every step's logits with the double-precision CPU
 // reference model, --json prints one JSON object for scripts.
 
-#include "cli.hpp"
-#include "host/compare.hpp"
-#include "host/generation.hpp"
-#include "host/npy.hpp"
-#include "host/reference_model.hpp"
+#include "apps/common/cli.hpp"
+#include "host/util/compare.hpp"
+#include "host/model/generation.hpp"
+#include "host/io/npy.hpp"
+#include "host/reference/model.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
 #include "runtime/json_writer.hpp"
@@ -233,14 +233,14 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> ids(prompt.begin(), prompt.end());
     ids.insert(ids.end(), result.tokens.begin(), result.tokens.end() - 1);
-    vkf::ReferenceOptions options{.round_weights_to_f16 = model.weight_dtype() == vkf::DType::F16};
+    vkf::reference::ModelOptions options{.round_weights_to_f16 = model.weight_dtype() == vkf::DType::F16};
     auto line = std::make_shared<ProgressLine>(!quiet);
     options.progress = [line](std::uint32_t layer, std::uint32_t n_layer) {
         line->update(static_cast<double>(layer + 1) / n_layer,
                      "check: CPU reference model, layer " + std::to_string(layer + 1) + " of " +
                          std::to_string(n_layer));
     };
-    const vkf::ReferenceModel reference(model.config(), model.checkpoint(), options);
+    const vkf::reference::Model reference(model.config(), model.checkpoint(), options);
     const std::vector<double> ref = reference.forward(ids);
     const std::size_t vocab = model.config().vocab_size;
     CheckResult check;

@@ -7,7 +7,8 @@ packages=(
   g++ cmake ninja-build git pkg-config
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers
-  libgtest-dev libbenchmark-dev python3 python3-numpy
+  libfmt-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev python3 python3-numpy
 )
 
 missing=()

@@ -1,0 +1,198 @@
+// The block and model suites: one transformer block, and whole models, of the presets'
+// shapes with synthetic weights (host/model.hpp), run through Session exactly as vkf-run
+// runs a checkpoint. A case's time is the GPU time of its forward passes (the session's
+// timestamps), or the host wall clock where the device has no timestamps.
+//   block  one layer (a 16-token vocabulary, so that embedding and head cost nothing):
+//          a prefill of m tokens, and one decoding step with m tokens in the KV cache.
+//   model  every layer, the embedding and the LM head: prefill of m tokens (logits of the
+//          last) and decoding with m tokens in the cache (--quick: at most 8); tokens/s
+//          in `extra`.
+
+#include "apps/bench/bench_suites.hpp"
+
+#include "host/model/model.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+namespace vkf::bench {
+
+namespace {
+
+struct ModelPreset {
+    std::string name;
+    ModelConfig config;
+};
+
+std::vector<ModelPreset> model_presets() {
+    return {{"bloom-560m",
+             ModelConfig{.family = ModelFamily::Bloom,
+                         .vocab_size = 250880,
+                         .hidden = 1024,
+                         .n_layer = 24,
+                         .n_head = 16,
+                         .n_kv_head = 16,
+                         .head_dim = 64,
+                         .ffn_hidden = 4096}},
+            {"mpt-7b",
+             ModelConfig{.family = ModelFamily::Mpt,
+                         .vocab_size = 50432,
+                         .hidden = 4096,
+                         .n_layer = 32,
+                         .n_head = 32,
+                         .n_kv_head = 32,
+                         .head_dim = 128,
+                         .ffn_hidden = 16384,
+                         .no_bias = true}}};
+}
+
+std::uint64_t layer_params(const ModelConfig& c) {
+    const std::uint64_t h = c.hidden, f = c.ffn_hidden;
+    return 3 * h * h + h * h + 2 * h * f;
+}
+
+// Arithmetic of `tokens` new tokens after `past` cached ones through the layers (an FMA
+// counts 2): the linear layers and causal attention (QK^T and PV over the visible keys).
+std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64_t tokens) {
+    const std::uint64_t visible = tokens * past + tokens * (tokens + 1) / 2;
+    return c.n_layer * (2 * tokens * layer_params(c) + 4 * visible * c.hidden);
+}
+
+std::uint64_t model_bytes(const ModelConfig& c, DType dtype) {
+    std::uint64_t elements = 0;
+    for (const ExpectedTensor& t : expected_tensors(c)) {
+        elements += std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1}, std::multiplies<>());
+    }
+    return elements * element_size(dtype);
+}
+
+// Device memory of a session: the fp32 KV cache and the activations of a chunk.
+std::uint64_t session_bytes(const ModelConfig& c, std::uint32_t max_tokens, std::uint32_t chunk) {
+    const std::uint64_t cache = 2ull * c.n_layer * max_tokens * c.hidden * 4;
+    const std::uint64_t activations = std::uint64_t{chunk} * (7ull * c.hidden + c.ffn_hidden) * 4;
+    return cache + activations + std::uint64_t{chunk} * c.vocab_size * 4;
+}
+
+double profile_total_ms(const Session& s) {
+    double ms = 0.0;
+    for (const auto& [kind, p] : s.profile()) ms += p.ms;
+    return ms;
+}
+
+// Milliseconds of one call of `step`: GPU time from the session's timestamps, else host time.
+double timed(Session& session, bool gpu, const std::function<void()>& step) {
+    const double before = profile_total_ms(session);
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    const std::chrono::duration<double, std::milli> host = std::chrono::steady_clock::now() - start;
+    return gpu ? profile_total_ms(session) - before : host.count();
+}
+
+std::vector<std::uint32_t> token_ids(std::uint32_t n, std::uint32_t vocab) {
+    std::vector<std::uint32_t> ids(n);
+    for (std::uint32_t i = 0; i < n; ++i) ids[i] = (i * 7919u + 13u) % vocab;
+    return ids;
+}
+
+// The block and model cases of one preset: prefill of m tokens and a decoding step after m.
+std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
+    std::vector<BenchCase> cases;
+    const DType dtype = DType::F16;
+    for (const ModelPreset& preset : model_presets()) {
+        if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
+            continue;
+        }
+        ModelConfig config = preset.config;
+        if (!whole_model) {
+            config.n_layer = 1;
+            config.vocab_size = 16;
+        }
+        for (const std::uint32_t prefill_m : s.prefill_m) {
+            // --quick: a whole BLOOM-560m prefill of 32 tokens takes half a minute on lavapipe.
+            const std::uint32_t m = s.quick && whole_model ? std::min<std::uint32_t>(prefill_m, 8) : prefill_m;
+            for (const bool decode : {false, true}) {
+                BenchCase c;
+                const std::string mode = decode ? "decode" : "prefill";
+                c.name = preset.name + " " + mode + (decode ? " after " : " ") + std::to_string(m) + " tokens " +
+                         to_string(dtype);
+                c.params = {{"model", preset.name},
+                            {"mode", mode},
+                            {"weights", std::string(to_string(dtype))},
+                            {"layers", std::int64_t{config.n_layer}},
+                            {"tokens", std::int64_t{decode ? 1 : m}},
+                            {"context", std::int64_t{m}}};
+                const std::uint64_t weights = model_bytes(config, dtype);
+                c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
+                c.bytes = weights;
+                c.run = [config, m, decode, dtype, weights, whole_model](CaseEnv& env, Result& r) {
+                    Context& ctx = env.ctx;
+                    const SuiteSettings& st = env.settings;
+                    const std::uint32_t steps = st.warmup + st.reps;
+                    const std::uint32_t max_tokens = decode ? m + steps : m;
+                    const std::uint32_t chunk = std::min<std::uint32_t>(m, 128);
+                    std::uint64_t largest = 0;
+                    for (const ExpectedTensor& t : expected_tensors(config)) {
+                        largest = std::max<std::uint64_t>(
+                            largest, std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1},
+                                                     std::multiplies<>()) *
+                                         element_size(dtype));
+                    }
+                    // A model is the one thing a run holds: it may use most of the heap, where
+                    // the kernel suites keep to half of it.
+                    SuiteSettings budget = st;
+                    if (budget.max_memory == 0) {
+                        budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;
+                    }
+                    check_memory(ctx, budget, weights + session_bytes(config, max_tokens, chunk), largest);
+                    const bool gpu = ctx.limits().timestamps;
+                    const Model model(ctx, config, dtype);
+                    Session session(model, SessionOptions{.max_tokens = max_tokens, .chunk = chunk, .profiling = gpu});
+                    const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
+                    const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
+                    std::vector<double> times;
+                    if (!decode) {
+                        for (std::uint32_t i = 0; i < steps; ++i) {
+                            session.reset();
+                            const double ms = timed(session, gpu, [&] { session.forward(prompt, logits); });
+                            if (i >= st.warmup) times.push_back(ms);
+                        }
+                    } else {
+                        session.forward(prompt, Session::Logits::None);
+                        for (std::uint32_t i = 0; i < steps; ++i) {
+                            const std::uint32_t next[] = {(i * 31u + 5u) % config.vocab_size};
+                            const double ms = timed(session, gpu, [&] { session.forward(next, logits); });
+                            if (i >= st.warmup) times.push_back(ms);
+                        }
+                    }
+                    r.reps_ms = times;
+                    r.timing = timing_name(ctx);
+                    r.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
+                    r.bytes = weights;
+                    if (whole_model) {
+                        // The LM head's arithmetic, on the one row whose logits are wanted.
+                        r.flops += 2ull * config.vocab_size * config.hidden;
+                    }
+                    r.plan = std::to_string(config.n_layer) + " layer(s), " + to_string(dtype) +
+                             " weights, fp32 activations and KV cache, prompt chunks of " + std::to_string(chunk) +
+                             ", one submission per chunk";
+                    // The same median the runner reports for the result.
+                    const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
+                    if (median_ms > 0.0) {
+                        r.extra.emplace_back("tokens_per_second", (decode ? 1.0 : m) / (median_ms / 1000.0));
+                    }
+                };
+                cases.push_back(std::move(c));
+            }
+        }
+    }
+    return cases;
+}
+
+} // namespace
+
+std::vector<BenchCase> block_cases(const Context&, const SuiteSettings& s) { return forward_cases(s, false); }
+
+std::vector<BenchCase> model_cases(const Context&, const SuiteSettings& s) { return forward_cases(s, true); }
+
+} // namespace vkf::bench

@@ -1,0 +1,98 @@
+#pragma once
+// The suites of `vkf-bench run` and the registry that lists them. A suite turns the run's
+// settings into cases; each case fills in a Result (times, work, plan) or declares itself
+// skipped; the runner (bench_run.cpp) times nothing itself, it orders the cases, shows
+// progress, places results against the measured ceilings and writes the result file.
+//
+// Adding a suite is one function returning its cases plus one entry in suite_registry()
+// (bench_suites.cpp):
+// time a recorded command list with time_list(), fill Result::flops/bytes/plan, and throw
+// Skip for what the device cannot run.
+
+#include "apps/bench/bench_results.hpp"
+#include "runtime/context.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkf::bench {
+
+struct SuiteSettings {
+    bool quick = false;
+    std::uint32_t warmup = 2;
+    std::uint32_t reps = 7;
+    std::vector<std::string> presets;          // model presets: bloom-560m, mpt-7b
+    std::vector<std::uint32_t> lengths;        // attention prefill lengths (q_len = kv_len)
+    std::vector<std::uint32_t> decode_kv;      // attention KV lengths for one-token decoding
+    std::vector<std::uint32_t> prefill_m;      // matmul rows for prefill (decode is m = 1)
+    bool naive = true;                         // attention: also time the naive baseline
+    std::uint64_t max_memory = 0;              // bytes one case may allocate; 0: from the device
+};
+
+// Thrown by a case the device cannot run (a missing feature, a size over a limit): the
+// result is recorded as skipped with this reason, not as failed.
+struct Skip {
+    std::string reason;
+};
+
+struct CaseEnv {
+    Context& ctx;
+    const SuiteSettings& settings;
+    Ceilings& ceilings; // measured so far; the ceilings suite fills it in
+};
+
+struct BenchCase {
+    std::string name; // unique within the suite and the same on every device
+    std::vector<Param> params;
+    std::uint64_t flops = 0; // estimates for ordering and the progress bar's time left
+    std::uint64_t bytes = 0;
+    // Fills r (reps_ms, flops, bytes, plan, timing, extra); rates and statistics are
+    // derived by the runner. Throws Skip, or vkf::Error for a failure.
+    std::function<void(CaseEnv&, Result& r)> run;
+};
+
+enum class PlotKind { Lines, Bars };
+
+struct Suite {
+    std::string name;
+    std::string description;
+    std::function<std::vector<BenchCase>(const Context&, const SuiteSettings&)> cases;
+    // How vkf-bench compare plots it: GFLOP/s (GB/s where a result has no flops) against
+    // the x_param (lines, log scale) or per result name (bars); one line per file and
+    // combination of series_params.
+    PlotKind plot = PlotKind::Bars;
+    std::string x_param;
+    std::vector<std::string> series_params;
+};
+
+// Every suite, in the order a run goes through them ("ceilings" first: the others are
+// placed against it).
+const std::vector<Suite>& suite_registry();
+const Suite* find_suite(std::string_view name);
+
+// --- helpers for suites ---
+
+// Submits `list` warmup times untimed, then reps times; milliseconds of each: GPU
+// timestamps summed over the list's ops where the device has them, else host wall clock.
+std::vector<double> time_list(Context& ctx, CommandList& list, std::uint32_t warmup, std::uint32_t reps);
+const char* timing_name(const Context& ctx);
+// The bytes one case may allocate: SuiteSettings::max_memory, else half the largest
+// device-local heap, and never more than maxMemoryAllocationSize per buffer.
+std::uint64_t memory_budget(const Context& ctx, const SuiteSettings& s);
+// Throws Skip when a case needs more than the budget or a buffer over the allocation limit.
+void check_memory(const Context& ctx, const SuiteSettings& s, std::uint64_t total_bytes, std::uint64_t largest_buffer);
+// A device buffer of `bytes` filled with seeded random fp32 or fp16 values (a 64 Ki-value
+// random block repeated: cheap for the 500 MB LM head, never zeros or constants).
+Buffer random_buffer(Context& ctx, std::uint64_t bytes, bool f16, std::uint64_t seed, const char* name);
+
+// The suites (each in its own file).
+std::vector<BenchCase> ceiling_cases(const Context& ctx, const SuiteSettings& s);
+std::vector<BenchCase> attention_cases(const Context& ctx, const SuiteSettings& s);
+std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);
+std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s); // bench_model.cpp
+std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s); // bench_model.cpp
+
+} // namespace vkf::bench

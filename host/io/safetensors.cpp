@@ -1,0 +1,413 @@
+#include "host/io/safetensors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "host/util/half.hpp"
+#include "host/io/json.hpp"
+#include "host/io/npy.hpp"
+#include "host/util/endian.hpp"
+#include "host/util/format.hpp"
+#include "runtime/error.hpp"
+
+namespace vkf {
+namespace {
+
+std::string file_label(const std::filesystem::path& path) {
+    return "safetensors file '" + path.string() + "'";
+}
+
+[[noreturn]] void fail(const std::filesystem::path& path, const std::string& problem) {
+    throw Error(file_label(path) + ": " + problem);
+}
+
+[[noreturn]] void fail_tensor(const std::filesystem::path& path, std::string_view tensor, const std::string& problem) {
+    throw Error(file_label(path) + ": tensor '" + std::string(tensor) + "': " + problem);
+}
+
+// Product of the dimensions times the element size, or nullopt on overflow.
+std::optional<std::uint64_t> checked_byte_size(std::span<const std::size_t> shape, std::size_t element_bytes) {
+    std::uint64_t bytes = element_bytes;
+    for (std::size_t dim : shape) {
+        if (dim != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / dim) {
+            return std::nullopt;
+        }
+        bytes *= dim;
+    }
+    return bytes;
+}
+
+// Reads one header entry, {"dtype": ..., "shape": [...], "data_offsets": [begin, end]},
+// checking everything that concerns the entry alone.
+TensorInfo parse_entry(const std::filesystem::path& path, const JsonMember& member, std::uint64_t data_size) {
+    const std::string& name = member.key;
+    const JsonValue& entry = member.value;
+    if (!entry.is_object()) {
+        fail_tensor(
+            path, name,
+            "expected an object with dtype, shape and data_offsets, got " + std::string(json_kind_name(entry.kind())));
+    }
+    const auto field = [&](std::string_view key) -> const JsonValue& {
+        const JsonValue* value = entry.find(key);
+        if (value == nullptr) {
+            fail_tensor(path, name, "missing field '" + std::string(key) + "'");
+        }
+        return *value;
+    };
+
+    const std::string& dtype_text = field("dtype").as_string();
+    const std::optional<DType> dtype = dtype_from_name(dtype_text);
+    if (!dtype) {
+        fail_tensor(path, name, "unknown dtype '" + dtype_text + "'");
+    }
+
+    std::vector<std::size_t> shape;
+    for (const JsonValue& dim : field("shape").as_array()) {
+        shape.push_back(dim.as_integer<std::size_t>());
+    }
+
+    const JsonValue& offsets = field("data_offsets");
+    if (offsets.as_array().size() != 2) {
+        fail_tensor(
+            path, name,
+            "data_offsets must be [begin, end], got an array of " + std::to_string(offsets.size()) + " elements");
+    }
+    const std::uint64_t begin = offsets.at(std::size_t{0}).as_uint64();
+    const std::uint64_t end = offsets.at(std::size_t{1}).as_uint64();
+    const std::string offsets_text = "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+    if (end < begin) {
+        fail_tensor(path, name, offsets_text + " end before they begin");
+    }
+    if (end > data_size) {
+        fail_tensor(
+            path, name,
+            offsets_text + " extend beyond the data section, which has " + std::to_string(data_size) + " bytes");
+    }
+    const std::optional<std::uint64_t> expected = checked_byte_size(shape, element_size(*dtype));
+    if (!expected || *expected != end - begin) {
+        fail_tensor(path, name,
+                    offsets_text + " hold " + std::to_string(end - begin) + " bytes but shape " +
+                        shape_text(shape) + " of " + dtype_text + " needs " +
+                        (expected ? std::to_string(*expected) : std::string("more than 2^64")));
+    }
+    return TensorInfo{.name = name, .dtype = *dtype, .shape = std::move(shape), .data_begin = begin, .data_end = end};
+}
+
+// The format requires the tensors to tile the data section exactly: no overlaps (two
+// tensors sharing bytes) and no holes (bytes that belong to no tensor, where a file could
+// smuggle other content).
+void check_tiling(const std::filesystem::path& path, std::vector<TensorInfo>& tensors, std::uint64_t data_size) {
+    std::sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+        return std::pair(a.data_begin, a.data_end) < std::pair(b.data_begin, b.data_end);
+    });
+    std::uint64_t covered = 0;
+    const TensorInfo* previous = nullptr;
+    for (const TensorInfo& tensor : tensors) {
+        if (tensor.data_begin < covered) {
+            fail_tensor(path, tensor.name,
+                        "data_offsets [" + std::to_string(tensor.data_begin) + ", " + std::to_string(tensor.data_end) +
+                            "] overlap tensor '" + previous->name + "' at [" + std::to_string(previous->data_begin) +
+                            ", " + std::to_string(previous->data_end) + "]");
+        }
+        if (tensor.data_begin > covered) {
+            fail_tensor(path, tensor.name,
+                        "data section bytes [" + std::to_string(covered) + ", " + std::to_string(tensor.data_begin) +
+                            ") before this tensor belong to no tensor (the format allows no holes)");
+        }
+        covered = tensor.data_end;
+        previous = &tensor;
+    }
+    if (covered != data_size) {
+        fail(path, "data section bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
+                       ") after the last tensor belong to no tensor (the format allows no holes)");
+    }
+}
+
+std::string errno_text() {
+    return std::strerror(errno);
+}
+
+}  // namespace
+
+std::size_t TensorInfo::element_count() const {
+    std::size_t count = 1;
+    for (std::size_t dim : shape) {
+        count *= dim;  // cannot overflow: open_safetensors checked shape x dtype size
+    }
+    return count;
+}
+
+struct SafetensorsFile::Mapping {
+    const std::byte* base = nullptr;
+    std::size_t size = 0;
+
+    Mapping(const std::byte* mapped, std::size_t bytes) : base(mapped), size(bytes) {}
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    ~Mapping() { munmap(const_cast<std::byte*>(base), size); }
+};
+
+SafetensorsFile::SafetensorsFile(std::filesystem::path path, std::unique_ptr<Mapping> mapping)
+    : path_(std::move(path)), mapping_(std::move(mapping)) {}
+SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
+SafetensorsFile::~SafetensorsFile() = default;
+
+std::uint64_t SafetensorsFile::file_size() const {
+    return mapping_->size;
+}
+
+const TensorInfo* SafetensorsFile::find(std::string_view name) const {
+    const auto it = index_.find(std::string(name));
+    return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& SafetensorsFile::tensor_info(std::string_view name) const {
+    const TensorInfo* info = find(name);
+    if (info == nullptr) {
+        fail_tensor(path_, name, "no such tensor in the file");
+    }
+    return *info;
+}
+
+std::span<const std::byte> SafetensorsFile::read_raw(std::string_view name) const {
+    return read_raw(tensor_info(name));
+}
+
+std::span<const std::byte> SafetensorsFile::read_raw(const TensorInfo& info) const {
+    // Guards against a TensorInfo taken from another file.
+    if (info.data_end < info.data_begin || info.data_end > mapping_->size - data_start_) {
+        fail_tensor(path_, info.name, "data_offsets lie outside this file's data section");
+    }
+    return {mapping_->base + data_start_ + info.data_begin, info.byte_size()};
+}
+
+std::vector<float> SafetensorsFile::read_as_f32(std::string_view name) const {
+    return read_as_f32(tensor_info(name));
+}
+
+std::vector<float> SafetensorsFile::read_as_f32(const TensorInfo& info) const {
+    if (!is_supported_float(info.dtype)) {
+        fail_tensor(path_, info.name,
+                    "dtype " + std::string(dtype_name(info.dtype)) +
+                        " cannot be read as floats (vkformer reads F32, F16 and BF16 tensors)");
+    }
+    const std::span<const std::byte> raw = read_raw(info);
+    std::vector<float> values(raw.size() / element_size(info.dtype));
+    convert_to_f32(info.dtype, raw, values);
+    return values;
+}
+
+SafetensorsFile open_safetensors(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fail(path, "cannot open for reading: " + errno_text());
+    }
+    struct stat status {};
+    if (::fstat(fd, &status) != 0) {
+        const std::string reason = errno_text();
+        ::close(fd);
+        fail(path, "cannot stat: " + reason);
+    }
+    if (!S_ISREG(status.st_mode)) {
+        ::close(fd);
+        fail(path, "not a regular file");
+    }
+    const auto file_size = static_cast<std::uint64_t>(status.st_size);
+    if (file_size < 8) {
+        ::close(fd);
+        fail(path, "the file has only " + std::to_string(file_size) +
+                       " bytes; a safetensors file starts with an 8-byte header length");
+    }
+    if (file_size > std::numeric_limits<std::size_t>::max()) {
+        ::close(fd);
+        fail(path, std::to_string(file_size) + " bytes cannot be mapped in this process's address space");
+    }
+    void* mapped = ::mmap(nullptr, static_cast<std::size_t>(file_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    const std::string map_error = mapped == MAP_FAILED ? errno_text() : std::string();
+    ::close(fd);  // the mapping keeps the file
+    if (mapped == MAP_FAILED) {
+        fail(path, "cannot memory-map " + std::to_string(file_size) + " bytes: " + map_error);
+    }
+    auto mapping = std::make_unique<SafetensorsFile::Mapping>(static_cast<const std::byte*>(mapped),
+                                                              static_cast<std::size_t>(file_size));
+
+    const std::uint64_t header_size = load_le<std::uint64_t>(mapping->base);
+    if (header_size > kSafetensorsMaxHeaderBytes) {
+        fail(path, "header length " + std::to_string(header_size) + " is absurdly large (the limit is " +
+                       std::to_string(kSafetensorsMaxHeaderBytes) + " bytes)");
+    }
+    if (header_size > file_size - 8) {
+        fail(path, "header length " + std::to_string(header_size) + " extends beyond the end of the file (" +
+                       std::to_string(file_size) + " bytes)");
+    }
+    const std::string_view header_text(reinterpret_cast<const char*>(mapping->base + 8),
+                                       static_cast<std::size_t>(header_size));
+    const JsonValue header = parse_json(header_text, file_label(path) + ": header");
+    if (!header.is_object()) {
+        fail(path, "the header must be a JSON object, got " + std::string(json_kind_name(header.kind())));
+    }
+
+    const std::uint64_t data_start = 8 + header_size;
+    const std::uint64_t data_size = file_size - data_start;
+    std::vector<TensorInfo> tensors;
+    for (const JsonMember& member : header.as_object()) {
+        if (member.key == "__metadata__") {
+            // Free-form string pairs ("format": "pt") that say nothing about the tensors.
+            if (!member.value.is_object()) {
+                fail(path, "__metadata__ must be an object, got " + std::string(json_kind_name(member.value.kind())));
+            }
+            continue;
+        }
+        tensors.push_back(parse_entry(path, member, data_size));
+    }
+    check_tiling(path, tensors, data_size);
+
+    SafetensorsFile file(path, std::move(mapping));
+    file.data_start_ = data_start;
+    file.tensors_ = std::move(tensors);
+    for (std::size_t i = 0; i < file.tensors_.size(); ++i) {
+        file.index_.emplace(file.tensors_[i].name, i);
+    }
+    return file;
+}
+
+std::vector<std::string> ShardedCheckpoint::tensor_names() const {
+    std::vector<std::string> names;
+    names.reserve(tensors_.size());
+    for (const auto& [name, tensor] : tensors_) {
+        names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+const CheckpointTensor* ShardedCheckpoint::find(std::string_view name) const {
+    auto it = tensors_.find(std::string(name));
+    if (it == tensors_.end()) {
+        const std::string other = name.starts_with(kTransformerPrefix)
+                                      ? std::string(name.substr(kTransformerPrefix.size()))
+                                      : std::string(kTransformerPrefix) + std::string(name);
+        it = tensors_.find(other);
+    }
+    return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const CheckpointTensor& ShardedCheckpoint::at(std::string_view name) const {
+    const CheckpointTensor* tensor = find(name);
+    if (tensor == nullptr) {
+        const std::string other = name.starts_with(kTransformerPrefix)
+                                      ? std::string(name.substr(kTransformerPrefix.size()))
+                                      : std::string(kTransformerPrefix) + std::string(name);
+        throw Error("checkpoint '" + source_.string() + "': no tensor '" + std::string(name) + "' (nor '" + other +
+                    "')");
+    }
+    return *tensor;
+}
+
+std::span<const std::byte> ShardedCheckpoint::read_raw(std::string_view name) const {
+    const CheckpointTensor& tensor = at(name);
+    return tensor.file->read_raw(*tensor.info);
+}
+
+std::vector<float> ShardedCheckpoint::read_as_f32(std::string_view name) const {
+    const CheckpointTensor& tensor = at(name);
+    return tensor.file->read_as_f32(*tensor.info);
+}
+
+namespace {
+
+constexpr std::string_view kSingleFileName = "model.safetensors";
+constexpr std::string_view kIndexFileName = "model.safetensors.index.json";
+
+// Shard names in an index are file names relative to the index's directory; anything
+// that could leave that directory is refused.
+bool is_safe_relative_path(const std::string& name) {
+    const std::filesystem::path relative(name);
+    if (name.empty() || relative.is_absolute() || relative.has_root_name()) {
+        return false;
+    }
+    for (const std::filesystem::path& part : relative) {
+        if (part == "..") {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+ShardedCheckpoint open_checkpoint(const std::filesystem::path& path) {
+    namespace fs = std::filesystem;
+    std::error_code ignored;
+    fs::path single_file, index_file;
+    if (fs::is_directory(path, ignored)) {
+        if (fs::exists(path / kSingleFileName, ignored)) {
+            single_file = path / kSingleFileName;
+        } else if (fs::exists(path / kIndexFileName, ignored)) {
+            index_file = path / kIndexFileName;
+        } else {
+            throw Error("checkpoint directory '" + path.string() + "' has neither " + std::string(kSingleFileName) +
+                        " nor " + std::string(kIndexFileName));
+        }
+    } else if (!fs::exists(path, ignored)) {
+        throw Error("checkpoint '" + path.string() + "' does not exist");
+    } else if (path.extension() == ".json") {
+        index_file = path;
+    } else {
+        single_file = path;
+    }
+
+    ShardedCheckpoint checkpoint;
+    checkpoint.source_ = path;
+    if (!single_file.empty()) {
+        auto& file = checkpoint.files_.emplace_back(std::make_unique<SafetensorsFile>(open_safetensors(single_file)));
+        for (const TensorInfo& info : file->tensors()) {
+            checkpoint.tensors_.emplace(info.name, CheckpointTensor{.file = file.get(), .info = &info});
+        }
+        return checkpoint;
+    }
+
+    const JsonValue index = read_json_file(index_file);
+    const JsonValue& weight_map = index.at("weight_map");
+    const std::string index_label = "index '" + index_file.string() + "'";
+    std::map<std::string, SafetensorsFile*> shards;
+    for (const JsonMember& member : weight_map.as_object()) {
+        const std::string& shard_name = member.value.as_string();
+        if (!is_safe_relative_path(shard_name)) {
+            throw Error(index_label + ": tensor '" + member.key + "': shard '" + shard_name +
+                        "' is not a relative path inside the checkpoint directory");
+        }
+        SafetensorsFile*& shard = shards[shard_name];
+        if (shard == nullptr) {
+            const fs::path shard_path = index_file.parent_path() / shard_name;
+            if (!fs::exists(shard_path, ignored)) {
+                throw Error(index_label + ": tensor '" + member.key + "': shard file '" + shard_path.string() +
+                            "' does not exist");
+            }
+            shard =
+                checkpoint.files_.emplace_back(std::make_unique<SafetensorsFile>(open_safetensors(shard_path))).get();
+        }
+        const TensorInfo* info = shard->find(member.key);
+        if (info == nullptr) {
+            throw Error(index_label + " maps tensor '" + member.key + "' to " + file_label(shard->path()) +
+                        ", which has no tensor of that name");
+        }
+        checkpoint.tensors_.emplace(member.key, CheckpointTensor{.file = shard, .info = info});
+    }
+    return checkpoint;
+}
+
+}  // namespace vkf

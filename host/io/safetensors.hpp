@@ -1,0 +1,131 @@
+#pragma once
+// Hugging Face safetensors checkpoints: single files and sharded checkpoints with a
+// model.safetensors.index.json.
+//
+// A safetensors file is an 8-byte little-endian header length N, N bytes of JSON
+// ({"__metadata__": {...}, "name": {"dtype": "F16", "shape": [..], "data_offsets":
+// [begin, end]}, ...}), then the data section, which the tensors must cover exactly,
+// back to back. Files are memory-mapped: opening one reads only its header, and tensor
+// bytes are paged in when read, so multi-gigabyte checkpoints cost no memory up front.
+//
+// Checkpoints come from anywhere, so open_safetensors validates the whole header before
+// returning and refuses, naming the file and the tensor, anything malformed: a header
+// length beyond the file or absurdly large, a header that is not JSON or lacks fields, an
+// unknown dtype, offsets outside the data section or with end < begin, a byte size that
+// does not match shape x dtype, tensors that overlap or leave holes, repeated names.
+
+#include "host/util/dtype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace vkf {
+
+struct TensorInfo {
+    std::string name;  // as stored in the file
+    DType dtype;
+    std::vector<std::size_t> shape;  // empty for a scalar
+    std::uint64_t data_begin = 0;    // byte offsets within the data section
+    std::uint64_t data_end = 0;
+
+    std::size_t element_count() const;
+    std::size_t byte_size() const { return static_cast<std::size_t>(data_end - data_begin); }
+};
+
+// One memory-mapped safetensors file. Move-only; the spans it hands out stay valid as long
+// as it lives.
+class SafetensorsFile {
+public:
+    SafetensorsFile(SafetensorsFile&&) noexcept;
+    SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
+    ~SafetensorsFile();
+
+    const std::filesystem::path& path() const { return path_; }
+    // Tensors in data-section order.
+    std::span<const TensorInfo> tensors() const { return tensors_; }
+    std::uint64_t file_size() const;
+
+    // Exact name lookup; nullptr when absent.
+    const TensorInfo* find(std::string_view name) const;
+    // As find, but throws vkf::Error naming the file and the tensor when absent.
+    const TensorInfo& tensor_info(std::string_view name) const;
+
+    // The tensor's bytes, straight from the mapping (little-endian, C order, any dtype).
+    std::span<const std::byte> read_raw(std::string_view name) const;
+    std::span<const std::byte> read_raw(const TensorInfo& info) const;
+    // The tensor as float32; F16 and BF16 are converted. Throws vkf::Error naming the file,
+    // the tensor and its dtype for any other dtype.
+    std::vector<float> read_as_f32(std::string_view name) const;
+    std::vector<float> read_as_f32(const TensorInfo& info) const;
+
+private:
+    friend SafetensorsFile open_safetensors(const std::filesystem::path& path);
+    struct Mapping;
+
+    SafetensorsFile(std::filesystem::path path, std::unique_ptr<Mapping> mapping);
+
+    std::filesystem::path path_;
+    std::unique_ptr<Mapping> mapping_;
+    std::uint64_t data_start_ = 0;  // file offset of the data section
+    std::vector<TensorInfo> tensors_;
+    std::unordered_map<std::string, std::size_t> index_;  // name -> position in tensors_
+};
+
+// Headers beyond this are refused as absurd (the limit the reference implementation uses).
+inline constexpr std::uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
+
+// Maps the file and validates its header; throws vkf::Error as described at the top.
+SafetensorsFile open_safetensors(const std::filesystem::path& path);
+
+// A tensor of a checkpoint and the file that holds it.
+struct CheckpointTensor {
+    const SafetensorsFile* file;
+    const TensorInfo* info;
+};
+
+// A model's weights, in one model.safetensors or spread over shards listed by
+// model.safetensors.index.json ({"weight_map": {"tensor": "shard file"}}), behind one
+// API. Names are looked up as given and then with the "transformer." prefix added or
+// removed, because checkpoints of the same model come both ways (BLOOM's
+// "transformer.h.0..." and "h.0...").
+class ShardedCheckpoint {
+public:
+    // The directory, or the file, it was opened from.
+    const std::filesystem::path& source() const { return source_; }
+    std::span<const std::unique_ptr<SafetensorsFile>> files() const { return files_; }
+    // Tensor names as stored in the checkpoint, sorted.
+    std::vector<std::string> tensor_names() const;
+
+    // nullptr when the name is absent under both spellings.
+    const CheckpointTensor* find(std::string_view name) const;
+    // The following throw vkf::Error naming the checkpoint and the tensor when absent.
+    const CheckpointTensor& at(std::string_view name) const;
+    const TensorInfo& tensor_info(std::string_view name) const { return *at(name).info; }
+    const std::filesystem::path& file_of(std::string_view name) const { return at(name).file->path(); }
+    std::span<const std::byte> read_raw(std::string_view name) const;
+    std::vector<float> read_as_f32(std::string_view name) const;
+
+private:
+    friend ShardedCheckpoint open_checkpoint(const std::filesystem::path& path);
+
+    std::filesystem::path source_;
+    std::vector<std::unique_ptr<SafetensorsFile>> files_;
+    std::unordered_map<std::string, CheckpointTensor> tensors_;
+};
+
+inline constexpr std::string_view kTransformerPrefix = "transformer.";
+
+// Opens a checkpoint from a directory holding model.safetensors (preferred, as Hugging
+// Face does) or model.safetensors.index.json, or from a path to either kind of file.
+// Every shard is opened and validated, and every tensor the index names must be in its
+// shard: a missing one is an error naming the tensor, the index and the shard.
+ShardedCheckpoint open_checkpoint(const std::filesystem::path& path);
+
+}  // namespace vkf

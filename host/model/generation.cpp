@@ -1,0 +1,63 @@
+#include "host/model/generation.hpp"
+
+#include "runtime/error.hpp"
+
+#include <string>
+
+namespace vkf {
+
+double GenerationResult::prefill_tokens_per_second() const {
+    return prefill_time.count() > 0 ? prompt_tokens / prefill_time.count() : 0.0;
+}
+
+double GenerationResult::decode_tokens_per_second() const {
+    const double steps = tokens.empty() ? 0.0 : static_cast<double>(tokens.size() - 1);
+    return decode_time.count() > 0 ? steps / decode_time.count() : 0.0;
+}
+
+GenerationResult generate(Session& session, std::span<const std::uint32_t> prompt, const GenerationOptions& options) {
+    if (prompt.empty()) {
+        throw Error("generate: the prompt is empty; give at least one token id");
+    }
+    if (options.n_predict == 0) {
+        throw Error("generate: n_predict must be at least 1");
+    }
+    if (session.position() != 0) {
+        throw Error("generate: the session already holds " + std::to_string(session.position()) +
+                    " tokens; reset it first");
+    }
+    const std::uint64_t needed = prompt.size() + options.n_predict - 1;
+    if (needed > session.max_tokens()) {
+        throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
+                    std::to_string(options.n_predict) + " new tokens need a KV cache of " + std::to_string(needed) +
+                    " tokens; the session holds " + std::to_string(session.max_tokens()));
+    }
+    Sampler sampler(options.sampling);
+    GenerationResult result{.prompt_tokens = static_cast<std::uint32_t>(prompt.size())};
+    using clock = std::chrono::steady_clock;
+
+    auto start = clock::now();
+    std::vector<float> logits = session.forward(prompt);
+    for (std::uint32_t i = 0; i < options.n_predict; ++i) {
+        const std::uint32_t token = sampler.sample(logits);
+        result.tokens.push_back(token);
+        if (options.keep_logits) {
+            result.logits.insert(result.logits.end(), logits.begin(), logits.end());
+        }
+        if (i == 0) {
+            result.prefill_time = clock::now() - start;
+            start = clock::now();
+        }
+        if (options.on_token) {
+            options.on_token(i, token);
+        }
+        if (i + 1 < options.n_predict) {
+            const std::uint32_t next[] = {token};
+            logits = session.forward(next);
+        }
+    }
+    result.decode_time = clock::now() - start;
+    return result;
+}
+
+} // namespace vkf

@@ -1,0 +1,290 @@
+#include "host/model/model.hpp"
+
+#include "host/spec/alibi.hpp"
+#include "host/ops/ops.hpp"
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+namespace vkf {
+
+namespace {
+
+constexpr std::uint64_t kF32 = 4;
+
+BufferRange rows(const Buffer& b, std::uint64_t first_row, std::uint64_t count, std::uint64_t row_elements) {
+    return BufferRange{.buffer = &b, .offset = first_row * row_elements * kF32, .size = count * row_elements * kF32};
+}
+
+BufferRange optional_range(const Buffer& b) { return b.valid() ? whole(b) : BufferRange{}; }
+
+// Where Q, K and V of head h, token t sit in the fused QKV projection's output row.
+struct QkvLayouts {
+    HeadLayout q, k, v;
+};
+
+QkvLayouts qkv_layouts(const ModelConfig& c, std::uint32_t tokens) {
+    const std::uint64_t row = 3ull * c.hidden;
+    const std::uint64_t batch_stride = row * tokens;
+    if (c.family == ModelFamily::Bloom) {
+        // [n_head, 3, head_dim]: the heads interleave their q, k and v.
+        const std::uint64_t head = 3ull * c.head_dim;
+        return {.q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
+                .k = {.offset = c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
+                .v = {.offset = 2ull * c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head}};
+    }
+    // [q | k | v], each [n_head, head_dim].
+    return {.q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+            .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+            .v = {.offset = 2ull * c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
+}
+
+} // namespace
+
+Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options)
+    : ctx_(ctx), config_(read_model_config(dir)),
+      checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
+    check_head_dim(config_.head_dim);
+    const DType dtype = options.weight_dtype.value_or(default_weight_dtype(*checkpoint_, config_));
+    weights_ = upload_weights(ctx, config_, *checkpoint_, dtype, options.progress);
+    slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
+                                                 : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
+}
+
+Model::Model(Context& ctx, const ModelConfig& config, DType weight_dtype) : ctx_(ctx), config_(config) {
+    validate(config_);
+    check_head_dim(config_.head_dim);
+    weights_ = synthetic_weights(ctx, config_, weight_dtype);
+    slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
+                                                 : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
+}
+
+const ShardedCheckpoint& Model::checkpoint() const {
+    if (!checkpoint_) {
+        throw Error("model: synthetic weights have no checkpoint");
+    }
+    return *checkpoint_;
+}
+
+Session::Session(const Model& model, SessionOptions options)
+    : model_(model), ctx_(model.context()), options_(options) {
+    const ModelConfig& c = model.config();
+    if (options_.max_tokens == 0) {
+        throw Error("session: max_tokens must be at least 1");
+    }
+    options_.chunk = std::clamp<std::uint32_t>(options_.chunk, 1, options_.max_tokens);
+    const std::uint64_t cache_bytes = std::uint64_t{options_.max_tokens} * c.hidden * kF32;
+    if (cache_bytes > ctx_.limits().storage_buffer_range) {
+        throw Error("session: a KV cache of " + std::to_string(options_.max_tokens) + " tokens x " +
+                    std::to_string(c.hidden) + " fp32 values per layer is " + std::to_string(cache_bytes) +
+                    " bytes, over the device's maxStorageBufferRange of " +
+                    std::to_string(ctx_.limits().storage_buffer_range) + "; use fewer tokens");
+    }
+    for (std::uint32_t l = 0; l < c.n_layer; ++l) {
+        k_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
+        v_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
+    }
+    const std::uint64_t n = options_.chunk;
+    ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
+    hidden_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "hidden");
+    normed_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "normed");
+    qkv_ = ctx_.create_buffer(n * 3 * c.hidden * kF32, MemoryKind::Device, "qkv");
+    q_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "q");
+    attn_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "attention output");
+    mlp_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp");
+    logits_ = ctx_.create_buffer(std::uint64_t{c.vocab_size} * kF32, MemoryKind::Host, "logits");
+}
+
+std::uint64_t Session::device_bytes() const {
+    std::uint64_t total = 0;
+    for (const Buffer& b : k_cache_) total += b.size();
+    for (const Buffer& b : v_cache_) total += b.size();
+    for (const Buffer* b : {&ids_, &hidden_, &normed_, &qkv_, &q_, &attn_, &mlp_, &logits_, &scratch_}) {
+        total += b->valid() ? b->size() : 0;
+    }
+    return total;
+}
+
+std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which) {
+    const bool all_logits = which == Logits::All;
+    const ModelConfig& c = model_.config();
+    if (ids.empty()) {
+        throw Error("session: forward needs at least one token id");
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= c.vocab_size) {
+            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
+                        " is not below the vocabulary size " + std::to_string(c.vocab_size));
+        }
+    }
+    if (ids.size() > options_.max_tokens - position_) {
+        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position_) +
+                    " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
+    }
+    const std::size_t rows = which == Logits::None ? 0 : all_logits ? ids.size() : 1;
+    std::vector<float> logits(rows * std::size_t{c.vocab_size});
+    for (std::size_t first = 0; first < ids.size(); first += options_.chunk) {
+        const std::size_t n = std::min<std::size_t>(options_.chunk, ids.size() - first);
+        const bool last_chunk = first + n == ids.size();
+        std::span<float> out;
+        if (all_logits) {
+            out = std::span(logits).subspan(first * c.vocab_size, n * c.vocab_size);
+        } else if (last_chunk && which == Logits::Last) {
+            out = logits;
+        }
+        run_chunk(ids.subspan(first, n), all_logits, out);
+    }
+    return logits;
+}
+
+void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
+    const ModelConfig& c = model_.config();
+    const DType dt = model_.weight_dtype();
+    std::uint64_t need = 0;
+    for (auto [m, n, k] : {std::array{tokens, 3 * c.hidden, c.hidden}, std::array{tokens, c.hidden, c.hidden},
+                           std::array{tokens, c.ffn_hidden, c.hidden}, std::array{tokens, c.hidden, c.ffn_hidden},
+                           std::array{logit_rows, c.vocab_size, c.hidden}}) {
+        if (m > 0) {
+            need = std::max(need, matmul_scratch_bytes(ctx_, m, n, k, dt));
+        }
+    }
+    if (need > 0 && (!scratch_.valid() || scratch_.size() < need)) {
+        scratch_ = ctx_.create_buffer(need, MemoryKind::Device, "matmul scratch");
+    }
+    const std::uint64_t logit_bytes = std::uint64_t{logit_rows} * c.vocab_size * kF32;
+    if (logit_bytes > logits_.size()) {
+        logits_ = ctx_.create_buffer(logit_bytes, MemoryKind::Host, "logits");
+    }
+}
+
+void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, Attention& attention) {
+    const ModelConfig& c = model_.config();
+    const LayerWeights& w = model_.weights().layers[layer];
+    const DType dt = model_.weight_dtype();
+    const std::uint32_t h = c.hidden;
+    const BufferRange hidden = rows(hidden_, 0, tokens, h);
+    const BufferRange normed = rows(normed_, 0, tokens, h);
+    const BufferRange qkv = rows(qkv_, 0, tokens, 3ull * h);
+    const BufferRange q = rows(q_, 0, tokens, h);
+    const BufferRange attn = rows(attn_, 0, tokens, h);
+    const BufferRange mlp = rows(mlp_, 0, tokens, c.ffn_hidden);
+    const BufferRange scratch = optional_range(scratch_);
+    const auto layernorm = [&](const NormWeights& norm, BufferRange x, BufferRange y) {
+        record_layernorm(ctx_, list,
+                         LayerNormArgs{.x = x, .weight = whole(norm.weight), .bias = optional_range(norm.bias), .y = y,
+                                       .rows = tokens, .dim = h, .eps = static_cast<float>(c.layer_norm_epsilon),
+                                       .weight_dtype = dt});
+    };
+    const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual,
+                            Activation act) {
+        record_matmul(ctx_, list,
+                      MatmulArgs{.x = x, .w = whole(lw.weight), .bias = optional_range(lw.bias), .residual = residual,
+                                 .y = y, .scratch = scratch, .m = tokens, .n = lw.out, .k = lw.in,
+                                 .weight_dtype = dt, .activation = act});
+    };
+
+    // Attention half: h += out_proj(attention(qkv(norm(h)))).
+    layernorm(w.attn_norm, hidden, normed);
+    linear(w.qkv, normed, qkv, {}, Activation::None);
+    if (c.clip_qkv) {
+        record_clamp(ctx_, list, qkv, qkv, static_cast<float>(*c.clip_qkv));
+    }
+    const QkvLayouts layout = qkv_layouts(c, tokens);
+    const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len,
+                            std::uint32_t pos) {
+        record_kv_append(ctx_, list,
+                         KvAppendArgs{.src = qkv,
+                                      .src_layout = src_layout,
+                                      .cache = dst,
+                                      .shape = {.batch = 1,
+                                                .new_len = tokens,
+                                                .n_kv_head = c.n_head,
+                                                .head_dim = c.head_dim,
+                                                .max_len = max_len,
+                                                .pos = pos},
+                                      .cache_dtype = DType::F32});
+    };
+    append(layout.q, q, tokens, 0); // Q repacked densely for the attention kernel
+    append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_);
+    append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_);
+    const std::uint32_t kv_len = position_ + tokens;
+    attention.record(list, q, rows(k_cache_[layer], 0, kv_len, h), rows(v_cache_[layer], 0, kv_len, h), attn);
+    linear(w.attn_out, attn, hidden, hidden, Activation::None);
+
+    // MLP half: h += down(gelu(up(norm(h)))).
+    layernorm(w.mlp_norm, hidden, normed);
+    linear(w.up, normed, mlp, {},
+           c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf);
+    linear(w.down, mlp, hidden, hidden, Activation::None);
+}
+
+void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out) {
+    const ModelConfig& c = model_.config();
+    const ModelWeights& w = model_.weights();
+    const DType dt = model_.weight_dtype();
+    const auto tokens = static_cast<std::uint32_t>(ids.size());
+    const bool want_logits = !logits_out.empty();
+    const std::uint32_t logit_rows = want_logits ? (all_logits ? tokens : 1) : 0;
+    ensure_scratch(tokens, logit_rows);
+    ctx_.upload(ids_, ids);
+
+    const AttentionParams params{
+        .shape = {.batch = 1, .q_len = tokens, .kv_len = position_ + tokens, .n_head = c.n_head,
+                  .n_kv_head = c.n_kv_head, .head_dim = c.head_dim},
+        .mask = MaskMode::Causal,
+        .alibi = AlibiMode::Causal,
+        .max_bias = static_cast<float>(c.alibi_bias_max),
+        .slopes = model_.alibi_slopes(),
+    };
+    Attention attention(ctx_, params, DType::F32);
+
+    auto list = ctx_.command_list(options_.profiling);
+    const std::uint32_t h = c.hidden;
+    const BufferRange hidden = rows(hidden_, 0, tokens, h);
+    record_embedding(ctx_, *list,
+                     EmbeddingArgs{.ids = BufferRange{.buffer = &ids_, .offset = 0, .size = tokens * 4ull},
+                                   .table = whole(w.embedding), .out = hidden, .tokens = tokens,
+                                   .vocab = c.vocab_size, .hidden = h, .table_dtype = dt});
+    if (w.embedding_norm.weight.valid()) {
+        record_layernorm(ctx_, *list,
+                         LayerNormArgs{.x = hidden, .weight = whole(w.embedding_norm.weight),
+                                       .bias = optional_range(w.embedding_norm.bias), .y = hidden, .rows = tokens,
+                                       .dim = h, .eps = static_cast<float>(c.layer_norm_epsilon), .weight_dtype = dt});
+    }
+    for (std::uint32_t l = 0; l < c.n_layer; ++l) {
+        record_layer(*list, l, tokens, attention);
+    }
+    if (want_logits) {
+        // Only the rows whose logits are wanted go through the final norm and the head.
+        const std::uint32_t first = tokens - logit_rows;
+        const BufferRange last_hidden = rows(hidden_, first, logit_rows, h);
+        const BufferRange last_normed = rows(normed_, first, logit_rows, h);
+        record_layernorm(ctx_, *list,
+                         LayerNormArgs{.x = last_hidden, .weight = whole(w.final_norm.weight),
+                                       .bias = optional_range(w.final_norm.bias), .y = last_normed,
+                                       .rows = logit_rows, .dim = h,
+                                       .eps = static_cast<float>(c.layer_norm_epsilon), .weight_dtype = dt});
+        const Buffer& head = w.lm_head.valid() ? w.lm_head : w.embedding;
+        record_matmul(ctx_, *list,
+                      MatmulArgs{.x = last_normed, .w = whole(head), .bias = {}, .residual = {},
+                                 .y = rows(logits_, 0, logit_rows, c.vocab_size), .scratch = optional_range(scratch_),
+                                 .m = logit_rows, .n = c.vocab_size, .k = h, .weight_dtype = dt});
+    }
+    ctx_.submit(*list);
+    ++submissions_;
+    position_ += tokens;
+    if (options_.profiling) {
+        for (const OpTiming& t : list->timings()) {
+            OpProfile& p = profile_[t.label];
+            p.ms += t.ms;
+            ++p.dispatches;
+        }
+    }
+    if (want_logits) {
+        ctx_.download(logits_, logits_out);
+    }
+}
+
+} // namespace vkf

@@ -1,0 +1,119 @@
+#pragma once
+// A BLOOM or MPT model on the device (Model: configuration and weights) and one sequence
+// running through it (Session: the KV cache and activations). Every token chunk's forward
+// pass, all layers and the logits, is recorded into one command list and submitted once.
+//
+// Block structure (Hugging Face's BloomForCausalLM / MPTForCausalLM, inference):
+//   BLOOM  h = LN(embed(ids)); per layer: h += dense(attn(qkv(LN1(h))));
+//          h += down(gelu_tanh(up(LN2(h)))); logits = LN_f(h) . embed^T
+//   MPT    h = embed(ids); per block: h += out_proj(attn(clip(Wqkv(norm_1(h)))));
+//          h += down(gelu_erf(up(norm_2(h)))); logits = norm_f(h) . wte^T
+// Attention is causal with ALiBi (BLOOM: the paper's slopes with maximum bias 8; MPT:
+// gen_slopes with alibi_bias_max, passed as a slope table), softmax scale 1/sqrt(head_dim).
+// BLOOM's fused QKV output is [n_head, 3, head_dim] per token, MPT's is [q | k | v]; the
+// KV-append kernel reads either layout straight into the cache.
+//
+// Activations and the KV cache are fp32; weights fp32 or fp16 (ModelWeights).
+
+#include "host/model/weights.hpp"
+#include "host/ops/attention.hpp"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+struct ModelOptions {
+    std::optional<DType> weight_dtype = std::nullopt; // default: default_weight_dtype()
+    std::function<void(const WeightUploadProgress&)> progress = {};
+};
+
+class Model {
+public:
+    // Reads DIR/config.json and the safetensors checkpoint in DIR (single or sharded),
+    // checks them against each other and uploads the weights.
+    Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options = {});
+    // A model of this shape with synthetic_weights(): for benchmarks, no checkpoint.
+    Model(Context& ctx, const ModelConfig& config, DType weight_dtype);
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    Context& context() const { return ctx_; }
+    const ModelConfig& config() const { return config_; }
+    const ModelWeights& weights() const { return weights_; }
+    // The checkpoint the weights came from; throws vkf::Error for synthetic weights.
+    const ShardedCheckpoint& checkpoint() const;
+    DType weight_dtype() const { return weights_.dtype; }
+    // The ALiBi slope of every head, as the attention kernel receives them.
+    const std::vector<float>& alibi_slopes() const { return slopes_; }
+
+private:
+    Context& ctx_;
+    ModelConfig config_;
+    std::unique_ptr<ShardedCheckpoint> checkpoint_;
+    ModelWeights weights_;
+    std::vector<float> slopes_;
+};
+
+// GPU time per op kind (the dispatch labels: "matmul", "attention", "layernorm", ...),
+// summed over the submissions made with profiling on.
+struct OpProfile {
+    double ms = 0.0;
+    std::uint64_t dispatches = 0;
+};
+using Profile = std::map<std::string, OpProfile>;
+
+struct SessionOptions {
+    std::uint32_t max_tokens = 0;  // KV-cache capacity: prompt plus generated tokens
+    // Most tokens run through the layers per submission: bounds one submission's time (a
+    // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
+    std::uint32_t chunk = 128;
+    bool profiling = false;        // time every dispatch (GPU timestamps) into profile()
+};
+
+class Session {
+public:
+    Session(const Model& model, SessionOptions options);
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Runs `ids` (appended to the sequence at position() onwards) through the model,
+    // storing their keys and values in the cache, and returns the fp32 logits of the last
+    // one ([vocab]), of every one ([ids.size(), vocab]), or none (the final norm and the
+    // head are skipped: benchmarks of the layers alone). Throws vkf::Error for an empty
+    // input, ids >= vocab_size, or a sequence over max_tokens.
+    enum class Logits { Last, All, None };
+    std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
+
+    std::uint32_t position() const { return position_; }
+    std::uint32_t max_tokens() const { return options_.max_tokens; }
+    void reset() { position_ = 0; }
+    const Profile& profile() const { return profile_; }
+    std::uint64_t submissions() const { return submissions_; }
+    // Device bytes of the KV cache and the activations.
+    std::uint64_t device_bytes() const;
+
+private:
+    void run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out);
+    void record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, Attention& attention);
+    void ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows);
+
+    const Model& model_;
+    Context& ctx_;
+    SessionOptions options_;
+    std::uint32_t position_ = 0;
+    std::vector<Buffer> k_cache_, v_cache_; // per layer [max_tokens, n_head, head_dim] fp32
+    Buffer ids_;                            // [chunk] uint32, host-visible
+    Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
+    Buffer logits_;
+    Buffer scratch_;
+    Profile profile_;
+    std::uint64_t submissions_ = 0;
+};
+
+} // namespace vkf

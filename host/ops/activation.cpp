@@ -1,0 +1,71 @@
+#include "host/ops/activation.hpp"
+
+#include "host/ops/tensor_binding.hpp"
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace vkf {
+
+namespace {
+
+void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, BufferRange src, BufferRange dst,
+                  const char* label, float bound = 0.0f) {
+    const ComputeLimits& limits = ctx.limits();
+    if (src.size != dst.size || src.size % 4 != 0) {
+        throw Error(std::string(label) + ": src range of " + std::to_string(src.size) + " bytes and dst range of " +
+                    std::to_string(dst.size) + " bytes must be equal whole numbers of fp32 elements");
+    }
+    const std::uint64_t count = src.size / 4;
+    check_tensor(src, count, 4, label, "src", shape_text({count}, "f32"));
+    check_tensor(dst, count, 4, label, "dst", shape_text({count}, "f32"));
+    const std::uint32_t wg = std::min<std::uint32_t>({256, limits.workgroup_invocations, limits.workgroup_size[0]});
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &code,
+                                                         .workgroup_size = {wg, 1, 1},
+                                                         .push_constant_size = sizeof(ActivationPush),
+                                                         .binding_count = 2});
+    const std::uint64_t piece = max_bound_elements(limits, 4);
+    for (std::uint64_t first = 0; first < count; first += piece) {
+        const std::uint64_t n = std::min(piece, count - first);
+        const ElementBinding s = bind_elements(limits, src, first, n, 4, label, "src");
+        const ElementBinding d = bind_elements(limits, dst, first, n, 4, label, "dst");
+        const ActivationPush push{.count = static_cast<std::uint32_t>(n), .src_base = s.base, .dst_base = d.base, .bound = bound};
+        const Binding bindings[] = {{s.range, Access::Read}, {d.range, Access::Write}};
+        list.dispatch(Dispatch{.pipeline = &pipeline,
+                               .bindings = bindings,
+                               .push_constants = push_bytes(push),
+                               .groups = {static_cast<std::uint32_t>((n + wg - 1) / wg), 1, 1},
+                               .label = label});
+    }
+}
+
+} // namespace
+
+void record_activation(Context& ctx, CommandList& list, Activation activation, BufferRange src, BufferRange dst) {
+    switch (activation) {
+    case Activation::GeluTanh:
+        record_unary(ctx, list, shaders::activation_gelu_tanh, src, dst, "gelu_tanh");
+        break;
+    case Activation::GeluErf:
+        record_unary(ctx, list, shaders::activation_gelu_erf, src, dst, "gelu_erf");
+        break;
+    default:
+        throw Error("record_activation: no activation given (Activation::None)");
+    }
+}
+
+void record_clamp(Context& ctx, CommandList& list, BufferRange src, BufferRange dst, float bound) {
+    if (!(bound > 0.0f) || !std::isfinite(bound)) {
+        throw Error("record_clamp: the bound must be a positive finite number, got " + std::to_string(bound));
+    }
+    record_unary(ctx, list, shaders::activation_clamp, src, dst, "clamp", bound);
+}
+
+void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange dst) {
+    record_unary(ctx, list, shaders::activation_erf, src, dst, "erf");
+}
+
+} // namespace vkf

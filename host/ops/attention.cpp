@@ -1,0 +1,466 @@
+#include "host/ops/attention.hpp"
+
+#include "host/util/half.hpp"
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+
+namespace vkf {
+
+namespace {
+
+std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
+
+std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+
+struct TileCandidate {
+    std::uint32_t rows, keys, threads_per_row;
+};
+
+// Largest first; the first that fits the device's limits (and the shape) is taken.
+constexpr std::array<TileCandidate, 14> kTileCandidates{{
+    {32, 32, 8},
+    {16, 64, 8},
+    {16, 32, 8},
+    {16, 16, 8},
+    {8, 32, 8},
+    {8, 16, 8},
+    {4, 16, 8},
+    {4, 8, 4},
+    {2, 8, 4},
+    // Decoding: one query row, many lanes on it.
+    {1, 64, 32},
+    {1, 64, 16},
+    {1, 32, 8},
+    {1, 16, 4},
+    {1, 8, 2},
+}};
+
+std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
+    // q_tile, kv_tile (rows padded by one vec4) and s_tile of shaders/attention.comp.
+    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * t.keys + t.rows * t.threads_per_row);
+}
+
+// Loop iterations one invocation of attention.comp runs per KV tile, counted without any
+// unrolling by the driver (an upper bound): K and V loads, scores, tile max, P*V, rescale.
+std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) {
+    const std::uint32_t wg = t.rows * t.threads_per_row;
+    const std::uint32_t pairs = d / 2 / t.threads_per_row;
+    const std::uint32_t loads = 2 * ceil_div(t.keys * (d / 2), wg);
+    const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
+    const std::uint32_t scores = keys_per_lane * (d / 4 + 1);
+    return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
+}
+
+// Enough workgroups to keep a large GPU busy; fewer than this on a long KV means splitting.
+constexpr std::uint32_t kTargetWorkgroups = 256;
+constexpr std::uint32_t kMinSplitKeys = 256;
+constexpr std::uint32_t kMaxSplits = 64;
+
+// Rows kernel (shaders/attention_rows.comp).
+// On llvmpipe (Mesa 22.3, 2 cores) every storage-buffer load costs a loop over the SIMD
+// lanes, so loads per multiply-add decide everything. Causal prefill 512, 16 heads: with
+// subgroup loads, 4 rows per invocation ran 1.2x faster than 2 and 2x faster than 1;
+// without them 8 rows ran 4x faster than 1; subgroup loads won 3.5x over the best of those.
+// 4 keys per softmax update beat 1, 2 and 8. Larger blocks also take llvmpipe long to compile
+// (4 rows of head_dim 128: ~13 s), hence 2 rows at head_dim 256.
+constexpr std::uint32_t kRowsMaxWorkgroup = 32;
+constexpr std::uint32_t kRowsKeysPerBlock = 4;
+constexpr std::uint32_t kRowsPerInvocation = 4;
+constexpr std::uint32_t kRowsPerInvocationLargeHead = 2;  // head_dim > 128
+// Decoding (a few query rows): the SIMD lanes of a row take consecutive KV splits, so that
+// every lane loads keys of its own instead of idling; 2-2.8x the naive kernel at kv 4096,
+// 1.2-2x one lane per row.
+constexpr std::uint32_t kRowsDecodeMaxRows = 4;
+constexpr std::uint32_t kRowsSplitLanes = 8;
+constexpr std::uint32_t kRowsSplitLanesMinKeys = 512;
+// A CPU has few cores: split the KV only when the rows give fewer workgroups than this.
+constexpr std::uint32_t kTargetWorkgroupsCpu = 16;
+
+AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
+    const std::uint32_t max_wg =
+        std::bit_floor(std::min({kRowsMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
+    const std::uint32_t bk = kRowsKeysPerBlock;
+    const std::uint32_t sg = limits.subgroup_size;
+    const std::uint64_t record_bytes =
+        std::uint64_t{4} * (shape.head_dim + 2) * shape.q_len * shape.n_head * shape.batch;
+    const bool decode = shape.q_len <= kRowsDecodeMaxRows;
+    std::uint32_t lanes = 1;
+    if (decode && shape.kv_len >= kRowsSplitLanesMinKeys && options.force_splits != 1 &&
+        record_bytes * kRowsSplitLanes <= limits.storage_buffer_range) {
+        lanes = std::min(kRowsSplitLanes, max_wg);
+    }
+    const std::uint32_t r = decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
+    std::uint32_t inv = std::min(std::bit_ceil(ceil_div(shape.q_len, r)), max_wg / lanes);
+    std::uint32_t subgroup_loads = 0;
+    if (!decode && limits.subgroup_ops && sg > 1 && std::has_single_bit(sg) && sg <= max_wg) {
+        inv = std::max(inv, sg);  // whole subgroups
+        subgroup_loads = sg;
+    }
+    const std::uint32_t rows = inv * r;
+    AttentionPlan plan{.kernel = AttentionKernel::Rows,
+                       .rows_per_group = rows,
+                       .keys_per_tile = bk,
+                       .threads_per_row = lanes,
+                       .workgroup_size = inv * lanes,
+                       .rows_per_invocation = r,
+                       .subgroup_loads = subgroup_loads,
+                       .shared_bytes = 0,
+                       .n_splits = 1,
+                       .kv_split_len = shape.kv_len};
+    const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, rows)} * shape.n_head * shape.batch;
+    std::uint64_t splits = 1;
+    if (options.force_splits > 0) {
+        splits = options.force_splits;
+    } else if (groups < kTargetWorkgroupsCpu && shape.kv_len >= 2 * kMinSplitKeys) {
+        splits =
+            std::min<std::uint64_t>({ceil_div(kTargetWorkgroupsCpu, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
+    }
+    splits = std::max<std::uint64_t>(splits, lanes);
+    while (splits > lanes && record_bytes * splits > limits.storage_buffer_range) {
+        splits /= 2;
+    }
+    // One loop iteration per block of keys (the other loops have constant counts and unroll):
+    // enough splits that no invocation gets near the driver's loop limit.
+    auto iterations = [&](std::uint64_t keys) { return ceil_div(keys, bk) + 8; };
+    if (limits.max_loop_iterations != 0) {
+        const std::uint64_t budget = limits.max_loop_iterations / 2;
+        const std::uint64_t needed = ceil_div(shape.kv_len, (budget - 8) * bk);
+        if (needed > splits) {
+            if (record_bytes * needed > limits.storage_buffer_range) {
+                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
+                            " KV splits on this driver (its shaders may run at most " +
+                            std::to_string(limits.max_loop_iterations) +
+                            " loop iterations), and their partial results would exceed maxStorageBufferRange; "
+                            "use fewer query rows per call");
+            }
+            splits = needed;
+        }
+    }
+    if (splits > 1) {
+        // A multiple of the lanes per row; trailing splits may be empty (they write empty records).
+        const std::uint64_t total = ceil_div(splits, lanes) * lanes;
+        plan.kv_split_len = static_cast<std::uint32_t>(ceil_div(ceil_div(shape.kv_len, total), bk) * bk);
+        plan.n_splits = static_cast<std::uint32_t>(lanes > 1 ? total : ceil_div(shape.kv_len, plan.kv_split_len));
+    }
+    if (plan.n_splits <= 1) {
+        plan.n_splits = 1;
+        plan.kv_split_len = shape.kv_len;
+    }
+    plan.loop_iterations = iterations(plan.kv_split_len);
+    return plan;
+}
+
+} // namespace
+
+void check_head_dim(std::uint32_t head_dim) {
+    if (std::find(std::begin(kSupportedHeadDims), std::end(kSupportedHeadDims), head_dim) ==
+        std::end(kSupportedHeadDims)) {
+        throw Error("head_dim " + std::to_string(head_dim) +
+                    " is not supported by the GPU attention kernels; supported: 32, 64, 80, 96, 128, 256");
+    }
+}
+
+AttentionPush make_attention_push(const AttentionParams& params) {
+    const AttentionShape& s = params.shape;
+    std::uint32_t flags = 0;
+    flags |= params.mask == MaskMode::Causal ? kAttnCausalMask : 0;
+    flags |= !params.slopes.empty() ? kAttnSlopeTable : 0;
+    flags |= !params.kv_lens.empty() ? kAttnKvLens : 0;
+    flags |= params.alibi == AlibiMode::Causal ? kAttnAlibiCausal : 0;
+    flags |= params.alibi == AlibiMode::Symmetric ? kAttnAlibiSymmetric : 0;
+    return AttentionPush{.batch = s.batch,
+                         .q_len = s.q_len,
+                         .kv_len = s.kv_len,
+                         .n_head = s.n_head,
+                         .n_kv_head = s.n_kv_head,
+                         .flags = flags,
+                         .scale = effective_scale(params),
+                         .max_bias = params.max_bias,
+                         .alibi_pow2 = alibi_pow2_floor(s.n_head),
+                         .kv_split_len = s.kv_len,
+                         .n_splits = 1,
+                         .reserved = 0};
+}
+
+const char* to_string(AttentionKernel kernel) {
+    switch (kernel) {
+        case AttentionKernel::Tiled:
+            return "tiled";
+        case AttentionKernel::Rows:
+            return "rows";
+        default:
+            return "auto";
+    }
+}
+
+AttentionDevice attention_device(const Context& ctx) {
+    return AttentionDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
+}
+
+std::string AttentionPlan::describe() const {
+    std::string s;
+    if (kernel == AttentionKernel::Rows) {
+        s = "rows kernel, " + std::to_string(workgroup_size) + " invocations of " +
+            std::to_string(rows_per_invocation) + " rows x " + std::to_string(keys_per_tile) + " keys, " +
+            std::to_string(threads_per_row) + " splits per row in a workgroup, " +
+            (subgroup_loads > 0 ? "K/V shared by subgroup shuffles" : "direct K/V loads") + ", no shared memory";
+    } else {
+        s = "tiled kernel, tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
+            std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) + " per row), " +
+            std::to_string(shared_bytes) + " B shared";
+    }
+    if (n_splits > 1) {
+        s += ", split-KV " + std::to_string(n_splits) + " x " + std::to_string(kv_split_len) + " keys";
+    }
+    return s;
+}
+
+AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
+    return plan_attention(AttentionDevice{.limits = limits, .cpu = false}, shape, options);
+}
+
+AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
+    check_head_dim(shape.head_dim);
+    const ComputeLimits& limits = device.limits;
+    if (options.kernel == AttentionKernel::Rows || (options.kernel == AttentionKernel::Auto && device.cpu)) {
+        return plan_rows(limits, shape, options);
+    }
+    const std::uint32_t d = shape.head_dim;
+    // Short query blocks (decoding) take short tiles rather than idle rows.
+    std::uint32_t wanted_rows = 1;
+    while (wanted_rows < shape.q_len && wanted_rows < 32) {
+        wanted_rows *= 2;
+    }
+    const TileCandidate* chosen = nullptr;
+    for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
+        for (const TileCandidate& t : kTileCandidates) {
+            const std::uint32_t wg = t.rows * t.threads_per_row;
+            const bool fits = wg <= limits.workgroup_invocations && wg <= limits.workgroup_size[0] &&
+                              tile_shared_bytes(t, d) <= limits.shared_memory && (d / 2) % t.threads_per_row == 0 &&
+                              t.keys % t.threads_per_row == 0;
+            if (fits && (pass == 1 || t.rows <= wanted_rows)) {
+                chosen = &t;
+                break;
+            }
+        }
+    }
+    if (chosen == nullptr) {
+        throw Error("no attention tile configuration for head_dim " + std::to_string(d) + " fits the device: " +
+                    std::to_string(limits.shared_memory) + " bytes of shared memory, " +
+                    std::to_string(limits.workgroup_invocations) + " invocations per workgroup");
+    }
+    AttentionPlan plan{.rows_per_group = chosen->rows,
+                       .keys_per_tile = chosen->keys,
+                       .threads_per_row = chosen->threads_per_row,
+                       .workgroup_size = chosen->rows * chosen->threads_per_row,
+                       .shared_bytes = tile_shared_bytes(*chosen, d),
+                       .n_splits = 1,
+                       .kv_split_len = shape.kv_len};
+
+    const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
+    std::uint32_t splits = 1;
+    if (options.force_splits > 0) {
+        splits = options.force_splits;
+    } else if (groups < kTargetWorkgroups && shape.kv_len >= 2 * kMinSplitKeys) {
+        splits = std::min<std::uint64_t>({ceil_div(kTargetWorkgroups, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
+    }
+    // The partials buffer must be bindable in one range.
+    const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
+    while (splits > 1 && record_bytes * splits > limits.storage_buffer_range) {
+        splits /= 2;
+    }
+    // Drivers with a per-invocation loop limit (llvmpipe) get enough splits to stay well
+    // inside it; the split-KV path is exact, only slower.
+    if (limits.max_loop_iterations != 0) {
+        const std::uint32_t budget = limits.max_loop_iterations / 2;
+        const std::uint32_t max_tiles = std::max<std::uint32_t>(1, budget / loop_iterations_per_tile(*chosen, d));
+        const std::uint32_t needed = ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile);
+        if (needed > splits) {
+            if (record_bytes * needed > limits.storage_buffer_range) {
+                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " +
+                            std::to_string(needed) + " KV splits on this driver (its shaders may run at most " +
+                            std::to_string(limits.max_loop_iterations) +
+                            " loop iterations), and their partial results would exceed maxStorageBufferRange; "
+                            "use fewer query rows per call");
+            }
+            splits = needed;
+        }
+    }
+    if (splits > 1) {
+        plan.kv_split_len = ceil_div(ceil_div(shape.kv_len, splits), plan.keys_per_tile) * plan.keys_per_tile;
+        plan.n_splits = ceil_div(shape.kv_len, plan.kv_split_len);
+    }
+    if (plan.n_splits <= 1) {
+        plan.n_splits = 1;
+        plan.kv_split_len = shape.kv_len;
+    }
+    return plan;
+}
+
+Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
+    : ctx_(ctx), shape_(params.shape), dtype_(dtype) {
+    validate(params);
+    plan_ = plan_attention(attention_device(ctx), shape_, options);
+    push_ = make_attention_push(params);
+    push_.kv_split_len = plan_.kv_split_len;
+    push_.n_splits = plan_.n_splits;
+
+    const std::uint64_t esize = element_size(dtype);
+    const std::uint64_t range = ctx.limits().storage_buffer_range;
+    auto check_tensor = [&](const char* name, std::uint64_t elements) {
+        if (elements * esize > range) {
+            throw Error("attention: " + std::string(name) + " is " + bytes_text(elements * esize) +
+                        ", over the device's maxStorageBufferRange of " + bytes_text(range) +
+                        "; split the batch or the sequence");
+        }
+    };
+    check_tensor("Q", q_element_count(shape_));
+    check_tensor("K", kv_element_count(shape_));
+    check_tensor("V", kv_element_count(shape_));
+
+    const bool split = plan_.n_splits > 1;
+    const bool f16 = dtype == DType::F16;
+    const bool rows = plan_.kernel == AttentionKernel::Rows;
+    const bool sg = plan_.subgroup_loads > 0;
+    const SpirvCode& code =
+        rows ? (sg ? (split ? (f16 ? shaders::attention_rows_sg_split_f16 : shaders::attention_rows_sg_split_f32)
+                            : (f16 ? shaders::attention_rows_sg_f16 : shaders::attention_rows_sg_f32))
+                   : (split ? (f16 ? shaders::attention_rows_split_f16 : shaders::attention_rows_split_f32)
+                            : (f16 ? shaders::attention_rows_f16 : shaders::attention_rows_f32)))
+             : (split ? (f16 ? shaders::attention_split_f16 : shaders::attention_split_f32)
+                      : (f16 ? shaders::attention_f16 : shaders::attention_f32));
+    std::vector<SpecConstant> constants;
+    if (rows) {
+        constants = {{3, plan_.threads_per_row},
+                     {4, plan_.keys_per_tile},
+                     {5, plan_.rows_per_invocation},
+                     {6, shape_.head_dim},
+                     {7, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
+    } else {
+        constants = {
+            {3, plan_.rows_per_group}, {4, plan_.keys_per_tile}, {5, plan_.threads_per_row}, {6, shape_.head_dim}};
+    }
+    attention_ = &ctx.pipeline(PipelineDesc{.code = &code,
+                                            .workgroup_size = {plan_.workgroup_size, 1, 1},
+                                            .constants = constants,
+                                            .push_constant_size = sizeof(AttentionPush),
+                                            .binding_count = 6,
+                                            .shared_memory_bytes = plan_.shared_bytes});
+    if (split) {
+        combine_ = &ctx.pipeline(PipelineDesc{
+            .code = f16 ? &shaders::attention_combine_f16 : &shaders::attention_combine_f32,
+            .workgroup_size = {std::min<std::uint32_t>(shape_.head_dim / 2, ctx.limits().workgroup_invocations), 1, 1},
+            .constants = {{6, shape_.head_dim}},
+            .push_constant_size = sizeof(AttentionPush),
+            .binding_count = 2});
+        const std::uint64_t partial_bytes =
+            std::uint64_t{4} * (shape_.head_dim + 2) * shape_.q_len * shape_.n_head * shape_.batch * plan_.n_splits;
+        partials_ = ctx.create_buffer(partial_bytes, MemoryKind::Device, "attention partials");
+    }
+
+    // Tables the shader reads only when their flag is set still need a buffer bound.
+    const std::size_t n_slopes = std::max<std::size_t>(params.slopes.size(), 1);
+    slopes_ = ctx.create_buffer(n_slopes * 4, MemoryKind::Device, "alibi slopes");
+    if (!params.slopes.empty()) {
+        ctx.upload(slopes_, params.slopes);
+    }
+    const std::size_t n_lens = std::max<std::size_t>(params.kv_lens.size(), 1);
+    kv_lens_ = ctx.create_buffer(n_lens * 4, MemoryKind::Device, "kv lens");
+    if (!params.kv_lens.empty()) {
+        ctx.upload(kv_lens_, params.kv_lens);
+    }
+}
+
+std::uint64_t Attention::scratch_bytes() const {
+    return slopes_.size() + kv_lens_.size() + (partials_.valid() ? partials_.size() : 0);
+}
+
+void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const {
+    const std::uint64_t esize = element_size(dtype_);
+    auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
+        if (r.size != elements * esize) {
+            throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
+                        std::to_string(shape_.batch) + ", " +
+                        std::to_string(name[0] == 'Q' || name[0] == 'O' ? shape_.q_len : shape_.kv_len) + ", " +
+                        std::to_string(name[0] == 'Q' || name[0] == 'O' ? shape_.n_head : shape_.n_kv_head) + ", " +
+                        std::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
+                        bytes_text(elements * esize));
+        }
+    };
+    check_size("Q", q, q_element_count(shape_));
+    check_size("K", k, kv_element_count(shape_));
+    check_size("V", v, kv_element_count(shape_));
+    check_size("O", o, q_element_count(shape_));
+
+    const bool split = plan_.n_splits > 1;
+    // Rows kernel: the invocations of a row take threads_per_row consecutive splits.
+    const std::uint32_t split_groups =
+        plan_.kernel == AttentionKernel::Rows ? plan_.n_splits / plan_.threads_per_row : plan_.n_splits;
+    const Binding bindings[] = {
+        {q, Access::Read},
+        {k, Access::Read},
+        {v, Access::Read},
+        {split ? whole(partials_) : o, Access::Write},
+        {whole(slopes_), Access::Read},
+        {whole(kv_lens_), Access::Read},
+    };
+    list.dispatch(
+        Dispatch{.pipeline = attention_,
+                 .bindings = bindings,
+                 .push_constants = push_bytes(push_),
+                 .groups = {ceil_div(shape_.q_len, plan_.rows_per_group), shape_.n_head, shape_.batch * split_groups},
+                 .label = split ? "attention (split-KV)" : "attention"});
+    if (split) {
+        const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
+        list.dispatch(Dispatch{.pipeline = combine_,
+                               .bindings = combine_bindings,
+                               .push_constants = push_bytes(push_),
+                               .groups = {shape_.q_len, shape_.n_head, shape_.batch},
+                               .label = "attention combine"});
+    }
+}
+
+std::vector<float> attention(Context& ctx, const AttentionParams& params, std::span<const float> q,
+                             std::span<const float> k, std::span<const float> v, DType dtype,
+                             AttentionOptions options) {
+    validate(params);
+    const std::size_t nq = q_element_count(params.shape);
+    const std::size_t nkv = kv_element_count(params.shape);
+    if (q.size() != nq || k.size() != nkv || v.size() != nkv) {
+        throw Error("attention: Q, K, V hold " + std::to_string(q.size()) + ", " + std::to_string(k.size()) + ", " +
+                    std::to_string(v.size()) + " elements; the shape needs " + std::to_string(nq) + ", " +
+                    std::to_string(nkv) + ", " + std::to_string(nkv));
+    }
+    const Attention op(ctx, params, dtype, options);
+    const std::size_t esize = element_size(dtype);
+    auto make = [&](std::span<const float> values, const char* name) {
+        Buffer b = ctx.create_buffer(values.size() * esize, MemoryKind::Device, name);
+        if (dtype == DType::F16) {
+            ctx.upload(b, std::span<const std::uint16_t>(floats_to_halves(values)));
+        } else {
+            ctx.upload(b, values);
+        }
+        return b;
+    };
+    const Buffer qb = make(q, "Q"), kb = make(k, "K"), vb = make(v, "V");
+    const Buffer ob = ctx.create_buffer(nq * esize, MemoryKind::Device, "O");
+    auto list = ctx.command_list();
+    op.record(*list, whole(qb), whole(kb), whole(vb), whole(ob));
+    ctx.submit(*list);
+    std::vector<float> out(nq);
+    if (dtype == DType::F16) {
+        std::vector<std::uint16_t> halves(nq);
+        ctx.download(ob, std::span(halves));
+        halves_to_floats(halves, out);
+    } else {
+        ctx.download(ob, std::span(out));
+    }
+    return out;
+}
+
+} // namespace vkf

@@ -1,0 +1,121 @@
+#pragma once
+// Tiled ("flash") ALiBi attention on the GPU (shaders/attention.comp), FlashAttention-2
+// style: a workgroup owns a tile of query rows of one (batch, head), streams K and V tiles
+// through shared memory with an online softmax, and writes each output row once. Decoding
+// shapes (few query rows, long KV) use a split-KV variant plus a combine pass. CPU devices
+// get the rows kernel (shaders/attention_rows.comp, AttentionKernel below) instead.
+
+#include "host/spec/attention_params.hpp"
+#include "host/util/dtype.hpp"
+#include "runtime/context.hpp"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+// Head sizes the GPU kernels accept.
+inline constexpr std::uint32_t kSupportedHeadDims[] = {32, 64, 80, 96, 128, 256};
+// Throws vkf::Error naming the head size and the supported ones.
+void check_head_dim(std::uint32_t head_dim);
+
+// Mirrors AttentionParams in shaders/attention.comp (push constants).
+struct AttentionPush {
+    std::uint32_t batch;
+    std::uint32_t q_len;
+    std::uint32_t kv_len;
+    std::uint32_t n_head;
+    std::uint32_t n_kv_head;
+    std::uint32_t flags; // kAttn* bits below
+    float scale;
+    float max_bias;
+    std::uint32_t alibi_pow2; // largest power of two <= n_head
+    std::uint32_t kv_split_len; // keys per split (split-KV), else kv_len
+    std::uint32_t n_splits;     // 1 without split-KV
+    std::uint32_t reserved;
+};
+static_assert(sizeof(AttentionPush) == 48);
+inline constexpr std::uint32_t kAttnCausalMask = 1u << 0;
+inline constexpr std::uint32_t kAttnSlopeTable = 1u << 1;
+inline constexpr std::uint32_t kAttnKvLens = 1u << 2;
+inline constexpr std::uint32_t kAttnAlibiCausal = 1u << 3;
+inline constexpr std::uint32_t kAttnAlibiSymmetric = 1u << 4;
+
+AttentionPush make_attention_push(const AttentionParams& params);
+
+// Tiled: shared-memory K/V tiles, several invocations per query row (GPUs). Rows: no shared
+// memory and no barriers, each invocation holds a few query rows in registers and reads K and
+// V straight from memory, sharing the loads across a subgroup by shuffles when it can
+// (shaders/attention_rows.comp); the fast one on CPU devices (llvmpipe), where every load
+// costs per SIMD lane and barriers switch coroutines. Auto: Rows on CPU devices, else Tiled.
+enum class AttentionKernel : std::uint32_t { Auto = 0, Tiled = 1, Rows = 2 };
+const char* to_string(AttentionKernel kernel);
+
+// What the plan needs to know of the device.
+struct AttentionDevice {
+    ComputeLimits limits;
+    bool cpu = false;  // VkPhysicalDeviceType CPU
+};
+AttentionDevice attention_device(const Context& ctx);
+
+// The tile configuration chosen for a device and a shape.
+struct AttentionPlan {
+    AttentionKernel kernel = AttentionKernel::Tiled;
+    std::uint32_t rows_per_group = 0;  // Br: query rows per workgroup
+    std::uint32_t keys_per_tile = 0;   // Bc: keys per shared-memory tile (rows: per softmax update)
+    std::uint32_t threads_per_row = 0;      // invocations on one query row (rows: each its own KV split)
+    std::uint32_t workgroup_size = 0;       // rows_per_group / rows_per_invocation * threads_per_row
+    std::uint32_t rows_per_invocation = 1;  // rows kernel: query rows held by one invocation
+    std::uint32_t subgroup_loads = 0;       // rows kernel: subgroup size whose lanes share K/V loads, 0: none
+    std::uint32_t shared_bytes = 0;
+    std::uint32_t n_splits = 1;        // > 1: split-KV decode path
+    std::uint32_t kv_split_len = 0;
+    std::uint64_t loop_iterations = 0;  // per invocation, an upper bound (rows kernel)
+    std::string describe() const;
+};
+
+struct AttentionOptions {
+    // 0: chosen from the shape; 1: no split unless the driver's loop limit needs one;
+    // n > 1: at least n splits.
+    std::uint32_t force_splits = 0;
+    AttentionKernel kernel = AttentionKernel::Auto;
+};
+
+// Chooses the kernel and its tiles from the device (type, shared memory, workgroup
+// invocations) and the shape. Throws vkf::Error when no configuration fits the device.
+AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options = {});
+// The same for a GPU with these limits.
+AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options = {});
+
+// A prepared attention call: validated parameters, the plan, pipelines, and the small
+// device buffers it needs (slope table, key lengths, split-KV partials).
+class Attention {
+public:
+    Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options = {});
+    // Records the attention (and the combine pass when split). Q, K, V, O hold the default
+    // layout in `dtype`; their sizes are checked.
+    void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const;
+    const AttentionPlan& plan() const { return plan_; }
+    // Device bytes of the op's own buffers (not counting Q, K, V, O).
+    std::uint64_t scratch_bytes() const;
+
+private:
+    Context& ctx_;
+    AttentionShape shape_;
+    DType dtype_;
+    AttentionPush push_;
+    AttentionPlan plan_;
+    const Pipeline* attention_ = nullptr;
+    const Pipeline* combine_ = nullptr;
+    Buffer slopes_;
+    Buffer kv_lens_;
+    Buffer partials_; // split-KV: unnormalized outputs and (max, sum) per split
+};
+
+// Convenience: uploads Q, K, V (float32 host data, converted to `dtype`), runs, downloads.
+std::vector<float> attention(Context& ctx, const AttentionParams& params, std::span<const float> q,
+                             std::span<const float> k, std::span<const float> v, DType dtype = DType::F32,
+                             AttentionOptions options = {});
+
+} // namespace vkf

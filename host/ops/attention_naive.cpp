@@ -1,0 +1,176 @@
+#include "host/ops/attention_naive.hpp"
+
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+namespace {
+
+constexpr std::uint64_t kScoreBytes = 4; // scores are float32 whatever the storage dtype
+
+std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
+    std::uint64_t product = 1;
+    for (std::uint64_t f : factors) {
+        if (f != 0 && product > std::numeric_limits<std::uint64_t>::max() / f) {
+            return std::numeric_limits<std::uint64_t>::max();
+        }
+        product *= f;
+    }
+    return product;
+}
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+std::string shape_text(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) +
+           "]";
+}
+
+std::string q_shape_text(const AttentionShape& s) { return shape_text(s.batch, s.q_len, s.n_head, s.head_dim); }
+std::string kv_shape_text(const AttentionShape& s) { return shape_text(s.batch, s.kv_len, s.n_kv_head, s.head_dim); }
+
+// The widest 1-D workgroup of at most `wanted` invocations the device allows.
+std::uint32_t workgroup_width(const ComputeLimits& limits, std::uint32_t wanted) {
+    return std::max<std::uint32_t>(1, std::min({wanted, limits.workgroup_invocations, limits.workgroup_size[0]}));
+}
+
+} // namespace
+
+std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape) {
+    return saturating_product({shape.batch, shape.n_head, shape.q_len, shape.kv_len, kScoreBytes});
+}
+
+std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params) {
+    const std::uint64_t bytes = naive_attention_scores_bytes(params.shape);
+    if (bytes > limits.storage_buffer_range) {
+        const AttentionShape& s = params.shape;
+        return "naive attention: scores buffer of " + std::to_string(bytes) + " bytes (float32 " +
+               shape_text(s.batch, s.n_head, s.q_len, s.kv_len) + ") exceeds maxStorageBufferRange " +
+               std::to_string(limits.storage_buffer_range);
+    }
+    return std::nullopt;
+}
+
+NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype)
+    : shape_(params.shape), dtype_(dtype) {
+    validate(params);
+    check_head_dim(shape_.head_dim);
+    const ComputeLimits& limits = ctx.limits();
+    if (const auto reason = naive_attention_impossible(limits, params)) {
+        throw Error(*reason);
+    }
+    // Each tensor is bound whole, so each must fit one range too.
+    const std::uint64_t esize = element_size(dtype);
+    auto check_tensor = [&](const char* name, std::uint64_t elements, const std::string& shape) {
+        const std::uint64_t bytes = elements * esize;
+        if (bytes > limits.storage_buffer_range) {
+            throw Error("naive attention: " + std::string(name) + " of shape " + shape + " in " + to_string(dtype) +
+                        " is " + std::to_string(bytes) + " bytes, over maxStorageBufferRange " +
+                        std::to_string(limits.storage_buffer_range));
+        }
+    };
+    check_tensor("Q", q_element_count(shape_), q_shape_text(shape_));
+    check_tensor("K", kv_element_count(shape_), kv_shape_text(shape_));
+    check_tensor("V", kv_element_count(shape_), kv_shape_text(shape_));
+
+    push_ = make_attention_push(params);
+
+    const bool f16 = dtype == DType::F16;
+    const std::uint32_t head_pairs = shape_.head_dim / 2;
+    scores_workgroup_ = workgroup_width(limits, 64);
+    pv_workgroup_ = workgroup_width(limits, std::min<std::uint32_t>(head_pairs, 64));
+    // The softmax reductions halve the workgroup: a power of two, one float of shared
+    // memory per invocation.
+    softmax_workgroup_ = std::bit_floor(workgroup_width(limits, std::min<std::uint32_t>(256, limits.shared_memory / 4)));
+
+    const std::vector<SpecConstant> head_dim_constant = {{3, shape_.head_dim}};
+    scores_pipeline_ = &ctx.pipeline(PipelineDesc{
+        .code = f16 ? &shaders::attention_naive_scores_f16 : &shaders::attention_naive_scores_f32,
+        .workgroup_size = {scores_workgroup_, 1, 1},
+        .constants = head_dim_constant,
+        .push_constant_size = sizeof(AttentionPush),
+        .binding_count = 5});
+    softmax_pipeline_ = &ctx.pipeline(PipelineDesc{.code = &shaders::attention_naive_softmax,
+                                                   .workgroup_size = {softmax_workgroup_, 1, 1},
+                                                   .push_constant_size = sizeof(AttentionPush),
+                                                   .binding_count = 1,
+                                                   .shared_memory_bytes = softmax_workgroup_ * 4});
+    pv_pipeline_ = &ctx.pipeline(PipelineDesc{
+        .code = f16 ? &shaders::attention_naive_pv_f16 : &shaders::attention_naive_pv_f32,
+        .workgroup_size = {pv_workgroup_, 1, 1},
+        .constants = head_dim_constant,
+        .push_constant_size = sizeof(AttentionPush),
+        .binding_count = 3});
+
+    // Tables the shader reads only when their flag is set still need a buffer bound.
+    slopes_ = ctx.create_buffer(4 * std::max<std::uint64_t>(params.slopes.size(), 1), MemoryKind::Device,
+                                "naive attention slopes");
+    if (!params.slopes.empty()) {
+        ctx.upload(slopes_, params.slopes);
+    }
+    kv_lens_ = ctx.create_buffer(4 * std::max<std::uint64_t>(params.kv_lens.size(), 1), MemoryKind::Device,
+                                 "naive attention kv lens");
+    if (!params.kv_lens.empty()) {
+        ctx.upload(kv_lens_, params.kv_lens);
+    }
+    scores_ = ctx.create_buffer(naive_attention_scores_bytes(shape_), MemoryKind::Device, "naive attention scores");
+}
+
+void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const {
+    const std::uint64_t esize = element_size(dtype_);
+    auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements, const std::string& shape) {
+        if (r.size != elements * esize) {
+            throw Error("naive attention: " + std::string(name) + " range is " + std::to_string(r.size) +
+                        " bytes but shape " + shape + " in " + to_string(dtype_) + " needs " +
+                        std::to_string(elements * esize));
+        }
+    };
+    check_size("Q", q, q_element_count(shape_), q_shape_text(shape_));
+    check_size("K", k, kv_element_count(shape_), kv_shape_text(shape_));
+    check_size("V", v, kv_element_count(shape_), kv_shape_text(shape_));
+    check_size("O", o, q_element_count(shape_), q_shape_text(shape_));
+
+    const BufferRange scores = whole(scores_);
+    const std::uint32_t heads = shape_.batch * shape_.n_head;
+
+    const Binding scores_bindings[] = {
+        {q, Access::Read},
+        {k, Access::Read},
+        {whole(slopes_), Access::Read},
+        {whole(kv_lens_), Access::Read},
+        {scores, Access::Write},
+    };
+    list.dispatch(Dispatch{.pipeline = scores_pipeline_,
+                           .bindings = scores_bindings,
+                           .push_constants = push_bytes(push_),
+                           .groups = {ceil_div(shape_.kv_len, scores_workgroup_), shape_.q_len, heads},
+                           .label = "naive attention scores"});
+
+    const Binding softmax_bindings[] = {{scores, Access::ReadWrite}};
+    list.dispatch(Dispatch{.pipeline = softmax_pipeline_,
+                           .bindings = softmax_bindings,
+                           .push_constants = push_bytes(push_),
+                           .groups = {shape_.q_len, shape_.n_head, shape_.batch},
+                           .label = "naive attention softmax"});
+
+    const Binding pv_bindings[] = {
+        {scores, Access::Read},
+        {v, Access::Read},
+        {o, Access::Write},
+    };
+    list.dispatch(Dispatch{.pipeline = pv_pipeline_,
+                           .bindings = pv_bindings,
+                           .push_constants = push_bytes(push_),
+                           .groups = {ceil_div(shape_.head_dim / 2, pv_workgroup_), shape_.q_len, heads},
+                           .label = "naive attention P.V"});
+}
+
+} // namespace vkf

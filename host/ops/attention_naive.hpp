@@ -1,0 +1,49 @@
+#pragma once
+// Naive GPU attention (shaders/attention_naive.comp): scores, softmax and P.V as three
+// dispatches over a float32 [batch, n_head, q_len, kv_len] scores buffer. It exists as the
+// baseline the tiled op (host/attention.hpp) is benchmarked against; its n x n buffer is
+// exactly what the tiled op avoids, so it fails on shapes the tiled op still handles.
+
+#include "host/ops/attention.hpp"
+#include "host/spec/attention_params.hpp"
+#include "runtime/context.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace vkf {
+
+// Bytes of the float32 scores buffer for `shape` (saturates at UINT64_MAX).
+std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape);
+
+// Why the naive op cannot run `params` on a device with `limits` (its scores buffer cannot
+// be bound as one storage-buffer range), or nullopt when it can. Assumes valid params.
+std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params);
+
+class NaiveAttention {
+public:
+    // Validates params and head_dim; throws vkf::Error with naive_attention_impossible's
+    // reason, or naming a tensor that does not fit one storage-buffer range.
+    NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype);
+    // Q, K, V, O hold the default layout in the constructor's dtype; their sizes are checked.
+    // Records three dispatches; the op's own scores buffer is reused by every recording.
+    void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const;
+    std::uint64_t scores_bytes() const { return scores_.size(); }
+
+private:
+    AttentionShape shape_;
+    DType dtype_;
+    AttentionPush push_;
+    std::uint32_t scores_workgroup_ = 0;
+    std::uint32_t softmax_workgroup_ = 0;
+    std::uint32_t pv_workgroup_ = 0;
+    const Pipeline* scores_pipeline_ = nullptr;
+    const Pipeline* softmax_pipeline_ = nullptr;
+    const Pipeline* pv_pipeline_ = nullptr;
+    Buffer slopes_;
+    Buffer kv_lens_;
+    Buffer scores_;
+};
+
+} // namespace vkf

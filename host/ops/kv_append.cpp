@@ -1,0 +1,71 @@
+#include "host/ops/kv_append.hpp"
+
+#include "host/ops/tensor_binding.hpp"
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+
+namespace vkf {
+
+void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
+    const ComputeLimits& limits = ctx.limits();
+    const KvAppendShape& c = a.shape;
+    const bool f16 = a.cache_dtype == DType::F16;
+    const auto csize = static_cast<std::uint32_t>(element_size(a.cache_dtype));
+    const std::string shape = shape_text({c.batch, c.max_len, c.n_kv_head, c.head_dim}, to_string(a.cache_dtype));
+    if (c.batch == 0 || c.new_len == 0 || c.n_kv_head == 0 || c.head_dim == 0 || c.head_dim % 2 != 0) {
+        throw Error("kv_append: batch, new_len, n_kv_head must be positive and head_dim positive and even; got " +
+                    std::to_string(c.batch) + ", " + std::to_string(c.new_len) + ", " + std::to_string(c.n_kv_head) +
+                    ", " + std::to_string(c.head_dim));
+    }
+    if (std::uint64_t{c.pos} + c.new_len > c.max_len) {
+        throw Error("kv_append: rows " + std::to_string(c.pos) + ".." + std::to_string(c.pos + c.new_len - 1) +
+                    " do not fit the cache " + shape + " (max_len " + std::to_string(c.max_len) + ")");
+    }
+    const std::uint64_t cache_elements = std::uint64_t{c.batch} * c.max_len * c.n_kv_head * c.head_dim;
+    check_tensor(a.cache, cache_elements, csize, "kv_append", "cache", shape);
+    if (f16 && a.cache.offset % 4 != 0) {
+        throw Error("kv_append: an fp16 cache must start at a multiple of 4 bytes (written as element pairs); "
+                    "offset " + std::to_string(a.cache.offset));
+    }
+    // The last source element read, + 1, bounds the source range.
+    const HeadLayout& s = a.src_layout;
+    const std::uint64_t src_extent = s.offset + (c.batch - 1) * s.batch_stride + (c.new_len - 1) * s.token_stride +
+                                     (c.n_kv_head - 1) * s.head_stride + c.head_dim;
+    if (a.src.buffer == nullptr || a.src.size % 4 != 0 || src_extent > a.src.size / 4) {
+        throw Error("kv_append: the source layout reaches element " + std::to_string(src_extent) +
+                    " but the source range holds " + std::to_string(a.src.size / 4) + " fp32 elements");
+    }
+    const ElementBinding src = bind_elements(limits, a.src, s.offset, src_extent - s.offset, 4, "kv_append", "src");
+    const ElementBinding cache = bind_elements(limits, a.cache, 0, cache_elements, csize, "kv_append", "cache");
+    for (std::uint64_t stride : {s.batch_stride, s.token_stride, s.head_stride}) {
+        if (stride > UINT32_MAX) {
+            throw Error("kv_append: source stride " + std::to_string(stride) + " exceeds 32 bits");
+        }
+    }
+    const std::uint32_t wg = std::min<std::uint32_t>({64, limits.workgroup_invocations, limits.workgroup_size[0]});
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::kv_append_f16 : &shaders::kv_append_f32,
+                                                         .workgroup_size = {wg, 1, 1},
+                                                         .push_constant_size = sizeof(KvAppendPush),
+                                                         .binding_count = 2});
+    const KvAppendPush push{.new_len = c.new_len,
+                            .n_kv_head = c.n_kv_head,
+                            .head_dim = c.head_dim,
+                            .max_len = c.max_len,
+                            .pos = c.pos,
+                            .src_base = src.base,
+                            .src_batch_stride = static_cast<std::uint32_t>(s.batch_stride),
+                            .src_token_stride = static_cast<std::uint32_t>(s.token_stride),
+                            .src_head_stride = static_cast<std::uint32_t>(s.head_stride),
+                            .cache_base = cache.base};
+    const Binding bindings[] = {{src.range, Access::Read}, {cache.range, Access::Write}};
+    const std::uint32_t pairs = c.n_kv_head * c.head_dim / 2;
+    list.dispatch(Dispatch{.pipeline = &pipeline,
+                           .bindings = bindings,
+                           .push_constants = push_bytes(push),
+                           .groups = {(pairs + wg - 1) / wg, c.new_len, c.batch},
+                           .label = "kv append"});
+}
+
+} // namespace vkf

@@ -1,0 +1,98 @@
+#include "host/ops/layernorm.hpp"
+
+#include "host/ops/tensor_binding.hpp"
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace vkf {
+
+namespace {
+
+constexpr std::uint32_t kMaxWorkgroup = 256;
+
+// Three passes over the row plus two tree reductions, no loop unrolled.
+std::uint64_t loop_iterations(std::uint32_t dim, std::uint32_t wg) {
+    return 3 * ((std::uint64_t{dim} + wg - 1) / wg) + 2 * std::bit_width(wg) + 8;
+}
+
+} // namespace
+
+std::uint32_t layernorm_workgroup_size(const ComputeLimits& limits, std::uint32_t dim) {
+    const std::uint32_t cap =
+        std::bit_floor(std::min({kMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0],
+                                 limits.shared_memory / 4}));
+    std::uint32_t wg = std::min(cap, std::bit_ceil(std::max<std::uint32_t>(dim, 1)));
+    if (wg == 0) {
+        throw Error("layernorm: no workgroup fits " + std::to_string(limits.shared_memory) +
+                    " bytes of shared memory");
+    }
+    if (limits.max_loop_iterations != 0) {
+        const std::uint64_t budget = limits.max_loop_iterations / 2;
+        while (loop_iterations(dim, wg) > budget && wg < std::bit_floor(std::min(limits.workgroup_invocations,
+                                                                                 limits.workgroup_size[0]))) {
+            wg *= 2;
+        }
+        if (loop_iterations(dim, wg) > budget || wg * 4 > limits.shared_memory) {
+            throw Error("layernorm: rows of " + std::to_string(dim) + " elements need more loop iterations per "
+                        "invocation than this driver runs (" + std::to_string(limits.max_loop_iterations) + ")");
+        }
+    }
+    return wg;
+}
+
+void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
+    const ComputeLimits& limits = ctx.limits();
+    const bool f16 = a.weight_dtype == DType::F16;
+    const auto wsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
+    const char* wtype = to_string(a.weight_dtype);
+    const bool has_bias = a.bias.buffer != nullptr;
+    check_tensor(a.x, std::uint64_t{a.rows} * a.dim, 4, "layernorm", "x", shape_text({a.rows, a.dim}, "f32"));
+    check_tensor(a.y, std::uint64_t{a.rows} * a.dim, 4, "layernorm", "y", shape_text({a.rows, a.dim}, "f32"));
+    check_tensor(a.weight, a.dim, wsize, "layernorm", "weight", shape_text({a.dim}, wtype));
+    if (has_bias) {
+        check_tensor(a.bias, a.dim, wsize, "layernorm", "bias", shape_text({a.dim}, wtype));
+    }
+    if (!(a.eps > 0.0f)) {
+        throw Error("layernorm: eps must be positive, got " + std::to_string(a.eps));
+    }
+    const std::uint32_t wg = layernorm_workgroup_size(limits, a.dim);
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::layernorm_f16 : &shaders::layernorm_f32,
+                                                         .workgroup_size = {wg, 1, 1},
+                                                         .constants = {{3, wg}},
+                                                         .push_constant_size = sizeof(LayerNormPush),
+                                                         .binding_count = 4,
+                                                         .shared_memory_bytes = 4 * wg});
+    const std::uint64_t max_rows = max_bound_elements(limits, 4) / a.dim;
+    if (max_rows == 0) {
+        throw Error("layernorm: one row of " + std::to_string(a.dim) + " elements exceeds maxStorageBufferRange");
+    }
+    const ElementBinding weight = bind_elements(limits, a.weight, 0, a.dim, wsize, "layernorm", "weight");
+    const ElementBinding bias = has_bias ? bind_elements(limits, a.bias, 0, a.dim, wsize, "layernorm", "bias") : weight;
+    for (std::uint64_t r0 = 0; r0 < a.rows; r0 += max_rows) {
+        const auto rc = static_cast<std::uint32_t>(std::min<std::uint64_t>(max_rows, a.rows - r0));
+        const ElementBinding x = bind_elements(limits, a.x, r0 * a.dim, std::uint64_t{rc} * a.dim, 4, "layernorm", "x");
+        const ElementBinding y = bind_elements(limits, a.y, r0 * a.dim, std::uint64_t{rc} * a.dim, 4, "layernorm", "y");
+        const LayerNormPush push{.rows = rc,
+                                 .dim = a.dim,
+                                 .x_base = x.base,
+                                 .y_base = y.base,
+                                 .weight_base = weight.base,
+                                 .bias_base = has_bias ? bias.base : 0,
+                                 .flags = has_bias ? kLayerNormBias : 0,
+                                 .eps = a.eps};
+        const Binding bindings[] = {{x.range, Access::Read},
+                                    {weight.range, Access::Read},
+                                    {bias.range, Access::Read},
+                                    {y.range, Access::Write}};
+        list.dispatch(Dispatch{.pipeline = &pipeline,
+                               .bindings = bindings,
+                               .push_constants = push_bytes(push),
+                               .groups = {rc, 1, 1},
+                               .label = "layernorm"});
+    }
+}
+
+} // namespace vkf

@@ -1,0 +1,463 @@
+#include "host/ops/matmul.hpp"
+
+#include "host/ops/tensor_binding.hpp"
+#include "runtime/error.hpp"
+#include "vkf_shaders.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+
+namespace vkf {
+
+namespace {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+struct Tile {
+    std::uint32_t m, n, k;
+    std::uint32_t workgroup_size() const { return m * n / 16; } // 4 x 4 outputs per invocation
+    std::uint32_t shared_bytes() const { return 4 * k * (m + n); }
+};
+
+// Largest first; the first that fits the device (and is not much taller than the input)
+// is taken. The 4 x 4 ones only serve devices with almost no shared memory.
+constexpr std::array<Tile, 9> kTiles{{
+    {64, 64, 16},
+    {32, 64, 16},
+    {32, 32, 16},
+    {16, 64, 16},
+    {16, 32, 16},
+    {16, 16, 16},
+    {8, 16, 8},
+    {8, 8, 8},
+    {4, 4, 8},
+}};
+
+// Decoding shapes (a few rows) go to the matrix-vector kernel.
+constexpr std::uint32_t kGemvMaxRows = 4;
+constexpr std::uint32_t kGemvMaxWorkgroup = 128;
+// Blocked kernel blocks: 1 x 8 for single rows (decoding), 4 x 8 otherwise. On lavapipe
+// (fp16, n = 4096, k = 1024) 1 x 8 runs 3x faster than the matrix-vector kernel at m = 1 and
+// 4 x 8 2.5x faster than 64 x 64 shared-memory tiles at m = 64. Larger blocks run faster
+// still (8 x 16: 4.5x) but llvmpipe's first compile of them takes 6-17 s (4 x 8: 2 s).
+constexpr std::uint32_t kBlockRows = 4;
+constexpr std::uint32_t kBlockCols = 8;
+constexpr std::uint32_t kBlockedWorkgroup = 64;
+constexpr std::uint32_t kReduceWorkgroup = 64;
+// Row-dot kernel (CPU devices with subgroup arithmetic, m <= kRowDotMaxRows): rows of X per
+// workgroup, W rows per subgroup pass, and at most this many groups of them per workgroup
+// (one subgroup each). On lavapipe (Mesa 22.3, fp16, k = 1024 and 4096, n = 1024..62720)
+// 1 x 8 x 4 with 64-bit loads runs 1.3-2x faster than the blocked kernel's 1 x 8 at m = 1;
+// at m = 4 and 8 (4 x 8 x 4) it is no faster than blocked 4 x 8, which keeps those.
+constexpr std::uint32_t kRowDotMaxRows = 1;
+constexpr std::uint32_t kRowDotRows = 4;
+constexpr std::uint32_t kRowDotCols = 8;
+constexpr std::uint32_t kRowDotGroups = 4;
+// Split K for parallelism when the output alone gives fewer workgroups than this (a CPU
+// device has a thread per core, a GPU many more lanes to fill).
+constexpr std::uint64_t kTargetWorkgroupsGpu = 128;
+constexpr std::uint64_t kTargetWorkgroupsCpu = 16;
+constexpr std::uint32_t kMinSliceK = 512;
+constexpr std::uint32_t kMaxParallelSplits = 16;
+
+bool fits(const ComputeLimits& l, std::uint32_t workgroup, std::uint32_t shared) {
+    return workgroup <= l.workgroup_invocations && workgroup <= l.workgroup_size[0] && shared <= l.shared_memory;
+}
+
+const Tile* choose_tile(const ComputeLimits& l, std::uint32_t m) {
+    const std::uint32_t wanted_rows = std::max<std::uint32_t>(16, std::bit_ceil(m));
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const Tile& t : kTiles) {
+            if (fits(l, t.workgroup_size(), t.shared_bytes()) && (pass == 1 || t.m <= wanted_rows)) {
+                return &t;
+            }
+        }
+    }
+    return nullptr;
+}
+
+// Power of two; 0 when even one invocation's 16 bytes of shared memory do not fit.
+std::uint32_t gemv_workgroup(const ComputeLimits& l, std::uint32_t k) {
+    std::uint32_t wg = std::bit_floor(std::min({kGemvMaxWorkgroup, l.workgroup_invocations, l.workgroup_size[0],
+                                                l.shared_memory / 16}));
+    while (wg > 32 && wg * 8 > k) {
+        wg /= 2; // short rows: fewer idle invocations and reduction steps
+    }
+    return wg;
+}
+
+// Loop iterations of one invocation over a K slice of `len`: an upper bound counting every
+// loop, except the blocked kernel's [[unroll]] loops of constant count, which llvmpipe
+// unrolls (the long-K tests on lavapipe would fail if it did not).
+std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
+    switch (p.kernel) {
+    case MatmulKernel::Tiled: {
+        const std::uint64_t per_tile = ceil_div(p.tile_m * p.tile_k, p.workgroup_size) +
+                                       ceil_div(p.tile_n * p.tile_k, p.workgroup_size) + p.tile_k + 1;
+        return ceil_div(len, p.tile_k) * per_tile + 8;
+    }
+    case MatmulKernel::Gemv:
+        return ceil_div(len, p.workgroup_size) + std::bit_width(p.workgroup_size) + 8;
+    case MatmulKernel::RowDot: {
+        // Passes of a subgroup over its column groups, each at most one iteration per
+        // `subgroup_size` elements (8 or 16 times fewer with vector loads) plus the tail's.
+        const std::uint64_t passes = ceil_div(p.column_groups, p.workgroup_size / p.subgroup_size);
+        return passes * (ceil_div(len, p.subgroup_size) + 2) + 8;
+    }
+    default: // blocked: one iteration per k (per pair of k when it can), the rest unrolled
+        return len + 8;
+    }
+}
+
+// The longest K slice whose loops stay within `budget`, a multiple of `granule`.
+std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t granule) {
+    std::uint64_t lo = granule, hi = std::uint64_t{1} << 40;
+    if (loop_iterations(p, lo) > budget) {
+        return granule;
+    }
+    while (hi - lo > granule) { // binary search over multiples of granule
+        const std::uint64_t mid = (lo + hi) / 2 / granule * granule;
+        (loop_iterations(p, mid) <= budget ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide) {
+    switch (kernel) {
+    case MatmulKernel::Tiled: return f16 ? shaders::matmul_tiled_f16 : shaders::matmul_tiled_f32;
+    case MatmulKernel::Gemv: return f16 ? shaders::matmul_gemv_f16 : shaders::matmul_gemv_f32;
+    case MatmulKernel::RowDot:
+        if (wide) return f16 ? shaders::matmul_rowdot64_f16 : shaders::matmul_rowdot64_f32;
+        return f16 ? shaders::matmul_rowdot_f16 : shaders::matmul_rowdot_f32;
+    default: return f16 ? shaders::matmul_blocked_f16 : shaders::matmul_blocked_f32;
+    }
+}
+
+} // namespace
+
+const char* to_string(MatmulKernel k) {
+    switch (k) {
+    case MatmulKernel::Tiled: return "tiled";
+    case MatmulKernel::Gemv: return "gemv";
+    case MatmulKernel::Blocked: return "blocked";
+    case MatmulKernel::RowDot: return "rowdot";
+    default: return "auto";
+    }
+}
+
+std::string MatmulPlan::describe() const {
+    std::string s = std::string(to_string(kernel));
+    if (kernel == MatmulKernel::Tiled) {
+        s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);
+    } else if (kernel == MatmulKernel::Blocked) {
+        s += " " + std::to_string(block_m) + "x" + std::to_string(block_n);
+    } else if (kernel == MatmulKernel::RowDot) {
+        s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(column_groups) +
+             " (subgroups of " + std::to_string(subgroup_size) + (wide_loads ? ", 64-bit loads)" : ")");
+    }
+    s += ", " + std::to_string(workgroup_size) + " invocations, " + std::to_string(shared_bytes) + " B shared";
+    if (n_splits > 1) {
+        s += ", split-K " + std::to_string(n_splits) + " x " + std::to_string(k_split);
+    }
+    s += ", pieces of " + std::to_string(rows_per_piece) + " rows x " + std::to_string(cols_per_piece) +
+         " cols, ~" + std::to_string(loop_iterations) + " loop iterations per invocation";
+    return s;
+}
+
+MatmulDevice matmul_device(const Context& ctx) {
+    return MatmulDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
+}
+
+MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                       DType weight_dtype, MatmulOptions options) {
+    const ComputeLimits& limits = device.limits;
+    if (m == 0 || n == 0 || k == 0) {
+        throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                    " k=" + std::to_string(k));
+    }
+    MatmulPlan plan;
+    const Tile* tile = choose_tile(limits, m);
+    const std::uint32_t gemv_wg = gemv_workgroup(limits, k);
+    const bool rowdot_fits = limits.subgroup_ops && limits.subgroup_size > 0 &&
+                             limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
+    MatmulKernel kernel = options.kernel;
+    if (kernel == MatmulKernel::Auto) {
+        if (device.cpu && rowdot_fits && m <= kRowDotMaxRows) {
+            kernel = MatmulKernel::RowDot;
+        } else if (device.cpu) {
+            kernel = MatmulKernel::Blocked;
+        } else if (m <= kGemvMaxRows && gemv_wg > 0) {
+            kernel = MatmulKernel::Gemv;
+        } else if (tile != nullptr) {
+            kernel = MatmulKernel::Tiled;
+        } else if (gemv_wg > 0) {
+            kernel = MatmulKernel::Gemv;
+        } else {
+            kernel = MatmulKernel::Blocked; // no shared memory at all
+        }
+    }
+    plan.kernel = kernel;
+    std::uint32_t granule = 1;
+    std::uint64_t groups = 0; // workgroups of the whole output, before splitting K
+    switch (kernel) {
+    case MatmulKernel::Tiled:
+        if (tile == nullptr) {
+            throw Error("matmul: no tile fits the device (" + std::to_string(limits.shared_memory) +
+                        " bytes of shared memory, " + std::to_string(limits.workgroup_invocations) +
+                        " invocations per workgroup)");
+        }
+        plan.tile_m = tile->m;
+        plan.tile_n = tile->n;
+        plan.tile_k = tile->k;
+        plan.workgroup_size = tile->workgroup_size();
+        plan.shared_bytes = tile->shared_bytes();
+        granule = tile->k;
+        groups = ceil_div(m, tile->m) * ceil_div(n, tile->n);
+        break;
+    case MatmulKernel::Gemv:
+        if (gemv_wg == 0) {
+            throw Error("matmul: the matrix-vector kernel needs 16 bytes of shared memory per invocation; the "
+                        "device allows " + std::to_string(limits.shared_memory) + " bytes");
+        }
+        plan.workgroup_size = gemv_wg;
+        plan.shared_bytes = 16 * gemv_wg;
+        granule = 2; // slices start on pairs
+        groups = std::uint64_t{m} * ceil_div(n, 4);
+        break;
+    case MatmulKernel::RowDot: {
+        if (!rowdot_fits) {
+            throw Error("matmul: the row-dot kernel needs subgroup arithmetic in compute shaders and workgroups of "
+                        "at least one subgroup (" + std::to_string(limits.subgroup_size) + " invocations)");
+        }
+        plan.subgroup_size = limits.subgroup_size;
+        plan.wide_loads = limits.int64;
+        plan.block_m = std::min(m, kRowDotRows);
+        plan.block_n = kRowDotCols;
+        const std::uint32_t max_groups =
+            std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
+        std::uint32_t cg = std::bit_floor(std::min(kRowDotGroups, max_groups));
+        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+        const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
+        while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target) {
+            cg /= 2; // small outputs: fewer columns per workgroup, more workgroups
+        }
+        plan.column_groups = cg;
+        plan.workgroup_size = cg * plan.subgroup_size;
+        granule = 16; // slices start on whole chunks
+        groups = ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
+        break;
+    }
+    default: {
+        plan.block_m = m == 1 ? 1 : kBlockRows;
+        plan.block_n = kBlockCols;
+        const std::uint64_t invocations = ceil_div(n, plan.block_n);
+        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+        // Narrow workgroups when the output is small, so that it still spreads over the device.
+        std::uint32_t wg = std::min({kBlockedWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
+        wg = std::bit_floor(wg);
+        const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
+        while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target) {
+            wg /= 2;
+        }
+        plan.workgroup_size = wg;
+        granule = 2; // slices start on pairs
+        groups = ceil_div(invocations, wg) * row_blocks;
+        break;
+    }
+    }
+
+    // K slices: at least what was forced, enough for parallelism on small outputs, and
+    // enough that no invocation nears the driver's loop limit (llvmpipe: runtime/quirks.cpp).
+    std::uint64_t splits = std::max<std::uint32_t>(options.force_splits, 1);
+    const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
+    if (options.force_splits == 0 && groups < target && k >= 2 * kMinSliceK) {
+        splits = std::min<std::uint64_t>({ceil_div(target, groups), k / kMinSliceK, kMaxParallelSplits});
+    }
+    if (limits.max_loop_iterations != 0) {
+        const std::uint64_t budget = limits.max_loop_iterations / 2;
+        splits = std::max(splits, ceil_div(k, max_slice(plan, budget, granule)));
+    }
+    splits = std::min<std::uint64_t>(splits, ceil_div(k, granule));
+    plan.k_split = static_cast<std::uint32_t>(ceil_div(ceil_div(k, splits), granule) * granule);
+    plan.n_splits = static_cast<std::uint32_t>(ceil_div(k, plan.k_split));
+    plan.loop_iterations = loop_iterations(plan, plan.k_split);
+
+    // Pieces: W rows, X rows, Y spans and partial sums each fit one binding.
+    const std::uint64_t w_max = max_bound_elements(limits, static_cast<std::uint32_t>(element_size(weight_dtype)));
+    const std::uint64_t f_max = max_bound_elements(limits, 4);
+    if (k > w_max || k > f_max) {
+        throw Error("matmul: one row of " + std::to_string(k) + " elements (k) exceeds maxStorageBufferRange (" +
+                    std::to_string(limits.storage_buffer_range) + " bytes)");
+    }
+    std::uint64_t cols = std::min<std::uint64_t>({n, w_max / k, f_max / plan.n_splits});
+    std::uint64_t rows = std::min<std::uint64_t>(m, f_max / k);
+    rows = std::min(rows, (f_max - cols) / n + 1); // Y and R: (rows - 1) * n + cols elements
+    rows = std::min(rows, f_max / (plan.n_splits * cols));
+    plan.rows_per_piece = static_cast<std::uint32_t>(rows);
+    plan.cols_per_piece = static_cast<std::uint32_t>(cols);
+    plan.scratch_bytes = plan.n_splits > 1 ? 4 * std::uint64_t{plan.n_splits} * rows * cols : 0;
+    return plan;
+}
+
+std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                                   DType weight_dtype, MatmulOptions options) {
+    return plan_matmul(matmul_device(ctx), m, n, k, weight_dtype, options).scratch_bytes;
+}
+
+void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
+    const ComputeLimits& limits = ctx.limits();
+    const MatmulPlan plan = plan_matmul(matmul_device(ctx), a.m, a.n, a.k, a.weight_dtype, a.options);
+    const bool f16 = a.weight_dtype == DType::F16;
+    const auto wsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
+    const char* wtype = to_string(a.weight_dtype);
+    const bool has_bias = a.bias.buffer != nullptr;
+    const bool has_residual = a.residual.buffer != nullptr;
+    check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
+    check_tensor(a.w, std::uint64_t{a.n} * a.k, wsize, "matmul", "W", shape_text({a.n, a.k}, wtype));
+    check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
+    if (has_bias) {
+        check_tensor(a.bias, a.n, wsize, "matmul", "bias", shape_text({a.n}, wtype));
+    }
+    if (has_residual) {
+        check_tensor(a.residual, std::uint64_t{a.m} * a.n, 4, "matmul", "residual", shape_text({a.m, a.n}, "f32"));
+    }
+    const bool split = plan.n_splits > 1;
+    if (split && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
+        throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) +
+                    "] splits K (" + plan.describe() + ") and needs a scratch range of " +
+                    std::to_string(plan.scratch_bytes) + " bytes (matmul_scratch_bytes); got " +
+                    std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
+    }
+
+    std::vector<SpecConstant> constants;
+    if (plan.kernel == MatmulKernel::Tiled) {
+        constants = {{3, plan.tile_m / 4}, {4, plan.tile_n / 4}, {5, plan.tile_k}};
+    } else if (plan.kernel == MatmulKernel::Gemv) {
+        constants = {{3, plan.workgroup_size}};
+    } else if (plan.kernel == MatmulKernel::RowDot) {
+        constants = {{3, plan.block_m}, {4, plan.block_n}, {5, plan.column_groups}};
+    } else {
+        constants = {{3, plan.block_m}, {4, plan.block_n}};
+    }
+    const Pipeline& main = ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads),
+                                                     .workgroup_size = {plan.workgroup_size, 1, 1},
+                                                     .constants = constants,
+                                                     .push_constant_size = sizeof(MatmulPush),
+                                                     .binding_count = 5,
+                                                     .shared_memory_bytes = plan.shared_bytes});
+    const std::uint32_t reduce_wg = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
+    const Pipeline* reduce = nullptr;
+    if (split) {
+        reduce = &ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::matmul_reduce_f16 : &shaders::matmul_reduce_f32,
+                                            .workgroup_size = {reduce_wg, 1, 1},
+                                            .push_constant_size = sizeof(MatmulPush),
+                                            .binding_count = 4});
+    }
+
+    std::uint32_t act_flags = 0;
+    act_flags |= a.activation == Activation::GeluTanh ? kMatmulGeluTanh : 0;
+    act_flags |= a.activation == Activation::GeluErf ? kMatmulGeluErf : 0;
+    const std::uint32_t epilogue_flags =
+        act_flags | (has_bias ? kMatmulBias : 0) | (has_residual ? kMatmulResidual : 0);
+
+    for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
+        const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
+        const ElementBinding x = bind_elements(limits, a.x, std::uint64_t{m0} * a.k, std::uint64_t{mc} * a.k, 4,
+                                               "matmul", "X");
+        for (std::uint32_t n0 = 0; n0 < a.n; n0 += plan.cols_per_piece) {
+            const std::uint32_t nc = std::min(plan.cols_per_piece, a.n - n0);
+            const ElementBinding w = bind_elements(limits, a.w, std::uint64_t{n0} * a.k, std::uint64_t{nc} * a.k,
+                                                   wsize, "matmul", "W");
+            // Y and R: rows m0.. of columns n0..n0+nc, a span with row stride n.
+            const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
+            const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
+            const ElementBinding y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y");
+            const ElementBinding bias =
+                has_bias ? bind_elements(limits, a.bias, n0, nc, wsize, "matmul", "bias") : x; // x: unused slot
+            const ElementBinding res =
+                has_residual ? bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual") : x;
+            MatmulPush push{.m = mc,
+                            .n = nc,
+                            .k = a.k,
+                            .ldy = a.n,
+                            .x_base = x.base,
+                            .w_base = w.base,
+                            .bias_base = has_bias ? bias.base : 0,
+                            .res_base = has_residual ? res.base : 0,
+                            .y_base = y.base,
+                            .k_split = plan.k_split,
+                            .n_splits = plan.n_splits,
+                            .flags = epilogue_flags};
+            if (plan.kernel != MatmulKernel::Tiled && a.k % 2 == 0 && w.base % 2 == 0) {
+                push.flags |= kMatmulPairs;
+            }
+            if (plan.kernel == MatmulKernel::RowDot && a.k % 8 == 0 && x.base % 4 == 0 &&
+                w.base % (f16 ? 8 : 4) == 0) {
+                push.flags |= kMatmulVec8;
+                if (plan.wide_loads && a.k % 16 == 0 && x.base % 8 == 0 && w.base % (f16 ? 16 : 8) == 0) {
+                    push.flags |= kMatmulVec16;
+                }
+            }
+            GroupCount groups;
+            switch (plan.kernel) {
+            case MatmulKernel::Tiled:
+                groups = {static_cast<std::uint32_t>(ceil_div(nc, plan.tile_n)),
+                          static_cast<std::uint32_t>(ceil_div(mc, plan.tile_m)), plan.n_splits};
+                break;
+            case MatmulKernel::Gemv:
+                groups = {static_cast<std::uint32_t>(ceil_div(nc, 4)), mc, plan.n_splits};
+                break;
+            case MatmulKernel::RowDot:
+                groups = {static_cast<std::uint32_t>(ceil_div(nc, plan.block_n * plan.column_groups)),
+                          static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
+                break;
+            default:
+                groups = {static_cast<std::uint32_t>(ceil_div(ceil_div(nc, plan.block_n), plan.workgroup_size)),
+                          static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
+                break;
+            }
+            if (!split) {
+                const Binding bindings[] = {{x.range, Access::Read},
+                                            {w.range, Access::Read},
+                                            {bias.range, Access::Read},
+                                            {res.range, Access::Read},
+                                            {y.range, Access::Write}};
+                list.dispatch(Dispatch{.pipeline = &main,
+                                       .bindings = bindings,
+                                       .push_constants = push_bytes(push),
+                                       .groups = groups,
+                                       .label = "matmul"});
+                continue;
+            }
+            const ElementBinding partials = bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc,
+                                                          4, "matmul", "scratch");
+            MatmulPush partial_push = push;
+            partial_push.flags = (push.flags & (kMatmulPairs | kMatmulVec8 | kMatmulVec16)) | kMatmulPartials;
+            partial_push.y_base = partials.base;
+            const Binding bindings[] = {{x.range, Access::Read},
+                                        {w.range, Access::Read},
+                                        {x.range, Access::Read},
+                                        {x.range, Access::Read},
+                                        {partials.range, Access::Write}};
+            list.dispatch(Dispatch{.pipeline = &main,
+                                   .bindings = bindings,
+                                   .push_constants = push_bytes(partial_push),
+                                   .groups = groups,
+                                   .label = "matmul"});
+            MatmulPush reduce_push = push;
+            reduce_push.x_base = partials.base; // the reduce pass has no X
+            const Binding reduce_bindings[] = {{partials.range, Access::Read},
+                                               {has_bias ? bias.range : partials.range, Access::Read},
+                                               {has_residual ? res.range : partials.range, Access::Read},
+                                               {y.range, Access::Write}};
+            list.dispatch(Dispatch{.pipeline = reduce,
+                                   .bindings = reduce_bindings,
+                                   .push_constants = push_bytes(reduce_push),
+                                   .groups = {static_cast<std::uint32_t>(ceil_div(nc, reduce_wg)), mc, 1},
+                                   .label = "matmul reduce"});
+        }
+    }
+}
+
+} // namespace vkf

@@ -1,0 +1,107 @@
+#pragma once
+// Matrix multiply of activations by weights^T with a fused epilogue (shaders/matmul.comp):
+// Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + residual[m, n], and the plan (kernel,
+// tiles, K slices, pieces) chosen from the device limits.
+
+#include "host/spec/activation.hpp"
+#include "host/util/dtype.hpp"
+#include "runtime/context.hpp"
+
+#include <string>
+
+namespace vkf {
+
+// Tiled (shared-memory tiles, GPUs' prefill), Gemv (workgroup per few outputs, GPUs'
+// decode), Blocked (register blocks without shared memory: CPU devices and the fallback),
+// RowDot (subgroup lanes along K with 16-byte loads: CPU devices' decode; needs subgroup
+// arithmetic).
+enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
+const char* to_string(MatmulKernel k);
+
+struct MatmulOptions {
+    MatmulKernel kernel = MatmulKernel::Auto; // tests force each kernel
+    // 0: chosen; n: at least n K slices (split-K), and none added for parallelism (slices
+    // the driver's loop limit needs are always added).
+    std::uint32_t force_splits = 0;
+};
+
+struct MatmulArgs {
+    BufferRange x;        // [m, k] fp32
+    BufferRange w;        // [n, k] weight_dtype (PyTorch's Linear.weight layout)
+    BufferRange bias;     // [n] weight_dtype, or no buffer
+    BufferRange residual; // [m, n] fp32 added last, or no buffer; may be the same range as y
+    BufferRange y;        // [m, n] fp32, not overlapping x, w or bias
+    BufferRange scratch;  // split-K partial sums: matmul_scratch_bytes() bytes, unused when that is 0
+    std::uint32_t m = 0, n = 0, k = 0;
+    DType weight_dtype = DType::F32;
+    Activation activation = Activation::None;
+    MatmulOptions options;
+};
+
+void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
+// Bytes of scratch record_matmul needs for this shape on this device (0: none). The plan
+// splits K for long reductions on drivers with a loop limit and for parallelism when the
+// output is small.
+std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                                   DType weight_dtype, MatmulOptions options = {});
+
+// Mirrors MatmulParams in shaders/matmul.comp.
+struct MatmulPush {
+    std::uint32_t m;
+    std::uint32_t n;
+    std::uint32_t k;
+    std::uint32_t ldy;
+    std::uint32_t x_base;
+    std::uint32_t w_base;
+    std::uint32_t bias_base;
+    std::uint32_t res_base;
+    std::uint32_t y_base;
+    std::uint32_t k_split;
+    std::uint32_t n_splits;
+    std::uint32_t flags; // kMatmul* bits below
+};
+static_assert(sizeof(MatmulPush) == 48);
+inline constexpr std::uint32_t kMatmulBias = 1u << 0;
+inline constexpr std::uint32_t kMatmulResidual = 1u << 1;
+inline constexpr std::uint32_t kMatmulGeluTanh = 1u << 2;
+inline constexpr std::uint32_t kMatmulGeluErf = 1u << 3;
+inline constexpr std::uint32_t kMatmulPartials = 1u << 4;
+inline constexpr std::uint32_t kMatmulPairs = 1u << 5;
+inline constexpr std::uint32_t kMatmulVec8 = 1u << 6;
+inline constexpr std::uint32_t kMatmulVec16 = 1u << 7;
+
+// What the plan needs to know of the device.
+struct MatmulDevice {
+    ComputeLimits limits;
+    // A CPU implementation (lavapipe): every memory load, shared memory included, costs per
+    // invocation and barriers switch coroutines, so the register-blocked kernel (prefill) and
+    // the row-dot kernel (decode, with subgroup arithmetic) win there.
+    bool cpu = false;
+};
+MatmulDevice matmul_device(const Context& ctx);
+
+struct MatmulPlan {
+    MatmulKernel kernel = MatmulKernel::Tiled;
+    std::uint32_t tile_m = 0, tile_n = 0, tile_k = 0; // tiled: Y tile and K step
+    std::uint32_t block_m = 0, block_n = 0;           // blocked: Y block of one invocation;
+                                                      // rowdot: rows of a workgroup, columns of a subgroup pass
+    std::uint32_t column_groups = 0;                  // rowdot: groups of block_n columns per workgroup
+    std::uint32_t subgroup_size = 0;                  // rowdot: the device's, as planned
+    bool wide_loads = false;                          // rowdot: 64-bit components (shaderInt64)
+    std::uint32_t workgroup_size = 0;
+    std::uint32_t shared_bytes = 0;
+    std::uint32_t n_splits = 1;   // K slices; > 1 adds the reduce pass
+    std::uint32_t k_split = 0;    // K elements per slice
+    std::uint32_t rows_per_piece = 0; // rows of X and Y bound per dispatch
+    std::uint32_t cols_per_piece = 0; // rows of W (columns of Y) bound per dispatch
+    std::uint64_t scratch_bytes = 0;
+    std::uint64_t loop_iterations = 0; // per invocation, counted without unrolling (an upper bound)
+    std::string describe() const;
+};
+
+// Throws vkf::Error when a forced kernel does not fit the device, or when one row of W or
+// X is longer than maxStorageBufferRange.
+MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                       DType weight_dtype, MatmulOptions options = {});
+
+} // namespace vkf

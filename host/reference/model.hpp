@@ -1,0 +1,69 @@
+#pragma once
+// The double-precision CPU reference of a whole BLOOM or MPT forward pass: the ground
+// truth that tests and `vkf-run --check` compare the GPU model against.
+//
+// Semantics are those of Hugging Face transformers' BloomForCausalLM and llm-foundry's
+// MPTForCausalLM at inference (no dropout, no KV cache: every call runs the whole
+// sequence, token t at position t, causal attention):
+//   BLOOM: word_embeddings -> word_embeddings_layernorm; per layer: input_layernorm,
+//          query_key_value (each token's output viewed as [n_head, 3, head_dim]),
+//          softmax(q.k / sqrt(head_dim) + slope_h * key position, causal) . v, dense +
+//          residual, post_attention_layernorm, dense_h_to_4h, GELU (tanh form),
+//          dense_4h_to_h + residual; ln_f; lm_head (word_embeddings when tied).
+//   MPT:   wte; per block: norm_1, Wqkv (output [q | k | v], clamped to [-clip_qkv,
+//          clip_qkv] when set), attention with ALiBi (alibi_bias_max, gen_slopes order),
+//          out_proj + residual, norm_2, ffn.up_proj, GELU (erf form), ffn.down_proj +
+//          residual; norm_f; logits from wte (or lm_head.weight when untied). With no_bias
+//          no linear layer or LayerNorm has a bias.
+// Weights are held as float32 (exact for F32, F16 and BF16 checkpoints; a BLOOM-560m
+// needs 2.2 GB), every activation and sum in double. Matmuls run on several threads; each
+// output is summed in the same order whatever the thread count, so results are
+// bit-identical across runs and thread counts.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "host/spec/model_config.hpp"
+
+namespace vkf {
+class ShardedCheckpoint;
+}
+
+namespace vkf::reference {
+
+struct ModelOptions {
+    // Round every weight to fp16 first (what a GPU run with fp16 weight storage reads).
+    bool round_weights_to_f16 = false;
+    unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+    // Called after each layer of forward() (layer index, n_layer), for progress output on big models.
+    std::function<void(std::uint32_t, std::uint32_t)> progress;
+};
+
+class Model {
+public:
+    // Validates the config, checks the checkpoint against it (check_checkpoint: every
+    // tensor present with its shape and a float dtype; one vkf::Error lists the problems)
+    // and reads every weight into memory; the checkpoint is not needed afterwards.
+    Model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, ModelOptions options = {});
+    ~Model();
+    Model(Model&&) noexcept;
+    Model& operator=(Model&&) noexcept;
+
+    const ModelConfig& config() const { return config_; }
+
+    // Logits [ids.size(), vocab_size], row-major, for every position of the sequence (causal;
+    // position of token t is t). Ids >= vocab_size throw vkf::Error naming the id.
+    std::vector<double> forward(std::span<const std::uint32_t> ids) const;
+
+private:
+    struct Weights;
+
+    ModelConfig config_;
+    ModelOptions options_;
+    std::unique_ptr<const Weights> weights_;
+};
+
+}  // namespace vkf::reference

@@ -1,0 +1,116 @@
+#include "host/reference/ops.hpp"
+
+#include "runtime/error.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace vkf::reference {
+
+namespace {
+
+void check_size(std::size_t got, std::uint64_t want, const char* op, const char* name) {
+    if (got != want) {
+        throw Error(std::string(op) + ": " + name + " holds " + std::to_string(got) + " elements; the shape needs " +
+                    std::to_string(want));
+    }
+}
+
+} // namespace
+
+double gelu_tanh(double x) {
+    const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+    return 0.5 * x * (1.0 + std::tanh(u));
+}
+
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
+
+double activation(Activation activation, double x) {
+    switch (activation) {
+    case Activation::GeluTanh: return gelu_tanh(x);
+    case Activation::GeluErf: return gelu_erf(x);
+    default: return x;
+    }
+}
+
+std::vector<double> matmul(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                                     std::span<const float> residual, std::uint32_t m, std::uint32_t n,
+                                     std::uint32_t k, Activation activation) {
+    check_size(x.size(), std::uint64_t{m} * k, "reference::matmul", "x");
+    check_size(w.size(), std::uint64_t{n} * k, "reference::matmul", "w");
+    if (!bias.empty()) check_size(bias.size(), n, "reference::matmul", "bias");
+    if (!residual.empty()) check_size(residual.size(), std::uint64_t{m} * n, "reference::matmul", "residual");
+    std::vector<double> y(std::uint64_t{m} * n);
+    for (std::uint64_t i = 0; i < m; ++i) {
+        for (std::uint64_t j = 0; j < n; ++j) {
+            double acc = 0.0;
+            for (std::uint64_t l = 0; l < k; ++l) {
+                acc += double{x[i * k + l]} * double{w[j * k + l]};
+            }
+            if (!bias.empty()) acc += bias[j];
+            acc = reference::activation(activation, acc);
+            if (!residual.empty()) acc += residual[i * n + j];
+            y[i * n + j] = acc;
+        }
+    }
+    return y;
+}
+
+std::vector<double> layernorm(std::span<const float> x, std::span<const float> weight,
+                                        std::span<const float> bias, std::uint32_t rows, std::uint32_t dim,
+                                        double eps) {
+    check_size(x.size(), std::uint64_t{rows} * dim, "reference::layernorm", "x");
+    check_size(weight.size(), dim, "reference::layernorm", "weight");
+    if (!bias.empty()) check_size(bias.size(), dim, "reference::layernorm", "bias");
+    std::vector<double> y(x.size());
+    for (std::uint64_t r = 0; r < rows; ++r) {
+        const float* row = x.data() + r * dim;
+        double mean = 0.0;
+        for (std::uint32_t i = 0; i < dim; ++i) mean += row[i];
+        mean /= dim;
+        double var = 0.0;
+        for (std::uint32_t i = 0; i < dim; ++i) var += (row[i] - mean) * (row[i] - mean);
+        var /= dim;
+        const double inv_std = 1.0 / std::sqrt(var + eps);
+        for (std::uint32_t i = 0; i < dim; ++i) {
+            y[r * dim + i] = (row[i] - mean) * inv_std * weight[i] + (bias.empty() ? 0.0 : double{bias[i]});
+        }
+    }
+    return y;
+}
+
+std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table,
+                                        std::uint32_t vocab, std::uint32_t hidden) {
+    check_size(table.size(), std::uint64_t{vocab} * hidden, "reference::embedding", "table");
+    std::vector<double> out(ids.size() * std::uint64_t{hidden}, 0.0);
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+        if (ids[t] >= vocab) continue;
+        for (std::uint32_t h = 0; h < hidden; ++h) {
+            out[t * hidden + h] = table[std::uint64_t{ids[t]} * hidden + h];
+        }
+    }
+    return out;
+}
+
+std::vector<double> kv_append(std::span<const float> cache, std::span<const float> src, const HeadLayout& s,
+                              const KvAppendShape& a) {
+    check_size(cache.size(), std::uint64_t{a.batch} * a.max_len * a.n_kv_head * a.head_dim, "reference::kv_append",
+               "cache");
+    std::vector<double> out(cache.begin(), cache.end());
+    for (std::uint64_t b = 0; b < a.batch; ++b) {
+        for (std::uint64_t t = 0; t < a.new_len; ++t) {
+            for (std::uint64_t h = 0; h < a.n_kv_head; ++h) {
+                for (std::uint64_t d = 0; d < a.head_dim; ++d) {
+                    const std::uint64_t from = s.offset + b * s.batch_stride + t * s.token_stride + h * s.head_stride + d;
+                    if (from >= src.size()) {
+                        throw Error("reference::kv_append: the source layout reads past the source");
+                    }
+                    out[((b * a.max_len + a.pos + t) * a.n_kv_head + h) * a.head_dim + d] = src[from];
+                }
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace vkf::reference

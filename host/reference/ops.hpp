@@ -1,0 +1,38 @@
+#pragma once
+// Double-precision CPU references of the GPU ops (host/ops/), for tests and --check.
+// Inputs are the values the GPU reads: round weights to fp16 first (halves_to_floats(
+// floats_to_halves(w))) to compare against an fp16-weight run at fp32 tolerances.
+
+#include "host/spec/activation.hpp"
+#include "host/spec/kv_layout.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace vkf::reference {
+
+double gelu_tanh(double x);
+double gelu_erf(double x);
+double activation(Activation activation, double x); // None: x
+
+// act(x . w^T + bias) + residual; bias and residual may be empty. Returns [m, n].
+std::vector<double> matmul(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                                     std::span<const float> residual, std::uint32_t m, std::uint32_t n,
+                                     std::uint32_t k, Activation activation = Activation::None);
+
+// Two-pass mean and variance over each row of [rows, dim]; bias may be empty.
+std::vector<double> layernorm(std::span<const float> x, std::span<const float> weight,
+                                        std::span<const float> bias, std::uint32_t rows, std::uint32_t dim,
+                                        double eps);
+
+// out[t] = table[ids[t]], zeros for ids >= vocab. Returns [tokens, hidden].
+std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table,
+                                        std::uint32_t vocab, std::uint32_t hidden);
+
+// `cache` ([batch, max_len, n_kv_head, head_dim] of `shape`) with rows pos..pos+new_len-1
+// of every batch replaced by the source read through `src_layout`.
+std::vector<double> kv_append(std::span<const float> cache, std::span<const float> src, const HeadLayout& src_layout,
+                              const KvAppendShape& shape);
+
+} // namespace vkf::reference

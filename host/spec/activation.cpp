@@ -1,0 +1,13 @@
+#include "host/spec/activation.hpp"
+
+namespace vkf {
+
+const char* to_string(Activation a) {
+    switch (a) {
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::GeluErf: return "gelu_erf";
+    default: return "none";
+    }
+}
+
+} // namespace vkf

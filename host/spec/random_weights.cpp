@@ -1,0 +1,73 @@
+#include "host/spec/random_weights.hpp"
+
+#include <cmath>
+#include <string_view>
+#include <vector>
+
+namespace vkf {
+namespace {
+
+// SplitMix64's finalizer: a bijective mix, good enough to turn counters into
+// independent-looking bits, and the same on every platform (unlike std distributions).
+std::uint64_t mix64(std::uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+std::uint64_t hash_name(std::string_view name) {
+    std::uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+    for (char c : name) {
+        hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    }
+    return hash;
+}
+
+// Uniform in (-1, 1), symmetric, from the top 24 bits.
+float unit_uniform(std::uint64_t bits) {
+    const auto top = static_cast<float>(bits >> 40);
+    return (top + 0.5f) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+} // namespace
+
+WeightDistribution weight_distribution(TensorRole role) {
+    // Uniform on (-a, a) has standard deviation a / sqrt(3).
+    const float std_002 = 0.02f * std::sqrt(3.0f);
+    switch (role) {
+    case TensorRole::Embedding:
+    case TensorRole::LinearWeight: return {.offset = 0.0f, .scale = std_002};
+    case TensorRole::NormWeight: return {.offset = 1.0f, .scale = 0.1f};
+    case TensorRole::NormBias:
+    case TensorRole::LinearBias: return {.offset = 0.0f, .scale = 0.02f};
+    }
+    return {.offset = 0.0f, .scale = 0.0f};
+}
+
+void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig& config, std::uint64_t seed,
+                             DType dtype, int shards, const CheckpointProgressCallback& progress) {
+    std::vector<TensorSource> tensors;
+    for (ExpectedTensor& expected : expected_tensors(config)) {
+        const WeightDistribution distribution = weight_distribution(expected.role);
+        const std::uint64_t key = mix64(seed ^ mix64(hash_name(expected.name)));
+        tensors.push_back(TensorSource{
+            .name = checkpoint_tensor_name(expected.name),
+            .shape = std::move(expected.shape),
+            .values = [distribution, key](std::uint64_t first, std::span<float> out) {
+                for (std::size_t i = 0; i < out.size(); ++i) {
+                    const std::uint64_t bits = mix64(key + (first + i) * 0x9e3779b97f4a7c15ull);
+                    out[i] = distribution.offset + distribution.scale * unit_uniform(bits);
+                }
+            }});
+    }
+    // Made first (it refuses a dtype torch cannot name) and written last: a checkpoint whose
+    // writing failed has no config.json, so nothing mistakes it for a model.
+    const std::string config_json = hf_config_json(config, dtype);
+    write_safetensors_checkpoint(dir, tensors, dtype, shards, progress);
+    write_text_file(dir / "config.json", config_json);
+}
+
+} // namespace vkf

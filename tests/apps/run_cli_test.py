@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""End-to-end test of vkf-run on small random checkpoints written by vkf-make-checkpoint:
+greedy generation with --check and --json, the logits file (shape, and each step's argmax is
+the generated id), seeded sampling (same seed, same ids), a prompt from a file, sharded and
+MPT checkpoints, and the errors for bad options, bad ids and missing models. When
+tests/reference/model_numpy.py is given, the logits are also compared with that independent NumPy
+implementation of the two model families.
+
+usage: run_cli_test.py PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint [PATH/TO/model_numpy.py]
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("skipped: this python3 has no numpy (Debian: apt-get install python3-numpy)")
+    sys.exit(77)
+
+RUN, MAKE = sys.argv[1], sys.argv[2]
+NUMPY_MODEL = sys.argv[3] if len(sys.argv) > 3 else None
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print("FAIL: " + message)
+
+
+def run(exe, args):
+    proc = subprocess.run([exe] + args, capture_output=True, text=True, timeout=900)
+    if "validation" in proc.stderr.lower():
+        fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
+    return proc
+
+
+def make_model(path, family, dtype, heads, hidden, extra=()):
+    proc = run(MAKE, ["--out", path, "--family", family, "--layers", "2", "--hidden", str(hidden), "--heads",
+                      str(heads), "--vocab", "301", "--dtype", dtype, "--seed", "3"] + list(extra))
+    if proc.returncode != 0:
+        raise SystemExit("vkf-make-checkpoint failed: " + proc.stderr)
+
+
+def run_json(model, args):
+    proc = run(RUN, ["--model", model, "--json", "--quiet"] + args)
+    if proc.returncode != 0:
+        fail("vkf-run %s exited %d: %s" % (" ".join(args), proc.returncode, proc.stderr))
+        return None
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        fail("vkf-run --json printed invalid JSON (%s): %r" % (e, proc.stdout[:300]))
+        return None
+
+
+def load_numpy_model():
+    if not NUMPY_MODEL:
+        return None
+    spec = importlib.util.spec_from_file_location("model_numpy", NUMPY_MODEL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_greedy(model, name, prompt, n_predict, numpy_model):
+    logits_path = os.path.join(os.path.dirname(model), name + "-logits.npy")
+    result = run_json(model, ["--prompt-ids", ",".join(map(str, prompt)), "--n-predict", str(n_predict), "--check",
+                              "--profile", "--logits-out", logits_path])
+    if result is None:
+        return
+    ids = result.get("generated_ids", [])
+    if len(ids) != n_predict:
+        fail("%s: %d generated ids, expected %d" % (name, len(ids), n_predict))
+        return
+    error = result.get("check", {}).get("max_rel_logit_error")
+    if error is None or not error < 1e-4:
+        fail("%s: --check error %r, expected < 1e-4" % (name, error))
+    for key in ("prefill_tokens_per_second", "decode_tokens_per_second"):
+        if not result.get(key, 0) > 0:
+            fail("%s: %s is %r" % (name, key, result.get(key)))
+    if "matmul" not in result.get("profile", {}):
+        fail("%s: --profile has no matmul entry: %r" % (name, result.get("profile")))
+    logits = np.load(logits_path)
+    if logits.shape != (n_predict, 301) or logits.dtype != np.float32:
+        fail("%s: logits file is %s %s, expected (%d, 301) float32" % (name, logits.shape, logits.dtype, n_predict))
+        return
+    if list(np.argmax(logits, axis=1)) != ids:
+        fail("%s: greedy ids %s are not the argmax of the logits %s" % (name, ids, list(np.argmax(logits, axis=1))))
+    if numpy_model is not None:
+        sequence = list(prompt) + ids[:-1]
+        reference = numpy_model.logits(model, sequence)[len(prompt) - 1:]
+        worst = max(np.max(np.abs(logits[s] - reference[s])) / np.max(np.abs(reference[s]))
+                    for s in range(n_predict))
+        print("%s: largest relative logit error against NumPy %.3g" % (name, worst))
+        if not worst < 1e-4:
+            fail("%s: logits differ from the NumPy model by %.3g" % (name, worst))
+    print("%s: ok, ids %s, check error %.3g" % (name, ids, error if error is not None else float("nan")))
+
+
+def main():
+    numpy_model = load_numpy_model()
+    with tempfile.TemporaryDirectory() as tmp:
+        bloom = os.path.join(tmp, "bloom")
+        make_model(bloom, "bloom", "f32", 4, 128)
+        mpt = os.path.join(tmp, "mpt")
+        make_model(mpt, "mpt", "f16", 6, 192, ["--clip-qkv", "0.3", "--bias", "--shards", "3"])
+
+        prompt = [5, 17, 300, 0, 42, 7, 99]
+        check_greedy(bloom, "bloom f32", prompt, 6, numpy_model)
+        check_greedy(mpt, "mpt f16 sharded clip_qkv", prompt, 5, numpy_model)
+
+        # Seeded sampling: reproducible, and the seed matters.
+        sampling = ["--prompt-ids", "1,2,3", "--n-predict", "12", "--temp", "1.5", "--top-k", "50", "--top-p", "0.95"]
+        a = run_json(bloom, sampling + ["--seed", "5"])
+        b = run_json(bloom, sampling + ["--seed", "5"])
+        c = run_json(bloom, sampling + ["--seed", "6"])
+        if a and b and c:
+            if a["generated_ids"] != b["generated_ids"]:
+                fail("the same seed gave %s and %s" % (a["generated_ids"], b["generated_ids"]))
+            if a["generated_ids"] == c["generated_ids"]:
+                fail("seeds 5 and 6 gave the same 12 sampled ids %s" % a["generated_ids"])
+            if not all(0 <= i < 301 for i in a["generated_ids"] + c["generated_ids"]):
+                fail("sampled ids out of the vocabulary")
+
+        # A prompt from a file gives what the same ids on the command line give.
+        ids_file = os.path.join(tmp, "prompt.txt")
+        with open(ids_file, "w") as f:
+            f.write("5 17\n300, 0\n")
+        from_file = run_json(bloom, ["--prompt-ids-file", ids_file, "--n-predict", "3"])
+        inline = run_json(bloom, ["--prompt-ids", "5,17,300,0", "--n-predict", "3"])
+        if from_file and inline and from_file["generated_ids"] != inline["generated_ids"]:
+            fail("--prompt-ids-file gave %s, --prompt-ids %s" % (from_file["generated_ids"], inline["generated_ids"]))
+
+        # Text output names the throughput.
+        text = run(RUN, ["--model", bloom, "--prompt-ids", "1,2", "--n-predict", "2", "--quiet"])
+        if text.returncode != 0 or "tokens/s" not in text.stdout or not text.stdout.startswith("generated:"):
+            fail("text output: exit %d, %r" % (text.returncode, text.stdout))
+
+        # Errors: usage errors exit 2, run-time errors 1, each naming the problem.
+        for args, code, needle in [
+            (["--prompt-ids", "1"], 2, "--model"),
+            (["--model", bloom], 2, "prompt"),
+            (["--model", bloom, "--prompt-ids", "1,x"], 2, "'x'"),
+            (["--model", bloom, "--prompt-ids", "1", "--top-p", "1.5"], 2, "top_p"),
+            (["--model", bloom, "--prompt-ids", "1", "--n-predict", "0"], 2, "--n-predict"),
+            (["--model", bloom, "--prompt-ids", "1,301"], 1, "301"),
+            (["--model", os.path.join(tmp, "nowhere"), "--prompt-ids", "1"], 1, "nowhere"),
+        ]:
+            proc = run(RUN, args + ["--quiet"])
+            if proc.returncode != code or needle not in proc.stderr:
+                fail("vkf-run %s: exit %d (expected %d), stderr %r should name %r" %
+                     (" ".join(args), proc.returncode, code, proc.stderr, needle))
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    print("all vkf-run checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+// Whole BLOOM and MPT models on the device against the double-precision CPU reference model
+// (host/reference_model.hpp): seeded random checkpoints in the Hugging Face format (small
+// BLOOM: 2 layers, hidden 256, 8 heads; small MPT: 2 layers, 12 heads, with and without
+// biases and clip_qkv), fp32 and fp16 weights, single-file and sharded. Logits of the
+// prefill (every position) and of 8 decode steps through the KV cache are compared; the
+// decode inputs are the greedy tokens, as generation would feed them.
+
+#include "host/util/compare.hpp"
+#include "host/model/generation.hpp"
+#include "host/model/model.hpp"
+#include "host/reference/model.hpp"
+#include "host/spec/random_weights.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace vkf::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelConfig small_bloom() {
+    return ModelConfig{.family = ModelFamily::Bloom,
+                       .vocab_size = 1009,
+                       .hidden = 256,
+                       .n_layer = 2,
+                       .n_head = 8,
+                       .n_kv_head = 8,
+                       .head_dim = 32,
+                       .ffn_hidden = 1024};
+}
+
+ModelConfig small_mpt(bool no_bias, std::optional<double> clip_qkv) {
+    return ModelConfig{.family = ModelFamily::Mpt,
+                       .vocab_size = 997,
+                       .hidden = 384,
+                       .n_layer = 2,
+                       .n_head = 12,
+                       .n_kv_head = 12,
+                       .head_dim = 32,
+                       .ffn_hidden = 1536,
+                       .no_bias = no_bias,
+                       .clip_qkv = clip_qkv};
+}
+
+// A random checkpoint in a fresh temp directory, removed afterwards.
+class TempModel {
+public:
+    TempModel(const ModelConfig& config, DType dtype, int shards, std::uint64_t seed) {
+        write_random_checkpoint(dir_.path(), config, seed, dtype, shards);
+    }
+    const fs::path& dir() const { return dir_.path(); }
+
+private:
+    TempDir dir_{"vkf_test_model"};
+};
+
+std::uint32_t argmax(std::span<const float> row) {
+    return static_cast<std::uint32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+std::vector<std::uint32_t> prompt_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed) {
+    std::vector<std::uint32_t> ids(n);
+    std::uint64_t s = seed;
+    for (auto& id : ids) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        id = static_cast<std::uint32_t>((s >> 33) % vocab);
+    }
+    return ids;
+}
+
+// fp32 activations against double: measured 4e-7 .. 2e-6 on lavapipe.
+constexpr double kTolerance = 2e-5;
+
+struct Case {
+    const char* name;
+    ModelConfig config;
+    DType dtype;
+    int shards = 1;
+};
+
+class Model_ : public VulkanTest {};
+
+// Prefill of a 13-token prompt, then 8 greedy decode steps; every logit row against the
+// reference's forward over the same sequence.
+void check_against_reference(Context& ctx, const Case& c, double tolerance) {
+    SCOPED_TRACE(c.name);
+    const TempModel files(c.config, c.dtype, c.shards, 7);
+    const Model model(ctx, files.dir());
+    const bool f16 = model.weight_dtype() == DType::F16;
+    EXPECT_EQ(f16, c.dtype == DType::F16) << "fp16 checkpoints load as fp16, others as fp32";
+
+    constexpr std::uint32_t kPrompt = 13, kSteps = 8;
+    const std::uint32_t vocab = c.config.vocab_size;
+    std::vector<std::uint32_t> ids = prompt_ids(kPrompt, vocab, 11);
+    Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps});
+    std::vector<float> gpu = session.forward(ids, Session::Logits::All);
+    ASSERT_EQ(gpu.size(), std::size_t{kPrompt} * vocab);
+    for (std::uint32_t s = 0; s < kSteps; ++s) {
+        const std::uint32_t next = argmax(std::span(gpu).last(vocab));
+        ids.push_back(next);
+        const std::uint32_t one[] = {next};
+        const std::vector<float> row = session.forward(one);
+        ASSERT_EQ(row.size(), vocab);
+        gpu.insert(gpu.end(), row.begin(), row.end());
+    }
+    ASSERT_EQ(session.position(), kPrompt + kSteps);
+
+    const reference::Model reference(model.config(), model.checkpoint(),
+                                   reference::ModelOptions{.round_weights_to_f16 = f16});
+    const std::vector<double> ref = reference.forward(ids);
+    ASSERT_EQ(ref.size(), gpu.size());
+    double worst = 0.0;
+    for (std::uint32_t t = 0; t < kPrompt + kSteps; ++t) {
+        const ErrorStats e = compare_to_reference(std::span(gpu).subspan(std::size_t{t} * vocab, vocab),
+                                                  std::span(ref).subspan(std::size_t{t} * vocab, vocab));
+        EXPECT_LT(e.max_rel, tolerance) << (t < kPrompt ? "prefill position " : "decode step ")
+                                        << (t < kPrompt ? t : t - kPrompt) << ": " << describe(e);
+        worst = std::max(worst, e.max_rel);
+    }
+    std::printf("%s: largest relative logit error %.3g over %u prefill rows and %u decode steps\n", c.name, worst,
+                kPrompt, kSteps);
+    if (c.config.clip_qkv) {
+        // The clamp must matter for this test to check it: without it the logits differ.
+        ModelConfig unclipped = c.config;
+        unclipped.clip_qkv = std::nullopt;
+        const reference::Model no_clip(unclipped, model.checkpoint(), reference::ModelOptions{.round_weights_to_f16 = f16});
+        const ErrorStats e = compare_to_reference(gpu, no_clip.forward(ids));
+        EXPECT_GT(e.max_rel, 100 * tolerance) << "clip_qkv changes nothing for this model: " << describe(e);
+    }
+}
+
+TEST_F(Model_, SmallBloomMatchesTheReference) {
+    check_against_reference(ctx(), {"bloom f32", small_bloom(), DType::F32}, kTolerance);
+    check_against_reference(ctx(), {"bloom f16", small_bloom(), DType::F16}, kTolerance);
+}
+
+TEST_F(Model_, SmallMptMatchesTheReference) {
+    check_against_reference(ctx(), {"mpt no_bias f32", small_mpt(true, std::nullopt), DType::F32}, kTolerance);
+    check_against_reference(ctx(), {"mpt bias clip_qkv f16", small_mpt(false, 0.3), DType::F16}, kTolerance);
+}
+
+TEST_F(Model_, ShardedAndBf16CheckpointsLoad) {
+    // BF16 weights are widened to fp32 exactly; three shards hold the same tensors.
+    check_against_reference(ctx(), {"bloom bf16 sharded", small_bloom(), DType::BF16, 3}, kTolerance);
+}
+
+TEST(ModelForcedLimits, PhoneLimitsAndASmallStorageRangeBindWeightsInPieces) {
+    // With a 256 KiB maxStorageBufferRange the embedding table and the MLP weights
+    // (1 MiB each in fp32) are bound in row ranges, as BLOOM-560m's 490 MiB table is on a
+    // phone; phone limits shrink the tiles.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("phone,storage_buffer_range=256K")));
+    check_against_reference(ctx, {"bloom f32, phone limits", small_bloom(), DType::F32}, kTolerance);
+    check_against_reference(ctx, {"mpt f16, phone limits", small_mpt(true, 0.3), DType::F16}, kTolerance);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST_F(Model_, ChunkedPrefillEqualsOneSubmission) {
+    const TempModel files(small_mpt(true, 0.3), DType::F32, 1, 3);
+    const Model model(ctx(), files.dir());
+    const auto ids = prompt_ids(23, model.config().vocab_size, 5);
+    Session whole_prompt(model, SessionOptions{.max_tokens = 23});
+    Session chunked(model, SessionOptions{.max_tokens = 23, .chunk = 5});
+    const auto a = whole_prompt.forward(ids, Session::Logits::All);
+    const auto b = chunked.forward(ids, Session::Logits::All);
+    std::vector<double> ref(a.begin(), a.end());
+    const ErrorStats e = compare_to_reference(b, ref);
+    EXPECT_LT(e.max_rel, 1e-5) << describe(e);
+    EXPECT_EQ(chunked.submissions(), 5u);
+    EXPECT_EQ(whole_prompt.submissions(), 1u);
+}
+
+TEST_F(Model_, BadInputsAreRefused) {
+    const TempModel files(small_bloom(), DType::F16, 1, 3);
+    const Model model(ctx(), files.dir());
+    Session session(model, SessionOptions{.max_tokens = 4});
+    const std::uint32_t too_big[] = {1, model.config().vocab_size};
+    EXPECT_THROW(session.forward(too_big), Error);
+    EXPECT_THROW(session.forward({}), Error);
+    const std::uint32_t five[] = {1, 2, 3, 4, 5};
+    EXPECT_THROW(session.forward(five), Error);
+    EXPECT_EQ(session.position(), 0u);
+    EXPECT_THROW(Session(model, SessionOptions{.max_tokens = 0}), Error);
+}
+
+TEST_F(Model_, ProfilingCountsEveryOpKind) {
+    const TempModel files(small_bloom(), DType::F16, 1, 3);
+    const Model model(ctx(), files.dir());
+    Session session(model, SessionOptions{.max_tokens = 8, .profiling = true});
+    const std::uint32_t ids[] = {1, 2, 3};
+    session.forward(ids);
+    for (const char* kind : {"embedding", "layernorm", "matmul", "kv append", "attention"}) {
+        ASSERT_TRUE(session.profile().contains(kind)) << kind;
+        EXPECT_GT(session.profile().at(kind).dispatches, 0u) << kind;
+    }
+}
+
+TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
+    const TempModel files(small_mpt(true, std::nullopt), DType::F16, 1, 9);
+    const Model model(ctx(), files.dir());
+    const std::uint32_t vocab = model.config().vocab_size;
+    const auto prompt = prompt_ids(6, vocab, 21);
+    constexpr std::uint32_t kPredict = 5;
+    Session session(model, SessionOptions{.max_tokens = 6 + kPredict - 1});
+    std::vector<std::uint32_t> streamed;
+    const GenerationResult result = generate(
+        session, prompt,
+        GenerationOptions{.n_predict = kPredict,
+                          .keep_logits = true,
+                          .on_token = [&](std::uint32_t i, std::uint32_t id) {
+                              EXPECT_EQ(i, streamed.size());
+                              streamed.push_back(id);
+                          }});
+    ASSERT_EQ(result.tokens.size(), kPredict);
+    EXPECT_EQ(streamed, result.tokens);
+    ASSERT_EQ(result.logits.size(), std::size_t{kPredict} * vocab);
+    EXPECT_EQ(session.position(), 6 + kPredict - 1) << "the last token is sampled, not fed back";
+    EXPECT_GT(result.prefill_tokens_per_second(), 0.0);
+    EXPECT_GT(result.decode_tokens_per_second(), 0.0);
+
+    // The same steps by hand: each logits row comes from the sequence so far.
+    Session manual(model, SessionOptions{.max_tokens = 6 + kPredict});
+    std::vector<float> logits = manual.forward(prompt);
+    for (std::uint32_t i = 0; i < kPredict; ++i) {
+        const auto row = std::span(result.logits).subspan(std::size_t{i} * vocab, vocab);
+        EXPECT_EQ(result.tokens[i], argmax(row)) << "step " << i;
+        std::vector<double> expected(logits.begin(), logits.end());
+        const ErrorStats e = compare_to_reference(row, expected);
+        EXPECT_LT(e.max_rel, 1e-6) << "step " << i << ": " << describe(e);
+        const std::uint32_t next[] = {result.tokens[i]};
+        logits = manual.forward(next);
+    }
+
+    // Seeded sampling is reproducible.
+    const auto sample = [&](std::uint64_t seed) {
+        Session s(model, SessionOptions{.max_tokens = 6 + 7});
+        return generate(s, prompt,
+                        GenerationOptions{.n_predict = 8,
+                                          .sampling = {.temperature = 1.3f, .top_k = 40, .top_p = 0.9f, .seed = seed}})
+            .tokens;
+    };
+    EXPECT_EQ(sample(3), sample(3));
+
+    // Misuse.
+    EXPECT_THROW(generate(session, prompt, GenerationOptions{}), Error) << "the session is not empty";
+    Session small(model, SessionOptions{.max_tokens = 8});
+    EXPECT_THROW(generate(small, prompt, GenerationOptions{.n_predict = 4}), Error) << "needs 9 tokens of cache";
+    EXPECT_THROW(generate(small, std::span<const std::uint32_t>{}, GenerationOptions{}), Error);
+}
+
+TEST_F(Model_, SyntheticWeightsRunWithoutACheckpoint) {
+    // What vkf-bench's block and model suites run: the shapes without a file.
+    for (const DType dtype : {DType::F32, DType::F16}) {
+        const Model model(ctx(), small_mpt(false, 0.3), dtype);
+        EXPECT_EQ(model.weight_dtype(), dtype);
+        EXPECT_THROW((void)model.checkpoint(), Error);
+        Session session(model, SessionOptions{.max_tokens = 9});
+        const auto ids = prompt_ids(8, model.config().vocab_size, 1);
+        EXPECT_TRUE(session.forward(ids, Session::Logits::None).empty());
+        const std::uint32_t one[] = {3};
+        const auto logits = session.forward(one);
+        ASSERT_EQ(logits.size(), model.config().vocab_size);
+        EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }));
+    }
+}
+
+TEST(ModelFiles, MalformedCheckpointsAreRefusedNamingTheFile) {
+    MessageSink sink;
+    Context ctx(test_options(sink));
+    const TempModel files(small_bloom(), DType::F16, 1, 3);
+    // A config whose width disagrees with the weights.
+    {
+        ModelConfig wrong = small_bloom();
+        wrong.hidden = 512;
+        wrong.head_dim = 64;
+        wrong.ffn_hidden = 2048;
+        std::ofstream(files.dir() / "config.json") << hf_config_json(wrong, DType::F16);
+        try {
+            const Model model(ctx, files.dir());
+            FAIL() << "a config that does not match the weights was accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("model.safetensors"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("query_key_value"), std::string::npos) << e.what();
+        }
+    }
+    // A truncated weights file.
+    {
+        std::ofstream(files.dir() / "config.json") << hf_config_json(small_bloom(), DType::F16);
+        const fs::path weights = files.dir() / "model.safetensors";
+        fs::resize_file(weights, fs::file_size(weights) / 2);
+        try {
+            const Model model(ctx, files.dir());
+            FAIL() << "a truncated checkpoint was accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("model.safetensors"), std::string::npos) << e.what();
+        }
+    }
+    // A head size the attention kernel does not have.
+    {
+        ModelConfig odd = small_bloom();
+        odd.n_head = odd.n_kv_head = 16; // head_dim 16
+        odd.head_dim = 16;
+        const TempModel other(odd, DType::F16, 1, 3);
+        EXPECT_THROW(Model(ctx, other.dir()), Error);
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+} // namespace
+} // namespace vkf::test

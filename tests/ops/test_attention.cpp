@@ -1,0 +1,381 @@
+// Tiled ALiBi attention against the double-precision CPU reference: seeded random inputs
+// over a grid of shapes and modes, both storage types, forced smaller device limits and the
+// split-KV path, with outputs poisoned before every run.
+
+#include "host/ops/attention.hpp"
+#include "host/reference/attention.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
+#include "host/util/random.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace vkf::test {
+namespace {
+
+struct Case {
+    std::uint32_t batch, q_len, kv_len, n_head, n_kv_head, head_dim;
+    MaskMode mask;
+    AlibiMode alibi;
+    DType dtype;
+    bool slope_table = false;
+    bool kv_lens = false;
+    std::uint32_t force_splits = 0;
+    float max_bias = 8.0f;
+    AttentionKernel kernel = AttentionKernel::Auto;
+};
+
+std::string name(const Case& c) {
+    return "b" + std::to_string(c.batch) + " q" + std::to_string(c.q_len) + " kv" + std::to_string(c.kv_len) + " h" +
+           std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " d" + std::to_string(c.head_dim) +
+           (c.mask == MaskMode::Causal ? " causal" : " nomask") +
+           (c.alibi == AlibiMode::Off      ? " noalibi"
+            : c.alibi == AlibiMode::Causal ? " alibi-c"
+                                           : " alibi-s") +
+           " " + to_string(c.dtype) + (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
+           (c.force_splits ? " splits" + std::to_string(c.force_splits) : "") +
+           (c.kernel != AttentionKernel::Auto ? std::string(" ") + to_string(c.kernel) : "");
+}
+
+// Runs one case on `ctx` and checks it against the reference; returns the plan used.
+AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
+    SCOPED_TRACE(name(c));
+    const AttentionShape shape{c.batch, c.q_len, c.kv_len, c.n_head, c.n_kv_head, c.head_dim};
+    std::vector<float> slopes;
+    if (c.slope_table) {
+        slopes = random_uniform(c.n_head, seed + 7, 0.01f, 1.0f);
+    }
+    std::vector<std::uint32_t> kv_lens;
+    if (c.kv_lens) {
+        for (std::uint32_t b = 0; b < c.batch; ++b) {
+            kv_lens.push_back(c.kv_len - (b * 37 + 3) % c.kv_len); // 1..kv_len, some rows fully masked
+        }
+    }
+    const AttentionParams params{.shape = shape,
+                                 .mask = c.mask,
+                                 .alibi = c.alibi,
+                                 .max_bias = c.max_bias,
+                                 .slopes = slopes,
+                                 .kv_lens = kv_lens};
+    auto q = random_uniform(q_element_count(shape), seed, -1.0f, 1.0f);
+    auto k = random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f);
+    auto v = random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f);
+    if (c.dtype == DType::F16) { // the reference sees exactly what the GPU reads
+        for (auto* t : {&q, &k, &v}) {
+            *t = halves_to_floats(floats_to_halves(*t));
+        }
+    }
+    const Attention op(ctx, params, c.dtype, AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel});
+    const std::size_t esize = element_size(c.dtype);
+    auto make = [&](const std::vector<float>& values, const char* label) {
+        Buffer b = ctx.create_buffer(values.size() * esize, MemoryKind::Device, label);
+        if (c.dtype == DType::F16) {
+            ctx.upload(b, std::span<const std::uint16_t>(floats_to_halves(values)));
+        } else {
+            ctx.upload(b, std::span<const float>(values));
+        }
+        return b;
+    };
+    const Buffer qb = make(q, "Q"), kb = make(k, "K"), vb = make(v, "V");
+    const Buffer ob = ctx.create_buffer(q.size() * esize, MemoryKind::Device, "O");
+    // Poison: NaN everywhere, so any element the kernel does not write fails the comparison.
+    std::vector<std::byte> poison(ob.size(), std::byte{0xFF});
+    ctx.upload(ob, std::span<const std::byte>(poison));
+
+    auto list = ctx.command_list();
+    op.record(*list, whole(qb), whole(kb), whole(vb), whole(ob));
+    ctx.submit(*list);
+    std::vector<float> out(q.size());
+    if (c.dtype == DType::F16) {
+        std::vector<std::uint16_t> halves(q.size());
+        ctx.download(ob, std::span(halves));
+        halves_to_floats(halves, out);
+    } else {
+        ctx.download(ob, std::span(out));
+    }
+    const auto ref = reference::attention(params, q, k, v);
+    const ErrorStats e = compare_to_reference(out, ref);
+    const double tol = c.dtype == DType::F16 ? 2e-3 : 1e-5;
+    EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
+    EXPECT_LT(e.max_rel, tol) << describe(e) << " plan: " << op.plan().describe();
+    EXPECT_LT(e.rel_l2, tol) << describe(e);
+    if (c.force_splits > 1) {
+        EXPECT_GT(op.plan().n_splits, 1u);
+    }
+    if (c.kernel != AttentionKernel::Auto) {
+        EXPECT_EQ(op.plan().kernel, c.kernel);
+    }
+    return op.plan();
+}
+
+// A deterministic walk over the grid: every length, head count, GQA ratio, batch,
+// mode and dtype appears, without the full cross product (CI has 2 cores).
+std::vector<Case> grid(bool quick) {
+    const std::uint32_t lens[] = {1, 2, 7, 63, 64, 65, 127, 129, 257, 1000, 2048};
+    const std::uint32_t heads[] = {1, 3, 8, 12, 16, 20, 32};
+    const std::uint32_t dims[] = {32, 64, 80, 96, 128, 256};
+    const std::uint32_t ratios[] = {1, 2, 4, 0}; // 0: MQA
+    std::vector<Case> cases;
+    std::uint32_t n = 0;
+    for (std::uint32_t qi = 0; qi < std::size(lens); ++qi) {
+        for (std::uint32_t ki = 0; ki < std::size(lens); ++ki) {
+            const std::uint32_t q_len = lens[qi], kv_len = lens[ki];
+            if ((qi + 2 * ki) % 3 != 0 && !(q_len == 1 || q_len == kv_len)) {
+                continue; // thin the cross product, keep decode and square shapes
+            }
+            const std::uint32_t step = n++;
+            std::uint32_t n_head = heads[step % std::size(heads)];
+            const std::uint32_t ratio = ratios[step % std::size(ratios)];
+            std::uint32_t n_kv_head = ratio == 0 ? 1 : n_head / ratio;
+            if (n_kv_head == 0 || n_head % n_kv_head != 0) n_kv_head = n_head;
+            const std::uint32_t head_dim = dims[(step / 2) % std::size(dims)];
+            std::uint32_t batch = 1 + step % 3;
+            // Keep each case's work bounded for CI.
+            const std::uint64_t work = std::uint64_t{q_len} * kv_len * n_head * batch * head_dim;
+            const std::uint64_t budget = quick ? (1ull << 26) : (1ull << 29);
+            while (work / (batch > 1 ? 1 : 1) > budget && n_head > 1) {
+                n_head = n_head / 2 ? n_head / 2 : 1;
+                n_kv_head = std::min(n_kv_head, n_head);
+                while (n_head % n_kv_head != 0) --n_kv_head;
+                if (std::uint64_t{q_len} * kv_len * n_head * batch * head_dim <= budget) break;
+            }
+            while (std::uint64_t{q_len} * kv_len * n_head * batch * head_dim > budget && batch > 1) --batch;
+            // Lavapipe on 2 cores runs ~0.1-1 GFLOP/s: the largest shapes keep a small head
+            // (every head size has its own test below).
+            std::uint32_t dim = head_dim;
+            while (std::uint64_t{q_len} * kv_len * n_head * batch * dim > budget && dim > 32) dim = dim > 64 ? 64 : 32;
+            cases.push_back(Case{.batch = batch,
+                                 .q_len = q_len,
+                                 .kv_len = kv_len,
+                                 .n_head = n_head,
+                                 .n_kv_head = n_kv_head,
+                                 .head_dim = dim,
+                                 .mask = step % 4 == 3 ? MaskMode::None : MaskMode::Causal,
+                                 .alibi = step % 5 == 4 ? AlibiMode::Off
+                                                        : (step % 5 == 2 ? AlibiMode::Symmetric : AlibiMode::Causal),
+                                 .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
+                                 .slope_table = step % 7 == 3,
+                                 .kv_lens = step % 6 == 5,
+                                 .max_bias = step % 9 == 8 ? 16.0f : 8.0f});
+        }
+    }
+    return cases;
+}
+
+bool quick_mode() {
+    const char* q = std::getenv("VKF_TEST_QUICK");
+    return q != nullptr && std::strcmp(q, "1") == 0;
+}
+
+class Attention_ : public VulkanTest {};
+
+TEST_F(Attention_, MatchesTheReferenceOverTheShapeGrid) {
+    std::uint64_t seed = 1000;
+    const auto cases = grid(quick_mode());
+    for (const Case& c : cases) {
+        run_case(ctx(), c, seed += 10);
+        if (HasFatalFailure()) return;
+    }
+    std::printf("%zu grid cases\n", cases.size());
+}
+
+TEST_F(Attention_, EveryHeadDimBothDtypesAndModes) {
+    std::uint64_t seed = 2000;
+    for (std::uint32_t d : kSupportedHeadDims) {
+        for (DType t : {DType::F32, DType::F16}) {
+            run_case(ctx(), Case{2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, t}, seed++);
+            run_case(ctx(), Case{1, 70, 33, 4, 1, d, MaskMode::None, AlibiMode::Symmetric, t}, seed++);
+            run_case(ctx(), Case{3, 5, 129, 3, 3, d, MaskMode::Causal, AlibiMode::Off, t, true, true}, seed++);
+        }
+    }
+}
+
+TEST_F(Attention_, SplitKvDecodeMatches) {
+    std::uint64_t seed = 3000;
+    // Chosen automatically for a single decoded row over a long cache.
+    const auto plan = run_case(ctx(), Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}, seed++);
+    EXPECT_GT(plan.n_splits, 1u) << "decode at kv_len 4096 should use split-KV";
+    for (DType t : {DType::F32, DType::F16}) {
+        run_case(ctx(), Case{2, 3, 1000, 12, 4, 128, MaskMode::Causal, AlibiMode::Causal, t, false, true, 5}, seed++);
+        run_case(ctx(), Case{1, 7, 257, 20, 20, 80, MaskMode::None, AlibiMode::Symmetric, t, true, false, 3}, seed++);
+        run_case(ctx(), Case{3, 1, 65, 3, 1, 256, MaskMode::Causal, AlibiMode::Causal, t, false, true, 4}, seed++);
+    }
+}
+
+TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
+    // llvmpipe skips loop iterations past 65535 per invocation (runtime/quirks.cpp); the plan
+    // splits the KV so that no invocation gets near the limit.
+    Case tiled{1, 16, 6000, 2, 2, 128, MaskMode::None, AlibiMode::Symmetric, DType::F32};
+    tiled.kernel = AttentionKernel::Tiled;
+    const auto plan = run_case(ctx(), tiled, 5000);
+    if (ctx().limits().max_loop_iterations != 0) {
+        EXPECT_GT(plan.n_splits, 1u);
+    }
+    run_case(ctx(), Case{1, 300, 2500, 1, 1, 256, MaskMode::Causal, AlibiMode::Causal, DType::F16}, 5001);
+    // The rows kernel runs one loop iteration per block of keys (its other loops unroll):
+    // 70000 keys stay in one split, and would come out wrong if the driver counted more.
+    Case rows{1, 3, 70000, 1, 1, 32, MaskMode::Causal, AlibiMode::Causal, DType::F32};
+    rows.kernel = AttentionKernel::Rows;
+    rows.force_splits = 1;
+    const auto rows_plan = run_case(ctx(), rows, 5002);
+    EXPECT_EQ(rows_plan.n_splits, 1u) << rows_plan.describe();
+    if (ctx().limits().max_loop_iterations != 0) {
+        EXPECT_LE(rows_plan.loop_iterations, ctx().limits().max_loop_iterations / 2);
+        // Past the budget the rows kernel splits as well.
+        const auto long_plan = plan_attention(AttentionDevice{.limits = ctx().limits(), .cpu = true},
+                                              AttentionShape{1, 1, 300000, 1, 1, 64});
+        EXPECT_GT(long_plan.n_splits, 1u);
+        EXPECT_LE(long_plan.loop_iterations, ctx().limits().max_loop_iterations / 2);
+    }
+}
+
+// A representative subset of the grid: odd and prime lengths, q_len != kv_len, MHA/GQA/MQA,
+// every head size, both dtypes, every mask and ALiBi mode, slope tables, kv_lens, split and
+// unsplit, decoding.
+std::vector<Case> kernel_subset() {
+    using M = MaskMode;
+    using A = AlibiMode;
+    const DType f32 = DType::F32, f16 = DType::F16;
+    std::vector<Case> cases = {
+        {1, 1, 1, 1, 1, 32, M::Causal, A::Causal, f32},
+        {2, 7, 7, 3, 3, 64, M::Causal, A::Causal, f16},
+        {1, 63, 63, 8, 2, 80, M::None, A::Symmetric, f32},
+        {3, 65, 129, 12, 1, 96, M::Causal, A::Causal, f16, false, true},
+        {1, 129, 127, 4, 4, 128, M::None, A::Off, f32, true},
+        {2, 257, 257, 2, 1, 256, M::Causal, A::Causal, f16},
+        {1, 1000, 1000, 2, 2, 64, M::Causal, A::Causal, f32},
+        {1, 131, 1000, 3, 1, 32, M::Causal, A::Symmetric, f16, true, false, 0, 16.0f},
+        {1, 5, 1000, 6, 3, 128, M::Causal, A::Causal, f16, false, true, 7},
+        {2, 61, 509, 4, 2, 80, M::None, A::Symmetric, f32, false, false, 3},
+        {2, 1, 4096, 4, 1, 64, M::Causal, A::Causal, f32, false, true},
+        {1, 1, 2053, 16, 16, 128, M::Causal, A::Causal, f16},
+        {3, 1, 65, 3, 1, 256, M::Causal, A::Off, f32, false, true, 4},
+        {1, 2, 997, 5, 5, 96, M::None, A::Symmetric, f16, true, false, 2},
+    };
+    for (std::uint32_t d : kSupportedHeadDims) {
+        for (DType t : {f32, f16}) {
+            cases.push_back({2, 33, 70, 6, 3, d, M::Causal, A::Causal, t});
+        }
+    }
+    return cases;
+}
+
+TEST_F(Attention_, RowsKernelMatchesOverASubsetOfTheGrid) {
+    std::uint64_t seed = 6000;
+    for (Case c : kernel_subset()) {
+        c.kernel = AttentionKernel::Rows;
+        const auto plan = run_case(ctx(), c, seed += 10);
+        EXPECT_EQ(plan.shared_bytes, 0u);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+TEST_F(Attention_, TiledKernelMatchesOverASubsetOfTheGrid) {
+    std::uint64_t seed = 7000;
+    for (Case c : kernel_subset()) {
+        c.kernel = AttentionKernel::Tiled;
+        run_case(ctx(), c, seed += 10);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
+    // no_subgroup_ops: the rows kernel's direct-load variant (no shuffles) on CPU devices.
+    const char* specs[] = {"phone", "shared_memory=8192,workgroup_invocations=64", "no_subgroup_ops",
+                           "shared_memory=6144,workgroup_invocations=32,workgroup_count=3"};
+    std::uint64_t seed = 4000;
+    for (const char* spec : specs) {
+        SCOPED_TRACE(spec);
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+        std::vector<std::uint32_t> rows;
+        for (std::uint32_t d : {32u, 64u, 128u}) {
+            for (DType t : {DType::F32, DType::F16}) {
+                for (AttentionKernel kernel : {AttentionKernel::Tiled, AttentionKernel::Rows}) {
+                    Case c{2, 65, 127, 6, 2, d, MaskMode::Causal, AlibiMode::Causal, t};
+                    c.kernel = kernel;
+                    const auto plan = run_case(ctx, c, seed++);
+                    EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
+                    EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations);
+                    if (!ctx.limits().subgroup_ops) {
+                        EXPECT_EQ(plan.subgroup_loads, 0u);
+                    }
+                }
+                run_case(ctx, Case{1, 1, 700, 4, 4, d, MaskMode::Causal, AlibiMode::Symmetric, t, false, false, 3},
+                         seed++);
+            }
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+}
+
+TEST(AttentionPlans, TilesFollowTheLimits) {
+    ComputeLimits big{.shared_memory = 49152, .workgroup_invocations = 1024, .workgroup_size = {1024, 1024, 64},
+                      .workgroup_count = {65535, 65535, 65535}, .storage_buffer_range = 1ull << 32};
+    ComputeLimits small = big;
+    small.shared_memory = 8192;
+    small.workgroup_invocations = 64;
+    small.workgroup_size = {64, 64, 64};
+    const AttentionShape prefill{1, 2048, 2048, 16, 16, 128};
+    const auto p_big = plan_attention(big, prefill);
+    const auto p_small = plan_attention(small, prefill);
+    EXPECT_GT(p_big.rows_per_group * p_big.keys_per_tile, p_small.rows_per_group * p_small.keys_per_tile);
+    EXPECT_LE(p_small.shared_bytes, 8192u);
+    EXPECT_EQ(p_big.n_splits, 1u);
+    const auto decode = plan_attention(big, AttentionShape{1, 1, 4096, 16, 16, 128});
+    EXPECT_GT(decode.n_splits, 1u);
+    ComputeLimits hopeless = small;
+    hopeless.shared_memory = 1024;
+    EXPECT_THROW((void)plan_attention(hopeless, prefill), Error);
+    // CPU devices get the rows kernel unless the tiled one is forced; it needs no shared memory.
+    EXPECT_EQ(p_big.kernel, AttentionKernel::Tiled);
+    const AttentionDevice cpu{.limits = hopeless, .cpu = true};
+    const auto p_cpu = plan_attention(cpu, prefill);
+    EXPECT_EQ(p_cpu.kernel, AttentionKernel::Rows);
+    EXPECT_EQ(p_cpu.shared_bytes, 0u);
+    EXPECT_LE(p_cpu.workgroup_size, hopeless.workgroup_invocations);
+    EXPECT_EQ(plan_attention(AttentionDevice{.limits = big, .cpu = true}, prefill,
+                             AttentionOptions{.kernel = AttentionKernel::Tiled})
+                  .kernel,
+              AttentionKernel::Tiled);
+    EXPECT_EQ(plan_attention(big, prefill, AttentionOptions{.kernel = AttentionKernel::Rows}).kernel,
+              AttentionKernel::Rows);
+}
+
+TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {
+    auto expect_error = [](auto&& fn, const std::string& needle) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error; expected '" << needle << "'";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    const AttentionShape ok{1, 8, 8, 4, 2, 64};
+    expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 4, 2, 72}}, DType::F32); },
+                 "head_dim 72 is not supported");
+    expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 6, 4, 64}}, DType::F32); }, "n_kv_head");
+    expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 0, 8, 4, 2, 64}}, DType::F32); }, "q_len");
+    const std::vector<float> three(3, 0.5f);
+    expect_error([&] { Attention(ctx(), AttentionParams{.shape = ok, .slopes = three}, DType::F32); }, "slope");
+    Attention op(ctx(), AttentionParams{.shape = ok}, DType::F32);
+    Buffer small = ctx().create_buffer(100, MemoryKind::Device, "small");
+    Buffer right = ctx().create_buffer(8 * 4 * 64 * 4, MemoryKind::Device, "right");
+    Buffer kv = ctx().create_buffer(8 * 2 * 64 * 4, MemoryKind::Device, "kv");
+    auto list = ctx().command_list();
+    expect_error([&] { op.record(*list, whole(small), whole(kv), whole(kv), whole(right)); }, "Q range is 100 bytes");
+    expect_error([&] { op.record(*list, whole(right), whole(right), whole(kv), whole(right)); }, "K range");
+    // Tensors over maxStorageBufferRange are refused, naming the limit.
+    MessageSink sink;
+    Context tiny(test_options(sink, LimitOverrides::parse("storage_buffer_range=64K")));
+    expect_error([&] { Attention(tiny, AttentionParams{.shape = {1, 512, 512, 4, 4, 64}}, DType::F32); },
+                 "maxStorageBufferRange");
+}
+
+} // namespace
+} // namespace vkf::test

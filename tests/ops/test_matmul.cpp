@@ -1,0 +1,542 @@
+// Matmul (Y = act(X W^T + bias) + residual) against the double-precision CPU reference:
+// seeded random inputs over odd and prime shapes, decode (m = 1) and prefill shapes, fp32
+// and fp16 weights, every kernel and epilogue, split-K, long K under llvmpipe's loop limit,
+// tensors at unaligned offsets, weights bound in row ranges and forced smaller limits.
+// Outputs are poisoned (NaN) before every run.
+
+#include "host/util/compare.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/half.hpp"
+#include "host/ops/matmul.hpp"
+#include "host/util/random.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+namespace vkf::test {
+namespace {
+
+struct Case {
+    std::uint32_t m, n, k;
+    DType dtype = DType::F32;
+    bool bias = false;
+    bool residual = false;
+    Activation activation = Activation::None;
+    MatmulOptions options{};
+    std::uint32_t pad = 0; // elements in front of every tensor in its buffer (odd: unaligned)
+};
+
+std::string name(const Case& c) {
+    return "m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) + " " +
+           to_string(c.dtype) + (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " +
+           to_string(c.activation) + " kernel=" + to_string(c.options.kernel) +
+           (c.options.force_splits ? " splits" + std::to_string(c.options.force_splits) : "") +
+           (c.pad ? " pad" + std::to_string(c.pad) : "");
+}
+
+// A tensor placed `pad` elements into its own buffer (padded to whole words). The buffer
+// lives on the heap so that the range's pointer to it survives moves.
+struct Placed {
+    std::unique_ptr<Buffer> buffer;
+    BufferRange range;
+};
+
+Placed place(Context& ctx, std::span<const float> values, DType dtype, std::uint32_t pad, const char* label) {
+    const std::size_t esize = element_size(dtype);
+    const std::size_t bytes = (pad + values.size()) * esize;
+    Placed p{.buffer = std::make_unique<Buffer>(ctx.create_buffer((bytes + 3) / 4 * 4, MemoryKind::Device, label))};
+    p.range = BufferRange{.buffer = p.buffer.get(), .offset = pad * esize, .size = values.size() * esize};
+    if (dtype == DType::F16) {
+        ctx.upload(*p.buffer, std::span<const std::uint16_t>(floats_to_halves(values)), p.range.offset);
+    } else {
+        ctx.upload(*p.buffer, values, p.range.offset);
+    }
+    return p;
+}
+
+void poison(Context& ctx, const Buffer& b) {
+    std::vector<std::byte> nan(b.size(), std::byte{0xFF});
+    ctx.upload(b, std::span<const std::byte>(nan));
+}
+
+std::vector<float> round_to(DType dtype, std::vector<float> v) {
+    return dtype == DType::F16 ? halves_to_floats(floats_to_halves(v)) : v;
+}
+
+// Runs one case on `ctx`, checks it against the reference and returns the plan used.
+MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
+    SCOPED_TRACE(name(c));
+    const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -1.0f, 1.0f);
+    const auto w = random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f);
+    const auto bias = c.bias ? random_uniform(c.n, seed + 2, -1.0f, 1.0f) : std::vector<float>{};
+    const auto res = c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
+    const Placed xb = place(ctx, x, DType::F32, c.pad, "X");
+    const Placed wb = place(ctx, w, c.dtype, c.pad, "W");
+    const std::vector<float> zeros(std::size_t{c.m} * c.n, 0.0f);
+    const Placed yb = place(ctx, zeros, DType::F32, c.pad, "Y");
+    poison(ctx, *yb.buffer);
+    std::optional<Placed> bb, rb;
+    if (c.bias) bb = place(ctx, bias, c.dtype, c.pad, "bias");
+    if (c.residual) rb = place(ctx, res, DType::F32, c.pad, "residual");
+
+    const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, c.n, c.k, c.dtype, c.options);
+    Buffer scratch;
+    if (plan.scratch_bytes > 0) {
+        scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+        poison(ctx, scratch);
+    }
+    auto list = ctx.command_list();
+    record_matmul(ctx, *list,
+                  MatmulArgs{.x = xb.range,
+                             .w = wb.range,
+                             .bias = bb ? bb->range : BufferRange{},
+                             .residual = rb ? rb->range : BufferRange{},
+                             .y = yb.range,
+                             .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                             .m = c.m,
+                             .n = c.n,
+                             .k = c.k,
+                             .weight_dtype = c.dtype,
+                             .activation = c.activation,
+                             .options = c.options});
+    ctx.submit(*list);
+    std::vector<float> out(std::size_t{c.m} * c.n);
+    ctx.download(*yb.buffer, std::span(out), yb.range.offset);
+
+    // Against the weights the GPU read (fp32 tolerance), and for fp16 also against the
+    // unrounded ones (fp16 tolerance).
+    const auto ref = reference::matmul(x, round_to(c.dtype, w), round_to(c.dtype, bias), res, c.m, c.n, c.k,
+                                      c.activation);
+    const ErrorStats e = compare_to_reference(out, ref);
+    EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
+    EXPECT_LT(e.max_rel, 1e-5) << describe(e) << "; plan: " << plan.describe();
+    EXPECT_LT(e.rel_l2, 1e-5) << describe(e);
+    if (c.dtype == DType::F16) {
+        const ErrorStats e16 = compare_to_reference(out, reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation));
+        EXPECT_LT(e16.max_rel, 2e-3) << describe(e16);
+        EXPECT_LT(e16.rel_l2, 2e-3) << describe(e16);
+    }
+    if (ctx.limits().max_loop_iterations != 0) {
+        EXPECT_LE(plan.loop_iterations, ctx.limits().max_loop_iterations / 2) << plan.describe();
+    }
+    return plan;
+}
+
+Activation activation_of(std::uint32_t i) {
+    return i % 3 == 0 ? Activation::None : (i % 3 == 1 ? Activation::GeluTanh : Activation::GeluErf);
+}
+
+class Matmul_ : public VulkanTest {};
+
+TEST_F(Matmul_, MatchesTheReferenceOverOddAndPrimeShapes) {
+    const std::uint32_t ms[] = {1, 2, 3, 4, 5, 7, 16, 17, 33, 64, 65, 100};
+    const std::uint32_t ns[] = {1, 3, 5, 31, 37, 64, 97, 128, 257};
+    const std::uint32_t ks[] = {1, 2, 3, 7, 16, 31, 64, 65, 127, 256, 509, 1024};
+    std::uint64_t seed = 100;
+    std::uint32_t step = 0;
+    for (std::uint32_t m : ms) {
+        for (std::uint32_t i = 0; i < 5; ++i, ++step) {
+            const std::uint32_t n = ns[(step * 5 + i) % std::size(ns)];
+            const std::uint32_t k = ks[(step * 7 + 3 * i) % std::size(ks)];
+            run_case(ctx(), Case{.m = m, .n = n, .k = k,
+                                 .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
+                                 .bias = step % 3 != 2,
+                                 .residual = step % 4 == 1,
+                                 .activation = activation_of(step / 2)},
+                     seed += 10);
+            if (HasFatalFailure()) return;
+        }
+    }
+}
+
+TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
+    std::uint64_t seed = 1000;
+    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        for (DType t : {DType::F32, DType::F16}) {
+            for (std::uint32_t a = 0; a < 3; ++a) {
+                const MatmulPlan plan = run_case(ctx(), Case{.m = 3 + 10 * a, .n = 37, .k = 129, .dtype = t,
+                                                             .bias = true, .residual = a != 1,
+                                                             .activation = activation_of(a),
+                                                             .options = {.kernel = kernel}},
+                                                 seed++);
+                EXPECT_EQ(plan.kernel, kernel);
+            }
+            // Even k with an odd first element: fp16 W rows start mid-word.
+            run_case(ctx(), Case{.m = 2, .n = 11, .k = 64, .dtype = t, .bias = true, .options = {.kernel = kernel},
+                                 .pad = 3},
+                     seed++);
+        }
+    }
+}
+
+// The kernel Auto picks: on CPU devices (lavapipe) row dots for one row (with subgroup
+// arithmetic) and register blocks otherwise; on GPUs by shape.
+MatmulKernel expected_kernel(Context& ctx, MatmulKernel on_gpu, std::uint32_t m) {
+    if (!matmul_device(ctx).cpu) return on_gpu;
+    return ctx.limits().subgroup_ops && m == 1 ? MatmulKernel::RowDot : MatmulKernel::Blocked;
+}
+
+TEST_F(Matmul_, DecodeShapes) {
+    std::uint64_t seed = 2000;
+    for (DType t : {DType::F32, DType::F16}) {
+        // BLOOM-560m-like rows (hidden 1024, MLP 4096) at m = 1, and odd ones.
+        auto plan = run_case(ctx(), Case{.m = 1, .n = 1024, .k = 1024, .dtype = t, .bias = true, .residual = true},
+                             seed++);
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv, 1));
+        plan = run_case(ctx(), Case{.m = 1, .n = 4096, .k = 1024, .dtype = t, .bias = true,
+                                    .activation = Activation::GeluTanh},
+                        seed++);
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv, 1));
+        run_case(ctx(), Case{.m = 1, .n = 1024, .k = 4096, .dtype = t, .bias = true, .residual = true}, seed++);
+        run_case(ctx(), Case{.m = 1, .n = 13, .k = 333, .dtype = t, .activation = Activation::GeluErf}, seed++);
+        // A small output over a long row splits K for parallelism.
+        plan = run_case(ctx(), Case{.m = 1, .n = 8, .k = 4096, .dtype = t, .bias = true}, seed++);
+        EXPECT_GT(plan.n_splits, 1u) << plan.describe();
+    }
+}
+
+TEST_F(Matmul_, PrefillShapes) {
+    std::uint64_t seed = 3000;
+    for (DType t : {DType::F32, DType::F16}) {
+        const auto plan = run_case(ctx(), Case{.m = 130, .n = 300, .k = 256, .dtype = t, .bias = true,
+                                               .activation = Activation::GeluTanh},
+                                   seed++);
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Tiled, 130));
+        if (plan.kernel == MatmulKernel::Tiled) {
+            EXPECT_EQ(plan.tile_m, 64u);
+        }
+        run_case(ctx(), Case{.m = 9, .n = 65, .k = 96, .dtype = t, .residual = true}, seed++);
+    }
+}
+
+TEST_F(Matmul_, SplitKAddsTheSlicesBeforeTheEpilogue) {
+    std::uint64_t seed = 4000;
+    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        for (DType t : {DType::F32, DType::F16}) {
+            const auto plan = run_case(ctx(), Case{.m = 5, .n = 19, .k = 301, .dtype = t, .bias = true,
+                                                   .residual = true, .activation = Activation::GeluErf,
+                                                   .options = {.kernel = kernel, .force_splits = 3}, .pad = 1},
+                                       seed++);
+            EXPECT_GE(plan.n_splits, 3u);
+            EXPECT_GT(plan.scratch_bytes, 0u);
+        }
+    }
+}
+
+TEST_F(Matmul_, LongKStaysRightOnDriversWithALoopLimit) {
+    // llvmpipe skips loop iterations past 65535 per invocation (runtime/quirks.cpp). K = 16384
+    // on every kernel; K = 70000 on the blocked kernel (a loop iteration per k, odd k) must
+    // split. Without the split this case comes out wrong on lavapipe (max_rel 0.53).
+    // force_splits = 1 turns off splitting for parallelism: only the loop limit splits here.
+    std::uint64_t seed = 5000;
+    const MatmulOptions no_parallel_split{.force_splits = 1};
+    for (DType t : {DType::F32, DType::F16}) {
+        run_case(ctx(), Case{.m = 1, .n = 64, .k = 16384, .dtype = t, .bias = true, .options = no_parallel_split},
+                 seed++);
+        run_case(ctx(), Case{.m = 20, .n = 37, .k = 16384, .dtype = t, .residual = true,
+                             .options = no_parallel_split},
+                 seed++);
+        run_case(ctx(), Case{.m = 3, .n = 9, .k = 16384, .dtype = t,
+                             .options = {.kernel = MatmulKernel::Blocked, .force_splits = 1}},
+                 seed++);
+    }
+    for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::RowDot}) {
+        run_case(ctx(), Case{.m = 3, .n = 9, .k = 16384, .dtype = DType::F16,
+                             .options = {.kernel = kernel, .force_splits = 1}},
+                 seed++);
+    }
+    const auto plan = run_case(
+        ctx(), Case{.m = 2, .n = 5, .k = 70001, .options = {.kernel = MatmulKernel::Blocked, .force_splits = 1}},
+        seed++);
+    if (ctx().limits().max_loop_iterations != 0) {
+        EXPECT_GT(plan.n_splits, 1u) << plan.describe();
+    }
+}
+
+TEST_F(Matmul_, ResidualMayBeTheOutput) {
+    const std::uint32_t m = 7, n = 45, k = 80;
+    const auto x = random_uniform(m * k, 6000), w = random_uniform(n * k, 6001), r = random_uniform(m * n, 6002);
+    const Placed xb = place(ctx(), x, DType::F32, 0, "X");
+    const Placed wb = place(ctx(), w, DType::F16, 0, "W");
+    const Placed yb = place(ctx(), r, DType::F32, 0, "Y = residual");
+    auto list = ctx().command_list();
+    record_matmul(ctx(), *list, MatmulArgs{.x = xb.range, .w = wb.range, .residual = yb.range, .y = yb.range,
+                                           .m = m, .n = n, .k = k, .weight_dtype = DType::F16});
+    ctx().submit(*list);
+    std::vector<float> out(m * n);
+    ctx().download(*yb.buffer, std::span(out));
+    const auto ref = reference::matmul(x, round_to(DType::F16, w), {}, r, m, n, k);
+    const ErrorStats e = compare_to_reference(out, ref);
+    EXPECT_LT(e.max_rel, 1e-5) << describe(e);
+}
+
+TEST_F(Matmul_, BadArgumentsAreRefusedNamingTheTensor) {
+    auto expect_error = [](auto&& fn, const std::string& needle) {
+        try {
+            fn();
+            ADD_FAILURE() << "no error; expected '" << needle << "'";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    Buffer x = ctx().create_buffer(4 * 8 * 16, MemoryKind::Device, "x");
+    Buffer w = ctx().create_buffer(4 * 5 * 16, MemoryKind::Device, "w");
+    Buffer y = ctx().create_buffer(4 * 8 * 5, MemoryKind::Device, "y");
+    auto list = ctx().command_list();
+    const MatmulArgs ok{.x = whole(x), .w = whole(w), .y = whole(y), .m = 8, .n = 5, .k = 16};
+    MatmulArgs bad = ok;
+    bad.k = 17;
+    expect_error([&] { record_matmul(ctx(), *list, bad); }, "X [8, 17] f32 needs a range of 544 bytes");
+    bad = ok;
+    bad.weight_dtype = DType::F16;
+    expect_error([&] { record_matmul(ctx(), *list, bad); }, "W [5, 16] f16");
+    bad = ok;
+    bad.bias = whole(y);
+    expect_error([&] { record_matmul(ctx(), *list, bad); }, "bias [5] f32");
+    bad = ok;
+    bad.options = {.kernel = MatmulKernel::Blocked, .force_splits = 2};
+    expect_error([&] { record_matmul(ctx(), *list, bad); }, "needs a scratch range");
+    bad = ok;
+    bad.m = 0;
+    expect_error([&] { record_matmul(ctx(), *list, bad); }, "empty shape");
+}
+
+// Runs a few cases of every kernel that fits on a context with forced limits.
+void run_forced(const char* spec, std::uint64_t seed) {
+    SCOPED_TRACE(spec);
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+    const MatmulDevice device = matmul_device(ctx);
+    for (MatmulKernel kernel :
+         {MatmulKernel::Auto, MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        try {
+            (void)plan_matmul(device, 29, 70, 93, DType::F32, {.kernel = kernel});
+        } catch (const Error&) {
+            continue; // does not fit these limits; Auto never throws
+        }
+        for (DType t : {DType::F32, DType::F16}) {
+            for (const Case& c : {Case{.m = 1, .n = 37, .k = 200, .bias = true},
+                                  Case{.m = 29, .n = 70, .k = 93, .residual = true, .activation = Activation::GeluTanh},
+                                  Case{.m = 67, .n = 5, .k = 1000, .bias = true, .activation = Activation::GeluErf}}) {
+                Case with_type = c;
+                with_type.dtype = t;
+                with_type.options.kernel = kernel;
+                const MatmulPlan plan = run_case(ctx, with_type, seed++);
+                EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory) << plan.describe();
+                EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations) << plan.describe();
+            }
+        }
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(MatmulForcedLimits, PhoneAndSmallDevicesPickSmallerTilesAndStayRight) {
+    run_forced("phone", 7000);
+    run_forced("shared_memory=8192,workgroup_invocations=64", 7100);
+    run_forced("shared_memory=512,workgroup_invocations=16,workgroup_count=3", 7200);
+}
+
+TEST(MatmulForcedLimits, NoSharedMemoryFallsBackToTheBlockedKernel) {
+    MatmulDevice gpu{.limits = [] {
+        MessageSink sink;
+        return Context(test_options(sink, LimitOverrides::parse("shared_memory=8"))).limits();
+    }()};
+    EXPECT_EQ(plan_matmul(gpu, 1, 64, 64, DType::F32).kernel, MatmulKernel::Blocked);
+    EXPECT_EQ(plan_matmul(gpu, 100, 64, 64, DType::F16).kernel, MatmulKernel::Blocked);
+    EXPECT_THROW((void)plan_matmul(gpu, 100, 64, 64, DType::F16, {.kernel = MatmulKernel::Tiled}), Error);
+    run_forced("shared_memory=8", 7300);
+}
+
+TEST(MatmulForcedLimits, WeightsLargerThanTheStorageRangeAreBoundInRowRanges) {
+    // 64 KiB bindings: W [700, 96] (269 KB fp32, 134 KB fp16), Y and X in row pieces too,
+    // like BLOOM's 250880 x 1024 lm_head against lavapipe's 128 MiB.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("storage_buffer_range=64K")));
+    std::uint64_t seed = 8000;
+    for (DType t : {DType::F32, DType::F16}) {
+        auto plan = run_case(ctx, Case{.m = 1, .n = 700, .k = 96, .dtype = t, .bias = true, .pad = 1}, seed++);
+        EXPECT_LT(plan.cols_per_piece, 700u) << plan.describe();
+        plan = run_case(ctx, Case{.m = 200, .n = 700, .k = 96, .dtype = t, .bias = true, .residual = true,
+                                  .activation = Activation::GeluTanh},
+                        seed++);
+        EXPECT_LT(plan.cols_per_piece, 700u) << plan.describe();
+        EXPECT_LT(plan.rows_per_piece, 200u) << plan.describe();
+        plan = run_case(ctx, Case{.m = 3, .n = 301, .k = 96, .dtype = t, .options = {.force_splits = 4}}, seed++);
+        EXPECT_LE(plan.scratch_bytes, ctx.limits().storage_buffer_range);
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
+    const ComputeLimits gpu_limits{.shared_memory = 49152, .workgroup_invocations = 1024,
+                                   .workgroup_size = {1024, 1024, 64}, .workgroup_count = {65535, 65535, 65535},
+                                   .storage_buffer_range = 1ull << 32, .storage_offset_alignment = 16};
+    const MatmulDevice big{.limits = gpu_limits};
+    const auto prefill = plan_matmul(big, 512, 4096, 1024, DType::F16);
+    EXPECT_EQ(prefill.kernel, MatmulKernel::Tiled);
+    EXPECT_EQ(prefill.tile_m * prefill.tile_n, 64u * 64u);
+    EXPECT_EQ(prefill.n_splits, 1u);
+    EXPECT_EQ(plan_matmul(big, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
+    EXPECT_EQ(plan_matmul(big, 12, 4096, 1024, DType::F16).tile_m, 16u); // no 64-row tiles for 12 rows
+
+    // A CPU device takes register blocks: one row for decoding, four otherwise.
+    const MatmulDevice cpu{.limits = gpu_limits, .cpu = true};
+    const auto blocked = plan_matmul(cpu, 3, 4096, 1024, DType::F16);
+    EXPECT_EQ(blocked.kernel, MatmulKernel::Blocked);
+    EXPECT_EQ(blocked.block_m, 4u);
+    EXPECT_EQ(plan_matmul(cpu, 1, 4096, 1024, DType::F16).block_m, 1u);
+    // With subgroup arithmetic, row dots for single rows; GPUs keep their kernels.
+    MatmulDevice cpu_subgroups = cpu;
+    cpu_subgroups.limits.subgroup_ops = true;
+    cpu_subgroups.limits.subgroup_size = 8;
+    const auto rowdot = plan_matmul(cpu_subgroups, 1, 4096, 1024, DType::F16);
+    EXPECT_EQ(rowdot.kernel, MatmulKernel::RowDot);
+    EXPECT_EQ(rowdot.block_m, 1u);
+    EXPECT_EQ(rowdot.workgroup_size, rowdot.column_groups * 8);
+    EXPECT_EQ(plan_matmul(cpu_subgroups, 2, 4096, 1024, DType::F16).kernel, MatmulKernel::Blocked);
+    MatmulDevice gpu_subgroups = big;
+    gpu_subgroups.limits.subgroup_ops = true;
+    gpu_subgroups.limits.subgroup_size = 32;
+    EXPECT_EQ(plan_matmul(gpu_subgroups, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
+
+    // A loop limit like llvmpipe's: every plan keeps each invocation under half of it.
+    MatmulDevice limited = big;
+    limited.limits.max_loop_iterations = 65535;
+    for (std::uint32_t k : {16384u, 70000u, 1u << 20}) {
+        MatmulDevice limited_subgroups = limited;
+        limited_subgroups.limits.subgroup_ops = true;
+        limited_subgroups.limits.subgroup_size = 8;
+        for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+            for (std::uint32_t m : {1u, 300u}) {
+                const auto p = plan_matmul(limited_subgroups, m, 4096, k, DType::F32, {.kernel = kernel});
+                EXPECT_LE(p.loop_iterations, 65535u / 2) << p.describe();
+                EXPECT_GE(std::uint64_t{p.k_split} * p.n_splits, k);
+            }
+        }
+        EXPECT_EQ(plan_matmul(big, 300, 4096, k, DType::F32, {.kernel = MatmulKernel::Blocked}).n_splits, 1u);
+    }
+    // lm_head of BLOOM-560m on lavapipe: pieces of W rows under 128 MiB.
+    MatmulDevice lavapipe = limited;
+    lavapipe.cpu = true;
+    lavapipe.limits.storage_buffer_range = 128ull << 20;
+    const auto lm_head = plan_matmul(lavapipe, 1, 250880, 1024, DType::F16);
+    EXPECT_LE(std::uint64_t{lm_head.cols_per_piece} * 1024 * 2, 128ull << 20);
+    EXPECT_GE(lm_head.cols_per_piece * 4ull, 250880u);
+}
+
+// The row-dot kernel (forced) over the odd and prime grid: one row as in decoding and more,
+// aligned rows (16- and 32-byte loads) and unaligned ones (element by element), split K.
+// Run on the device as it is, without 64-bit integers (16-byte loads only) and without
+// subgroup arithmetic (Auto falls back to the blocked kernel; forcing RowDot is refused).
+void run_rowdot_grid(Context& ctx, std::uint64_t seed) {
+    const std::uint32_t ms[] = {1, 2, 3, 5, 8, 9};
+    const std::uint32_t ns[] = {1, 7, 31, 37, 64, 97, 257};
+    const std::uint32_t ks[] = {1, 8, 15, 16, 24, 64, 127, 256, 1000, 1024, 1032};
+    std::uint32_t step = 0;
+    for (std::uint32_t m : ms) {
+        for (std::uint32_t i = 0; i < 6; ++i, ++step) {
+            Case c{.m = m,
+                   .n = ns[(step * 3 + i) % std::size(ns)],
+                   .k = ks[(step * 5 + 2 * i) % std::size(ks)],
+                   .dtype = step % 2 == 0 ? DType::F16 : DType::F32,
+                   .bias = step % 3 != 2,
+                   .residual = step % 4 == 1,
+                   .activation = activation_of(step / 2),
+                   .options = {.kernel = MatmulKernel::RowDot, .force_splits = step % 5 == 3 ? 3u : 0u},
+                   .pad = step % 7 == 4 ? 8u : (step % 7 == 5 ? 1u : 0u)};
+            const MatmulPlan plan = run_case(ctx, c, seed++);
+            EXPECT_EQ(plan.kernel, MatmulKernel::RowDot);
+            EXPECT_EQ(plan.wide_loads, ctx.limits().int64) << plan.describe();
+        }
+    }
+}
+
+TEST_F(Matmul_, RowDotOverOddAndPrimeShapes) {
+    if (!ctx().limits().subgroup_ops) GTEST_SKIP() << "no subgroup arithmetic";
+    run_rowdot_grid(ctx(), 9000);
+}
+
+TEST(MatmulForcedLimits, RowDotWithoutInt64AndItsFallbackWithoutSubgroupOps) {
+    {
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse("no_int64")));
+        EXPECT_FALSE(ctx.limits().int64);
+        if (ctx.limits().subgroup_ops) {
+            run_rowdot_grid(ctx, 9500);
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_ops")));
+    const MatmulDevice device = matmul_device(ctx);
+    EXPECT_THROW((void)plan_matmul(device, 1, 64, 64, DType::F16, {.kernel = MatmulKernel::RowDot}), Error);
+    const auto plan = run_case(ctx, Case{.m = 1, .n = 300, .k = 1024, .dtype = DType::F16, .bias = true}, 9900);
+    EXPECT_NE(plan.kernel, MatmulKernel::RowDot);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+// Not a check: GPU time of the decode (and a few prefill) shapes of a BLOOM-560m-like model
+// per kernel, fp16 weights. Run with --gtest_also_run_disabled_tests
+// --gtest_filter='*DecodeTimings*'; VKF_MATMUL_BENCH_M="1,4" picks the row counts.
+TEST_F(Matmul_, DISABLED_DecodeTimings) {
+    struct Shape {
+        std::uint32_t n, k;
+    };
+    const Shape shapes[] = {{3072, 1024}, {1024, 1024}, {4096, 1024}, {1024, 4096}, {62720, 1024}};
+    std::vector<std::uint32_t> ms{1};
+    if (const char* e = std::getenv("VKF_MATMUL_BENCH_M")) {
+        ms.clear();
+        for (const char* p = e; *p != 0;) {
+            char* end = nullptr;
+            ms.push_back(static_cast<std::uint32_t>(std::strtoul(p, &end, 10)));
+            p = *end == ',' ? end + 1 : end;
+        }
+    }
+    const int reps = 5;
+    for (std::uint32_t m : ms) {
+        for (const Shape& sh : shapes) {
+            const auto x = random_uniform(std::size_t{m} * sh.k, 1, -1.0f, 1.0f);
+            const auto w = random_uniform(std::size_t{sh.n} * sh.k, 2, -1.0f, 1.0f);
+            const auto bias = random_uniform(sh.n, 3, -1.0f, 1.0f);
+            const Placed xb = place(ctx(), x, DType::F32, 0, "X");
+            const Placed wb = place(ctx(), w, DType::F16, 0, "W");
+            const Placed bb = place(ctx(), bias, DType::F16, 0, "bias");
+            const std::vector<float> zeros(std::size_t{m} * sh.n, 0.0f);
+            const Placed yb = place(ctx(), zeros, DType::F32, 0, "Y");
+            for (MatmulKernel kernel : {MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+                const MatmulOptions options{.kernel = kernel};
+                const MatmulPlan plan = plan_matmul(matmul_device(ctx()), m, sh.n, sh.k, DType::F16, options);
+                Buffer scratch;
+                if (plan.scratch_bytes > 0) {
+                    scratch = ctx().create_buffer(plan.scratch_bytes, MemoryKind::Device, "scratch");
+                }
+                std::vector<double> times;
+                for (int r = 0; r < reps + 1; ++r) {
+                    auto list = ctx().command_list(true);
+                    record_matmul(ctx(), *list,
+                                  MatmulArgs{.x = xb.range, .w = wb.range, .bias = bb.range, .y = yb.range,
+                                             .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                                             .m = m, .n = sh.n, .k = sh.k, .weight_dtype = DType::F16,
+                                             .options = options});
+                    ctx().submit(*list);
+                    double ms_total = 0;
+                    for (const OpTiming& t : list->timings()) ms_total += t.ms;
+                    if (r > 0) times.push_back(ms_total); // the first run compiles
+                }
+                std::sort(times.begin(), times.end());
+                const double med = times[times.size() / 2];
+                std::printf("m=%u n=%u k=%u %-8s median %8.2f ms  min %8.2f ms  %6.2f GB/s  (%s)\n", m, sh.n, sh.k,
+                            to_string(kernel), med, times.front(), 2.0 * sh.n * sh.k / med / 1e6,
+                            plan.describe().c_str());
+                std::fflush(stdout);
+            }
+        }
+    }
+}
+
+} // namespace
+} // namespace vkf::test

@@ -1,0 +1,490 @@
+// config.json parsing for BLOOM and MPT (files modelled on bigscience/bloom-560m and
+// mosaicml/mpt-7b), refusal of configurations vkformer cannot run, the expected tensor
+// lists, and check_checkpoint against written and hand-made checkpoints.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/spec/random_weights.hpp"
+#include "host/io/json.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/io/safetensors.hpp"
+#include "runtime/error.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using vkf::ModelConfig;
+using vkf::ModelFamily;
+
+// bigscience/bloom-560m's config.json.
+constexpr std::string_view kBloom560m = R"({
+  "_name_or_path": "bigscience/bloom-560m",
+  "apply_residual_connection_post_layernorm": false,
+  "architectures": [
+    "BloomForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "attention_softmax_in_fp32": true,
+  "bias_dropout_fusion": true,
+  "bos_token_id": 1,
+  "eos_token_id": 2,
+  "hidden_dropout": 0.0,
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "layer_norm_epsilon": 1e-05,
+  "masked_softmax_fusion": true,
+  "model_type": "bloom",
+  "n_head": 16,
+  "n_inner": null,
+  "n_layer": 24,
+  "offset_alibi": 100,
+  "pad_token_id": 3,
+  "pretraining_tp": 1,
+  "skip_bias_add": true,
+  "skip_bias_add_qkv": false,
+  "slow_but_exact": false,
+  "torch_dtype": "float16",
+  "transformers_version": "4.27.0.dev0",
+  "unk_token_id": 0,
+  "use_cache": true,
+  "vocab_size": 250880
+}
+)";
+
+// mosaicml/mpt-7b's config.json.
+constexpr std::string_view kMpt7b = R"({
+  "architectures": [
+    "MPTForCausalLM"
+  ],
+  "attn_config": {
+    "alibi": true,
+    "alibi_bias_max": 8,
+    "attn_impl": "torch",
+    "attn_pdrop": 0,
+    "attn_type": "multihead_attention",
+    "attn_uses_sequence_id": false,
+    "clip_qkv": null,
+    "prefix_lm": false,
+    "qk_ln": false,
+    "softmax_scale": null
+  },
+  "auto_map": {
+    "AutoConfig": "configuration_mpt.MPTConfig",
+    "AutoModelForCausalLM": "modeling_mpt.MPTForCausalLM"
+  },
+  "d_model": 4096,
+  "emb_pdrop": 0,
+  "embedding_fraction": 1.0,
+  "expansion_ratio": 4,
+  "init_config": {
+    "emb_init_std": null,
+    "emb_init_uniform_lim": null,
+    "fan_mode": "fan_in",
+    "init_div_is_residual": true,
+    "init_gain": 0,
+    "init_nonlinearity": "relu",
+    "init_std": 0.02,
+    "name": "kaiming_normal_",
+    "verbose": 0
+  },
+  "init_device": "cpu",
+  "learned_pos_emb": true,
+  "logit_scale": null,
+  "max_seq_len": 2048,
+  "model_type": "mpt",
+  "n_heads": 32,
+  "n_layers": 32,
+  "no_bias": true,
+  "norm_type": "low_precision_layernorm",
+  "resid_pdrop": 0,
+  "tokenizer_name": "EleutherAI/gpt-neox-20b",
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.28.1",
+  "use_cache": false,
+  "verbose": 0,
+  "vocab_size": 50432
+}
+)";
+
+// `text` with the first occurrence of `from` replaced by `to` (which must exist).
+std::string replaced(std::string_view text, std::string_view from, std::string_view to) {
+    std::string result(text);
+    const std::size_t pos = result.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) {
+        result.replace(pos, from.size(), to);
+    }
+    return result;
+}
+
+std::string config_error(const std::string& text) {
+    try {
+        vkf::parse_model_config(text);
+    } catch (const vkf::Error& error) {
+        return error.what();
+    }
+    ADD_FAILURE() << "no error for:\n" << text;
+    return {};
+}
+
+std::uint64_t parameter_count(const ModelConfig& config) {
+    std::uint64_t count = 0;
+    for (const vkf::ExpectedTensor& tensor : vkf::expected_tensors(config)) {
+        std::uint64_t elements = 1;
+        for (std::size_t dim : tensor.shape) {
+            elements *= dim;
+        }
+        count += elements;
+    }
+    return count;
+}
+
+TEST(ModelConfig, ParsesBloom560m) {
+    const ModelConfig config = vkf::parse_model_config(kBloom560m);
+    EXPECT_EQ(config.family, ModelFamily::Bloom);
+    EXPECT_EQ(config.vocab_size, 250880u);
+    EXPECT_EQ(config.hidden, 1024u);
+    EXPECT_EQ(config.n_layer, 24u);
+    EXPECT_EQ(config.n_head, 16u);
+    EXPECT_EQ(config.n_kv_head, 16u);
+    EXPECT_EQ(config.head_dim, 64u);
+    EXPECT_EQ(config.ffn_hidden, 4096u);
+    EXPECT_DOUBLE_EQ(config.layer_norm_epsilon, 1e-5);
+    EXPECT_DOUBLE_EQ(config.alibi_bias_max, 8.0);
+    EXPECT_FALSE(config.no_bias);
+    EXPECT_FALSE(config.clip_qkv.has_value());
+    EXPECT_EQ(config.max_seq_len, 2048u);
+    EXPECT_TRUE(config.tie_word_embeddings);
+
+    const std::vector<vkf::ExpectedTensor> tensors = vkf::expected_tensors(config);
+    EXPECT_EQ(tensors.size(), 12u * 24u + 5u);
+    EXPECT_EQ(tensors.front().name, "word_embeddings.weight");
+    EXPECT_EQ(tensors.front().shape, (std::vector<std::size_t>{250880, 1024}));
+    EXPECT_EQ(tensors[3].name, "h.0.input_layernorm.weight");
+    EXPECT_EQ(tensors[5].name, "h.0.self_attention.query_key_value.weight");
+    EXPECT_EQ(tensors[5].shape, (std::vector<std::size_t>{3072, 1024}));
+    EXPECT_EQ(tensors[11].name, "h.0.mlp.dense_h_to_4h.weight");
+    EXPECT_EQ(tensors[11].shape, (std::vector<std::size_t>{4096, 1024}));
+    EXPECT_EQ(tensors[13].name, "h.0.mlp.dense_4h_to_h.weight");
+    EXPECT_EQ(tensors[13].shape, (std::vector<std::size_t>{1024, 4096}));
+    EXPECT_EQ(tensors.back().name, "ln_f.bias");
+    // Hugging Face reports 559,214,592 parameters for bloom-560m.
+    EXPECT_EQ(parameter_count(config), 559'214'592u);
+}
+
+TEST(ModelConfig, ParsesOlderBloomSpellings) {
+    std::string text = replaced(kBloom560m, R"("hidden_size": 1024)", R"("n_embed": 1024, "seq_length": 4096)");
+    text = replaced(text, R"("n_layer": 24)", R"("num_hidden_layers": 24)");
+    const ModelConfig config = vkf::parse_model_config(text);
+    EXPECT_EQ(config.hidden, 1024u);
+    EXPECT_EQ(config.n_layer, 24u);
+    EXPECT_EQ(config.max_seq_len, 4096u);
+    EXPECT_EQ(config, vkf::parse_model_config(
+                          replaced(kBloom560m, R"("use_cache": true)", R"("use_cache": true, "seq_length": 4096)")));
+}
+
+TEST(ModelConfig, ParsesMpt7b) {
+    const ModelConfig config = vkf::parse_model_config(kMpt7b);
+    EXPECT_EQ(config.family, ModelFamily::Mpt);
+    EXPECT_EQ(config.vocab_size, 50432u);
+    EXPECT_EQ(config.hidden, 4096u);
+    EXPECT_EQ(config.n_layer, 32u);
+    EXPECT_EQ(config.n_head, 32u);
+    EXPECT_EQ(config.n_kv_head, 32u);
+    EXPECT_EQ(config.head_dim, 128u);
+    EXPECT_EQ(config.ffn_hidden, 16384u);
+    EXPECT_DOUBLE_EQ(config.layer_norm_epsilon, 1e-5);
+    EXPECT_DOUBLE_EQ(config.alibi_bias_max, 8.0);
+    EXPECT_TRUE(config.no_bias);
+    EXPECT_FALSE(config.clip_qkv.has_value());
+    EXPECT_EQ(config.max_seq_len, 2048u);
+    EXPECT_TRUE(config.tie_word_embeddings);
+
+    const std::vector<vkf::ExpectedTensor> tensors = vkf::expected_tensors(config);
+    EXPECT_EQ(tensors.size(), 6u * 32u + 2u);
+    EXPECT_EQ(tensors[0].name, "wte.weight");
+    EXPECT_EQ(tensors[1].name, "blocks.0.norm_1.weight");
+    EXPECT_EQ(tensors[2].name, "blocks.0.attn.Wqkv.weight");
+    EXPECT_EQ(tensors[2].shape, (std::vector<std::size_t>{3 * 4096, 4096}));
+    EXPECT_EQ(tensors[5].name, "blocks.0.ffn.up_proj.weight");
+    EXPECT_EQ(tensors[5].shape, (std::vector<std::size_t>{16384, 4096}));
+    EXPECT_EQ(tensors[6].name, "blocks.0.ffn.down_proj.weight");
+    EXPECT_EQ(tensors.back().name, "norm_f.weight");
+    // MosaicML reports 6.7B parameters; exactly 6,649,286,656.
+    EXPECT_EQ(parameter_count(config), 6'649'286'656u);
+}
+
+TEST(ModelConfig, ParsesMptWithBiasesClipAndOddHeads) {
+    std::string text = replaced(kMpt7b, R"("clip_qkv": null)", R"("clip_qkv": 6)");
+    text = replaced(text, R"("alibi_bias_max": 8)", R"("alibi_bias_max": 16)");
+    text = replaced(text, R"("no_bias": true)", R"("no_bias": false)");
+    text = replaced(text, R"("d_model": 4096)", R"("d_model": 768)");
+    text = replaced(text, R"("n_heads": 32)", R"("n_heads": 12)");
+    text = replaced(text, R"("n_layers": 32)", R"("n_layers": 2)");
+    text = replaced(text, R"("expansion_ratio": 4)", R"("expansion_ratio": 2.5, "layer_norm_epsilon": 1e-6)");
+    const ModelConfig config = vkf::parse_model_config(text);
+    EXPECT_EQ(config.head_dim, 64u);
+    EXPECT_EQ(config.ffn_hidden, 1920u);
+    ASSERT_TRUE(config.clip_qkv.has_value());
+    EXPECT_DOUBLE_EQ(*config.clip_qkv, 6.0);
+    EXPECT_DOUBLE_EQ(config.alibi_bias_max, 16.0);
+    EXPECT_DOUBLE_EQ(config.layer_norm_epsilon, 1e-6);
+    EXPECT_FALSE(config.no_bias);
+    const std::vector<vkf::ExpectedTensor> tensors = vkf::expected_tensors(config);
+    EXPECT_EQ(tensors.size(), 12u * 2u + 3u);
+    EXPECT_EQ(tensors[1].name, "blocks.0.norm_1.weight");
+    EXPECT_EQ(tensors[2].name, "blocks.0.norm_1.bias");
+    EXPECT_EQ(tensors[4].name, "blocks.0.attn.Wqkv.bias");
+    EXPECT_EQ(tensors[4].shape, (std::vector<std::size_t>{3 * 768}));
+    EXPECT_EQ(tensors.back().name, "norm_f.bias");
+
+    // llm-foundry's ffn_config.ffn_hidden_size overrides the expansion ratio.
+    const ModelConfig sized = vkf::parse_model_config(replaced(
+        text, R"("init_device")", R"("ffn_config": {"ffn_type": "mptmlp", "ffn_hidden_size": 1000}, "init_device")"));
+    EXPECT_EQ(sized.ffn_hidden, 1000u);
+}
+
+TEST(ModelConfig, UntiedEmbeddingsAddLmHead) {
+    const ModelConfig config =
+        vkf::parse_model_config(replaced(kBloom560m, R"("use_cache": true)", R"("tie_word_embeddings": false)"));
+    EXPECT_FALSE(config.tie_word_embeddings);
+    const std::vector<vkf::ExpectedTensor> tensors = vkf::expected_tensors(config);
+    EXPECT_EQ(tensors.size(), 12u * 24u + 6u);
+    EXPECT_EQ(tensors.back().name, "lm_head.weight");
+    EXPECT_EQ(tensors.back().shape, (std::vector<std::size_t>{250880, 1024}));
+    EXPECT_EQ(vkf::checkpoint_tensor_name("lm_head.weight"), "lm_head.weight");
+    EXPECT_EQ(vkf::checkpoint_tensor_name("ln_f.weight"), "transformer.ln_f.weight");
+}
+
+TEST(ModelConfig, RefusesWhatItCannotRun) {
+    const std::vector<std::tuple<std::string, std::string>> cases = {
+        {replaced(kBloom560m, R"("n_head": 16)", R"("n_head": "16")"),
+         "config.json: n_head: expected an integer, got string"},
+        {replaced(kBloom560m, R"("n_head": 16)", R"("n_head": 15)"),
+         "config.json: hidden_size 1024 is not a multiple of n_head 15"},
+        {replaced(kBloom560m, R"("n_head": 16,)", ""), "config.json: missing key 'n_head' or 'num_attention_heads'"},
+        {replaced(kBloom560m, R"("n_layer": 24)", R"("n_layer": 0)"), "config.json: n_layer: must be positive"},
+        {replaced(kBloom560m, R"("vocab_size": 250880)", R"("vocab_size": -3)"),
+         "config.json: vocab_size: expected a non-negative integer, got number -3"},
+        {replaced(kBloom560m, R"("vocab_size": 250880)", R"("vocab_size": 5000000000)"),
+         "config.json: vocab_size: expected an integer in [0, 4294967295]"},
+        {replaced(kBloom560m, R"("model_type": "bloom")", R"("model_type": "llama")"),
+         "config.json: model_type: 'llama' is not supported (vkformer runs bloom and mpt)"},
+        {replaced(kBloom560m, R"("model_type": "bloom",)", ""), "config.json: missing key 'model_type'"},
+        {replaced(kBloom560m, R"("layer_norm_epsilon": 1e-05)", R"("layer_norm_epsilon": 0)"),
+         "config.json: layer_norm_epsilon: must be a positive number"},
+        {replaced(kBloom560m, R"("apply_residual_connection_post_layernorm": false)",
+                  R"("apply_residual_connection_post_layernorm": true)"),
+         "config.json: apply_residual_connection_post_layernorm: residual connections after the LayerNorm"},
+        {replaced(kBloom560m, R"("hidden_size": 1024)", R"("hidden_size": 1024, "n_embed": 2048)"),
+         "n_embed 2048 and hidden_size 1024 disagree"},
+        {replaced(kMpt7b, R"("alibi": true)", R"("alibi": false)"),
+         "config.json: attn_config.alibi: MPT without ALiBi"},
+        {replaced(kMpt7b, R"("alibi": true,)", ""), "config.json: attn_config: missing key 'alibi'"},
+        {replaced(kMpt7b, R"("n_heads": 32)", R"("n_heads": 12)"),
+         "config.json: d_model 4096 is not a multiple of n_heads 12"},
+        {replaced(kMpt7b, R"("qk_ln": false)", R"("qk_ln": true)"), "config.json: attn_config.qk_ln: LayerNorm"},
+        {replaced(kMpt7b, R"("softmax_scale": null)", R"("softmax_scale": 0.1)"),
+         "config.json: attn_config.softmax_scale: a custom softmax scale is not supported"},
+        {replaced(kMpt7b, R"("prefix_lm": false)", R"("prefix_lm": true)"), "attn_config.prefix_lm: prefix-LM"},
+        {replaced(kMpt7b, R"("attn_type": "multihead_attention")", R"("attn_type": "grouped_query_attention")"),
+         "attn_config.attn_type: 'grouped_query_attention' is not supported"},
+        {replaced(kMpt7b, R"("clip_qkv": null)", R"("clip_qkv": -1)"),
+         "attn_config.clip_qkv: must be a positive number"},
+        {replaced(kMpt7b, R"("logit_scale": null)", R"("logit_scale": "inv_sqrt_d_model")"),
+         "config.json: logit_scale: scaled logits are not supported"},
+        {replaced(kMpt7b, R"("norm_type": "low_precision_layernorm")", R"("norm_type": "rmsnorm")"),
+         "config.json: norm_type: 'rmsnorm' is not supported"},
+        {replaced(kMpt7b, R"("expansion_ratio": 4)", R"("expansion_ratio": "4")"),
+         "config.json: expansion_ratio: expected a number, got string"},
+        {replaced(kMpt7b, R"("no_bias": true)", R"("no_bias": 1)"), "config.json: no_bias: expected a boolean"},
+        {replaced(kMpt7b, R"("init_device")", R"("ffn_config": {"ffn_type": "te_ln_mlp"}, "init_device")"),
+         "config.json: ffn_config.ffn_type: 'te_ln_mlp' is not supported"},
+        {"[1, 2]", "config.json: expected an object, got array"},
+        {"{\"model_type\": \"bloom\",}", "config.json: line 1, column 24"},
+    };
+    for (const auto& [text, expected] : cases) {
+        const std::string message = config_error(text);
+        EXPECT_NE(message.find(expected), std::string::npos) << "expected: " << expected << "\nmessage: " << message;
+    }
+}
+
+TEST(ModelConfig, ValidateRefusesInconsistentConfigs) {
+    ModelConfig config = vkf::parse_model_config(kBloom560m);
+    EXPECT_NO_THROW(vkf::validate(config));
+    ModelConfig bad = config;
+    bad.ffn_hidden = 3000;
+    EXPECT_THROW(vkf::validate(bad), vkf::Error);
+    bad = config;
+    bad.head_dim = 32;
+    EXPECT_THROW(vkf::validate(bad), vkf::Error);
+    bad = config;
+    bad.n_kv_head = 8;
+    EXPECT_THROW(vkf::validate(bad), vkf::Error);
+    bad = config;
+    bad.clip_qkv = 4.0;
+    EXPECT_THROW(vkf::validate(bad), vkf::Error);
+    EXPECT_THROW(vkf::expected_tensors(bad), vkf::Error);
+}
+
+class ModelCheckpointTest : public ::testing::Test {
+protected:
+    static ModelConfig small(ModelFamily family) {
+        if (family == ModelFamily::Bloom) {
+            return ModelConfig{.family = ModelFamily::Bloom,
+                               .vocab_size = 64,
+                               .hidden = 32,
+                               .n_layer = 2,
+                               .n_head = 4,
+                               .n_kv_head = 4,
+                               .head_dim = 8,
+                               .ffn_hidden = 128};
+        }
+        return ModelConfig{.family = ModelFamily::Mpt,
+                           .vocab_size = 48,
+                           .hidden = 36,
+                           .n_layer = 2,
+                           .n_head = 12,
+                           .n_kv_head = 12,
+                           .head_dim = 3,
+                           .ffn_hidden = 100,
+                           .alibi_bias_max = 12.0,
+                           .no_bias = false,
+                           .clip_qkv = 0.5,
+                           .max_seq_len = 512};
+    }
+
+    static std::string check_error(const vkf::ShardedCheckpoint& checkpoint, const ModelConfig& config) {
+        return vkf::test::error_message([&] { vkf::check_checkpoint(checkpoint, config); });
+    }
+
+    // A safetensors file holding zero-filled tensors of the given names, dtypes and shapes.
+    void write_zeros(const fs::path& file,
+                     const std::vector<std::tuple<std::string, std::string, std::vector<std::size_t>>>& tensors) {
+        std::string header = "{";
+        std::uint64_t offset = 0;
+        for (const auto& [name, dtype, shape] : tensors) {
+            std::uint64_t bytes = dtype == "F32" || dtype == "I32" ? 4 : dtype == "I64" ? 8 : 2;
+            std::string dims;
+            for (std::size_t dim : shape) {
+                bytes *= dim;
+                dims += (dims.empty() ? "" : ",") + std::to_string(dim);
+            }
+            header += (header.size() > 1 ? "," : "") + std::string("\"") + name + "\":{\"dtype\":\"" + dtype +
+                      "\",\"shape\":[" + dims + "],\"data_offsets\":[" + std::to_string(offset) + "," +
+                      std::to_string(offset + bytes) + "]}";
+            offset += bytes;
+        }
+        header += "}";
+        std::ofstream out(file, std::ios::binary);
+        for (int i = 0; i < 8; ++i) {
+            out.put(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+        }
+        out << header << std::string(offset, '\0');
+    }
+
+    vkf::test::TempDir dir_{"vkf_test_model_config"};
+};
+
+TEST_F(ModelCheckpointTest, WrittenConfigsParseBack) {
+    for (ModelFamily family : {ModelFamily::Bloom, ModelFamily::Mpt}) {
+        for (bool tied : {true, false}) {
+            ModelConfig config = small(family);
+            config.tie_word_embeddings = tied;
+            const std::string text = vkf::hf_config_json(config, vkf::DType::BF16);
+            EXPECT_EQ(vkf::parse_model_config(text), config) << text;
+            const vkf::JsonValue json = vkf::parse_json(text, "written");
+            EXPECT_EQ(json.at("model_type").as_string(), vkf::family_name(family));
+            EXPECT_EQ(json.at("architectures").at(std::size_t{0}).as_string(),
+                      family == ModelFamily::Bloom ? "BloomForCausalLM" : "MPTForCausalLM");
+            EXPECT_EQ(json.at("torch_dtype").as_string(), "bfloat16");
+        }
+    }
+    // bloom-560m's own shape writes the keys its real config.json has.
+    const ModelConfig bloom = vkf::parse_model_config(kBloom560m);
+    const vkf::JsonValue written = vkf::parse_json(vkf::hf_config_json(bloom, vkf::DType::F16), "w");
+    const vkf::JsonValue real = vkf::parse_json(kBloom560m, "real");
+    for (const vkf::JsonMember& member : written.as_object()) {
+        EXPECT_NE(real.find(member.key), nullptr) << member.key;
+    }
+    EXPECT_EQ(vkf::parse_model_config(vkf::hf_config_json(bloom, vkf::DType::F16)), bloom);
+    const ModelConfig mpt = vkf::parse_model_config(kMpt7b);
+    EXPECT_EQ(vkf::parse_model_config(vkf::hf_config_json(mpt, vkf::DType::BF16)), mpt);
+}
+
+TEST_F(ModelCheckpointTest, WrittenCheckpointsPassTheCheck) {
+    for (ModelFamily family : {ModelFamily::Bloom, ModelFamily::Mpt}) {
+        const ModelConfig config = small(family);
+        const fs::path dir = dir_.path() / std::string(vkf::family_name(family));
+        vkf::write_random_checkpoint(dir, config, 9, vkf::DType::F16, 2);
+        EXPECT_EQ(vkf::read_model_config(dir), config);
+        EXPECT_EQ(vkf::read_model_config(dir / "config.json"), config);
+        EXPECT_NO_THROW(vkf::check_checkpoint(vkf::open_checkpoint(dir), config));
+    }
+}
+
+TEST_F(ModelCheckpointTest, CatchesWrongShapesMissingTensorsAndDtypes) {
+    const ModelConfig config = small(ModelFamily::Bloom);
+    vkf::write_random_checkpoint(dir_.path() / "bloom", config, 9, vkf::DType::F32);
+    const vkf::ShardedCheckpoint checkpoint = vkf::open_checkpoint(dir_.path() / "bloom");
+    const std::string file = (dir_.path() / "bloom" / "model.safetensors").string();
+
+    ModelConfig wider_vocab = config;
+    wider_vocab.vocab_size = 65;
+    std::string message = check_error(checkpoint, wider_vocab);
+    EXPECT_NE(message.find("(1 problem)"), std::string::npos) << message;
+    EXPECT_NE(message.find("safetensors file '" + file +
+                           "': tensor 'transformer.word_embeddings.weight': shape [64, 32] but the config "
+                           "expects [65, 32]"),
+              std::string::npos)
+        << message;
+
+    ModelConfig deeper = config;
+    deeper.n_layer = 3;
+    message = check_error(checkpoint, deeper);
+    EXPECT_NE(message.find("(12 problems)"), std::string::npos) << message;
+    EXPECT_NE(message.find("tensor 'h.2.input_layernorm.weight' (expected shape [32]) is missing"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find((dir_.path() / "bloom").string()), std::string::npos) << message;
+
+    // Many problems are listed up to a limit.
+    ModelConfig wider = config;
+    wider.hidden = 64;
+    wider.head_dim = 16;
+    wider.ffn_hidden = 256;
+    message = check_error(checkpoint, wider);
+    EXPECT_NE(message.find("... and "), std::string::npos) << message;
+
+    // A checkpoint without the prefix and with an integer tensor where a weight belongs.
+    std::vector<std::tuple<std::string, std::string, std::vector<std::size_t>>> tensors;
+    for (const vkf::ExpectedTensor& tensor : vkf::expected_tensors(config)) {
+        const bool broken = tensor.name == "h.1.self_attention.dense.bias";
+        tensors.emplace_back(tensor.name, broken ? "I32" : "BF16", tensor.shape);
+    }
+    fs::create_directories(dir_.path() / "bare");
+    write_zeros(dir_.path() / "bare" / "model.safetensors", tensors);
+    message = check_error(vkf::open_checkpoint(dir_.path() / "bare"), config);
+    EXPECT_NE(message.find("(1 problem)"), std::string::npos) << message;
+    EXPECT_NE(message.find("tensor 'h.1.self_attention.dense.bias': dtype I32 is not one vkformer reads"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find((dir_.path() / "bare" / "model.safetensors").string()), std::string::npos) << message;
+
+    tensors.erase(tensors.begin() + 4);  // h.0.input_layernorm.bias
+    std::get<1>(tensors[8]) = "F32";
+    write_zeros(dir_.path() / "bare" / "model.safetensors", tensors);
+    message = check_error(vkf::open_checkpoint(dir_.path() / "bare"), config);
+    EXPECT_NE(message.find("tensor 'h.0.input_layernorm.bias' (expected shape [32]) is missing"), std::string::npos)
+        << message;
+}
+
+}  // namespace

@@ -1,0 +1,40 @@
+#include "tests/support/test_support.hpp"
+
+#include <chrono>
+#include <random>
+
+namespace vkf::test {
+
+TempDir::TempDir(const std::string& prefix) {
+    std::random_device entropy;
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    path_ = std::filesystem::temp_directory_path() /
+            (prefix + "_" + std::to_string(stamp) + "_" + std::to_string(entropy()));
+    std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+}
+
+std::string error_message(const std::function<void()>& action) {
+    try {
+        action();
+    } catch (const Error& error) {
+        return error.what();
+    }
+    ADD_FAILURE() << "no vkf::Error thrown";
+    return {};
+}
+
+std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::uint32_t> out(n);
+    for (auto& w : out) {
+        w = static_cast<std::uint32_t>(rng());
+    }
+    return out;
+}
+
+} // namespace vkf::test

@@ -1,0 +1,66 @@
+#include "tests/support/vulkan_test.hpp"
+
+#include <cstdio>
+
+namespace vkf::test {
+
+void MessageSink::operator()(MessageSeverity severity, std::string_view message) {
+    if (severity == MessageSeverity::Info) {
+        return;
+    }
+    std::lock_guard lock(mutex_);
+    messages_.emplace_back(message);
+    if (message.starts_with("[validation]")) {
+        validation_ += 1;
+        ADD_FAILURE() << "Vulkan validation message: " << message;
+    }
+}
+
+std::vector<std::string> MessageSink::take() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(messages_, {});
+}
+
+std::size_t MessageSink::validation_count() const {
+    std::lock_guard lock(mutex_);
+    return validation_;
+}
+
+ContextOptions test_options(MessageSink& sink, LimitOverrides limits) {
+    return ContextOptions{
+        .validation = true,
+        .on_message = [&sink](MessageSeverity s, std::string_view m) { sink(s, m); },
+        .limits = std::move(limits),
+        .pipeline_cache_dir = std::filesystem::path(), // no disk cache: tests stay independent
+    };
+}
+
+std::unique_ptr<MessageSink> VulkanTest::sink_;
+std::unique_ptr<Context> VulkanTest::context_;
+
+void VulkanTest::SetUpTestSuite() {
+    sink_ = std::make_unique<MessageSink>();
+    context_ = std::make_unique<Context>(test_options(*sink_));
+}
+
+void VulkanTest::TearDownTestSuite() {
+    context_.reset();
+    EXPECT_EQ(sink_->validation_count(), 0u) << "validation messages during suite teardown";
+    sink_.reset();
+}
+
+void VulkanTest::SetUp() {
+    ASSERT_TRUE(context_) << "no Vulkan context";
+    if (!context_->validation_enabled()) {
+        // CI installs vulkan-validationlayers; elsewhere say so, loudly, once per test.
+        std::printf("note: Khronos validation layer not installed; running without it\n");
+    }
+    messages_before_ = sink_->validation_count();
+}
+
+void VulkanTest::TearDown() {
+    EXPECT_EQ(sink_->validation_count(), messages_before_) << "validation messages during this test";
+    sink_->take();
+}
+
+} // namespace vkf::test
