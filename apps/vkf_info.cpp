@@ -7,10 +7,10 @@
 #include "host/ops/elementwise.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
+#include "host/io/json.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
 #include "runtime/instance.hpp"
-#include "runtime/json_writer.hpp"
 #include "runtime/limits.hpp"
 #include "runtime/quirks.hpp"
 #include "vkf_version.hpp"
@@ -297,17 +297,15 @@ void print_text(const std::vector<vkf::DeviceInfo>& devices, const SelectedDevic
     limits_section(selected.limits, selected.overrides).print(std::cout, "  ");
 }
 
-void write_smoke_json(vkf::JsonWriter& json, const SmokeResult& smoke) {
-    json.begin_object().field("ok", smoke.ok).field("elements", smoke.elements).key("gpu_ms");
+nlohmann::ordered_json smoke_json(const SmokeResult& smoke) {
+    nlohmann::ordered_json json = {{"ok", smoke.ok}, {"elements", smoke.elements}, {"gpu_ms", nullptr}};
     if (smoke.gpu_ms) {
-        json.value(*smoke.gpu_ms);
-    } else {
-        json.null();
+        json["gpu_ms"] = *smoke.gpu_ms;
     }
     if (!smoke.ok) {
-        json.field("failure", smoke.failure);
+        json["failure"] = smoke.failure;
     }
-    json.end_object();
+    return json;
 }
 
 // --- the smoke dispatch ----------------------------------------------------------------
@@ -394,33 +392,26 @@ int run(const Options& options) {
 
     std::optional<SmokeResult> smoke;
     if (options.json) {
-        // Streamed, with the smoke result (which takes a while) as the last member; a
-        // failure there is recorded in the document so it stays valid JSON.
-        vkf::JsonWriter json(std::cout);
-        json.begin_object().field("vkformer_version", vkf::build::kVersion).key("devices").begin_array();
+        // The smoke result (which takes a while) is the last member; a failure there is
+        // recorded in the document.
+        nlohmann::ordered_json json = {{"vkformer_version", vkf::build::kVersion}, {"devices", nlohmann::ordered_json::array()}};
         for (const vkf::DeviceInfo& info : devices) {
-            json.begin_object();
-            vkf::write_json_members(json, info);
-            json.key("quirks");
-            vkf::write_json(json, vkf::quirks_for(info));
-            json.end_object();
+            nlohmann::ordered_json device = info;
+            device["quirks"] = vkf::quirks_for(info);
+            json["devices"].push_back(std::move(device));
         }
-        json.end_array().field("selected", selected.index).field("limit_overrides", selected.overrides.describe());
-        json.key("effective_limits");
-        vkf::write_json(json, selected.limits);
-        std::cout.flush();
+        json["selected"] = selected.index;
+        json["limit_overrides"] = selected.overrides.describe();
+        json["effective_limits"] = selected.limits;
         if (options.smoke) {
             try {
                 smoke = run_smoke(options.limits);
             } catch (const vkf::Error& e) {
                 smoke = SmokeResult{.failure = e.what()};
             }
-            json.key("smoke");
-            write_smoke_json(json, *smoke);
+            json["smoke"] = smoke_json(*smoke);
         }
-        json.end_object();
-        json.finish();
-        std::cout << '\n';
+        std::cout << vkf::json_text(json) << '\n';
         if (smoke && !smoke->ok) {
             std::cerr << "vkf-info: smoke: FAILED: " << smoke->failure << '\n';
         }

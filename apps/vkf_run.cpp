@@ -9,9 +9,9 @@
 #include "host/model/generation.hpp"
 #include "host/io/npy.hpp"
 #include "host/reference/model.hpp"
+#include "host/io/json.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
-#include "runtime/json_writer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -312,52 +312,44 @@ int run(const Options& o) {
     }
 
     if (o.json) {
-        vkf::JsonWriter json(std::cout);
-        json.begin_object();
-        json.key("device").begin_object();
-        vkf::write_json_members(json, ctx.device_info());
-        json.end_object();
-        json.key("model").begin_object();
-        json.field("path", o.model);
-        json.field("family", vkf::family_name(config.family));
-        json.field("n_layer", config.n_layer).field("hidden", config.hidden).field("n_head", config.n_head);
-        json.field("vocab_size", config.vocab_size);
-        json.field("weight_dtype", vkf::to_string(model.weight_dtype()));
-        json.field("weight_bytes", model.weights().bytes);
-        json.field("load_seconds", load_seconds);
-        json.end_object();
-        json.key("sampling").begin_object();
-        json.field("temperature", double{o.sampling.temperature}).field("top_k", o.sampling.top_k);
-        json.field("top_p", double{o.sampling.top_p}).field("seed", o.sampling.seed);
-        json.end_object();
-        json.key("prompt_ids").begin_array();
-        for (const std::uint32_t id : o.prompt) json.value(id);
-        json.end_array();
-        json.key("generated_ids").begin_array();
-        for (const std::uint32_t id : result.tokens) json.value(id);
-        json.end_array();
-        json.field("prefill_seconds", result.prefill_time.count());
-        json.field("decode_seconds", result.decode_time.count());
-        json.field("prefill_tokens_per_second", result.prefill_tokens_per_second());
-        json.field("decode_tokens_per_second", result.decode_tokens_per_second());
-        json.field("submissions", session.submissions());
-        json.field("session_device_bytes", session.device_bytes());
+        nlohmann::ordered_json json = {
+            {"device", ctx.device_info()},
+            {"model",
+             {{"path", o.model},
+              {"family", vkf::family_name(config.family)},
+              {"n_layer", config.n_layer},
+              {"hidden", config.hidden},
+              {"n_head", config.n_head},
+              {"vocab_size", config.vocab_size},
+              {"weight_dtype", vkf::to_string(model.weight_dtype())},
+              {"weight_bytes", model.weights().bytes},
+              {"load_seconds", load_seconds}}},
+            {"sampling",
+             {{"temperature", double{o.sampling.temperature}},
+              {"top_k", o.sampling.top_k},
+              {"top_p", double{o.sampling.top_p}},
+              {"seed", o.sampling.seed}}},
+            {"prompt_ids", o.prompt},
+            {"generated_ids", result.tokens},
+            {"prefill_seconds", result.prefill_time.count()},
+            {"decode_seconds", result.decode_time.count()},
+            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
+            {"decode_tokens_per_second", result.decode_tokens_per_second()},
+            {"submissions", session.submissions()},
+            {"session_device_bytes", session.device_bytes()},
+        };
         if (check) {
-            json.key("check").begin_object();
-            json.field("max_rel_logit_error", check->max_rel);
-            json.field("worst_step", check->worst_step);
-            json.field("reference_seconds", check->seconds);
-            json.end_object();
+            json["check"] = {{"max_rel_logit_error", check->max_rel},
+                             {"worst_step", check->worst_step},
+                             {"reference_seconds", check->seconds}};
         }
         if (o.profile) {
-            json.key("profile").begin_object();
+            json["profile"] = nlohmann::ordered_json::object();
             for (const auto& [kind, p] : session.profile()) {
-                json.key(kind).begin_object().field("gpu_ms", p.ms).field("dispatches", p.dispatches).end_object();
+                json["profile"][kind] = {{"gpu_ms", p.ms}, {"dispatches", p.dispatches}};
             }
-            json.end_object();
         }
-        json.end_object();
-        json.finish();
+        std::cout << vkf::json_text(json);
         std::cout << "\n";
         return check && !(check->max_rel <= o.check_tolerance) ? kExitCheckFailed : 0;
     }

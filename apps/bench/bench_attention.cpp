@@ -17,7 +17,6 @@
 #include "runtime/context.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
-#include "runtime/json_writer.hpp"
 #include "vkf_version.hpp"
 
 #include <algorithm>
@@ -651,142 +650,106 @@ private:
 
 // --- JSON output -----------------------------------------------------------------------
 
-void write_optional(JsonWriter& json, std::string_view name, const std::optional<double>& v) {
-    json.key(name);
-    v ? json.value(*v) : json.null();
+using Json = nlohmann::ordered_json;
+
+template <class T>
+Json value_or_null(const std::optional<T>& v) {
+    return v ? Json(*v) : Json(nullptr);
 }
 
-void write_optional(JsonWriter& json, std::string_view name, const std::optional<std::string>& v) {
-    json.key(name);
-    v ? json.value(*v) : json.null();
-}
-
-void write_counts(JsonWriter& json, std::string_view name, const std::vector<std::uint32_t>& values) {
-    json.key(name).begin_array();
-    for (const std::uint32_t v : values) {
-        json.value(v);
-    }
-    json.end_array();
-}
-
-void write_times(JsonWriter& json, std::string_view name, const std::vector<double>& values) {
-    json.key(name).begin_array();
-    for (const double v : values) {
-        json.value(v);
-    }
-    json.end_array();
-}
-
-void write_settings(JsonWriter& json, const Context& ctx, const Settings& s) {
-    json.begin_object().key("models").begin_array();
+Json settings_json(const Context& ctx, const Settings& s) {
+    Json models = Json::array();
     for (const Model& model : s.models) {
-        json.begin_object().field("name", model.name).field("n_head", model.n_head);
-        write_counts(json, "head_dims", model.head_dims);
-        json.field("max_bias", static_cast<double>(model.max_bias))
-            .field("slopes", model.slopes.empty() ? "formula" : "table")
-            .end_object();
+        models.push_back({{"name", model.name},
+                          {"n_head", model.n_head},
+                          {"head_dims", model.head_dims},
+                          {"max_bias", static_cast<double>(model.max_bias)},
+                          {"slopes", model.slopes.empty() ? "formula" : "table"}});
     }
-    json.end_array();
-    write_counts(json, "lengths", s.lengths);
-    write_counts(json, "decode_kv", s.decode_kv);
-    json.key("dtypes").begin_array();
+    Json dtypes = Json::array();
     for (const DType dtype : s.dtypes) {
-        json.value(to_string(dtype));
+        dtypes.push_back(to_string(dtype));
     }
-    json.end_array().key("modes").begin_array();
+    Json modes = Json::array();
     for (const Mode mode : s.modes) {
-        json.value(to_string(mode));
+        modes.push_back(to_string(mode));
     }
-    json.end_array()
-        .field("batch", s.batch)
-        .field("warmup", s.warmup)
-        .field("reps", s.reps)
-        .field("naive", s.naive)
-        .field("quick", s.quick)
-        .field("mask", "causal")
-        .field("alibi", "causal")
-        .field("timing", ctx.limits().timestamps ? "gpu_timestamps" : "host_wall_clock")
-        .field("limit_overrides", ctx.overrides().describe())
-        .end_object();
+    return {{"models", models},
+            {"lengths", s.lengths},
+            {"decode_kv", s.decode_kv},
+            {"dtypes", dtypes},
+            {"modes", modes},
+            {"batch", s.batch},
+            {"warmup", s.warmup},
+            {"reps", s.reps},
+            {"naive", s.naive},
+            {"quick", s.quick},
+            {"mask", "causal"},
+            {"alibi", "causal"},
+            {"timing", ctx.limits().timestamps ? "gpu_timestamps" : "host_wall_clock"},
+            {"limit_overrides", ctx.overrides().describe()}};
 }
 
-void write_plan(JsonWriter& json, const AttentionPlan& p) {
-    json.begin_object()
-        .field("rows_per_group", p.rows_per_group)
-        .field("keys_per_tile", p.keys_per_tile)
-        .field("threads_per_row", p.threads_per_row)
-        .field("workgroup_size", p.workgroup_size)
-        .field("shared_bytes", p.shared_bytes)
-        .field("n_splits", p.n_splits)
-        .field("kv_split_len", p.kv_split_len)
-        .end_object();
-}
-
-void write_result(JsonWriter& json, const CaseResult& r) {
+Json result_json(const CaseResult& r) {
     const AttentionShape& s = r.c.shape;
     const Metrics m = metrics_of(r);
-    json.begin_object()
-        .field("model", r.c.model->name)
-        .field("mode", to_string(r.c.mode))
-        .field("dtype", to_string(r.c.dtype))
-        .field("batch", s.batch)
-        .field("n_head", s.n_head)
-        .field("n_kv_head", s.n_kv_head)
-        .field("head_dim", s.head_dim)
-        .field("q_len", s.q_len)
-        .field("kv_len", s.kv_len)
-        .field("failed", r.error.has_value());
-    write_optional(json, "error", r.error);
-    write_optional(json, "tiled_ms_median", m.tiled_ms);
-    write_times(json, "tiled_ms_reps", r.tiled_ms);
-    write_optional(json, "naive_ms_median", m.naive_ms);
-    write_times(json, "naive_ms_reps", r.naive_ms);
-    write_optional(json, "naive_impossible", r.naive_impossible);
-    write_optional(json, "speedup", m.speedup);
-    write_optional(json, "tflops", m.tflops);
-    write_optional(json, "gbps", m.gbps);
-    json.field("flops", m.flops)
-        .field("io_bytes", m.io_bytes)
-        .field("memory_bytes", m.memory_bytes)
-        .field("tiled_memory_bytes", m.tiled_memory_bytes)
-        .key("naive_memory_bytes");
-    m.naive_memory_bytes ? json.value(*m.naive_memory_bytes) : json.null();
-    json.key("plan");
-    if (r.plan.workgroup_size != 0) {
-        write_plan(json, r.plan);
-        json.field("plan_text", r.plan.describe());
-    } else { // the case failed before planning
-        json.null().key("plan_text").null();
+    Json json = {{"model", r.c.model->name},
+                 {"mode", to_string(r.c.mode)},
+                 {"dtype", to_string(r.c.dtype)},
+                 {"batch", s.batch},
+                 {"n_head", s.n_head},
+                 {"n_kv_head", s.n_kv_head},
+                 {"head_dim", s.head_dim},
+                 {"q_len", s.q_len},
+                 {"kv_len", s.kv_len},
+                 {"failed", r.error.has_value()},
+                 {"error", value_or_null(r.error)},
+                 {"tiled_ms_median", value_or_null(m.tiled_ms)},
+                 {"tiled_ms_reps", r.tiled_ms},
+                 {"naive_ms_median", value_or_null(m.naive_ms)},
+                 {"naive_ms_reps", r.naive_ms},
+                 {"naive_impossible", value_or_null(r.naive_impossible)},
+                 {"speedup", value_or_null(m.speedup)},
+                 {"tflops", value_or_null(m.tflops)},
+                 {"gbps", value_or_null(m.gbps)},
+                 {"flops", m.flops},
+                 {"io_bytes", m.io_bytes},
+                 {"memory_bytes", m.memory_bytes},
+                 {"tiled_memory_bytes", m.tiled_memory_bytes},
+                 {"naive_memory_bytes", value_or_null(m.naive_memory_bytes)},
+                 {"plan", nullptr},
+                 {"plan_text", nullptr}};
+    if (r.plan.workgroup_size != 0) { // else the case failed before planning
+        const AttentionPlan& p = r.plan;
+        json["plan"] = {{"rows_per_group", p.rows_per_group},
+                        {"keys_per_tile", p.keys_per_tile},
+                        {"threads_per_row", p.threads_per_row},
+                        {"workgroup_size", p.workgroup_size},
+                        {"shared_bytes", p.shared_bytes},
+                        {"n_splits", p.n_splits},
+                        {"kv_split_len", p.kv_split_len}};
+        json["plan_text"] = p.describe();
     }
-    json.field("seconds", r.seconds).end_object();
+    json["seconds"] = r.seconds;
+    return json;
 }
 
-// One JSON document, written as the cases finish: a stopped run leaves the results so far.
+// One JSON document, printed when the sweep ends.
 class JsonReport {
 public:
-    JsonReport(const Context& ctx, const Settings& s) : json_(std::cout) {
-        json_.begin_object().field("vkformer_version", build::kVersion).key("device");
-        write_json(json_, ctx.device_info());
-        json_.key("effective_limits");
-        write_json(json_, ctx.limits());
-        json_.key("settings");
-        write_settings(json_, ctx, s);
-        json_.key("results").begin_array();
-    }
+    JsonReport(const Context& ctx, const Settings& s)
+        : json_{{"vkformer_version", build::kVersion},
+                {"device", ctx.device_info()},
+                {"effective_limits", ctx.limits()},
+                {"settings", settings_json(ctx, s)},
+                {"results", Json::array()}} {}
 
-    void add(const CaseResult& r) {
-        write_result(json_, r);
-        std::cout.flush();
-    }
+    void add(const CaseResult& r) { json_["results"].push_back(result_json(r)); }
 
-    void finish() {
-        json_.end_array().end_object();
-        json_.finish();
-        std::cout << '\n';
-    }
+    void finish() { std::cout << json_text(json_) << '\n'; }
 
 private:
-    JsonWriter json_;
+    Json json_;
 };
 
 } // namespace

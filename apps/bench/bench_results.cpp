@@ -75,175 +75,77 @@ void place_against(Result& r, const Ceilings& c) {
 
 namespace {
 
-void optional_field(JsonWriter& json, std::string_view name, const std::optional<double>& v) {
-    json.key(name);
-    v ? json.value(*v) : json.null();
-}
+using Json = nlohmann::ordered_json;
 
-void write_doubles(JsonWriter& json, std::string_view name, const std::vector<double>& values) {
-    json.key(name).begin_array();
-    for (const double v : values) {
-        json.value(v);
-    }
-    json.end_array();
-}
+Json number_or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
-void write_result(JsonWriter& json, const Result& r) {
-    json.begin_object()
-        .field("suite", r.suite)
-        .field("name", r.name)
-        .field("status", to_string(r.status))
-        .field("message", r.message)
-        .key("params")
-        .begin_object();
+Json result_json(const Result& r) {
+    Json params = Json::object();
     for (const Param& p : r.params) {
-        json.key(p.name);
-        std::visit([&](const auto& v) { json.value(v); }, p.value);
+        std::visit([&](const auto& v) { params[p.name] = v; }, p.value);
     }
-    json.end_object().field("plan", r.plan).field("timing", r.timing);
-    write_doubles(json, "reps_ms", r.reps_ms);
-    json.key("stats_ms");
-    if (r.stats) {
-        json.begin_object()
-            .field("median", r.stats->median)
-            .field("min", r.stats->min)
-            .field("max", r.stats->max)
-            .field("q1", r.stats->q1)
-            .field("q3", r.stats->q3)
-            .end_object();
-    } else {
-        json.null();
-    }
-    json.field("flops", r.flops).field("bytes", r.bytes);
-    optional_field(json, "gflops", r.gflops);
-    optional_field(json, "gbps", r.gbps);
-    optional_field(json, "fma_fraction", r.fma_fraction);
-    optional_field(json, "bandwidth_fraction", r.bandwidth_fraction);
-    json.key("extra").begin_object();
+    Json extra = Json::object();
     for (const auto& [key, v] : r.extra) {
-        json.field(key, v);
+        extra[key] = v;
     }
-    json.end_object().end_object();
-}
-
-void write_ceilings(JsonWriter& json, const Ceilings& c) {
-    json.begin_object();
-    optional_field(json, "bandwidth_gbps", c.bandwidth_gbps);
-    optional_field(json, "fp32_gflops", c.fp32_gflops);
-    optional_field(json, "fp16_gflops", c.fp16_gflops);
-    optional_field(json, "dispatches_per_s", c.dispatches_per_s);
-    optional_field(json, "upload_gbps", c.upload_gbps);
-    optional_field(json, "download_gbps", c.download_gbps);
-    json.end_object();
+    return {
+        {"suite", r.suite},
+        {"name", r.name},
+        {"status", to_string(r.status)},
+        {"message", r.message},
+        {"params", params},
+        {"plan", r.plan},
+        {"timing", r.timing},
+        {"reps_ms", r.reps_ms},
+        {"stats_ms",
+         r.stats ? Json{{"median", r.stats->median},
+                        {"min", r.stats->min},
+                        {"max", r.stats->max},
+                        {"q1", r.stats->q1},
+                        {"q3", r.stats->q3}}
+                 : Json(nullptr)},
+        {"flops", r.flops},
+        {"bytes", r.bytes},
+        {"gflops", number_or_null(r.gflops)},
+        {"gbps", number_or_null(r.gbps)},
+        {"fma_fraction", number_or_null(r.fma_fraction)},
+        {"bandwidth_fraction", number_or_null(r.bandwidth_fraction)},
+        {"extra", extra},
+    };
 }
 
 } // namespace
 
-void write_json_value(JsonWriter& json, const JsonValue& v) {
-    switch (v.kind()) {
-    case JsonKind::Null: json.null(); break;
-    case JsonKind::Bool: json.value(v.as_bool()); break;
-    case JsonKind::Number: {
-        // Integers exactly (a 64-bit size must not pass through a double), others as doubles.
-        try {
-            json.value(v.as_int64());
-        } catch (const Error&) {
-            try {
-                json.value(v.as_uint64());
-            } catch (const Error&) {
-                json.value(v.as_double());
-            }
-        }
-        break;
-    }
-    case JsonKind::String: json.value(v.as_string()); break;
-    case JsonKind::Array:
-        json.begin_array();
-        for (const JsonValue& e : v.as_array()) {
-            write_json_value(json, e);
-        }
-        json.end_array();
-        break;
-    case JsonKind::Object:
-        json.begin_object();
-        for (const JsonMember& m : v.as_object()) {
-            json.key(m.key);
-            write_json_value(json, m.value);
-        }
-        json.end_object();
-        break;
-    }
-}
-
-bool json_equal(const JsonValue& a, const JsonValue& b) {
-    if (a.kind() != b.kind()) {
-        return false;
-    }
-    switch (a.kind()) {
-    case JsonKind::Null: return true;
-    case JsonKind::Bool: return a.as_bool() == b.as_bool();
-    case JsonKind::Number: return a.as_double() == b.as_double();
-    case JsonKind::String: return a.as_string() == b.as_string();
-    case JsonKind::Array:
-        return std::equal(a.as_array().begin(), a.as_array().end(), b.as_array().begin(), b.as_array().end(),
-                          json_equal);
-    case JsonKind::Object:
-        return std::equal(a.as_object().begin(), a.as_object().end(), b.as_object().begin(), b.as_object().end(),
-                          [](const JsonMember& x, const JsonMember& y) {
-                              return x.key == y.key && json_equal(x.value, y.value);
-                          });
-    }
-    return false;
-}
-
-bool operator==(const Run& a, const Run& b) {
-    return a.schema_version == b.schema_version && a.vkformer_version == b.vkformer_version &&
-           a.git_commit == b.git_commit && a.git_dirty == b.git_dirty && a.created_utc == b.created_utc &&
-           a.command_line == b.command_line && a.suites == b.suites && a.quick == b.quick &&
-           a.warmup == b.warmup && a.reps == b.reps && a.limit_overrides == b.limit_overrides &&
-           json_equal(a.device, b.device) && json_equal(a.effective_limits, b.effective_limits) &&
-           json_equal(a.quirks, b.quirks) && a.ceilings == b.ceilings && a.results == b.results;
-}
-
-void write_run(JsonWriter& json, const Run& run) {
-    json.begin_object()
-        .field("schema", kSchemaName)
-        .field("schema_version", run.schema_version)
-        .key("vkformer")
-        .begin_object()
-        .field("version", run.vkformer_version)
-        .field("git_commit", run.git_commit)
-        .field("git_dirty", run.git_dirty)
-        .end_object()
-        .field("created_utc", run.created_utc)
-        .field("command_line", run.command_line)
-        .key("settings")
-        .begin_object()
-        .key("suites")
-        .begin_array();
-    for (const std::string& s : run.suites) {
-        json.value(s);
-    }
-    json.end_array()
-        .field("quick", run.quick)
-        .field("warmup", run.warmup)
-        .field("reps", run.reps)
-        .field("limit_overrides", run.limit_overrides)
-        .end_object();
-    json.key("device");
-    write_json_value(json, run.device);
-    json.key("effective_limits");
-    write_json_value(json, run.effective_limits);
-    json.key("quirks");
-    write_json_value(json, run.quirks);
-    json.key("ceilings");
-    write_ceilings(json, run.ceilings);
-    json.key("results").begin_array();
+Json run_json(const Run& run) {
+    Json results = Json::array();
     for (const Result& r : run.results) {
-        write_result(json, r);
+        results.push_back(result_json(r));
     }
-    json.end_array().end_object();
-    json.finish();
+    const Ceilings& c = run.ceilings;
+    return {
+        {"schema", kSchemaName},
+        {"schema_version", run.schema_version},
+        {"vkformer", {{"version", run.vkformer_version}, {"git_commit", run.git_commit}, {"git_dirty", run.git_dirty}}},
+        {"created_utc", run.created_utc},
+        {"command_line", run.command_line},
+        {"settings",
+         {{"suites", run.suites},
+          {"quick", run.quick},
+          {"warmup", run.warmup},
+          {"reps", run.reps},
+          {"limit_overrides", run.limit_overrides}}},
+        {"device", run.device},
+        {"effective_limits", run.effective_limits},
+        {"quirks", run.quirks},
+        {"ceilings",
+         {{"bandwidth_gbps", number_or_null(c.bandwidth_gbps)},
+          {"fp32_gflops", number_or_null(c.fp32_gflops)},
+          {"fp16_gflops", number_or_null(c.fp16_gflops)},
+          {"dispatches_per_s", number_or_null(c.dispatches_per_s)},
+          {"upload_gbps", number_or_null(c.upload_gbps)},
+          {"download_gbps", number_or_null(c.download_gbps)}}},
+        {"results", results},
+    };
 }
 
 void write_run_file(const std::filesystem::path& path, const Run& run) {
@@ -254,9 +156,7 @@ void write_run_file(const std::filesystem::path& path, const Run& run) {
         if (!out) {
             throw Error("cannot write the result file '" + temporary.string() + "'");
         }
-        JsonWriter json(out);
-        write_run(json, run);
-        out << '\n';
+        out << json_text(run_json(run)) << '\n';
         out.flush();
         if (!out) {
             throw Error("writing the result file '" + temporary.string() + "' failed");
@@ -365,12 +265,12 @@ Run read_run(const JsonValue& d) {
     run.warmup = settings.at("warmup").as_integer<std::uint32_t>();
     run.reps = settings.at("reps").as_integer<std::uint32_t>();
     run.limit_overrides = settings.at("limit_overrides").as_string();
-    run.device = d.at("device");
-    if (!run.device.is_object()) {
-        run.device.fail("expected an object");
+    if (!d.at("device").is_object()) {
+        d.at("device").fail("expected an object");
     }
-    run.effective_limits = d.at("effective_limits");
-    run.quirks = d.at("quirks");
+    run.device = to_nlohmann(d.at("device"));
+    run.effective_limits = to_nlohmann(d.at("effective_limits"));
+    run.quirks = to_nlohmann(d.at("quirks"));
     const JsonValue& c = d.at("ceilings");
     run.ceilings = Ceilings{.bandwidth_gbps = optional_number(c, "bandwidth_gbps"),
                             .fp32_gflops = optional_number(c, "fp32_gflops"),
@@ -387,19 +287,16 @@ Run read_run(const JsonValue& d) {
 Run read_run_file(const std::filesystem::path& path) { return read_run(read_json_file(path)); }
 
 std::string device_text(const Run& run, std::string_view key) {
-    if (!run.device.is_object()) {
-        return "";
-    }
-    const JsonValue* v = run.device.find(key);
-    if (v == nullptr) {
+    const auto v = run.device.is_object() ? run.device.find(key) : run.device.end();
+    if (v == run.device.end()) {
         return "";
     }
     if (v->is_string()) {
-        return v->as_string();
+        return v->get<std::string>();
     }
     if (v->is_number()) {
         std::ostringstream s;
-        s << v->as_double();
+        s << v->get<double>();
         return s.str();
     }
     return "";

@@ -6,7 +6,6 @@
 // kSchemaVersion changes whenever a reader of the previous version would misread a file.
 
 #include "host/io/json.hpp"
-#include "runtime/json_writer.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -87,30 +86,27 @@ struct Run {
     std::uint32_t warmup = 0;
     std::uint32_t reps = 0;
     std::string limit_overrides; // LimitOverrides::describe() of VKF_LIMITS and --limits
-    // As vkf-info --json writes them (runtime/device_info_json.hpp), kept as parsed JSON so
-    // that files from newer drivers with more fields still read.
-    JsonValue device;
-    JsonValue effective_limits;
-    JsonValue quirks;
+    // As vkf-info --json writes them (runtime/device_info_json.hpp), kept as JSON so that
+    // files from newer drivers with more fields still read.
+    nlohmann::ordered_json device;
+    nlohmann::ordered_json effective_limits;
+    nlohmann::ordered_json quirks;
     Ceilings ceilings;
     std::vector<Result> results;
+
+    bool operator==(const Run&) const = default;
 };
 
 // Sets the fractions of `r` from its rates and the ceilings (none for the ceilings suite).
 void place_against(Result& r, const Ceilings& c);
 
-void write_run(JsonWriter& json, const Run& run);
+nlohmann::ordered_json run_json(const Run& run);
 void write_run_file(const std::filesystem::path& path, const Run& run);
 // Throws vkf::Error naming the file and key for anything that does not fit the schema,
 // including a schema_version this build does not know.
 Run read_run(const JsonValue& document);
 Run read_run_file(const std::filesystem::path& path);
 
-// A parsed value written out again (numbers that hold integers as integers).
-void write_json_value(JsonWriter& json, const JsonValue& value);
-// Structural equality: same kinds, members in the same order, numbers equal as doubles.
-bool json_equal(const JsonValue& a, const JsonValue& b);
-bool operator==(const Run& a, const Run& b);
 
 // Convenience readers for the device object: "" when absent.
 std::string device_text(const Run& run, std::string_view key);

@@ -360,13 +360,6 @@ std::string limits_text(const ComputeLimits& l) {
     return text;
 }
 
-JsonValue json_of(const std::function<void(JsonWriter&)>& write) {
-    std::ostringstream text;
-    JsonWriter json(text, JsonStyle::Compact);
-    write(json);
-    return parse_json(text.str(), "device info");
-}
-
 // Expected seconds of a case from its work and the ceilings measured so far (guesses of
 // 10 GFLOP/s and 10 GB/s before): only the progress estimate uses it.
 double estimate_s(const BenchCase& c, const SuiteSettings& s, const Ceilings& ceil) {
@@ -421,9 +414,9 @@ int run_command(std::span<char* const> args, const std::string& command_line) {
     run.warmup = o.settings.warmup;
     run.reps = o.settings.reps;
     run.limit_overrides = ctx.overrides().describe();
-    run.device = json_of([&](JsonWriter& j) { write_json(j, ctx.device_info()); });
-    run.effective_limits = json_of([&](JsonWriter& j) { write_json(j, ctx.limits()); });
-    run.quirks = json_of([&](JsonWriter& j) { write_json(j, ctx.quirks()); });
+    run.device = ctx.device_info();
+    run.effective_limits = ctx.limits();
+    run.quirks = ctx.quirks();
 
     struct Planned {
         const Suite* suite;
@@ -513,9 +506,7 @@ int run_command(std::span<char* const> args, const std::string& command_line) {
         std::cerr << "vkf-bench: wrote " << *o.out << '\n';
     }
     if (o.json) {
-        JsonWriter json(std::cout);
-        write_run(json, run);
-        std::cout << '\n';
+        std::cout << json_text(run_json(run)) << '\n';
     } else {
         const auto count = [&](Status s) {
             return std::count_if(run.results.begin(), run.results.end(), [&](const Result& r) { return r.status == s; });

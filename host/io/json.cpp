@@ -1,14 +1,19 @@
 #include "host/io/json.hpp"
 
+#include "runtime/error.hpp"
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <system_error>
 #include <unordered_set>
 #include <utility>
-
-#include "runtime/error.hpp"
+#include <vector>
 
 namespace vkf {
 namespace {
@@ -42,87 +47,230 @@ std::string element_path(const std::string& parent, std::size_t index) {
     return parent + "[" + std::to_string(index) + "]";
 }
 
-bool in_range(unsigned char c, unsigned char lo, unsigned char hi) {
-    return c >= lo && c <= hi;
+
+// Where byte `offset` of `text` sits, for messages: "line L, column C" (both from 1,
+// columns counting bytes).
+std::string line_and_column(std::string_view text, std::size_t offset) {
+    offset = std::min(offset, text.size());
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+    const std::size_t line_start = text.rfind('\n', offset == 0 ? std::string_view::npos : offset - 1);
+    const std::size_t column = offset - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
-// Length of the well-formed UTF-8 sequence (RFC 3629) at text[pos] whose first byte is
-// >= 0x80, or 0 when the bytes there are not one: a stray continuation byte, an overlong
-// form, an encoded surrogate, a code point above U+10FFFF or a truncated sequence.
-std::size_t multibyte_utf8_length(std::string_view text, std::size_t pos) {
-    const auto at = [&](std::size_t k) -> unsigned char {
-        return pos + k < text.size() ? static_cast<unsigned char>(text[pos + k]) : 0;
+// nlohmann's problem text without its "[json.exception...] parse error at line L, column
+// C: " prefix (the position is reported in vkformer's own form).
+std::string problem_text(const nlohmann::detail::exception& ex) {
+    std::string_view what = ex.what();
+    if (const std::size_t bracket = what.find("] "); bracket != std::string_view::npos) {
+        what.remove_prefix(bracket + 2);
+    }
+    if (what.starts_with("parse error")) {
+        if (const std::size_t colon = what.find(": "); colon != std::string_view::npos) {
+            what.remove_prefix(colon + 2);
+        }
+    }
+    return std::string(what);
+}
+
+// Reading through this iterator counts the bytes nlohmann's lexer has consumed, so that
+// events it reports without a position (a repeated key) can still be placed.
+class CountingIterator {
+public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    CountingIterator(const char* p, std::size_t* consumed) : p_(p), consumed_(consumed) {}
+    reference operator*() const { return *p_; }
+    CountingIterator& operator++() {
+        ++p_;
+        ++*consumed_;
+        return *this;
+    }
+    CountingIterator operator++(int) {
+        CountingIterator before = *this;
+        ++*this;
+        return before;
+    }
+    bool operator==(const CountingIterator& other) const { return p_ == other.p_; }
+
+private:
+    const char* p_;
+    std::size_t* consumed_;
+};
+
+} // namespace
+
+// Builds the JsonValue tree from nlohmann's SAX events (nlohmann parses: RFC 8259 syntax,
+// escapes and surrogates, UTF-8 validation, number ranges). What nlohmann lets through
+// and vkformer refuses is checked here: repeated keys, nesting beyond max_depth, a byte
+// order mark and NUL bytes.
+class JsonParser {
+public:
+    JsonParser(std::string_view text, std::shared_ptr<const std::string> source, std::size_t max_depth)
+        : text_(text), source_(std::move(source)), max_depth_(max_depth) {}
+
+    JsonValue parse_document() {
+        if (text_.starts_with("\xef\xbb\xbf")) {
+            fail_at(0, "a byte order mark is not allowed in JSON (RFC 8259, section 8.1)");
+        }
+        // nlohmann's lexer reads a NUL byte as the end of the input.
+        if (const std::size_t nul = text_.find('\0'); nul != std::string_view::npos) {
+            fail_at(nul, "byte 0x00 is not allowed in JSON");
+        }
+        const CountingIterator first(text_.data(), &consumed_);
+        const CountingIterator last(text_.data() + text_.size(), &consumed_);
+        nlohmann::json::sax_parse(first, last, this);
+        return std::move(root_);
+    }
+
+    // --- nlohmann's SAX interface ---
+    bool null() { return add(JsonValue()); }
+    bool boolean(bool b) { return add(make(b)); }
+    bool number_integer(std::int64_t v) {
+        JsonValue::Number n{.value = static_cast<double>(v), .has_int64 = true, .int64 = v};
+        if (v >= 0) { // "-0"
+            n.has_uint64 = true;
+            n.uint64 = static_cast<std::uint64_t>(v);
+        }
+        return add(make(n));
+    }
+    bool number_unsigned(std::uint64_t v) {
+        JsonValue::Number n{.value = static_cast<double>(v), .has_uint64 = true, .uint64 = v};
+        if (v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            n.has_int64 = true;
+            n.int64 = static_cast<std::int64_t>(v);
+        }
+        return add(make(n));
+    }
+    bool number_float(double v, const std::string& /*literal*/) {
+        JsonValue::Number n{.value = v};
+        if (std::trunc(v) == v && std::abs(v) <= kMaxExactDouble) { // 2.0, 1e3
+            n.has_int64 = true;
+            n.int64 = static_cast<std::int64_t>(v);
+            if (n.int64 >= 0) {
+                n.has_uint64 = true;
+                n.uint64 = static_cast<std::uint64_t>(n.int64);
+            }
+        }
+        return add(make(n));
+    }
+    bool string(std::string& s) { return add(make(std::move(s))); }
+    bool binary(nlohmann::json::binary_t& /*unused*/) { fail_here("binary values are not JSON"); }
+    bool start_object(std::size_t /*unknown size*/) { return open(JsonValue::Object{}); }
+    bool key(std::string& k) {
+        Frame& frame = stack_.back();
+        if (!frame.keys.insert(k).second) {
+            fail_at(key_start(), "duplicate key '" + k + "'");
+        }
+        frame.key = std::move(k);
+        return true;
+    }
+    bool end_object() { return close(); }
+    bool start_array(std::size_t /*unknown size*/) { return open(JsonValue::Array{}); }
+    bool end_array() { return close(); }
+    bool parse_error(std::size_t position, const std::string& /*last_token*/, const nlohmann::detail::exception& ex) {
+        fail_at(position == 0 ? 0 : position - 1, problem_text(ex));
+    }
+
+private:
+    struct Frame {
+        JsonValue value;
+        std::unordered_set<std::string> keys; // objects: the keys seen so far
+        std::string key;                      // objects: the member being read
     };
-    const auto continuation = [&](std::size_t k) { return in_range(at(k), 0x80, 0xbf); };
-    const unsigned char lead = at(0);
-    if (in_range(lead, 0xc2, 0xdf)) {
-        return continuation(1) ? 2 : 0;
-    }
-    if (in_range(lead, 0xe0, 0xef)) {
-        // After E0 only A0..BF avoids overlong forms; after ED only 80..9F avoids surrogates.
-        const unsigned char lo = lead == 0xe0 ? 0xa0 : 0x80;
-        const unsigned char hi = lead == 0xed ? 0x9f : 0xbf;
-        return in_range(at(1), lo, hi) && continuation(2) ? 3 : 0;
-    }
-    if (in_range(lead, 0xf0, 0xf4)) {
-        // After F0 only 90..BF avoids overlong forms; after F4 only 80..8F stays <= U+10FFFF.
-        const unsigned char lo = lead == 0xf0 ? 0x90 : 0x80;
-        const unsigned char hi = lead == 0xf4 ? 0x8f : 0xbf;
-        return in_range(at(1), lo, hi) && continuation(2) && continuation(3) ? 4 : 0;
-    }
-    return 0;
-}
 
-// The power of ten of the leading non-zero digit of a valid JSON number literal, which
-// tells an overflowing literal from an underflowing one. Saturates instead of
-// overflowing for absurd exponents.
-std::int64_t decimal_exponent(std::string_view literal) {
-    constexpr std::int64_t kLimit = std::int64_t{1} << 40;
-    std::size_t pos = literal.front() == '-' ? 1 : 0;
-    const std::size_t mantissa_end = std::min(literal.find_first_of("eE"), literal.size());
-    const std::string_view mantissa = literal.substr(pos, mantissa_end - pos);
-    const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
-    std::int64_t exponent = 0;
-    const std::size_t first_nonzero = mantissa.find_first_of("123456789");
-    if (first_nonzero == std::string_view::npos) {
-        return std::numeric_limits<std::int64_t>::min();  // zero
+    template <class T>
+    JsonValue make(T&& data) const {
+        JsonValue v;
+        v.data_ = std::forward<T>(data);
+        return v;
     }
-    exponent = first_nonzero < point ? static_cast<std::int64_t>(point - first_nonzero - 1)
-                                     : -static_cast<std::int64_t>(first_nonzero - point);
-    if (mantissa_end < literal.size()) {
-        pos = mantissa_end + 1;
-        const bool negative = literal[pos] == '-';
-        if (literal[pos] == '-' || literal[pos] == '+') {
-            ++pos;
+
+    // The path of the next value: the open object's current key or the array's next index.
+    std::string next_path() const {
+        if (stack_.empty()) {
+            return "";
         }
-        std::int64_t written = 0;
-        for (; pos < literal.size() && written < kLimit; ++pos) {
-            written = written * 10 + (literal[pos] - '0');
+        const Frame& frame = stack_.back();
+        if (frame.value.is_object()) {
+            return child_path(frame.value.path_, frame.key);
         }
-        exponent += negative ? -written : written;
+        return element_path(frame.value.path_, std::get<JsonValue::Array>(frame.value.data_).size());
     }
-    return exponent;
-}
 
-void append_utf8(std::string& out, std::uint32_t code_point) {
-    if (code_point < 0x80) {
-        out.push_back(static_cast<char>(code_point));
-    } else if (code_point < 0x800) {
-        out.push_back(static_cast<char>(0xc0 | (code_point >> 6)));
-        out.push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-    } else if (code_point < 0x10000) {
-        out.push_back(static_cast<char>(0xe0 | (code_point >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-    } else {
-        out.push_back(static_cast<char>(0xf0 | (code_point >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3f)));
-        out.push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
+    bool add(JsonValue value) {
+        value.path_ = next_path();
+        value.source_ = source_;
+        return attach(std::move(value));
     }
-}
 
-}  // namespace
+    // Puts a finished value into the open container, or makes it the document.
+    bool attach(JsonValue value) {
+        if (stack_.empty()) {
+            root_ = std::move(value);
+        } else if (Frame& frame = stack_.back(); frame.value.is_object()) {
+            std::get<JsonValue::Object>(frame.value.data_).push_back({std::move(frame.key), std::move(value)});
+        } else {
+            std::get<JsonValue::Array>(frame.value.data_).push_back(std::move(value));
+        }
+        return true;
+    }
+
+    template <class Container>
+    bool open(Container empty) {
+        if (stack_.size() >= max_depth_) {
+            fail_here("nesting deeper than " + std::to_string(max_depth_) + " levels");
+        }
+        JsonValue value = make(std::move(empty));
+        value.path_ = next_path();
+        value.source_ = source_;
+        stack_.push_back(Frame{.value = std::move(value)});
+        return true;
+    }
+
+    bool close() {
+        JsonValue value = std::move(stack_.back().value);
+        stack_.pop_back();
+        return attach(std::move(value));
+    }
+
+    // The opening quote of the key the lexer has just read: consumed_ sits after its
+    // closing quote, and a key holds no unescaped quote.
+    std::size_t key_start() const {
+        std::size_t i = consumed_ >= 2 ? consumed_ - 2 : 0;
+        while (i > 0) {
+            if (text_[i] == '"') {
+                std::size_t backslashes = 0;
+                while (backslashes < i && text_[i - 1 - backslashes] == '\\') {
+                    ++backslashes;
+                }
+                if (backslashes % 2 == 0) {
+                    return i;
+                }
+            }
+            --i;
+        }
+        return 0;
+    }
+
+    [[noreturn]] void fail_here(const std::string& problem) const { fail_at(consumed_ == 0 ? 0 : consumed_ - 1, problem); }
+
+    // Throws out of nlohmann's parser, which holds nothing that needs more than unwinding.
+    [[noreturn]] void fail_at(std::size_t offset, const std::string& problem) const {
+        throw Error(*source_ + ": " + line_and_column(text_, offset) + ": " + problem);
+    }
+
+    std::string_view text_;
+    std::shared_ptr<const std::string> source_;
+    std::size_t max_depth_;
+    std::size_t consumed_ = 0;
+    std::vector<Frame> stack_;
+    JsonValue root_;
+};
 
 std::string_view json_kind_name(JsonKind kind) {
     switch (kind) {
@@ -141,419 +289,6 @@ std::string_view json_kind_name(JsonKind kind) {
     }
     return "unknown";
 }
-
-// Recursive descent over the text; positions are byte offsets, turned into line and
-// column only when an error is reported.
-class JsonParser {
-public:
-    JsonParser(std::string_view text, std::shared_ptr<const std::string> source, std::size_t max_depth)
-        : text_(text), source_(std::move(source)), max_depth_(max_depth) {}
-
-    JsonValue parse_document() {
-        if (text_.starts_with("\xef\xbb\xbf")) {
-            error("a byte order mark is not allowed in JSON (RFC 8259, section 8.1)");
-        }
-        skip_whitespace();
-        if (at_end()) {
-            error("empty document: expected a JSON value");
-        }
-        JsonValue root = parse_value("", 0);
-        skip_whitespace();
-        if (!at_end()) {
-            error("unexpected " + describe_current() + " after the end of the document");
-        }
-        return root;
-    }
-
-private:
-    [[noreturn]] void error(const std::string& problem) const {
-        std::size_t line = 1;
-        std::size_t line_start = 0;
-        for (std::size_t i = 0; i < pos_ && i < text_.size(); ++i) {
-            if (text_[i] == '\n') {
-                ++line;
-                line_start = i + 1;
-            }
-        }
-        throw Error(*source_ + ": line " + std::to_string(line) + ", column " + std::to_string(pos_ - line_start + 1) +
-                    ": " + problem);
-    }
-
-    bool at_end() const { return pos_ >= text_.size(); }
-
-    char current() const { return text_[pos_]; }
-
-    std::string describe_current() const {
-        if (at_end()) {
-            return "end of input";
-        }
-        const auto c = static_cast<unsigned char>(current());
-        if (c >= 0x21 && c < 0x7f) {
-            return std::string("character '") + static_cast<char>(c) + "'";
-        }
-        constexpr char kHex[] = "0123456789abcdef";
-        return std::string("byte 0x") + kHex[c >> 4] + kHex[c & 0xf];
-    }
-
-    void skip_whitespace() {
-        while (!at_end() && (current() == ' ' || current() == '\t' || current() == '\n' || current() == '\r')) {
-            ++pos_;
-        }
-    }
-
-    JsonValue make(std::string path) const {
-        JsonValue value;
-        value.path_ = std::move(path);
-        value.source_ = source_;
-        return value;
-    }
-
-    JsonValue parse_value(std::string path, std::size_t depth) {
-        if (at_end()) {
-            error("unexpected end of input: expected a value");
-        }
-        switch (current()) {
-            case '{':
-                return parse_object(std::move(path), depth);
-            case '[':
-                return parse_array(std::move(path), depth);
-            case '"': {
-                JsonValue value = make(std::move(path));
-                value.data_ = parse_string();
-                return value;
-            }
-            case 't':
-                return parse_literal(std::move(path), "true", true);
-            case 'f':
-                return parse_literal(std::move(path), "false", false);
-            case 'n':
-                return parse_literal(std::move(path), "null", std::monostate{});
-            default:
-                break;
-        }
-        if (current() == '-' || (current() >= '0' && current() <= '9')) {
-            JsonValue value = make(std::move(path));
-            value.data_ = parse_number();
-            return value;
-        }
-        error("unexpected " + describe_current() + ": expected a value");
-    }
-
-    template <class T>
-    JsonValue parse_literal(std::string path, std::string_view word, T data) {
-        if (text_.substr(pos_, word.size()) != word) {
-            error("unexpected " + describe_current() + ": expected a value");
-        }
-        pos_ += word.size();
-        JsonValue value = make(std::move(path));
-        value.data_ = data;
-        return value;
-    }
-
-    void enter(std::size_t depth) const {
-        if (depth >= max_depth_) {
-            error("nesting deeper than " + std::to_string(max_depth_) + " arrays and objects");
-        }
-    }
-
-    JsonValue parse_array(std::string path, std::size_t depth) {
-        enter(depth);
-        ++pos_;  // '['
-        JsonValue::Array elements;
-        skip_whitespace();
-        if (!at_end() && current() == ']') {
-            ++pos_;
-        } else {
-            while (true) {
-                skip_whitespace();
-                elements.push_back(parse_value(element_path(path, elements.size()), depth + 1));
-                skip_whitespace();
-                if (!at_end() && current() == ',') {
-                    ++pos_;
-                    continue;
-                }
-                if (!at_end() && current() == ']') {
-                    ++pos_;
-                    break;
-                }
-                error("unexpected " + describe_current() + ": expected ',' or ']' after an array element");
-            }
-        }
-        JsonValue value = make(std::move(path));
-        value.data_ = std::move(elements);
-        return value;
-    }
-
-    JsonValue parse_object(std::string path, std::size_t depth) {
-        enter(depth);
-        ++pos_;  // '{'
-        JsonValue::Object members;
-        std::unordered_set<std::string> keys;
-        skip_whitespace();
-        if (!at_end() && current() == '}') {
-            ++pos_;
-        } else {
-            while (true) {
-                skip_whitespace();
-                if (at_end() || current() != '"') {
-                    error("unexpected " + describe_current() + ": expected a string key");
-                }
-                const std::size_t key_pos = pos_;
-                std::string key = parse_string();
-                if (!keys.insert(key).second) {
-                    pos_ = key_pos;
-                    error("duplicate key '" + key + "'");
-                }
-                skip_whitespace();
-                if (at_end() || current() != ':') {
-                    error("unexpected " + describe_current() + ": expected ':' after the key '" + key + "'");
-                }
-                ++pos_;
-                skip_whitespace();
-                JsonValue member = parse_value(child_path(path, key), depth + 1);
-                members.push_back(JsonMember{.key = std::move(key), .value = std::move(member)});
-                skip_whitespace();
-                if (!at_end() && current() == ',') {
-                    ++pos_;
-                    continue;
-                }
-                if (!at_end() && current() == '}') {
-                    ++pos_;
-                    break;
-                }
-                error("unexpected " + describe_current() + ": expected ',' or '}' after an object member");
-            }
-        }
-        JsonValue value = make(std::move(path));
-        value.data_ = std::move(members);
-        return value;
-    }
-
-    std::uint32_t parse_hex4() {
-        std::uint32_t code_unit = 0;
-        for (int i = 0; i < 4; ++i) {
-            if (at_end()) {
-                error("unterminated \\u escape");
-            }
-            const char c = current();
-            std::uint32_t digit = 0;
-            if (c >= '0' && c <= '9') {
-                digit = static_cast<std::uint32_t>(c - '0');
-            } else if (c >= 'a' && c <= 'f') {
-                digit = static_cast<std::uint32_t>(c - 'a' + 10);
-            } else if (c >= 'A' && c <= 'F') {
-                digit = static_cast<std::uint32_t>(c - 'A' + 10);
-            } else {
-                error("unexpected " + describe_current() + " in a \\u escape: expected a hexadecimal digit");
-            }
-            code_unit = code_unit * 16 + digit;
-            ++pos_;
-        }
-        return code_unit;
-    }
-
-    // Called after "\u": a BMP code point, or a UTF-16 surrogate pair spelled as two escapes.
-    std::uint32_t parse_unicode_escape() {
-        const std::size_t escape_pos = pos_ - 2;
-        const std::uint32_t first = parse_hex4();
-        if (first >= 0xdc00 && first <= 0xdfff) {
-            pos_ = escape_pos;
-            error("unpaired low surrogate in \\u escape");
-        }
-        if (first < 0xd800 || first > 0xdbff) {
-            return first;
-        }
-        if (text_.substr(pos_, 2) != "\\u") {
-            pos_ = escape_pos;
-            error("high surrogate \\u escape not followed by a low surrogate escape");
-        }
-        pos_ += 2;
-        const std::uint32_t second = parse_hex4();
-        if (second < 0xdc00 || second > 0xdfff) {
-            pos_ = escape_pos;
-            error("high surrogate \\u escape not followed by a low surrogate escape");
-        }
-        return 0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00);
-    }
-
-    std::string parse_string() {
-        const std::size_t start = pos_;
-        ++pos_;  // opening quote
-        std::string out;
-        while (true) {
-            // Copy the run of characters that need no attention in one go.
-            const std::size_t run_start = pos_;
-            while (!at_end()) {
-                const auto c = static_cast<unsigned char>(current());
-                if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) {
-                    break;
-                }
-                ++pos_;
-            }
-            out.append(text_.substr(run_start, pos_ - run_start));
-            if (at_end()) {
-                pos_ = start;
-                error("unterminated string");
-            }
-            const auto c = static_cast<unsigned char>(current());
-            if (c == '"') {
-                ++pos_;
-                return out;
-            }
-            if (c < 0x20) {
-                error("raw control character (" + describe_current() + ") in a string: it must be escaped");
-            }
-            if (c >= 0x80) {
-                const std::size_t length = multibyte_utf8_length(text_, pos_);
-                if (length == 0) {
-                    error("invalid UTF-8 (" + describe_current() + ") in a string");
-                }
-                out.append(text_.substr(pos_, length));
-                pos_ += length;
-                continue;
-            }
-            // A backslash.
-            ++pos_;
-            if (at_end()) {
-                error("unterminated escape sequence");
-            }
-            const char escape = current();
-            ++pos_;
-            switch (escape) {
-                case '"':
-                    out.push_back('"');
-                    break;
-                case '\\':
-                    out.push_back('\\');
-                    break;
-                case '/':
-                    out.push_back('/');
-                    break;
-                case 'b':
-                    out.push_back('\b');
-                    break;
-                case 'f':
-                    out.push_back('\f');
-                    break;
-                case 'n':
-                    out.push_back('\n');
-                    break;
-                case 'r':
-                    out.push_back('\r');
-                    break;
-                case 't':
-                    out.push_back('\t');
-                    break;
-                case 'u':
-                    append_utf8(out, parse_unicode_escape());
-                    break;
-                default:
-                    pos_ -= 2;
-                    error("invalid escape sequence in a string (valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
-            }
-        }
-    }
-
-    bool consume_digits() {
-        const std::size_t start = pos_;
-        while (!at_end() && current() >= '0' && current() <= '9') {
-            ++pos_;
-        }
-        return pos_ > start;
-    }
-
-    JsonValue::Number parse_number() {
-        const std::size_t start = pos_;
-        if (current() == '-') {
-            ++pos_;
-        }
-        if (at_end() || current() < '0' || current() > '9') {
-            error("unexpected " + describe_current() + " in a number: expected a digit");
-        }
-        if (current() == '0') {
-            ++pos_;
-            if (!at_end() && current() >= '0' && current() <= '9') {
-                error("leading zeros are not allowed in a number");
-            }
-        } else {
-            consume_digits();
-        }
-        bool integer_literal = true;
-        if (!at_end() && current() == '.') {
-            integer_literal = false;
-            ++pos_;
-            if (!consume_digits()) {
-                error("unexpected " + describe_current() + " in a number: expected a digit after '.'");
-            }
-        }
-        if (!at_end() && (current() == 'e' || current() == 'E')) {
-            integer_literal = false;
-            ++pos_;
-            if (!at_end() && (current() == '+' || current() == '-')) {
-                ++pos_;
-            }
-            if (!consume_digits()) {
-                error("unexpected " + describe_current() + " in a number: expected a digit in the exponent");
-            }
-        }
-        const std::string_view literal = text_.substr(start, pos_ - start);
-        const char* first = literal.data();
-        const char* last = literal.data() + literal.size();
-
-        JsonValue::Number number;
-        const auto parsed = std::from_chars(first, last, number.value);
-        if (parsed.ec == std::errc::result_out_of_range) {
-            // Overflow is refused; underflow is what any reader would round to zero.
-            if (decimal_exponent(literal) > 0) {
-                pos_ = start;
-                error("number " + std::string(literal) + " is out of the range of a double");
-            }
-            number.value = literal.front() == '-' ? -0.0 : 0.0;
-        } else if (parsed.ec != std::errc() || parsed.ptr != last) {
-            pos_ = start;
-            error("unparsable number " + std::string(literal));
-        }
-
-        if (integer_literal) {
-            // Exact 64-bit values straight from the digits, not via the rounded double.
-            if (literal.front() == '-') {
-                std::int64_t value = 0;
-                const auto result = std::from_chars(first, last, value);
-                if (result.ec == std::errc() && result.ptr == last) {
-                    number.has_int64 = true;
-                    number.int64 = value;
-                    if (value == 0) {
-                        number.has_uint64 = true;  // "-0"
-                    }
-                }
-            } else {
-                std::uint64_t value = 0;
-                const auto result = std::from_chars(first, last, value);
-                if (result.ec == std::errc() && result.ptr == last) {
-                    number.has_uint64 = true;
-                    number.uint64 = value;
-                    if (value <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-                        number.has_int64 = true;
-                        number.int64 = static_cast<std::int64_t>(value);
-                    }
-                }
-            }
-        } else if (std::trunc(number.value) == number.value && std::abs(number.value) <= kMaxExactDouble) {
-            number.has_int64 = true;
-            number.int64 = static_cast<std::int64_t>(number.value);
-            if (number.int64 >= 0) {
-                number.has_uint64 = true;
-                number.uint64 = static_cast<std::uint64_t>(number.int64);
-            }
-        }
-        return number;
-    }
-
-    std::string_view text_;
-    std::shared_ptr<const std::string> source_;
-    std::size_t max_depth_;
-    std::size_t pos_ = 0;
-};
 
 JsonValue::JsonValue() = default;
 JsonValue::JsonValue(const JsonValue&) = default;
@@ -714,6 +449,43 @@ JsonValue read_json_file(const std::filesystem::path& path, std::uint64_t max_by
         throw Error(path.string() + ": read error");
     }
     return parse_json(text, path.string());
+}
+
+nlohmann::ordered_json to_nlohmann(const JsonValue& value) {
+    switch (value.kind()) {
+    case JsonKind::Null: return nullptr;
+    case JsonKind::Bool: return value.as_bool();
+    case JsonKind::Number: {
+        const JsonValue::Number& n = std::get<JsonValue::Number>(value.data_);
+        if (n.has_int64) {
+            return n.int64;
+        }
+        if (n.has_uint64) {
+            return n.uint64;
+        }
+        return n.value;
+    }
+    case JsonKind::String: return value.as_string();
+    case JsonKind::Array: {
+        nlohmann::ordered_json array = nlohmann::ordered_json::array();
+        for (const JsonValue& element : value.as_array()) {
+            array.push_back(to_nlohmann(element));
+        }
+        return array;
+    }
+    case JsonKind::Object: {
+        nlohmann::ordered_json object = nlohmann::ordered_json::object();
+        for (const JsonMember& member : value.as_object()) {
+            object[member.key] = to_nlohmann(member.value);
+        }
+        return object;
+    }
+    }
+    return nullptr;
+}
+
+std::string json_text(const nlohmann::ordered_json& document, JsonStyle style) {
+    return document.dump(style == JsonStyle::Pretty ? 2 : -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace vkf

@@ -1,8 +1,11 @@
 #pragma once
-// A strict JSON reader (RFC 8259) for the files models come with: config.json,
-// model.safetensors.index.json and safetensors headers. These files come from anywhere,
-// so anything that is not JSON is refused with a vkf::Error giving the line and column,
-// nesting is limited so that no input can exhaust the stack, and the typed accessors
+// JSON for vkformer: a strict reader (RFC 8259) for the files models come with
+// (config.json, model.safetensors.index.json, safetensors headers) and for benchmark
+// result files, and the one way documents are written (json_text). nlohmann-json does
+// the parsing and the writing; this layer adds what model files need on top.
+//
+// Reading: these files come from anywhere, so anything that is not JSON is refused with a
+// vkf::Error giving the line and column, nesting is limited, and the typed accessors
 // name the offending key path ("config.json: attn_config.clip_qkv: expected a number,
 // got string") instead of leaving the caller to guess which field was wrong.
 //
@@ -11,6 +14,8 @@
 // characters in strings; strings must be valid UTF-8 and \u escapes must pair
 // surrogates; an object must not repeat a key (a repeated tensor name in a safetensors
 // header would otherwise silently pick one of two tensors).
+
+#include <nlohmann/json.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -102,6 +107,7 @@ public:
 
 private:
     friend class JsonParser;
+    friend nlohmann::ordered_json to_nlohmann(const JsonValue& value);
 
     [[noreturn]] void fail_expected(std::string_view expected) const;
     void require(JsonKind kind, std::string_view expected) const;
@@ -129,6 +135,21 @@ JsonValue parse_json(std::string_view text, std::string_view source_name, std::s
 // Reads and parses a file, with the path as the source name. Refuses files over
 // max_bytes (JSON files that come with models are kilobytes to megabytes).
 JsonValue read_json_file(const std::filesystem::path& path, std::uint64_t max_bytes = std::uint64_t{256} << 20);
+
+// The value as an nlohmann document, to be written again or compared: integers stay exact
+// 64-bit integers, other numbers are doubles.
+nlohmann::ordered_json to_nlohmann(const JsonValue& value);
+
+enum class JsonStyle {
+    Pretty,  // one member or element per line, 2-space indentation
+    Compact, // no whitespace at all: one document per line (JSON Lines)
+};
+
+// The document as text. Strings are written as UTF-8; bytes that are not valid UTF-8 (a
+// driver string can hold anything) become U+FFFD so the document stays valid. Doubles are
+// written in the shortest form that reads back to the same value; JSON has no NaN or
+// infinity, so those are written as null.
+std::string json_text(const nlohmann::ordered_json& document, JsonStyle style = JsonStyle::Pretty);
 
 template <std::integral T>
 T JsonValue::as_integer() const {

@@ -46,13 +46,12 @@ BenchRun sample_run() {
     run.warmup = 1;
     run.reps = 3;
     run.limit_overrides = "none";
-    run.device = parse_json(R"({"name": "GPU \"X\" \u00e9", "vendor_name": "Mesa", "api_version": "1.3.230",
+    run.device = nlohmann::ordered_json::parse(R"({"name": "GPU \"X\" \u00e9", "vendor_name": "Mesa", "api_version": "1.3.230",
         "max_memory_allocation_size": 18446744073709551615, "heaps": [{"size": 8589934592, "device_local": true}],
-        "timestamp_period_ns": 0.52, "compute_queue_family": null})",
-                            "device");
-    run.effective_limits = parse_json(R"({"shared_memory": 16384, "forced": true, "workgroup_count": [65535, 1, 1]})",
-                                      "limits");
-    run.quirks = parse_json(R"({"reasons": []})", "quirks");
+        "timestamp_period_ns": 0.52, "compute_queue_family": null})");
+    run.effective_limits =
+        nlohmann::ordered_json::parse(R"({"shared_memory": 16384, "forced": true, "workgroup_count": [65535, 1, 1]})");
+    run.quirks = nlohmann::ordered_json::parse(R"({"reasons": []})");
     run.ceilings = Ceilings{.bandwidth_gbps = 12.5, .fp32_gflops = 1234.5678, .dispatches_per_s = 61000.0};
     run.results.push_back(sample_result("attention", "bloom-560m prefill f16 tiled q=256 kv=256", 3.25, 4ull << 30));
     Result skipped{.suite = "ceilings", .name = "fp16 fma", .status = Status::Skipped,
@@ -63,10 +62,7 @@ BenchRun sample_run() {
 }
 
 BenchRun round_trip(const BenchRun& run) {
-    std::ostringstream text;
-    JsonWriter json(text);
-    write_run(json, run);
-    return read_run(parse_json(text.str(), "round trip"));
+    return read_run(parse_json(json_text(run_json(run)), "round trip"));
 }
 
 TEST(BenchResults, StatsUseInterpolatedQuartiles) {
@@ -100,10 +96,7 @@ TEST(BenchResults, RunRoundTripsThroughAFile) {
 }
 
 TEST(BenchResults, ReaderNamesWhatIsWrong) {
-    std::ostringstream text;
-    JsonWriter json(text);
-    write_run(json, sample_run());
-    std::string doc = text.str();
+    const std::string doc = json_text(run_json(sample_run()));
     const auto replace = [](std::string s, const std::string& from, const std::string& to) {
         s.replace(s.find(from), from.size(), to);
         return s;

@@ -14,7 +14,6 @@
 
 #include "host/io/json.hpp"
 #include "runtime/error.hpp"
-#include "runtime/json_writer.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {
@@ -79,21 +78,21 @@ TEST(Json, DecodesEveryEscape) {
 }
 
 TEST(Json, RefusesBadStrings) {
-    EXPECT_NE(parse_error(R"("\ud83d")").find("high surrogate"), std::string::npos);
-    EXPECT_NE(parse_error(R"("\ud83dx")").find("high surrogate"), std::string::npos);
-    EXPECT_NE(parse_error(R"("\ud83d\u0041")").find("high surrogate"), std::string::npos);
-    EXPECT_NE(parse_error(R"("\ude00")").find("unpaired low surrogate"), std::string::npos);
-    EXPECT_NE(parse_error(R"("\x")").find("invalid escape"), std::string::npos);
-    EXPECT_NE(parse_error(R"("\u12G4")").find("hexadecimal digit"), std::string::npos);
-    EXPECT_NE(parse_error(R"("\u12)").find("\\u escape"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\ud83d")").find("must be followed by U+DC00..U+DFFF"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\ud83dx")").find("must be followed by U+DC00..U+DFFF"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\ud83d\u0041")").find("must be followed by U+DC00..U+DFFF"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\ude00")").find("must follow U+D800..U+DBFF"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\x")").find("forbidden character after backslash"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\u12G4")").find("must be followed by 4 hex digits"), std::string::npos);
+    EXPECT_NE(parse_error(R"("\u12)").find("must be followed by 4 hex digits"), std::string::npos);
     EXPECT_NE(parse_error("\"tab\there\"").find("control character"), std::string::npos);
-    EXPECT_NE(parse_error("\"abc").find("unterminated string"), std::string::npos);
-    EXPECT_NE(parse_error("\"abc\\").find("unterminated"), std::string::npos);
-    EXPECT_NE(parse_error("'single'").find("expected a value"), std::string::npos);
+    EXPECT_NE(parse_error("\"abc").find("missing closing quote"), std::string::npos);
+    EXPECT_NE(parse_error("\"abc\\").find("forbidden character after backslash"), std::string::npos);
+    EXPECT_NE(parse_error("'single'").find("invalid literal"), std::string::npos);
     // Invalid UTF-8: stray continuation, overlong '/', encoded surrogate, beyond U+10FFFF,
     // truncated sequence.
     for (const char* bad : {"\"\x80\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "\"\xe2\x82\""}) {
-        EXPECT_NE(parse_error(bad).find("invalid UTF-8"), std::string::npos) << bad;
+        EXPECT_NE(parse_error(bad).find("ill-formed UTF-8 byte"), std::string::npos) << bad;
     }
 }
 
@@ -146,8 +145,8 @@ TEST(Json, ParsesNumbersLikeStrtod) {
                     "00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000001")
                   .as_double(),
               0.0);
-    EXPECT_NE(parse_error("1e400").find("out of the range of a double"), std::string::npos);
-    EXPECT_NE(parse_error("-1e99999999999999999999999").find("out of the range"), std::string::npos);
+    EXPECT_NE(parse_error("1e400").find("number overflow parsing '1e400'"), std::string::npos);
+    EXPECT_NE(parse_error("-1e99999999999999999999999").find("number overflow"), std::string::npos);
 }
 
 TEST(Json, RefusesMalformedNumbers) {
@@ -155,28 +154,28 @@ TEST(Json, RefusesMalformedNumbers) {
                             "1.e5", "--1", "1_000"}) {
         EXPECT_THROW(parse(bad), vkf::Error) << bad;
     }
-    EXPECT_NE(parse_error("01").find("leading zeros"), std::string::npos);
+    EXPECT_NE(parse_error("01").find("unexpected number literal; expected end of input"), std::string::npos);
 }
 
 TEST(Json, RefusesMalformedStructure) {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"", "empty document"},
-        {"   \n ", "empty document"},
-        {"[1, 2,]", "expected a value"},
-        {"{\"a\": 1,}", "expected a string key"},
+        {"", "unexpected end of input"},
+        {"   \n ", "unexpected end of input"},
+        {"[1, 2,]", "unexpected ']'"},
+        {"{\"a\": 1,}", "expected string literal"},
         {"{\"a\" 1}", "expected ':'"},
-        {"{a: 1}", "expected a string key"},
-        {"[1 2]", "expected ',' or ']'"},
-        {"{\"a\": 1 \"b\": 2}", "expected ',' or '}'"},
-        {"[1, 2", "expected ',' or ']'"},
-        {"{\"a\": ", "expected a value"},
+        {"{a: 1}", "expected string literal"},
+        {"[1 2]", "expected ']'"},
+        {"{\"a\": 1 \"b\": 2}", "expected '}'"},
+        {"[1, 2", "unexpected end of input"},
+        {"{\"a\": ", "unexpected end of input"},
         {"{\"a\": 1, \"a\": 2}", "duplicate key 'a'"},
-        {"1 2", "after the end of the document"},
-        {"{} x", "after the end of the document"},
-        {"tru", "expected a value"},
-        {"nul", "expected a value"},
-        {"True", "expected a value"},
-        {"/* comment */ 1", "expected a value"},
+        {"1 2", "expected end of input"},
+        {"{} x", "expected end of input"},
+        {"tru", "invalid literal"},
+        {"nul", "invalid literal"},
+        {"True", "invalid literal"},
+        {"/* comment */ 1", "invalid literal"},
         {"\xef\xbb\xbf{}", "byte order mark"},
         {std::string("[1]\0", 4), "byte 0x00"},
     };
@@ -189,7 +188,7 @@ TEST(Json, RefusesMalformedStructure) {
 
 TEST(Json, ReportsLineAndColumn) {
     const std::string message = parse_error("{\n  \"a\": 1,\n  \"b\": tru\n}");
-    EXPECT_NE(message.find("test.json: line 3, column 8:"), std::string::npos) << message;
+    EXPECT_NE(message.find("test.json: line 3, column 11:"), std::string::npos) << message;
     const std::string duplicate = parse_error("{\"n_head\": 1,\n\"n_head\": 2}");
     EXPECT_NE(duplicate.find("line 2, column 1: duplicate key 'n_head'"), std::string::npos) << duplicate;
 }
@@ -236,17 +235,13 @@ TEST(Json, CopiesKeepTheirLocation) {
 }
 
 TEST(Json, ReadsWhatTheWriterWrites) {
-    std::ostringstream text;
-    vkf::JsonWriter writer(text);
-    writer.begin_object();
-    writer.field("name", "\xce\xbb \"quoted\"\n\x01");
-    writer.field("count", std::uint64_t{18446744073709551615ull});
-    writer.field("neg", std::int64_t{-5});
-    writer.field("ratio", 0.1);
-    writer.field("flag", true);
-    writer.key("list").begin_array().value(1).null().begin_object().end_object().end_array();
-    writer.end_object();
-    const JsonValue root = parse(text.str());
+    const nlohmann::ordered_json doc = {{"name", "\xce\xbb \"quoted\"\n\x01"},
+                                        {"count", std::uint64_t{18446744073709551615ull}},
+                                        {"neg", std::int64_t{-5}},
+                                        {"ratio", 0.1},
+                                        {"flag", true},
+                                        {"list", {1, nullptr, nlohmann::ordered_json::object()}}};
+    const JsonValue root = parse(vkf::json_text(doc));
     EXPECT_EQ(root.at("name").as_string(), "\xce\xbb \"quoted\"\n\x01");
     EXPECT_EQ(root.at("count").as_uint64(), 18446744073709551615ull);
     EXPECT_EQ(root.at("neg").as_int64(), -5);
