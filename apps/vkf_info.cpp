@@ -105,38 +105,6 @@ struct SmokeResult {
     std::string failure;          // what went wrong when !ok
 };
 
-// Driver IDs name the driver, not the hardware: RADV and AMDVLK on one AMD GPU differ.
-const char* driver_id_name(std::uint32_t id) {
-    switch (id) {
-    case VK_DRIVER_ID_AMD_PROPRIETARY: return "AMD proprietary";
-    case VK_DRIVER_ID_AMD_OPEN_SOURCE: return "AMD open source (AMDVLK)";
-    case VK_DRIVER_ID_MESA_RADV: return "Mesa RADV";
-    case VK_DRIVER_ID_NVIDIA_PROPRIETARY: return "NVIDIA proprietary";
-    case VK_DRIVER_ID_INTEL_PROPRIETARY_WINDOWS: return "Intel proprietary (Windows)";
-    case VK_DRIVER_ID_INTEL_OPEN_SOURCE_MESA: return "Mesa ANV (Intel)";
-    case VK_DRIVER_ID_IMAGINATION_PROPRIETARY: return "Imagination proprietary";
-    case VK_DRIVER_ID_QUALCOMM_PROPRIETARY: return "Qualcomm proprietary";
-    case VK_DRIVER_ID_ARM_PROPRIETARY: return "Arm proprietary";
-    case VK_DRIVER_ID_GOOGLE_SWIFTSHADER: return "SwiftShader";
-    case VK_DRIVER_ID_GGP_PROPRIETARY: return "GGP proprietary";
-    case VK_DRIVER_ID_BROADCOM_PROPRIETARY: return "Broadcom proprietary";
-    case VK_DRIVER_ID_MESA_LLVMPIPE: return "Mesa lavapipe";
-    case VK_DRIVER_ID_MOLTENVK: return "MoltenVK";
-    case VK_DRIVER_ID_COREAVI_PROPRIETARY: return "CoreAVI proprietary";
-    case VK_DRIVER_ID_JUICE_PROPRIETARY: return "Juice proprietary";
-    case VK_DRIVER_ID_VERISILICON_PROPRIETARY: return "VeriSilicon proprietary";
-    case VK_DRIVER_ID_MESA_TURNIP: return "Mesa Turnip (Adreno)";
-    case VK_DRIVER_ID_MESA_V3DV: return "Mesa V3DV";
-    case VK_DRIVER_ID_MESA_PANVK: return "Mesa PanVK (Mali)";
-    case VK_DRIVER_ID_SAMSUNG_PROPRIETARY: return "Samsung proprietary";
-    case VK_DRIVER_ID_MESA_VENUS: return "Mesa Venus";
-    case VK_DRIVER_ID_MESA_DOZEN: return "Mesa Dozen";
-    case VK_DRIVER_ID_MESA_NVK: return "Mesa NVK";
-    case VK_DRIVER_ID_IMAGINATION_OPEN_SOURCE_MESA: return "Mesa PowerVR";
-    default: return id == 0 ? "not reported" : "unknown";
-    }
-}
-
 std::string fixed(double v, int decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, v);
@@ -223,7 +191,7 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     s.add("driver name", info.driver_name.empty() ? "not reported" : info.driver_name);
     s.add("driver info", info.driver_info.empty() ? "not reported" : info.driver_info);
     s.add("driver version", info.driver_version_text + " (raw " + hex(info.driver_version, 8) + ")");
-    s.add("driver id", std::to_string(info.driver_id) + " (" + driver_id_name(info.driver_id) + ")");
+    s.add("driver id", std::to_string(info.driver_id) + " (" + vkf::driver_id_name(info.driver_id) + ")");
     s.add("device UUID", info.uuid_hex());
     s.add("driver UUID", vkf::hex_bytes(info.driver_uuid.data(), info.driver_uuid.size()));
     s.add("subgroup size",

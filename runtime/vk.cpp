@@ -2,44 +2,44 @@
 
 #include "runtime/error.hpp"
 
+// Vulkan-Hpp for its enum names only; its dispatcher is never used (volk loads Vulkan).
+#define VULKAN_HPP_DISPATCH_LOADER_DYNAMIC 1
+#define VULKAN_HPP_NO_EXCEPTIONS
+#include <vulkan/vulkan.hpp>
+#include <vulkan/vulkan_to_string.hpp>
+
+#include <cctype>
+
 #include <mutex>
 
 namespace vkf {
 
-const char* to_string(VkResult result) {
-    switch (result) {
-#define VKF_CASE(x) \
-    case x:         \
-        return #x;
-        VKF_CASE(VK_SUCCESS)
-        VKF_CASE(VK_NOT_READY)
-        VKF_CASE(VK_TIMEOUT)
-        VKF_CASE(VK_EVENT_SET)
-        VKF_CASE(VK_EVENT_RESET)
-        VKF_CASE(VK_INCOMPLETE)
-        VKF_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
-        VKF_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        VKF_CASE(VK_ERROR_INITIALIZATION_FAILED)
-        VKF_CASE(VK_ERROR_DEVICE_LOST)
-        VKF_CASE(VK_ERROR_MEMORY_MAP_FAILED)
-        VKF_CASE(VK_ERROR_LAYER_NOT_PRESENT)
-        VKF_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
-        VKF_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
-        VKF_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
-        VKF_CASE(VK_ERROR_TOO_MANY_OBJECTS)
-        VKF_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
-        VKF_CASE(VK_ERROR_FRAGMENTED_POOL)
-        VKF_CASE(VK_ERROR_UNKNOWN)
-        VKF_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
-        VKF_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
-        VKF_CASE(VK_ERROR_FRAGMENTATION)
-        VKF_CASE(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
-        VKF_CASE(VK_PIPELINE_COMPILE_REQUIRED)
-        VKF_CASE(VK_ERROR_VALIDATION_FAILED_EXT)
-#undef VKF_CASE
-    default:
-        return "VkResult(unknown)";
+std::string to_string(VkResult result) {
+    // Vulkan-Hpp spells VK_ERROR_DEVICE_LOST as "ErrorDeviceLost": back to the spec's name,
+    // which is what people search for. An underscore goes before each capital that follows a
+    // lower-case letter or a digit, so "EXT" and "KHR" suffixes stay whole.
+    const std::string hpp = vk::to_string(static_cast<vk::Result>(result));
+    if (hpp.starts_with("invalid")) {
+        return "VkResult(" + std::to_string(static_cast<int>(result)) + ")";
     }
+    std::string name = "VK";
+    for (std::size_t i = 0; i < hpp.size(); ++i) {
+        const char c = hpp[i];
+        const bool after_word = i > 0 && (std::islower(static_cast<unsigned char>(hpp[i - 1])) ||
+                                          std::isdigit(static_cast<unsigned char>(hpp[i - 1])));
+        if (i == 0 || (std::isupper(static_cast<unsigned char>(c)) && after_word)) {
+            name += '_';
+        }
+        name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return name;
+}
+
+std::string driver_id_name(std::uint32_t id) {
+    if (id == 0) {
+        return "unknown";
+    }
+    return vk::to_string(static_cast<vk::DriverId>(id));
 }
 
 void check(VkResult result, const char* call) {

@@ -8,7 +8,11 @@
 
 namespace vkf {
 
-const char* to_string(VkResult result);
+// "VK_ERROR_DEVICE_LOST": the specification's name of a result.
+std::string to_string(VkResult result);
+// "MesaLlvmpipe", "NvidiaProprietary": the name of a VkDriverId (Vulkan-Hpp's); "unknown"
+// for 0, which drivers without VK_KHR_driver_properties report.
+std::string driver_id_name(std::uint32_t id);
 
 // Throws vkf::Error naming the call and the result unless `result` is VK_SUCCESS.
 // VK_ERROR_DEVICE_LOST becomes vkf::DeviceLostError.

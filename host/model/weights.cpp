@@ -1,4 +1,5 @@
 #include "host/model/weights.hpp"
+#include "host/util/math.hpp"
 
 #include "host/util/half.hpp"
 #include "host/spec/random_weights.hpp"
@@ -33,7 +34,7 @@ public:
         const TensorInfo& info = *t.info;
         const std::size_t count = info.element_count();
         const std::span<const std::byte> raw = t.file->read_raw(info);
-        Buffer buffer = ctx_.create_buffer(std::max<std::uint64_t>(4, (count * element_size(dtype_) + 3) / 4 * 4),
+        Buffer buffer = ctx_.create_buffer(std::max<std::uint64_t>(4, round_up(count * element_size(dtype_), 4)),
                                            MemoryKind::Device, name);
         const std::size_t in_size = element_size(info.dtype);
         if (dtype_ == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little) {
@@ -184,7 +185,7 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dt
         std::uint64_t count = 1;
         for (const std::size_t dim : shape) count *= dim;
         const std::uint64_t bytes = count * element_size(dtype);
-        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, (bytes + 3) / 4 * 4), MemoryKind::Device, name);
+        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, round_up(bytes, 4)), MemoryKind::Device, name);
         for (std::uint64_t done = 0; done < bytes; done += block->second.size()) {
             const std::uint64_t n = std::min<std::uint64_t>(block->second.size(), bytes - done);
             ctx.upload(b, std::span(block->second).first(n), done);

@@ -1,4 +1,5 @@
 #include "host/ops/activation.hpp"
+#include "host/util/math.hpp"
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
@@ -37,7 +38,7 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
         list.dispatch(Dispatch{.pipeline = &pipeline,
                                .bindings = bindings,
                                .push_constants = push_bytes(push),
-                               .groups = {static_cast<std::uint32_t>((n + wg - 1) / wg), 1, 1},
+                               .groups = {narrow_u32(ceil_div(n, wg), "activation groups"), 1, 1},
                                .label = label});
     }
 }

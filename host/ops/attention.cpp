@@ -1,6 +1,7 @@
 #include "host/ops/attention.hpp"
 
 #include "host/util/half.hpp"
+#include "host/util/math.hpp"
 #include "runtime/error.hpp"
 #include "vkf_shaders.hpp"
 
@@ -12,8 +13,6 @@
 namespace vkf {
 
 namespace {
-
-std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) { return static_cast<std::uint32_t>((a + b - 1) / b); }
 
 std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 
@@ -50,7 +49,7 @@ std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
 std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) {
     const std::uint32_t wg = t.rows * t.threads_per_row;
     const std::uint32_t pairs = d / 2 / t.threads_per_row;
-    const std::uint32_t loads = 2 * ceil_div(t.keys * (d / 2), wg);
+    const auto loads = static_cast<std::uint32_t>(2 * ceil_div(t.keys * (d / 2), wg));
     const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
     const std::uint32_t scores = keys_per_lane * (d / 4 + 1);
     return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
@@ -95,7 +94,7 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
         lanes = std::min(kRowsSplitLanes, max_wg);
     }
     const std::uint32_t r = decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
-    std::uint32_t inv = std::min(std::bit_ceil(ceil_div(shape.q_len, r)), max_wg / lanes);
+    std::uint32_t inv = std::min(std::bit_ceil(static_cast<std::uint32_t>(ceil_div(shape.q_len, r))), max_wg / lanes);
     std::uint32_t subgroup_loads = 0;
     if (!decode && limits.subgroup_ops && sg > 1 && std::has_single_bit(sg) && sg <= max_wg) {
         inv = std::max(inv, sg);  // whole subgroups
@@ -144,7 +143,7 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
     if (splits > 1) {
         // A multiple of the lanes per row; trailing splits may be empty (they write empty records).
         const std::uint64_t total = ceil_div(splits, lanes) * lanes;
-        plan.kv_split_len = static_cast<std::uint32_t>(ceil_div(ceil_div(shape.kv_len, total), bk) * bk);
+        plan.kv_split_len = static_cast<std::uint32_t>(round_up(ceil_div(shape.kv_len, total), bk));
         plan.n_splits = static_cast<std::uint32_t>(lanes > 1 ? total : ceil_div(shape.kv_len, plan.kv_split_len));
     }
     if (plan.n_splits <= 1) {
@@ -279,7 +278,7 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
     if (limits.max_loop_iterations != 0) {
         const std::uint32_t budget = limits.max_loop_iterations / 2;
         const std::uint32_t max_tiles = std::max<std::uint32_t>(1, budget / loop_iterations_per_tile(*chosen, d));
-        const std::uint32_t needed = ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile);
+        const auto needed = static_cast<std::uint32_t>(ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile));
         if (needed > splits) {
             if (record_bytes * needed > limits.storage_buffer_range) {
                 throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " +
@@ -292,8 +291,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
         }
     }
     if (splits > 1) {
-        plan.kv_split_len = ceil_div(ceil_div(shape.kv_len, splits), plan.keys_per_tile) * plan.keys_per_tile;
-        plan.n_splits = ceil_div(shape.kv_len, plan.kv_split_len);
+        plan.kv_split_len = static_cast<std::uint32_t>(round_up(ceil_div(shape.kv_len, splits), plan.keys_per_tile));
+        plan.n_splits = static_cast<std::uint32_t>(ceil_div(shape.kv_len, plan.kv_split_len));
     }
     if (plan.n_splits <= 1) {
         plan.n_splits = 1;
@@ -413,7 +412,8 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         Dispatch{.pipeline = attention_,
                  .bindings = bindings,
                  .push_constants = push_bytes(push_),
-                 .groups = {ceil_div(shape_.q_len, plan_.rows_per_group), shape_.n_head, shape_.batch * split_groups},
+                 .groups = {narrow_u32(ceil_div(shape_.q_len, plan_.rows_per_group), "attention row groups"), shape_.n_head,
+                            narrow_u32(std::uint64_t{shape_.batch} * split_groups, "attention batch groups")},
                  .label = split ? "attention (split-KV)" : "attention"});
     if (split) {
         const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};

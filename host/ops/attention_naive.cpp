@@ -1,5 +1,6 @@
 #include "host/ops/attention_naive.hpp"
 
+#include "host/util/math.hpp"
 #include "runtime/error.hpp"
 #include "vkf_shaders.hpp"
 
@@ -27,7 +28,6 @@ std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
     return product;
 }
 
-std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 std::string shape_text(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) {
     return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) +
@@ -151,7 +151,7 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     list.dispatch(Dispatch{.pipeline = scores_pipeline_,
                            .bindings = scores_bindings,
                            .push_constants = push_bytes(push_),
-                           .groups = {ceil_div(shape_.kv_len, scores_workgroup_), shape_.q_len, heads},
+                           .groups = {narrow_u32(ceil_div(shape_.kv_len, scores_workgroup_), "naive attention key groups"), shape_.q_len, heads},
                            .label = "naive attention scores"});
 
     const Binding softmax_bindings[] = {{scores, Access::ReadWrite}};
@@ -169,7 +169,7 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     list.dispatch(Dispatch{.pipeline = pv_pipeline_,
                            .bindings = pv_bindings,
                            .push_constants = push_bytes(push_),
-                           .groups = {ceil_div(shape_.head_dim / 2, pv_workgroup_), shape_.q_len, heads},
+                           .groups = {narrow_u32(ceil_div(shape_.head_dim / 2, pv_workgroup_), "naive attention column groups"), shape_.q_len, heads},
                            .label = "naive attention P.V"});
 }
 

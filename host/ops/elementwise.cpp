@@ -1,4 +1,5 @@
 #include "host/ops/elementwise.hpp"
+#include "host/util/math.hpp"
 
 #include "runtime/error.hpp"
 #include "vkf_shaders.hpp"
@@ -58,7 +59,7 @@ void record(Context& ctx, CommandList& list, const SpirvCode& code, std::span<co
         list.dispatch(Dispatch{.pipeline = &pipeline,
                                .bindings = bindings,
                                .push_constants = push_bytes(push),
-                               .groups = {static_cast<std::uint32_t>((push.count + wg - 1) / wg), 1, 1},
+                               .groups = {narrow_u32(ceil_div(push.count, wg), "elementwise groups"), 1, 1},
                                .label = label});
     }
 }

@@ -1,4 +1,5 @@
 #include "host/ops/embedding.hpp"
+#include "host/util/math.hpp"
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
@@ -51,7 +52,7 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& a) {
             list.dispatch(Dispatch{.pipeline = &pipeline,
                                    .bindings = bindings,
                                    .push_constants = push_bytes(push),
-                                   .groups = {(a.hidden + wg - 1) / wg, static_cast<std::uint32_t>(tc), 1},
+                                   .groups = {narrow_u32(ceil_div(a.hidden, wg), "embedding groups"), static_cast<std::uint32_t>(tc), 1},
                                    .label = "embedding"});
         }
     }

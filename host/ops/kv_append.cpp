@@ -1,4 +1,5 @@
 #include "host/ops/kv_append.hpp"
+#include "host/util/math.hpp"
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
@@ -64,7 +65,7 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
     list.dispatch(Dispatch{.pipeline = &pipeline,
                            .bindings = bindings,
                            .push_constants = push_bytes(push),
-                           .groups = {(pairs + wg - 1) / wg, c.new_len, c.batch},
+                           .groups = {narrow_u32(ceil_div(pairs, wg), "kv_append groups"), c.new_len, c.batch},
                            .label = "kv append"});
 }
 

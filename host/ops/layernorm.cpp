@@ -1,4 +1,5 @@
 #include "host/ops/layernorm.hpp"
+#include "host/util/math.hpp"
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
@@ -15,7 +16,7 @@ constexpr std::uint32_t kMaxWorkgroup = 256;
 
 // Three passes over the row plus two tree reductions, no loop unrolled.
 std::uint64_t loop_iterations(std::uint32_t dim, std::uint32_t wg) {
-    return 3 * ((std::uint64_t{dim} + wg - 1) / wg) + 2 * std::bit_width(wg) + 8;
+    return 3 * ceil_div(dim, wg) + 2 * std::bit_width(wg) + 8;
 }
 
 } // namespace

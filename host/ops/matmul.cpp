@@ -1,6 +1,7 @@
 #include "host/ops/matmul.hpp"
 
 #include "host/ops/tensor_binding.hpp"
+#include "host/util/math.hpp"
 #include "runtime/error.hpp"
 #include "vkf_shaders.hpp"
 
@@ -12,7 +13,6 @@ namespace vkf {
 
 namespace {
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 struct Tile {
     std::uint32_t m, n, k;
@@ -279,7 +279,7 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
         splits = std::max(splits, ceil_div(k, max_slice(plan, budget, granule)));
     }
     splits = std::min<std::uint64_t>(splits, ceil_div(k, granule));
-    plan.k_split = static_cast<std::uint32_t>(ceil_div(ceil_div(k, splits), granule) * granule);
+    plan.k_split = static_cast<std::uint32_t>(round_up(ceil_div(k, splits), granule));
     plan.n_splits = static_cast<std::uint32_t>(ceil_div(k, plan.k_split));
     plan.loop_iterations = loop_iterations(plan, plan.k_split);
 

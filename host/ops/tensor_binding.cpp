@@ -1,4 +1,5 @@
 #include "host/ops/tensor_binding.hpp"
+#include "host/util/math.hpp"
 
 #include "runtime/error.hpp"
 
@@ -28,7 +29,7 @@ ElementBinding bind_elements(const ComputeLimits& limits, const BufferRange& ten
     const std::uint64_t begin = tensor.offset + first * element_bytes;
     const std::uint64_t aligned = begin / align * align;
     std::uint64_t end = tensor.offset + (first + count) * element_bytes;
-    end = (end + 3) / 4 * 4;
+    end = round_up(end, 4);
     const std::uint64_t buffer_size = tensor.buffer->size();
     if (end > buffer_size) {
         // Only an fp16 tensor with an odd end can get here: its last word is partly outside.
