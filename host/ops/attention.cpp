@@ -1,6 +1,6 @@
 #include "host/ops/attention.hpp"
 
-#include "host/util/half.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
 #include "vkf_shaders.hpp"
@@ -437,30 +437,14 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
                     std::to_string(nkv) + ", " + std::to_string(nkv));
     }
     const Attention op(ctx, params, dtype, options);
-    const std::size_t esize = element_size(dtype);
-    auto make = [&](std::span<const float> values, const char* name) {
-        Buffer b = ctx.create_buffer(values.size() * esize, MemoryKind::Device, name);
-        if (dtype == DType::F16) {
-            ctx.upload(b, std::span<const std::uint16_t>(floats_to_halves(values)));
-        } else {
-            ctx.upload(b, values);
-        }
-        return b;
-    };
-    const Buffer qb = make(q, "Q"), kb = make(k, "K"), vb = make(v, "V");
-    const Buffer ob = ctx.create_buffer(nq * esize, MemoryKind::Device, "O");
+    const DeviceTensor qt = upload_tensor(ctx, q, dtype, "Q");
+    const DeviceTensor kt = upload_tensor(ctx, k, dtype, "K");
+    const DeviceTensor vt = upload_tensor(ctx, v, dtype, "V");
+    const DeviceTensor ot(ctx, nq, dtype, "O");
     auto list = ctx.command_list();
-    op.record(*list, whole(qb), whole(kb), whole(vb), whole(ob));
+    op.record(*list, qt.range(), kt.range(), vt.range(), ot.range());
     ctx.submit(*list);
-    std::vector<float> out(nq);
-    if (dtype == DType::F16) {
-        std::vector<std::uint16_t> halves(nq);
-        ctx.download(ob, std::span(halves));
-        halves_to_floats(halves, out);
-    } else {
-        ctx.download(ob, std::span(out));
-    }
-    return out;
+    return download_tensor(ctx, ot);
 }
 
 } // namespace vkf

@@ -214,4 +214,11 @@ void convert_to_f32(DType dtype, std::span<const std::byte> raw, std::span<float
     }
 }
 
+std::vector<float> rounded_to(DType dtype, std::span<const float> values) {
+    if (dtype == DType::F16) {
+        return halves_to_floats(floats_to_halves(values));
+    }
+    return std::vector<float>(values.begin(), values.end());
+}
+
 }  // namespace vkf

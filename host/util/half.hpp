@@ -39,4 +39,9 @@ std::vector<float> bfloat16s_to_floats(std::span<const std::uint16_t> in);
 // into float32. Throws vkf::Error for other dtypes or when out.size() does not match.
 void convert_to_f32(DType dtype, std::span<const std::byte> raw, std::span<float> out);
 
+// The values a tensor of `dtype` holds: F16 rounds every value to the nearest half, F32
+// (and every other dtype) returns them unchanged. Tests give the CPU reference exactly what
+// the GPU reads.
+std::vector<float> rounded_to(DType dtype, std::span<const float> values);
+
 }  // namespace vkf

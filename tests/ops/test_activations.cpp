@@ -6,6 +6,7 @@
 #include "host/util/compare.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/ops/ops.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
@@ -19,47 +20,6 @@
 
 namespace vkf::test {
 namespace {
-
-struct Placed {
-    std::unique_ptr<Buffer> buffer; // on the heap: the range points at it
-    BufferRange range;
-};
-
-// `values` placed `pad` elements into a buffer of their own (padded to whole words).
-template <class T>
-Placed place_raw(Context& ctx, std::span<const T> values, std::uint32_t pad, const char* label) {
-    const std::size_t bytes = (pad + values.size()) * sizeof(T);
-    Placed p{.buffer = std::make_unique<Buffer>(ctx.create_buffer((bytes + 3) / 4 * 4, MemoryKind::Device, label))};
-    p.range = BufferRange{.buffer = p.buffer.get(), .offset = pad * sizeof(T), .size = values.size() * sizeof(T)};
-    ctx.upload(*p.buffer, values, p.range.offset);
-    return p;
-}
-
-Placed place(Context& ctx, std::span<const float> values, DType dtype, std::uint32_t pad, const char* label) {
-    if (dtype == DType::F16) {
-        const auto halves = floats_to_halves(values);
-        return place_raw(ctx, std::span<const std::uint16_t>(halves), pad, label);
-    }
-    return place_raw(ctx, values, pad, label);
-}
-
-std::vector<float> nans(std::size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
-
-std::vector<float> download_floats(Context& ctx, const Placed& p, DType dtype = DType::F32) {
-    const std::size_t n = p.range.size / element_size(dtype);
-    if (dtype == DType::F16) {
-        std::vector<std::uint16_t> halves(n);
-        ctx.download(*p.buffer, std::span(halves), p.range.offset);
-        return halves_to_floats(halves);
-    }
-    std::vector<float> out(n);
-    ctx.download(*p.buffer, std::span(out), p.range.offset);
-    return out;
-}
-
-std::vector<float> round_to(DType dtype, std::vector<float> v) {
-    return dtype == DType::F16 ? halves_to_floats(floats_to_halves(v)) : v;
-}
 
 // Inputs for the activations: random over [-10, 10] plus values at the edges of every branch.
 std::vector<float> activation_inputs(std::size_t n, std::uint64_t seed) {
@@ -80,14 +40,14 @@ void check_activation(Context& ctx, Activation act, std::size_t n, std::uint32_t
     SCOPED_TRACE(std::string(to_string(act)) + " n=" + std::to_string(n) + " pad=" + std::to_string(pad) +
                  (in_place ? " in-place" : ""));
     const auto x = activation_inputs(n, seed);
-    const Placed src = place(ctx, x, DType::F32, pad, "src");
-    std::optional<Placed> dst;
-    if (!in_place) dst = place(ctx, nans(n), DType::F32, pad + 2, "dst");
-    const Placed& out = in_place ? src : *dst;
+    const DeviceTensor src = upload_tensor(ctx, x, DType::F32, "src", pad);
+    std::optional<DeviceTensor> dst;
+    if (!in_place) dst = nan_tensor(ctx, n, DType::F32, "dst", pad + 2);
+    const DeviceTensor& out = in_place ? src : *dst;
     auto list = ctx.command_list();
-    record_activation(ctx, *list, act, src.range, out.range);
+    record_activation(ctx, *list, act, src.range(), out.range());
     ctx.submit(*list);
-    const auto y = download_floats(ctx, out);
+    const auto y = download_tensor(ctx, out);
     std::vector<double> ref(n);
     double worst = 0.0; // per element, relative to max(1, |ref|)
     for (std::size_t i = 0; i < n; ++i) {
@@ -117,12 +77,12 @@ TEST_F(Activations_, ErfIsAccurateToAFewUlps) {
     for (std::size_t i = 0; i < n; ++i) {
         x[i] = -12.0f + 24.0f * static_cast<float>(i) / static_cast<float>(n - 1);
     }
-    const Placed src = place(ctx(), x, DType::F32, 0, "x");
-    const Placed dst = place(ctx(), nans(n), DType::F32, 0, "erf(x)");
+    const DeviceTensor src = upload_tensor(ctx(), x, DType::F32, "x");
+    const DeviceTensor dst = nan_tensor(ctx(), n, DType::F32, "erf(x)");
     auto list = ctx().command_list();
-    record_erf(ctx(), *list, src.range, dst.range);
+    record_erf(ctx(), *list, src.range(), dst.range());
     ctx().submit(*list);
-    const auto y = download_floats(ctx(), dst);
+    const auto y = download_tensor(ctx(), dst);
     double worst = 0.0;
     float worst_x = 0.0f;
     for (std::size_t i = 0; i < n; ++i) {
@@ -141,30 +101,30 @@ TEST_F(Activations_, ClampBoundsEveryElement) {
     const std::size_t n = 50021;
     const auto x = activation_inputs(n, 150);
     for (const float bound : {0.5f, 6.0f, 1e30f}) {
-        const Placed buf = place(ctx(), x, DType::F32, 1, "qkv");
+        const DeviceTensor buf = upload_tensor(ctx(), x, DType::F32, "qkv", 1);
         auto list = ctx().command_list();
-        record_clamp(ctx(), *list, buf.range, buf.range, bound);
+        record_clamp(ctx(), *list, buf.range(), buf.range(), bound);
         ctx().submit(*list);
-        const auto y = download_floats(ctx(), buf);
+        const auto y = download_tensor(ctx(), buf);
         for (std::size_t i = 0; i < n; ++i) {
             ASSERT_EQ(y[i], std::clamp(x[i], -bound, bound)) << "x = " << x[i] << " bound " << bound;
         }
     }
     auto list = ctx().command_list();
-    const Placed buf = place(ctx(), x, DType::F32, 0, "qkv");
-    EXPECT_THROW(record_clamp(ctx(), *list, buf.range, buf.range, 0.0f), Error);
-    EXPECT_THROW(record_clamp(ctx(), *list, buf.range, buf.range, std::numeric_limits<float>::quiet_NaN()), Error);
+    const DeviceTensor buf = upload_tensor(ctx(), x, DType::F32, "qkv");
+    EXPECT_THROW(record_clamp(ctx(), *list, buf.range(), buf.range(), 0.0f), Error);
+    EXPECT_THROW(record_clamp(ctx(), *list, buf.range(), buf.range(), std::numeric_limits<float>::quiet_NaN()), Error);
 }
 
 TEST_F(Activations_, ResidualAddIsElementwiseAdd) {
     const std::size_t n = 3 * 1001;
     const auto a = random_uniform(n, 200), b = random_uniform(n, 201);
-    const Placed ab = place(ctx(), a, DType::F32, 0, "a");
-    const Placed bb = place(ctx(), b, DType::F32, 0, "b");
+    const DeviceTensor ab = upload_tensor(ctx(), a, DType::F32, "a");
+    const DeviceTensor bb = upload_tensor(ctx(), b, DType::F32, "b");
     auto list = ctx().command_list();
-    record_add(ctx(), *list, ab.range, bb.range, ab.range); // in place, as a residual stream
+    record_add(ctx(), *list, ab.range(), bb.range(), ab.range()); // in place, as a residual stream
     ctx().submit(*list);
-    const auto y = download_floats(ctx(), ab);
+    const auto y = download_tensor(ctx(), ab);
     for (std::size_t i = 0; i < n; ++i) {
         ASSERT_EQ(y[i], a[i] + b[i]) << i;
     }
@@ -198,16 +158,16 @@ std::size_t run_embedding(Context& ctx, const EmbeddingCase& c, std::uint64_t se
     }
     ids[0] = 0;
     if (c.tokens > 1) ids[c.tokens - 1] = c.vocab - 1; // first and last rows
-    const Placed tb = place(ctx, table, c.dtype, c.pad, "table");
-    const Placed ib = place_raw(ctx, std::span<const std::uint32_t>(ids), c.pad, "ids");
-    const Placed ob = place(ctx, nans(std::size_t{c.tokens} * c.hidden), DType::F32, c.pad + 1, "embeddings");
+    const DeviceTensor tb = upload_tensor(ctx, table, c.dtype, "table", c.pad);
+    const DeviceTensor ib = upload_words(ctx, ids, "ids", c.pad);
+    const DeviceTensor ob = nan_tensor(ctx, std::size_t{c.tokens} * c.hidden, DType::F32, "embeddings", c.pad + 1);
     auto list = ctx.command_list();
-    record_embedding(ctx, *list, EmbeddingArgs{.ids = ib.range, .table = tb.range, .out = ob.range,
+    record_embedding(ctx, *list, EmbeddingArgs{.ids = ib.range(), .table = tb.range(), .out = ob.range(),
                                                .tokens = c.tokens, .vocab = c.vocab, .hidden = c.hidden,
                                                .table_dtype = c.dtype});
     ctx.submit(*list);
-    const auto out = download_floats(ctx, ob);
-    const auto ref = reference::embedding(ids, round_to(c.dtype, table), c.vocab, c.hidden);
+    const auto out = download_tensor(ctx, ob);
+    const auto ref = reference::embedding(ids, rounded_to(c.dtype, table), c.vocab, c.hidden);
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (out[i] != ref[i]) { // a lookup is exact
             ADD_FAILURE() << "element " << i << " (token " << i / c.hidden << ", id " << ids[i / c.hidden]
@@ -256,16 +216,16 @@ void run_kv(Context& ctx, const KvCase& c, std::span<const std::uint32_t> steps,
     SCOPED_TRACE("batch" + std::to_string(c.batch) + " max_len" + std::to_string(c.max_len) + " heads" +
                  std::to_string(c.n_kv_head) + " d" + std::to_string(c.head_dim) + " " + to_string(c.dtype));
     const std::size_t cache_n = std::size_t{c.batch} * c.max_len * c.n_kv_head * c.head_dim;
-    auto cache_before = round_to(c.dtype, random_uniform(cache_n, seed, -1.0f, 1.0f));
-    const Placed cache = place(ctx, cache_before, c.dtype, 0, "cache");
+    auto cache_before = rounded_to(c.dtype, random_uniform(cache_n, seed, -1.0f, 1.0f));
+    const DeviceTensor cache = upload_tensor(ctx, cache_before, c.dtype, "cache");
     std::vector<double> expected(cache_before.begin(), cache_before.end());
     std::uint32_t pos = 0;
     for (std::uint32_t new_len : steps) {
         const auto src = random_uniform(src_floats(new_len), seed + 1 + pos, -3.0f, 3.0f);
-        const Placed sb = place(ctx, src, DType::F32, 1, "src");
-        const KvAppendArgs args{.src = sb.range,
+        const DeviceTensor sb = upload_tensor(ctx, src, DType::F32, "src", 1);
+        const KvAppendArgs args{.src = sb.range(),
                                 .src_layout = layout_for(new_len),
-                                .cache = cache.range,
+                                .cache = cache.range(),
                                 .shape = {.batch = c.batch,
                                           .new_len = new_len,
                                           .n_kv_head = c.n_kv_head,
@@ -277,10 +237,10 @@ void run_kv(Context& ctx, const KvCase& c, std::span<const std::uint32_t> steps,
         record_kv_append(ctx, *list, args);
         ctx.submit(*list);
         const std::vector<float> as_floats(expected.begin(), expected.end());
-        expected = reference::kv_append(as_floats, round_to(c.dtype, src), args.src_layout, args.shape);
+        expected = reference::kv_append(as_floats, rounded_to(c.dtype, src), args.src_layout, args.shape);
         pos += new_len;
     }
-    const auto out = download_floats(ctx, cache, c.dtype);
+    const auto out = download_tensor(ctx, cache);
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (out[i] != static_cast<float>(expected[i])) { // a copy (fp16: one rounding) is exact
             ADD_FAILURE() << "cache element " << i << ": " << out[i] << " != " << expected[i];

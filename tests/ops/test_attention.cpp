@@ -3,6 +3,7 @@
 // split-KV path, with outputs poisoned before every run.
 
 #include "host/ops/attention.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
@@ -60,42 +61,19 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
                                  .max_bias = c.max_bias,
                                  .slopes = slopes,
                                  .kv_lens = kv_lens};
-    auto q = random_uniform(q_element_count(shape), seed, -1.0f, 1.0f);
-    auto k = random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f);
-    auto v = random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f);
-    if (c.dtype == DType::F16) { // the reference sees exactly what the GPU reads
-        for (auto* t : {&q, &k, &v}) {
-            *t = halves_to_floats(floats_to_halves(*t));
-        }
-    }
+    // The reference sees exactly what the GPU reads.
+    const auto q = rounded_to(c.dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
+    const auto k = rounded_to(c.dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
+    const auto v = rounded_to(c.dtype, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
     const Attention op(ctx, params, c.dtype, AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel});
-    const std::size_t esize = element_size(c.dtype);
-    auto make = [&](const std::vector<float>& values, const char* label) {
-        Buffer b = ctx.create_buffer(values.size() * esize, MemoryKind::Device, label);
-        if (c.dtype == DType::F16) {
-            ctx.upload(b, std::span<const std::uint16_t>(floats_to_halves(values)));
-        } else {
-            ctx.upload(b, std::span<const float>(values));
-        }
-        return b;
-    };
-    const Buffer qb = make(q, "Q"), kb = make(k, "K"), vb = make(v, "V");
-    const Buffer ob = ctx.create_buffer(q.size() * esize, MemoryKind::Device, "O");
-    // Poison: NaN everywhere, so any element the kernel does not write fails the comparison.
-    std::vector<std::byte> poison(ob.size(), std::byte{0xFF});
-    ctx.upload(ob, std::span<const std::byte>(poison));
-
+    const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
+    const DeviceTensor kb = upload_tensor(ctx, k, c.dtype, "K");
+    const DeviceTensor vb = upload_tensor(ctx, v, c.dtype, "V");
+    const DeviceTensor ob = nan_tensor(ctx, q.size(), c.dtype, "O");
     auto list = ctx.command_list();
-    op.record(*list, whole(qb), whole(kb), whole(vb), whole(ob));
+    op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
     ctx.submit(*list);
-    std::vector<float> out(q.size());
-    if (c.dtype == DType::F16) {
-        std::vector<std::uint16_t> halves(q.size());
-        ctx.download(ob, std::span(halves));
-        halves_to_floats(halves, out);
-    } else {
-        ctx.download(ob, std::span(out));
-    }
+    const std::vector<float> out = download_tensor(ctx, ob);
     const auto ref = reference::attention(params, q, k, v);
     const ErrorStats e = compare_to_reference(out, ref);
     const double tol = c.dtype == DType::F16 ? 2e-3 : 1e-5;

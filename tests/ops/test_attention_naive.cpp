@@ -4,6 +4,7 @@
 // poisoned before every run; plus its limits (the n x n scores buffer) and argument checks.
 
 #include "host/ops/attention_naive.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
@@ -67,35 +68,6 @@ const std::vector<Case>& cases() {
     return all;
 }
 
-Buffer upload_tensor(Context& ctx, const std::vector<float>& values, DType dtype, const char* name) {
-    Buffer buffer = ctx.create_buffer(values.size() * element_size(dtype), MemoryKind::Device, name);
-    if (dtype == DType::F16) {
-        ctx.upload(buffer, std::span<const std::uint16_t>(floats_to_halves(values)));
-    } else {
-        ctx.upload(buffer, std::span<const float>(values));
-    }
-    return buffer;
-}
-
-// NaN in every element (two fp16 NaNs per word), so an element no kernel writes is caught.
-void poison(Context& ctx, const Buffer& buffer, DType dtype) {
-    const std::uint32_t nan_word = dtype == DType::F16 ? 0x7E007E00u : 0x7FC00000u;
-    const std::vector<std::uint32_t> words(buffer.size() / 4, nan_word);
-    ctx.upload(buffer, std::span<const std::uint32_t>(words));
-}
-
-std::vector<float> download_tensor(Context& ctx, const Buffer& buffer, std::size_t count, DType dtype) {
-    std::vector<float> out(count);
-    if (dtype == DType::F16) {
-        std::vector<std::uint16_t> halves(count);
-        ctx.download(buffer, std::span(halves));
-        halves_to_floats(halves, out);
-    } else {
-        ctx.download(buffer, std::span(out));
-    }
-    return out;
-}
-
 double tolerance(DType dtype) { return dtype == DType::F16 ? 2e-3 : 1e-5; }
 
 struct Inputs {
@@ -109,10 +81,8 @@ Inputs make_inputs(const Case& c, DType dtype, std::uint64_t seed) {
               .k = random_uniform(kv_element_count(c.shape), seed + 1),
               .v = random_uniform(kv_element_count(c.shape), seed + 2),
               .slopes = {}};
-    if (dtype == DType::F16) {
-        for (std::vector<float>* t : {&in.q, &in.k, &in.v}) {
-            *t = halves_to_floats(floats_to_halves(*t));
-        }
+    for (std::vector<float>* t : {&in.q, &in.k, &in.v}) {
+        *t = rounded_to(dtype, *t);
     }
     if (c.slope_table) {
         in.slopes = random_uniform(c.shape.n_head, seed + 3, 0.02f, 1.0f);
@@ -137,17 +107,16 @@ void check_case(Context& ctx, const Case& c, DType dtype, std::uint64_t seed) {
     const NaiveAttention op(ctx, params, dtype);
     EXPECT_EQ(op.scores_bytes(), naive_attention_scores_bytes(c.shape));
 
-    const Buffer q = upload_tensor(ctx, in.q, dtype, "Q");
-    const Buffer k = upload_tensor(ctx, in.k, dtype, "K");
-    const Buffer v = upload_tensor(ctx, in.v, dtype, "V");
-    const Buffer o = ctx.create_buffer(q.size(), MemoryKind::Device, "O");
-    poison(ctx, o, dtype);
+    const DeviceTensor q = upload_tensor(ctx, in.q, dtype, "Q");
+    const DeviceTensor k = upload_tensor(ctx, in.k, dtype, "K");
+    const DeviceTensor v = upload_tensor(ctx, in.v, dtype, "V");
+    const DeviceTensor o = nan_tensor(ctx, in.q.size(), dtype, "O");
 
     auto list = ctx.command_list();
-    op.record(*list, whole(q), whole(k), whole(v), whole(o));
+    op.record(*list, q.range(), k.range(), v.range(), o.range());
     ctx.submit(*list);
 
-    const std::vector<float> out = download_tensor(ctx, o, in.q.size(), dtype);
+    const std::vector<float> out = download_tensor(ctx, o);
     const ErrorStats e = compare_to_reference(out, reference::attention(params, in.q, in.k, in.v));
     EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at element " << e.first_nonfinite;
     EXPECT_LT(e.max_rel, tolerance(dtype)) << describe(e);
@@ -194,26 +163,24 @@ TEST_F(NaiveAttentionTest, TwoRecordingsInOneList) {
     const AttentionParams params = make_params(c, first);
     const NaiveAttention op(ctx(), params, DType::F32);
 
-    const Buffer q1 = upload_tensor(ctx(), first.q, DType::F32, "Q1");
-    const Buffer k1 = upload_tensor(ctx(), first.k, DType::F32, "K1");
-    const Buffer v1 = upload_tensor(ctx(), first.v, DType::F32, "V1");
-    const Buffer q2 = upload_tensor(ctx(), second.q, DType::F32, "Q2");
-    const Buffer k2 = upload_tensor(ctx(), second.k, DType::F32, "K2");
-    const Buffer v2 = upload_tensor(ctx(), second.v, DType::F32, "V2");
-    const Buffer o1 = ctx().create_buffer(q1.size(), MemoryKind::Device, "O1");
-    const Buffer o2 = ctx().create_buffer(q2.size(), MemoryKind::Device, "O2");
-    poison(ctx(), o1, DType::F32);
-    poison(ctx(), o2, DType::F32);
+    const DeviceTensor q1 = upload_tensor(ctx(), first.q, DType::F32, "Q1");
+    const DeviceTensor k1 = upload_tensor(ctx(), first.k, DType::F32, "K1");
+    const DeviceTensor v1 = upload_tensor(ctx(), first.v, DType::F32, "V1");
+    const DeviceTensor q2 = upload_tensor(ctx(), second.q, DType::F32, "Q2");
+    const DeviceTensor k2 = upload_tensor(ctx(), second.k, DType::F32, "K2");
+    const DeviceTensor v2 = upload_tensor(ctx(), second.v, DType::F32, "V2");
+    const DeviceTensor o1 = nan_tensor(ctx(), first.q.size(), DType::F32, "O1");
+    const DeviceTensor o2 = nan_tensor(ctx(), second.q.size(), DType::F32, "O2");
 
     auto list = ctx().command_list();
-    op.record(*list, whole(q1), whole(k1), whole(v1), whole(o1));
-    op.record(*list, whole(q2), whole(k2), whole(v2), whole(o2));
+    op.record(*list, q1.range(), k1.range(), v1.range(), o1.range());
+    op.record(*list, q2.range(), k2.range(), v2.range(), o2.range());
     ctx().submit(*list);
 
     for (const auto& [o, in] : {std::pair{&o1, &first}, std::pair{&o2, &second}}) {
-        const std::vector<float> out = download_tensor(ctx(), *o, in->q.size(), DType::F32);
+        const std::vector<float> out = download_tensor(ctx(), *o);
         const ErrorStats e = compare_to_reference(out, reference::attention(params, in->q, in->k, in->v));
-        EXPECT_LT(e.max_rel, tolerance(DType::F32)) << o->name() << ": " << describe(e);
+        EXPECT_LT(e.max_rel, tolerance(DType::F32)) << o->buffer().name() << ": " << describe(e);
     }
 }
 

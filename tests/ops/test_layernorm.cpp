@@ -7,6 +7,7 @@
 #include "host/util/compare.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/ops/layernorm.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
@@ -34,24 +35,6 @@ std::string name(const Case& c) {
            (c.pad ? " pad" + std::to_string(c.pad) : "") + (c.in_place ? " in-place" : "");
 }
 
-struct Placed {
-    std::unique_ptr<Buffer> buffer; // on the heap: the range points at it
-    BufferRange range;
-};
-
-Placed place(Context& ctx, std::span<const float> values, DType dtype, std::uint32_t pad, const char* label) {
-    const std::size_t esize = element_size(dtype);
-    const std::size_t bytes = (pad + values.size()) * esize;
-    Placed p{.buffer = std::make_unique<Buffer>(ctx.create_buffer((bytes + 3) / 4 * 4, MemoryKind::Device, label))};
-    p.range = BufferRange{.buffer = p.buffer.get(), .offset = pad * esize, .size = values.size() * esize};
-    if (dtype == DType::F16) {
-        ctx.upload(*p.buffer, std::span<const std::uint16_t>(floats_to_halves(values)), p.range.offset);
-    } else {
-        ctx.upload(*p.buffer, values, p.range.offset);
-    }
-    return p;
-}
-
 std::uint32_t run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     SCOPED_TRACE(name(c));
     auto x = random_uniform(std::size_t{c.rows} * c.dim, seed, -1.0f, 1.0f);
@@ -64,33 +47,30 @@ std::uint32_t run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     }
     auto weight = random_uniform(c.dim, seed + 1, 0.5f, 1.5f);
     auto bias = c.bias ? random_uniform(c.dim, seed + 2, -0.5f, 0.5f) : std::vector<float>{};
-    if (c.dtype == DType::F16) { // the reference sees exactly what the GPU reads
-        weight = halves_to_floats(floats_to_halves(weight));
-        bias = halves_to_floats(floats_to_halves(bias));
-    }
-    const Placed xb = place(ctx, x, DType::F32, c.pad, "x");
-    const Placed wb = place(ctx, weight, c.dtype, c.pad, "weight");
-    std::optional<Placed> bb;
-    if (c.bias) bb = place(ctx, bias, c.dtype, c.pad, "bias");
-    std::optional<Placed> yb;
+    // The reference sees exactly what the GPU reads.
+    weight = rounded_to(c.dtype, weight);
+    bias = rounded_to(c.dtype, bias);
+    const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "x", c.pad);
+    const DeviceTensor wb = upload_tensor(ctx, weight, c.dtype, "weight", c.pad);
+    std::optional<DeviceTensor> bb;
+    if (c.bias) bb = upload_tensor(ctx, bias, c.dtype, "bias", c.pad);
+    std::optional<DeviceTensor> yb;
     if (!c.in_place) {
-        const std::vector<float> nan(x.size(), std::numeric_limits<float>::quiet_NaN());
-        yb = place(ctx, nan, DType::F32, c.pad + 1, "y");
+        yb = nan_tensor(ctx, x.size(), DType::F32, "y", c.pad + 1);
     }
-    const Placed& out = c.in_place ? xb : *yb;
+    const DeviceTensor& out = c.in_place ? xb : *yb;
     auto list = ctx.command_list();
     record_layernorm(ctx, *list,
-                     LayerNormArgs{.x = xb.range,
-                                   .weight = wb.range,
-                                   .bias = bb ? bb->range : BufferRange{},
-                                   .y = out.range,
+                     LayerNormArgs{.x = xb.range(),
+                                   .weight = wb.range(),
+                                   .bias = bb ? bb->range() : BufferRange{},
+                                   .y = out.range(),
                                    .rows = c.rows,
                                    .dim = c.dim,
                                    .eps = c.eps,
                                    .weight_dtype = c.dtype});
     ctx.submit(*list);
-    std::vector<float> y(x.size());
-    ctx.download(*out.buffer, std::span(y), out.range.offset);
+    const std::vector<float> y = download_tensor(ctx, out);
     const auto ref = reference::layernorm(x, weight, bias, c.rows, c.dim, c.eps);
     const ErrorStats e = compare_to_reference(y, ref);
     EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;

@@ -7,6 +7,7 @@
 #include "host/util/compare.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
@@ -38,35 +39,6 @@ std::string name(const Case& c) {
            (c.pad ? " pad" + std::to_string(c.pad) : "");
 }
 
-// A tensor placed `pad` elements into its own buffer (padded to whole words). The buffer
-// lives on the heap so that the range's pointer to it survives moves.
-struct Placed {
-    std::unique_ptr<Buffer> buffer;
-    BufferRange range;
-};
-
-Placed place(Context& ctx, std::span<const float> values, DType dtype, std::uint32_t pad, const char* label) {
-    const std::size_t esize = element_size(dtype);
-    const std::size_t bytes = (pad + values.size()) * esize;
-    Placed p{.buffer = std::make_unique<Buffer>(ctx.create_buffer((bytes + 3) / 4 * 4, MemoryKind::Device, label))};
-    p.range = BufferRange{.buffer = p.buffer.get(), .offset = pad * esize, .size = values.size() * esize};
-    if (dtype == DType::F16) {
-        ctx.upload(*p.buffer, std::span<const std::uint16_t>(floats_to_halves(values)), p.range.offset);
-    } else {
-        ctx.upload(*p.buffer, values, p.range.offset);
-    }
-    return p;
-}
-
-void poison(Context& ctx, const Buffer& b) {
-    std::vector<std::byte> nan(b.size(), std::byte{0xFF});
-    ctx.upload(b, std::span<const std::byte>(nan));
-}
-
-std::vector<float> round_to(DType dtype, std::vector<float> v) {
-    return dtype == DType::F16 ? halves_to_floats(floats_to_halves(v)) : v;
-}
-
 // Runs one case on `ctx`, checks it against the reference and returns the plan used.
 MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     SCOPED_TRACE(name(c));
@@ -74,14 +46,12 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const auto w = random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f);
     const auto bias = c.bias ? random_uniform(c.n, seed + 2, -1.0f, 1.0f) : std::vector<float>{};
     const auto res = c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
-    const Placed xb = place(ctx, x, DType::F32, c.pad, "X");
-    const Placed wb = place(ctx, w, c.dtype, c.pad, "W");
-    const std::vector<float> zeros(std::size_t{c.m} * c.n, 0.0f);
-    const Placed yb = place(ctx, zeros, DType::F32, c.pad, "Y");
-    poison(ctx, *yb.buffer);
-    std::optional<Placed> bb, rb;
-    if (c.bias) bb = place(ctx, bias, c.dtype, c.pad, "bias");
-    if (c.residual) rb = place(ctx, res, DType::F32, c.pad, "residual");
+    const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "X", c.pad);
+    const DeviceTensor wb = upload_tensor(ctx, w, c.dtype, "W", c.pad);
+    const DeviceTensor yb = nan_tensor(ctx, std::uint64_t{c.m} * c.n, DType::F32, "Y", c.pad);
+    std::optional<DeviceTensor> bb, rb;
+    if (c.bias) bb = upload_tensor(ctx, bias, c.dtype, "bias", c.pad);
+    if (c.residual) rb = upload_tensor(ctx, res, DType::F32, "residual", c.pad);
 
     const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, c.n, c.k, c.dtype, c.options);
     Buffer scratch;
@@ -91,11 +61,11 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     }
     auto list = ctx.command_list();
     record_matmul(ctx, *list,
-                  MatmulArgs{.x = xb.range,
-                             .w = wb.range,
-                             .bias = bb ? bb->range : BufferRange{},
-                             .residual = rb ? rb->range : BufferRange{},
-                             .y = yb.range,
+                  MatmulArgs{.x = xb.range(),
+                             .w = wb.range(),
+                             .bias = bb ? bb->range() : BufferRange{},
+                             .residual = rb ? rb->range() : BufferRange{},
+                             .y = yb.range(),
                              .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                              .m = c.m,
                              .n = c.n,
@@ -105,11 +75,11 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
                              .options = c.options});
     ctx.submit(*list);
     std::vector<float> out(std::size_t{c.m} * c.n);
-    ctx.download(*yb.buffer, std::span(out), yb.range.offset);
+    ctx.download(yb.buffer(), std::span(out), yb.range().offset);
 
     // Against the weights the GPU read (fp32 tolerance), and for fp16 also against the
     // unrounded ones (fp16 tolerance).
-    const auto ref = reference::matmul(x, round_to(c.dtype, w), round_to(c.dtype, bias), res, c.m, c.n, c.k,
+    const auto ref = reference::matmul(x, rounded_to(c.dtype, w), rounded_to(c.dtype, bias), res, c.m, c.n, c.k,
                                       c.activation);
     const ErrorStats e = compare_to_reference(out, ref);
     EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
@@ -260,16 +230,16 @@ TEST_F(Matmul_, LongKStaysRightOnDriversWithALoopLimit) {
 TEST_F(Matmul_, ResidualMayBeTheOutput) {
     const std::uint32_t m = 7, n = 45, k = 80;
     const auto x = random_uniform(m * k, 6000), w = random_uniform(n * k, 6001), r = random_uniform(m * n, 6002);
-    const Placed xb = place(ctx(), x, DType::F32, 0, "X");
-    const Placed wb = place(ctx(), w, DType::F16, 0, "W");
-    const Placed yb = place(ctx(), r, DType::F32, 0, "Y = residual");
+    const DeviceTensor xb = upload_tensor(ctx(), x, DType::F32, "X");
+    const DeviceTensor wb = upload_tensor(ctx(), w, DType::F16, "W");
+    const DeviceTensor yb = upload_tensor(ctx(), r, DType::F32, "Y = residual");
     auto list = ctx().command_list();
-    record_matmul(ctx(), *list, MatmulArgs{.x = xb.range, .w = wb.range, .residual = yb.range, .y = yb.range,
+    record_matmul(ctx(), *list, MatmulArgs{.x = xb.range(), .w = wb.range(), .residual = yb.range(), .y = yb.range(),
                                            .m = m, .n = n, .k = k, .weight_dtype = DType::F16});
     ctx().submit(*list);
     std::vector<float> out(m * n);
-    ctx().download(*yb.buffer, std::span(out));
-    const auto ref = reference::matmul(x, round_to(DType::F16, w), {}, r, m, n, k);
+    ctx().download(yb.buffer(), std::span(out));
+    const auto ref = reference::matmul(x, rounded_to(DType::F16, w), {}, r, m, n, k);
     const ErrorStats e = compare_to_reference(out, ref);
     EXPECT_LT(e.max_rel, 1e-5) << describe(e);
 }
@@ -502,11 +472,11 @@ TEST_F(Matmul_, DISABLED_DecodeTimings) {
             const auto x = random_uniform(std::size_t{m} * sh.k, 1, -1.0f, 1.0f);
             const auto w = random_uniform(std::size_t{sh.n} * sh.k, 2, -1.0f, 1.0f);
             const auto bias = random_uniform(sh.n, 3, -1.0f, 1.0f);
-            const Placed xb = place(ctx(), x, DType::F32, 0, "X");
-            const Placed wb = place(ctx(), w, DType::F16, 0, "W");
-            const Placed bb = place(ctx(), bias, DType::F16, 0, "bias");
+            const DeviceTensor xb = upload_tensor(ctx(), x, DType::F32, "X");
+            const DeviceTensor wb = upload_tensor(ctx(), w, DType::F16, "W");
+            const DeviceTensor bb = upload_tensor(ctx(), bias, DType::F16, "bias");
             const std::vector<float> zeros(std::size_t{m} * sh.n, 0.0f);
-            const Placed yb = place(ctx(), zeros, DType::F32, 0, "Y");
+            const DeviceTensor yb = upload_tensor(ctx(), zeros, DType::F32, "Y");
             for (MatmulKernel kernel : {MatmulKernel::Blocked, MatmulKernel::RowDot}) {
                 const MatmulOptions options{.kernel = kernel};
                 const MatmulPlan plan = plan_matmul(matmul_device(ctx()), m, sh.n, sh.k, DType::F16, options);
@@ -518,7 +488,7 @@ TEST_F(Matmul_, DISABLED_DecodeTimings) {
                 for (int r = 0; r < reps + 1; ++r) {
                     auto list = ctx().command_list(true);
                     record_matmul(ctx(), *list,
-                                  MatmulArgs{.x = xb.range, .w = wb.range, .bias = bb.range, .y = yb.range,
+                                  MatmulArgs{.x = xb.range(), .w = wb.range(), .bias = bb.range(), .y = yb.range(),
                                              .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                                              .m = m, .n = sh.n, .k = sh.k, .weight_dtype = DType::F16,
                                              .options = options});
