@@ -17,7 +17,7 @@ namespace vkf {
 
 enum class Access { Read, Write, ReadWrite };
 
-// An explicit byte range of a buffer (DESIGN.md: never VK_WHOLE_SIZE).
+// An explicit byte range of a buffer (docs/DESIGN.md: never VK_WHOLE_SIZE).
 struct BufferRange {
     const Buffer* buffer = nullptr;
     VkDeviceSize offset = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // What a physical device offers, read once from the driver. Everything a shader assumes
-// comes from here (DESIGN.md, portability rules).
+// comes from here (docs/DESIGN.md, portability rules).
 
 #include "runtime/vk.hpp"
 

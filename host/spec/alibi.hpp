@@ -1,6 +1,6 @@
 #pragma once
 // ALiBi position biases (Press et al., "Train Short, Test Long", ICLR 2022) and the
-// attention mask modes, as described in DESIGN.md. The GPU op receives these enums
+// attention mask modes, as described in docs/DESIGN.md. The GPU op receives these enums
 // unchanged in its push constants, hence the fixed underlying type and values.
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // Parameters of one attention call, shared by the CPU reference and the GPU op.
 //
-// Layout (DESIGN.md): Q is [batch, q_len, n_head, head_dim], K and V are
+// Layout (docs/DESIGN.md): Q is [batch, q_len, n_head, head_dim], K and V are
 // [batch, kv_len, n_kv_head, head_dim], row-major; the output has Q's shape. Query head h
 // reads KV head h / (n_head / n_kv_head).
 //

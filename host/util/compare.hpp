@@ -1,6 +1,6 @@
 #pragma once
 // Error statistics of a GPU result against the double-precision CPU reference, in the
-// two measures DESIGN.md sets tolerances for.
+// two measures docs/DESIGN.md sets tolerances for.
 
 #include <cstddef>
 #include <span>

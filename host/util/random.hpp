@@ -1,5 +1,5 @@
 #pragma once
-// Seeded random test data. Seeds make failures reproducible; DESIGN.md forbids testing
+// Seeded random test data. Seeds make failures reproducible; docs/DESIGN.md forbids testing
 // on zeros or constant data, which would hide indexing mistakes.
 
 #include <cstddef>

@@ -105,7 +105,7 @@ std::vector<double> naive_attention(const AttentionShape& s, double scale, const
     return out;
 }
 
-// The conventions of DESIGN.md written out directly.
+// The conventions of docs/DESIGN.md written out directly.
 BiasFunction design_bias(const AttentionParams& params) {
     return [params](std::uint32_t head, std::int64_t position, std::int64_t key) -> std::optional<double> {
         if (params.mask == MaskMode::Causal && key > position) {

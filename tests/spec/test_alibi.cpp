@@ -1,4 +1,4 @@
-// ALiBi slopes against values worked out by hand (DESIGN.md's formula, max bias 8 unless
+// ALiBi slopes against values worked out by hand (docs/DESIGN.md's formula, max bias 8 unless
 // stated), MPT's slope order, and the bias forms.
 
 #include <gtest/gtest.h>
