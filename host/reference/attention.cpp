@@ -6,12 +6,14 @@
 #include <limits>
 #include <string>
 
+#include "host/reference/parallel.hpp"
+#include "host/util/math.hpp"
 #include "runtime/error.hpp"
 
 namespace vkf::reference {
 namespace {
 
-void require_elements(std::span<const float> array, const char* name, std::uint32_t batch, std::uint32_t rows,
+void require_elements(std::span<const double> array, const char* name, std::uint32_t batch, std::uint32_t rows,
                       std::uint32_t heads, std::uint32_t head_dim, std::size_t expected) {
     if (array.size() != expected) {
         throw Error(std::string("reference::attention: ") + name + " has " + std::to_string(array.size()) +
@@ -52,13 +54,13 @@ double dot(const double* a, const double* b, std::size_t n) {
 // the last block beyond the valid keys are zero and their scores are ignored.
 constexpr std::size_t kKeyBlock = 8;
 
-void gather_key_blocks(std::span<const float> src, const AttentionShape& s, std::uint32_t batch, std::uint32_t kv_head,
+void gather_key_blocks(std::span<const double> src, const AttentionShape& s, std::uint32_t batch, std::uint32_t kv_head,
                        std::uint32_t rows, std::vector<double>& dst) {
     const std::size_t dim = s.head_dim;
-    const std::size_t padded_rows = (rows + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+    const std::size_t padded_rows = round_up(rows, kKeyBlock);
     std::fill(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(padded_rows * dim), 0.0);
     for (std::size_t j = 0; j < rows; ++j) {
-        const float* row = src.data() + kv_row_offset(s, batch, j, kv_head);
+        const double* row = src.data() + kv_row_offset(s, batch, j, kv_head);
         double* block = dst.data() + (j / kKeyBlock) * dim * kKeyBlock;
         for (std::size_t d = 0; d < dim; ++d) {
             block[d * kKeyBlock + j % kKeyBlock] = row[d];
@@ -93,11 +95,11 @@ void score_key_block(const double* q, const double* block, std::size_t dim, doub
 
 // Values are transposed to [head_dim][kv_len]: the weighted sum of value rows then
 // becomes head_dim dot products over contiguous memory.
-void gather_kv_head_transposed(std::span<const float> src, const AttentionShape& s, std::uint32_t batch,
+void gather_kv_head_transposed(std::span<const double> src, const AttentionShape& s, std::uint32_t batch,
                                std::uint32_t kv_head, std::uint32_t rows, std::vector<double>& dst) {
     const std::size_t dim = s.head_dim;
     for (std::size_t j = 0; j < rows; ++j) {
-        const float* row = src.data() + kv_row_offset(s, batch, j, kv_head);
+        const double* row = src.data() + kv_row_offset(s, batch, j, kv_head);
         for (std::size_t d = 0; d < dim; ++d) {
             dst[d * s.kv_len + j] = row[d];
         }
@@ -145,8 +147,8 @@ void attend_row(const AttentionParams& params, Scratch& scratch, double scale, d
 
 }  // namespace
 
-std::vector<double> attention(const AttentionParams& params, std::span<const float> q,
-                                        std::span<const float> k, std::span<const float> v) {
+std::vector<double> attention(const AttentionParams& params, std::span<const double> q, std::span<const double> k,
+                              std::span<const double> v, double scale, unsigned threads) {
     validate(params);
     const AttentionShape& s = params.shape;
     require_elements(q, "Q", s.batch, s.q_len, s.n_head, s.head_dim, q_element_count(s));
@@ -154,50 +156,57 @@ std::vector<double> attention(const AttentionParams& params, std::span<const flo
     require_elements(v, "V", s.batch, s.kv_len, s.n_kv_head, s.head_dim, kv_element_count(s));
 
     const std::size_t dim = s.head_dim;
-    const double scale = static_cast<double>(effective_scale(params));
     const std::uint32_t heads_per_kv_head = s.n_head / s.n_kv_head;
-
+    const std::size_t padded_kv_len = round_up(s.kv_len, kKeyBlock);
     std::vector<double> out(q.size(), 0.0);
-    const std::size_t padded_kv_len = (s.kv_len + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
-    Scratch scratch{
-        .key_blocks = std::vector<double>(padded_kv_len * dim),
-        .values_transposed = std::vector<double>(static_cast<std::size_t>(s.kv_len) * dim),
-        .query = std::vector<double>(dim),
-        .weights = std::vector<double>(padded_kv_len),
-    };
+    // Threads take KV heads; each output row is written by the thread of its head alone.
+    parallel_ranges(s.n_kv_head, threads, 1, [&](std::size_t kv_begin, std::size_t kv_end) {
+        Scratch scratch{
+            .key_blocks = std::vector<double>(padded_kv_len * dim),
+            .values_transposed = std::vector<double>(static_cast<std::size_t>(s.kv_len) * dim),
+            .query = std::vector<double>(dim),
+            .weights = std::vector<double>(padded_kv_len),
+        };
+        for (std::uint32_t b = 0; b < s.batch; ++b) {
+            const std::uint32_t valid_keys = kv_len_of(params, b);
+            // Absolute position of query row 0; negative when rows pad in front of the keys.
+            const std::int64_t first_position =
+                static_cast<std::int64_t>(valid_keys) - static_cast<std::int64_t>(s.q_len);
 
-    for (std::uint32_t b = 0; b < s.batch; ++b) {
-        const std::uint32_t valid_keys = kv_len_of(params, b);
-        // Absolute position of query row 0; negative when rows pad in front of the keys.
-        const std::int64_t first_position = static_cast<std::int64_t>(valid_keys) - static_cast<std::int64_t>(s.q_len);
+            for (auto kv_head = static_cast<std::uint32_t>(kv_begin); kv_head < kv_end; ++kv_head) {
+                gather_key_blocks(k, s, b, kv_head, valid_keys, scratch.key_blocks);
+                gather_kv_head_transposed(v, s, b, kv_head, valid_keys, scratch.values_transposed);
 
-        for (std::uint32_t kv_head = 0; kv_head < s.n_kv_head; ++kv_head) {
-            gather_key_blocks(k, s, b, kv_head, valid_keys, scratch.key_blocks);
-            gather_kv_head_transposed(v, s, b, kv_head, valid_keys, scratch.values_transposed);
+                for (std::uint32_t h = kv_head * heads_per_kv_head; h < (kv_head + 1) * heads_per_kv_head; ++h) {
+                    const double slope = params.alibi == AlibiMode::Off ? 0.0 : head_slope(params, h);
 
-            for (std::uint32_t h = kv_head * heads_per_kv_head; h < (kv_head + 1) * heads_per_kv_head; ++h) {
-                const double slope = params.alibi == AlibiMode::Off ? 0.0 : head_slope(params, h);
-
-                for (std::uint32_t i = 0; i < s.q_len; ++i) {
-                    const std::int64_t position = first_position + i;
-                    // Unmasked keys always form a prefix [0, key_end).
-                    std::int64_t key_end = valid_keys;
-                    if (params.mask == MaskMode::Causal) {
-                        key_end = std::min<std::int64_t>(key_end, position + 1);
+                    for (std::uint32_t i = 0; i < s.q_len; ++i) {
+                        const std::int64_t position = first_position + i;
+                        // Unmasked keys always form a prefix [0, key_end).
+                        std::int64_t key_end = valid_keys;
+                        if (params.mask == MaskMode::Causal) {
+                            key_end = std::min<std::int64_t>(key_end, position + 1);
+                        }
+                        if (key_end <= 0) {
+                            continue; // every key masked: the row stays zero
+                        }
+                        const std::size_t offset = ((static_cast<std::size_t>(b) * s.q_len + i) * s.n_head + h) * dim;
+                        std::copy(q.begin() + static_cast<std::ptrdiff_t>(offset),
+                                  q.begin() + static_cast<std::ptrdiff_t>(offset + dim), scratch.query.begin());
+                        attend_row(params, scratch, scale, slope, position, static_cast<std::size_t>(key_end),
+                                   out.data() + offset);
                     }
-                    if (key_end <= 0) {
-                        continue;  // every key masked: the row stays zero
-                    }
-                    const std::size_t offset = ((static_cast<std::size_t>(b) * s.q_len + i) * s.n_head + h) * dim;
-                    std::copy(q.begin() + static_cast<std::ptrdiff_t>(offset),
-                              q.begin() + static_cast<std::ptrdiff_t>(offset + dim), scratch.query.begin());
-                    attend_row(params, scratch, scale, slope, position, static_cast<std::size_t>(key_end),
-                               out.data() + offset);
                 }
             }
         }
-    }
+    });
     return out;
+}
+
+std::vector<double> attention(const AttentionParams& params, std::span<const float> q, std::span<const float> k,
+                              std::span<const float> v) {
+    const auto widen = [](std::span<const float> values) { return std::vector<double>(values.begin(), values.end()); };
+    return attention(params, widen(q), widen(k), widen(v), static_cast<double>(effective_scale(params)));
 }
 
 }  // namespace vkf::reference

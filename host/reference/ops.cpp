@@ -1,6 +1,10 @@
 #include "host/reference/ops.hpp"
 
+#include "host/reference/parallel.hpp"
+#include "host/util/math.hpp"
 #include "runtime/error.hpp"
+
+#include <algorithm>
 
 #include <cmath>
 #include <numbers>
@@ -33,38 +37,92 @@ double activation(Activation activation, double x) {
     }
 }
 
-std::vector<double> matmul(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
-                                     std::span<const float> residual, std::uint32_t m, std::uint32_t n,
-                                     std::uint32_t k, Activation activation) {
-    check_size(x.size(), std::uint64_t{m} * k, "reference::matmul", "x");
-    check_size(w.size(), std::uint64_t{n} * k, "reference::matmul", "w");
-    if (!bias.empty()) check_size(bias.size(), n, "reference::matmul", "bias");
-    if (!residual.empty()) check_size(residual.size(), std::uint64_t{m} * n, "reference::matmul", "residual");
-    std::vector<double> y(std::uint64_t{m} * n);
-    for (std::uint64_t i = 0; i < m; ++i) {
-        for (std::uint64_t j = 0; j < n; ++j) {
-            double acc = 0.0;
-            for (std::uint64_t l = 0; l < k; ++l) {
-                acc += double{x[i * k + l]} * double{w[j * k + l]};
+std::vector<double> linear(std::span<const double> x, std::span<const float> weight, std::span<const float> bias,
+                           std::uint32_t m, std::uint32_t n, std::uint32_t k, unsigned threads) {
+    check_size(x.size(), std::uint64_t{m} * k, "reference::linear", "x");
+    check_size(weight.size(), std::uint64_t{n} * k, "reference::linear", "w");
+    if (!bias.empty()) check_size(bias.size(), n, "reference::linear", "bias");
+    // Threads split the weight rows; each walks 4 weight rows (transposed into a double
+    // tile) against 4 activation rows at a time.
+    std::vector<double> y(std::size_t{m} * n);
+    constexpr std::size_t kRows = 4; // weight rows per tile
+    constexpr std::size_t kCols = 4; // activation rows per tile
+    const std::size_t tiles = ceil_div(n, kRows);
+    parallel_ranges(tiles, threads, 16, [&](std::size_t tile_begin, std::size_t tile_end) {
+        std::vector<double> wt(std::size_t{k} * kRows); // wt[l * kRows + r] = w[j0 + r, l]
+        for (std::size_t tile = tile_begin; tile < tile_end; ++tile) {
+            const std::size_t j0 = tile * kRows;
+            const std::size_t rows = std::min<std::size_t>(kRows, n - j0);
+            for (std::size_t r = 0; r < kRows; ++r) {
+                const float* w = weight.data() + (j0 + std::min(r, rows - 1)) * k;
+                for (std::size_t l = 0; l < k; ++l) {
+                    wt[l * kRows + r] = r < rows ? static_cast<double>(w[l]) : 0.0;
+                }
             }
-            if (!bias.empty()) acc += bias[j];
-            acc = reference::activation(activation, acc);
-            if (!residual.empty()) acc += residual[i * n + j];
-            y[i * n + j] = acc;
+            std::size_t i = 0;
+            for (; i + kCols <= m; i += kCols) {
+                double acc[kCols][kRows] = {};
+                const double* x0 = x.data() + i * k;
+                for (std::size_t l = 0; l < k; ++l) {
+                    const double* wl = wt.data() + l * kRows;
+                    for (std::size_t c = 0; c < kCols; ++c) {
+                        const double xv = x0[c * k + l];
+                        for (std::size_t r = 0; r < kRows; ++r) {
+                            acc[c][r] += xv * wl[r];
+                        }
+                    }
+                }
+                for (std::size_t c = 0; c < kCols; ++c) {
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        y[(i + c) * n + j0 + r] = acc[c][r];
+                    }
+                }
+            }
+            for (; i < m; ++i) {
+                double acc[kRows] = {};
+                const double* xi = x.data() + i * k;
+                for (std::size_t l = 0; l < k; ++l) {
+                    for (std::size_t r = 0; r < kRows; ++r) {
+                        acc[r] += xi[l] * wt[l * kRows + r];
+                    }
+                }
+                for (std::size_t r = 0; r < rows; ++r) {
+                    y[i * n + j0 + r] = acc[r];
+                }
+            }
+        }
+    });
+    if (!bias.empty()) {
+        for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                y[i * n + j] += static_cast<double>(bias[j]);
+            }
         }
     }
     return y;
 }
 
-std::vector<double> layernorm(std::span<const float> x, std::span<const float> weight,
-                                        std::span<const float> bias, std::uint32_t rows, std::uint32_t dim,
-                                        double eps) {
+std::vector<double> matmul(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                           std::span<const float> residual, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                           Activation activation) {
+    check_size(x.size(), std::uint64_t{m} * k, "reference::matmul", "x");
+    if (!residual.empty()) check_size(residual.size(), std::uint64_t{m} * n, "reference::matmul", "residual");
+    std::vector<double> y = linear(std::vector<double>(x.begin(), x.end()), w, bias, m, n, k);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        y[i] = reference::activation(activation, y[i]);
+        if (!residual.empty()) y[i] += residual[i];
+    }
+    return y;
+}
+
+std::vector<double> layernorm(std::span<const double> x, std::span<const float> weight, std::span<const float> bias,
+                              std::uint32_t rows, std::uint32_t dim, double eps) {
     check_size(x.size(), std::uint64_t{rows} * dim, "reference::layernorm", "x");
     check_size(weight.size(), dim, "reference::layernorm", "weight");
     if (!bias.empty()) check_size(bias.size(), dim, "reference::layernorm", "bias");
     std::vector<double> y(x.size());
-    for (std::uint64_t r = 0; r < rows; ++r) {
-        const float* row = x.data() + r * dim;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const double* row = x.data() + r * dim;
         double mean = 0.0;
         for (std::uint32_t i = 0; i < dim; ++i) mean += row[i];
         mean /= dim;
@@ -77,6 +135,11 @@ std::vector<double> layernorm(std::span<const float> x, std::span<const float> w
         }
     }
     return y;
+}
+
+std::vector<double> layernorm(std::span<const float> x, std::span<const float> weight, std::span<const float> bias,
+                              std::uint32_t rows, std::uint32_t dim, double eps) {
+    return layernorm(std::vector<double>(x.begin(), x.end()), weight, bias, rows, dim, eps);
 }
 
 std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table,

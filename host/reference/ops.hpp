@@ -1,7 +1,9 @@
 #pragma once
-// Double-precision CPU references of the GPU ops (host/ops/), for tests and --check.
-// Inputs are the values the GPU reads: round weights to fp16 first (halves_to_floats(
-// floats_to_halves(w))) to compare against an fp16-weight run at fp32 tolerances.
+// Double-precision CPU references of the GPU ops (host/ops/), for tests, --check and the
+// reference model. The float forms take the values the GPU reads (round weights with
+// rounded_to(DType::F16, w) to compare against an fp16-weight run at fp32 tolerances); the
+// double forms are the same computations on double activations, which the reference model
+// chains.
 
 #include "host/spec/activation.hpp"
 #include "host/spec/kv_layout.hpp"
@@ -16,15 +18,22 @@ double gelu_tanh(double x);
 double gelu_erf(double x);
 double activation(Activation activation, double x); // None: x
 
+// x[m, k] . w[n, k]^T + bias[n] (bias may be empty). Every output is one sequential sum
+// over k, so the result does not depend on `threads`.
+std::vector<double> linear(std::span<const double> x, std::span<const float> w, std::span<const float> bias,
+                           std::uint32_t m, std::uint32_t n, std::uint32_t k, unsigned threads = 1);
+
 // act(x . w^T + bias) + residual; bias and residual may be empty. Returns [m, n].
 std::vector<double> matmul(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
                                      std::span<const float> residual, std::uint32_t m, std::uint32_t n,
                                      std::uint32_t k, Activation activation = Activation::None);
 
-// Two-pass mean and variance over each row of [rows, dim]; bias may be empty.
-std::vector<double> layernorm(std::span<const float> x, std::span<const float> weight,
-                                        std::span<const float> bias, std::uint32_t rows, std::uint32_t dim,
-                                        double eps);
+// Two-pass mean and (biased) variance over each row of [rows, dim], as torch.nn.LayerNorm;
+// bias may be empty.
+std::vector<double> layernorm(std::span<const double> x, std::span<const float> weight, std::span<const float> bias,
+                              std::uint32_t rows, std::uint32_t dim, double eps);
+std::vector<double> layernorm(std::span<const float> x, std::span<const float> weight, std::span<const float> bias,
+                              std::uint32_t rows, std::uint32_t dim, double eps);
 
 // out[t] = table[ids[t]], zeros for ids >= vocab. Returns [tokens, hidden].
 std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table,
