@@ -1,5 +1,8 @@
 #include "runtime/device_info.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -66,14 +69,7 @@ const char* to_string(DeviceType type) {
 }
 
 std::string hex_bytes(const std::uint8_t* bytes, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * n);
-    for (std::size_t i = 0; i < n; ++i) {
-        out.push_back(digits[bytes[i] >> 4]);
-        out.push_back(digits[bytes[i] & 15]);
-    }
-    return out;
+    return fmt::format("{:02x}", fmt::join(bytes, bytes + n, ""));
 }
 
 std::string DeviceInfo::uuid_hex() const { return hex_bytes(device_uuid.data(), device_uuid.size()); }

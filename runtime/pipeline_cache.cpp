@@ -1,5 +1,7 @@
 #include "runtime/pipeline_cache.hpp"
 
+#include <fmt/format.h>
+
 #include "runtime/error.hpp"
 
 #include <cstdlib>
@@ -54,9 +56,7 @@ std::optional<std::filesystem::path> PipelineCache::default_directory() {
 }
 
 std::string PipelineCache::file_name(const DeviceInfo& info) {
-    char version[16];
-    std::snprintf(version, sizeof version, "%08x", info.driver_version);
-    return "pipelines-" + info.uuid_hex() + "-" + version + ".bin";
+    return fmt::format("pipelines-{}-{:08x}.bin", info.uuid_hex(), info.driver_version);
 }
 
 PipelineCache::PipelineCache(const Device& device, const Instance& instance,

@@ -8,6 +8,8 @@
 #include <vulkan/vulkan.hpp>
 #include <vulkan/vulkan_to_string.hpp>
 
+#include <fmt/format.h>
+
 #include <cctype>
 
 #include <mutex>
@@ -68,8 +70,7 @@ void load_vulkan_loader() {
 }
 
 std::string format_version(std::uint32_t v) {
-    return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
-           "." + std::to_string(VK_API_VERSION_PATCH(v));
+    return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
 }
 
 } // namespace vkf

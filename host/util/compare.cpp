@@ -1,5 +1,7 @@
 #include "host/util/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -63,10 +65,8 @@ ErrorStats compare_to_reference(std::span<const float> out, std::span<const doub
 }
 
 std::string describe(const ErrorStats& stats) {
-    char text[256];
-    std::snprintf(text, sizeof text, "max_rel %.3g, rel_l2 %.3g, max_abs_err %.3g, max_abs_ref %.3g", stats.max_rel,
-                  stats.rel_l2, stats.max_abs_err, stats.max_abs_ref);
-    std::string result = text;
+    std::string result = fmt::format("max_rel {:.3g}, rel_l2 {:.3g}, max_abs_err {:.3g}, max_abs_ref {:.3g}",
+                                     stats.max_rel, stats.rel_l2, stats.max_abs_err, stats.max_abs_ref);
     if (stats.first_nonfinite != SIZE_MAX) {
         result += ", first non-finite at index " + std::to_string(stats.first_nonfinite);
     }
