@@ -26,9 +26,9 @@ struct ShaderVariant {
 // Every variant, grouped by family (the table cmake/VkfShaders.cmake generates).
 std::span<const ShaderVariant> all_variants();
 
-// One define of a variant request: the variant has it when `on`, lacks it when not. A bare
-// name means on.
+// One define of a variant request: the variant has it when `on`, lacks it when not.
 struct Define {
+    // Implicit so that a bare "NAME" in a request reads as that define on.
     Define(const char* define_name) : name(define_name) {}  // NOLINT(google-explicit-constructor)
     Define(std::string_view define_name, bool define_on) : name(define_name), on(define_on) {}
     std::string_view name;

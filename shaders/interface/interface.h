@@ -5,6 +5,11 @@
 // below: #define, function-like macros, macros passed as arguments, /* */ comments and line
 // continuations (no # stringizing, no #pragma once).
 //
+// Flag bits are plain defines, VKF_<FAMILY>_FLAG_<NAME> (an unsigned literal), tested in
+// GLSL and set in C++. Specialization-constant ids are VKF_<FAMILY>_SPEC_<NAME>, used in
+// layout(constant_id = ...) and in the C++ SpecConstant lists; ids 0-2 are the workgroup
+// size (runtime/pipeline.hpp).
+//
 // A push-constant block is an X-macro field list, F(type, name) per member, type uint or
 // float (the only types push constants use so far):
 //

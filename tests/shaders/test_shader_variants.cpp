@@ -40,11 +40,9 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
         EXPECT_EQ(name_of(*v.code).rfind(std::string(v.family), 0), 0u) << v.code->name;
         EXPECT_GT(v.code->words.size(), 5u);
     }
-    EXPECT_EQ(seen.size(), 11u);
     EXPECT_EQ(seen["attention_rows"].size(), 8u);   // SUBGROUP_LOADS x SPLIT_KV x STORAGE_F16
     EXPECT_EQ(seen["matmul"].size(), 12u);          // 6 kernels x WEIGHTS_F16
     EXPECT_EQ(seen["attention_naive"].size(), 5u);  // softmax has no STORAGE_F16 variant
-    EXPECT_EQ(shaders::all_variants().size(), 48u);
 }
 
 TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {
