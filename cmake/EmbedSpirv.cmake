@@ -1,4 +1,4 @@
-# cmake -DNAME=ident -DSPV=file.spv -DOUT=file.cpp -P EmbedSpirv.cmake
+# cmake -DID=c_identifier -DNAME=display_name -DSPV=file.spv -DOUT=file.cpp -P EmbedSpirv.cmake
 file(READ ${SPV} hex HEX)
 string(LENGTH "${hex}" n)
 math(EXPR rem "${n} % 8")
@@ -17,9 +17,9 @@ const std::uint32_t words[${count}] = {
 ${words}
 };
 } // namespace
-namespace vkf::shaders {
-extern const SpirvCode ${NAME};
-const SpirvCode ${NAME}{\"${NAME}\", words};
-} // namespace vkf::shaders
+namespace vkf::shaders::embedded {
+extern const SpirvCode ${ID};
+const SpirvCode ${ID}{\"${NAME}\", words};
+} // namespace vkf::shaders::embedded
 ")
 file(RENAME ${OUT}.tmp ${OUT})

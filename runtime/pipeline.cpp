@@ -19,7 +19,7 @@ std::string PipelineDesc::key() const {
 }
 
 Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc)
-    : device_(device), push_constant_size_(desc.push_constant_size), binding_count_(desc.binding_count) {
+    : device_(device), push_constant_size_(desc.push_constant_layout.size), binding_count_(desc.binding_count) {
     if (desc.code == nullptr) {
         throw Error("pipeline without shader code");
     }
@@ -28,10 +28,7 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
 
     // The C++ mirror of the shader's interface must agree with the shader itself.
     const ShaderInterface iface = reflect_shader(*desc.code);
-    if (iface.push_constant_size != desc.push_constant_size) {
-        throw Error(who + "the shader's push-constant block is " + std::to_string(iface.push_constant_size) +
-                    " bytes but the C++ side declares " + std::to_string(desc.push_constant_size) + " bytes");
-    }
+    check_push_constants(iface, desc.push_constant_layout, who);
     for (std::uint32_t i = 0; i < iface.storage_bindings.size(); ++i) {
         if (iface.storage_bindings[i] != i) {
             throw Error(who + "storage-buffer bindings must be numbered 0..n-1 without gaps");
@@ -41,8 +38,8 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         throw Error(who + "the shader has " + std::to_string(iface.storage_bindings.size()) +
                     " storage buffers but the C++ side declares " + std::to_string(desc.binding_count));
     }
-    if (desc.push_constant_size > limits.push_constants) {
-        throw Error(who + "needs " + std::to_string(desc.push_constant_size) +
+    if (push_constant_size_ > limits.push_constants) {
+        throw Error(who + "needs " + std::to_string(push_constant_size_) +
                     " bytes of push constants; the device allows " + std::to_string(limits.push_constants));
     }
     if (desc.shared_memory_bytes > limits.shared_memory) {
@@ -82,14 +79,14 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     const VkDescriptorSetLayoutCreateInfo set_info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                                    .bindingCount = desc.binding_count,
                                                    .pBindings = bindings.data()};
-    const VkPushConstantRange range{.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0,
-                                    .size = desc.push_constant_size};
+    const VkPushConstantRange range{
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = push_constant_size_};
     try {
         check(vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
         const VkPipelineLayoutCreateInfo layout_info{.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
                                                      .setLayoutCount = 1,
                                                      .pSetLayouts = &set_layout_,
-                                                     .pushConstantRangeCount = desc.push_constant_size ? 1u : 0u,
+                                                     .pushConstantRangeCount = push_constant_size_ ? 1u : 0u,
                                                      .pPushConstantRanges = &range};
         check(vkCreatePipelineLayout(dev, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
         const VkShaderModuleCreateInfo module_info{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,

@@ -1,11 +1,12 @@
 #pragma once
 // A compute pipeline from embedded SPIR-V: specialization constants carry compile-time
 // choices (workgroup and tile sizes), a push-constant range carries run-time values, and
-// set 0 holds its storage buffers. The C++ side (push-constant size, binding count) is
+// set 0 holds its storage buffers. The C++ side (push-constant members, binding count) is
 // checked against the shader when the pipeline is created.
 
 #include "runtime/limits.hpp"
 #include "runtime/pipeline_cache.hpp"
+#include "runtime/push_constants.hpp"
 #include "runtime/spirv.hpp"
 
 #include <array>
@@ -25,7 +26,7 @@ struct PipelineDesc {
     const SpirvCode* code = nullptr;
     std::array<std::uint32_t, 3> workgroup_size{64, 1, 1};
     std::vector<SpecConstant> constants; // ids 3 and up
-    std::uint32_t push_constant_size = 0; // sizeof the C++ mirror of the shader's block
+    PushConstantLayout push_constant_layout;  // the C++ mirror's, e.g. MatmulPush::layout
     std::uint32_t binding_count = 0;      // storage buffers at bindings 0..n-1
     std::uint32_t shared_memory_bytes = 0; // what the chosen tile sizes need
     std::uint32_t required_subgroup_size = 0; // 0: the driver's choice

@@ -1,16 +1,26 @@
 #pragma once
 // Just enough SPIR-V reflection to check a pipeline's C++ side against its shader: the
-// push-constant block size and the storage-buffer bindings of descriptor set 0.
+// push-constant block (size, members) and the storage-buffer bindings of descriptor set 0.
 
 #include "runtime/spirv.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace vkf {
 
+struct ReflectedMember {
+    std::string name;  // from OpMemberName; "" when the module is stripped
+    std::string type;  // GLSL spelling of scalars and vectors ("uint", "vec4"); "" for others
+    std::uint32_t offset = 0;
+    std::uint32_t size = 0;
+};
+
 struct ShaderInterface {
     std::uint32_t push_constant_size = 0; // bytes; 0 when the shader has no push constants
+    std::string push_constant_block;      // the block's type name; "" when stripped or absent
+    std::vector<ReflectedMember> push_constant_members;  // in declaration order
     std::vector<std::uint32_t> storage_bindings; // sorted binding numbers in set 0
 };
 

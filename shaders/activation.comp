@@ -11,12 +11,7 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(push_constant) uniform ActivationParams {
-    uint count;
-    uint src_base;
-    uint dst_base;
-    float bound; // CLAMP only
-} params;
+#include "interface/activation.h"
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
 layout(std430, binding = 1) writeonly buffer Dst { float dst[]; };

@@ -1,19 +1,13 @@
 // ALiBi and position conventions shared by the attention kernels (DESIGN.md).
 // Needs: the push-constant block `params` with n_head, max_bias, alibi_pow2 and flags, and
-// (when FLAG_SLOPE_TABLE is set) a buffer `slope_table` of n_head floats.
+// (when VKF_ATTN_FLAG_SLOPE_TABLE is set) a buffer `slope_table` of n_head floats.
 #ifndef VKF_ALIBI_GLSL
 #define VKF_ALIBI_GLSL
-
-#define FLAG_CAUSAL_MASK 1u
-#define FLAG_SLOPE_TABLE 2u
-#define FLAG_KV_LENS 4u
-#define FLAG_ALIBI_CAUSAL 8u
-#define FLAG_ALIBI_SYMMETRIC 16u
 
 // The paper's slopes generalized by a maximum bias b, with c the largest power of two
 // <= n_head: 2^(-b (h+1) / c) for h < c, then 2^(-b / (2c) * (2 (h - c) + 1)).
 float alibi_slope_of_head(uint h) {
-    if ((params.flags & FLAG_SLOPE_TABLE) != 0u) {
+    if ((params.flags & VKF_ATTN_FLAG_SLOPE_TABLE) != 0u) {
         return slope_table[h];
     }
     const float c = float(params.alibi_pow2);
@@ -25,10 +19,10 @@ float alibi_slope_of_head(uint h) {
 
 // Bias added to the score of query position qpos against key position kpos.
 float alibi_bias(float slope, int qpos, int kpos) {
-    if ((params.flags & FLAG_ALIBI_CAUSAL) != 0u) {
+    if ((params.flags & VKF_ATTN_FLAG_ALIBI_CAUSAL) != 0u) {
         return slope * float(kpos - qpos);
     }
-    if ((params.flags & FLAG_ALIBI_SYMMETRIC) != 0u) {
+    if ((params.flags & VKF_ATTN_FLAG_ALIBI_SYMMETRIC) != 0u) {
         return -slope * float(abs(kpos - qpos));
     }
     return 0.0;

@@ -13,12 +13,14 @@
 
 #extension GL_GOOGLE_include_directive : require
 
+#include "interface/attention.h"
+
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(constant_id = 3) const uint BR = 16;  // query rows per workgroup
-layout(constant_id = 4) const uint BC = 32;  // keys per shared tile
-layout(constant_id = 5) const uint TPR = 8;  // invocations per query row
-layout(constant_id = 6) const uint D = 64;   // head_dim
+layout(constant_id = VKF_ATTN_SPEC_BR) const uint BR = 16;  // query rows per workgroup
+layout(constant_id = VKF_ATTN_SPEC_BC) const uint BC = 32;  // keys per shared tile
+layout(constant_id = VKF_ATTN_SPEC_TPR) const uint TPR = 8; // invocations per query row
+layout(constant_id = VKF_ATTN_SPEC_D) const uint D = 64;    // head_dim
 
 const uint DP = D / 2u;              // element pairs per head row
 const uint PAIRS_PER_THREAD = DP / TPR;
@@ -27,21 +29,6 @@ const uint WG = BR * TPR;            // must equal local_size_x
 const uint DQ = D / 4u;              // vec4 quads per head row (every supported D is a multiple of 4)
 const uint KV_STRIDE = DQ + 1u;      // in quads; padding: tile rows start in different banks
 const float MASKED = -3.0e38;        // finite: no reliance on infinities in exp()
-
-layout(push_constant) uniform AttentionParams {
-    uint batch;
-    uint q_len;
-    uint kv_len;
-    uint n_head;
-    uint n_kv_head;
-    uint flags;
-    float scale;
-    float max_bias;
-    uint alibi_pow2;
-    uint kv_split_len;
-    uint n_splits;
-    uint reserved;
-} params;
 
 #include "attention_io.glsl"
 
@@ -91,10 +78,10 @@ void main() {
     const uint b = gl_WorkGroupID.z / params.n_splits;
     const uint split = gl_WorkGroupID.z % params.n_splits;
     const uint kv_head = head / (params.n_head / params.n_kv_head);
-    const bool causal = (params.flags & FLAG_CAUSAL_MASK) != 0u;
+    const bool causal = (params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u;
 
     // Valid keys of this batch; query row i sits at position L - q_len + i.
-    const uint L = (params.flags & FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
+    const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
     const uint row = row0 + row_local;
     const bool row_valid = row < params.q_len;
     const int qpos = int(L) - int(params.q_len) + int(row);

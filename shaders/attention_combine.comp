@@ -4,26 +4,12 @@
 // each invocation owns pairs of output dimensions.
 
 #extension GL_GOOGLE_include_directive : require
+#include "interface/attention.h"
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-layout(constant_id = 6) const uint D = 64;
+layout(constant_id = VKF_ATTN_SPEC_D) const uint D = 64;
 const uint DP = D / 2u;
 const float MASKED = -3.0e38;
-
-layout(push_constant) uniform AttentionParams {
-    uint batch;
-    uint q_len;
-    uint kv_len;
-    uint n_head;
-    uint n_kv_head;
-    uint flags;
-    float scale;
-    float max_bias;
-    uint alibi_pow2;
-    uint kv_split_len;
-    uint n_splits;
-    uint reserved;
-} params;
 
 #include "attention_io.glsl"
 

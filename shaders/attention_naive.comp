@@ -16,26 +16,12 @@
 
 #extension GL_GOOGLE_include_directive : require
 
+#include "interface/attention.h"
+
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(constant_id = 3) const uint HEAD_DIM = 64; // always even
+layout(constant_id = VKF_ATTN_SPEC_D) const uint HEAD_DIM = 64; // always even
 const uint HEAD_PAIRS = HEAD_DIM / 2u;
-
-// Mirrors vkf::AttentionPush (host/attention.hpp), shared with the tiled kernel.
-layout(push_constant) uniform AttentionParams {
-    uint batch;
-    uint q_len;
-    uint kv_len;
-    uint n_head;
-    uint n_kv_head;
-    uint flags;
-    float scale;
-    float max_bias;
-    uint alibi_pow2;
-    uint kv_split_len;
-    uint n_splits;
-    uint reserved;
-} params;
 
 #include "attention_io.glsl"
 
@@ -74,9 +60,9 @@ void main() {
         return;
     }
 
-    const uint valid_keys = (params.flags & FLAG_KV_LENS) != 0u ? kv_lens[b] : params.kv_len;
+    const uint valid_keys = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? kv_lens[b] : params.kv_len;
     const int qpos = int(valid_keys) - int(params.q_len) + int(i);
-    const bool masked = j >= valid_keys || ((params.flags & FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
+    const bool masked = j >= valid_keys || ((params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
 
     float score = NEG_INF;
     if (!masked) {
@@ -88,7 +74,7 @@ void main() {
             acc += dot(pair_to_vec2(q_data[q_row + p]), pair_to_vec2(k_data[k_row + p]));
         }
         score = params.scale * acc;
-        if ((params.flags & (FLAG_ALIBI_CAUSAL | FLAG_ALIBI_SYMMETRIC)) != 0u) {
+        if ((params.flags & (VKF_ATTN_FLAG_ALIBI_CAUSAL | VKF_ATTN_FLAG_ALIBI_SYMMETRIC)) != 0u) {
             score += alibi_bias(alibi_slope_of_head(h), qpos, int(j));
         }
     }

@@ -24,32 +24,19 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 
+#include "interface/attention.h"
+
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(constant_id = 3) const uint SPLIT_LANES = 1; // invocations per row (each its own split)
-layout(constant_id = 4) const uint BK = 4;          // keys per softmax update
-layout(constant_id = 5) const uint R = 4;           // query rows per invocation
-layout(constant_id = 6) const uint D = 64;          // head_dim
-layout(constant_id = 7) const uint SG = 8;          // SUBGROUP_LOADS: the subgroup size
+layout(constant_id = VKF_ATTN_ROWS_SPEC_SPLIT_LANES) const uint SPLIT_LANES = 1; // invocations per row, each a split
+layout(constant_id = VKF_ATTN_ROWS_SPEC_BK) const uint BK = 4; // keys per softmax update
+layout(constant_id = VKF_ATTN_ROWS_SPEC_R) const uint R = 4;   // query rows per invocation
+layout(constant_id = VKF_ATTN_SPEC_D) const uint D = 64;       // head_dim
+layout(constant_id = VKF_ATTN_ROWS_SPEC_SG) const uint SG = 8; // SUBGROUP_LOADS: the subgroup size
 
 const uint DQ = D / 4u; // vec4 quads per head row
 const uint QPL = (DQ + SG - 1u) / SG; // SUBGROUP_LOADS: quads of a key row each lane loads
 const float MASKED = -3.0e38;
-
-layout(push_constant) uniform AttentionParams {
-    uint batch;
-    uint q_len;
-    uint kv_len;
-    uint n_head;
-    uint n_kv_head;
-    uint flags;
-    float scale;
-    float max_bias;
-    uint alibi_pow2;
-    uint kv_split_len;
-    uint n_splits;
-    uint reserved;
-} params;
 
 #include "attention_io.glsl"
 
@@ -78,11 +65,11 @@ void main() {
     const uint b = gl_WorkGroupID.z / split_groups;
     const uint split = (gl_WorkGroupID.z % split_groups) * SPLIT_LANES + lane_split;
     const uint kv_head = head / (params.n_head / params.n_kv_head);
-    const bool causal = (params.flags & FLAG_CAUSAL_MASK) != 0u;
+    const bool causal = (params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u;
 
     // Valid keys of this batch; query row i sits at position L - q_len + i. Rows past q_len
     // compute on the last row (so that loads stay in bounds) and store nothing.
-    const uint L = (params.flags & FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
+    const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
     const uint my_row0 = row0 + inv * R; // this invocation's rows: my_row0 .. my_row0 + R - 1
     int qpos[R];
     [[unroll]] for (uint r = 0u; r < R; ++r) {

@@ -17,12 +17,7 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(push_constant) uniform CeilingParams {
-    uint count;      // COPY: vec4 words; FMA: invocations that write their result
-    uint iterations; // FMA: loop iterations per invocation
-    float a;         // FMA: x = x * a + b, with |a| < 1 so values stay bounded
-    float b;
-} params;
+#include "interface/bench_ceilings.h"
 
 #if defined(COPY)
 layout(std430, binding = 0) readonly buffer Src { vec4 src[]; };

@@ -9,10 +9,7 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(push_constant) uniform ElementwiseParams {
-    uint count;     // elements in the bound ranges
-    uint value;     // fill value (bit pattern)
-} params;
+#include "interface/elementwise.h"
 
 #if defined(OP_FILL)
 layout(std430, binding = 0) writeonly buffer Dst { uint dst[]; };

@@ -10,17 +10,7 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(push_constant) uniform EmbeddingParams {
-    uint tokens;
-    uint hidden;
-    uint vocab;
-    uint row_begin;  // table rows bound in this dispatch: [row_begin, row_begin + row_count)
-    uint row_count;
-    uint ids_base;   // element offsets of the first element within each binding
-    uint table_base;
-    uint out_base;
-    uint zero_invalid; // 1: write zeros for ids >= vocab
-} params;
+#include "interface/embedding.h"
 
 #include "weights_io.glsl"
 

@@ -12,18 +12,7 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-layout(push_constant) uniform KvAppendParams {
-    uint new_len;
-    uint n_kv_head;
-    uint head_dim;
-    uint max_len;
-    uint pos;
-    uint src_base;         // element (0, 0, 0, 0) of the source within its binding
-    uint src_batch_stride; // in elements
-    uint src_token_stride;
-    uint src_head_stride;
-    uint cache_base;       // element offset of the cache within its binding (even for fp16)
-} params;
+#include "interface/kv_append.h"
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
 #if defined(CACHE_F16)

@@ -7,22 +7,10 @@
 // y may be the same range as x.
 
 #extension GL_GOOGLE_include_directive : require
+#include "interface/layernorm.h"
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-layout(constant_id = 3) const uint WG = 256; // == local_size_x, a power of two
-
-layout(push_constant) uniform LayerNormParams {
-    uint rows;
-    uint dim;
-    uint x_base;   // element offsets of the first element within each binding
-    uint y_base;
-    uint weight_base;
-    uint bias_base;
-    uint flags;
-    float eps;
-} params;
-
-#define FLAG_BIAS 1u
+layout(constant_id = VKF_LAYERNORM_SPEC_WG) const uint WG = 256; // == local_size_x, a power of two
 
 #include "weights_io.glsl"
 
@@ -74,7 +62,7 @@ void main() {
     const float var = workgroup_sum(sq) / float(params.dim);
     const float inv_std = 1.0 / sqrt(var + params.eps);
 
-    const bool has_bias = (params.flags & FLAG_BIAS) != 0u;
+    const bool has_bias = (params.flags & VKF_LAYERNORM_FLAG_BIAS) != 0u;
     for (uint i = tid; i < params.dim; i += WG) {
         float v = ((x_data[x_row + i] - shift) - mean) * inv_std * VKF_LOAD_WEIGHT(weight_data, params.weight_base + i);
         if (has_bias) {

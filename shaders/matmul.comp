@@ -24,9 +24,8 @@
 //   REDUCE    split-K second pass: sums the partial results of the K slices and applies
 //             bias, activation and residual.
 // Grid: x = column tiles (of RN * WG columns for BLOCKED, RN * RG for ROWDOT), y = row
-// tiles, z = K slices
-// (split-K). With FLAG_PARTIALS the
-// first three variants write raw sums P[(slice * m + row) * n + col] instead of Y.
+// tiles, z = K slices (split-K). With VKF_MATMUL_FLAG_PARTIALS the kernels other than
+// REDUCE write raw sums P[(slice * m + row) * n + col] instead of Y.
 // The host binds each tensor from an aligned offset at or below its first element; the
 // *_base push constants say where that element sits in the binding, and ldy is the row
 // stride of Y and R (the dispatch may cover only some of Y's columns). The reduce pass has
@@ -42,33 +41,9 @@
 #extension GL_ARB_gpu_shader_int64 : require
 #endif
 
+#include "interface/matmul.h"
+
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-
-layout(push_constant) uniform MatmulParams {
-    uint m;         // rows of X and Y in this dispatch
-    uint n;         // rows of W (columns of Y) in this dispatch
-    uint k;
-    uint ldy;       // row stride of Y and R, in elements
-    uint x_base;
-    uint w_base;
-    uint bias_base;
-    uint res_base;
-    uint y_base;
-    uint k_split;   // K elements per slice (gl_WorkGroupID.z); k when not split
-    uint n_splits;
-    uint flags;
-} params;
-
-#define FLAG_BIAS 1u
-#define FLAG_RESIDUAL 2u
-#define FLAG_GELU_TANH 4u
-#define FLAG_GELU_ERF 8u
-#define FLAG_PARTIALS 16u
-#define FLAG_PAIRS 32u // k and w_base even: W rows start on pairs (GEMV, BLOCKED)
-// ROWDOT: rows of X and W start on the vector views' elements: k % 8 == 0, x_base % 4 == 0,
-// w_base % 8 (fp32: 4) == 0; and for FLAG_VEC16 (WIDE64) k % 16 == 0, w_base % 16 (fp32: 8) == 0.
-#define FLAG_VEC8 64u
-#define FLAG_VEC16 128u
 
 #include "gelu.glsl"
 #include "weights_io.glsl"
@@ -101,15 +76,15 @@ layout(std430, binding = 0) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 f
 
 float epilogue(float acc, uint row, uint col) {
     float v = acc;
-    if ((params.flags & FLAG_BIAS) != 0u) {
+    if ((params.flags & VKF_MATMUL_FLAG_BIAS) != 0u) {
         v += VKF_LOAD_WEIGHT(bias_data, params.bias_base + col);
     }
-    if ((params.flags & FLAG_GELU_TANH) != 0u) {
+    if ((params.flags & VKF_MATMUL_FLAG_GELU_TANH) != 0u) {
         v = gelu_tanh(v);
-    } else if ((params.flags & FLAG_GELU_ERF) != 0u) {
+    } else if ((params.flags & VKF_MATMUL_FLAG_GELU_ERF) != 0u) {
         v = gelu_erf(v);
     }
-    if ((params.flags & FLAG_RESIDUAL) != 0u) {
+    if ((params.flags & VKF_MATMUL_FLAG_RESIDUAL) != 0u) {
         v += res_data[params.res_base + row * params.ldy + col];
     }
     return v;
@@ -118,7 +93,7 @@ float epilogue(float acc, uint row, uint col) {
 #if !defined(REDUCE)
 // Callers pass only row < m and col < n.
 void store(uint row, uint col, float acc) {
-    if ((params.flags & FLAG_PARTIALS) != 0u) {
+    if ((params.flags & VKF_MATMUL_FLAG_PARTIALS) != 0u) {
         y_data[params.y_base + (gl_WorkGroupID.z * params.m + row) * params.n + col] = acc;
     } else {
         y_data[params.y_base + row * params.ldy + col] = epilogue(acc, row, col);
@@ -158,11 +133,11 @@ void main() {
 
 #elif defined(BLOCKED)
 
-layout(constant_id = 3) const uint RM = 4;  // rows of Y per invocation
-layout(constant_id = 4) const uint RN = 16; // columns of Y per invocation, a multiple of 4
+layout(constant_id = VKF_MATMUL_SPEC_RM) const uint RM = 4;  // rows of Y per invocation
+layout(constant_id = VKF_MATMUL_SPEC_RN) const uint RN = 16; // columns of Y per invocation, a multiple of 4
 const uint RQ = RN / 4u;
 
-// Elements i and i + 1 of W; i even (FLAG_PAIRS).
+// Elements i and i + 1 of W; i even (VKF_MATMUL_FLAG_PAIRS).
 vec2 load_w_pair(uint i) {
 #if defined(WEIGHTS_F16)
     return unpackHalf2x16(w_data[i >> 1u]);
@@ -192,8 +167,8 @@ void main() {
         }
     }
     // The constant-count loops are unrolled by the compiler: the k loop is the only loop
-    // left, one iteration per pair of k (per k without FLAG_PAIRS).
-    if ((params.flags & FLAG_PAIRS) != 0u) {
+    // left, one iteration per pair of k (per k without VKF_MATMUL_FLAG_PAIRS).
+    if ((params.flags & VKF_MATMUL_FLAG_PAIRS) != 0u) {
         for (uint kk = k_begin; kk < k_end; kk += 2u) {
             vec4 w_lo[RQ], w_hi[RQ]; // W[col0 + 4q .. +3, kk] and [.., kk + 1]
             [[unroll]] for (uint q = 0u; q < RQ; ++q) {
@@ -238,9 +213,9 @@ void main() {
 
 #elif defined(ROWDOT)
 
-layout(constant_id = 3) const uint RM = 1; // rows of Y per workgroup
-layout(constant_id = 4) const uint RN = 4; // columns of Y per subgroup pass
-layout(constant_id = 5) const uint RG = 8; // groups of RN columns per workgroup
+layout(constant_id = VKF_MATMUL_SPEC_RM) const uint RM = 1; // rows of Y per workgroup
+layout(constant_id = VKF_MATMUL_SPEC_RN) const uint RN = 4; // columns of Y per subgroup pass
+layout(constant_id = VKF_MATMUL_SPEC_RG) const uint RG = 8; // groups of RN columns per workgroup
 
 // W[e .. e + 7]; e a multiple of 8 (fp32: 4).
 void load_w8(uint e, out vec4 lo, out vec4 hi) {
@@ -311,7 +286,7 @@ void main() {
         // Chunks of 16 or 8 elements; lane l takes chunks l, l + lanes, ...
         uint tail = k_begin;
 #if defined(WIDE64)
-        if ((params.flags & FLAG_VEC16) != 0u) {
+        if ((params.flags & VKF_MATMUL_FLAG_VEC16) != 0u) {
             const uint chunks = (k_end - k_begin) / 16u;
             for (uint c = lane; c < chunks; c += lanes) {
                 const uint kk = k_begin + 16u * c;
@@ -337,7 +312,7 @@ void main() {
             tail = k_begin + 16u * chunks;
         } else
 #endif
-        if ((params.flags & FLAG_VEC8) != 0u) {
+        if ((params.flags & VKF_MATMUL_FLAG_VEC8) != 0u) {
             const uint chunks = (k_end - k_begin) / 8u;
             for (uint c = lane; c < chunks; c += lanes) {
                 const uint kk = k_begin + 8u * c;
@@ -383,7 +358,7 @@ void main() {
 
 #elif defined(GEMV)
 
-layout(constant_id = 3) const uint WG = 64; // == local_size_x, a power of two
+layout(constant_id = VKF_MATMUL_SPEC_WG) const uint WG = 64; // == local_size_x, a power of two
 shared vec4 sums[WG];
 
 void main() {
@@ -399,7 +374,7 @@ void main() {
     const uint x_row = params.x_base + row * params.k;
 
     vec4 acc = vec4(0.0);
-    if ((params.flags & FLAG_PAIRS) != 0u) {
+    if ((params.flags & VKF_MATMUL_FLAG_PAIRS) != 0u) {
         // k_begin is even (the host makes k_split even); every W row starts on a pair.
         for (uint kk = k_begin + 2u * tid; kk < k_end; kk += 2u * WG) {
             const vec2 xv = vec2(x_data[x_row + kk], x_data[x_row + kk + 1u]);
@@ -437,9 +412,9 @@ void main() {
 
 #else // tiled
 
-layout(constant_id = 3) const uint TM4 = 16; // tile rows / 4: invocations along M
-layout(constant_id = 4) const uint TN4 = 16; // tile columns / 4: invocations along N
-layout(constant_id = 5) const uint TK = 16;  // K elements per shared tile
+layout(constant_id = VKF_MATMUL_SPEC_TM4) const uint TM4 = 16; // tile rows / 4: invocations along M
+layout(constant_id = VKF_MATMUL_SPEC_TN4) const uint TN4 = 16; // tile columns / 4: invocations along N
+layout(constant_id = VKF_MATMUL_SPEC_TK) const uint TK = 16;  // K elements per shared tile
 const uint TM = 4u * TM4;
 const uint TN = 4u * TN4;
 const uint WG = TM4 * TN4; // == local_size_x

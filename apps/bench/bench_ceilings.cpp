@@ -6,35 +6,32 @@
 
 #include "host/ops/elementwise.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/interface/bench_ceilings.h"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 namespace vkf::bench {
 
 namespace {
 
-// Mirrors CeilingParams in shaders/bench_ceilings.comp.
-struct CeilingPush {
-    std::uint32_t count;
-    std::uint32_t iterations;
-    float a;
-    float b;
-};
+// CeilingPush (push constants): shaders/interface/bench_ceilings.h.
 static_assert(sizeof(CeilingPush) == 16);
 
 constexpr std::uint64_t kFlopsPerIteration = 64; // 8 vec4 fmas, 2 flops each
 
 std::uint32_t workgroup_size(const Context& ctx) { return std::min<std::uint32_t>(256, ctx.limits().workgroup_invocations); }
 
-const Pipeline& pipeline_for(Context& ctx, const SpirvCode& code) {
-    return ctx.pipeline(PipelineDesc{.code = &code,
+// kernel: the variant's define (COPY, FMA_F32, FMA_F16, EMPTY).
+const Pipeline& pipeline_for(Context& ctx, const char* kernel) {
+    return ctx.pipeline(PipelineDesc{.code = &shaders::variant("bench_ceilings", {kernel}),
                                      .workgroup_size = {workgroup_size(ctx), 1, 1},
-                                     .push_constant_size = sizeof(CeilingPush),
-                                     .binding_count = static_cast<std::uint32_t>(&code == &shaders::bench_copy ? 2 : 1)});
+                                     .push_constant_layout = CeilingPush::layout,
+                                     .binding_count = std::string_view(kernel) == "COPY" ? 2u : 1u});
 }
 
 double median_of(std::vector<double> v) {
@@ -65,7 +62,7 @@ void run_bandwidth(CaseEnv& env, Result& r) {
     const CeilingPush push{.count = words, .iterations = 0, .a = 0.0f, .b = 0.0f};
     const Binding bindings[] = {{whole(src), Access::Read}, {whole(dst), Access::Write}};
     const auto list = ctx.command_list(l.timestamps);
-    list->dispatch(Dispatch{.pipeline = &pipeline_for(ctx, shaders::bench_copy),
+    list->dispatch(Dispatch{.pipeline = &pipeline_for(ctx, "COPY"),
                             .bindings = bindings,
                             .push_constants = push_bytes(push),
                             .groups = {(words + wg - 1) / wg, 1, 1},
@@ -93,8 +90,7 @@ void run_fma(CaseEnv& env, Result& r, bool f16) {
         }
         throw Skip{"float16 arithmetic is avoided on this driver (driver quirk)"};
     }
-    const SpirvCode& code = f16 ? shaders::bench_fma_f16 : shaders::bench_fma_f32;
-    const Pipeline& pipeline = pipeline_for(ctx, code);
+    const Pipeline& pipeline = pipeline_for(ctx, f16 ? "FMA_F16" : "FMA_F32");
     const std::uint32_t wg = workgroup_size(ctx);
     // Iterations per invocation stay far below the driver's loop limit (llvmpipe: 65535).
     const std::uint32_t max_iterations =
@@ -161,7 +157,7 @@ void run_dispatch(CaseEnv& env, Result& r) {
     // Written by no invocation (count 0); declared a read so no barriers separate the dispatches.
     const Binding bindings[] = {{whole(dummy), Access::Read}};
     const CeilingPush push{.count = 0, .iterations = 0, .a = 0.0f, .b = 0.0f};
-    const Pipeline& pipeline = pipeline_for(ctx, shaders::bench_empty);
+    const Pipeline& pipeline = pipeline_for(ctx, "EMPTY");
     const auto list = ctx.command_list(false); // timestamps per dispatch would be the overhead measured
     for (std::uint32_t i = 0; i < count; ++i) {
         list->dispatch(Dispatch{.pipeline = &pipeline,

@@ -3,7 +3,7 @@
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +26,7 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
     const std::uint32_t wg = std::min<std::uint32_t>({256, limits.workgroup_invocations, limits.workgroup_size[0]});
     const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &code,
                                                          .workgroup_size = {wg, 1, 1},
-                                                         .push_constant_size = sizeof(ActivationPush),
+                                                         .push_constant_layout = ActivationPush::layout,
                                                          .binding_count = 2});
     const std::uint64_t piece = max_bound_elements(limits, 4);
     for (std::uint64_t first = 0; first < count; first += piece) {
@@ -48,10 +48,10 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
 void record_activation(Context& ctx, CommandList& list, Activation activation, BufferRange src, BufferRange dst) {
     switch (activation) {
     case Activation::GeluTanh:
-        record_unary(ctx, list, shaders::activation_gelu_tanh, src, dst, "gelu_tanh");
+        record_unary(ctx, list, shaders::variant("activation", {"GELU_TANH"}), src, dst, "gelu_tanh");
         break;
     case Activation::GeluErf:
-        record_unary(ctx, list, shaders::activation_gelu_erf, src, dst, "gelu_erf");
+        record_unary(ctx, list, shaders::variant("activation", {"GELU_ERF"}), src, dst, "gelu_erf");
         break;
     default:
         throw Error("record_activation: no activation given (Activation::None)");
@@ -62,11 +62,11 @@ void record_clamp(Context& ctx, CommandList& list, BufferRange src, BufferRange 
     if (!(bound > 0.0f) || !std::isfinite(bound)) {
         throw Error("record_clamp: the bound must be a positive finite number, got " + std::to_string(bound));
     }
-    record_unary(ctx, list, shaders::activation_clamp, src, dst, "clamp", bound);
+    record_unary(ctx, list, shaders::variant("activation", {"CLAMP"}), src, dst, "clamp", bound);
 }
 
 void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange dst) {
-    record_unary(ctx, list, shaders::activation_erf, src, dst, "erf");
+    record_unary(ctx, list, shaders::variant("activation", {"ERF"}), src, dst, "erf");
 }
 
 } // namespace vkf

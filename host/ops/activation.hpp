@@ -5,6 +5,7 @@
 #include "host/spec/activation.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
+#include "shaders/interface/activation.h"
 
 namespace vkf {
 
@@ -14,13 +15,7 @@ void record_clamp(Context& ctx, CommandList& list, BufferRange src, BufferRange 
 // erf itself, the one the GELU erf form uses (GLSL has none): for tests and tools.
 void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange dst);
 
-// Mirrors ActivationParams in shaders/activation.comp.
-struct ActivationPush {
-    std::uint32_t count;
-    std::uint32_t src_base;
-    std::uint32_t dst_base;
-    float bound; // clamp only
-};
+// ActivationPush (push constants): shaders/interface/activation.h.
 static_assert(sizeof(ActivationPush) == 16);
 
 } // namespace vkf

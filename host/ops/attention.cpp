@@ -3,7 +3,7 @@
 #include "host/ops/device_tensor.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <array>
@@ -167,11 +167,11 @@ void check_head_dim(std::uint32_t head_dim) {
 AttentionPush make_attention_push(const AttentionParams& params) {
     const AttentionShape& s = params.shape;
     std::uint32_t flags = 0;
-    flags |= params.mask == MaskMode::Causal ? kAttnCausalMask : 0;
-    flags |= !params.slopes.empty() ? kAttnSlopeTable : 0;
-    flags |= !params.kv_lens.empty() ? kAttnKvLens : 0;
-    flags |= params.alibi == AlibiMode::Causal ? kAttnAlibiCausal : 0;
-    flags |= params.alibi == AlibiMode::Symmetric ? kAttnAlibiSymmetric : 0;
+    flags |= params.mask == MaskMode::Causal ? VKF_ATTN_FLAG_CAUSAL_MASK : 0;
+    flags |= !params.slopes.empty() ? VKF_ATTN_FLAG_SLOPE_TABLE : 0;
+    flags |= !params.kv_lens.empty() ? VKF_ATTN_FLAG_KV_LENS : 0;
+    flags |= params.alibi == AlibiMode::Causal ? VKF_ATTN_FLAG_ALIBI_CAUSAL : 0;
+    flags |= params.alibi == AlibiMode::Symmetric ? VKF_ATTN_FLAG_ALIBI_SYMMETRIC : 0;
     return AttentionPush{.batch = s.batch,
                          .q_len = s.q_len,
                          .kv_len = s.kv_len,
@@ -325,37 +325,36 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     const bool split = plan_.n_splits > 1;
     const bool f16 = dtype == DType::F16;
     const bool rows = plan_.kernel == AttentionKernel::Rows;
-    const bool sg = plan_.subgroup_loads > 0;
-    const SpirvCode& code =
-        rows ? (sg ? (split ? (f16 ? shaders::attention_rows_sg_split_f16 : shaders::attention_rows_sg_split_f32)
-                            : (f16 ? shaders::attention_rows_sg_f16 : shaders::attention_rows_sg_f32))
-                   : (split ? (f16 ? shaders::attention_rows_split_f16 : shaders::attention_rows_split_f32)
-                            : (f16 ? shaders::attention_rows_f16 : shaders::attention_rows_f32)))
-             : (split ? (f16 ? shaders::attention_split_f16 : shaders::attention_split_f32)
-                      : (f16 ? shaders::attention_f16 : shaders::attention_f32));
     std::vector<SpecConstant> constants;
+    const SpirvCode* code = nullptr;
     if (rows) {
-        constants = {{3, plan_.threads_per_row},
-                     {4, plan_.keys_per_tile},
-                     {5, plan_.rows_per_invocation},
-                     {6, shape_.head_dim},
-                     {7, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
+        code = &shaders::variant(
+            "attention_rows",
+            {{"SUBGROUP_LOADS", plan_.subgroup_loads > 0}, {"SPLIT_KV", split}, {"STORAGE_F16", f16}});
+        constants = {{VKF_ATTN_ROWS_SPEC_SPLIT_LANES, plan_.threads_per_row},
+                     {VKF_ATTN_ROWS_SPEC_BK, plan_.keys_per_tile},
+                     {VKF_ATTN_ROWS_SPEC_R, plan_.rows_per_invocation},
+                     {VKF_ATTN_SPEC_D, shape_.head_dim},
+                     {VKF_ATTN_ROWS_SPEC_SG, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
     } else {
-        constants = {
-            {3, plan_.rows_per_group}, {4, plan_.keys_per_tile}, {5, plan_.threads_per_row}, {6, shape_.head_dim}};
+        code = &shaders::variant("attention", {{"SPLIT_KV", split}, {"STORAGE_F16", f16}});
+        constants = {{VKF_ATTN_SPEC_BR, plan_.rows_per_group},
+                     {VKF_ATTN_SPEC_BC, plan_.keys_per_tile},
+                     {VKF_ATTN_SPEC_TPR, plan_.threads_per_row},
+                     {VKF_ATTN_SPEC_D, shape_.head_dim}};
     }
-    attention_ = &ctx.pipeline(PipelineDesc{.code = &code,
+    attention_ = &ctx.pipeline(PipelineDesc{.code = code,
                                             .workgroup_size = {plan_.workgroup_size, 1, 1},
                                             .constants = constants,
-                                            .push_constant_size = sizeof(AttentionPush),
+                                            .push_constant_layout = AttentionPush::layout,
                                             .binding_count = 6,
                                             .shared_memory_bytes = plan_.shared_bytes});
     if (split) {
         combine_ = &ctx.pipeline(PipelineDesc{
-            .code = f16 ? &shaders::attention_combine_f16 : &shaders::attention_combine_f32,
+            .code = &shaders::variant("attention_combine", {{"STORAGE_F16", f16}}),
             .workgroup_size = {std::min<std::uint32_t>(shape_.head_dim / 2, ctx.limits().workgroup_invocations), 1, 1},
-            .constants = {{6, shape_.head_dim}},
-            .push_constant_size = sizeof(AttentionPush),
+            .constants = {{VKF_ATTN_SPEC_D, shape_.head_dim}},
+            .push_constant_layout = AttentionPush::layout,
             .binding_count = 2});
         const std::uint64_t partial_bytes =
             std::uint64_t{4} * (shape_.head_dim + 2) * shape_.q_len * shape_.n_head * shape_.batch * plan_.n_splits;

@@ -8,6 +8,7 @@
 #include "host/spec/attention_params.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
+#include "shaders/interface/attention.h"
 
 #include <span>
 #include <string>
@@ -20,27 +21,9 @@ inline constexpr std::uint32_t kSupportedHeadDims[] = {32, 64, 80, 96, 128, 256}
 // Throws vkf::Error naming the head size and the supported ones.
 void check_head_dim(std::uint32_t head_dim);
 
-// Mirrors AttentionParams in shaders/attention.comp (push constants).
-struct AttentionPush {
-    std::uint32_t batch;
-    std::uint32_t q_len;
-    std::uint32_t kv_len;
-    std::uint32_t n_head;
-    std::uint32_t n_kv_head;
-    std::uint32_t flags; // kAttn* bits below
-    float scale;
-    float max_bias;
-    std::uint32_t alibi_pow2; // largest power of two <= n_head
-    std::uint32_t kv_split_len; // keys per split (split-KV), else kv_len
-    std::uint32_t n_splits;     // 1 without split-KV
-    std::uint32_t reserved;
-};
+// AttentionPush (push constants, shared by every attention kernel), VKF_ATTN_FLAG_* and the
+// specialization-constant ids: shaders/interface/attention.h.
 static_assert(sizeof(AttentionPush) == 48);
-inline constexpr std::uint32_t kAttnCausalMask = 1u << 0;
-inline constexpr std::uint32_t kAttnSlopeTable = 1u << 1;
-inline constexpr std::uint32_t kAttnKvLens = 1u << 2;
-inline constexpr std::uint32_t kAttnAlibiCausal = 1u << 3;
-inline constexpr std::uint32_t kAttnAlibiSymmetric = 1u << 4;
 
 AttentionPush make_attention_push(const AttentionParams& params);
 

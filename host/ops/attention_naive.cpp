@@ -2,7 +2,7 @@
 
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -91,24 +91,24 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
     // memory per invocation.
     softmax_workgroup_ = std::bit_floor(workgroup_width(limits, std::min<std::uint32_t>(256, limits.shared_memory / 4)));
 
-    const std::vector<SpecConstant> head_dim_constant = {{3, shape_.head_dim}};
-    scores_pipeline_ = &ctx.pipeline(PipelineDesc{
-        .code = f16 ? &shaders::attention_naive_scores_f16 : &shaders::attention_naive_scores_f32,
-        .workgroup_size = {scores_workgroup_, 1, 1},
-        .constants = head_dim_constant,
-        .push_constant_size = sizeof(AttentionPush),
-        .binding_count = 5});
-    softmax_pipeline_ = &ctx.pipeline(PipelineDesc{.code = &shaders::attention_naive_softmax,
+    const std::vector<SpecConstant> head_dim_constant = {{VKF_ATTN_SPEC_D, shape_.head_dim}};
+    scores_pipeline_ =
+        &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"SCORES", {"STORAGE_F16", f16}}),
+                                   .workgroup_size = {scores_workgroup_, 1, 1},
+                                   .constants = head_dim_constant,
+                                   .push_constant_layout = AttentionPush::layout,
+                                   .binding_count = 5});
+    softmax_pipeline_ = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"SOFTMAX"}),
                                                    .workgroup_size = {softmax_workgroup_, 1, 1},
-                                                   .push_constant_size = sizeof(AttentionPush),
+                                                   .push_constant_layout = AttentionPush::layout,
                                                    .binding_count = 1,
                                                    .shared_memory_bytes = softmax_workgroup_ * 4});
-    pv_pipeline_ = &ctx.pipeline(PipelineDesc{
-        .code = f16 ? &shaders::attention_naive_pv_f16 : &shaders::attention_naive_pv_f32,
-        .workgroup_size = {pv_workgroup_, 1, 1},
-        .constants = head_dim_constant,
-        .push_constant_size = sizeof(AttentionPush),
-        .binding_count = 3});
+    pv_pipeline_ =
+        &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"PV", {"STORAGE_F16", f16}}),
+                                   .workgroup_size = {pv_workgroup_, 1, 1},
+                                   .constants = head_dim_constant,
+                                   .push_constant_layout = AttentionPush::layout,
+                                   .binding_count = 3});
 
     // Tables the shader reads only when their flag is set still need a buffer bound.
     slopes_ = ctx.create_buffer(4 * std::max<std::uint64_t>(params.slopes.size(), 1), MemoryKind::Device,

@@ -2,7 +2,7 @@
 #include "host/util/math.hpp"
 
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -43,10 +43,11 @@ void record(Context& ctx, CommandList& list, const SpirvCode& code, std::span<co
         }
     }
     const std::uint32_t wg = workgroup_size(ctx);
-    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &code,
-                                                         .workgroup_size = {wg, 1, 1},
-                                                         .push_constant_size = sizeof(ElementwisePush),
-                                                         .binding_count = static_cast<std::uint32_t>(inputs.size() + 1)});
+    const Pipeline& pipeline =
+        ctx.pipeline(PipelineDesc{.code = &code,
+                                  .workgroup_size = {wg, 1, 1},
+                                  .push_constant_layout = ElementwisePush::layout,
+                                  .binding_count = static_cast<std::uint32_t>(inputs.size() + 1)});
     const VkDeviceSize chunk = chunk_bytes(ctx);
     std::vector<Binding> bindings(inputs.size() + 1);
     for (VkDeviceSize done = 0; done < dst.size; done += chunk) {
@@ -67,7 +68,7 @@ void record(Context& ctx, CommandList& list, const SpirvCode& code, std::span<co
 } // namespace
 
 void record_fill(Context& ctx, CommandList& list, BufferRange dst, std::uint32_t value) {
-    record(ctx, list, shaders::elementwise_fill_u32, {}, dst, value, "fill");
+    record(ctx, list, shaders::variant("elementwise", {"OP_FILL"}), {}, dst, value, "fill");
 }
 
 void record_fill(Context& ctx, CommandList& list, BufferRange dst, float value) {
@@ -76,12 +77,12 @@ void record_fill(Context& ctx, CommandList& list, BufferRange dst, float value) 
 
 void record_copy(Context& ctx, CommandList& list, BufferRange src, BufferRange dst) {
     const BufferRange in[] = {src};
-    record(ctx, list, shaders::elementwise_copy_u32, in, dst, 0, "copy");
+    record(ctx, list, shaders::variant("elementwise", {"OP_COPY"}), in, dst, 0, "copy");
 }
 
 void record_add(Context& ctx, CommandList& list, BufferRange a, BufferRange b, BufferRange dst) {
     const BufferRange in[] = {a, b};
-    record(ctx, list, shaders::elementwise_add_f32, in, dst, 0, "add");
+    record(ctx, list, shaders::variant("elementwise", {"OP_ADD"}), in, dst, 0, "add");
 }
 
 } // namespace vkf

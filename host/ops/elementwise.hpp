@@ -3,16 +3,13 @@
 // maxStorageBufferRange are recorded as several dispatches over bound sub-ranges.
 
 #include "runtime/context.hpp"
+#include "shaders/interface/elementwise.h"
 
 #include <cstdint>
 
 namespace vkf {
 
-// Mirrors ElementwiseParams in shaders/elementwise.comp.
-struct ElementwisePush {
-    std::uint32_t count;
-    std::uint32_t value;
-};
+// ElementwisePush (push constants): shaders/interface/elementwise.h.
 static_assert(sizeof(ElementwisePush) == 8);
 
 void record_fill(Context& ctx, CommandList& list, BufferRange dst, std::uint32_t value);

@@ -3,7 +3,7 @@
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 
@@ -19,9 +19,9 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& a) {
     check_tensor(a.out, std::uint64_t{a.tokens} * a.hidden, 4, "embedding", "out",
                  shape_text({a.tokens, a.hidden}, "f32"));
     const std::uint32_t wg = std::min<std::uint32_t>({64, limits.workgroup_invocations, limits.workgroup_size[0]});
-    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::embedding_f16 : &shaders::embedding_f32,
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("embedding", {{"WEIGHTS_F16", f16}}),
                                                          .workgroup_size = {wg, 1, 1},
-                                                         .push_constant_size = sizeof(EmbeddingPush),
+                                                         .push_constant_layout = EmbeddingPush::layout,
                                                          .binding_count = 3});
     // Table rows per piece (BLOOM's 250880 x 1024 fp16 table is 490 MiB), and tokens per piece.
     const std::uint64_t rows_per_piece = max_bound_elements(limits, tsize) / a.hidden;

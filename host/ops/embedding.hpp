@@ -4,6 +4,7 @@
 
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
+#include "shaders/interface/embedding.h"
 
 namespace vkf {
 
@@ -17,18 +18,7 @@ struct EmbeddingArgs {
 
 void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& args);
 
-// Mirrors EmbeddingParams in shaders/embedding.comp.
-struct EmbeddingPush {
-    std::uint32_t tokens;
-    std::uint32_t hidden;
-    std::uint32_t vocab;
-    std::uint32_t row_begin;
-    std::uint32_t row_count;
-    std::uint32_t ids_base;
-    std::uint32_t table_base;
-    std::uint32_t out_base;
-    std::uint32_t zero_invalid;
-};
+// EmbeddingPush (push constants): shaders/interface/embedding.h.
 static_assert(sizeof(EmbeddingPush) == 36);
 
 } // namespace vkf

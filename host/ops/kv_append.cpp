@@ -3,7 +3,7 @@
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 
@@ -46,9 +46,9 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
         }
     }
     const std::uint32_t wg = std::min<std::uint32_t>({64, limits.workgroup_invocations, limits.workgroup_size[0]});
-    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::kv_append_f16 : &shaders::kv_append_f32,
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("kv_append", {{"CACHE_F16", f16}}),
                                                          .workgroup_size = {wg, 1, 1},
-                                                         .push_constant_size = sizeof(KvAppendPush),
+                                                         .push_constant_layout = KvAppendPush::layout,
                                                          .binding_count = 2});
     const KvAppendPush push{.new_len = c.new_len,
                             .n_kv_head = c.n_kv_head,

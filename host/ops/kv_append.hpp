@@ -5,6 +5,7 @@
 #include "host/spec/kv_layout.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
+#include "shaders/interface/kv_append.h"
 
 namespace vkf {
 
@@ -20,19 +21,7 @@ struct KvAppendArgs {
 // it repacks strided heads densely (Q out of a fused QKV output, for attention).
 void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& args);
 
-// Mirrors KvAppendParams in shaders/kv_append.comp.
-struct KvAppendPush {
-    std::uint32_t new_len;
-    std::uint32_t n_kv_head;
-    std::uint32_t head_dim;
-    std::uint32_t max_len;
-    std::uint32_t pos;
-    std::uint32_t src_base;
-    std::uint32_t src_batch_stride;
-    std::uint32_t src_token_stride;
-    std::uint32_t src_head_stride;
-    std::uint32_t cache_base;
-};
+// KvAppendPush (push constants): shaders/interface/kv_append.h.
 static_assert(sizeof(KvAppendPush) == 40);
 
 } // namespace vkf

@@ -3,7 +3,7 @@
 
 #include "host/ops/tensor_binding.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -60,10 +60,10 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
         throw Error("layernorm: eps must be positive, got " + std::to_string(a.eps));
     }
     const std::uint32_t wg = layernorm_workgroup_size(limits, a.dim);
-    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::layernorm_f16 : &shaders::layernorm_f32,
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("layernorm", {{"WEIGHTS_F16", f16}}),
                                                          .workgroup_size = {wg, 1, 1},
-                                                         .constants = {{3, wg}},
-                                                         .push_constant_size = sizeof(LayerNormPush),
+                                                         .constants = {{VKF_LAYERNORM_SPEC_WG, wg}},
+                                                         .push_constant_layout = LayerNormPush::layout,
                                                          .binding_count = 4,
                                                          .shared_memory_bytes = 4 * wg});
     const std::uint64_t max_rows = max_bound_elements(limits, 4) / a.dim;
@@ -82,7 +82,7 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
                                  .y_base = y.base,
                                  .weight_base = weight.base,
                                  .bias_base = has_bias ? bias.base : 0,
-                                 .flags = has_bias ? kLayerNormBias : 0,
+                                 .flags = has_bias ? VKF_LAYERNORM_FLAG_BIAS : 0,
                                  .eps = a.eps};
         const Binding bindings[] = {{x.range, Access::Read},
                                     {weight.range, Access::Read},

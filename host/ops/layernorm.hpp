@@ -3,6 +3,7 @@
 
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
+#include "shaders/interface/layernorm.h"
 
 namespace vkf {
 
@@ -18,19 +19,9 @@ struct LayerNormArgs {
 
 void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& args);
 
-// Mirrors LayerNormParams in shaders/layernorm.comp.
-struct LayerNormPush {
-    std::uint32_t rows;
-    std::uint32_t dim;
-    std::uint32_t x_base;
-    std::uint32_t y_base;
-    std::uint32_t weight_base;
-    std::uint32_t bias_base;
-    std::uint32_t flags; // kLayerNormBias
-    float eps;
-};
+// LayerNormPush (push constants), VKF_LAYERNORM_FLAG_* and VKF_LAYERNORM_SPEC_*:
+// shaders/interface/layernorm.h.
 static_assert(sizeof(LayerNormPush) == 32);
-inline constexpr std::uint32_t kLayerNormBias = 1u << 0;
 
 // Invocations per row: a power of two within the limits, no wider than the row needs, and
 // wide enough that the loops stay within the driver's loop limit. Throws vkf::Error when

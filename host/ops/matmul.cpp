@@ -3,7 +3,7 @@
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 
 #include <algorithm>
 #include <array>
@@ -123,15 +123,13 @@ std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t
     return lo;
 }
 
+// The tiled kernel is matmul.comp without a kernel define.
 const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide) {
-    switch (kernel) {
-    case MatmulKernel::Tiled: return f16 ? shaders::matmul_tiled_f16 : shaders::matmul_tiled_f32;
-    case MatmulKernel::Gemv: return f16 ? shaders::matmul_gemv_f16 : shaders::matmul_gemv_f32;
-    case MatmulKernel::RowDot:
-        if (wide) return f16 ? shaders::matmul_rowdot64_f16 : shaders::matmul_rowdot64_f32;
-        return f16 ? shaders::matmul_rowdot_f16 : shaders::matmul_rowdot_f32;
-    default: return f16 ? shaders::matmul_blocked_f16 : shaders::matmul_blocked_f32;
-    }
+    return shaders::variant("matmul", {{"GEMV", kernel == MatmulKernel::Gemv},
+                                       {"BLOCKED", kernel == MatmulKernel::Blocked},
+                                       {"ROWDOT", kernel == MatmulKernel::RowDot},
+                                       {"WIDE64", kernel == MatmulKernel::RowDot && wide},
+                                       {"WEIGHTS_F16", f16}});
 }
 
 } // namespace
@@ -332,34 +330,38 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
 
     std::vector<SpecConstant> constants;
     if (plan.kernel == MatmulKernel::Tiled) {
-        constants = {{3, plan.tile_m / 4}, {4, plan.tile_n / 4}, {5, plan.tile_k}};
+        constants = {{VKF_MATMUL_SPEC_TM4, plan.tile_m / 4},
+                     {VKF_MATMUL_SPEC_TN4, plan.tile_n / 4},
+                     {VKF_MATMUL_SPEC_TK, plan.tile_k}};
     } else if (plan.kernel == MatmulKernel::Gemv) {
-        constants = {{3, plan.workgroup_size}};
+        constants = {{VKF_MATMUL_SPEC_WG, plan.workgroup_size}};
     } else if (plan.kernel == MatmulKernel::RowDot) {
-        constants = {{3, plan.block_m}, {4, plan.block_n}, {5, plan.column_groups}};
+        constants = {{VKF_MATMUL_SPEC_RM, plan.block_m},
+                     {VKF_MATMUL_SPEC_RN, plan.block_n},
+                     {VKF_MATMUL_SPEC_RG, plan.column_groups}};
     } else {
-        constants = {{3, plan.block_m}, {4, plan.block_n}};
+        constants = {{VKF_MATMUL_SPEC_RM, plan.block_m}, {VKF_MATMUL_SPEC_RN, plan.block_n}};
     }
     const Pipeline& main = ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads),
                                                      .workgroup_size = {plan.workgroup_size, 1, 1},
                                                      .constants = constants,
-                                                     .push_constant_size = sizeof(MatmulPush),
+                                                     .push_constant_layout = MatmulPush::layout,
                                                      .binding_count = 5,
                                                      .shared_memory_bytes = plan.shared_bytes});
     const std::uint32_t reduce_wg = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
     const Pipeline* reduce = nullptr;
     if (split) {
-        reduce = &ctx.pipeline(PipelineDesc{.code = f16 ? &shaders::matmul_reduce_f16 : &shaders::matmul_reduce_f32,
+        reduce = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", f16}}),
                                             .workgroup_size = {reduce_wg, 1, 1},
-                                            .push_constant_size = sizeof(MatmulPush),
+                                            .push_constant_layout = MatmulPush::layout,
                                             .binding_count = 4});
     }
 
     std::uint32_t act_flags = 0;
-    act_flags |= a.activation == Activation::GeluTanh ? kMatmulGeluTanh : 0;
-    act_flags |= a.activation == Activation::GeluErf ? kMatmulGeluErf : 0;
+    act_flags |= a.activation == Activation::GeluTanh ? VKF_MATMUL_FLAG_GELU_TANH : 0;
+    act_flags |= a.activation == Activation::GeluErf ? VKF_MATMUL_FLAG_GELU_ERF : 0;
     const std::uint32_t epilogue_flags =
-        act_flags | (has_bias ? kMatmulBias : 0) | (has_residual ? kMatmulResidual : 0);
+        act_flags | (has_bias ? VKF_MATMUL_FLAG_BIAS : 0) | (has_residual ? VKF_MATMUL_FLAG_RESIDUAL : 0);
 
     for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
         const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
@@ -390,13 +392,13 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                             .n_splits = plan.n_splits,
                             .flags = epilogue_flags};
             if (plan.kernel != MatmulKernel::Tiled && a.k % 2 == 0 && w.base % 2 == 0) {
-                push.flags |= kMatmulPairs;
+                push.flags |= VKF_MATMUL_FLAG_PAIRS;
             }
             if (plan.kernel == MatmulKernel::RowDot && a.k % 8 == 0 && x.base % 4 == 0 &&
                 w.base % (f16 ? 8 : 4) == 0) {
-                push.flags |= kMatmulVec8;
+                push.flags |= VKF_MATMUL_FLAG_VEC8;
                 if (plan.wide_loads && a.k % 16 == 0 && x.base % 8 == 0 && w.base % (f16 ? 16 : 8) == 0) {
-                    push.flags |= kMatmulVec16;
+                    push.flags |= VKF_MATMUL_FLAG_VEC16;
                 }
             }
             GroupCount groups;
@@ -433,7 +435,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
             const ElementBinding partials = bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc,
                                                           4, "matmul", "scratch");
             MatmulPush partial_push = push;
-            partial_push.flags = (push.flags & (kMatmulPairs | kMatmulVec8 | kMatmulVec16)) | kMatmulPartials;
+            partial_push.flags = (push.flags & (VKF_MATMUL_FLAG_PAIRS | VKF_MATMUL_FLAG_VEC8 | VKF_MATMUL_FLAG_VEC16)) |
+                                 VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
             const Binding bindings[] = {{x.range, Access::Read},
                                         {w.range, Access::Read},

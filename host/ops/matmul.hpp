@@ -6,6 +6,7 @@
 #include "host/spec/activation.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
+#include "shaders/interface/matmul.h"
 
 #include <string>
 
@@ -45,30 +46,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
 std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                                    DType weight_dtype, MatmulOptions options = {});
 
-// Mirrors MatmulParams in shaders/matmul.comp.
-struct MatmulPush {
-    std::uint32_t m;
-    std::uint32_t n;
-    std::uint32_t k;
-    std::uint32_t ldy;
-    std::uint32_t x_base;
-    std::uint32_t w_base;
-    std::uint32_t bias_base;
-    std::uint32_t res_base;
-    std::uint32_t y_base;
-    std::uint32_t k_split;
-    std::uint32_t n_splits;
-    std::uint32_t flags; // kMatmul* bits below
-};
+// MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h.
 static_assert(sizeof(MatmulPush) == 48);
-inline constexpr std::uint32_t kMatmulBias = 1u << 0;
-inline constexpr std::uint32_t kMatmulResidual = 1u << 1;
-inline constexpr std::uint32_t kMatmulGeluTanh = 1u << 2;
-inline constexpr std::uint32_t kMatmulGeluErf = 1u << 3;
-inline constexpr std::uint32_t kMatmulPartials = 1u << 4;
-inline constexpr std::uint32_t kMatmulPairs = 1u << 5;
-inline constexpr std::uint32_t kMatmulVec8 = 1u << 6;
-inline constexpr std::uint32_t kMatmulVec16 = 1u << 7;
 
 // What the plan needs to know of the device.
 struct MatmulDevice {

@@ -2,7 +2,7 @@
 // staging path, and buffers larger than maxStorageBufferRange.
 
 #include "host/ops/elementwise.hpp"
-#include "vkf_shaders.hpp"
+#include "shaders/variants.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <cstring>
@@ -78,9 +78,9 @@ TEST_F(Buffers, BindingOverMaxStorageBufferRangeIsRefusedAndRangesWork) {
 
     // Binding the whole buffer names the limit.
     auto list = ctx().command_list();
-    const Pipeline& p = ctx().pipeline(PipelineDesc{.code = &shaders::elementwise_fill_u32,
+    const Pipeline& p = ctx().pipeline(PipelineDesc{.code = &shaders::variant("elementwise", {"OP_FILL"}),
                                                     .workgroup_size = {64, 1, 1},
-                                                    .push_constant_size = sizeof(ElementwisePush),
+                                                    .push_constant_layout = ElementwisePush::layout,
                                                     .binding_count = 1});
     const Binding whole_binding[] = {{whole(big), Access::Write}};
     const ElementwisePush push{.count = 1, .value = 0};

@@ -2,8 +2,8 @@
 // the device limit, timestamps, and dispatches that do not match their pipeline.
 
 #include "host/ops/elementwise.hpp"
+#include "shaders/variants.hpp"
 #include "tests/support/vulkan_test.hpp"
-#include "vkf_shaders.hpp"
 
 #include <bit>
 #include <cmath>
@@ -123,9 +123,9 @@ TEST_F(CommandLists, ProfilingGivesATimePerOp) {
 
 TEST_F(CommandLists, MismatchedDispatchesAreRefusedWithAMessage) {
     Buffer b = ctx().create_buffer(1024, MemoryKind::Device, "b");
-    const Pipeline& fill = ctx().pipeline(PipelineDesc{.code = &shaders::elementwise_fill_u32,
+    const Pipeline& fill = ctx().pipeline(PipelineDesc{.code = &shaders::variant("elementwise", {"OP_FILL"}),
                                                        .workgroup_size = {64, 1, 1},
-                                                       .push_constant_size = sizeof(ElementwisePush),
+                                                       .push_constant_layout = ElementwisePush::layout,
                                                        .binding_count = 1});
     auto list = ctx().command_list();
     const Binding one[] = {{whole(b), Access::Write}};

@@ -2,8 +2,8 @@
 // pipelines whose C++ side does not match their shader or the device.
 
 #include "host/ops/elementwise.hpp"
+#include "shaders/variants.hpp"
 #include "tests/support/vulkan_test.hpp"
-#include "vkf_shaders.hpp"
 
 namespace vkf::test {
 namespace {
@@ -116,9 +116,9 @@ TEST(Quirks, TableMatchesOnIdsAndVersionRanges) {
 class Pipelines : public VulkanTest {};
 
 TEST_F(Pipelines, AreCreatedOncePerKeyAndReused) {
-    const PipelineDesc desc{.code = &shaders::elementwise_fill_u32,
+    const PipelineDesc desc{.code = &shaders::variant("elementwise", {"OP_FILL"}),
                             .workgroup_size = {32, 1, 1},
-                            .push_constant_size = sizeof(ElementwisePush),
+                            .push_constant_layout = ElementwisePush::layout,
                             .binding_count = 1};
     const std::size_t before = ctx().pipeline_count();
     const Pipeline& a = ctx().pipeline(desc);
@@ -131,16 +131,16 @@ TEST_F(Pipelines, AreCreatedOncePerKeyAndReused) {
 }
 
 TEST_F(Pipelines, MismatchesWithTheShaderOrTheDeviceAreRefused) {
-    const PipelineDesc good{.code = &shaders::elementwise_add_f32,
+    const PipelineDesc good{.code = &shaders::variant("elementwise", {"OP_ADD"}),
                             .workgroup_size = {64, 1, 1},
-                            .push_constant_size = sizeof(ElementwisePush),
+                            .push_constant_layout = ElementwisePush::layout,
                             .binding_count = 3};
     auto with = [&](auto change) {
         PipelineDesc d = good;
         change(d);
         return d;
     };
-    expect_error([&] { ctx().pipeline(with([](PipelineDesc& d) { d.push_constant_size = 12; })); },
+    expect_error([&] { ctx().pipeline(with([](PipelineDesc& d) { d.push_constant_layout.size = 12; })); },
                  "push-constant block is 8 bytes but the C++ side declares 12");
     expect_error([&] { ctx().pipeline(with([](PipelineDesc& d) { d.binding_count = 2; })); },
                  "has 3 storage buffers but the C++ side declares 2");
@@ -165,8 +165,8 @@ TEST(PipelinesForcedLimits, SharedMemoryIsCheckedAgainstTheForcedLimit) {
     Context ctx(test_options(sink, LimitOverrides{.shared_memory = 4096}));
     expect_error(
         [&] {
-            ctx.pipeline(PipelineDesc{.code = &shaders::elementwise_fill_u32,
-                                      .push_constant_size = sizeof(ElementwisePush),
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("elementwise", {"OP_FILL"}),
+                                      .push_constant_layout = ElementwisePush::layout,
                                       .binding_count = 1,
                                       .shared_memory_bytes = 8192});
         },

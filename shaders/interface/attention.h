@@ -1,0 +1,43 @@
+// The interface of the attention kernels (shaders/attention.comp, attention_rows.comp,
+// attention_combine.comp, attention_naive.comp) with host/ops/attention.cpp and
+// attention_naive.cpp: all four take the same push-constant block. See interface.h.
+#ifndef VKF_INTERFACE_ATTENTION_H
+#define VKF_INTERFACE_ATTENTION_H
+
+#include "interface.h"
+
+// params.flags (conventions: host/spec/attention_params.hpp)
+#define VKF_ATTN_FLAG_CAUSAL_MASK 1u
+#define VKF_ATTN_FLAG_SLOPE_TABLE 2u  // per-head slopes from a buffer instead of the formula
+#define VKF_ATTN_FLAG_KV_LENS 4u      // per-batch valid key counts from a buffer
+#define VKF_ATTN_FLAG_ALIBI_CAUSAL 8u
+#define VKF_ATTN_FLAG_ALIBI_SYMMETRIC 16u
+
+// Specialization constants (0-2: the workgroup size).
+#define VKF_ATTN_SPEC_D 6  // head_dim, in every attention kernel that needs it
+// attention.comp (tiled)
+#define VKF_ATTN_SPEC_BR 3   // query rows per workgroup
+#define VKF_ATTN_SPEC_BC 4   // keys per shared tile
+#define VKF_ATTN_SPEC_TPR 5  // invocations per query row
+// attention_rows.comp
+#define VKF_ATTN_ROWS_SPEC_SPLIT_LANES 3  // invocations per row, each its own KV split
+#define VKF_ATTN_ROWS_SPEC_BK 4           // keys per softmax update
+#define VKF_ATTN_ROWS_SPEC_R 5            // query rows per invocation
+#define VKF_ATTN_ROWS_SPEC_SG 7           // SUBGROUP_LOADS: the subgroup size
+
+#define VKF_ATTENTION_PUSH(F)                                          \
+    F(uint, batch)                                                     \
+    F(uint, q_len)                                                     \
+    F(uint, kv_len)                                                    \
+    F(uint, n_head)                                                    \
+    F(uint, n_kv_head)                                                 \
+    F(uint, flags) /* VKF_ATTN_FLAG_* */                               \
+    F(float, scale)                                                    \
+    F(float, max_bias)                                                 \
+    F(uint, alibi_pow2)   /* largest power of two <= n_head */         \
+    F(uint, kv_split_len) /* keys per split (split-KV), else kv_len */ \
+    F(uint, n_splits)     /* 1 without split-KV */                     \
+    F(uint, reserved)
+VKF_PUSH_CONSTANTS(AttentionParams, AttentionPush, VKF_ATTENTION_PUSH)
+
+#endif

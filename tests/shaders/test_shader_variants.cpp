@@ -1,0 +1,117 @@
+// The generated variant table and shaders::variant(), and every variant's push-constant
+// block against the C++ struct of its family (no device needed: SPIR-V reflection only).
+
+#include "runtime/push_constants.hpp"
+#include "runtime/spirv_reflect.hpp"
+#include "shaders/interface/activation.h"
+#include "shaders/interface/attention.h"
+#include "shaders/interface/bench_ceilings.h"
+#include "shaders/interface/elementwise.h"
+#include "shaders/interface/embedding.h"
+#include "shaders/interface/kv_append.h"
+#include "shaders/interface/layernorm.h"
+#include "shaders/interface/matmul.h"
+#include "shaders/variants.hpp"
+#include "tests/support/test_support.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace vkf::test {
+namespace {
+
+void expect_contains(const std::string& message, const std::string& needle) {
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+}
+
+std::string name_of(const SpirvCode& code) {
+    return std::string(code.name);
+}
+
+TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
+    std::map<std::string, std::set<std::set<std::string>>> seen;
+    std::set<std::string> names;
+    for (const shaders::ShaderVariant& v : shaders::all_variants()) {
+        const std::set<std::string> defines(v.defines.begin(), v.defines.end());
+        EXPECT_EQ(defines.size(), v.defines.size()) << v.code->name;
+        EXPECT_TRUE(seen[std::string(v.family)].insert(defines).second) << "twice: " << v.code->name;
+        EXPECT_TRUE(names.insert(name_of(*v.code)).second) << v.code->name;
+        EXPECT_EQ(name_of(*v.code).rfind(std::string(v.family), 0), 0u) << v.code->name;
+        EXPECT_GT(v.code->words.size(), 5u);
+    }
+    EXPECT_EQ(seen["attention_rows"].size(), 8u);   // SUBGROUP_LOADS x SPLIT_KV x STORAGE_F16
+    EXPECT_EQ(seen["matmul"].size(), 12u);          // 6 kernels x WEIGHTS_F16
+    EXPECT_EQ(seen["attention_naive"].size(), 5u);  // softmax has no STORAGE_F16 variant
+}
+
+TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {
+    EXPECT_EQ(name_of(shaders::variant("attention_rows", {"STORAGE_F16", "SUBGROUP_LOADS"})),
+              "attention_rows[SUBGROUP_LOADS,STORAGE_F16]");
+    EXPECT_EQ(
+        &shaders::variant("attention_rows", {"STORAGE_F16", "SUBGROUP_LOADS"}),
+        &shaders::variant("attention_rows", {{"SUBGROUP_LOADS", true}, {"SPLIT_KV", false}, {"STORAGE_F16", true}}));
+    EXPECT_EQ(name_of(shaders::variant("matmul", {})), "matmul");
+    EXPECT_EQ(name_of(shaders::variant("matmul", {{"GEMV", false}, {"WEIGHTS_F16", false}})), "matmul");
+    EXPECT_EQ(name_of(shaders::variant("matmul", {"WEIGHTS_F16", "WIDE64", "ROWDOT"})),
+              "matmul[ROWDOT,WIDE64,WEIGHTS_F16]");
+    EXPECT_EQ(name_of(shaders::variant("bench_ceilings", {"COPY"})), "bench_ceilings[COPY]");
+    const std::vector<shaders::Define> built = {{"SPLIT_KV", true}, {"STORAGE_F16", false}};
+    EXPECT_EQ(name_of(shaders::variant("attention", built)), "attention[SPLIT_KV]");
+}
+
+TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
+    expect_contains(error_message([] { shaders::variant("atention", {}); }),
+                    "no shader family 'atention'; the families are elementwise, attention, attention_rows,");
+    // A misspelt define is an error even when it asks for the define's absence.
+    expect_contains(error_message([] {
+                        shaders::variant("attention", {{"SPLT_KV", false}});
+                    }),
+                    "shader variant attention: no variant of attention has define SPLT_KV; the variants are "
+                    "attention, attention[STORAGE_F16], attention[SPLIT_KV], attention[SPLIT_KV,STORAGE_F16]");
+    expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
+                    "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[WEIGHTS_F16], "
+                    "matmul[GEMV]");
+    expect_contains(error_message([] {
+                        shaders::variant("attention_naive", {"SOFTMAX", "STORAGE_F16"});
+                    }),
+                    "no shader variant attention_naive[SOFTMAX,STORAGE_F16]");
+    expect_contains(error_message([] {
+                        shaders::variant("matmul", {"GEMV", "BLOCKED"});
+                    }),
+                    "no shader variant matmul[GEMV,BLOCKED]");
+    expect_contains(error_message([] {
+                        shaders::variant("matmul", {"GEMV", {"GEMV", false}});
+                    }),
+                    "define GEMV is named twice");
+}
+
+// The C++ side of each family; a family added without one fails here.
+const std::map<std::string, PushConstantLayout>& layouts() {
+    static const std::map<std::string, PushConstantLayout> all = {
+        {"elementwise", ElementwisePush::layout},   {"attention", AttentionPush::layout},
+        {"attention_rows", AttentionPush::layout},  {"attention_combine", AttentionPush::layout},
+        {"attention_naive", AttentionPush::layout}, {"matmul", MatmulPush::layout},
+        {"layernorm", LayerNormPush::layout},       {"activation", ActivationPush::layout},
+        {"embedding", EmbeddingPush::layout},       {"kv_append", KvAppendPush::layout},
+        {"bench_ceilings", CeilingPush::layout},
+    };
+    return all;
+}
+
+TEST(ShaderInterfaces, EveryVariantsPushConstantsMatchItsFamilysStruct) {
+    for (const shaders::ShaderVariant& v : shaders::all_variants()) {
+        const auto layout = layouts().find(std::string(v.family));
+        ASSERT_NE(layout, layouts().end()) << "no C++ push-constant struct for family " << v.family;
+        const ShaderInterface iface = reflect_shader(*v.code);
+        EXPECT_EQ(iface.push_constant_members.size(), layout->second.members.size()) << v.code->name;
+        try {
+            check_push_constants(iface, layout->second, name_of(*v.code) + ": ");
+        } catch (const Error& e) {
+            ADD_FAILURE() << e.what();
+        }
+    }
+}
+
+}  // namespace
+}  // namespace vkf::test
