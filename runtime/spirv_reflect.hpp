@@ -1,6 +1,8 @@
 #pragma once
-// Just enough SPIR-V reflection to check a pipeline's C++ side against its shader: the
-// push-constant block (size, members) and the storage-buffer bindings of descriptor set 0.
+// What pipeline creation checks a pipeline's C++ side against: the shader's push-constant
+// block (size, members) and its storage-buffer bindings of descriptor set 0, read by
+// SPIRV-Cross's reflection (Debian's libspirv-cross-c-shared-dev, its core library linked
+// statically, so applications carry no extra shared library).
 
 #include "runtime/spirv.hpp"
 
@@ -24,7 +26,8 @@ struct ShaderInterface {
     std::vector<std::uint32_t> storage_bindings; // sorted binding numbers in set 0
 };
 
-// Throws vkf::Error when the module is malformed or uses descriptor sets other than 0.
+// Throws vkf::Error when the module is malformed, uses descriptor sets other than 0 or
+// declares a uniform buffer.
 ShaderInterface reflect_shader(const SpirvCode& code);
 
 } // namespace vkf

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build git pkg-config
-  libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
+  libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools libspirv-cross-c-shared-dev
   mesa-vulkan-drivers vulkan-validationlayers
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev python3 python3-numpy

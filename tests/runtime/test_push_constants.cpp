@@ -46,6 +46,18 @@ TEST(PushConstantReflection, ReportsTheBlockNameAndEveryMember) {
     EXPECT_EQ(attention.push_constant_members[6].offset, 24u);
 }
 
+TEST(PushConstantReflection, RefusesWhatIsNotSpirv) {
+    const std::vector<std::uint32_t> garbage(64, 0xdeadbeefu);
+    try {
+        reflect_shader(SpirvCode{"garbage", garbage});
+        FAIL() << "garbage was reflected";
+    } catch (const Error& e) {
+        expect_contains(e.what(), "shader garbage: not a SPIR-V module vkformer can read");
+    }
+    const std::span<const std::uint32_t> words = fill_code().words;
+    EXPECT_THROW(reflect_shader(SpirvCode{"truncated", words.first(words.size() / 2)}), Error);
+}
+
 // The C++ table generated from the same field list agrees with the struct itself.
 TEST(PushConstantLayouts, DescribeTheCppStruct) {
     const PushConstantLayout& l = AttentionPush::layout;
