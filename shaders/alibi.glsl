@@ -1,4 +1,4 @@
-// ALiBi and position conventions shared by the attention kernels (DESIGN.md).
+// ALiBi and position conventions shared by the attention kernels (docs/DESIGN.md).
 // Needs: the push-constant block `params` with n_head, max_bias, alibi_pow2 and flags, and
 // (when VKF_ATTN_FLAG_SLOPE_TABLE is set) a buffer `slope_table` of n_head floats.
 #ifndef VKF_ALIBI_GLSL

@@ -11,7 +11,7 @@
 //            (attention_io.glsl), so an fp16 output pair is one 32-bit word.
 //
 // Conventions (positions p_i = L_b - q_len + i, GQA head mapping, masks, slopes) are those
-// of host/attention_params.hpp. Storage is float32, or fp16 with STORAGE_F16; arithmetic
+// of host/spec/attention_params.hpp. Storage is float32, or fp16 with STORAGE_F16; arithmetic
 // is fp32 either way.
 
 #extension GL_GOOGLE_include_directive : require
@@ -28,7 +28,7 @@ const uint HEAD_PAIRS = HEAD_DIM / 2u;
 // glslang does not fold uintBitsToFloat in a global const initializer.
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-// Offsets, in element pairs, of head rows in the default layouts (DESIGN.md).
+// Offsets, in element pairs, of head rows in the default layouts (docs/DESIGN.md).
 uint q_row_pair(uint b, uint i, uint h) {
     return ((b * params.q_len + i) * params.n_head + h) * HEAD_PAIRS;
 }

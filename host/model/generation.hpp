@@ -1,6 +1,6 @@
 #pragma once
 // Text generation over token ids: prefill the prompt, then decode one token per step
-// through the KV cache, sampling each next token from the logits (host/sampling.hpp).
+// through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
 
 #include "host/model/model.hpp"
 #include "host/spec/sampling.hpp"

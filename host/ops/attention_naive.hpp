@@ -1,7 +1,7 @@
 #pragma once
 // Naive GPU attention (shaders/attention_naive.comp): scores, softmax and P.V as three
 // dispatches over a float32 [batch, n_head, q_len, kv_len] scores buffer. It exists as the
-// baseline the tiled op (host/attention.hpp) is benchmarked against; its n x n buffer is
+// baseline the tiled op (host/ops/attention.hpp) is benchmarked against; its n x n buffer is
 // exactly what the tiled op avoids, so it fails on shapes the tiled op still handles.
 
 #include "host/ops/attention.hpp"

@@ -3,7 +3,7 @@
 // compared against: a plain two-pass softmax per query row. Its only concession to speed
 // is data layout (K and V are copied per head into blocked and transposed double arrays so
 // that every inner loop is contiguous and allocation-free), which keeps test shapes of a
-// few thousand positions to seconds; tests/test_attention_reference.cpp checks it against
+// few thousand positions to seconds; tests/reference/test_attention_reference.cpp checks it against
 // a deliberately naive implementation. The reference model runs its attention through it.
 
 #include <span>

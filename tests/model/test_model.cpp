@@ -1,5 +1,5 @@
 // Whole BLOOM and MPT models on the device against the double-precision CPU reference model
-// (host/reference_model.hpp): seeded random checkpoints in the Hugging Face format (small
+// (host/reference/model.hpp): seeded random checkpoints in the Hugging Face format (small
 // BLOOM: 2 layers, hidden 256, 8 heads; small MPT: 2 layers, 12 heads, with and without
 // biases and clip_qkv), fp32 and fp16 weights, single-file and sharded. Logits of the
 // prefill (every position) and of 8 decode steps through the KV cache are compared; the

@@ -1,4 +1,4 @@
-// Run by tests/model_numpy.py (the reference_model_numpy CTest) as a separate process:
+// Run by tests/reference/model_numpy.py (the reference_model_numpy CTest) as a separate process:
 // loads a checkpoint, runs reference::Model::forward over the given token ids and writes the
 // logits [ids, vocab] as a float64 .npy, so that an independent NumPy implementation can
 // compare them at double precision.
@@ -23,7 +23,7 @@
 
 namespace {
 
-// host/npy.hpp has no float64; a version 1.0 header for '<f8' is written here.
+// host/io/npy.hpp has no float64; a version 1.0 header for '<f8' is written here.
 void write_f64_npy(const std::string& path, std::size_t rows, std::size_t cols, const std::vector<double>& values) {
     std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
                          std::to_string(cols) + "), }";

@@ -1,8 +1,8 @@
-// The CPU reference model (host/reference_model.hpp): errors for bad ids and incomplete
+// The CPU reference model (host/reference/model.hpp): errors for bad ids and incomplete
 // checkpoints, determinism across runs and thread counts, causality, fp16 weight rounding,
 // and hand-checkable BLOOM and MPT models built tensor by tensor. Its agreement with an
 // independent NumPy implementation on random checkpoints is checked by the
-// reference_model_numpy CTest (tests/model_numpy.py).
+// reference_model_numpy CTest (tests/reference/model_numpy.py).
 
 #include <gtest/gtest.h>
 
