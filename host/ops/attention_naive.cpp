@@ -1,4 +1,5 @@
 #include "host/ops/attention_naive.hpp"
+#include "host/util/format.hpp"
 
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
@@ -29,13 +30,10 @@ std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
 }
 
 
-std::string shape_text(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t d) {
-    return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) +
-           "]";
+std::string q_shape_text(const AttentionShape& s) { return shape_text({s.batch, s.q_len, s.n_head, s.head_dim}); }
+std::string kv_shape_text(const AttentionShape& s) {
+    return shape_text({s.batch, s.kv_len, s.n_kv_head, s.head_dim});
 }
-
-std::string q_shape_text(const AttentionShape& s) { return shape_text(s.batch, s.q_len, s.n_head, s.head_dim); }
-std::string kv_shape_text(const AttentionShape& s) { return shape_text(s.batch, s.kv_len, s.n_kv_head, s.head_dim); }
 
 // The widest 1-D workgroup of at most `wanted` invocations the device allows.
 std::uint32_t workgroup_width(const ComputeLimits& limits, std::uint32_t wanted) {
@@ -53,7 +51,7 @@ std::optional<std::string> naive_attention_impossible(const ComputeLimits& limit
     if (bytes > limits.storage_buffer_range) {
         const AttentionShape& s = params.shape;
         return "naive attention: scores buffer of " + std::to_string(bytes) + " bytes (float32 " +
-               shape_text(s.batch, s.n_head, s.q_len, s.kv_len) + ") exceeds maxStorageBufferRange " +
+               shape_text({s.batch, s.n_head, s.q_len, s.kv_len}) + ") exceeds maxStorageBufferRange " +
                std::to_string(limits.storage_buffer_range);
     }
     return std::nullopt;

@@ -68,14 +68,4 @@ void check_tensor(const BufferRange& r, std::uint64_t elements, std::uint32_t el
     }
 }
 
-std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype) {
-    std::string s = "[";
-    bool first = true;
-    for (std::uint64_t d : dims) {
-        s += (first ? "" : ", ") + std::to_string(d);
-        first = false;
-    }
-    return s + "] " + std::string(dtype);
-}
-
 } // namespace vkf

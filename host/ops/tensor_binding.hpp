@@ -4,6 +4,7 @@
 // maxStorageBufferRange long, so a piece is bound from the aligned offset at or below its
 // first element, and the shader is told where in the binding that element sits (`base`).
 
+#include "host/util/format.hpp" // shape_text, for the messages of check_tensor
 #include "runtime/command_list.hpp"
 
 #include <cstdint>
@@ -35,7 +36,5 @@ std::uint64_t max_bound_elements(const ComputeLimits& limits, std::uint32_t elem
 void check_tensor(const BufferRange& r, std::uint64_t elements, std::uint32_t element_bytes, std::string_view op,
                   std::string_view tensor_name, const std::string& shape);
 
-// "[a, b, c] f32"
-std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype);
 
 } // namespace vkf
