@@ -1,14 +1,14 @@
 #pragma once
-// `vkf-bench compare A.json B.json ...`: result files side by side (speed ratios against
-// the first file) and one SVG plot per suite, written directly (no plotting library).
+// `vkf-bench compare`'s table: result files from any machines side by side, each case's
+// median time per file and its speed relative to the first file.
 
-#include "apps/bench/bench_results.hpp"
-#include "apps/bench/bench_suites.hpp"
+#include "apps/bench/results.hpp"
 
-#include <filesystem>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vkf::bench {
@@ -17,16 +17,14 @@ namespace vkf::bench {
 // dispatches per second, else 1 / median ms; absent unless the result is ok.
 std::optional<double> speed_of(const Result& r);
 
-// The side-by-side table: every (suite, case) of any file, a column per file.
+// The result of `run` with this suite and name, or null.
+const Result* find_result(const Run& run, const std::string& suite, const std::string& name);
+
+// (suite, name) of every result in any file: the registry's suite order, within a suite
+// the first file's order, then cases only later files have.
+std::vector<std::pair<std::string, std::string>> all_cases(std::span<const Run> runs);
+
+// The side-by-side table: the files, their ceilings, then every case with a column per file.
 void print_comparison(std::ostream& out, std::span<const Run> runs, std::span<const std::string> labels);
 
-// One SVG document: lines (GFLOP/s, else GB/s, against the suite's x_param on a log
-// scale, one line per file and series) or bars (speed relative to the first file).
-std::string svg_plot(const Suite& suite, std::span<const Run> runs, std::span<const std::string> labels);
-// Writes <dir>/vkf-bench-<suite>.svg for every suite with results; returns the paths.
-std::vector<std::filesystem::path> write_plots(const std::filesystem::path& dir, std::span<const Run> runs,
-                                               std::span<const std::string> labels);
-
-int compare_command(std::span<char* const> args);
-
-} // namespace vkf::bench
+}  // namespace vkf::bench

@@ -1,55 +1,47 @@
 #pragma once
-// `vkf-bench attention`: times the tiled ALiBi attention op (host/attention.hpp) against
-// the naive three-pass baseline (host/attention_naive.hpp) over a table of shapes, and
-// reports GPU time, throughput, device memory and the tile plan, as text or JSON.
+// What the attention suite times: the tiled ALiBi attention op (host/ops/attention.hpp)
+// and the naive three-pass baseline (host/ops/attention_naive.hpp) on seeded random Q, K,
+// V with the causal mask and causal ALiBi both model presets use. `vkf-bench run` sweeps
+// the presets; `vkf-bench attention` sets up a sweep of its own (any heads, head sizes and
+// batch). The cases are attention_cases() in suites.hpp.
 
-#include "apps/common/cli.hpp"
-#include "host/ops/attention.hpp"
-#include "runtime/context.hpp"
+#include "host/util/dtype.hpp"
 
 #include <cstdint>
-#include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
 namespace vkf::bench {
 
-// A bad command line: vkf-bench reports it with a hint to --help and exit code 2.
-using UsageError = cli::UsageError;
-
-// Runs the benchmark with the arguments that follow "attention". Returns the exit code:
-// 0, or 1 when some case failed or the validation layer spoke. Throws UsageError for a
-// bad command line and vkf::Error when nothing can run at all (no usable device).
-int run_attention(std::span<char* const> args);
-
-// For `vkf-bench run`'s attention suite: the same presets and the same timing.
-struct AttentionPreset {
+// The attention heads being benchmarked and how their ALiBi slopes are made.
+struct AttentionModel {
     std::string name;
     std::uint32_t n_head = 0;
-    std::uint32_t head_dim = 0;
+    std::vector<std::uint32_t> head_dims;
     float max_bias = 8.0f;
-    std::vector<float> slopes; // explicit table (MPT); empty: the paper's formula
-};
-std::vector<AttentionPreset> attention_presets(); // bloom-560m, mpt-7b
-
-struct AttentionTiming {
-    std::optional<std::string> impossible; // the naive op cannot run this shape (scores too big)
-    std::vector<double> ms;                // one per timed submission
-    std::string plan;                      // the tiled op's plan (empty for the naive op)
-    std::uint64_t flops = 0;               // 4 * batch * heads * d per unmasked (query, key) pair
-    std::uint64_t io_bytes = 0;            // Q, K, V read and O written once
-    std::uint64_t memory_bytes = 0;        // Q, K, V, O and the op's scratch or scores
+    std::vector<float> slopes;  // an explicit table (MPT); empty: the paper's formula
 };
 
-// Causal mask and causal ALiBi with the preset's slopes, seeded random Q, K, V.
-AttentionTiming time_attention(Context& ctx, const AttentionPreset& preset, DType dtype, std::uint32_t batch,
-                               std::uint32_t q_len, std::uint32_t kv_len, bool naive, std::uint32_t warmup,
-                               std::uint32_t reps);
-// Work and traffic of one call, for estimates before running.
-std::uint64_t attention_case_flops(const AttentionPreset& preset, std::uint32_t batch, std::uint32_t q_len,
-                                   std::uint32_t kv_len);
-std::uint64_t attention_case_bytes(const AttentionPreset& preset, DType dtype, std::uint32_t batch,
-                                   std::uint32_t q_len, std::uint32_t kv_len);
+// bloom-560m (16 heads of 64) and mpt-7b (32 heads of 128, MPT's slope table).
+std::vector<AttentionModel> attention_presets();
+// The presets among `names`, in the presets' order.
+std::vector<AttentionModel> attention_presets_named(const std::vector<std::string>& names);
 
-} // namespace vkf::bench
+struct AttentionSweep {
+    std::vector<AttentionModel> models;
+    std::vector<std::uint32_t> lengths;    // prefill: q_len = kv_len
+    std::vector<std::uint32_t> decode_kv;  // decoding: one query row against a KV cache this long
+    std::vector<DType> dtypes = {DType::F32, DType::F16};
+    std::uint32_t batch = 1;
+    // The naive baseline is a separate case after each tiled one, which it reports its
+    // speed against. Decoding needs no n x n scores, so `vkf-bench run` leaves it out there.
+    bool naive_prefill = true;
+    bool naive_decode = false;
+    // Each shape in one dtype, the dtypes taking turns, so a quick sweep still covers both.
+    bool alternate_dtypes = false;
+    // Within each model the cheap shapes first: a slow device reports most of the table
+    // before it reaches the long prefills (lavapipe needs hours for 8192 tokens).
+    bool cheapest_first = false;
+};
+
+}  // namespace vkf::bench
