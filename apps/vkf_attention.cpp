@@ -3,24 +3,24 @@
 // double-precision CPU reference. For trying shapes and devices, and for comparing with
 // other implementations from Python.
 
-#include "apps/common/cli.hpp"
+#include "apps/common/app_main.hpp"
+#include "apps/common/options.hpp"
+#include "host/io/npy.hpp"
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_naive.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
-#include "host/util/half.hpp"
-#include "host/io/npy.hpp"
 #include "host/util/format.hpp"
+#include "host/util/half.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <iostream>
 #include <limits>
 #include <optional>
 #include <span>
@@ -30,155 +30,61 @@
 
 namespace {
 
-using vkf::cli::kExitFailure;
-using vkf::cli::kExitUsage;
+constexpr const char* kAbout =
+    "Runs softmax(scale * Q.K^T + ALiBi bias, masked) . V on the GPU. Q is [batch, q_len,\n"
+    "n_head, head_dim], K and V are [batch, kv_len, n_kv_head, head_dim] (float32 or\n"
+    "float16, all three alike); n_head must be a multiple of n_kv_head. When q_len < kv_len,\n"
+    "query row i sits at position kv_len - q_len + i (a KV cache). The output has Q's shape.\n";
 
-constexpr const char* kUsage = R"(usage: vkf-attention --q Q.npy --k K.npy --v V.npy [--out O.npy] [options]
-
-Runs softmax(scale * Q.K^T + ALiBi bias, masked) . V on the GPU. Q is [batch, q_len,
-n_head, head_dim], K and V are [batch, kv_len, n_kv_head, head_dim] (float32 or
-float16, all three alike); n_head must be a multiple of n_kv_head. When q_len < kv_len,
-query row i sits at position kv_len - q_len + i (a KV cache). The output has Q's shape.
-
-options:
-  --q, --k, --v FILE   the input tensors (.npy)
-  --out FILE           write the output here (.npy, in the GPU storage dtype)
-  --mask causal|none   causal hides keys after the query's position (default causal)
-  --alibi causal|symmetric
-                       ALiBi bias slope*(j-i) (decoders) or -slope*|i-j| (encoders);
-                       default causal
-  --no-alibi           no position bias
-  --max-bias B         maximum ALiBi bias for the slope formula (default 8)
-  --slopes FILE        explicit per-head slopes, float32 [n_head] (.npy)
-  --scale X            softmax scale (default 1/sqrt(head_dim))
-  --kv-lens FILE       valid keys per batch entry, int32 or uint32 [batch] (.npy)
-  --dtype f32|f16      storage type on the GPU (default: the inputs' dtype)
-  --naive              run the naive three-pass baseline instead of the tiled op
-  --check              also run the CPU reference; print max relative error and
-                       relative L2, and fail when they exceed the dtype's tolerance
-  --device D           device index or name substring (default: VKF_DEVICE)
-  --limits SPEC        lower device limits: "phone", or comma-separated
-                       shared_memory=N, workgroup_invocations=N, workgroup_count=N,
-                       storage_buffer_range=N, push_constants=N, no_fp16_storage, ...
-  -h, --help           show this help
-
-environment:
-  VKF_DEVICE, VKF_LIMITS  as --device and --limits
-  VKF_VALIDATION          1 enables the Khronos validation layer; any message fails
-)";
-
-using vkf::cli::UsageError;
+constexpr const char* kFooter =
+    "exit status: 0 ok, 1 failure, 2 bad command line, 3 --check above the tolerance\n"
+    "\n"
+    "environment:\n"
+    "  VKF_DEVICE, VKF_LIMITS  as --device and --limits\n"
+    "  VKF_VALIDATION          1 enables the Khronos validation layer; any message fails";
 
 struct Options {
     std::string q_path, k_path, v_path;
     std::optional<std::string> out_path;
     vkf::MaskMode mask = vkf::MaskMode::Causal;
-    std::optional<vkf::AlibiMode> alibi; // unset: causal
+    std::optional<vkf::AlibiMode> alibi;  // unset: causal
     bool no_alibi = false;
     float max_bias = 8.0f;
     std::optional<std::string> slopes_path;
     std::optional<float> scale;
     std::optional<std::string> kv_lens_path;
     std::optional<vkf::DType> dtype;
-    std::optional<std::string> device;
-    vkf::LimitOverrides limits;
+    vkf::app::DeviceOptions device;
     bool naive = false;
     bool check = false;
-    bool help = false;
 };
 
-float parse_float(std::string_view option, const std::string& text) {
-    const double value = vkf::cli::parse_number(option, text);
-    if (std::fabs(value) > std::numeric_limits<float>::max()) {
-        throw UsageError{std::string(option) + " needs a finite number, not '" + text + "'"};
-    }
-    return static_cast<float>(value);
-}
-
-Options parse_options(int argc, char** argv) {
-    Options options;
-    vkf::cli::ArgReader a(argc, argv);
-    while (a.next()) {
-        const std::string_view name = a.name();
-        auto value = [&] { return a.value(); };
-        auto flag = [&] { a.flag(); };
-
-        if (name == "--q") {
-            options.q_path = value();
-        } else if (name == "--k") {
-            options.k_path = value();
-        } else if (name == "--v") {
-            options.v_path = value();
-        } else if (name == "--out") {
-            options.out_path = value();
-        } else if (name == "--mask") {
-            const std::string mode = value();
-            if (mode == "causal") {
-                options.mask = vkf::MaskMode::Causal;
-            } else if (mode == "none") {
-                options.mask = vkf::MaskMode::None;
-            } else {
-                throw UsageError{"--mask is causal or none, not '" + mode + "'"};
-            }
-        } else if (name == "--alibi") {
-            const std::string mode = value();
-            if (mode == "causal") {
-                options.alibi = vkf::AlibiMode::Causal;
-            } else if (mode == "symmetric") {
-                options.alibi = vkf::AlibiMode::Symmetric;
-            } else {
-                throw UsageError{"--alibi is causal or symmetric, not '" + mode + "'"};
-            }
-        } else if (name == "--no-alibi") {
-            flag();
-            options.no_alibi = true;
-        } else if (name == "--max-bias") {
-            options.max_bias = parse_float(name, value());
-        } else if (name == "--slopes") {
-            options.slopes_path = value();
-        } else if (name == "--scale") {
-            options.scale = parse_float(name, value());
-        } else if (name == "--kv-lens") {
-            options.kv_lens_path = value();
-        } else if (name == "--dtype") {
-            const std::string dtype = value();
-            if (dtype == "f32") {
-                options.dtype = vkf::DType::F32;
-            } else if (dtype == "f16") {
-                options.dtype = vkf::DType::F16;
-            } else {
-                throw UsageError{"--dtype is f32 or f16, not '" + dtype + "'"};
-            }
-        } else if (name == "--device") {
-            options.device = value();
-        } else if (name == "--limits") {
-            options.limits = vkf::cli::parse_limits(name, value(), options.limits);
-        } else if (name == "--naive") {
-            flag();
-            options.naive = true;
-        } else if (name == "--check") {
-            flag();
-            options.check = true;
-        } else if (name == "-h" || name == "--help") {
-            flag();
-            options.help = true;
-        } else {
-            a.unknown();
-        }
-    }
-    if (options.help) {
-        return options;
-    }
-    if (options.q_path.empty() || options.k_path.empty() || options.v_path.empty()) {
-        throw UsageError{"--q, --k and --v are required"};
-    }
-    if (options.no_alibi && options.alibi) {
-        throw UsageError{"--no-alibi and --alibi contradict each other"};
-    }
-    if (options.no_alibi && options.slopes_path) {
-        throw UsageError{"--slopes has no effect with --no-alibi"};
-    }
-    return options;
+void declare_options(CLI::App& cli, Options& o) {
+    using namespace vkf::app;
+    cli.footer(kFooter);
+    add_text(cli, "--q", "FILE", o.q_path, "the query tensor (.npy)")->required();
+    add_text(cli, "--k", "FILE", o.k_path, "the key tensor (.npy)")->required();
+    add_text(cli, "--v", "FILE", o.v_path, "the value tensor (.npy)")->required();
+    add_text(cli, "--out", "FILE", o.out_path, "write the output here (.npy, in the GPU storage dtype)");
+    add_choice(cli, "--mask", o.mask, {{"causal", vkf::MaskMode::Causal}, {"none", vkf::MaskMode::None}},
+               "causal hides keys after the query's position (default causal)");
+    CLI::Option* alibi = add_choice(cli, "--alibi", o.alibi,
+                                    {{"causal", vkf::AlibiMode::Causal}, {"symmetric", vkf::AlibiMode::Symmetric}},
+                                    "ALiBi bias slope*(j-i) (decoders) or -slope*|i-j| (encoders);\ndefault causal");
+    CLI::Option* no_alibi = cli.add_flag("--no-alibi", o.no_alibi, "no position bias");
+    add_number(cli, "--max-bias", "B", o.max_bias, "maximum ALiBi bias for the slope formula (default 8)");
+    CLI::Option* slopes =
+        add_text(cli, "--slopes", "FILE", o.slopes_path, "explicit per-head slopes, float32 [n_head] (.npy)");
+    no_alibi->excludes(alibi)->excludes(slopes);
+    add_number(cli, "--scale", "X", o.scale, "softmax scale (default 1/sqrt(head_dim))");
+    add_text(cli, "--kv-lens", "FILE", o.kv_lens_path, "valid keys per batch entry, int32 or uint32 [batch] (.npy)");
+    add_choice(cli, "--dtype", o.dtype, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
+               "storage type on the GPU (default: the inputs' dtype)");
+    cli.add_flag("--naive", o.naive, "run the naive three-pass baseline instead of the tiled op");
+    cli.add_flag("--check", o.check,
+                 "also run the CPU reference; print max relative error and\n"
+                 "relative L2, and exit with status 3 when they exceed the dtype's\ntolerance");
+    add_device_options(cli, o.device);
 }
 
 // --- inputs --------------------------------------------------------------------------
@@ -186,36 +92,44 @@ Options parse_options(int argc, char** argv) {
 // NumPy's names, which the .npy inputs are written with.
 const char* numpy_name(vkf::DType dtype) {
     switch (dtype) {
-    case vkf::DType::F32: return "float32";
-    case vkf::DType::F16: return "float16";
-    case vkf::DType::I32: return "int32";
-    case vkf::DType::U32: return "uint32";
-    case vkf::DType::I64: return "int64";
-    default: return vkf::to_string(dtype);
+        case vkf::DType::F32:
+            return "float32";
+        case vkf::DType::F16:
+            return "float16";
+        case vkf::DType::I32:
+            return "int32";
+        case vkf::DType::U32:
+            return "uint32";
+        case vkf::DType::I64:
+            return "int64";
+        default:
+            return vkf::to_string(dtype);
     }
 }
 
-std::string shape_of(const vkf::NpyArray& a) { return vkf::shape_text(a.shape); }
+std::string shape_of(const vkf::NpyArray& a) {
+    return vkf::shape_text(a.shape);
+}
 
 struct Tensor {
-    const char* name; // "Q", "K" or "V"
+    const char* name;  // "Q", "K" or "V"
     vkf::NpyArray array;
 };
 
 // A 4-d float32 or float16 array whose dimensions fit the GPU op's 32-bit sizes.
 void check_tensor(const Tensor& t) {
     if (t.array.dtype != vkf::DType::F32 && t.array.dtype != vkf::DType::F16) {
-        throw vkf::Error(std::string(t.name) + " has dtype " + numpy_name(t.array.dtype) +
-                         "; expected float32 or float16");
+        throw vkf::Error(
+            fmt::format("{} has dtype {}; expected float32 or float16", t.name, numpy_name(t.array.dtype)));
     }
     if (t.array.shape.size() != 4) {
-        throw vkf::Error(std::string(t.name) + " has shape " + shape_of(t.array) +
-                         "; expected 4 dimensions [batch, len, heads, head_dim]");
+        throw vkf::Error(fmt::format("{} has shape {}; expected 4 dimensions [batch, len, heads, head_dim]", t.name,
+                                     shape_of(t.array)));
     }
     for (const std::size_t dim : t.array.shape) {
         if (dim == 0 || dim > std::numeric_limits<std::uint32_t>::max()) {
-            throw vkf::Error(std::string(t.name) + " has shape " + shape_of(t.array) +
-                             "; every dimension must be between 1 and 2^32 - 1");
+            throw vkf::Error(fmt::format("{} has shape {}; every dimension must be between 1 and 2^32 - 1", t.name,
+                                         shape_of(t.array)));
         }
     }
 }
@@ -227,27 +141,27 @@ vkf::AttentionShape attention_shape(const Tensor& q, const Tensor& k, const Tens
     }
     for (const Tensor* t : {&k, &v}) {
         if (t->array.dtype != q.array.dtype) {
-            throw vkf::Error(std::string("Q has dtype ") + numpy_name(q.array.dtype) + " but " + t->name + " has " +
-                             numpy_name(t->array.dtype) + "; Q, K and V must have the same dtype");
+            throw vkf::Error(fmt::format("Q has dtype {} but {} has {}; Q, K and V must have the same dtype",
+                                         numpy_name(q.array.dtype), t->name, numpy_name(t->array.dtype)));
         }
     }
     if (k.array.shape != v.array.shape) {
-        throw vkf::Error("K has shape " + shape_of(k.array) + " but V has " + shape_of(v.array) +
-                         "; K and V must have the same shape");
+        throw vkf::Error(fmt::format("K has shape {} but V has {}; K and V must have the same shape", shape_of(k.array),
+                                     shape_of(v.array)));
     }
     const auto& qs = q.array.shape;
     const auto& ks = k.array.shape;
+    const auto disagreement = [&](const std::string& what) {
+        return vkf::Error(fmt::format("Q has shape {} but K has {}: {}", shape_of(q.array), shape_of(k.array), what));
+    };
     if (qs[0] != ks[0]) {
-        throw vkf::Error("Q has shape " + shape_of(q.array) + " but K has " + shape_of(k.array) +
-                         ": the batch sizes (dimension 0) differ");
+        throw disagreement("the batch sizes (dimension 0) differ");
     }
     if (qs[3] != ks[3]) {
-        throw vkf::Error("Q has shape " + shape_of(q.array) + " but K has " + shape_of(k.array) +
-                         ": the head sizes (dimension 3) differ");
+        throw disagreement("the head sizes (dimension 3) differ");
     }
     if (qs[2] % ks[2] != 0) {
-        throw vkf::Error("Q has shape " + shape_of(q.array) + " but K has " + shape_of(k.array) + ": Q's " +
-                         std::to_string(qs[2]) + " heads are not a multiple of K and V's " + std::to_string(ks[2]));
+        throw disagreement(fmt::format("Q's {} heads are not a multiple of K and V's {}", qs[2], ks[2]));
     }
     auto u32 = [](std::size_t n) { return static_cast<std::uint32_t>(n); };
     return vkf::AttentionShape{.batch = u32(qs[0]),
@@ -261,26 +175,29 @@ vkf::AttentionShape attention_shape(const Tensor& q, const Tensor& k, const Tens
 std::vector<float> read_slopes(const std::string& path, std::uint32_t n_head) {
     const vkf::NpyArray a = vkf::read_npy(path);
     if (a.dtype != vkf::DType::F32 || a.shape.size() != 1 || a.shape[0] != n_head) {
-        throw vkf::Error("slopes (" + path + ") has dtype " + numpy_name(a.dtype) + " and shape " + shape_of(a) +
-                         "; expected float32 [" + std::to_string(n_head) + "] (one slope per query head)");
+        throw vkf::Error(
+            fmt::format("slopes ({}) has dtype {} and shape {}; expected float32 [{}] (one slope per "
+                        "query head)",
+                        path, numpy_name(a.dtype), shape_of(a), n_head));
     }
     return vkf::npy_as_float32(a);
 }
 
 std::vector<std::uint32_t> read_kv_lens(const std::string& path, std::uint32_t batch) {
     const vkf::NpyArray a = vkf::read_npy(path);
-    if ((a.dtype != vkf::DType::I32 && a.dtype != vkf::DType::U32) || a.shape.size() != 1 ||
-        a.shape[0] != batch) {
-        throw vkf::Error("kv-lens (" + path + ") has dtype " + numpy_name(a.dtype) + " and shape " + shape_of(a) +
-                         "; expected int32 or uint32 [" + std::to_string(batch) + "] (one length per batch entry)");
+    if ((a.dtype != vkf::DType::I32 && a.dtype != vkf::DType::U32) || a.shape.size() != 1 || a.shape[0] != batch) {
+        throw vkf::Error(
+            fmt::format("kv-lens ({}) has dtype {} and shape {}; expected int32 or uint32 [{}] (one "
+                        "length per batch entry)",
+                        path, numpy_name(a.dtype), shape_of(a), batch));
     }
     std::vector<std::uint32_t> lens(batch);
     for (std::uint32_t b = 0; b < batch; ++b) {
         std::uint32_t bits = 0;
         std::memcpy(&bits, a.data.data() + 4 * b, 4);
         if (a.dtype == vkf::DType::I32 && static_cast<std::int32_t>(bits) < 0) {
-            throw vkf::Error("kv-lens (" + path + ")[" + std::to_string(b) + "] is " +
-                             std::to_string(static_cast<std::int32_t>(bits)) + "; lengths cannot be negative");
+            throw vkf::Error(fmt::format("kv-lens ({})[{}] is {}; lengths cannot be negative", path, b,
+                                         static_cast<std::int32_t>(bits)));
         }
         lens[b] = bits;
     }
@@ -324,12 +241,6 @@ std::vector<float> output_values(const std::vector<std::byte>& bytes, vkf::DType
     return values;
 }
 
-std::string fixed(double v, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, v);
-    return buffer;
-}
-
 // --- running -------------------------------------------------------------------------
 
 int run(const Options& options) {
@@ -360,7 +271,7 @@ int run(const Options& options) {
     };
     vkf::validate(params);
 
-    vkf::Context ctx(vkf::ContextOptions{.device = options.device, .limits = options.limits});
+    vkf::Context ctx(options.device.context_options());
 
     // Constructing the op first reports what the device cannot do before any upload.
     std::optional<vkf::Attention> tiled;
@@ -368,10 +279,10 @@ int run(const Options& options) {
     std::string method;
     if (options.naive) {
         naive.emplace(ctx, params, dtype);
-        method = "naive (3 passes, " + std::to_string(naive->scores_bytes()) + " bytes of scores)";
+        method = fmt::format("naive (3 passes, {} of scores)", vkf::size_text(naive->scores_bytes()));
     } else {
         tiled.emplace(ctx, params, dtype);
-        method = "tiled (" + tiled->plan().describe() + ")";
+        method = fmt::format("tiled ({})", tiled->plan().describe());
     }
 
     const DeviceTensor q_data = to_storage(q.array, dtype);
@@ -401,63 +312,50 @@ int run(const Options& options) {
         for (const vkf::OpTiming& t : list->timings()) {
             ms += t.ms;
         }
-        gpu_time = "GPU " + fixed(ms, 3) + " ms";
+        gpu_time = "GPU " + vkf::fixed(ms, 3) + " ms";
     }
 
     std::vector<std::byte> out_bytes(o_buffer.size());
     ctx.download(o_buffer, std::span<std::byte>(out_bytes));
     if (options.out_path) {
-        vkf::write_npy(*options.out_path, dtype == vkf::DType::F16 ? vkf::DType::F16 : vkf::DType::F32,
-                       q.array.shape, out_bytes);
+        vkf::write_npy(*options.out_path, dtype == vkf::DType::F16 ? vkf::DType::F16 : vkf::DType::F32, q.array.shape,
+                       out_bytes);
     }
 
-    std::cout << "vkf-attention: " << ctx.device_info().name << ", Q " << shape_of(q.array) << ", K/V "
-              << shape_of(k.array) << ", " << vkf::to_string(dtype) << ", " << method << ", " << gpu_time << '\n';
+    fmt::print("vkf-attention: {}, Q {}, K/V {}, {}, {}, {}\n", ctx.device_info().name, shape_of(q.array),
+               shape_of(k.array), vkf::to_string(dtype), method, gpu_time);
 
-    int status = 0;
+    int status = vkf::app::kExitOk;
     if (options.check) {
-        const std::vector<double> reference = vkf::reference::attention(params, q_data.values, k_data.values,
-                                                                       v_data.values);
+        const std::vector<double> reference =
+            vkf::reference::attention(params, q_data.values, k_data.values, v_data.values);
         const vkf::ErrorStats stats = vkf::compare_to_reference(output_values(out_bytes, dtype), reference);
         // DESIGN.md's tolerances for the storage type.
         const double tolerance = dtype == vkf::DType::F16 ? 2e-3 : 1e-5;
         const bool ok = stats.max_rel < tolerance && stats.rel_l2 < tolerance;
-        std::cout << "check: " << vkf::describe(stats) << " (tolerance " << tolerance << ": "
-                  << (ok ? "ok" : "EXCEEDED") << ")\n";
+        fmt::print("check: {} (tolerance {}: {})\n", vkf::describe(stats), tolerance, ok ? "ok" : "EXCEEDED");
         if (!ok) {
-            std::cout.flush();
-            std::cerr << "vkf-attention: error: the output differs from the CPU reference beyond the "
-                      << vkf::to_string(dtype) << " tolerance " << tolerance << '\n';
-            status = kExitFailure;
+            std::fflush(stdout);
+            fmt::print(stderr,
+                       "vkf-attention: error: the output differs from the CPU reference beyond the {} tolerance {}\n",
+                       vkf::to_string(dtype), tolerance);
+            status = vkf::app::kExitCheckFailed;
         }
     }
     if (ctx.validation_enabled() && ctx.validation_message_count() > 0) {
-        std::cout.flush();
-        std::cerr << "vkf-attention: error: " << ctx.validation_message_count() << " Vulkan validation message(s)\n";
-        status = kExitFailure;
+        std::fflush(stdout);
+        fmt::print(stderr, "vkf-attention: error: {} Vulkan validation message(s)\n", ctx.validation_message_count());
+        status = vkf::app::kExitFailure;
     }
     return status;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
+    vkf::app::CommandLine cli("vkf-attention", kAbout);
     Options options;
-    try {
-        options = parse_options(argc, argv);
-    } catch (const UsageError& e) {
-        std::cerr << "vkf-attention: " << e.message << " (see --help)\n";
-        return kExitUsage;
-    }
-    if (options.help) {
-        std::cout << kUsage;
-        return 0;
-    }
-    try {
-        return run(options);
-    } catch (const std::exception& e) { // vkf::Error, or std::bad_alloc for inputs too large
-        std::cout.flush();
-        std::cerr << "vkf-attention: error: " << e.what() << '\n';
-        return kExitFailure;
-    }
+    declare_options(cli, options);
+    // std::bad_alloc for inputs too large ends as a failure like a vkf::Error.
+    return vkf::app::run_app(cli, argc, argv, [&] { return run(options); });
 }

@@ -3,11 +3,13 @@
 // and optionally proves the device works with a small dispatch (--smoke). The JSON form
 // is what bug reports and benchmark result files carry.
 
-#include "apps/common/cli.hpp"
+#include "apps/common/app_main.hpp"
+#include "apps/common/options.hpp"
+#include "host/io/json.hpp"
 #include "host/ops/elementwise.hpp"
+#include "host/util/format.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
-#include "host/io/json.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
 #include "runtime/instance.hpp"
@@ -15,73 +17,40 @@
 #include "runtime/quirks.hpp"
 #include "vkf_version.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-
 namespace {
 
-constexpr const char* kUsage = R"(usage: vkf-info [options]
+constexpr const char* kAbout =
+    "Lists the Vulkan devices vkformer can use, with the capabilities and limits its kernels\n"
+    "depend on, and marks the device it selects by default.\n";
 
-Lists the Vulkan devices vkformer can use, with the capabilities and limits its kernels
-depend on, and marks the device it selects by default.
-
-options:
-  --json          print one JSON document instead of text
-  --limits SPEC   lower the selected device's limits as vkformer would (merged over
-                  VKF_LIMITS): "phone", or comma-separated shared_memory=N,
-                  workgroup_invocations=N, workgroup_count=N, storage_buffer_range=N,
-                  push_constants=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops
-                  (sizes accept K/M/G suffixes)
-  --smoke         also run a fill + add dispatch on the selected device and check it
-  -h, --help      show this help
-
-environment:
-  VKF_DEVICE      select a device by index or name substring
-  VKF_LIMITS      limit overrides, as --limits
-  VKF_VALIDATION  1 enables the Khronos validation layer; any message makes vkf-info fail
-)";
-
-using vkf::cli::kExitFailure;
-using vkf::cli::kExitUsage;
-using vkf::cli::UsageError;
+constexpr const char* kEnvironment =
+    "environment:\n"
+    "  VKF_DEVICE      select a device by index or name substring\n"
+    "  VKF_LIMITS      limit overrides, as --limits\n"
+    "  VKF_VALIDATION  1 enables the Khronos validation layer; any message makes vkf-info fail";
 
 struct Options {
     bool json = false;
     bool smoke = false;
-    bool help = false;
-    vkf::LimitOverrides limits; // from --limits only; VKF_LIMITS is merged under it later
+    vkf::LimitOverrides limits;  // from --limits only; VKF_LIMITS is merged under it later
 };
 
-Options parse_options(int argc, char** argv) {
-    Options options;
-    vkf::cli::ArgReader a(argc, argv);
-    while (a.next()) {
-        const std::string_view name = a.name();
-        if (name == "--json") {
-            a.flag();
-            options.json = true;
-        } else if (name == "--smoke") {
-            a.flag();
-            options.smoke = true;
-        } else if (name == "-h" || name == "--help") {
-            a.flag();
-            options.help = true;
-        } else if (name == "--limits") {
-            options.limits = vkf::cli::parse_limits(name, a.value(), options.limits);
-        } else {
-            a.unknown();
-        }
-    }
-    return options;
+void declare_options(CLI::App& cli, Options& options) {
+    cli.footer(kEnvironment);
+    cli.add_flag("--json", options.json, "print one JSON document instead of text");
+    vkf::app::add_limits(cli, options.limits);
+    cli.add_flag("--smoke", options.smoke, "also run a fill + add dispatch on the selected device and check it");
 }
 
 std::optional<std::string> env(const char* name) {
@@ -101,48 +70,20 @@ struct SmokeResult {
     bool ok = false;
     std::size_t elements = 0;
     std::size_t mismatches = 0;
-    std::optional<double> gpu_ms; // absent without timestamps
-    std::string failure;          // what went wrong when !ok
+    std::optional<double> gpu_ms;  // absent without timestamps
+    std::string failure;           // what went wrong when !ok
 };
 
-std::string fixed(double v, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, v);
-    return buffer;
-}
-
 std::string hex(std::uint32_t v, int digits = 4) {
-    char buffer[16];
-    std::snprintf(buffer, sizeof(buffer), "0x%0*x", digits, v);
-    return buffer;
+    return fmt::format("{:#0{}x}", v, digits + 2);
 }
 
-// "64 KiB", "7.63 GiB": whole numbers where exact, so powers of two read as such.
-std::string size_text(std::uint64_t bytes) {
-    static constexpr const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    std::uint64_t scale = 1;
-    while (unit + 1 < 5 && bytes >= scale * 1024) {
-        scale *= 1024;
-        ++unit;
-    }
-    if (bytes % scale == 0) {
-        return std::to_string(bytes / scale) + " " + units[unit];
-    }
-    return fixed(static_cast<double>(bytes) / static_cast<double>(scale), 2) + " " + units[unit];
+std::string yes_no(bool b) {
+    return b ? "yes" : "no";
 }
-
-// Limits are compared against specifications and other tools, so the exact byte count
-// stays next to the readable one.
-std::string size_with_bytes(std::uint64_t bytes) {
-    const std::string readable = size_text(bytes);
-    return bytes < 1024 ? readable : readable + " (" + std::to_string(bytes) + ")";
-}
-
-std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
 std::string triple(const std::array<std::uint32_t, 3>& v) {
-    return std::to_string(v[0]) + " x " + std::to_string(v[1]) + " x " + std::to_string(v[2]);
+    return fmt::format("{} x {} x {}", v[0], v[1], v[2]);
 }
 
 std::string subgroup_ops_text(const vkf::DeviceInfo& info) {
@@ -151,30 +92,30 @@ std::string subgroup_ops_text(const vkf::DeviceInfo& info) {
     }
     const vkf::SubgroupOps& ops = info.subgroup_ops;
     const std::pair<bool, const char*> all[] = {
-        {ops.basic, "basic"},     {ops.vote, "vote"},         {ops.arithmetic, "arithmetic"},
-        {ops.ballot, "ballot"},   {ops.shuffle, "shuffle"},   {ops.shuffle_relative, "shuffle_relative"},
+        {ops.basic, "basic"},         {ops.vote, "vote"},       {ops.arithmetic, "arithmetic"},
+        {ops.ballot, "ballot"},       {ops.shuffle, "shuffle"}, {ops.shuffle_relative, "shuffle_relative"},
         {ops.clustered, "clustered"}, {ops.quad, "quad"},
     };
-    std::string out;
+    std::vector<std::string> names;
     for (const auto& [supported, name] : all) {
         if (supported) {
-            out += (out.empty() ? "" : " ") + std::string(name);
+            names.emplace_back(name);
         }
     }
-    return out.empty() ? "none" : out;
+    return names.empty() ? "none" : fmt::format("{}", fmt::join(names, " "));
 }
 
 // "key: value" lines, printed with the values aligned.
 class Section {
 public:
-    void add(std::string key, std::string value) { lines_.emplace_back(std::move(key), std::move(value)); }
-    void print(std::ostream& out, std::string_view indent) const {
+    void add(std::string key, std::string value) { lines_.emplace_back(std::move(key) + ":", std::move(value)); }
+    void print(std::string_view indent) const {
         std::size_t width = 0;
         for (const auto& line : lines_) {
             width = std::max(width, line.first.size());
         }
         for (const auto& [key, value] : lines_) {
-            out << indent << key << ':' << std::string(width - key.size() + 1, ' ') << value << '\n';
+            fmt::print("{}{:<{}} {}\n", indent, key, width, value);
         }
     }
 
@@ -183,24 +124,25 @@ private:
 };
 
 Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& quirks) {
+    using vkf::size_with_bytes;
     Section s;
     s.add("type", vkf::to_string(info.type));
-    s.add("vendor", info.vendor_name + " (" + hex(info.vendor_id) + ")");
+    s.add("vendor", fmt::format("{} ({})", info.vendor_name, hex(info.vendor_id)));
     s.add("device id", hex(info.device_id));
     s.add("API version", vkf::format_version(info.api_version));
     s.add("driver name", info.driver_name.empty() ? "not reported" : info.driver_name);
     s.add("driver info", info.driver_info.empty() ? "not reported" : info.driver_info);
-    s.add("driver version", info.driver_version_text + " (raw " + hex(info.driver_version, 8) + ")");
-    s.add("driver id", std::to_string(info.driver_id) + " (" + vkf::driver_id_name(info.driver_id) + ")");
+    s.add("driver version", fmt::format("{} (raw {})", info.driver_version_text, hex(info.driver_version, 8)));
+    s.add("driver id", fmt::format("{} ({})", info.driver_id, vkf::driver_id_name(info.driver_id)));
     s.add("device UUID", info.uuid_hex());
     s.add("driver UUID", vkf::hex_bytes(info.driver_uuid.data(), info.driver_uuid.size()));
     s.add("subgroup size",
-          std::to_string(info.subgroup_size) + " (min " + std::to_string(info.min_subgroup_size) + ", max " +
-              std::to_string(info.max_subgroup_size) + ", size control: " + yes_no(info.subgroup_size_control) + ")");
+          fmt::format("{} (min {}, max {}, size control: {})", info.subgroup_size, info.min_subgroup_size,
+                      info.max_subgroup_size, yes_no(info.subgroup_size_control)));
     s.add("subgroup operations", subgroup_ops_text(info));
     s.add("max shared memory", size_with_bytes(info.max_shared_memory));
-    s.add("max workgroup size", triple(info.max_workgroup_size) + ", " +
-                                    std::to_string(info.max_workgroup_invocations) + " invocations");
+    s.add("max workgroup size",
+          fmt::format("{}, {} invocations", triple(info.max_workgroup_size), info.max_workgroup_invocations));
     s.add("max workgroup count", triple(info.max_workgroup_count));
     s.add("max push constants", size_with_bytes(info.max_push_constants));
     s.add("max storage buffer range", size_with_bytes(info.max_storage_buffer_range));
@@ -209,18 +151,17 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     s.add("max allocation size", size_with_bytes(info.max_memory_allocation_size));
     for (std::size_t h = 0; h < info.memory_heaps.size(); ++h) {
         const vkf::MemoryHeapInfo& heap = info.memory_heaps[h];
-        std::string text = size_text(heap.size);
-        text += heap.device_local ? ", device-local" : "";
-        text += heap.host_visible ? ", host-visible" : "";
-        s.add("memory heap " + std::to_string(h), text);
+        s.add(fmt::format("memory heap {}", h),
+              fmt::format("{}{}{}", vkf::size_text(heap.size), heap.device_local ? ", device-local" : "",
+                          heap.host_visible ? ", host-visible" : ""));
     }
     s.add("16-bit storage", yes_no(info.storage_16bit));
     s.add("8-bit storage", yes_no(info.storage_8bit));
     s.add("float16 arithmetic", yes_no(info.float16_arithmetic));
     s.add("int8 arithmetic", yes_no(info.int8_arithmetic));
     s.add("NV cooperative matrix", yes_no(info.cooperative_matrix_nv));
-    s.add("timestamps", info.timestamps ? "yes (" + std::to_string(info.timestamp_valid_bits) + " valid bits, " +
-                                              fixed(info.timestamp_period_ns, 3) + " ns per tick)"
+    s.add("timestamps", info.timestamps ? fmt::format("yes ({} valid bits, {} ns per tick)", info.timestamp_valid_bits,
+                                                      vkf::fixed(info.timestamp_period_ns, 3))
                                         : "no");
     s.add("compute queue family",
           info.compute_queue_family == UINT32_MAX ? "none" : std::to_string(info.compute_queue_family));
@@ -234,6 +175,7 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
 }
 
 Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& overrides) {
+    using vkf::size_with_bytes;
     Section s;
     s.add("overrides", overrides.describe());
     s.add("shared memory", size_with_bytes(l.shared_memory));
@@ -253,16 +195,14 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
 }
 
 void print_text(const std::vector<vkf::DeviceInfo>& devices, const SelectedDevice& selected) {
-    std::cout << "vkformer " << vkf::build::kVersion << ": " << devices.size() << " Vulkan device"
-              << (devices.size() == 1 ? "" : "s") << "\n";
+    fmt::print("vkformer {}: {}\n", vkf::build::kVersion, vkf::count_text(devices.size(), "Vulkan device"));
     for (std::size_t i = 0; i < devices.size(); ++i) {
         const vkf::DeviceInfo& info = devices[i];
-        std::cout << "\ndevice " << info.index << ": " << info.name << (i == selected.index ? " (selected)" : "")
-                  << "\n";
-        device_section(info, vkf::quirks_for(info)).print(std::cout, "  ");
+        fmt::print("\ndevice {}: {}{}\n", info.index, info.name, i == selected.index ? " (selected)" : "");
+        device_section(info, vkf::quirks_for(info)).print("  ");
     }
-    std::cout << "\neffective limits of device " << devices[selected.index].index << ":\n";
-    limits_section(selected.limits, selected.overrides).print(std::cout, "  ");
+    fmt::print("\neffective limits of device {}:\n", devices[selected.index].index);
+    limits_section(selected.limits, selected.overrides).print("  ");
 }
 
 nlohmann::ordered_json smoke_json(const SmokeResult& smoke) {
@@ -282,7 +222,7 @@ nlohmann::ordered_json smoke_json(const SmokeResult& smoke) {
 // output buffer is filled with a poison value first so an unwritten element cannot pass.
 SmokeResult run_smoke(const vkf::LimitOverrides& overrides) {
     constexpr std::size_t kElements = std::size_t{1} << 20;
-    constexpr float kA = 1.5f, kB = 2.25f, kSum = 3.75f; // exact in binary: a mismatch is a real error
+    constexpr float kA = 1.5f, kB = 2.25f, kSum = 3.75f;  // exact in binary: a mismatch is a real error
     constexpr float kPoison = -1.0f;
 
     vkf::Context ctx(vkf::ContextOptions{.limits = overrides});
@@ -321,14 +261,13 @@ SmokeResult run_smoke(const vkf::LimitOverrides& overrides) {
     }
     smoke.ok = smoke.mismatches == 0;
     if (!smoke.ok) {
-        smoke.failure = std::to_string(smoke.mismatches) + " of " + std::to_string(kElements) +
-                        " elements differ from " + fixed(kSum, 2) + "; the first at index " +
-                        std::to_string(first_bad) + " is " + std::to_string(result[first_bad]);
+        smoke.failure = fmt::format("{} of {} elements differ from {}; the first at index {} is {}", smoke.mismatches,
+                                    kElements, kSum, first_bad, result[first_bad]);
     }
     if (ctx.validation_message_count() > 0) {
         smoke.ok = false;
-        smoke.failure += (smoke.failure.empty() ? "" : "; ") + std::to_string(ctx.validation_message_count()) +
-                         " validation message(s)";
+        smoke.failure += fmt::format("{}{} validation message(s)", smoke.failure.empty() ? "" : "; ",
+                                     ctx.validation_message_count());
     }
     return smoke;
 }
@@ -362,7 +301,8 @@ int run(const Options& options) {
     if (options.json) {
         // The smoke result (which takes a while) is the last member; a failure there is
         // recorded in the document.
-        nlohmann::ordered_json json = {{"vkformer_version", vkf::build::kVersion}, {"devices", nlohmann::ordered_json::array()}};
+        nlohmann::ordered_json json = {{"vkformer_version", vkf::build::kVersion},
+                                       {"devices", nlohmann::ordered_json::array()}};
         for (const vkf::DeviceInfo& info : devices) {
             nlohmann::ordered_json device = info;
             device["quirks"] = vkf::quirks_for(info);
@@ -379,50 +319,34 @@ int run(const Options& options) {
             }
             json["smoke"] = smoke_json(*smoke);
         }
-        std::cout << vkf::json_text(json) << '\n';
-        if (smoke && !smoke->ok) {
-            std::cerr << "vkf-info: smoke: FAILED: " << smoke->failure << '\n';
-        }
+        fmt::print("{}\n", vkf::json_text(json));
     } else {
         print_text(devices, selected);
-        std::cout.flush();
+        std::fflush(stdout);
         if (options.smoke) {
             smoke = run_smoke(options.limits);
             if (smoke->ok) {
-                std::cout << "\nsmoke: OK (" << smoke->elements << " elements, "
-                          << (smoke->gpu_ms ? "GPU time " + fixed(*smoke->gpu_ms, 3) + " ms" : "no GPU timestamps")
-                          << ")\n";
-            } else {
-                std::cerr << "vkf-info: smoke: FAILED: " << smoke->failure << '\n';
+                fmt::print("\nsmoke: OK ({} elements, {})\n", smoke->elements,
+                           smoke->gpu_ms ? "GPU time " + vkf::fixed(*smoke->gpu_ms, 3) + " ms" : "no GPU timestamps");
             }
         }
     }
-    if (listing_messages > 0) {
-        std::cerr << "vkf-info: " << listing_messages << " validation message(s) while listing devices\n";
-        return kExitFailure;
+    std::fflush(stdout);
+    if (smoke && !smoke->ok) {
+        fmt::print(stderr, "vkf-info: smoke: FAILED: {}\n", smoke->failure);
     }
-    return smoke && !smoke->ok ? kExitFailure : 0;
+    if (listing_messages > 0) {
+        fmt::print(stderr, "vkf-info: {} validation message(s) while listing devices\n", listing_messages);
+        return vkf::app::kExitFailure;
+    }
+    return smoke && !smoke->ok ? vkf::app::kExitFailure : vkf::app::kExitOk;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
+    vkf::app::CommandLine cli("vkf-info", kAbout);
     Options options;
-    try {
-        options = parse_options(argc, argv);
-    } catch (const UsageError& e) {
-        std::cerr << "vkf-info: " << e.message << " (see --help)\n";
-        return kExitUsage;
-    }
-    if (options.help) {
-        std::cout << kUsage;
-        return 0;
-    }
-    try {
-        return run(options);
-    } catch (const vkf::Error& e) {
-        std::cout.flush();
-        std::cerr << "vkf-info: error: " << e.what() << '\n';
-        return kExitFailure;
-    }
+    declare_options(cli, options);
+    return vkf::app::run_app(cli, argc, argv, [&] { return run(options); });
 }

@@ -3,60 +3,30 @@
 // and demos where no real model can be downloaded. The loader cannot tell it from a real
 // checkpoint of the same shape.
 
-#include "apps/common/cli.hpp"
-#include "host/spec/random_weights.hpp"
-#include "host/spec/model_config.hpp"
+#include "apps/common/app_main.hpp"
+#include "apps/common/options.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/spec/random_weights.hpp"
+#include "host/util/format.hpp"
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
-#include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace {
 
-using vkf::cli::kExitFailure;
-using vkf::cli::kExitUsage;
-using vkf::cli::UsageError;
-
-constexpr const char* kUsage =
-    R"(usage: vkf-make-checkpoint --out DIR (--preset NAME | --family F --layers N --hidden H --heads N --vocab V) [options]
-
-Writes a BLOOM or MPT checkpoint with seeded random weights in exactly the Hugging Face
-format: DIR/config.json plus DIR/model.safetensors, or with --shards N,
-model-0000k-of-0000N.safetensors and model.safetensors.index.json. Tensors are written
-one at a time, so any size fits in bounded memory.
-
-options:
-  --out DIR            where to write (created when needed)
-  --family bloom|mpt   the model family (implied by a preset)
-  --preset NAME        bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,
-                       vocab 250880; about 1.1 GB in f16)
-                       tiny: 2 layers, hidden 64 and 4 heads (BLOOM) or hidden 96 and
-                       6 heads (MPT), vocab 512
-  --layers N           transformer blocks
-  --hidden H           model width (BLOOM hidden_size, MPT d_model)
-  --heads N            attention heads; must divide the width
-  --vocab V            vocabulary size
-  --ffn F              MLP width (default 4 * hidden; BLOOM requires exactly that)
-  --max-seq-len N      maximum sequence length recorded in config.json (default 2048)
-  --dtype f32|f16|bf16 weight storage type (default f16)
-  --shards N           split the weights over N files (default 1)
-  --seed S             random seed (default 1); the same seed gives the same weights in
-                       every dtype and sharding
-MPT only:
-  --bias               give every linear layer and LayerNorm a bias (default: no_bias,
-                       as mpt-7b)
-  --alibi-bias-max B   ALiBi maximum bias (default 8)
-  --clip-qkv C         clamp the QKV projection to [-C, C] (default: no clamp)
-  -h, --help           show this help
-)";
+constexpr const char* kAbout =
+    "Writes a BLOOM or MPT checkpoint with seeded random weights in exactly the Hugging Face\n"
+    "format: DIR/config.json plus DIR/model.safetensors, or with --shards N,\n"
+    "model-0000k-of-0000N.safetensors and model.safetensors.index.json. Tensors are written\n"
+    "one at a time, so any size fits in bounded memory. Give --preset NAME, or --family with\n"
+    "--layers, --hidden, --heads and --vocab.\n";
 
 struct Options {
     std::string out;
@@ -69,99 +39,54 @@ struct Options {
     bool bias = false;
     std::optional<double> alibi_bias_max;
     std::optional<double> clip_qkv;
-    bool help = false;
 };
 
-using vkf::cli::parse_integer;
-using vkf::cli::parse_positive;
-
-Options parse_options(int argc, char** argv) {
-    Options options;
-    vkf::cli::ArgReader a(argc, argv);
-    while (a.next()) {
-        const std::string_view name = a.name();
-        auto value = [&] { return a.value(); };
-        auto flag = [&] { a.flag(); };
-        auto dimension = [&]() { return parse_integer<std::uint32_t>(name, value(), 1); };
-
-        if (name == "--out") {
-            options.out = value();
-        } else if (name == "--family") {
-            const std::string family = value();
-            if (family == "bloom") {
-                options.family = vkf::ModelFamily::Bloom;
-            } else if (family == "mpt") {
-                options.family = vkf::ModelFamily::Mpt;
-            } else {
-                throw UsageError{"--family is bloom or mpt, not '" + family + "'"};
-            }
-        } else if (name == "--preset") {
-            options.preset = value();
-            if (*options.preset != "bloom-560m" && *options.preset != "tiny") {
-                throw UsageError{"--preset is bloom-560m or tiny, not '" + *options.preset + "'"};
-            }
-        } else if (name == "--layers") {
-            options.layers = dimension();
-        } else if (name == "--hidden") {
-            options.hidden = dimension();
-        } else if (name == "--heads") {
-            options.heads = dimension();
-        } else if (name == "--vocab") {
-            options.vocab = dimension();
-        } else if (name == "--ffn") {
-            options.ffn = dimension();
-        } else if (name == "--max-seq-len") {
-            options.max_seq_len = dimension();
-        } else if (name == "--dtype") {
-            const std::string dtype = value();
-            if (dtype == "f32") {
-                options.dtype = vkf::DType::F32;
-            } else if (dtype == "f16") {
-                options.dtype = vkf::DType::F16;
-            } else if (dtype == "bf16") {
-                options.dtype = vkf::DType::BF16;
-            } else {
-                throw UsageError{"--dtype is f32, f16 or bf16, not '" + dtype + "'"};
-            }
-        } else if (name == "--shards") {
-            options.shards = parse_integer<int>(name, value(), 1);
-        } else if (name == "--seed") {
-            options.seed = parse_integer<std::uint64_t>(name, value(), 0);
-        } else if (name == "--bias") {
-            flag();
-            options.bias = true;
-        } else if (name == "--alibi-bias-max") {
-            options.alibi_bias_max = parse_positive(name, value());
-        } else if (name == "--clip-qkv") {
-            options.clip_qkv = parse_positive(name, value());
-        } else if (name == "-h" || name == "--help") {
-            flag();
-            options.help = true;
-        } else {
-            a.unknown();
-        }
-    }
-    return options;
+void declare_options(CLI::App& cli, Options& o) {
+    using namespace vkf::app;
+    add_text(cli, "--out", "DIR", o.out, "where to write (created when needed)")->required();
+    add_choice(cli, "--family", o.family, {{"bloom", vkf::ModelFamily::Bloom}, {"mpt", vkf::ModelFamily::Mpt}},
+               "the model family (implied by a preset)");
+    add_choice(cli, "--preset", o.preset, {{"bloom-560m", "bloom-560m"}, {"tiny", "tiny"}},
+               "bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,\n"
+               "vocab 250880; about 1 GiB in f16)\n"
+               "tiny: 2 layers, hidden 64 and 4 heads (BLOOM) or hidden 96 and\n"
+               "6 heads (MPT), vocab 512");
+    add_integer(cli, "--layers", "N", o.layers, 1u, "transformer blocks");
+    add_integer(cli, "--hidden", "H", o.hidden, 1u, "model width (BLOOM hidden_size, MPT d_model)");
+    add_integer(cli, "--heads", "N", o.heads, 1u, "attention heads; must divide the width");
+    add_integer(cli, "--vocab", "V", o.vocab, 1u, "vocabulary size");
+    add_integer(cli, "--ffn", "F", o.ffn, 1u, "MLP width (default 4 * hidden; BLOOM requires exactly that)");
+    add_integer(cli, "--max-seq-len", "N", o.max_seq_len, 1u,
+                "maximum sequence length recorded in config.json (default 2048)");
+    add_choice(cli, "--dtype", o.dtype,
+               {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}, {"bf16", vkf::DType::BF16}},
+               "weight storage type (default f16)");
+    add_integer(cli, "--shards", "N", o.shards, 1, "split the weights over N files (default 1)");
+    add_integer(cli, "--seed", "S", o.seed, std::uint64_t{0},
+                "random seed (default 1); the same seed gives the same weights in\nevery dtype and sharding");
+    const std::string mpt_only = "MPT only";
+    cli.add_flag("--bias", o.bias, "give every linear layer and LayerNorm a bias (default: no_bias,\nas mpt-7b)")
+        ->group(mpt_only);
+    add_number(cli, "--alibi-bias-max", "B", o.alibi_bias_max, "ALiBi maximum bias (default 8)", true)->group(mpt_only);
+    add_number(cli, "--clip-qkv", "C", o.clip_qkv, "clamp the QKV projection to [-C, C] (default: no clamp)", true)
+        ->group(mpt_only);
 }
 
 // The configuration the options describe: a preset's shape, then explicit flags on top.
 vkf::ModelConfig build_config(const Options& options) {
-    if (options.out.empty()) {
-        throw UsageError{"--out is required"};
-    }
     std::optional<vkf::ModelFamily> family = options.family;
     if (options.preset == "bloom-560m") {
         if (family == vkf::ModelFamily::Mpt) {
-            throw UsageError{"--preset bloom-560m is a BLOOM shape; it cannot be combined with --family mpt"};
+            throw vkf::app::UsageError("--preset bloom-560m is a BLOOM shape; it cannot be combined with --family mpt");
         }
         family = vkf::ModelFamily::Bloom;
     }
     if (!family) {
-        throw UsageError{"--family is required (or --preset bloom-560m)"};
+        throw vkf::app::UsageError("--family is required (or --preset bloom-560m)");
     }
     const bool mpt = *family == vkf::ModelFamily::Mpt;
     if (!mpt && (options.bias || options.alibi_bias_max || options.clip_qkv)) {
-        throw UsageError{"--bias, --alibi-bias-max and --clip-qkv are MPT settings"};
+        throw vkf::app::UsageError("--bias, --alibi-bias-max and --clip-qkv are MPT settings");
     }
 
     vkf::ModelConfig config{.family = *family};
@@ -181,11 +106,11 @@ vkf::ModelConfig build_config(const Options& options) {
     config.n_head = options.heads.value_or(config.n_head);
     config.vocab_size = options.vocab.value_or(config.vocab_size);
     if (config.n_layer == 0 || config.hidden == 0 || config.n_head == 0 || config.vocab_size == 0) {
-        throw UsageError{"without a preset, --layers, --hidden, --heads and --vocab are required"};
+        throw vkf::app::UsageError("without a preset, --layers, --hidden, --heads and --vocab are required");
     }
     if (config.hidden % config.n_head != 0) {
-        throw UsageError{"--hidden " + std::to_string(config.hidden) + " is not a multiple of --heads " +
-                         std::to_string(config.n_head)};
+        throw vkf::app::UsageError(
+            fmt::format("--hidden {} is not a multiple of --heads {}", config.hidden, config.n_head));
     }
     config.n_kv_head = config.n_head;
     config.head_dim = config.hidden / config.n_head;
@@ -199,15 +124,9 @@ vkf::ModelConfig build_config(const Options& options) {
     try {
         vkf::validate(config);
     } catch (const vkf::Error& e) {
-        throw UsageError{e.what()};
+        throw vkf::app::UsageError(e.what());
     }
     return config;
-}
-
-std::string megabytes(std::uint64_t bytes) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-    return text;
 }
 
 int run(const Options& options, const vkf::ModelConfig& config) {
@@ -215,10 +134,9 @@ int run(const Options& options, const vkf::ModelConfig& config) {
     const auto elapsed = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    std::cerr << "vkf-make-checkpoint: writing " << vkf::family_name(config.family) << " (" << config.n_layer
-              << " layers, hidden " << config.hidden << ", " << config.n_head << " heads, vocab " << config.vocab_size
-              << ", ffn " << config.ffn_hidden << ", " << vkf::dtype_name(options.dtype) << ") to " << options.out
-              << '\n';
+    fmt::print(stderr, "vkf-make-checkpoint: writing {} ({} layers, hidden {}, {} heads, vocab {}, ffn {}, {}) to {}\n",
+               vkf::family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
+               config.ffn_hidden, vkf::dtype_name(options.dtype), options.out);
     // One line per tenth of the bytes: visible progress on big models, no flood on small.
     int reported_tenths = 0;
     std::uint64_t total_bytes = 0;
@@ -227,44 +145,24 @@ int run(const Options& options, const vkf::ModelConfig& config) {
         const int tenths = p.total_bytes == 0 ? 10 : static_cast<int>(p.bytes_done * 10 / p.total_bytes);
         if (tenths > reported_tenths) {
             reported_tenths = tenths;
-            char line[160];
             const double percent = p.total_bytes == 0
                                        ? 100.0
                                        : 100.0 * static_cast<double>(p.bytes_done) / static_cast<double>(p.total_bytes);
-            std::snprintf(line, sizeof line, "  %3.0f%%  %zu/%zu tensors, %s of %s, %.1f s\n", percent, p.tensors_done,
-                          p.tensor_count, megabytes(p.bytes_done).c_str(), megabytes(p.total_bytes).c_str(), elapsed());
-            std::cerr << line;
+            fmt::print(stderr, "  {:3.0f}%  {}/{} tensors, {} of {}, {:.1f} s\n", percent, p.tensors_done,
+                       p.tensor_count, vkf::size_text(p.bytes_done), vkf::size_text(p.total_bytes), elapsed());
         }
     };
     vkf::write_random_checkpoint(options.out, config, options.seed, options.dtype, options.shards, progress);
-    char summary[200];
-    std::snprintf(summary, sizeof summary, "%s: %s weights in %d file%s, %.1f s\n", options.out.c_str(),
-                  megabytes(total_bytes).c_str(), options.shards, options.shards == 1 ? "" : "s", elapsed());
-    std::cout << summary;
-    return 0;
+    fmt::print("{}: {} weights in {}, {:.1f} s\n", options.out, vkf::size_text(total_bytes),
+               vkf::count_text(static_cast<std::uint64_t>(options.shards), "file"), elapsed());
+    return vkf::app::kExitOk;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    vkf::app::CommandLine cli("vkf-make-checkpoint", kAbout);
     Options options;
-    vkf::ModelConfig config;
-    try {
-        options = parse_options(argc, argv);
-        if (options.help) {
-            std::cout << kUsage;
-            return 0;
-        }
-        config = build_config(options);
-    } catch (const UsageError& e) {
-        std::cerr << "vkf-make-checkpoint: " << e.message << " (see --help)\n";
-        return kExitUsage;
-    }
-    try {
-        return run(options, config);
-    } catch (const std::exception& e) {  // vkf::Error, or a filesystem failure
-        std::cout.flush();
-        std::cerr << "vkf-make-checkpoint: error: " << e.what() << '\n';
-        return kExitFailure;
-    }
+    declare_options(cli, options);
+    return vkf::app::run_app(cli, argc, argv, [&] { return run(options, build_config(options)); });
 }

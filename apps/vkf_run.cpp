@@ -4,68 +4,43 @@
 // GPU time per op kind, --check compares every step's logits with the double-precision CPU
 // reference model, --json prints one JSON object for scripts.
 
-#include "apps/common/cli.hpp"
-#include "host/util/compare.hpp"
-#include "host/model/generation.hpp"
-#include "host/io/npy.hpp"
-#include "host/reference/model.hpp"
+#include "apps/common/app_main.hpp"
+#include "apps/common/options.hpp"
 #include "host/io/json.hpp"
+#include "host/io/npy.hpp"
+#include "host/model/generation.hpp"
+#include "host/reference/model.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <memory>
-#include <unistd.h>
 #include <vector>
 
 namespace {
 
-using vkf::cli::kExitFailure;
-using vkf::cli::kExitUsage;
-using vkf::cli::UsageError;
-constexpr int kExitCheckFailed = 3;
+constexpr const char* kAbout =
+    "Runs a BLOOM or MPT checkpoint (DIR/config.json + model.safetensors or a sharded\n"
+    "checkpoint) on the best Vulkan device: the prompt in one forward pass (prefill), then one\n"
+    "token per step through the KV cache (decode). Prints the generated token ids, then the\n"
+    "prefill and decode throughput.\n";
 
-constexpr const char* kUsage =
-    R"(usage: vkf-run --model DIR (--prompt-ids 1,2,3 | --prompt-ids-file F) [options]
-
-Runs a BLOOM or MPT checkpoint (DIR/config.json + model.safetensors or a sharded
-checkpoint) on the best Vulkan device: the prompt in one forward pass (prefill), then one
-token per step through the KV cache (decode). Prints the generated token ids, then the
-prefill and decode throughput.
-
-options:
-  --model DIR            the checkpoint directory
-  --prompt-ids LIST      prompt token ids, separated by commas
-  --prompt-ids-file F    prompt token ids in a file, separated by commas or whitespace
-  --n-predict N          tokens to generate (default 32)
-  --temp T               sampling temperature (default 0: greedy)
-  --top-k K              sample among the K most likely tokens (default 0: all)
-  --top-p P              sample from the smallest set whose probability reaches P (default 1)
-  --seed S               sampling seed (default 0)
-  --weights f32|f16      weight storage on the device (default: f16 for an all-F16
-                         checkpoint, else f32)
-  --chunk N              most prompt tokens per submission (default 128)
-  --device D             device index or name substring (default: VKF_DEVICE, else the best)
-  --limits SPEC          lower the device limits, e.g. phone (see VKF_LIMITS)
-  --profile              time every dispatch and print GPU time per op kind
-  --check                run the double-precision CPU reference model on the same tokens
-                         and print the largest relative logit error over all steps; exit
-                         with status 3 when it is above --check-tolerance
-  --check-tolerance E    (default 1e-3)
-  --logits-out F.npy     write the float32 logits of every generated step [n_predict, vocab]
-  --json                 print one JSON object instead of text
-  --quiet                no progress output on stderr
-  -h, --help             show this help
-)";
+constexpr const char* kFooter = "exit status: 0 ok, 1 failure, 2 bad command line, 3 --check above the tolerance";
 
 struct Options {
     std::string model;
@@ -74,17 +49,16 @@ struct Options {
     vkf::SamplingParams sampling;
     std::optional<vkf::DType> weights;
     std::uint32_t chunk = 128;
-    std::optional<std::string> device;
-    vkf::LimitOverrides limits;
+    vkf::app::DeviceOptions device;
     bool profile = false;
     bool check = false;
     double check_tolerance = 1e-3;
     std::string logits_out;
     bool json = false;
     bool quiet = false;
-    bool help = false;
 };
 
+// Token ids separated by commas or whitespace; `source` names where they came from.
 std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view text) {
     std::vector<std::uint32_t> ids;
     std::size_t i = 0;
@@ -94,97 +68,72 @@ std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view t
             break;
         }
         const std::size_t end = std::min(text.find_first_of(", \t\r\n", start), text.size());
-        ids.push_back(vkf::cli::parse_integer<std::uint32_t>(source, text.substr(start, end - start), 0));
+        ids.push_back(vkf::app::parse_integer<std::uint32_t>(source, text.substr(start, end - start), 0));
         i = end;
     }
     if (ids.empty()) {
-        throw UsageError{std::string(source) + ": no token ids given"};
+        throw vkf::app::UsageError(std::string(source) + ": no token ids given");
     }
     return ids;
 }
 
-Options parse_options(int argc, char** argv) {
-    Options o;
-    bool have_prompt = false;
-    vkf::cli::ArgReader a(argc, argv);
-    while (a.next()) {
-        const std::string_view arg = a.name();
-        if (arg == "-h" || arg == "--help") {
-            a.flag();
-            o.help = true;
-        } else if (arg == "--model") {
-            o.model = a.value();
-        } else if (arg == "--prompt-ids" || arg == "--prompt-ids-file") {
-            if (have_prompt) {
-                throw UsageError{"give the prompt once, with --prompt-ids or --prompt-ids-file"};
-            }
-            have_prompt = true;
-            const std::string value = a.value();
-            if (arg == "--prompt-ids") {
-                o.prompt = parse_ids(arg, value);
-            } else {
-                std::ifstream in{value};
-                if (!in) {
-                    throw UsageError{"--prompt-ids-file: cannot open '" + value + "'"};
-                }
-                std::stringstream text;
-                text << in.rdbuf();
-                o.prompt = parse_ids(value, text.str());
-            }
-        } else if (arg == "--n-predict") {
-            o.n_predict = vkf::cli::parse_count(arg, a.value(), 1);
-        } else if (arg == "--temp") {
-            o.sampling.temperature = static_cast<float>(vkf::cli::parse_number(arg, a.value()));
-        } else if (arg == "--top-k") {
-            o.sampling.top_k = vkf::cli::parse_count(arg, a.value(), 0);
-        } else if (arg == "--top-p") {
-            o.sampling.top_p = static_cast<float>(vkf::cli::parse_number(arg, a.value()));
-        } else if (arg == "--seed") {
-            o.sampling.seed = vkf::cli::parse_integer<std::uint64_t>(arg, a.value(), 0);
-        } else if (arg == "--weights") {
-            o.weights = vkf::cli::parse_choice(arg, a.value(), {"f32", "f16"}) == "f16" ? vkf::DType::F16
-                                                                                      : vkf::DType::F32;
-        } else if (arg == "--chunk") {
-            o.chunk = vkf::cli::parse_count(arg, a.value(), 1);
-        } else if (arg == "--device") {
-            o.device = a.value();
-        } else if (arg == "--limits") {
-            o.limits = vkf::cli::parse_limits(arg, a.value(), o.limits);
-        } else if (arg == "--profile") {
-            a.flag();
-            o.profile = true;
-        } else if (arg == "--check") {
-            a.flag();
-            o.check = true;
-        } else if (arg == "--check-tolerance") {
-            o.check_tolerance = vkf::cli::parse_positive(arg, a.value());
-        } else if (arg == "--logits-out") {
-            o.logits_out = a.value();
-        } else if (arg == "--json") {
-            a.flag();
-            o.json = true;
-        } else if (arg == "--quiet") {
-            a.flag();
-            o.quiet = true;
-        } else {
-            a.unknown();
+std::string read_text_file(const std::string& path) {
+    std::ifstream in{path};
+    if (!in) {
+        throw vkf::app::UsageError("--prompt-ids-file: cannot open '" + path + "'");
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void declare_options(CLI::App& cli, Options& o) {
+    using namespace vkf::app;
+    cli.footer(kFooter);
+    add_text(cli, "--model", "DIR", o.model, "the checkpoint directory")->required();
+    // Either option, once: a second prompt is more likely a mistake than an override.
+    const auto set_prompt = [&o](std::vector<std::uint32_t> ids) {
+        if (!o.prompt.empty()) {
+            throw UsageError("give the prompt once, with --prompt-ids or --prompt-ids-file");
         }
-    }
-    if (o.help) {
-        return o;
-    }
-    if (o.model.empty()) {
-        throw UsageError{"--model DIR is required"};
-    }
-    if (!have_prompt) {
-        throw UsageError{"give the prompt with --prompt-ids or --prompt-ids-file"};
+        o.prompt = std::move(ids);
+    };
+    add_parsed_option(cli, "--prompt-ids", "LIST", "prompt token ids, separated by commas",
+                      [set_prompt](const std::string& text) { set_prompt(parse_ids("--prompt-ids", text)); });
+    add_parsed_option(cli, "--prompt-ids-file", "F", "prompt token ids in a file, separated by commas or whitespace",
+                      [set_prompt](const std::string& path) { set_prompt(parse_ids(path, read_text_file(path))); });
+    add_integer(cli, "--n-predict", "N", o.n_predict, 1, "tokens to generate (default 32)");
+    add_number(cli, "--temp", "T", o.sampling.temperature, "sampling temperature (default 0: greedy)");
+    add_integer(cli, "--top-k", "K", o.sampling.top_k, 0, "sample among the K most likely tokens (default 0: all)");
+    add_number(cli, "--top-p", "P", o.sampling.top_p,
+               "sample from the smallest set whose probability reaches P (default 1)");
+    add_integer(cli, "--seed", "S", o.sampling.seed, 0, "sampling seed (default 0)");
+    add_choice(cli, "--weights", o.weights, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
+               "weight storage on the device (default: f16 for an all-F16\ncheckpoint, else f32)");
+    add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
+    add_device_options(cli, o.device);
+    cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
+    cli.add_flag("--check", o.check,
+                 "run the double-precision CPU reference model on the same tokens\n"
+                 "and print the largest relative logit error over all steps; exit\n"
+                 "with status 3 when it is above --check-tolerance");
+    add_number(cli, "--check-tolerance", "E", o.check_tolerance, "(default 1e-3)", true);
+    add_text(cli, "--logits-out", "F.npy", o.logits_out,
+             "write the float32 logits of every generated step [n_predict, vocab]");
+    cli.add_flag("--json", o.json, "print one JSON object instead of text");
+    cli.add_flag("--quiet", o.quiet, "no progress output on stderr");
+}
+
+// What the options cannot check one at a time.
+void check_options(const Options& o) {
+    if (o.prompt.empty()) {
+        throw vkf::app::UsageError("give the prompt with --prompt-ids or --prompt-ids-file");
     }
     try {
         vkf::validate(o.sampling);
     } catch (const vkf::Error& e) {
-        throw UsageError{e.what()};
+        throw vkf::app::UsageError(e.what());
     }
-    return o;
 }
 
 // Progress on stderr: a line redrawn in place on a terminal, occasional plain lines in a log.
@@ -198,13 +147,13 @@ public:
         }
         const bool done = fraction >= 1.0;
         if (tty_) {
-            std::fprintf(stderr, "\r%s%s", text.c_str(), done ? "\n" : "");
+            fmt::print(stderr, "\r{}{}", text, done ? "\n" : "");
             return;
         }
         const int quarter = static_cast<int>(fraction * 4.0);
         if (quarter > last_quarter_) {
             last_quarter_ = quarter;
-            std::fprintf(stderr, "%s\n", text.c_str());
+            fmt::print(stderr, "{}\n", text);
         }
     }
 
@@ -214,14 +163,8 @@ private:
     int last_quarter_ = -1;
 };
 
-std::string gigabytes(std::uint64_t bytes) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
-    return text;
-}
-
 struct CheckResult {
-    double max_rel = 0.0; // the largest per-step max |gpu - ref| / max |ref|
+    double max_rel = 0.0;  // the largest per-step max |gpu - ref| / max |ref|
     std::uint32_t worst_step = 0;
     double seconds = 0.0;
 };
@@ -237,8 +180,7 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     auto line = std::make_shared<ProgressLine>(!quiet);
     options.progress = [line](std::uint32_t layer, std::uint32_t n_layer) {
         line->update(static_cast<double>(layer + 1) / n_layer,
-                     "check: CPU reference model, layer " + std::to_string(layer + 1) + " of " +
-                         std::to_string(n_layer));
+                     fmt::format("check: CPU reference model, layer {} of {}", layer + 1, n_layer));
     };
     const vkf::reference::Model reference(model.config(), model.checkpoint(), options);
     const std::vector<double> ref = reference.forward(ids);
@@ -258,8 +200,7 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
 }
 
 int run(const Options& o) {
-    const vkf::ContextOptions context_options{.device = o.device, .limits = o.limits};
-    vkf::Context ctx(context_options);
+    vkf::Context ctx(o.device.context_options());
     const bool progress = !o.quiet;
 
     const auto load_start = std::chrono::steady_clock::now();
@@ -270,31 +211,27 @@ int run(const Options& o) {
         if (percent != last) {
             last = percent;
             load_line->update(percent / 100.0,
-                              "loading weights: " + std::to_string(percent) + "% of " + gigabytes(p.total_bytes));
+                              fmt::format("loading weights: {}% of {}", percent, vkf::size_text(p.total_bytes)));
         }
     };
     const vkf::Model model(ctx, o.model, model_options);
-    const double load_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const vkf::ModelConfig& config = model.config();
 
-    vkf::Session session(model, vkf::SessionOptions{
-                                    .max_tokens = static_cast<std::uint32_t>(o.prompt.size() + o.n_predict - 1),
-                                    .chunk = o.chunk,
-                                    .profiling = o.profile});
+    vkf::Session session(
+        model, vkf::SessionOptions{.max_tokens = static_cast<std::uint32_t>(o.prompt.size() + o.n_predict - 1),
+                                   .chunk = o.chunk,
+                                   .profiling = o.profile});
     if (progress) {
-        std::fprintf(stderr, "%s: %u layers, hidden %u, %u heads, vocab %u, %s weights (%s), on %s\n",
-                     std::string(vkf::family_name(config.family)).c_str(), config.n_layer, config.hidden,
-                     config.n_head, config.vocab_size, vkf::to_string(model.weight_dtype()),
-                     gigabytes(model.weights().bytes).c_str(), ctx.device_info().name.c_str());
+        fmt::print(stderr, "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), on {}\n",
+                   vkf::family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
+                   vkf::to_string(model.weight_dtype()), vkf::size_text(model.weights().bytes), ctx.device_info().name);
     }
-    vkf::GenerationOptions gen{.n_predict = o.n_predict,
-                               .sampling = o.sampling,
-                               .keep_logits = o.check || !o.logits_out.empty()};
+    vkf::GenerationOptions gen{
+        .n_predict = o.n_predict, .sampling = o.sampling, .keep_logits = o.check || !o.logits_out.empty()};
     auto gen_line = std::make_shared<ProgressLine>(progress);
     gen.on_token = [gen_line, n = o.n_predict](std::uint32_t i, std::uint32_t) {
-        gen_line->update(static_cast<double>(i + 1) / n,
-                         "generating: " + std::to_string(i + 1) + " of " + std::to_string(n) + " tokens");
+        gen_line->update(static_cast<double>(i + 1) / n, fmt::format("generating: {} of {} tokens", i + 1, n));
     };
     const vkf::GenerationResult result = vkf::generate(session, o.prompt, gen);
 
@@ -349,61 +286,46 @@ int run(const Options& o) {
                 json["profile"][kind] = {{"gpu_ms", p.ms}, {"dispatches", p.dispatches}};
             }
         }
-        std::cout << vkf::json_text(json);
-        std::cout << "\n";
-        return check && !(check->max_rel <= o.check_tolerance) ? kExitCheckFailed : 0;
+        fmt::print("{}\n", vkf::json_text(json));
+        return check && !(check->max_rel <= o.check_tolerance) ? vkf::app::kExitCheckFailed : vkf::app::kExitOk;
     }
 
-    std::printf("generated:");
-    for (const std::uint32_t id : result.tokens) {
-        std::printf(" %u", id);
-    }
-    std::printf("\n");
-    std::printf("prefill: %zu tokens in %.3f s, %.2f tokens/s\n", o.prompt.size(), result.prefill_time.count(),
-                result.prefill_tokens_per_second());
-    std::printf("decode:  %zu tokens in %.3f s, %.2f tokens/s\n", result.tokens.size() - 1,
-                result.decode_time.count(), result.decode_tokens_per_second());
+    fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
+    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", o.prompt.size(), result.prefill_time.count(),
+               result.prefill_tokens_per_second());
+    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
+               result.decode_time.count(), result.decode_tokens_per_second());
     if (o.profile) {
-        std::printf("GPU time by op kind over %llu submissions (%.1f ms in all):\n",
-                    static_cast<unsigned long long>(session.submissions()), profile_total);
+        fmt::print("GPU time by op kind over {} submissions ({:.1f} ms in all):\n", session.submissions(),
+                   profile_total);
         std::vector<std::pair<std::string, vkf::OpProfile>> kinds(session.profile().begin(), session.profile().end());
         std::sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
         for (const auto& [kind, p] : kinds) {
-            std::printf("  %-22s %10.1f ms %5.1f%% %8llu dispatches\n", kind.c_str(), p.ms,
-                        profile_total > 0 ? 100.0 * p.ms / profile_total : 0.0,
-                        static_cast<unsigned long long>(p.dispatches));
+            fmt::print("  {:<22} {:>10.1f} ms {:>5.1f}% {:>8} dispatches\n", kind, p.ms,
+                       profile_total > 0 ? 100.0 * p.ms / profile_total : 0.0, p.dispatches);
         }
     }
     if (check) {
-        std::printf("check: largest relative logit error %.3g (step %u of %zu; max |gpu - ref| / max |ref| per "
-                    "step, CPU reference in %.1f s)\n",
-                    check->max_rel, check->worst_step, result.tokens.size(), check->seconds);
+        fmt::print(
+            "check: largest relative logit error {:.3g} (step {} of {}; max |gpu - ref| / max |ref| per "
+            "step, CPU reference in {:.1f} s)\n",
+            check->max_rel, check->worst_step, result.tokens.size(), check->seconds);
         if (!(check->max_rel <= o.check_tolerance)) {
-            std::printf("check: FAILED, above the tolerance %g\n", o.check_tolerance);
-            return kExitCheckFailed;
+            fmt::print("check: FAILED, above the tolerance {}\n", o.check_tolerance);
+            return vkf::app::kExitCheckFailed;
         }
     }
-    return 0;
+    return vkf::app::kExitOk;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
+    vkf::app::CommandLine cli("vkf-run", kAbout);
     Options options;
-    try {
-        options = parse_options(argc, argv);
-    } catch (const UsageError& e) {
-        std::fprintf(stderr, "vkf-run: %s (see --help)\n", e.message.c_str());
-        return kExitUsage;
-    }
-    if (options.help) {
-        std::fputs(kUsage, stdout);
-        return 0;
-    }
-    try {
+    declare_options(cli, options);
+    return vkf::app::run_app(cli, argc, argv, [&] {
+        check_options(options);
         return run(options);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "vkf-run: error: %s\n", e.what());
-        return kExitFailure;
-    }
+    });
 }

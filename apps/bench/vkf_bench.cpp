@@ -1,75 +1,86 @@
 // vkf-bench: benchmarks of vkformer on the selected Vulkan device, made to compare GPUs
 // of different vendors. `run` measures the device's ceilings and the kernel suites and
 // writes a result file; `compare` puts result files from any machines side by side, with
-// SVG plots; `attention` is the focused tiled-against-naive attention table.
+// SVG plots; `attention` is the attention suite alone, tiled against naive.
 
-#include "apps/bench/bench_attention.hpp"
-#include "apps/bench/bench_report.hpp"
-#include "apps/bench/bench_run.hpp"
-#include "apps/common/cli.hpp"
-#include "runtime/error.hpp"
+#include "apps/bench/commands.hpp"
+#include "apps/common/app_main.hpp"
 
-#include <exception>
-#include <iostream>
-#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: vkf-bench <command> [options]
-       vkf-bench [run options]           (same as vkf-bench run ...)
+constexpr const char* kAbout =
+    "Benchmarks vkformer on one Vulkan device and compares result files across devices.\n"
+    "\n"
+    "commands:\n"
+    "  run         device ceilings (bandwidth, FMA rates, dispatch overhead, transfers) and\n"
+    "              the attention, matmul, block and model suites, placed against the\n"
+    "              ceilings; --out FILE writes a result file; --quick takes a few minutes\n"
+    "              on lavapipe\n"
+    "  compare     result files side by side, with an SVG plot per suite\n"
+    "  attention   tiled (flash) ALiBi attention against the naive three-pass baseline\n"
+    "\n"
+    "vkf-bench [run options] is the same as vkf-bench run [run options].\n";
 
-Benchmarks vkformer on one Vulkan device and compares result files across devices.
+constexpr const char* kFooter = "Run 'vkf-bench <command> --help' for a command's options.";
 
-commands:
-  run         device ceilings (bandwidth, FMA rates, dispatch overhead, transfers) and
-              the attention and matmul suites, placed against the ceilings; --out FILE
-              writes a result file; --quick takes about a minute on lavapipe
-  compare     result files side by side, with an SVG plot per suite
-  attention   tiled (flash) ALiBi attention against the naive three-pass baseline
+// The command line as one string, arguments with spaces or quotes quoted for a POSIX
+// shell, for result files.
+std::string join_command_line(int argc, char** argv) {
+    std::string line;
+    for (int i = 0; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        line += i == 0 ? "" : " ";
+        if (!arg.empty() && arg.find_first_of(" \t\"'\\$") == std::string_view::npos) {
+            line += arg;
+            continue;
+        }
+        line += '\'';
+        for (const char c : arg) {
+            line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        }
+        line += '\'';
+    }
+    return line;
+}
 
-Run 'vkf-bench <command> --help' for a command's options.
-)";
+// "vkf-bench --quick" is "vkf-bench run --quick": options alone mean a run.
+std::vector<char*> with_run_implied(int argc, char** argv) {
+    std::vector<char*> args(argv, argv + argc);
+    if (argc > 1) {
+        const std::string_view first = argv[1];
+        if (first.starts_with("-") && first != "-h" && first != "--help") {
+            static char run[] = "run";
+            args.insert(args.begin() + 1, run);
+        }
+    }
+    return args;
+}
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
-    using vkf::cli::kExitFailure;
-    using vkf::cli::kExitUsage;
-    if (argc < 2) {
-        std::cerr << "vkf-bench: name a command, e.g. vkf-bench run --quick (see --help)\n";
-        return kExitUsage;
+    vkf::app::CommandLine cli("vkf-bench", kAbout);
+    const std::vector<vkf::bench::Command> commands = {
+        vkf::bench::add_run_command(cli, join_command_line(argc, argv)),
+        vkf::bench::add_compare_command(cli),
+        vkf::bench::add_attention_command(cli),
+    };
+    for (const vkf::bench::Command& command : commands) {
+        command.cli->group("");  // listed in kAbout, with more words than one line of CLI11's list
     }
-    std::string_view command = argv[1];
-    if (command == "-h" || command == "--help") {
-        std::cout << kUsage;
-        return 0;
-    }
-    int first = 2;
-    if (command.starts_with("-")) { // options alone: a run
-        command = "run";
-        first = 1;
-    }
-    if (command != "attention" && command != "run" && command != "compare") {
-        std::cerr << "vkf-bench: unknown command '" << command << "' (see --help)\n";
-        return kExitUsage;
-    }
-    const std::span<char* const> args(argv + first, static_cast<std::size_t>(argc - first));
-    try {
-        if (command == "attention") {
-            return vkf::bench::run_attention(args);
+    cli.footer(kFooter);  // after the subcommands, which would inherit it
+    cli.require_subcommand(0, 1);
+    std::vector<char*> args = with_run_implied(argc, argv);
+    return vkf::app::run_app(cli, static_cast<int>(args.size()), args.data(), [&] {
+        for (const vkf::bench::Command& command : commands) {
+            if (command.cli->parsed()) {
+                return command.run();
+            }
         }
-        if (command == "compare") {
-            return vkf::bench::compare_command(args);
-        }
-        return vkf::bench::run_command(args, vkf::cli::join_command_line(argc, argv));
-    } catch (const vkf::cli::UsageError& e) {
-        std::cerr << "vkf-bench " << command << ": " << e.message << " (see vkf-bench " << command << " --help)\n";
-        return kExitUsage;
-    } catch (const std::exception& e) { // vkf::Error: no device, an unreadable file...
-        std::cout.flush();
-        std::cerr << "vkf-bench " << command << ": error: " << e.what() << '\n';
-        return kExitFailure;
-    }
+        throw vkf::app::UsageError("name a command, e.g. vkf-bench run --quick");
+    });
 }

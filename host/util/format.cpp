@@ -30,9 +30,12 @@ std::string size_text(std::uint64_t bytes) {
     return fmt::format("{:.2f} {}", static_cast<double>(bytes) / static_cast<double>(scale), units[unit]);
 }
 
-std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype) {
-    const std::string shape = fmt::format("[{}]", fmt::join(dims, ", "));
-    return dtype.empty() ? shape : fmt::format("{} {}", shape, dtype);
+std::string size_with_bytes(std::uint64_t bytes) {
+    return bytes < 1024 ? size_text(bytes) : fmt::format("{} ({})", size_text(bytes), bytes);
+}
+
+std::string count_text(std::uint64_t n, std::string_view noun) {
+    return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
 } // namespace vkf

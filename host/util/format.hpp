@@ -22,12 +22,22 @@ std::string significant(double v);
 // "64 KiB", "7.63 GiB", "100 bytes": binary units, whole numbers where exact so that the
 // powers of two device limits usually are read as such.
 std::string size_text(std::uint64_t bytes);
+// size_text with the exact count beside it, for limits compared against specifications:
+// "32 KiB (32768)"; below 1 KiB the two are the same: "100 bytes".
+std::string size_with_bytes(std::uint64_t bytes);
+// A count and its noun, with an s when it is not one: "1 device", "3 files".
+std::string count_text(std::uint64_t n, std::string_view noun);
 // "[2, 7, 8, 64]"; "[]" for a 0-d shape. With a dtype: "[2, 7, 8, 64] f16".
 template <std::ranges::input_range Dims>
     requires std::unsigned_integral<std::ranges::range_value_t<Dims>>
 std::string shape_text(const Dims& dims) {
     return fmt::format("[{}]", fmt::join(dims, ", "));
 }
-std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype = {});
+// Inline: host/ops/tensor_binding.cpp still defines this overload too, so with an
+// out-of-line copy here a program using both format.cpp and vkf_ops failed to link.
+inline std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype = {}) {
+    const std::string shape = fmt::format("[{}]", fmt::join(dims, ", "));
+    return dtype.empty() ? shape : fmt::format("{} {}", shape, dtype);
+}
 
 } // namespace vkf

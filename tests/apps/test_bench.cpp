@@ -1,11 +1,12 @@
 // vkf-bench's library: result-file schema round trips, statistics, the comparison table,
-// SVG plots, the shared command-line parser, and the ceilings suite on the device
+// SVG plots, the programs' shared option parsing, and the ceilings suite on the device
 // (including a skipped fp16 ceiling under forced limits).
 
-#include "apps/bench/bench_report.hpp"
-#include "apps/bench/bench_results.hpp"
-#include "apps/bench/bench_suites.hpp"
-#include "apps/common/cli.hpp"
+#include "apps/bench/comparison.hpp"
+#include "apps/bench/results.hpp"
+#include "apps/bench/suites.hpp"
+#include "apps/bench/svg_plot.hpp"
+#include "apps/common/options.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <gtest/gtest.h>
@@ -16,17 +17,21 @@
 namespace vkf::bench {
 namespace {
 
-using BenchRun = vkf::bench::Run; // a plain Run inside a TEST is testing::Test::Run
+using BenchRun = vkf::bench::Run;  // a plain Run inside a TEST is testing::Test::Run
 
 Result sample_result(std::string suite, std::string name, double ms, std::uint64_t flops) {
     Result r{.suite = std::move(suite), .name = std::move(name), .timing = "gpu_timestamps"};
-    r.params = {{"model", "bloom-560m"}, {"q_len", std::int64_t{256}}, {"kv_len", std::int64_t{256}},
-                {"mode", "prefill"},     {"dtype", "f16"},            {"impl", "tiled"}};
+    r.params = {{"model", "bloom-560m"},
+                {"q_len", std::int64_t{256}},
+                {"kv_len", std::int64_t{256}},
+                {"mode", "prefill"},
+                {"dtype", "f16"},
+                {"impl", "tiled"}};
     r.plan = "tiles 32x32, 256 invocations";
     r.reps_ms = {ms * 1.1, ms, ms * 0.97, ms * 1.5, ms * 1.05};
     r.stats = stats_of(r.reps_ms);
     r.flops = flops;
-    r.bytes = 12345678901234ull; // over 2^32: exact integers must survive
+    r.bytes = 12345678901234ull;  // over 2^32: exact integers must survive
     r.gflops = static_cast<double>(flops) / (r.stats->median * 1e-3) * 1e-9;
     r.gbps = 0.1;
     r.fma_fraction = 1.0 / 3.0;
@@ -46,7 +51,8 @@ BenchRun sample_run() {
     run.warmup = 1;
     run.reps = 3;
     run.limit_overrides = "none";
-    run.device = nlohmann::ordered_json::parse(R"({"name": "GPU \"X\" \u00e9", "vendor_name": "Mesa", "api_version": "1.3.230",
+    run.device =
+        nlohmann::ordered_json::parse(R"({"name": "GPU \"X\" \u00e9", "vendor_name": "Mesa", "api_version": "1.3.230",
         "max_memory_allocation_size": 18446744073709551615, "heaps": [{"size": 8589934592, "device_local": true}],
         "timestamp_period_ns": 0.52, "compute_queue_family": null})");
     run.effective_limits =
@@ -54,8 +60,11 @@ BenchRun sample_run() {
     run.quirks = nlohmann::ordered_json::parse(R"({"reasons": []})");
     run.ceilings = Ceilings{.bandwidth_gbps = 12.5, .fp32_gflops = 1234.5678, .dispatches_per_s = 61000.0};
     run.results.push_back(sample_result("attention", "bloom-560m prefill f16 tiled q=256 kv=256", 3.25, 4ull << 30));
-    Result skipped{.suite = "ceilings", .name = "fp16 fma", .status = Status::Skipped,
-                   .message = "the device has no float16 arithmetic (shaderFloat16)", .timing = "gpu_timestamps"};
+    Result skipped{.suite = "ceilings",
+                   .name = "fp16 fma",
+                   .status = Status::Skipped,
+                   .message = "the device has no float16 arithmetic (shaderFloat16)",
+                   .timing = "gpu_timestamps"};
     skipped.params = {{"ceiling", "fp16 fma"}};
     run.results.push_back(skipped);
     return run;
@@ -145,10 +154,10 @@ TEST(BenchReport, ComparisonTableShowsRatiosSkipsAndGaps) {
     print_comparison(out, runs, labels);
     const std::string table = out.str();
     EXPECT_NE(table.find("[2] phone"), std::string::npos) << table;
-    EXPECT_NE(table.find("2.00x"), std::string::npos) << table;  // twice as fast
-    EXPECT_NE(table.find("1.00x*"), std::string::npos) << table; // same speed, another plan
+    EXPECT_NE(table.find("2.00x"), std::string::npos) << table;   // twice as fast
+    EXPECT_NE(table.find("1.00x*"), std::string::npos) << table;  // same speed, another plan
     EXPECT_NE(table.find("skipped"), std::string::npos) << table;
-    EXPECT_NE(table.find("kv=1024"), std::string::npos) << table; // in one file only
+    EXPECT_NE(table.find("kv=1024"), std::string::npos) << table;  // in one file only
 }
 
 bool well_formed_svg(const std::string& svg) {
@@ -162,7 +171,7 @@ TEST(BenchReport, SvgPlotsForLinesAndBars) {
     const std::string lines = svg_plot(*find_suite("attention"), runs, labels);
     EXPECT_TRUE(well_formed_svg(lines)) << lines;
     EXPECT_NE(lines.find("<polyline"), std::string::npos);
-    EXPECT_NE(lines.find("big &lt;1&gt;"), std::string::npos); // escaped
+    EXPECT_NE(lines.find("big &lt;1&gt;"), std::string::npos);  // escaped
     const std::string bars = svg_plot(*find_suite("matmul"), runs, labels);
     EXPECT_TRUE(well_formed_svg(bars)) << bars;
     EXPECT_NE(bars.find("<rect x="), std::string::npos);
@@ -174,47 +183,59 @@ TEST(BenchReport, SvgPlotsForLinesAndBars) {
     const std::filesystem::path dir = std::filesystem::temp_directory_path() / "vkf_test_bench_plots";
     std::filesystem::remove_all(dir);
     const auto written = write_plots(dir, runs, labels);
-    EXPECT_EQ(written.size(), 3u); // ceilings, attention, matmul
+    EXPECT_EQ(written.size(), 3u);  // ceilings, attention, matmul
     for (const auto& path : written) {
         EXPECT_GT(std::filesystem::file_size(path), 200u) << path;
     }
     std::filesystem::remove_all(dir);
 }
 
-TEST(Cli, ReadsValuesFlagsAndLists) {
-    std::vector<std::string> storage = {"--reps=3", "--lengths", "64,128", "--json", "--limits", "phone", "x"};
-    std::vector<char*> argv;
-    for (std::string& s : storage) {
-        argv.push_back(s.data());
-    }
-    cli::ArgReader a(argv);
-    ASSERT_TRUE(a.next());
-    EXPECT_EQ(a.name(), "--reps");
-    EXPECT_EQ(cli::parse_count(a.name(), a.value(), 1), 3u);
-    ASSERT_TRUE(a.next());
-    EXPECT_EQ(cli::parse_counts(a.name(), a.value()), (std::vector<std::uint32_t>{64, 128}));
-    ASSERT_TRUE(a.next());
-    EXPECT_NO_THROW(a.flag());
-    ASSERT_TRUE(a.next());
-    EXPECT_TRUE(cli::parse_limits(a.name(), a.value(), {}).shared_memory.has_value());
-    ASSERT_TRUE(a.next());
-    EXPECT_EQ(a.arg(), "x");
-    EXPECT_THROW(a.unknown(), cli::UsageError);
-    EXPECT_FALSE(a.next());
+// The options every program declares (apps/common/options.hpp) on a CLI11 command line.
+struct TestOptions {
+    std::optional<std::uint32_t> reps;
+    std::optional<std::vector<std::uint32_t>> lengths;
+    bool json = false;
+    LimitOverrides limits;
+};
 
-    std::vector<std::string> bad = {"--json=1", "--reps"};
-    std::vector<char*> bad_argv = {bad[0].data(), bad[1].data()};
-    cli::ArgReader b(bad_argv);
-    ASSERT_TRUE(b.next());
-    EXPECT_THROW(b.flag(), cli::UsageError);
-    ASSERT_TRUE(b.next());
-    EXPECT_THROW(b.value(), cli::UsageError); // no value left
-    EXPECT_THROW(cli::parse_count("--reps", "0", 1), cli::UsageError);
-    EXPECT_THROW(cli::parse_counts("--lengths", "64,", 1), cli::UsageError);
-    EXPECT_THROW(cli::parse_choice("--dtype", "f64", {"f32", "f16"}), cli::UsageError);
-    EXPECT_THROW(cli::parse_limits("--limits", "shared_memory=lots", {}), cli::UsageError);
-    EXPECT_EQ(cli::parse_positive("--x", "2.5"), 2.5);
-    EXPECT_THROW(cli::parse_positive("--x", "-1"), cli::UsageError);
+TestOptions parse_test_options(std::vector<const char*> args) {
+    app::CommandLine cli("test", "");
+    TestOptions o;
+    app::add_integer(cli, "--reps", "N", o.reps, 1u, "");
+    app::add_counts(cli, "--lengths", "N,...", o.lengths, "");
+    cli.add_flag("--json", o.json, "");
+    app::add_limits(cli, o.limits);
+    args.insert(args.begin(), "test");
+    cli.parse(static_cast<int>(args.size()), args.data());
+    return o;
+}
+
+TEST(Cli, ReadsValuesFlagsAndLists) {
+    const TestOptions o = parse_test_options(
+        {"--reps=3", "--lengths", "64,128", "--json", "--limits", "phone", "--limits", "no_fp16_arithmetic"});
+    EXPECT_EQ(o.reps, 3u);
+    EXPECT_EQ(o.lengths, (std::vector<std::uint32_t>{64, 128}));
+    EXPECT_TRUE(o.json);
+    EXPECT_TRUE(o.limits.shared_memory.has_value());  // from phone, merged with the second --limits
+    EXPECT_TRUE(o.limits.no_fp16_arithmetic);
+    EXPECT_EQ(parse_test_options({"--reps", "3", "--reps", "4"}).reps, 4u);  // the last wins
+
+    EXPECT_THROW(parse_test_options({"x"}), CLI::ParseError);         // no positional arguments
+    EXPECT_THROW(parse_test_options({"--json=1"}), CLI::ParseError);  // a flag takes no value
+    EXPECT_THROW(parse_test_options({"--reps"}), CLI::ParseError);    // no value left
+    EXPECT_THROW(parse_test_options({"--reps", "0"}), app::UsageError);
+    EXPECT_THROW(parse_test_options({"--lengths", "64,"}), app::UsageError);
+    EXPECT_THROW(parse_test_options({"--limits", "shared_memory=lots"}), app::UsageError);
+    EXPECT_THROW(app::parse_choice("--dtype", "f64", {"f32", "f16"}), app::UsageError);
+    EXPECT_EQ(app::parse_positive("--x", "2.5"), 2.5);
+    EXPECT_THROW(app::parse_positive("--x", "-1"), app::UsageError);
+    EXPECT_EQ(app::parse_size("--max-memory", "256M"), std::uint64_t{256} << 20);
+    try {
+        parse_test_options({"--reps", "x"});
+        FAIL() << "--reps x was read";
+    } catch (const app::UsageError& e) {
+        EXPECT_STREQ(e.what(), "--reps needs a whole number >= 1, not 'x'");
+    }
 }
 
 // The ceilings suite on the device, with fp16 arithmetic forced off: the fp16 ceiling is
@@ -248,5 +269,5 @@ TEST(BenchCeilings, MeasuresAndSkipsFp16WhenForcedOff) {
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
-} // namespace
-} // namespace vkf::bench
+}  // namespace
+}  // namespace vkf::bench

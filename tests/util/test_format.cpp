@@ -28,6 +28,18 @@ TEST(Format, SizesInBinaryUnits) {
     EXPECT_EQ(vkf::size_text(std::uint64_t{8192} * 1000 * 1000), "7.63 GiB");
 }
 
+TEST(Format, SizesWithTheExactByteCount) {
+    EXPECT_EQ(vkf::size_with_bytes(100), "100 bytes");
+    EXPECT_EQ(vkf::size_with_bytes(32768), "32 KiB (32768)");
+    EXPECT_EQ(vkf::size_with_bytes(1536), "1.50 KiB (1536)");
+}
+
+TEST(Format, CountsWithTheirNoun) {
+    EXPECT_EQ(vkf::count_text(0, "case"), "0 cases");
+    EXPECT_EQ(vkf::count_text(1, "device"), "1 device");
+    EXPECT_EQ(vkf::count_text(3, "file"), "3 files");
+}
+
 TEST(Format, FixedAndSignificantDigits) {
     EXPECT_EQ(vkf::fixed(3.14159, 2), "3.14");
     EXPECT_EQ(vkf::fixed(1.0 / 3.0, 3), "0.333");

@@ -2,12 +2,15 @@
 // shaders/bench_ceilings.comp. The FMA kernels calibrate their size until one submission
 // takes long enough to time well, so the same run suits lavapipe and a large GPU.
 
-#include "apps/bench/bench_suites.hpp"
+#include "apps/bench/suites.hpp"
 
 #include "host/ops/elementwise.hpp"
+#include "host/util/format.hpp"
 #include "runtime/error.hpp"
 #include "shaders/interface/bench_ceilings.h"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,9 +25,11 @@ namespace {
 // CeilingPush (push constants): shaders/interface/bench_ceilings.h.
 static_assert(sizeof(CeilingPush) == 16);
 
-constexpr std::uint64_t kFlopsPerIteration = 64; // 8 vec4 fmas, 2 flops each
+constexpr std::uint64_t kFlopsPerIteration = 64;  // 8 vec4 fmas, 2 flops each
 
-std::uint32_t workgroup_size(const Context& ctx) { return std::min<std::uint32_t>(256, ctx.limits().workgroup_invocations); }
+std::uint32_t workgroup_size(const Context& ctx) {
+    return std::min<std::uint32_t>(256, ctx.limits().workgroup_invocations);
+}
 
 // kernel: the variant's define (COPY, FMA_F32, FMA_F16, EMPTY).
 const Pipeline& pipeline_for(Context& ctx, const char* kernel) {
@@ -32,11 +37,6 @@ const Pipeline& pipeline_for(Context& ctx, const char* kernel) {
                                      .workgroup_size = {workgroup_size(ctx), 1, 1},
                                      .push_constant_layout = CeilingPush::layout,
                                      .binding_count = std::string_view(kernel) == "COPY" ? 2u : 1u});
-}
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 // --- memory bandwidth ---
@@ -47,7 +47,8 @@ void run_bandwidth(CaseEnv& env, Result& r) {
     // One binding per buffer, so at most maxStorageBufferRange each.
     const std::uint64_t target = env.settings.quick ? (64ull << 20) : (256ull << 20);
     std::uint64_t bytes = std::min<std::uint64_t>(target, l.storage_buffer_range);
-    bytes = std::min<std::uint64_t>(bytes, std::max<std::uint64_t>(ctx.device_info().max_memory_allocation_size, 1u << 20));
+    bytes =
+        std::min<std::uint64_t>(bytes, std::max<std::uint64_t>(ctx.device_info().max_memory_allocation_size, 1u << 20));
     bytes = bytes / 256 * 256;
     check_memory(ctx, env.settings, 2 * bytes, bytes);
     const Buffer src = ctx.create_buffer(bytes, MemoryKind::Device, "bandwidth src");
@@ -70,10 +71,9 @@ void run_bandwidth(CaseEnv& env, Result& r) {
     r.reps_ms = time_list(ctx, *list, env.settings.warmup, env.settings.reps);
     r.timing = timing_name(ctx);
     r.bytes = 2 * bytes;
-    r.plan = "copy of " + (bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB") +
-             " in vec4 words, workgroup " + std::to_string(wg);
+    r.plan = fmt::format("copy of {} in vec4 words, workgroup {}", size_text(bytes), wg);
     r.params.push_back({"copy_bytes", static_cast<std::int64_t>(bytes)});
-    env.ceilings.bandwidth_gbps = static_cast<double>(r.bytes) / (median_of(r.reps_ms) * 1e-3) * 1e-9;
+    env.ceilings.bandwidth_gbps = static_cast<double>(r.bytes) / (stats_of(r.reps_ms).median * 1e-3) * 1e-9;
 }
 
 // --- FMA rate ---
@@ -95,7 +95,7 @@ void run_fma(CaseEnv& env, Result& r, bool f16) {
     // Iterations per invocation stay far below the driver's loop limit (llvmpipe: 65535).
     const std::uint32_t max_iterations =
         l.max_loop_iterations != 0 ? std::min<std::uint32_t>(16384, l.max_loop_iterations / 4) : 16384;
-    const std::uint32_t max_groups = 1u << 20; // the runtime splits counts over the device limit
+    const std::uint32_t max_groups = 1u << 20;  // the runtime splits counts over the device limit
     const std::uint64_t out_floats = std::min<std::uint64_t>(1u << 18, l.storage_buffer_range / 4);
     const Buffer out = ctx.create_buffer(out_floats * 4, MemoryKind::Device, "fma out");
     const Binding bindings[] = {{whole(out), Access::Write}};
@@ -121,7 +121,7 @@ void run_fma(CaseEnv& env, Result& r, bool f16) {
     // Calibrate: grow the work until one submission takes target_ms, iterations first.
     for (int step = 0; step < 16; ++step) {
         record();
-        const double ms = median_of(time_list(ctx, *list, step == 0 ? 1 : 0, 1));
+        const double ms = stats_of(time_list(ctx, *list, step == 0 ? 1 : 0, 1)).median;
         if (ms >= target_ms) {
             break;
         }
@@ -142,9 +142,9 @@ void run_fma(CaseEnv& env, Result& r, bool f16) {
     r.reps_ms = time_list(ctx, *list, env.settings.warmup, env.settings.reps);
     r.timing = timing_name(ctx);
     r.flops = std::uint64_t{groups} * wg * iterations * kFlopsPerIteration;
-    r.plan = std::to_string(groups) + " groups x " + std::to_string(wg) + " invocations x " +
-             std::to_string(iterations) + " iterations x 32 " + (f16 ? "f16" : "f32") + " fmas";
-    const double gflops = static_cast<double>(r.flops) / (median_of(r.reps_ms) * 1e-3) * 1e-9;
+    r.plan = fmt::format("{} groups x {} invocations x {} iterations x 32 {} fmas", groups, wg, iterations,
+                         f16 ? "f16" : "f32");
+    const double gflops = static_cast<double>(r.flops) / (stats_of(r.reps_ms).median * 1e-3) * 1e-9;
     (f16 ? env.ceilings.fp16_gflops : env.ceilings.fp32_gflops) = gflops;
 }
 
@@ -168,9 +168,9 @@ void run_dispatch(CaseEnv& env, Result& r) {
     }
     r.reps_ms = time_list(ctx, *list, env.settings.warmup, env.settings.reps);
     r.timing = "host_wall_clock";
-    r.plan = std::to_string(count) + " empty one-workgroup dispatches in one submission";
+    r.plan = fmt::format("{} empty one-workgroup dispatches in one submission", count);
     r.params.push_back({"dispatches", std::int64_t{count}});
-    const double per_s = count / (median_of(r.reps_ms) * 1e-3);
+    const double per_s = count / (stats_of(r.reps_ms).median * 1e-3);
     r.extra.emplace_back("dispatches_per_s", per_s);
     r.extra.emplace_back("us_per_dispatch", 1e6 / per_s);
     env.ceilings.dispatches_per_s = per_s;
@@ -201,9 +201,9 @@ void run_transfer(CaseEnv& env, Result& r, bool upload) {
     }
     r.timing = "host_wall_clock";
     r.bytes = bytes;
-    r.plan = std::string(upload ? "Context::upload" : "Context::download") + " of " + std::to_string(bytes >> 20) +
-             " MiB from pageable host memory";
-    const double gbps = static_cast<double>(bytes) / (median_of(r.reps_ms) * 1e-3) * 1e-9;
+    r.plan =
+        fmt::format("Context::{} of {} from pageable host memory", upload ? "upload" : "download", size_text(bytes));
+    const double gbps = static_cast<double>(bytes) / (stats_of(r.reps_ms).median * 1e-3) * 1e-9;
     (upload ? env.ceilings.upload_gbps : env.ceilings.download_gbps) = gbps;
 }
 
@@ -215,7 +215,7 @@ BenchCase ceiling(std::string name, std::function<void(CaseEnv&, Result&)> run) 
     return c;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<BenchCase> ceiling_cases(const Context&, const SuiteSettings&) {
     std::vector<BenchCase> cases;
@@ -228,4 +228,4 @@ std::vector<BenchCase> ceiling_cases(const Context&, const SuiteSettings&) {
     return cases;
 }
 
-} // namespace vkf::bench
+}  // namespace vkf::bench

@@ -39,16 +39,16 @@ struct Param {
 };
 
 struct Result {
-    std::string suite; // "ceilings", "attention", "matmul", ...
+    std::string suite;  // "ceilings", "attention", "matmul", ...
     // Names the case the same way on every device: compare matches results on (suite, name).
     std::string name;
     Status status = Status::Ok;
-    std::string message; // why it was skipped or failed; empty when ok
+    std::string message;  // why it was skipped or failed; empty when ok
     std::vector<Param> params;
-    std::string plan;   // the tile configuration chosen on this device; empty: none
-    std::string timing; // "gpu_timestamps" or "host_wall_clock"
+    std::string plan;    // the tile configuration chosen on this device; empty: none
+    std::string timing;  // "gpu_timestamps" or "host_wall_clock"
     std::vector<double> reps_ms;
-    std::optional<Stats> stats; // of reps_ms; absent unless ok
+    std::optional<Stats> stats;  // of reps_ms; absent unless ok
     // Work per repetition: arithmetic (an FMA counts 2) and the least memory traffic.
     std::uint64_t flops = 0;
     std::uint64_t bytes = 0;
@@ -65,12 +65,12 @@ struct Result {
 
 // The device's measured ceilings (absent: not measured or skipped).
 struct Ceilings {
-    std::optional<double> bandwidth_gbps;   // large device copy, bytes read plus written
-    std::optional<double> fp32_gflops;      // fp32 FMA, 2 flops each
-    std::optional<double> fp16_gflops;      // float16 FMA, 2 flops each
-    std::optional<double> dispatches_per_s; // empty dispatches in one submission
-    std::optional<double> upload_gbps;      // host to device
-    std::optional<double> download_gbps;    // device to host
+    std::optional<double> bandwidth_gbps;    // large device copy, bytes read plus written
+    std::optional<double> fp32_gflops;       // fp32 FMA, 2 flops each
+    std::optional<double> fp16_gflops;       // float16 FMA, 2 flops each
+    std::optional<double> dispatches_per_s;  // empty dispatches in one submission
+    std::optional<double> upload_gbps;       // host to device
+    std::optional<double> download_gbps;     // device to host
     bool operator==(const Ceilings&) const = default;
 };
 
@@ -79,13 +79,13 @@ struct Run {
     std::string vkformer_version;
     std::string git_commit;
     bool git_dirty = false;
-    std::string created_utc; // ISO 8601, "2026-11-22T08:30:00Z"
+    std::string created_utc;  // ISO 8601, "2026-11-22T08:30:00Z"
     std::string command_line;
     std::vector<std::string> suites;
     bool quick = false;
     std::uint32_t warmup = 0;
     std::uint32_t reps = 0;
-    std::string limit_overrides; // LimitOverrides::describe() of VKF_LIMITS and --limits
+    std::string limit_overrides;  // LimitOverrides::describe() of VKF_LIMITS and --limits
     // As vkf-info --json writes them (runtime/device_info_json.hpp), kept as JSON so that
     // files from newer drivers with more fields still read.
     nlohmann::ordered_json device;
@@ -107,11 +107,10 @@ void write_run_file(const std::filesystem::path& path, const Run& run);
 Run read_run(const JsonValue& document);
 Run read_run_file(const std::filesystem::path& path);
 
-
 // Convenience readers for the device object: "" when absent.
 std::string device_text(const Run& run, std::string_view key);
 
 // Now, as "YYYY-MM-DDTHH:MM:SSZ".
 std::string utc_now_iso8601();
 
-} // namespace vkf::bench
+}  // namespace vkf::bench

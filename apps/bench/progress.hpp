@@ -1,15 +1,11 @@
 #pragma once
-// `vkf-bench run` (also `vkf-bench --quick`, `vkf-bench --suites ...`): the suites of the
-// registry on one device, a text table on stdout as results arrive, progress on stderr,
-// and a result file (--out) for `vkf-bench compare`.
-
-#include "apps/bench/bench_results.hpp"
-#include "apps/bench/bench_suites.hpp"
+// Progress of a benchmark run on stderr: which case runs, and the time left estimated from
+// the work done so far.
 
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <mutex>
-#include <span>
 #include <string>
 #include <thread>
 
@@ -47,14 +43,12 @@ private:
     double remaining_estimate_s_ = 0.0;
     double started_ = 0.0;
     double case_started_ = 0.0;
-    double estimated_done_ = 0.0; // sum of the finished cases' estimates
-    double actual_done_ = 0.0;    // and of their real durations
+    double estimated_done_ = 0.0;  // sum of the finished cases' estimates
+    double actual_done_ = 0.0;     // and of their real durations
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stop_ = false;
-    std::thread ticker_; // redraws the bar while a long case runs
+    std::thread ticker_;  // redraws the bar while a long case runs
 };
 
-int run_command(std::span<char* const> args, const std::string& command_line);
-
-} // namespace vkf::bench
+}  // namespace vkf::bench

@@ -1,21 +1,25 @@
-#include "apps/bench/bench_results.hpp"
+#include "apps/bench/results.hpp"
 
 #include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 
 namespace vkf::bench {
 
 const char* to_string(Status s) {
     switch (s) {
-    case Status::Ok: return "ok";
-    case Status::Skipped: return "skipped";
-    case Status::Failed: return "failed";
+        case Status::Ok:
+            return "ok";
+        case Status::Skipped:
+            return "skipped";
+        case Status::Failed:
+            return "failed";
     }
     return "?";
 }
@@ -60,7 +64,7 @@ std::optional<double> Result::extra_value(std::string_view n) const {
 void place_against(Result& r, const Ceilings& c) {
     r.fma_fraction.reset();
     r.bandwidth_fraction.reset();
-    if (r.suite == "ceilings") { // the ceilings themselves (transfers are not device copies)
+    if (r.suite == "ceilings") {  // the ceilings themselves (transfers are not device copies)
         return;
     }
     if (r.gflops && c.fp32_gflops && *c.fp32_gflops > 0.0) {
@@ -77,7 +81,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json number_or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+Json number_or_null(const std::optional<double>& v) {
+    return v ? Json(*v) : Json(nullptr);
+}
 
 Json result_json(const Result& r) {
     Json params = Json::object();
@@ -97,13 +103,12 @@ Json result_json(const Result& r) {
         {"plan", r.plan},
         {"timing", r.timing},
         {"reps_ms", r.reps_ms},
-        {"stats_ms",
-         r.stats ? Json{{"median", r.stats->median},
-                        {"min", r.stats->min},
-                        {"max", r.stats->max},
-                        {"q1", r.stats->q1},
-                        {"q3", r.stats->q3}}
-                 : Json(nullptr)},
+        {"stats_ms", r.stats ? Json{{"median", r.stats->median},
+                                    {"min", r.stats->min},
+                                    {"max", r.stats->max},
+                                    {"q1", r.stats->q1},
+                                    {"q3", r.stats->q3}}
+                             : Json(nullptr)},
         {"flops", r.flops},
         {"bytes", r.bytes},
         {"gflops", number_or_null(r.gflops)},
@@ -114,7 +119,7 @@ Json result_json(const Result& r) {
     };
 }
 
-} // namespace
+}  // namespace
 
 Json run_json(const Run& run) {
     Json results = Json::array();
@@ -238,7 +243,7 @@ Result read_result(const JsonValue& v) {
     return r;
 }
 
-} // namespace
+}  // namespace
 
 Run read_run(const JsonValue& d) {
     if (d.at("schema").as_string() != kSchemaName) {
@@ -248,8 +253,8 @@ Run read_run(const JsonValue& d) {
     run.schema_version = d.at("schema_version").as_int64();
     if (run.schema_version != kSchemaVersion) {
         d.at("schema_version")
-            .fail("schema version " + std::to_string(run.schema_version) + ", this vkf-bench reads version " +
-                  std::to_string(kSchemaVersion));
+            .fail(
+                fmt::format("schema version {}, this vkf-bench reads version {}", run.schema_version, kSchemaVersion));
     }
     const JsonValue& version = d.at("vkformer");
     run.vkformer_version = version.at("version").as_string();
@@ -284,7 +289,9 @@ Run read_run(const JsonValue& d) {
     return run;
 }
 
-Run read_run_file(const std::filesystem::path& path) { return read_run(read_json_file(path)); }
+Run read_run_file(const std::filesystem::path& path) {
+    return read_run(read_json_file(path));
+}
 
 std::string device_text(const Run& run, std::string_view key) {
     const auto v = run.device.is_object() ? run.device.find(key) : run.device.end();
@@ -295,9 +302,7 @@ std::string device_text(const Run& run, std::string_view key) {
         return v->get<std::string>();
     }
     if (v->is_number()) {
-        std::ostringstream s;
-        s << v->get<double>();
-        return s.str();
+        return fmt::format("{}", v->get<double>());
     }
     return "";
 }
@@ -311,4 +316,4 @@ std::string utc_now_iso8601() {
     return text;
 }
 
-} // namespace vkf::bench
+}  // namespace vkf::bench

@@ -1,5 +1,5 @@
 // The block and model suites: one transformer block, and whole models, of the presets'
-// shapes with synthetic weights (host/model.hpp), run through Session exactly as vkf-run
+// shapes with synthetic weights (host/model/model.hpp), run through Session exactly as vkf-run
 // runs a checkpoint. A case's time is the GPU time of its forward passes (the session's
 // timestamps), or the host wall clock where the device has no timestamps.
 //   block  one layer (a 16-token vocabulary, so that embedding and head cost nothing):
@@ -8,9 +8,11 @@
 //          last) and decoding with m tokens in the cache (--quick: at most 8); tokens/s
 //          in `extra`.
 
-#include "apps/bench/bench_suites.hpp"
+#include "apps/bench/suites.hpp"
 
 #include "host/model/model.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,25 +28,23 @@ struct ModelPreset {
 };
 
 std::vector<ModelPreset> model_presets() {
-    return {{"bloom-560m",
-             ModelConfig{.family = ModelFamily::Bloom,
-                         .vocab_size = 250880,
-                         .hidden = 1024,
-                         .n_layer = 24,
-                         .n_head = 16,
-                         .n_kv_head = 16,
-                         .head_dim = 64,
-                         .ffn_hidden = 4096}},
-            {"mpt-7b",
-             ModelConfig{.family = ModelFamily::Mpt,
-                         .vocab_size = 50432,
-                         .hidden = 4096,
-                         .n_layer = 32,
-                         .n_head = 32,
-                         .n_kv_head = 32,
-                         .head_dim = 128,
-                         .ffn_hidden = 16384,
-                         .no_bias = true}}};
+    return {{"bloom-560m", ModelConfig{.family = ModelFamily::Bloom,
+                                       .vocab_size = 250880,
+                                       .hidden = 1024,
+                                       .n_layer = 24,
+                                       .n_head = 16,
+                                       .n_kv_head = 16,
+                                       .head_dim = 64,
+                                       .ffn_hidden = 4096}},
+            {"mpt-7b", ModelConfig{.family = ModelFamily::Mpt,
+                                   .vocab_size = 50432,
+                                   .hidden = 4096,
+                                   .n_layer = 32,
+                                   .n_head = 32,
+                                   .n_kv_head = 32,
+                                   .head_dim = 128,
+                                   .ffn_hidden = 16384,
+                                   .no_bias = true}}};
 }
 
 std::uint64_t layer_params(const ModelConfig& c) {
@@ -76,7 +76,8 @@ std::uint64_t session_bytes(const ModelConfig& c, std::uint32_t max_tokens, std:
 
 double profile_total_ms(const Session& s) {
     double ms = 0.0;
-    for (const auto& [kind, p] : s.profile()) ms += p.ms;
+    for (const auto& [kind, p] : s.profile())
+        ms += p.ms;
     return ms;
 }
 
@@ -91,7 +92,8 @@ double timed(Session& session, bool gpu, const std::function<void()>& step) {
 
 std::vector<std::uint32_t> token_ids(std::uint32_t n, std::uint32_t vocab) {
     std::vector<std::uint32_t> ids(n);
-    for (std::uint32_t i = 0; i < n; ++i) ids[i] = (i * 7919u + 13u) % vocab;
+    for (std::uint32_t i = 0; i < n; ++i)
+        ids[i] = (i * 7919u + 13u) % vocab;
     return ids;
 }
 
@@ -114,8 +116,8 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
             for (const bool decode : {false, true}) {
                 BenchCase c;
                 const std::string mode = decode ? "decode" : "prefill";
-                c.name = preset.name + " " + mode + (decode ? " after " : " ") + std::to_string(m) + " tokens " +
-                         to_string(dtype);
+                c.name = fmt::format("{} {}{}{} tokens {}", preset.name, mode, decode ? " after " : " ", m,
+                                     to_string(dtype));
                 c.params = {{"model", preset.name},
                             {"mode", mode},
                             {"weights", std::string(to_string(dtype))},
@@ -134,9 +136,9 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     std::uint64_t largest = 0;
                     for (const ExpectedTensor& t : expected_tensors(config)) {
                         largest = std::max<std::uint64_t>(
-                            largest, std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1},
-                                                     std::multiplies<>()) *
-                                         element_size(dtype));
+                            largest,
+                            std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1}, std::multiplies<>()) *
+                                element_size(dtype));
                     }
                     // A model is the one thing a run holds: it may use most of the heap, where
                     // the kernel suites keep to half of it.
@@ -155,14 +157,16 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         for (std::uint32_t i = 0; i < steps; ++i) {
                             session.reset();
                             const double ms = timed(session, gpu, [&] { session.forward(prompt, logits); });
-                            if (i >= st.warmup) times.push_back(ms);
+                            if (i >= st.warmup)
+                                times.push_back(ms);
                         }
                     } else {
                         session.forward(prompt, Session::Logits::None);
                         for (std::uint32_t i = 0; i < steps; ++i) {
                             const std::uint32_t next[] = {(i * 31u + 5u) % config.vocab_size};
                             const double ms = timed(session, gpu, [&] { session.forward(next, logits); });
-                            if (i >= st.warmup) times.push_back(ms);
+                            if (i >= st.warmup)
+                                times.push_back(ms);
                         }
                     }
                     r.reps_ms = times;
@@ -173,9 +177,10 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         // The LM head's arithmetic, on the one row whose logits are wanted.
                         r.flops += 2ull * config.vocab_size * config.hidden;
                     }
-                    r.plan = std::to_string(config.n_layer) + " layer(s), " + to_string(dtype) +
-                             " weights, fp32 activations and KV cache, prompt chunks of " + std::to_string(chunk) +
-                             ", one submission per chunk";
+                    r.plan = fmt::format(
+                        "{} layer(s), {} weights, fp32 activations and KV cache, prompt chunks of {}, one "
+                        "submission per chunk",
+                        config.n_layer, to_string(dtype), chunk);
                     // The same median the runner reports for the result.
                     const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
                     if (median_ms > 0.0) {
@@ -189,10 +194,14 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
     return cases;
 }
 
-} // namespace
+}  // namespace
 
-std::vector<BenchCase> block_cases(const Context&, const SuiteSettings& s) { return forward_cases(s, false); }
+std::vector<BenchCase> block_cases(const Context&, const SuiteSettings& s) {
+    return forward_cases(s, false);
+}
 
-std::vector<BenchCase> model_cases(const Context&, const SuiteSettings& s) { return forward_cases(s, true); }
+std::vector<BenchCase> model_cases(const Context&, const SuiteSettings& s) {
+    return forward_cases(s, true);
+}
 
-} // namespace vkf::bench
+}  // namespace vkf::bench

@@ -1,15 +1,15 @@
 #pragma once
-// The suites of `vkf-bench run` and the registry that lists them. A suite turns the run's
+// The suites of vkf-bench and the registry that lists them. A suite turns the run's
 // settings into cases; each case fills in a Result (times, work, plan) or declares itself
-// skipped; the runner (bench_run.cpp) times nothing itself, it orders the cases, shows
-// progress, places results against the measured ceilings and writes the result file.
+// skipped; the runner (runner.hpp) times nothing itself, it orders the cases, shows
+// progress and places results against the measured ceilings.
 //
 // Adding a suite is one function returning its cases plus one entry in suite_registry()
-// (bench_suites.cpp):
-// time a recorded command list with time_list(), fill Result::flops/bytes/plan, and throw
-// Skip for what the device cannot run.
+// (suites.cpp): time a recorded command list with time_list(), fill Result::flops/bytes/plan,
+// and throw Skip for what the device cannot run.
 
-#include "apps/bench/bench_results.hpp"
+#include "apps/bench/results.hpp"
+#include "apps/bench/suite_attention.hpp"
 #include "runtime/context.hpp"
 
 #include <cstdint>
@@ -24,12 +24,10 @@ struct SuiteSettings {
     bool quick = false;
     std::uint32_t warmup = 2;
     std::uint32_t reps = 7;
-    std::vector<std::string> presets;          // model presets: bloom-560m, mpt-7b
-    std::vector<std::uint32_t> lengths;        // attention prefill lengths (q_len = kv_len)
-    std::vector<std::uint32_t> decode_kv;      // attention KV lengths for one-token decoding
-    std::vector<std::uint32_t> prefill_m;      // matmul rows for prefill (decode is m = 1)
-    bool naive = true;                         // attention: also time the naive baseline
-    std::uint64_t max_memory = 0;              // bytes one case may allocate; 0: from the device
+    std::vector<std::string> presets;      // model presets of matmul, block and model: bloom-560m, mpt-7b
+    std::vector<std::uint32_t> prefill_m;  // matmul rows for prefill (decode is m = 1)
+    AttentionSweep attention;              // what the attention suite times
+    std::uint64_t max_memory = 0;          // bytes one case may allocate; 0: from the device
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the
@@ -41,13 +39,15 @@ struct Skip {
 struct CaseEnv {
     Context& ctx;
     const SuiteSettings& settings;
-    Ceilings& ceilings; // measured so far; the ceilings suite fills it in
+    Ceilings& ceilings;  // measured so far; the ceilings suite fills it in
+    // The run's results so far: a naive attention case relates its time to its tiled twin's.
+    const std::vector<Result>* earlier = nullptr;
 };
 
 struct BenchCase {
-    std::string name; // unique within the suite and the same on every device
+    std::string name;  // unique within the suite and the same on every device
     std::vector<Param> params;
-    std::uint64_t flops = 0; // estimates for ordering and the progress bar's time left
+    std::uint64_t flops = 0;  // estimates for ordering and the progress bar's time left
     std::uint64_t bytes = 0;
     // Fills r (reps_ms, flops, bytes, plan, timing, extra); rates and statistics are
     // derived by the runner. Throws Skip, or vkf::Error for a failure.
@@ -89,10 +89,10 @@ void check_memory(const Context& ctx, const SuiteSettings& s, std::uint64_t tota
 Buffer random_buffer(Context& ctx, std::uint64_t bytes, bool f16, std::uint64_t seed, const char* name);
 
 // The suites (each in its own file).
-std::vector<BenchCase> ceiling_cases(const Context& ctx, const SuiteSettings& s);
-std::vector<BenchCase> attention_cases(const Context& ctx, const SuiteSettings& s);
-std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);
-std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s); // bench_model.cpp
-std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s); // bench_model.cpp
+std::vector<BenchCase> ceiling_cases(const Context& ctx, const SuiteSettings& s);    // suite_ceilings.cpp
+std::vector<BenchCase> attention_cases(const Context& ctx, const SuiteSettings& s);  // suite_attention.cpp
+std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);     // suite_matmul.cpp
+std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
+std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
 
-} // namespace vkf::bench
+}  // namespace vkf::bench

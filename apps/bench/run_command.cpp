@@ -1,0 +1,152 @@
+// `vkf-bench run` (commands.hpp): the suites of the registry on one device, a text table on
+// stdout as results arrive, progress on stderr, and a result file (--out) for compare.
+
+#include "apps/bench/commands.hpp"
+#include "apps/bench/result_table.hpp"
+#include "apps/bench/runner.hpp"
+#include "apps/common/options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+namespace vkf::bench {
+
+namespace {
+
+constexpr const char* kAbout =
+    "Measures the device's ceilings (memory bandwidth, fp32/fp16 FMA rate, dispatch overhead,\n"
+    "host<->device transfers), then vkformer's kernels on the model presets, and places each\n"
+    "kernel result against the ceilings. Each result is the median of --reps GPU-timed\n"
+    "submissions after --warmup untimed ones, with min, max and quartiles. --out writes a\n"
+    "result file (JSON, see README \"Benchmark result files\") for `vkf-bench compare`.\n"
+    "\n"
+    "suites (--suites, in this order):\n"
+    "  ceilings    memory bandwidth, fp32 and fp16 FMA, dispatch overhead, transfers\n"
+    "  attention   tiled ALiBi attention (and the naive baseline for prefill), f32 and f16\n"
+    "  matmul      the presets' linear layers at m = 1 and the prefill rows, f16 weights\n"
+    "  block       one transformer block: prefill of the prefill rows, one decoding step\n"
+    "  model       whole models (LM head included): prefill and decoding tokens/s\n";
+
+constexpr const char* kFooter =
+    "A case the device cannot run (no float16 arithmetic, a buffer over a limit, more memory\n"
+    "than allowed) is recorded as skipped with the reason; a case that throws is recorded as\n"
+    "failed and the exit code is 1.";
+
+// The command line as given; what is unset takes --quick's value or the default.
+struct RunOptions {
+    std::vector<std::string> suites;
+    bool quick = false;
+    std::optional<std::vector<std::string>> presets;
+    std::optional<std::vector<std::uint32_t>> lengths, decode_kv, prefill_m;
+    bool no_naive = false;
+    std::optional<std::uint64_t> max_memory;
+    std::optional<std::uint32_t> warmup, reps;
+    std::optional<std::string> out;
+    bool json = false;
+    ProgressMode progress = ProgressMode::Auto;
+    app::DeviceOptions device;
+};
+
+std::vector<std::string> suite_names() {
+    std::vector<std::string> names;
+    for (const Suite& s : suite_registry()) {
+        names.push_back(s.name);
+    }
+    return names;
+}
+
+void declare_options(CLI::App& cli, RunOptions& o) {
+    using namespace app;
+    cli.footer(kFooter);
+    add_parsed_option(cli, "--suites", "LIST", "comma-separated suites (default: all)", [&o](const std::string& text) {
+        o.suites.clear();
+        for (const std::string& word : split_list(text)) {
+            if (!find_suite(word)) {
+                throw UsageError(
+                    fmt::format("--suites: unknown suite '{}' (suites: {})", word, fmt::join(suite_names(), ", ")));
+            }
+            o.suites.push_back(word);
+        }
+    });
+    cli.add_flag("--quick", o.quick,
+                 "a few minutes on lavapipe: bloom-560m only, attention prefill\n"
+                 "64,128,256 and decode 256,1024, matmul and block m = 1 and 32,\n"
+                 "whole model 8 tokens, warmup 1, reps 3, smaller ceilings;\n"
+                 "options given explicitly still win");
+    add_parsed_option(cli, "--presets", "LIST", "bloom-560m, mpt-7b (default both; --quick: bloom-560m)",
+                      [&o](const std::string& text) {
+                          o.presets = parse_words("--presets", text, {"bloom-560m", "mpt-7b"});
+                      });
+    add_counts(cli, "--lengths", "N,...", o.lengths, "attention prefill lengths (default 512,1024,2048,4096,8192)");
+    add_counts(cli, "--decode-kv", "N,...", o.decode_kv, "attention KV lengths for decoding (default 512,2048,8192)");
+    add_counts(cli, "--prefill-m", "N,...", o.prefill_m,
+               "rows of a prefill for matmul, block and model (default 512);\n"
+               "m = 1 always runs, and decoding steps run after m tokens");
+    cli.add_flag("--no-naive", o.no_naive, "leave out the naive attention baseline");
+    add_parsed_option(cli, "--max-memory", "SIZE",
+                      "device memory one case may use (K/M/G suffixes; default half\n"
+                      "the largest device-local heap); bigger cases are skipped",
+                      [&o](const std::string& text) { o.max_memory = parse_size("--max-memory", text); });
+    add_integer(cli, "--warmup", "N", o.warmup, 0u, "untimed submissions per case (default 2)");
+    add_integer(cli, "--reps", "N", o.reps, 1u, "timed submissions per case (default 7)");
+    add_text(cli, "--out", "FILE", o.out, "write the result file here");
+    cli.add_flag("--json", o.json, "print the result file's JSON on stdout instead of the table");
+    add_choice(cli, "--progress", o.progress,
+               {{"auto", ProgressMode::Auto},
+                {"bar", ProgressMode::Bar},
+                {"lines", ProgressMode::Lines},
+                {"none", ProgressMode::None}},
+               "auto (a bar when stderr is a terminal, else a line per case),\nbar, lines or none (default auto)");
+    add_device_options(cli, o.device, true);
+}
+
+SuiteSettings settings_of(const RunOptions& o) {
+    using Counts = std::vector<std::uint32_t>;
+    const bool quick = o.quick;
+    SuiteSettings s;
+    s.quick = quick;
+    s.warmup = o.warmup.value_or(quick ? 1 : 2);
+    s.reps = o.reps.value_or(quick ? 3 : 7);
+    s.presets = o.presets.value_or(quick ? std::vector<std::string>{"bloom-560m"}
+                                         : std::vector<std::string>{"bloom-560m", "mpt-7b"});
+    s.prefill_m = o.prefill_m.value_or(quick ? Counts{32} : Counts{512});
+    s.max_memory = o.max_memory.value_or(0);
+    s.attention = AttentionSweep{
+        .models = attention_presets_named(s.presets),
+        .lengths = o.lengths.value_or(quick ? Counts{64, 128, 256} : Counts{512, 1024, 2048, 4096, 8192}),
+        .decode_kv = o.decode_kv.value_or(quick ? Counts{256, 1024} : Counts{512, 2048, 8192}),
+        .naive_prefill = !o.no_naive,
+    };
+    return s;
+}
+
+int run(const RunOptions& o, const std::string& command_line) {
+    const std::vector<std::string> suites = o.suites.empty() ? suite_names() : o.suites;
+    const SuiteSettings settings = settings_of(o);
+    Context ctx(o.device.context_options());
+    const Run run = run_suites(ctx, settings, suites, command_line, o.progress, !o.json);
+    if (o.out) {
+        write_run_file(*o.out, run);
+        fmt::print(stderr, "vkf-bench: wrote {}\n", *o.out);
+    }
+    if (o.json) {
+        fmt::print("{}\n", json_text(run_json(run)));
+    } else {
+        print_summary(run, !o.out);
+    }
+    return run_exit_status(ctx, run);
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& bench, const std::string& command_line) {
+    CLI::App* cli = bench.add_subcommand("run", kAbout);
+    auto options = std::make_shared<RunOptions>();
+    declare_options(*cli, *options);
+    return Command{cli, [options, command_line] { return run(*options, command_line); }};
+}
+
+}  // namespace vkf::bench

@@ -1,0 +1,229 @@
+// The attention suite (suite_attention.hpp). Each case gets its own tensors and op,
+// recorded once and submitted repeatedly, so the times are the kernel's alone, not
+// recording, pipeline creation or uploads.
+
+#include "apps/bench/suite_attention.hpp"
+
+#include "apps/bench/suites.hpp"
+#include "host/ops/attention.hpp"
+#include "host/ops/attention_naive.hpp"
+#include "host/spec/alibi.hpp"
+#include "host/spec/attention_params.hpp"
+#include "host/util/half.hpp"
+#include "host/util/random.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace vkf::bench {
+
+std::vector<AttentionModel> attention_presets() {
+    // MPT's alibi_bias_max is 8; for 32 heads its table equals the formula, but loading
+    // it as a table is what a real MPT model does, so that is the path measured.
+    return {
+        AttentionModel{.name = "bloom-560m", .n_head = 16, .head_dims = {64}, .max_bias = 8.0f},
+        AttentionModel{
+            .name = "mpt-7b", .n_head = 32, .head_dims = {128}, .max_bias = 8.0f, .slopes = mpt_alibi_slopes(32, 8.0)}};
+}
+
+std::vector<AttentionModel> attention_presets_named(const std::vector<std::string>& names) {
+    std::vector<AttentionModel> out;
+    for (const AttentionModel& p : attention_presets()) {
+        if (std::find(names.begin(), names.end(), p.name) != names.end()) {
+            out.push_back(p);
+        }
+    }
+    return out;
+}
+
+namespace {
+
+struct AttentionCase {
+    AttentionModel model;
+    bool decode = false;
+    DType dtype = DType::F32;
+    bool naive = false;
+    AttentionShape shape{};
+};
+
+// Unmasked (query, key) pairs: the work a kernel that skips masked tiles has to do. Under
+// the causal mask query row i sits at position kv_len - q_len + i and sees keys 0..pos.
+std::uint64_t unmasked_pairs(const AttentionShape& s) {
+    std::uint64_t pairs = 0;
+    for (std::uint32_t i = 0; i < s.q_len; ++i) {
+        const std::int64_t position = std::int64_t{s.kv_len} - s.q_len + i;
+        pairs += static_cast<std::uint64_t>(std::clamp<std::int64_t>(position + 1, 0, s.kv_len));
+    }
+    return pairs;
+}
+
+// Q.K^T and P.V: a multiply and an add each, per head_dim element of every unmasked pair.
+std::uint64_t attention_flops(const AttentionShape& s) {
+    return 4ull * s.batch * s.n_head * s.head_dim * unmasked_pairs(s);
+}
+
+// Q, K, V read once and O written once: the least traffic any attention kernel has.
+std::uint64_t tensor_bytes(const AttentionShape& s, DType dtype) {
+    return (2 * q_element_count(s) + 2 * kv_element_count(s)) * element_size(dtype);
+}
+
+AttentionParams params_of(const AttentionCase& c) {
+    return AttentionParams{.shape = c.shape,
+                           .mask = MaskMode::Causal,
+                           .alibi = AlibiMode::Causal,
+                           .max_bias = c.model.max_bias,
+                           .slopes = c.model.slopes};
+}
+
+// "bloom-560m prefill f16 tiled q=256 kv=256". Batch and head size appear only where the
+// sweep varies them, so that names match result files of earlier runs for comparison.
+std::string case_name(const AttentionCase& c, bool naive) {
+    const AttentionShape& s = c.shape;
+    return fmt::format("{} {} {} {}{}{} q={} kv={}", c.model.name, c.decode ? "decode" : "prefill", to_string(c.dtype),
+                       naive ? "naive" : "tiled", s.batch != 1 ? fmt::format(" b={}", s.batch) : "",
+                       c.model.head_dims.size() > 1 ? fmt::format(" d={}", s.head_dim) : "", s.q_len, s.kv_len);
+}
+
+// Each tensor its own seed, the same in every case: runs stay comparable.
+Buffer random_tensor(Context& ctx, std::size_t elements, DType dtype, std::uint64_t seed, const char* name) {
+    const std::vector<float> values = random_uniform(elements, seed);
+    Buffer buffer = ctx.create_buffer(elements * element_size(dtype), MemoryKind::Device, name);
+    if (dtype == DType::F16) {
+        const std::vector<std::uint16_t> halves = floats_to_halves(values);
+        ctx.upload(buffer, std::span<const std::uint16_t>(halves));
+    } else {
+        ctx.upload(buffer, std::span<const float>(values));
+    }
+    return buffer;
+}
+
+// The naive result's speed against the tiled twin run just before it: naive ms / tiled ms.
+std::optional<double> speedup_over(const AttentionCase& c, const std::vector<double>& naive_ms,
+                                   const std::vector<Result>* earlier) {
+    if (earlier == nullptr || naive_ms.empty()) {
+        return std::nullopt;
+    }
+    const std::string twin = case_name(c, false);
+    for (const Result& r : *earlier) {
+        if (r.suite == "attention" && r.name == twin && r.stats && r.stats->median > 0.0) {
+            return stats_of(naive_ms).median / r.stats->median;
+        }
+    }
+    return std::nullopt;
+}
+
+void run_case(const AttentionCase& c, CaseEnv& env, Result& r) {
+    Context& ctx = env.ctx;
+    const AttentionShape& shape = c.shape;
+    // Attention binds each of Q, K, V and O whole: over the range it cannot run.
+    const std::uint64_t row_bytes = std::uint64_t{shape.n_head} * shape.head_dim * element_size(c.dtype);
+    const std::uint64_t largest = row_bytes * shape.batch * std::max(shape.q_len, shape.kv_len);
+    const std::uint64_t range = ctx.limits().storage_buffer_range;
+    if (largest > range) {
+        throw Skip{fmt::format("a {}-byte Q/K/V tensor exceeds maxStorageBufferRange ({} bytes)", largest, range)};
+    }
+    const AttentionParams params = params_of(c);
+    r.flops = attention_flops(shape);
+    r.bytes = tensor_bytes(shape, c.dtype);
+
+    // The op first: a shape the device cannot run fails before any upload.
+    std::optional<Attention> tiled;
+    std::optional<NaiveAttention> naive;
+    std::uint64_t own_bytes = 0;  // the op's scratch, or the naive op's scores
+    if (c.naive) {
+        if (const auto impossible = naive_attention_impossible(ctx.limits(), params)) {
+            throw Skip{"naive attention impossible: " + *impossible};
+        }
+        naive.emplace(ctx, params, c.dtype);
+        own_bytes = naive->scores_bytes();
+        r.plan = "naive three-pass (n x n float32 scores)";
+    } else {
+        tiled.emplace(ctx, params, c.dtype);
+        own_bytes = tiled->scratch_bytes();
+        r.plan = tiled->plan().describe();
+    }
+    const Buffer q = random_tensor(ctx, q_element_count(shape), c.dtype, 0x5eed01, "bench Q");
+    const Buffer k = random_tensor(ctx, kv_element_count(shape), c.dtype, 0x5eed02, "bench K");
+    const Buffer v = random_tensor(ctx, kv_element_count(shape), c.dtype, 0x5eed03, "bench V");
+    const Buffer o = ctx.create_buffer(q_element_count(shape) * element_size(c.dtype), MemoryKind::Device, "bench O");
+    const auto list = ctx.command_list(ctx.limits().timestamps);
+    if (naive) {
+        naive->record(*list, whole(q), whole(k), whole(v), whole(o));
+    } else {
+        tiled->record(*list, whole(q), whole(k), whole(v), whole(o));
+    }
+    r.reps_ms = time_list(ctx, *list, env.settings.warmup, env.settings.reps);
+    r.extra.emplace_back("memory_bytes", static_cast<double>(r.bytes + own_bytes));
+    if (c.naive) {
+        if (const auto speedup = speedup_over(c, r.reps_ms, env.earlier)) {
+            r.extra.emplace_back("speedup", *speedup);
+        }
+    }
+}
+
+BenchCase bench_case(const AttentionCase& c) {
+    const AttentionShape& s = c.shape;
+    BenchCase bc;
+    bc.name = case_name(c, c.naive);
+    bc.params = {{"model", c.model.name},
+                 {"mode", std::string(c.decode ? "decode" : "prefill")},
+                 {"dtype", std::string(to_string(c.dtype))},
+                 {"impl", std::string(c.naive ? "naive" : "tiled")},
+                 {"batch", std::int64_t{s.batch}},
+                 {"n_head", std::int64_t{s.n_head}},
+                 {"head_dim", std::int64_t{s.head_dim}},
+                 {"q_len", std::int64_t{s.q_len}},
+                 {"kv_len", std::int64_t{s.kv_len}}};
+    bc.flops = attention_flops(s);
+    bc.bytes = tensor_bytes(s, c.dtype);
+    bc.run = [c](CaseEnv& env, Result& r) { run_case(c, env, r); };
+    return bc;
+}
+
+}  // namespace
+
+std::vector<BenchCase> attention_cases(const Context&, const SuiteSettings& settings) {
+    const AttentionSweep& sweep = settings.attention;
+    std::vector<BenchCase> cases;
+    for (const AttentionModel& model : sweep.models) {
+        std::vector<std::pair<bool, AttentionShape>> shapes;  // (decode, shape)
+        for (const bool decode : {false, true}) {
+            for (const std::uint32_t d : model.head_dims) {
+                for (const std::uint32_t length : decode ? sweep.decode_kv : sweep.lengths) {
+                    shapes.emplace_back(decode, AttentionShape{.batch = sweep.batch,
+                                                               .q_len = decode ? 1 : length,
+                                                               .kv_len = length,
+                                                               .n_head = model.n_head,
+                                                               .n_kv_head = model.n_head,
+                                                               .head_dim = d});
+                }
+            }
+        }
+        if (sweep.cheapest_first) {
+            std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+                return attention_flops(a.second) < attention_flops(b.second);
+            });
+        }
+        for (std::size_t i = 0; i < shapes.size(); ++i) {
+            const auto& [decode, shape] = shapes[i];
+            std::vector<DType> dtypes = sweep.dtypes;
+            if (sweep.alternate_dtypes && !dtypes.empty()) {
+                dtypes = {sweep.dtypes[i % sweep.dtypes.size()]};
+            }
+            for (const DType dtype : dtypes) {
+                for (const bool naive : {false, true}) {
+                    if (naive && !(decode ? sweep.naive_decode : sweep.naive_prefill)) {
+                        continue;
+                    }
+                    cases.push_back(bench_case(AttentionCase{
+                        .model = model, .decode = decode, .dtype = dtype, .naive = naive, .shape = shape}));
+                }
+            }
+        }
+    }
+    return cases;
+}
+
+}  // namespace vkf::bench

@@ -1,0 +1,137 @@
+#include "apps/common/options.hpp"
+
+#include "runtime/error.hpp"
+
+#include <cstdlib>
+
+namespace vkf::app {
+
+std::vector<std::string> split_list(std::string_view text) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t comma = text.find(',', start);
+        parts.emplace_back(
+            text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) {
+            return parts;
+        }
+        start = comma + 1;
+    }
+}
+
+std::string alternatives(const std::vector<std::string>& words) {
+    std::string text;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        text += i == 0 ? "" : (i + 1 == words.size() ? " or " : ", ");
+        text += words[i];
+    }
+    return text;
+}
+
+std::vector<std::uint32_t> parse_counts(std::string_view option, std::string_view text, std::uint32_t min) {
+    std::vector<std::uint32_t> values;
+    for (const std::string& part : split_list(text)) {
+        values.push_back(parse_integer<std::uint32_t>(option, part, min));
+    }
+    return values;
+}
+
+double parse_number(std::string_view option, std::string_view text) {
+    const std::string copy(text);
+    char* end = nullptr;
+    const double value = std::strtod(copy.c_str(), &end);
+    if (copy.empty() || end != copy.c_str() + copy.size() || !std::isfinite(value)) {
+        throw UsageError(std::string(option) + " needs a finite number, not '" + copy + "'");
+    }
+    return value;
+}
+
+double parse_positive(std::string_view option, std::string_view text) {
+    double value = 0.0;
+    try {
+        value = parse_number(option, text);
+    } catch (const UsageError&) {
+        value = 0.0;  // reported below with the positive wording
+    }
+    if (!(value > 0.0)) {
+        throw UsageError(std::string(option) + " needs a positive number, not '" + std::string(text) + "'");
+    }
+    return value;
+}
+
+std::string parse_choice(std::string_view option, std::string_view text, const std::vector<std::string>& allowed) {
+    for (const std::string& a : allowed) {
+        if (text == a) {
+            return a;
+        }
+    }
+    throw UsageError(std::string(option) + " is " + alternatives(allowed) + ", not '" + std::string(text) + "'");
+}
+
+std::vector<std::string> parse_words(std::string_view option, std::string_view text,
+                                     const std::vector<std::string>& allowed) {
+    std::vector<std::string> words;
+    for (const std::string& part : split_list(text)) {
+        words.push_back(parse_choice(option, part, allowed));
+    }
+    return words;
+}
+
+std::uint64_t parse_size(std::string_view option, std::string_view text) {
+    // LimitOverrides knows the K/M/G suffixes: its parser reads the size through a size key.
+    try {
+        return LimitOverrides::parse("storage_buffer_range=" + std::string(text)).storage_buffer_range.value();
+    } catch (const Error&) {
+        throw UsageError(std::string(option) + " needs a size such as 512M or 2G, not '" + std::string(text) + "'");
+    }
+}
+
+LimitOverrides parse_limits(std::string_view option, std::string_view text, const LimitOverrides& so_far) {
+    try {
+        return so_far.merged_with(LimitOverrides::parse(text));
+    } catch (const Error& e) {
+        throw UsageError(std::string(option) + ": " + e.what());
+    }
+}
+
+CLI::Option* add_parsed_option(CLI::App& cli, const std::string& name, const std::string& value_name,
+                               const std::string& description, std::function<void(const std::string&)> parse) {
+    // trigger_on_parse: the callback sees every occurrence, which --limits needs to merge.
+    return cli.add_option_function<std::string>(name, std::move(parse), description)
+        ->trigger_on_parse()
+        ->type_name(value_name)
+        ->option_text(value_name);
+}
+
+CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
+    return add_parsed_option(cli, "--limits", "SPEC",
+                             "lower the device's limits as a smaller device's: \"phone\", or\n"
+                             "comma-separated shared_memory=N, workgroup_invocations=N,\n"
+                             "workgroup_count=N, storage_buffer_range=N, push_constants=N,\n"
+                             "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops (sizes accept\n"
+                             "K/M/G suffixes); merged over VKF_LIMITS",
+                             [&target](const std::string& text) { target = parse_limits("--limits", text, target); });
+}
+
+ContextOptions DeviceOptions::context_options() const {
+    ContextOptions options{.device = device, .limits = limits};
+    if (timeout_s) {
+        options.timeout = std::chrono::milliseconds(std::int64_t{*timeout_s} * 1000);
+    }
+    return options;
+}
+
+void add_device_options(CLI::App& cli, DeviceOptions& options, bool with_timeout) {
+    add_text(cli, "--device", "D", options.device,
+             "device index or name substring (default: VKF_DEVICE, else the best)");
+    add_limits(cli, options.limits);
+    if (with_timeout) {
+        // Whole seconds are plenty: the limit is there to catch a hung device.
+        add_integer(cli, "--timeout", "S", options.timeout_s, 1u,
+                    "seconds one submission may take before the device counts as hung\n"
+                    "(default VKF_TIMEOUT_MS, else 120; 600 on CPU drivers)");
+    }
+}
+
+}  // namespace vkf::app
