@@ -38,4 +38,9 @@ std::string count_text(std::uint64_t n, std::string_view noun) {
     return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
+std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype) {
+    const std::string shape = fmt::format("[{}]", fmt::join(dims, ", "));
+    return dtype.empty() ? shape : fmt::format("{} {}", shape, dtype);
+}
+
 } // namespace vkf

@@ -33,11 +33,6 @@ template <std::ranges::input_range Dims>
 std::string shape_text(const Dims& dims) {
     return fmt::format("[{}]", fmt::join(dims, ", "));
 }
-// Inline: host/ops/tensor_binding.cpp still defines this overload too, so with an
-// out-of-line copy here a program using both format.cpp and vkf_ops failed to link.
-inline std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype = {}) {
-    const std::string shape = fmt::format("[{}]", fmt::join(dims, ", "));
-    return dtype.empty() ? shape : fmt::format("{} {}", shape, dtype);
-}
+std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype = {});
 
 } // namespace vkf
