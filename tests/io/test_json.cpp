@@ -26,18 +26,12 @@ JsonValue parse(std::string_view text) {
     return parse_json(text, "test.json");
 }
 
+using vkf::test::error_message;
+
 // The message of the vkf::Error that parsing `text` throws; fails the test when none.
 std::string parse_error(std::string_view text) {
-    try {
-        parse(text);
-    } catch (const vkf::Error& error) {
-        return error.what();
-    }
-    ADD_FAILURE() << "no error for: " << text;
-    return {};
+    return error_message([&] { parse(text); });
 }
-
-using vkf::test::error_message;
 
 TEST(Json, ParsesScalars) {
     EXPECT_TRUE(parse("null").is_null());

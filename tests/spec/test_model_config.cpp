@@ -127,13 +127,7 @@ std::string replaced(std::string_view text, std::string_view from, std::string_v
 }
 
 std::string config_error(const std::string& text) {
-    try {
-        vkf::parse_model_config(text);
-    } catch (const vkf::Error& error) {
-        return error.what();
-    }
-    ADD_FAILURE() << "no error for:\n" << text;
-    return {};
+    return vkf::test::error_message([&] { vkf::parse_model_config(text); });
 }
 
 std::uint64_t parameter_count(const ModelConfig& config) {
