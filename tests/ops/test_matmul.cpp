@@ -12,8 +12,6 @@
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
 
-#include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
