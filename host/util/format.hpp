@@ -27,9 +27,12 @@ std::string size_text(std::uint64_t bytes);
 std::string size_with_bytes(std::uint64_t bytes);
 // A count and its noun, with an s when it is not one: "1 device", "3 files".
 std::string count_text(std::uint64_t n, std::string_view noun);
+// A shape's dimensions: any range of unsigned integers (std::size_t, std::uint64_t, ...).
+template <class R>
+concept Dimensions = std::ranges::input_range<R> && std::unsigned_integral<std::ranges::range_value_t<R>>;
+
 // "[2, 7, 8, 64]"; "[]" for a 0-d shape. With a dtype: "[2, 7, 8, 64] f16".
-template <std::ranges::input_range Dims>
-    requires std::unsigned_integral<std::ranges::range_value_t<Dims>>
+template <Dimensions Dims>
 std::string shape_text(const Dims& dims) {
     return fmt::format("[{}]", fmt::join(dims, ", "));
 }
