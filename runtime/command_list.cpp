@@ -15,13 +15,16 @@ constexpr VkAccessFlags kReadsAndWrites =
 
 void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stages, VkAccessFlags src,
                     VkPipelineStageFlags dst_stages, VkAccessFlags dst) {
-    const VkMemoryBarrier barrier{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst};
+    const VkMemoryBarrier barrier{
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = src, .dstAccessMask = dst};
     vkCmdPipelineBarrier(cmd, src_stages, dst_stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
-bool writes(Access a) { return a != Access::Read; }
+bool writes(Access a) {
+    return a != Access::Read;
+}
 
-} // namespace
+}  // namespace
 
 CommandList::CommandList(const Device& device, const ComputeLimits& limits, bool profiling)
     : device_(device), limits_(limits), profiling_(profiling), descriptors_(device.handle()) {
@@ -34,8 +37,9 @@ CommandList::CommandList(const Device& device, const ComputeLimits& limits, bool
 }
 
 CommandList::~CommandList() {
-    if (query_pool_ != VK_NULL_HANDLE) vkDestroyQueryPool(device_.handle(), query_pool_, nullptr);
-    vkDestroyCommandPool(device_.handle(), pool_, nullptr); // frees cmd_
+    if (query_pool_ != VK_NULL_HANDLE)
+        vkDestroyQueryPool(device_.handle(), query_pool_, nullptr);
+    vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees cmd_
 }
 
 void CommandList::check_range(const BufferRange& r, std::string_view label, bool storage) const {
@@ -151,7 +155,7 @@ void CommandList::encode(VkCommandBuffer cmd) {
         VkDeviceSize begin, end;
         bool write;
     };
-    std::vector<Pending> pending; // accesses since the last barrier
+    std::vector<Pending> pending;  // accesses since the last barrier
     std::vector<VkDescriptorBufferInfo> infos;
     std::vector<VkWriteDescriptorSet> writes_ds;
 
@@ -161,8 +165,7 @@ void CommandList::encode(VkCommandBuffer cmd) {
         for (const ResolvedBinding& b : op.bindings) {
             const VkDeviceSize begin = b.offset, end = b.offset + b.size;
             for (const Pending& p : pending) {
-                if (p.buffer == b.buffer && begin < p.end && p.begin < end &&
-                    (p.write || writes(b.access))) {
+                if (p.buffer == b.buffer && begin < p.end && p.begin < end && (p.write || writes(b.access))) {
                     hazard = true;
                 }
             }
@@ -180,18 +183,16 @@ void CommandList::encode(VkCommandBuffer cmd) {
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_, static_cast<std::uint32_t>(2 * i));
         }
         if (op.pipeline == nullptr) {
-            const VkBufferCopy region{.srcOffset = op.bindings[0].offset,
-                                      .dstOffset = op.bindings[1].offset,
-                                      .size = op.bindings[0].size};
+            const VkBufferCopy region{
+                .srcOffset = op.bindings[0].offset, .dstOffset = op.bindings[1].offset, .size = op.bindings[0].size};
             vkCmdCopyBuffer(cmd, op.bindings[0].buffer, op.bindings[1].buffer, 1, &region);
         } else {
             op.set = descriptors_.allocate(op.pipeline->set_layout(), op.pipeline->binding_count());
             infos.resize(op.bindings.size());
             writes_ds.resize(op.bindings.size());
             for (std::uint32_t b = 0; b < op.bindings.size(); ++b) {
-                infos[b] = VkDescriptorBufferInfo{.buffer = op.bindings[b].buffer,
-                                                  .offset = op.bindings[b].offset,
-                                                  .range = op.bindings[b].size};
+                infos[b] = VkDescriptorBufferInfo{
+                    .buffer = op.bindings[b].buffer, .offset = op.bindings[b].offset, .range = op.bindings[b].size};
                 writes_ds[b] = VkWriteDescriptorSet{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                                     .dstSet = op.set,
                                                     .dstBinding = b,
@@ -248,4 +249,4 @@ std::vector<OpTiming> CommandList::timings() const {
     return out;
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -23,7 +23,9 @@ struct BufferRange {
     VkDeviceSize offset = 0;
     VkDeviceSize size = 0;
 };
-inline BufferRange whole(const Buffer& b) { return BufferRange{.buffer = &b, .offset = 0, .size = b.size()}; }
+inline BufferRange whole(const Buffer& b) {
+    return BufferRange{.buffer = &b, .offset = 0, .size = b.size()};
+}
 
 struct Binding {
     BufferRange range;
@@ -39,7 +41,7 @@ struct Dispatch {
     std::span<const Binding> bindings;
     std::span<const std::byte> push_constants;
     GroupCount groups;
-    std::string_view label; // names the dispatch in errors and GPU timings
+    std::string_view label;  // names the dispatch in errors and GPU timings
 };
 
 template <class T>
@@ -72,8 +74,8 @@ public:
 
     VkCommandBuffer command_buffer() const { return cmd_; }
     std::size_t op_count() const { return ops_.size(); }
-    std::size_t barrier_count() const { return barriers_; }   // hazard barriers, known after encoding
-    std::size_t dispatch_command_count() const { return dispatch_commands_; } // after group-count splitting
+    std::size_t barrier_count() const { return barriers_; }                    // hazard barriers, known after encoding
+    std::size_t dispatch_command_count() const { return dispatch_commands_; }  // after group-count splitting
     std::size_t descriptor_pool_count() const { return descriptors_.pool_count(); }
     bool profiling() const { return query_pool_ != VK_NULL_HANDLE || profiling_; }
     // GPU time per recorded op of the last completed submission (needs profiling=true).
@@ -89,8 +91,8 @@ private:
         Access access = Access::Read;
     };
     struct Op {
-        const Pipeline* pipeline = nullptr;   // null for copies
-        std::vector<ResolvedBinding> bindings; // a copy: [src, dst]
+        const Pipeline* pipeline = nullptr;     // null for copies
+        std::vector<ResolvedBinding> bindings;  // a copy: [src, dst]
         std::vector<std::byte> push;
         GroupCount groups;
         std::string label;
@@ -113,4 +115,4 @@ private:
     std::size_t dispatch_commands_ = 0;
 };
 
-} // namespace vkf
+}  // namespace vkf

@@ -14,10 +14,9 @@ std::optional<std::string> env(const char* name) {
     return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
 }
 
-} // namespace
+}  // namespace
 
-Context::Context(ContextOptions options)
-    : staging_size_(options.staging_size), force_staging_(options.force_staging) {
+Context::Context(ContextOptions options) : staging_size_(options.staging_size), force_staging_(options.force_staging) {
     const bool validation = options.validation.value_or(env("VKF_VALIDATION").value_or("0") == "1");
     if (options.external_instance != VK_NULL_HANDLE) {
         if (!options.external_device) {
@@ -59,10 +58,10 @@ Context::Context(ContextOptions options)
     }
 
     allocator_ = std::make_unique<MemoryAllocator>(*device_, options.memory_block_size);
-    cache_ = std::make_unique<PipelineCache>(
-        *device_, *instance_,
-        options.pipeline_cache_dir ? std::optional<std::filesystem::path>(*options.pipeline_cache_dir)
-                                   : PipelineCache::default_directory());
+    cache_ = std::make_unique<PipelineCache>(*device_, *instance_,
+                                             options.pipeline_cache_dir
+                                                 ? std::optional<std::filesystem::path>(*options.pipeline_cache_dir)
+                                                 : PipelineCache::default_directory());
 
     const VkDevice dev = device_->handle();
     const VkCommandPoolCreateInfo pool_info{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -80,7 +79,7 @@ Context::Context(ContextOptions options)
 
 Context::~Context() {
     const VkDevice dev = device_->handle();
-    vkDeviceWaitIdle(dev); // a failure here leaves nothing to do but release
+    vkDeviceWaitIdle(dev);  // a failure here leaves nothing to do but release
     staging_ = Buffer{};
     pipelines_.clear();
     cache_.reset();
@@ -140,24 +139,24 @@ void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize s
                                          .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     check(vkBeginCommandBuffer(transfer_cmd_, &begin), "vkBeginCommandBuffer");
     // Earlier GPU writes become visible to the copy; the copy's writes to later work.
-    const VkMemoryBarrier before{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                 .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
-                                                  VK_ACCESS_HOST_WRITE_BIT,
-                                 .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
-    vkCmdPipelineBarrier(transfer_cmd_,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                             VK_PIPELINE_STAGE_HOST_BIT,
-                         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+    const VkMemoryBarrier before{
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    vkCmdPipelineBarrier(
+        transfer_cmd_,
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+        VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
     const VkBufferCopy region{.srcOffset = to_device ? 0 : offset, .dstOffset = to_device ? offset : 0, .size = size};
     vkCmdCopyBuffer(transfer_cmd_, to_device ? staging_.handle() : buffer.handle(),
                     to_device ? buffer.handle() : staging_.handle(), 1, &region);
-    const VkMemoryBarrier after{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                                .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
-                                .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT |
-                                                 VK_ACCESS_SHADER_WRITE_BIT};
+    const VkMemoryBarrier after{
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     vkCmdPipelineBarrier(transfer_cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, nullptr,
-                         0, nullptr);
+                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, nullptr, 0,
+                         nullptr);
     check(vkEndCommandBuffer(transfer_cmd_), "vkEndCommandBuffer");
     submit_and_wait(transfer_cmd_, to_device ? "an upload" : "a download");
 }
@@ -205,4 +204,4 @@ Context& default_context() {
     return *context;
 }
 
-} // namespace vkf
+}  // namespace vkf

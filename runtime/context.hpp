@@ -23,11 +23,11 @@
 namespace vkf {
 
 struct ContextOptions {
-    std::optional<bool> validation;            // default: VKF_VALIDATION=1 turns it on
-    MessageCallback on_message;                // default: print warnings and errors to stderr
-    std::optional<std::string> device;         // index or name substring; default: VKF_DEVICE
-    LimitOverrides limits;                     // applied over VKF_LIMITS
-    std::optional<std::filesystem::path> pipeline_cache_dir; // default PipelineCache::default_directory(); "" = off
+    std::optional<bool> validation;                           // default: VKF_VALIDATION=1 turns it on
+    MessageCallback on_message;                               // default: print warnings and errors to stderr
+    std::optional<std::string> device;                        // index or name substring; default: VKF_DEVICE
+    LimitOverrides limits;                                    // applied over VKF_LIMITS
+    std::optional<std::filesystem::path> pipeline_cache_dir;  // default PipelineCache::default_directory(); "" = off
     // Per submission; default VKF_TIMEOUT_MS, else 120 s (600 s on CPU drivers such as lavapipe).
     std::optional<std::chrono::milliseconds> timeout;
     VkDeviceSize staging_size = 16ull << 20;
@@ -99,7 +99,7 @@ private:
     std::chrono::milliseconds timeout_{120000};
     VkDeviceSize staging_size_;
     bool force_staging_ = false;
-    bool lost_ = false; // a submission timed out or the device was lost
+    bool lost_ = false;  // a submission timed out or the device was lost
     Buffer staging_;
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
     VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
@@ -110,4 +110,4 @@ private:
 // initialization), for applications that want one device and no plumbing.
 Context& default_context();
 
-} // namespace vkf
+}  // namespace vkf

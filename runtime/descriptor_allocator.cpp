@@ -50,4 +50,4 @@ VkDescriptorSet DescriptorAllocator::allocate(VkDescriptorSetLayout layout, std:
     return set;
 }
 
-} // namespace vkf
+}  // namespace vkf

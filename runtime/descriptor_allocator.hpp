@@ -30,4 +30,4 @@ private:
     std::uint32_t descriptors_left_ = 0;
 };
 
-} // namespace vkf
+}  // namespace vkf

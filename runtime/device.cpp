@@ -12,11 +12,16 @@ namespace {
 
 int type_rank(DeviceType t) {
     switch (t) {
-    case DeviceType::DiscreteGpu: return 4;
-    case DeviceType::IntegratedGpu: return 3;
-    case DeviceType::VirtualGpu: return 2;
-    case DeviceType::Cpu: return 1;
-    case DeviceType::Other: break;
+        case DeviceType::DiscreteGpu:
+            return 4;
+        case DeviceType::IntegratedGpu:
+            return 3;
+        case DeviceType::VirtualGpu:
+            return 2;
+        case DeviceType::Cpu:
+            return 1;
+        case DeviceType::Other:
+            break;
     }
     return 0;
 }
@@ -35,7 +40,7 @@ std::string device_list(const std::vector<DeviceInfo>& devices) {
     return out.empty() ? "\n  (no Vulkan devices)" : out;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<DeviceInfo> list_devices(const Instance& instance) {
     std::vector<DeviceInfo> out;
@@ -54,8 +59,10 @@ std::size_t select_device(const std::vector<DeviceInfo>& devices, std::string_vi
         }
     }
     if (usable.empty()) {
-        throw Error("no Vulkan 1.1 device with a compute queue was found; install a Vulkan driver (lavapipe: "
-                    "mesa-vulkan-drivers). Devices seen:" + device_list(devices));
+        throw Error(
+            "no Vulkan 1.1 device with a compute queue was found; install a Vulkan driver (lavapipe: "
+            "mesa-vulkan-drivers). Devices seen:" +
+            device_list(devices));
     }
     if (selector.empty()) {
         std::stable_sort(usable.begin(), usable.end(), [&](std::size_t a, std::size_t b) {
@@ -67,8 +74,9 @@ std::size_t select_device(const std::vector<DeviceInfo>& devices, std::string_vi
     const auto [end, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
     if (ec == std::errc() && end == selector.data() + selector.size()) {
         if (std::find(usable.begin(), usable.end(), index) == usable.end()) {
-            throw Error("device selector '" + std::string(selector) + "' (VKF_DEVICE or --device): no usable device with that index. Devices:" +
-                        device_list(devices));
+            throw Error(
+                "device selector '" + std::string(selector) +
+                "' (VKF_DEVICE or --device): no usable device with that index. Devices:" + device_list(devices));
         }
         return index;
     }
@@ -78,8 +86,8 @@ std::size_t select_device(const std::vector<DeviceInfo>& devices, std::string_vi
             return i;
         }
     }
-    throw Error("device selector '" + std::string(selector) + "' (VKF_DEVICE or --device): no device name contains '" + std::string(selector) +
-                "'. Devices:" + device_list(devices));
+    throw Error("device selector '" + std::string(selector) + "' (VKF_DEVICE or --device): no device name contains '" +
+                std::string(selector) + "'. Devices:" + device_list(devices));
 }
 
 Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo info)
@@ -99,10 +107,12 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     enabled_.int64 = info_.int64;
     enabled_.subgroup_size_control = info_.subgroup_size_control;
     enabled_.pipeline_creation_feedback = info_.pipeline_creation_feedback;
-    if (!v12 && (enabled_.storage_8bit)) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+    if (!v12 && (enabled_.storage_8bit))
+        extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     if (!v12 && (enabled_.float16_arithmetic || enabled_.int8_arithmetic))
         extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-    if (!v13 && enabled_.subgroup_size_control) extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    if (!v13 && enabled_.subgroup_size_control)
+        extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     if (!v13 && enabled_.pipeline_creation_feedback)
         extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     if (!v12 && (enabled_.storage_8bit || enabled_.float16_arithmetic))
@@ -127,9 +137,12 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         tail = &s.pNext;
     };
     chain(storage16);
-    if (enabled_.storage_8bit) chain(storage8);
-    if (enabled_.float16_arithmetic || enabled_.int8_arithmetic) chain(f16i8);
-    if (enabled_.subgroup_size_control) chain(size_control);
+    if (enabled_.storage_8bit)
+        chain(storage8);
+    if (enabled_.float16_arithmetic || enabled_.int8_arithmetic)
+        chain(f16i8);
+    if (enabled_.subgroup_size_control)
+        chain(size_control);
 
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue_info{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -147,8 +160,13 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
 }
 
 Device::Device(const ExternalDevice& external, DeviceInfo info)
-    : physical_(external.physical_device), device_(external.device), queue_(external.queue),
-      queue_family_(external.queue_family), owned_(false), info_(std::move(info)), enabled_(external.enabled) {
+    : physical_(external.physical_device),
+      device_(external.device),
+      queue_(external.queue),
+      queue_family_(external.queue_family),
+      owned_(false),
+      info_(std::move(info)),
+      enabled_(external.enabled) {
     if (device_ == VK_NULL_HANDLE || queue_ == VK_NULL_HANDLE || physical_ == VK_NULL_HANDLE) {
         throw Error("adopting an application's device: physical device, device and queue must all be set");
     }
@@ -157,9 +175,9 @@ Device::Device(const ExternalDevice& external, DeviceInfo info)
 
 Device::~Device() {
     if (owned_ && device_ != VK_NULL_HANDLE) {
-        vkDeviceWaitIdle(device_); // nothing to report from a destructor; the device goes either way
+        vkDeviceWaitIdle(device_);  // nothing to report from a destructor; the device goes either way
         vkDestroyDevice(device_, nullptr);
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -14,7 +14,7 @@ struct EnabledFeatures {
     bool storage_8bit = false;
     bool float16_arithmetic = false;
     bool int8_arithmetic = false;
-    bool int64 = false; // shaderInt64
+    bool int64 = false;  // shaderInt64
     bool subgroup_size_control = false;
     bool pipeline_creation_feedback = false;
 };
@@ -23,9 +23,9 @@ struct EnabledFeatures {
 struct ExternalDevice {
     VkPhysicalDevice physical_device = VK_NULL_HANDLE;
     VkDevice device = VK_NULL_HANDLE;
-    VkQueue queue = VK_NULL_HANDLE; // must support compute
+    VkQueue queue = VK_NULL_HANDLE;  // must support compute
     std::uint32_t queue_family = 0;
-    EnabledFeatures enabled;        // what the application enabled at vkCreateDevice
+    EnabledFeatures enabled;  // what the application enabled at vkCreateDevice
 };
 
 class Device {
@@ -60,4 +60,4 @@ std::vector<DeviceInfo> list_devices(const Instance& instance);
 // Throws vkf::Error listing the devices when nothing matches.
 std::size_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector);
 
-} // namespace vkf
+}  // namespace vkf

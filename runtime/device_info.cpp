@@ -28,42 +28,58 @@ bool has(const std::vector<VkExtensionProperties>& exts, const char* name) {
 
 std::string vendor_name(std::uint32_t id) {
     switch (id) {
-    case 0x1002: return "AMD";
-    case 0x10DE: return "NVIDIA";
-    case 0x8086: return "Intel";
-    case 0x13B5: return "Arm";
-    case 0x5143: return "Qualcomm";
-    case 0x1010: return "Imagination";
-    case 0x106B: return "Apple";
-    case 0x14E4: return "Broadcom";
-    case 0x1AE0: return "Google";
-    case 0x10005: return "Mesa";
-    default: return "unknown";
+        case 0x1002:
+            return "AMD";
+        case 0x10DE:
+            return "NVIDIA";
+        case 0x8086:
+            return "Intel";
+        case 0x13B5:
+            return "Arm";
+        case 0x5143:
+            return "Qualcomm";
+        case 0x1010:
+            return "Imagination";
+        case 0x106B:
+            return "Apple";
+        case 0x14E4:
+            return "Broadcom";
+        case 0x1AE0:
+            return "Google";
+        case 0x10005:
+            return "Mesa";
+        default:
+            return "unknown";
     }
 }
 
 std::string driver_version_text(std::uint32_t vendor, std::uint32_t v) {
     auto s = [](std::uint32_t x) { return std::to_string(x); };
-    if (vendor == 0x10DE) { // NVIDIA: 10.8.8.6 bits
+    if (vendor == 0x10DE) {  // NVIDIA: 10.8.8.6 bits
         return s((v >> 22) & 0x3ff) + "." + s((v >> 14) & 0xff) + "." + s((v >> 6) & 0xff) + "." + s(v & 0x3f);
     }
 #if defined(_WIN32)
-    if (vendor == 0x8086) { // Intel on Windows: 18.14 bits
+    if (vendor == 0x8086) {  // Intel on Windows: 18.14 bits
         return s(v >> 14) + "." + s(v & 0x3fff);
     }
 #endif
     return format_version(v);
 }
 
-} // namespace
+}  // namespace
 
 const char* to_string(DeviceType type) {
     switch (type) {
-    case DeviceType::IntegratedGpu: return "integrated";
-    case DeviceType::DiscreteGpu: return "discrete";
-    case DeviceType::VirtualGpu: return "virtual";
-    case DeviceType::Cpu: return "cpu";
-    case DeviceType::Other: break;
+        case DeviceType::IntegratedGpu:
+            return "integrated";
+        case DeviceType::DiscreteGpu:
+            return "discrete";
+        case DeviceType::VirtualGpu:
+            return "virtual";
+        case DeviceType::Cpu:
+            return "cpu";
+        case DeviceType::Other:
+            break;
     }
     return "other";
 }
@@ -72,7 +88,9 @@ std::string hex_bytes(const std::uint8_t* bytes, std::size_t n) {
     return fmt::format("{:02x}", fmt::join(bytes, bytes + n, ""));
 }
 
-std::string DeviceInfo::uuid_hex() const { return hex_bytes(device_uuid.data(), device_uuid.size()); }
+std::string DeviceInfo::uuid_hex() const {
+    return hex_bytes(device_uuid.data(), device_uuid.size());
+}
 
 DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::uint32_t instance_api_version) {
     DeviceInfo info;
@@ -120,8 +138,8 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     // Features, likewise.
     VkPhysicalDevice16BitStorageFeatures storage16{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDevice8BitStorageFeatures storage8{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features f16i8{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16i8{.sType =
+                                                        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control_features{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -142,11 +160,21 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
 
     info.name = base.deviceName;
     switch (base.deviceType) {
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info.type = DeviceType::IntegratedGpu; break;
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info.type = DeviceType::DiscreteGpu; break;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: info.type = DeviceType::VirtualGpu; break;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: info.type = DeviceType::Cpu; break;
-    default: info.type = DeviceType::Other; break;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+            info.type = DeviceType::IntegratedGpu;
+            break;
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            info.type = DeviceType::DiscreteGpu;
+            break;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+            info.type = DeviceType::VirtualGpu;
+            break;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+            info.type = DeviceType::Cpu;
+            break;
+        default:
+            info.type = DeviceType::Other;
+            break;
     }
     info.vendor_id = base.vendorID;
     info.device_id = base.deviceID;
@@ -226,9 +254,9 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
         if ((families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) == 0) {
             continue;
         }
-        if (chosen == UINT32_MAX ||
-            ((families[chosen].queueFlags & VK_QUEUE_GRAPHICS_BIT) && !(families[f].queueFlags & VK_QUEUE_GRAPHICS_BIT) &&
-             families[f].timestampValidBits >= families[chosen].timestampValidBits)) {
+        if (chosen == UINT32_MAX || ((families[chosen].queueFlags & VK_QUEUE_GRAPHICS_BIT) &&
+                                     !(families[f].queueFlags & VK_QUEUE_GRAPHICS_BIT) &&
+                                     families[f].timestampValidBits >= families[chosen].timestampValidBits)) {
             chosen = f;
         }
     }
@@ -241,4 +269,4 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     return info;
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -17,25 +17,25 @@ const char* to_string(DeviceType type);
 struct MemoryHeapInfo {
     std::uint64_t size = 0;
     bool device_local = false;
-    bool host_visible = false; // some memory type of this heap is host-visible
+    bool host_visible = false;  // some memory type of this heap is host-visible
 };
 
 struct SubgroupOps {
-    bool basic = false, vote = false, arithmetic = false, ballot = false, shuffle = false,
-         shuffle_relative = false, clustered = false, quad = false;
+    bool basic = false, vote = false, arithmetic = false, ballot = false, shuffle = false, shuffle_relative = false,
+         clustered = false, quad = false;
 };
 
 struct DeviceInfo {
-    std::uint32_t index = 0; // in vkEnumeratePhysicalDevices order
+    std::uint32_t index = 0;  // in vkEnumeratePhysicalDevices order
     std::string name;
     DeviceType type = DeviceType::Other;
     std::uint32_t vendor_id = 0;
     std::uint32_t device_id = 0;
-    std::string vendor_name; // from vendor_id
+    std::string vendor_name;  // from vendor_id
     std::uint32_t api_version = 0;
-    std::uint32_t driver_version = 0; // raw, vendor-specific encoding
-    std::string driver_version_text;  // decoded per vendor convention
-    std::uint32_t driver_id = 0;      // VkDriverId, 0 when unknown
+    std::uint32_t driver_version = 0;  // raw, vendor-specific encoding
+    std::string driver_version_text;   // decoded per vendor convention
+    std::uint32_t driver_id = 0;       // VkDriverId, 0 when unknown
     std::string driver_name;
     std::string driver_info;
     std::array<std::uint8_t, VK_UUID_SIZE> device_uuid{};
@@ -43,7 +43,7 @@ struct DeviceInfo {
     std::array<std::uint8_t, VK_UUID_SIZE> pipeline_cache_uuid{};
 
     std::uint32_t subgroup_size = 0;
-    std::uint32_t min_subgroup_size = 0; // equal to subgroup_size without subgroup size control
+    std::uint32_t min_subgroup_size = 0;  // equal to subgroup_size without subgroup size control
     std::uint32_t max_subgroup_size = 0;
     bool subgroup_size_control = false;
     bool subgroup_in_compute = false;
@@ -60,17 +60,17 @@ struct DeviceInfo {
     std::uint64_t max_memory_allocation_size = 0;
     std::vector<MemoryHeapInfo> memory_heaps;
 
-    bool storage_16bit = false;   // storageBuffer16BitAccess
-    bool storage_8bit = false;    // storageBuffer8BitAccess
-    bool float16_arithmetic = false; // shaderFloat16
-    bool int8_arithmetic = false;    // shaderInt8
-    bool int64 = false;              // shaderInt64
+    bool storage_16bit = false;       // storageBuffer16BitAccess
+    bool storage_8bit = false;        // storageBuffer8BitAccess
+    bool float16_arithmetic = false;  // shaderFloat16
+    bool int8_arithmetic = false;     // shaderInt8
+    bool int64 = false;               // shaderInt64
     bool cooperative_matrix_nv = false;
     bool pipeline_creation_feedback = false;
 
-    bool timestamps = false;          // compute queue has timestampValidBits > 0
+    bool timestamps = false;  // compute queue has timestampValidBits > 0
     std::uint32_t timestamp_valid_bits = 0;
-    double timestamp_period_ns = 0.0; // nanoseconds per tick
+    double timestamp_period_ns = 0.0;  // nanoseconds per tick
     std::uint32_t compute_queue_family = 0;
 
     std::string uuid_hex() const;
@@ -81,4 +81,4 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
 
 std::string hex_bytes(const std::uint8_t* bytes, std::size_t n);
 
-} // namespace vkf
+}  // namespace vkf

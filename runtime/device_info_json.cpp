@@ -5,7 +5,8 @@ namespace vkf {
 void to_json(nlohmann::ordered_json& json, const DeviceInfo& info) {
     nlohmann::ordered_json heaps = nlohmann::ordered_json::array();
     for (const MemoryHeapInfo& heap : info.memory_heaps) {
-        heaps.push_back({{"size", heap.size}, {"device_local", heap.device_local}, {"host_visible", heap.host_visible}});
+        heaps.push_back(
+            {{"size", heap.size}, {"device_local", heap.device_local}, {"host_visible", heap.host_visible}});
     }
     const SubgroupOps& ops = info.subgroup_ops;
     json = {
@@ -60,9 +61,9 @@ void to_json(nlohmann::ordered_json& json, const DeviceInfo& info) {
         {"timestamp_valid_bits", info.timestamp_valid_bits},
         {"timestamp_period_ns", info.timestamp_period_ns},
         // UINT32_MAX marks "no compute queue" in the struct; null says so without a magic number.
-        {"compute_queue_family",
-         info.compute_queue_family == UINT32_MAX ? nlohmann::ordered_json(nullptr)
-                                                 : nlohmann::ordered_json(info.compute_queue_family)},
+        {"compute_queue_family", info.compute_queue_family == UINT32_MAX
+                                     ? nlohmann::ordered_json(nullptr)
+                                     : nlohmann::ordered_json(info.compute_queue_family)},
     };
 }
 
@@ -93,4 +94,4 @@ void to_json(nlohmann::ordered_json& json, const DriverQuirks& quirks) {
     };
 }
 
-} // namespace vkf
+}  // namespace vkf

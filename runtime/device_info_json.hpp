@@ -16,4 +16,4 @@ void to_json(nlohmann::ordered_json& json, const DeviceInfo& info);
 void to_json(nlohmann::ordered_json& json, const ComputeLimits& limits);
 void to_json(nlohmann::ordered_json& json, const DriverQuirks& quirks);
 
-} // namespace vkf
+}  // namespace vkf

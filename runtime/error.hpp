@@ -20,4 +20,4 @@ public:
     using Error::Error;
 };
 
-} // namespace vkf
+}  // namespace vkf

@@ -33,8 +33,7 @@ bool has_layer_extension(const char* layer, const char* name) {
 
 std::vector<VkExtensionProperties> instance_extensions() {
     std::uint32_t count = 0;
-    check(vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr),
-          "vkEnumerateInstanceExtensionProperties");
+    check(vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr), "vkEnumerateInstanceExtensionProperties");
     std::vector<VkExtensionProperties> exts(count);
     check(vkEnumerateInstanceExtensionProperties(nullptr, &count, exts.data()),
           "vkEnumerateInstanceExtensionProperties");
@@ -46,7 +45,7 @@ bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n
                        [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-} // namespace
+}  // namespace
 
 void print_message(MessageSeverity severity, std::string_view message) {
     if (severity == MessageSeverity::Info) {
@@ -80,8 +79,9 @@ Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_m
             validation_enabled_ = true;
             validation_features = has_layer_extension(kValidationLayer, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
         } else {
-            report(MessageSeverity::Warning, "validation was requested but VK_LAYER_KHRONOS_validation is not "
-                                             "installed (Debian: vulkan-validationlayers); running without it");
+            report(MessageSeverity::Warning,
+                   "validation was requested but VK_LAYER_KHRONOS_validation is not "
+                   "installed (Debian: vulkan-validationlayers); running without it");
         }
     }
 
@@ -111,8 +111,8 @@ Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_m
     };
     VkDebugUtilsMessengerCreateInfoEXT messenger_info{
         .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageSeverity =
+            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
         .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                        VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
         .pfnUserCallback = &Instance::debug_callback,
@@ -184,14 +184,12 @@ void Instance::report(MessageSeverity severity, std::string_view message) const 
 }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL Instance::debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                       VkDebugUtilsMessageTypeFlagsEXT /*types*/,
-                                                       const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                                       void* user) {
+                                                        VkDebugUtilsMessageTypeFlagsEXT /*types*/,
+                                                        const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
     auto* self = static_cast<Instance*>(user);
-    const MessageSeverity s = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? MessageSeverity::Error
-                              : (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
-                                  ? MessageSeverity::Warning
-                                  : MessageSeverity::Info;
+    const MessageSeverity s = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)     ? MessageSeverity::Error
+                              : (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) ? MessageSeverity::Warning
+                                                                                             : MessageSeverity::Info;
     if (s != MessageSeverity::Info) {
         self->validation_messages_.fetch_add(1);
     }
@@ -209,4 +207,4 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Instance::debug_callback(VkDebugUtilsMessageSever
     return VK_FALSE;
 }
 
-} // namespace vkf
+}  // namespace vkf

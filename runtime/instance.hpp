@@ -20,8 +20,8 @@ using MessageCallback = std::function<void(MessageSeverity, std::string_view mes
 void print_message(MessageSeverity severity, std::string_view message);
 
 struct InstanceOptions {
-    bool validation = false;       // enable VK_LAYER_KHRONOS_validation when installed
-    MessageCallback on_message;    // null: print_message
+    bool validation = false;     // enable VK_LAYER_KHRONOS_validation when installed
+    MessageCallback on_message;  // null: print_message
 };
 
 class Instance {
@@ -47,8 +47,7 @@ public:
 private:
     static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                          VkDebugUtilsMessageTypeFlagsEXT types,
-                                                         const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                                         void* user);
+                                                         const VkDebugUtilsMessengerCallbackDataEXT* data, void* user);
 
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
@@ -59,4 +58,4 @@ private:
     std::atomic<std::size_t> validation_messages_{0};
 };
 
-} // namespace vkf
+}  // namespace vkf

@@ -13,10 +13,20 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
     std::uint64_t multiplier = 1;
     if (!text.empty()) {
         switch (text.back()) {
-        case 'K': case 'k': multiplier = 1ull << 10; break;
-        case 'M': case 'm': multiplier = 1ull << 20; break;
-        case 'G': case 'g': multiplier = 1ull << 30; break;
-        default: break;
+            case 'K':
+            case 'k':
+                multiplier = 1ull << 10;
+                break;
+            case 'M':
+            case 'm':
+                multiplier = 1ull << 20;
+                break;
+            case 'G':
+            case 'g':
+                multiplier = 1ull << 30;
+                break;
+            default:
+                break;
         }
         if (multiplier != 1) {
             text.remove_suffix(1);
@@ -25,8 +35,7 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size() || value == 0) {
-        throw Error("limit override '" + std::string(key) + "': '" + std::string(text) +
-                    "' is not a positive integer");
+        throw Error("limit override '" + std::string(key) + "': '" + std::string(text) + "' is not a positive integer");
     }
     return value * multiplier;
 }
@@ -39,7 +48,7 @@ std::uint32_t parse_u32(std::string_view key, std::string_view text) {
     return static_cast<std::uint32_t>(v);
 }
 
-} // namespace
+}  // namespace
 
 LimitOverrides LimitOverrides::phone() {
     // What a mid-range Mali/Adreno/PowerVR phone offers (the lower of the common values).
@@ -104,32 +113,46 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 }
 
 bool LimitOverrides::empty() const {
-    return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range &&
-           !push_constants && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops && !no_int64;
+    return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range && !push_constants &&
+           !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops && !no_int64;
 }
 
 std::string LimitOverrides::describe() const {
     std::string out;
     auto add = [&out](const std::string& s) { out += (out.empty() ? "" : ",") + s; };
-    if (shared_memory) add("shared_memory=" + std::to_string(*shared_memory));
-    if (workgroup_invocations) add("workgroup_invocations=" + std::to_string(*workgroup_invocations));
-    if (workgroup_count) add("workgroup_count=" + std::to_string(*workgroup_count));
-    if (storage_buffer_range) add("storage_buffer_range=" + std::to_string(*storage_buffer_range));
-    if (push_constants) add("push_constants=" + std::to_string(*push_constants));
-    if (no_fp16_storage) add("no_fp16_storage");
-    if (no_fp16_arithmetic) add("no_fp16_arithmetic");
-    if (no_subgroup_ops) add("no_subgroup_ops");
-    if (no_int64) add("no_int64");
+    if (shared_memory)
+        add("shared_memory=" + std::to_string(*shared_memory));
+    if (workgroup_invocations)
+        add("workgroup_invocations=" + std::to_string(*workgroup_invocations));
+    if (workgroup_count)
+        add("workgroup_count=" + std::to_string(*workgroup_count));
+    if (storage_buffer_range)
+        add("storage_buffer_range=" + std::to_string(*storage_buffer_range));
+    if (push_constants)
+        add("push_constants=" + std::to_string(*push_constants));
+    if (no_fp16_storage)
+        add("no_fp16_storage");
+    if (no_fp16_arithmetic)
+        add("no_fp16_arithmetic");
+    if (no_subgroup_ops)
+        add("no_subgroup_ops");
+    if (no_int64)
+        add("no_int64");
     return out.empty() ? "none" : out;
 }
 
 LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     LimitOverrides r = *this;
-    if (o.shared_memory) r.shared_memory = o.shared_memory;
-    if (o.workgroup_invocations) r.workgroup_invocations = o.workgroup_invocations;
-    if (o.workgroup_count) r.workgroup_count = o.workgroup_count;
-    if (o.storage_buffer_range) r.storage_buffer_range = o.storage_buffer_range;
-    if (o.push_constants) r.push_constants = o.push_constants;
+    if (o.shared_memory)
+        r.shared_memory = o.shared_memory;
+    if (o.workgroup_invocations)
+        r.workgroup_invocations = o.workgroup_invocations;
+    if (o.workgroup_count)
+        r.workgroup_count = o.workgroup_count;
+    if (o.storage_buffer_range)
+        r.storage_buffer_range = o.storage_buffer_range;
+    if (o.push_constants)
+        r.push_constants = o.push_constants;
     r.no_fp16_storage |= o.no_fp16_storage;
     r.no_fp16_arithmetic |= o.no_fp16_arithmetic;
     r.no_subgroup_ops |= o.no_subgroup_ops;
@@ -171,4 +194,4 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     return l;
 }
 
-} // namespace vkf
+}  // namespace vkf

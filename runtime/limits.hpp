@@ -15,7 +15,7 @@ namespace vkf {
 struct LimitOverrides {
     std::optional<std::uint32_t> shared_memory;
     std::optional<std::uint32_t> workgroup_invocations;
-    std::optional<std::uint32_t> workgroup_count; // per dimension
+    std::optional<std::uint32_t> workgroup_count;  // per dimension
     std::optional<std::uint64_t> storage_buffer_range;
     std::optional<std::uint32_t> push_constants;
     bool no_fp16_storage = false;
@@ -45,13 +45,13 @@ struct ComputeLimits {
     std::uint32_t subgroup_size = 0;
     bool fp16_storage = false;
     bool fp16_arithmetic = false;
-    bool subgroup_ops = false; // basic + arithmetic + shuffle in compute shaders
-    bool int64 = false;        // 64-bit integers in shaders (shaderInt64)
+    bool subgroup_ops = false;  // basic + arithmetic + shuffle in compute shaders
+    bool int64 = false;         // 64-bit integers in shaders (shaderInt64)
     bool timestamps = false;
-    std::uint32_t max_loop_iterations = 0; // per invocation, from driver quirks; 0: unlimited
-    bool forced = false; // some override lowered a limit
+    std::uint32_t max_loop_iterations = 0;  // per invocation, from driver quirks; 0: unlimited
+    bool forced = false;                    // some override lowered a limit
 };
 
 ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirks, const LimitOverrides& overrides);
 
-} // namespace vkf
+}  // namespace vkf

@@ -14,15 +14,17 @@ struct Block {
     std::uint32_t type = 0;
     std::byte* mapped = nullptr;
     bool dedicated = false;
-    std::map<VkDeviceSize, VkDeviceSize> free_ranges; // offset -> size, coalesced
+    std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size, coalesced
     std::uint32_t live = 0;
 };
 
 namespace {
 
-VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
+VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
+    return (v + a - 1) / a * a;
+}
 
-} // namespace
+}  // namespace
 
 MemoryAllocator::MemoryAllocator(const Device& device, VkDeviceSize block_size) : device_(device) {
     vkGetPhysicalDeviceMemoryProperties(device.physical(), &props_);
@@ -47,8 +49,8 @@ MemoryAllocator::~MemoryAllocator() {
 std::uint32_t MemoryAllocator::memory_type(std::uint32_t type_bits, MemoryKind kind, const std::string& name) const {
     const VkMemoryPropertyFlags required =
         kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT : 0;
-    const VkMemoryPropertyFlags preferred = kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT
-                                                                     : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    const VkMemoryPropertyFlags preferred =
+        kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     std::uint32_t best = UINT32_MAX;
     for (std::uint32_t t = 0; t < props_.memoryTypeCount; ++t) {
         const VkMemoryPropertyFlags f = props_.memoryTypes[t].propertyFlags;
@@ -84,9 +86,8 @@ Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const s
     auto block = std::make_unique<Block>();
     block->size = size;
     block->type = type;
-    const VkMemoryAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                     .allocationSize = size,
-                                     .memoryTypeIndex = type};
+    const VkMemoryAllocateInfo alloc{
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = size, .memoryTypeIndex = type};
     const VkResult r = vkAllocateMemory(device_.handle(), &alloc, nullptr, &block->memory);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
         throw Error("out of device memory: allocating " + std::to_string(size) + " bytes for buffer '" + name +
@@ -126,8 +127,10 @@ Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryKind
             }
             const VkDeviceSize range_offset = it->first;
             b.free_ranges.erase(it);
-            if (start > range_offset) b.free_ranges.emplace(range_offset, start - range_offset);
-            if (start + req.size < end) b.free_ranges.emplace(start + req.size, end - start - req.size);
+            if (start > range_offset)
+                b.free_ranges.emplace(range_offset, start - range_offset);
+            if (start + req.size < end)
+                b.free_ranges.emplace(start + req.size, end - start - req.size);
             b.live += 1;
             return Allocation{.block = &b, .offset = start, .size = req.size};
         }
@@ -179,8 +182,8 @@ void MemoryAllocator::free(const Allocation& a) noexcept {
     // that creating and dropping small buffers does not churn vkAllocateMemory.
     if (b.live == 0) {
         const bool keep = !b.dedicated && std::count_if(blocks_.begin(), blocks_.end(), [&](const auto& other) {
-                                              return other.get() != &b && other->type == b.type &&
-                                                     !other->dedicated && other->live == 0;
+                                              return other.get() != &b && other->type == b.type && !other->dedicated &&
+                                                     other->live == 0;
                                           }) == 0;
         if (!keep) {
             if (b.mapped != nullptr) {
@@ -217,9 +220,13 @@ Buffer::Buffer(MemoryAllocator& allocator, VkDeviceSize size, MemoryKind kind, s
     }
 }
 
-Buffer::~Buffer() { release(); }
+Buffer::~Buffer() {
+    release();
+}
 
-Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+Buffer::Buffer(Buffer&& other) noexcept {
+    *this = std::move(other);
+}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
@@ -251,4 +258,4 @@ void Buffer::release() noexcept {
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

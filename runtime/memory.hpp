@@ -14,13 +14,13 @@
 namespace vkf {
 
 enum class MemoryKind {
-    Device, // device-local; on unified-memory devices (lavapipe, phones) also host-visible
-    Host,   // host-visible and coherent: staging and read-back
+    Device,  // device-local; on unified-memory devices (lavapipe, phones) also host-visible
+    Host,    // host-visible and coherent: staging and read-back
 };
 
 struct MemoryStats {
-    std::uint64_t block_bytes = 0;  // VkDeviceMemory allocated
-    std::uint64_t buffer_bytes = 0; // sub-allocated to live buffers
+    std::uint64_t block_bytes = 0;   // VkDeviceMemory allocated
+    std::uint64_t buffer_bytes = 0;  // sub-allocated to live buffers
     std::uint32_t block_count = 0;
     std::uint32_t buffer_count = 0;
 };
@@ -88,4 +88,4 @@ private:
     MemoryStats stats_;
 };
 
-} // namespace vkf
+}  // namespace vkf

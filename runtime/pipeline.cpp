@@ -47,13 +47,12 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
                     " bytes of shared memory; the device (or a forced limit) allows " +
                     std::to_string(limits.shared_memory));
     }
-    const std::uint64_t invocations = std::uint64_t{desc.workgroup_size[0]} * desc.workgroup_size[1] *
-                                      desc.workgroup_size[2];
+    const std::uint64_t invocations =
+        std::uint64_t{desc.workgroup_size[0]} * desc.workgroup_size[1] * desc.workgroup_size[2];
     for (int d = 0; d < 3; ++d) {
         if (desc.workgroup_size[d] == 0 || desc.workgroup_size[d] > limits.workgroup_size[d]) {
             throw Error(who + "workgroup size " + std::to_string(desc.workgroup_size[d]) + " in dimension " +
-                        std::to_string(d) + " is outside the device limit " +
-                        std::to_string(limits.workgroup_size[d]));
+                        std::to_string(d) + " is outside the device limit " + std::to_string(limits.workgroup_size[d]));
         }
     }
     if (invocations > limits.workgroup_invocations) {
@@ -97,9 +96,7 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         std::vector<VkSpecializationMapEntry> entries;
         std::vector<std::uint32_t> values;
         auto add = [&](std::uint32_t id, std::uint32_t value) {
-            entries.push_back({.constantID = id,
-                               .offset = static_cast<std::uint32_t>(values.size() * 4),
-                               .size = 4});
+            entries.push_back({.constantID = id, .offset = static_cast<std::uint32_t>(values.size() * 4), .size = 4});
             values.push_back(value);
         };
         for (std::uint32_t d = 0; d < 3; ++d) {
@@ -147,18 +144,24 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     }
 }
 
-Pipeline::~Pipeline() { destroy(); }
+Pipeline::~Pipeline() {
+    destroy();
+}
 
 void Pipeline::destroy() noexcept {
     const VkDevice dev = device_.handle();
-    if (pipeline_ != VK_NULL_HANDLE) vkDestroyPipeline(dev, pipeline_, nullptr);
-    if (module_ != VK_NULL_HANDLE) vkDestroyShaderModule(dev, module_, nullptr);
-    if (layout_ != VK_NULL_HANDLE) vkDestroyPipelineLayout(dev, layout_, nullptr);
-    if (set_layout_ != VK_NULL_HANDLE) vkDestroyDescriptorSetLayout(dev, set_layout_, nullptr);
+    if (pipeline_ != VK_NULL_HANDLE)
+        vkDestroyPipeline(dev, pipeline_, nullptr);
+    if (module_ != VK_NULL_HANDLE)
+        vkDestroyShaderModule(dev, module_, nullptr);
+    if (layout_ != VK_NULL_HANDLE)
+        vkDestroyPipelineLayout(dev, layout_, nullptr);
+    if (set_layout_ != VK_NULL_HANDLE)
+        vkDestroyDescriptorSetLayout(dev, set_layout_, nullptr);
     pipeline_ = VK_NULL_HANDLE;
     module_ = VK_NULL_HANDLE;
     layout_ = VK_NULL_HANDLE;
     set_layout_ = VK_NULL_HANDLE;
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -17,7 +17,7 @@ namespace vkf {
 
 struct SpecConstant {
     std::uint32_t id;
-    std::uint32_t value; // floats through std::bit_cast
+    std::uint32_t value;  // floats through std::bit_cast
 };
 
 // Shaders take their workgroup size from specialization constants 0, 1 and 2
@@ -25,13 +25,13 @@ struct SpecConstant {
 struct PipelineDesc {
     const SpirvCode* code = nullptr;
     std::array<std::uint32_t, 3> workgroup_size{64, 1, 1};
-    std::vector<SpecConstant> constants; // ids 3 and up
-    PushConstantLayout push_constant_layout;  // the C++ mirror's, e.g. MatmulPush::layout
-    std::uint32_t binding_count = 0;      // storage buffers at bindings 0..n-1
-    std::uint32_t shared_memory_bytes = 0; // what the chosen tile sizes need
-    std::uint32_t required_subgroup_size = 0; // 0: the driver's choice
+    std::vector<SpecConstant> constants;       // ids 3 and up
+    PushConstantLayout push_constant_layout;   // the C++ mirror's, e.g. MatmulPush::layout
+    std::uint32_t binding_count = 0;           // storage buffers at bindings 0..n-1
+    std::uint32_t shared_memory_bytes = 0;     // what the chosen tile sizes need
+    std::uint32_t required_subgroup_size = 0;  // 0: the driver's choice
 
-    std::string key() const; // identifies the pipeline: shader and every constant
+    std::string key() const;  // identifies the pipeline: shader and every constant
 };
 
 class Pipeline {
@@ -61,4 +61,4 @@ private:
     std::string name_;
 };
 
-} // namespace vkf
+}  // namespace vkf

@@ -37,12 +37,12 @@ std::uint64_t fnv1a(const char* data, std::size_t n) {
     return h;
 }
 
-} // namespace
+}  // namespace
 
 std::optional<std::filesystem::path> PipelineCache::default_directory() {
     if (const char* dir = std::getenv("VKF_PIPELINE_CACHE_DIR")) {
         if (*dir == '\0') {
-            return std::nullopt; // explicitly off
+            return std::nullopt;  // explicitly off
         }
         return std::filesystem::path(dir);
     }
@@ -182,4 +182,4 @@ void PipelineCache::save() {
     dirty_ = false;
 }
 
-} // namespace vkf
+}  // namespace vkf

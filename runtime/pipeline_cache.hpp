@@ -12,21 +12,21 @@
 namespace vkf {
 
 struct PipelineCacheStats {
-    std::filesystem::path file;      // empty when the disk cache is off
-    bool loaded = false;             // a valid file was read and handed to the driver
+    std::filesystem::path file;  // empty when the disk cache is off
+    bool loaded = false;         // a valid file was read and handed to the driver
     std::uint64_t loaded_bytes = 0;
-    std::string rejected;            // why a file that existed was ignored
+    std::string rejected;  // why a file that existed was ignored
     std::uint64_t saved_bytes = 0;
     std::uint32_t pipelines_created = 0;
-    std::uint32_t cache_hits = 0;    // reported by VK_EXT_pipeline_creation_feedback
-    bool hits_reported = false;      // the driver reports hits at all
+    std::uint32_t cache_hits = 0;  // reported by VK_EXT_pipeline_creation_feedback
+    bool hits_reported = false;    // the driver reports hits at all
 };
 
 class PipelineCache {
 public:
     // `directory` empty: in-memory cache only.
     PipelineCache(const Device& device, const Instance& instance, std::optional<std::filesystem::path> directory);
-    ~PipelineCache(); // saves when anything new was created
+    ~PipelineCache();  // saves when anything new was created
     PipelineCache(const PipelineCache&) = delete;
     PipelineCache& operator=(const PipelineCache&) = delete;
 
@@ -49,4 +49,4 @@ private:
     bool dirty_ = false;
 };
 
-} // namespace vkf
+}  // namespace vkf

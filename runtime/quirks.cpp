@@ -7,7 +7,7 @@ namespace {
 // Each entry is a confirmed driver problem and says why.
 const std::vector<QuirkEntry>& quirk_table() {
     static const std::vector<QuirkEntry> table{
-        {.vendor_id = 0x10005, // Mesa
+        {.vendor_id = 0x10005,  // Mesa
          .driver_id = VK_DRIVER_ID_MESA_LLVMPIPE,
          .max_loop_iterations = 65535,
          .reason = "llvmpipe/lavapipe caps the loop iterations of one invocation at 65535 and silently skips "
@@ -16,7 +16,7 @@ const std::vector<QuirkEntry>& quirk_table() {
     return table;
 }
 
-} // namespace
+}  // namespace
 
 DriverQuirks quirks_for(const DeviceInfo& info, const std::vector<QuirkEntry>& table) {
     DriverQuirks quirks;
@@ -38,6 +38,8 @@ DriverQuirks quirks_for(const DeviceInfo& info, const std::vector<QuirkEntry>& t
     return quirks;
 }
 
-DriverQuirks quirks_for(const DeviceInfo& info) { return quirks_for(info, quirk_table()); }
+DriverQuirks quirks_for(const DeviceInfo& info) {
+    return quirks_for(info, quirk_table());
+}
 
-} // namespace vkf
+}  // namespace vkf

@@ -12,4 +12,4 @@ struct SpirvCode {
     std::span<const std::uint32_t> words;
 };
 
-} // namespace vkf
+}  // namespace vkf

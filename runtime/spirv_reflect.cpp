@@ -19,16 +19,25 @@ std::string type_name(const spirv_cross::SPIRType& type) {
     const char* scalar = nullptr;
     const char* vector_prefix = nullptr;
     switch (type.basetype) {
-    case spirv_cross::SPIRType::UInt: scalar = "uint", vector_prefix = "u"; break;
-    case spirv_cross::SPIRType::Int: scalar = "int", vector_prefix = "i"; break;
-    case spirv_cross::SPIRType::Float: scalar = "float", vector_prefix = ""; break;
-    case spirv_cross::SPIRType::Double: scalar = "double", vector_prefix = "d"; break;
-    default: return "";
+        case spirv_cross::SPIRType::UInt:
+            scalar = "uint", vector_prefix = "u";
+            break;
+        case spirv_cross::SPIRType::Int:
+            scalar = "int", vector_prefix = "i";
+            break;
+        case spirv_cross::SPIRType::Float:
+            scalar = "float", vector_prefix = "";
+            break;
+        case spirv_cross::SPIRType::Double:
+            scalar = "double", vector_prefix = "d";
+            break;
+        default:
+            return "";
     }
     return type.vecsize == 1 ? std::string(scalar) : vector_prefix + std::string("vec") + std::to_string(type.vecsize);
 }
 
-} // namespace
+}  // namespace
 
 ShaderInterface reflect_shader(const SpirvCode& code) {
     const std::string shader(code.name);
@@ -70,4 +79,4 @@ ShaderInterface reflect_shader(const SpirvCode& code) {
     return out;
 }
 
-} // namespace vkf
+}  // namespace vkf

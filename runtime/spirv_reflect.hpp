@@ -20,14 +20,14 @@ struct ReflectedMember {
 };
 
 struct ShaderInterface {
-    std::uint32_t push_constant_size = 0; // bytes; 0 when the shader has no push constants
-    std::string push_constant_block;      // the block's type name; "" when stripped or absent
+    std::uint32_t push_constant_size = 0;                // bytes; 0 when the shader has no push constants
+    std::string push_constant_block;                     // the block's type name; "" when stripped or absent
     std::vector<ReflectedMember> push_constant_members;  // in declaration order
-    std::vector<std::uint32_t> storage_bindings; // sorted binding numbers in set 0
+    std::vector<std::uint32_t> storage_bindings;         // sorted binding numbers in set 0
 };
 
 // Throws vkf::Error when the module is malformed, uses descriptor sets other than 0 or
 // declares a uniform buffer.
 ShaderInterface reflect_shader(const SpirvCode& code);
 
-} // namespace vkf
+}  // namespace vkf

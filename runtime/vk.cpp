@@ -48,8 +48,8 @@ void check(VkResult result, const char* call) {
     if (result == VK_SUCCESS) {
         return;
     }
-    std::string message = std::string(call) + " failed: " + to_string(result) + " (" +
-                           std::to_string(static_cast<int>(result)) + ")";
+    std::string message =
+        std::string(call) + " failed: " + to_string(result) + " (" + std::to_string(static_cast<int>(result)) + ")";
     if (result == VK_ERROR_DEVICE_LOST) {
         throw DeviceLostError(message + "; the GPU reset or the driver gave up on this device");
     }
@@ -64,8 +64,9 @@ void load_vulkan_loader() {
     static VkResult result = VK_SUCCESS;
     std::call_once(once, [] { result = volkInitialize(); });
     if (result != VK_SUCCESS) {
-        throw Error("cannot open the Vulkan loader (libvulkan.so.1): install libvulkan1 and a Vulkan "
-                    "driver, e.g. mesa-vulkan-drivers for the CPU driver lavapipe");
+        throw Error(
+            "cannot open the Vulkan loader (libvulkan.so.1): install libvulkan1 and a Vulkan "
+            "driver, e.g. mesa-vulkan-drivers for the CPU driver lavapipe");
     }
 }
 
@@ -73,4 +74,4 @@ std::string format_version(std::uint32_t v) {
     return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -23,4 +23,4 @@ void load_vulkan_loader();
 
 std::string format_version(std::uint32_t vk_version);
 
-} // namespace vkf
+}  // namespace vkf

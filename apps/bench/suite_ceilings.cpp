@@ -158,7 +158,7 @@ void run_dispatch(CaseEnv& env, Result& r) {
     const Binding bindings[] = {{whole(dummy), Access::Read}};
     const CeilingPush push{.count = 0, .iterations = 0, .a = 0.0f, .b = 0.0f};
     const Pipeline& pipeline = pipeline_for(ctx, "EMPTY");
-    const auto list = ctx.command_list(false); // timestamps per dispatch would be the overhead measured
+    const auto list = ctx.command_list(false);  // timestamps per dispatch would be the overhead measured
     for (std::uint32_t i = 0; i < count; ++i) {
         list->dispatch(Dispatch{.pipeline = &pipeline,
                                 .bindings = bindings,

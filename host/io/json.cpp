@@ -47,7 +47,6 @@ std::string element_path(const std::string& parent, std::size_t index) {
     return parent + "[" + std::to_string(index) + "]";
 }
 
-
 // Where byte `offset` of `text` sits, for messages: "line L, column C" (both from 1,
 // columns counting bytes).
 std::string line_and_column(std::string_view text, std::size_t offset) {
@@ -102,7 +101,7 @@ private:
     std::size_t* consumed_;
 };
 
-} // namespace
+}  // namespace
 
 // Builds the JsonValue tree from nlohmann's SAX events (nlohmann parses: RFC 8259 syntax,
 // escapes and surrogates, UTF-8 validation, number ranges). What nlohmann lets through
@@ -132,7 +131,7 @@ public:
     bool boolean(bool b) { return add(make(b)); }
     bool number_integer(std::int64_t v) {
         JsonValue::Number n{.value = static_cast<double>(v), .has_int64 = true, .int64 = v};
-        if (v >= 0) { // "-0"
+        if (v >= 0) {  // "-0"
             n.has_uint64 = true;
             n.uint64 = static_cast<std::uint64_t>(v);
         }
@@ -148,7 +147,7 @@ public:
     }
     bool number_float(double v, const std::string& /*literal*/) {
         JsonValue::Number n{.value = v};
-        if (std::trunc(v) == v && std::abs(v) <= kMaxExactDouble) { // 2.0, 1e3
+        if (std::trunc(v) == v && std::abs(v) <= kMaxExactDouble) {  // 2.0, 1e3
             n.has_int64 = true;
             n.int64 = static_cast<std::int64_t>(v);
             if (n.int64 >= 0) {
@@ -179,8 +178,8 @@ public:
 private:
     struct Frame {
         JsonValue value;
-        std::unordered_set<std::string> keys; // objects: the keys seen so far
-        std::string key;                      // objects: the member being read
+        std::unordered_set<std::string> keys;  // objects: the keys seen so far
+        std::string key;                       // objects: the member being read
     };
 
     template <class T>
@@ -257,7 +256,9 @@ private:
         return 0;
     }
 
-    [[noreturn]] void fail_here(const std::string& problem) const { fail_at(consumed_ == 0 ? 0 : consumed_ - 1, problem); }
+    [[noreturn]] void fail_here(const std::string& problem) const {
+        fail_at(consumed_ == 0 ? 0 : consumed_ - 1, problem);
+    }
 
     // Throws out of nlohmann's parser, which holds nothing that needs more than unwinding.
     [[noreturn]] void fail_at(std::size_t offset, const std::string& problem) const {
@@ -453,39 +454,43 @@ JsonValue read_json_file(const std::filesystem::path& path, std::uint64_t max_by
 
 nlohmann::ordered_json to_nlohmann(const JsonValue& value) {
     switch (value.kind()) {
-    case JsonKind::Null: return nullptr;
-    case JsonKind::Bool: return value.as_bool();
-    case JsonKind::Number: {
-        const JsonValue::Number& n = std::get<JsonValue::Number>(value.data_);
-        if (n.has_int64) {
-            return n.int64;
+        case JsonKind::Null:
+            return nullptr;
+        case JsonKind::Bool:
+            return value.as_bool();
+        case JsonKind::Number: {
+            const JsonValue::Number& n = std::get<JsonValue::Number>(value.data_);
+            if (n.has_int64) {
+                return n.int64;
+            }
+            if (n.has_uint64) {
+                return n.uint64;
+            }
+            return n.value;
         }
-        if (n.has_uint64) {
-            return n.uint64;
+        case JsonKind::String:
+            return value.as_string();
+        case JsonKind::Array: {
+            nlohmann::ordered_json array = nlohmann::ordered_json::array();
+            for (const JsonValue& element : value.as_array()) {
+                array.push_back(to_nlohmann(element));
+            }
+            return array;
         }
-        return n.value;
-    }
-    case JsonKind::String: return value.as_string();
-    case JsonKind::Array: {
-        nlohmann::ordered_json array = nlohmann::ordered_json::array();
-        for (const JsonValue& element : value.as_array()) {
-            array.push_back(to_nlohmann(element));
+        case JsonKind::Object: {
+            nlohmann::ordered_json object = nlohmann::ordered_json::object();
+            for (const JsonMember& member : value.as_object()) {
+                object[member.key] = to_nlohmann(member.value);
+            }
+            return object;
         }
-        return array;
-    }
-    case JsonKind::Object: {
-        nlohmann::ordered_json object = nlohmann::ordered_json::object();
-        for (const JsonMember& member : value.as_object()) {
-            object[member.key] = to_nlohmann(member.value);
-        }
-        return object;
-    }
     }
     return nullptr;
 }
 
 std::string json_text(const nlohmann::ordered_json& document, JsonStyle style) {
-    return document.dump(style == JsonStyle::Pretty ? 2 : -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    return document.dump(style == JsonStyle::Pretty ? 2 : -1, ' ', false,
+                         nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace vkf

@@ -141,8 +141,8 @@ JsonValue read_json_file(const std::filesystem::path& path, std::uint64_t max_by
 nlohmann::ordered_json to_nlohmann(const JsonValue& value);
 
 enum class JsonStyle {
-    Pretty,  // one member or element per line, 2-space indentation
-    Compact, // no whitespace at all: one document per line (JSON Lines)
+    Pretty,   // one member or element per line, 2-space indentation
+    Compact,  // no whitespace at all: one document per line (JSON Lines)
 };
 
 // The document as text. Strings are written as UTF-8; bytes that are not valid UTF-8 (a

@@ -15,11 +15,11 @@
 #include <optional>
 #include <utility>
 
-#include "host/util/half.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/util/endian.hpp"
 #include "host/util/format.hpp"
+#include "host/util/half.hpp"
 #include "runtime/error.hpp"
 
 namespace vkf {
@@ -98,8 +98,8 @@ TensorInfo parse_entry(const std::filesystem::path& path, const JsonMember& memb
     const std::optional<std::uint64_t> expected = checked_byte_size(shape, element_size(*dtype));
     if (!expected || *expected != end - begin) {
         fail_tensor(path, name,
-                    offsets_text + " hold " + std::to_string(end - begin) + " bytes but shape " +
-                        shape_text(shape) + " of " + dtype_text + " needs " +
+                    offsets_text + " hold " + std::to_string(end - begin) + " bytes but shape " + shape_text(shape) +
+                        " of " + dtype_text + " needs " +
                         (expected ? std::to_string(*expected) : std::string("more than 2^64")));
     }
     return TensorInfo{.name = name, .dtype = *dtype, .shape = std::move(shape), .data_begin = begin, .data_end = end};

@@ -111,7 +111,7 @@ void write_tensor_data(std::ofstream& out, const PlannedTensor& tensor, DType dt
 
 std::string index_json(std::span<const PlannedTensor> tensors, int shards) {
     std::uint64_t total = 0;
-    std::map<std::string, std::string> weight_map; // sorted by name, as transformers writes it
+    std::map<std::string, std::string> weight_map;  // sorted by name, as transformers writes it
     for (const PlannedTensor& tensor : tensors) {
         total += tensor.bytes;
         weight_map.emplace(tensor.source->name, shard_file_name(tensor.shard, shards));
@@ -120,7 +120,7 @@ std::string index_json(std::span<const PlannedTensor> tensors, int shards) {
     return index.dump(2) + "\n";
 }
 
-} // namespace
+}  // namespace
 
 void write_text_file(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -134,8 +134,8 @@ void write_text_file(const fs::path& path, const std::string& text) {
     }
 }
 
-void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSource> sources, DType dtype,
-                                  int shards, const CheckpointProgressCallback& progress) {
+void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSource> sources, DType dtype, int shards,
+                                  const CheckpointProgressCallback& progress) {
     if (!is_supported_float(dtype)) {
         throw Error(fmt::format("checkpoint writer: dtype {} is not one of F32, F16, BF16", dtype_name(dtype)));
     }
@@ -148,9 +148,10 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
         tensors.push_back(PlannedTensor{.source = &source, .bytes = bytes});
     }
     if (shards < 1 || static_cast<std::size_t>(shards) > tensors.size()) {
-        throw Error(fmt::format("checkpoint writer: {} shards requested; between 1 and {} (the number of tensors) "
-                                "are possible",
-                                shards, tensors.size()));
+        throw Error(
+            fmt::format("checkpoint writer: {} shards requested; between 1 and {} (the number of tensors) "
+                        "are possible",
+                        shards, tensors.size()));
     }
     assign_shards(tensors, shards);
 
@@ -198,7 +199,7 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
             write_tensor_data(out, *tensor, dtype, [&](std::uint64_t chunk_bytes) {
                 bytes_done += chunk_bytes;
                 if (bytes_done < tensor_end) {
-                    report(); // inside a large tensor
+                    report();  // inside a large tensor
                 }
             });
             if (!out) {
@@ -218,4 +219,4 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

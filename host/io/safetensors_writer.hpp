@@ -28,10 +28,10 @@ struct TensorSource {
 };
 
 struct CheckpointWriteProgress {
-    std::string_view tensor;      // the tensor being written, as named in the file
-    std::size_t tensors_done = 0; // tensors written completely
+    std::string_view tensor;       // the tensor being written, as named in the file
+    std::size_t tensors_done = 0;  // tensors written completely
     std::size_t tensor_count = 0;
-    std::uint64_t bytes_done = 0; // tensor bytes written so far
+    std::uint64_t bytes_done = 0;  // tensor bytes written so far
     std::uint64_t total_bytes = 0;
 };
 using CheckpointProgressCallback = std::function<void(const CheckpointWriteProgress&)>;
@@ -42,10 +42,10 @@ using CheckpointProgressCallback = std::function<void(const CheckpointWriteProgr
 // other layout is removed, so that open_checkpoint cannot pick up a stale model. Throws
 // vkf::Error naming the file on any failure. `progress`, when given, is called after each
 // tensor and, inside tensors of more than 2^20 elements, after each 2^20 elements.
-void write_safetensors_checkpoint(const std::filesystem::path& dir, std::span<const TensorSource> tensors,
-                                  DType dtype, int shards = 1, const CheckpointProgressCallback& progress = {});
+void write_safetensors_checkpoint(const std::filesystem::path& dir, std::span<const TensorSource> tensors, DType dtype,
+                                  int shards = 1, const CheckpointProgressCallback& progress = {});
 
 // The text of a file, written whole; throws vkf::Error naming the file.
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
-} // namespace vkf
+}  // namespace vkf

@@ -60,4 +60,4 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
     return result;
 }
 
-} // namespace vkf
+}  // namespace vkf

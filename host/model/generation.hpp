@@ -16,7 +16,7 @@ namespace vkf {
 struct GenerationOptions {
     std::uint32_t n_predict = 32;
     SamplingParams sampling = {};
-    bool keep_logits = false; // keep the logits every token was sampled from
+    bool keep_logits = false;  // keep the logits every token was sampled from
     // Called after each generated token (index, id), e.g. to stream it.
     std::function<void(std::uint32_t, std::uint32_t)> on_token = {};
 };
@@ -38,4 +38,4 @@ struct GenerationResult {
 // too small, or logits that are not finite.
 GenerationResult generate(Session& session, std::span<const std::uint32_t> prompt, const GenerationOptions& options);
 
-} // namespace vkf
+}  // namespace vkf

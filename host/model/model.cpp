@@ -1,7 +1,7 @@
 #include "host/model/model.hpp"
 
-#include "host/spec/alibi.hpp"
 #include "host/ops/ops.hpp"
+#include "host/spec/alibi.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -18,7 +18,9 @@ BufferRange rows(const Buffer& b, std::uint64_t first_row, std::uint64_t count, 
     return BufferRange{.buffer = &b, .offset = first_row * row_elements * kF32, .size = count * row_elements * kF32};
 }
 
-BufferRange optional_range(const Buffer& b) { return b.valid() ? whole(b) : BufferRange{}; }
+BufferRange optional_range(const Buffer& b) {
+    return b.valid() ? whole(b) : BufferRange{};
+}
 
 // Where Q, K and V of head h, token t sit in the fused QKV projection's output row.
 struct QkvLayouts {
@@ -31,20 +33,23 @@ QkvLayouts qkv_layouts(const ModelConfig& c, std::uint32_t tokens) {
     if (c.family == ModelFamily::Bloom) {
         // [n_head, 3, head_dim]: the heads interleave their q, k and v.
         const std::uint64_t head = 3ull * c.head_dim;
-        return {.q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
-                .k = {.offset = c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
-                .v = {.offset = 2ull * c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head}};
+        return {
+            .q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
+            .k = {.offset = c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
+            .v = {.offset = 2ull * c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head}};
     }
     // [q | k | v], each [n_head, head_dim].
-    return {.q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
-            .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
-            .v = {.offset = 2ull * c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
+    return {
+        .q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+        .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+        .v = {.offset = 2ull * c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
 }
 
-} // namespace
+}  // namespace
 
 Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options)
-    : ctx_(ctx), config_(read_model_config(dir)),
+    : ctx_(ctx),
+      config_(read_model_config(dir)),
       checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
     check_head_dim(config_.head_dim);
     const DType dtype = options.weight_dtype.value_or(default_weight_dtype(*checkpoint_, config_));
@@ -68,8 +73,7 @@ const ShardedCheckpoint& Model::checkpoint() const {
     return *checkpoint_;
 }
 
-Session::Session(const Model& model, SessionOptions options)
-    : model_(model), ctx_(model.context()), options_(options) {
+Session::Session(const Model& model, SessionOptions options) : model_(model), ctx_(model.context()), options_(options) {
     const ModelConfig& c = model.config();
     if (options_.max_tokens == 0) {
         throw Error("session: max_tokens must be at least 1");
@@ -99,8 +103,10 @@ Session::Session(const Model& model, SessionOptions options)
 
 std::uint64_t Session::device_bytes() const {
     std::uint64_t total = 0;
-    for (const Buffer& b : k_cache_) total += b.size();
-    for (const Buffer& b : v_cache_) total += b.size();
+    for (const Buffer& b : k_cache_)
+        total += b.size();
+    for (const Buffer& b : v_cache_)
+        total += b.size();
     for (const Buffer* b : {&ids_, &hidden_, &normed_, &qkv_, &q_, &attn_, &mlp_, &logits_, &scratch_}) {
         total += b->valid() ? b->size() : 0;
     }
@@ -173,16 +179,29 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     const BufferRange scratch = optional_range(scratch_);
     const auto layernorm = [&](const NormWeights& norm, BufferRange x, BufferRange y) {
         record_layernorm(ctx_, list,
-                         LayerNormArgs{.x = x, .weight = whole(norm.weight), .bias = optional_range(norm.bias), .y = y,
-                                       .rows = tokens, .dim = h, .eps = static_cast<float>(c.layer_norm_epsilon),
+                         LayerNormArgs{.x = x,
+                                       .weight = whole(norm.weight),
+                                       .bias = optional_range(norm.bias),
+                                       .y = y,
+                                       .rows = tokens,
+                                       .dim = h,
+                                       .eps = static_cast<float>(c.layer_norm_epsilon),
                                        .weight_dtype = dt});
     };
     const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual,
                             Activation act) {
         record_matmul(ctx_, list,
-                      MatmulArgs{.x = x, .w = whole(lw.weight), .bias = optional_range(lw.bias), .residual = residual,
-                                 .y = y, .scratch = scratch, .m = tokens, .n = lw.out, .k = lw.in,
-                                 .weight_dtype = dt, .activation = act});
+                      MatmulArgs{.x = x,
+                                 .w = whole(lw.weight),
+                                 .bias = optional_range(lw.bias),
+                                 .residual = residual,
+                                 .y = y,
+                                 .scratch = scratch,
+                                 .m = tokens,
+                                 .n = lw.out,
+                                 .k = lw.in,
+                                 .weight_dtype = dt,
+                                 .activation = act});
     };
 
     // Attention half: h += out_proj(attention(qkv(norm(h)))).
@@ -192,8 +211,7 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
         record_clamp(ctx_, list, qkv, qkv, static_cast<float>(*c.clip_qkv));
     }
     const QkvLayouts layout = qkv_layouts(c, tokens);
-    const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len,
-                            std::uint32_t pos) {
+    const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos) {
         record_kv_append(ctx_, list,
                          KvAppendArgs{.src = qkv,
                                       .src_layout = src_layout,
@@ -206,7 +224,7 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                                 .pos = pos},
                                       .cache_dtype = DType::F32});
     };
-    append(layout.q, q, tokens, 0); // Q repacked densely for the attention kernel
+    append(layout.q, q, tokens, 0);  // Q repacked densely for the attention kernel
     append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_);
     append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_);
     const std::uint32_t kv_len = position_ + tokens;
@@ -215,8 +233,7 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
 
     // MLP half: h += down(gelu(up(norm(h)))).
     layernorm(w.mlp_norm, hidden, normed);
-    linear(w.up, normed, mlp, {},
-           c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf);
+    linear(w.up, normed, mlp, {}, c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf);
     linear(w.down, mlp, hidden, hidden, Activation::None);
 }
 
@@ -231,8 +248,12 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     ctx_.upload(ids_, ids);
 
     const AttentionParams params{
-        .shape = {.batch = 1, .q_len = tokens, .kv_len = position_ + tokens, .n_head = c.n_head,
-                  .n_kv_head = c.n_kv_head, .head_dim = c.head_dim},
+        .shape = {.batch = 1,
+                  .q_len = tokens,
+                  .kv_len = position_ + tokens,
+                  .n_head = c.n_head,
+                  .n_kv_head = c.n_kv_head,
+                  .head_dim = c.head_dim},
         .mask = MaskMode::Causal,
         .alibi = AlibiMode::Causal,
         .max_bias = static_cast<float>(c.alibi_bias_max),
@@ -245,13 +266,22 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     const BufferRange hidden = rows(hidden_, 0, tokens, h);
     record_embedding(ctx_, *list,
                      EmbeddingArgs{.ids = BufferRange{.buffer = &ids_, .offset = 0, .size = tokens * 4ull},
-                                   .table = whole(w.embedding), .out = hidden, .tokens = tokens,
-                                   .vocab = c.vocab_size, .hidden = h, .table_dtype = dt});
+                                   .table = whole(w.embedding),
+                                   .out = hidden,
+                                   .tokens = tokens,
+                                   .vocab = c.vocab_size,
+                                   .hidden = h,
+                                   .table_dtype = dt});
     if (w.embedding_norm.weight.valid()) {
         record_layernorm(ctx_, *list,
-                         LayerNormArgs{.x = hidden, .weight = whole(w.embedding_norm.weight),
-                                       .bias = optional_range(w.embedding_norm.bias), .y = hidden, .rows = tokens,
-                                       .dim = h, .eps = static_cast<float>(c.layer_norm_epsilon), .weight_dtype = dt});
+                         LayerNormArgs{.x = hidden,
+                                       .weight = whole(w.embedding_norm.weight),
+                                       .bias = optional_range(w.embedding_norm.bias),
+                                       .y = hidden,
+                                       .rows = tokens,
+                                       .dim = h,
+                                       .eps = static_cast<float>(c.layer_norm_epsilon),
+                                       .weight_dtype = dt});
     }
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
         record_layer(*list, l, tokens, attention);
@@ -262,15 +292,26 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
         const BufferRange last_hidden = rows(hidden_, first, logit_rows, h);
         const BufferRange last_normed = rows(normed_, first, logit_rows, h);
         record_layernorm(ctx_, *list,
-                         LayerNormArgs{.x = last_hidden, .weight = whole(w.final_norm.weight),
-                                       .bias = optional_range(w.final_norm.bias), .y = last_normed,
-                                       .rows = logit_rows, .dim = h,
-                                       .eps = static_cast<float>(c.layer_norm_epsilon), .weight_dtype = dt});
+                         LayerNormArgs{.x = last_hidden,
+                                       .weight = whole(w.final_norm.weight),
+                                       .bias = optional_range(w.final_norm.bias),
+                                       .y = last_normed,
+                                       .rows = logit_rows,
+                                       .dim = h,
+                                       .eps = static_cast<float>(c.layer_norm_epsilon),
+                                       .weight_dtype = dt});
         const Buffer& head = w.lm_head.valid() ? w.lm_head : w.embedding;
         record_matmul(ctx_, *list,
-                      MatmulArgs{.x = last_normed, .w = whole(head), .bias = {}, .residual = {},
-                                 .y = rows(logits_, 0, logit_rows, c.vocab_size), .scratch = optional_range(scratch_),
-                                 .m = logit_rows, .n = c.vocab_size, .k = h, .weight_dtype = dt});
+                      MatmulArgs{.x = last_normed,
+                                 .w = whole(head),
+                                 .bias = {},
+                                 .residual = {},
+                                 .y = rows(logits_, 0, logit_rows, c.vocab_size),
+                                 .scratch = optional_range(scratch_),
+                                 .m = logit_rows,
+                                 .n = c.vocab_size,
+                                 .k = h,
+                                 .weight_dtype = dt});
     }
     ctx_.submit(*list);
     ++submissions_;
@@ -287,4 +328,4 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

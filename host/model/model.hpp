@@ -29,7 +29,7 @@
 namespace vkf {
 
 struct ModelOptions {
-    std::optional<DType> weight_dtype = std::nullopt; // default: default_weight_dtype()
+    std::optional<DType> weight_dtype = std::nullopt;  // default: default_weight_dtype()
     std::function<void(const WeightUploadProgress&)> progress = {};
 };
 
@@ -73,7 +73,7 @@ struct SessionOptions {
     // Most tokens run through the layers per submission: bounds one submission's time (a
     // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
     std::uint32_t chunk = 128;
-    bool profiling = false;        // time every dispatch (GPU timestamps) into profile()
+    bool profiling = false;  // time every dispatch (GPU timestamps) into profile()
 };
 
 class Session {
@@ -107,8 +107,8 @@ private:
     Context& ctx_;
     SessionOptions options_;
     std::uint32_t position_ = 0;
-    std::vector<Buffer> k_cache_, v_cache_; // per layer [max_tokens, n_head, head_dim] fp32
-    Buffer ids_;                            // [chunk] uint32, host-visible
+    std::vector<Buffer> k_cache_, v_cache_;  // per layer [max_tokens, n_head, head_dim] fp32
+    Buffer ids_;                             // [chunk] uint32, host-visible
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
     Buffer logits_;
     Buffer scratch_;
@@ -116,4 +116,4 @@ private:
     std::uint64_t submissions_ = 0;
 };
 
-} // namespace vkf
+}  // namespace vkf

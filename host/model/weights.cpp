@@ -1,8 +1,8 @@
 #include "host/model/weights.hpp"
 #include "host/util/math.hpp"
 
-#include "host/util/half.hpp"
 #include "host/spec/random_weights.hpp"
+#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "runtime/error.hpp"
 
@@ -38,7 +38,7 @@ public:
                                            MemoryKind::Device, name);
         const std::size_t in_size = element_size(info.dtype);
         if (dtype_ == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little) {
-            ctx_.upload(buffer, raw); // already the storage format
+            ctx_.upload(buffer, raw);  // already the storage format
         } else {
             std::vector<float> values(std::min(count, kChunkElements));
             std::vector<std::uint16_t> halves(dtype_ == DType::F16 ? values.size() : 0);
@@ -90,12 +90,14 @@ ModelWeights assemble(const ModelConfig& config, DType dtype, std::vector<Buffer
     const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
     const auto norm = [&](bool has_bias) {
         NormWeights n{.weight = take()};
-        if (has_bias) n.bias = take();
+        if (has_bias)
+            n.bias = take();
         return n;
     };
     const auto linear = [&](std::uint32_t out, std::uint32_t in) {
         LinearWeights l{.weight = take(), .out = out, .in = in};
-        if (bias) l.bias = take();
+        if (bias)
+            l.bias = take();
         return l;
     };
     w.embedding = take();
@@ -122,7 +124,7 @@ ModelWeights assemble(const ModelConfig& config, DType dtype, std::vector<Buffer
     return w;
 }
 
-} // namespace
+}  // namespace
 
 DType default_weight_dtype(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
     for (const ExpectedTensor& expected : expected_tensors(config)) {
@@ -159,7 +161,8 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dt
     constexpr std::size_t kBlock = std::size_t{1} << 16;
     const auto block_of = [&](float lo, float hi, float offset, std::uint64_t seed) {
         std::vector<float> v = random_uniform(kBlock, seed, lo, hi);
-        for (float& x : v) x += offset;
+        for (float& x : v)
+            x += offset;
         std::vector<std::byte> bytes(kBlock * element_size(dtype));
         if (dtype == DType::F16) {
             const std::vector<std::uint16_t> h = floats_to_halves(v);
@@ -180,10 +183,12 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dt
         auto block = blocks.find(role);
         if (block == blocks.end()) {
             const WeightDistribution d = weight_distribution(role);
-            block = blocks.emplace(role, block_of(-d.scale, d.scale, d.offset, static_cast<std::uint64_t>(role) + 1)).first;
+            block =
+                blocks.emplace(role, block_of(-d.scale, d.scale, d.offset, static_cast<std::uint64_t>(role) + 1)).first;
         }
         std::uint64_t count = 1;
-        for (const std::size_t dim : shape) count *= dim;
+        for (const std::size_t dim : shape)
+            count *= dim;
         const std::uint64_t bytes = count * element_size(dtype);
         Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, round_up(bytes, 4)), MemoryKind::Device, name);
         for (std::uint64_t done = 0; done < bytes; done += block->second.size()) {
@@ -199,4 +204,4 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dt
     return assemble(config, dtype, std::move(flat));
 }
 
-} // namespace vkf
+}  // namespace vkf

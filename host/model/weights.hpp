@@ -3,10 +3,10 @@
 // storage type (fp32 or fp16). The tensors are named by what they do in a block, so the
 // forward pass does not care which family they came from.
 
+#include "host/io/safetensors.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/dtype.hpp"
-#include "host/io/safetensors.hpp"
 #include "runtime/context.hpp"
 
 #include <cstdint>
@@ -20,13 +20,13 @@ namespace vkf {
 // for MPT's no_bias.
 struct LinearWeights {
     Buffer weight;
-    Buffer bias; // !valid() when the layer has none
+    Buffer bias;  // !valid() when the layer has none
     std::uint32_t out = 0, in = 0;
 };
 
 struct NormWeights {
     Buffer weight;
-    Buffer bias; // !valid() for MPT's no_bias
+    Buffer bias;  // !valid() for MPT's no_bias
 };
 
 // BLOOM:  attn_norm = input_layernorm, qkv = self_attention.query_key_value
@@ -45,12 +45,12 @@ struct LayerWeights {
 
 struct ModelWeights {
     DType dtype = DType::F32;
-    Buffer embedding;      // [vocab, hidden]: BLOOM word_embeddings, MPT wte
-    NormWeights embedding_norm; // BLOOM word_embeddings_layernorm; absent for MPT
+    Buffer embedding;            // [vocab, hidden]: BLOOM word_embeddings, MPT wte
+    NormWeights embedding_norm;  // BLOOM word_embeddings_layernorm; absent for MPT
     std::vector<LayerWeights> layers;
-    NormWeights final_norm; // BLOOM ln_f, MPT norm_f
-    Buffer lm_head;         // [vocab, hidden] when not tied to the embedding
-    std::uint64_t bytes = 0; // device bytes of all of the above
+    NormWeights final_norm;   // BLOOM ln_f, MPT norm_f
+    Buffer lm_head;           // [vocab, hidden] when not tied to the embedding
+    std::uint64_t bytes = 0;  // device bytes of all of the above
 };
 
 // fp16 when every weight the model uses is stored as F16, else fp32 (BF16 is widened
@@ -73,4 +73,4 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
 // (vkf-bench's block and model suites).
 ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype);
 
-} // namespace vkf
+}  // namespace vkf

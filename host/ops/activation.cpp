@@ -33,7 +33,8 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
         const std::uint64_t n = std::min(piece, count - first);
         const ElementBinding s = bind_elements(limits, src, first, n, 4, label, "src");
         const ElementBinding d = bind_elements(limits, dst, first, n, 4, label, "dst");
-        const ActivationPush push{.count = static_cast<std::uint32_t>(n), .src_base = s.base, .dst_base = d.base, .bound = bound};
+        const ActivationPush push{
+            .count = static_cast<std::uint32_t>(n), .src_base = s.base, .dst_base = d.base, .bound = bound};
         const Binding bindings[] = {{s.range, Access::Read}, {d.range, Access::Write}};
         list.dispatch(Dispatch{.pipeline = &pipeline,
                                .bindings = bindings,
@@ -43,18 +44,18 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
     }
 }
 
-} // namespace
+}  // namespace
 
 void record_activation(Context& ctx, CommandList& list, Activation activation, BufferRange src, BufferRange dst) {
     switch (activation) {
-    case Activation::GeluTanh:
-        record_unary(ctx, list, shaders::variant("activation", {"GELU_TANH"}), src, dst, "gelu_tanh");
-        break;
-    case Activation::GeluErf:
-        record_unary(ctx, list, shaders::variant("activation", {"GELU_ERF"}), src, dst, "gelu_erf");
-        break;
-    default:
-        throw Error("record_activation: no activation given (Activation::None)");
+        case Activation::GeluTanh:
+            record_unary(ctx, list, shaders::variant("activation", {"GELU_TANH"}), src, dst, "gelu_tanh");
+            break;
+        case Activation::GeluErf:
+            record_unary(ctx, list, shaders::variant("activation", {"GELU_ERF"}), src, dst, "gelu_erf");
+            break;
+        default:
+            throw Error("record_activation: no activation given (Activation::None)");
     }
 }
 
@@ -69,4 +70,4 @@ void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange ds
     record_unary(ctx, list, shaders::variant("activation", {"ERF"}), src, dst, "erf");
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -18,4 +18,4 @@ void record_erf(Context& ctx, CommandList& list, BufferRange src, BufferRange ds
 // ActivationPush (push constants): shaders/interface/activation.h.
 static_assert(sizeof(ActivationPush) == 16);
 
-} // namespace vkf
+}  // namespace vkf

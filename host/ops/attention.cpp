@@ -14,7 +14,9 @@ namespace vkf {
 
 namespace {
 
-std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
+std::string bytes_text(std::uint64_t n) {
+    return std::to_string(n) + " bytes";
+}
 
 struct TileCandidate {
     std::uint32_t rows, keys, threads_per_row;
@@ -154,7 +156,7 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
     return plan;
 }
 
-} // namespace
+}  // namespace
 
 void check_head_dim(std::uint32_t head_dim) {
     if (std::find(std::begin(kSupportedHeadDims), std::end(kSupportedHeadDims), head_dim) ==
@@ -249,8 +251,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
         }
     }
     if (chosen == nullptr) {
-        throw Error("no attention tile configuration for head_dim " + std::to_string(d) + " fits the device: " +
-                    std::to_string(limits.shared_memory) + " bytes of shared memory, " +
+        throw Error("no attention tile configuration for head_dim " + std::to_string(d) +
+                    " fits the device: " + std::to_string(limits.shared_memory) + " bytes of shared memory, " +
                     std::to_string(limits.workgroup_invocations) + " invocations per workgroup");
     }
     AttentionPlan plan{.rows_per_group = chosen->rows,
@@ -266,7 +268,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
     if (options.force_splits > 0) {
         splits = options.force_splits;
     } else if (groups < kTargetWorkgroups && shape.kv_len >= 2 * kMinSplitKeys) {
-        splits = std::min<std::uint64_t>({ceil_div(kTargetWorkgroups, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
+        splits =
+            std::min<std::uint64_t>({ceil_div(kTargetWorkgroups, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
     }
     // The partials buffer must be bindable in one range.
     const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
@@ -278,11 +281,12 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
     if (limits.max_loop_iterations != 0) {
         const std::uint32_t budget = limits.max_loop_iterations / 2;
         const std::uint32_t max_tiles = std::max<std::uint32_t>(1, budget / loop_iterations_per_tile(*chosen, d));
-        const auto needed = static_cast<std::uint32_t>(ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile));
+        const auto needed =
+            static_cast<std::uint32_t>(ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile));
         if (needed > splits) {
             if (record_bytes * needed > limits.storage_buffer_range) {
-                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " +
-                            std::to_string(needed) + " KV splits on this driver (its shaders may run at most " +
+                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
+                            " KV splits on this driver (its shaders may run at most " +
                             std::to_string(limits.max_loop_iterations) +
                             " loop iterations), and their partial results would exceed maxStorageBufferRange; "
                             "use fewer query rows per call");
@@ -407,13 +411,13 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         {whole(slopes_), Access::Read},
         {whole(kv_lens_), Access::Read},
     };
-    list.dispatch(
-        Dispatch{.pipeline = attention_,
-                 .bindings = bindings,
-                 .push_constants = push_bytes(push_),
-                 .groups = {narrow_u32(ceil_div(shape_.q_len, plan_.rows_per_group), "attention row groups"), shape_.n_head,
-                            narrow_u32(std::uint64_t{shape_.batch} * split_groups, "attention batch groups")},
-                 .label = split ? "attention (split-KV)" : "attention"});
+    list.dispatch(Dispatch{
+        .pipeline = attention_,
+        .bindings = bindings,
+        .push_constants = push_bytes(push_),
+        .groups = {narrow_u32(ceil_div(shape_.q_len, plan_.rows_per_group), "attention row groups"), shape_.n_head,
+                   narrow_u32(std::uint64_t{shape_.batch} * split_groups, "attention batch groups")},
+        .label = split ? "attention (split-KV)" : "attention"});
     if (split) {
         const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
         list.dispatch(Dispatch{.pipeline = combine_,
@@ -446,4 +450,4 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
     return download_tensor(ctx, ot);
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -45,14 +45,14 @@ AttentionDevice attention_device(const Context& ctx);
 // The tile configuration chosen for a device and a shape.
 struct AttentionPlan {
     AttentionKernel kernel = AttentionKernel::Tiled;
-    std::uint32_t rows_per_group = 0;  // Br: query rows per workgroup
-    std::uint32_t keys_per_tile = 0;   // Bc: keys per shared-memory tile (rows: per softmax update)
+    std::uint32_t rows_per_group = 0;       // Br: query rows per workgroup
+    std::uint32_t keys_per_tile = 0;        // Bc: keys per shared-memory tile (rows: per softmax update)
     std::uint32_t threads_per_row = 0;      // invocations on one query row (rows: each its own KV split)
     std::uint32_t workgroup_size = 0;       // rows_per_group / rows_per_invocation * threads_per_row
     std::uint32_t rows_per_invocation = 1;  // rows kernel: query rows held by one invocation
     std::uint32_t subgroup_loads = 0;       // rows kernel: subgroup size whose lanes share K/V loads, 0: none
     std::uint32_t shared_bytes = 0;
-    std::uint32_t n_splits = 1;        // > 1: split-KV decode path
+    std::uint32_t n_splits = 1;  // > 1: split-KV decode path
     std::uint32_t kv_split_len = 0;
     std::uint64_t loop_iterations = 0;  // per invocation, an upper bound (rows kernel)
     std::string describe() const;
@@ -93,7 +93,7 @@ private:
     const Pipeline* combine_ = nullptr;
     Buffer slopes_;
     Buffer kv_lens_;
-    Buffer partials_; // split-KV: unnormalized outputs and (max, sum) per split
+    Buffer partials_;  // split-KV: unnormalized outputs and (max, sum) per split
 };
 
 // Convenience: uploads Q, K, V (float32 host data, converted to `dtype`), runs, downloads.
@@ -101,4 +101,4 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
                              std::span<const float> k, std::span<const float> v, DType dtype = DType::F32,
                              AttentionOptions options = {});
 
-} // namespace vkf
+}  // namespace vkf

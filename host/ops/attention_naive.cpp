@@ -16,7 +16,7 @@ namespace vkf {
 
 namespace {
 
-constexpr std::uint64_t kScoreBytes = 4; // scores are float32 whatever the storage dtype
+constexpr std::uint64_t kScoreBytes = 4;  // scores are float32 whatever the storage dtype
 
 std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
     std::uint64_t product = 1;
@@ -29,8 +29,9 @@ std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
     return product;
 }
 
-
-std::string q_shape_text(const AttentionShape& s) { return shape_text({s.batch, s.q_len, s.n_head, s.head_dim}); }
+std::string q_shape_text(const AttentionShape& s) {
+    return shape_text({s.batch, s.q_len, s.n_head, s.head_dim});
+}
 std::string kv_shape_text(const AttentionShape& s) {
     return shape_text({s.batch, s.kv_len, s.n_kv_head, s.head_dim});
 }
@@ -40,7 +41,7 @@ std::uint32_t workgroup_width(const ComputeLimits& limits, std::uint32_t wanted)
     return std::max<std::uint32_t>(1, std::min({wanted, limits.workgroup_invocations, limits.workgroup_size[0]}));
 }
 
-} // namespace
+}  // namespace
 
 std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape) {
     return saturating_product({shape.batch, shape.n_head, shape.q_len, shape.kv_len, kScoreBytes});
@@ -87,7 +88,8 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
     pv_workgroup_ = workgroup_width(limits, std::min<std::uint32_t>(head_pairs, 64));
     // The softmax reductions halve the workgroup: a power of two, one float of shared
     // memory per invocation.
-    softmax_workgroup_ = std::bit_floor(workgroup_width(limits, std::min<std::uint32_t>(256, limits.shared_memory / 4)));
+    softmax_workgroup_ =
+        std::bit_floor(workgroup_width(limits, std::min<std::uint32_t>(256, limits.shared_memory / 4)));
 
     const std::vector<SpecConstant> head_dim_constant = {{VKF_ATTN_SPEC_D, shape_.head_dim}};
     scores_pipeline_ =
@@ -140,17 +142,16 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     const std::uint32_t heads = shape_.batch * shape_.n_head;
 
     const Binding scores_bindings[] = {
-        {q, Access::Read},
-        {k, Access::Read},
-        {whole(slopes_), Access::Read},
-        {whole(kv_lens_), Access::Read},
+        {q, Access::Read},       {k, Access::Read}, {whole(slopes_), Access::Read}, {whole(kv_lens_), Access::Read},
         {scores, Access::Write},
     };
-    list.dispatch(Dispatch{.pipeline = scores_pipeline_,
-                           .bindings = scores_bindings,
-                           .push_constants = push_bytes(push_),
-                           .groups = {narrow_u32(ceil_div(shape_.kv_len, scores_workgroup_), "naive attention key groups"), shape_.q_len, heads},
-                           .label = "naive attention scores"});
+    list.dispatch(
+        Dispatch{.pipeline = scores_pipeline_,
+                 .bindings = scores_bindings,
+                 .push_constants = push_bytes(push_),
+                 .groups = {narrow_u32(ceil_div(shape_.kv_len, scores_workgroup_), "naive attention key groups"),
+                            shape_.q_len, heads},
+                 .label = "naive attention scores"});
 
     const Binding softmax_bindings[] = {{scores, Access::ReadWrite}};
     list.dispatch(Dispatch{.pipeline = softmax_pipeline_,
@@ -164,11 +165,13 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
         {v, Access::Read},
         {o, Access::Write},
     };
-    list.dispatch(Dispatch{.pipeline = pv_pipeline_,
-                           .bindings = pv_bindings,
-                           .push_constants = push_bytes(push_),
-                           .groups = {narrow_u32(ceil_div(shape_.head_dim / 2, pv_workgroup_), "naive attention column groups"), shape_.q_len, heads},
-                           .label = "naive attention P.V"});
+    list.dispatch(
+        Dispatch{.pipeline = pv_pipeline_,
+                 .bindings = pv_bindings,
+                 .push_constants = push_bytes(push_),
+                 .groups = {narrow_u32(ceil_div(shape_.head_dim / 2, pv_workgroup_), "naive attention column groups"),
+                            shape_.q_len, heads},
+                 .label = "naive attention P.V"});
 }
 
-} // namespace vkf
+}  // namespace vkf

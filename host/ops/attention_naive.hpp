@@ -46,4 +46,4 @@ private:
     Buffer scores_;
 };
 
-} // namespace vkf
+}  // namespace vkf

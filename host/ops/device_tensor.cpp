@@ -64,4 +64,4 @@ DeviceTensor nan_tensor(Context& ctx, std::uint64_t elements, DType dtype, std::
     return tensor;
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -44,4 +44,4 @@ void poison(Context& ctx, const Buffer& buffer);
 // An output tensor, poisoned.
 DeviceTensor nan_tensor(Context& ctx, std::uint64_t elements, DType dtype, std::string name, std::uint32_t pad = 0);
 
-} // namespace vkf
+}  // namespace vkf

@@ -5,8 +5,8 @@
 #include "shaders/variants.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <bit>
+#include <numeric>
 #include <vector>
 
 namespace vkf {
@@ -15,7 +15,9 @@ namespace {
 
 constexpr std::uint32_t kElement = 4;
 
-std::uint32_t workgroup_size(const Context& ctx) { return std::min<std::uint32_t>(256, ctx.limits().workgroup_invocations); }
+std::uint32_t workgroup_size(const Context& ctx) {
+    return std::min<std::uint32_t>(256, ctx.limits().workgroup_invocations);
+}
 
 // Largest chunk that fits one binding and keeps the next chunk's offset aligned.
 VkDeviceSize chunk_bytes(const Context& ctx) {
@@ -65,7 +67,7 @@ void record(Context& ctx, CommandList& list, const SpirvCode& code, std::span<co
     }
 }
 
-} // namespace
+}  // namespace
 
 void record_fill(Context& ctx, CommandList& list, BufferRange dst, std::uint32_t value) {
     record(ctx, list, shaders::variant("elementwise", {"OP_FILL"}), {}, dst, value, "fill");
@@ -85,4 +87,4 @@ void record_add(Context& ctx, CommandList& list, BufferRange a, BufferRange b, B
     record(ctx, list, shaders::variant("elementwise", {"OP_ADD"}), in, dst, 0, "add");
 }
 
-} // namespace vkf
+}  // namespace vkf

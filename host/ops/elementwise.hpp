@@ -18,4 +18,4 @@ void record_copy(Context& ctx, CommandList& list, BufferRange src, BufferRange d
 // dst = a + b (float32). dst may be a or b.
 void record_add(Context& ctx, CommandList& list, BufferRange a, BufferRange b, BufferRange dst);
 
-} // namespace vkf
+}  // namespace vkf

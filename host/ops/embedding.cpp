@@ -46,16 +46,16 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& a) {
                                      .table_base = table.base,
                                      .out_base = out.base,
                                      .zero_invalid = r0 + rc == a.vocab ? 1u : 0u};
-            const Binding bindings[] = {{ids.range, Access::Read},
-                                        {table.range, Access::Read},
-                                        {out.range, Access::Write}};
-            list.dispatch(Dispatch{.pipeline = &pipeline,
-                                   .bindings = bindings,
-                                   .push_constants = push_bytes(push),
-                                   .groups = {narrow_u32(ceil_div(a.hidden, wg), "embedding groups"), static_cast<std::uint32_t>(tc), 1},
-                                   .label = "embedding"});
+            const Binding bindings[] = {
+                {ids.range, Access::Read}, {table.range, Access::Read}, {out.range, Access::Write}};
+            list.dispatch(Dispatch{
+                .pipeline = &pipeline,
+                .bindings = bindings,
+                .push_constants = push_bytes(push),
+                .groups = {narrow_u32(ceil_div(a.hidden, wg), "embedding groups"), static_cast<std::uint32_t>(tc), 1},
+                .label = "embedding"});
         }
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

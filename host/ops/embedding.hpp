@@ -9,9 +9,9 @@
 namespace vkf {
 
 struct EmbeddingArgs {
-    BufferRange ids;   // [tokens] uint32
-    BufferRange table; // [vocab, hidden] table_dtype; may exceed maxStorageBufferRange
-    BufferRange out;   // [tokens, hidden] fp32
+    BufferRange ids;    // [tokens] uint32
+    BufferRange table;  // [vocab, hidden] table_dtype; may exceed maxStorageBufferRange
+    BufferRange out;    // [tokens, hidden] fp32
     std::uint32_t tokens = 0, vocab = 0, hidden = 0;
     DType table_dtype = DType::F32;
 };
@@ -21,4 +21,4 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& args
 // EmbeddingPush (push constants): shaders/interface/embedding.h.
 static_assert(sizeof(EmbeddingPush) == 36);
 
-} // namespace vkf
+}  // namespace vkf

@@ -27,8 +27,10 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
     const std::uint64_t cache_elements = std::uint64_t{c.batch} * c.max_len * c.n_kv_head * c.head_dim;
     check_tensor(a.cache, cache_elements, csize, "kv_append", "cache", shape);
     if (f16 && a.cache.offset % 4 != 0) {
-        throw Error("kv_append: an fp16 cache must start at a multiple of 4 bytes (written as element pairs); "
-                    "offset " + std::to_string(a.cache.offset));
+        throw Error(
+            "kv_append: an fp16 cache must start at a multiple of 4 bytes (written as element pairs); "
+            "offset " +
+            std::to_string(a.cache.offset));
     }
     // The last source element read, + 1, bounds the source range.
     const HeadLayout& s = a.src_layout;
@@ -69,4 +71,4 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                            .label = "kv append"});
 }
 
-} // namespace vkf
+}  // namespace vkf

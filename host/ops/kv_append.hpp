@@ -10,10 +10,10 @@
 namespace vkf {
 
 struct KvAppendArgs {
-    BufferRange src;   // fp32, read through src_layout (e.g. the K part of a fused QKV output)
+    BufferRange src;  // fp32, read through src_layout (e.g. the K part of a fused QKV output)
     HeadLayout src_layout;
-    BufferRange cache; // [batch, max_len, n_kv_head, head_dim] cache_dtype
-    KvAppendShape shape; // cache [batch, max_len, n_kv_head, head_dim], rows pos..pos+new_len-1
+    BufferRange cache;    // [batch, max_len, n_kv_head, head_dim] cache_dtype
+    KvAppendShape shape;  // cache [batch, max_len, n_kv_head, head_dim], rows pos..pos+new_len-1
     DType cache_dtype = DType::F32;
 };
 
@@ -24,4 +24,4 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& args)
 // KvAppendPush (push constants): shaders/interface/kv_append.h.
 static_assert(sizeof(KvAppendPush) == 40);
 
-} // namespace vkf
+}  // namespace vkf

@@ -19,26 +19,26 @@ std::uint64_t loop_iterations(std::uint32_t dim, std::uint32_t wg) {
     return 3 * ceil_div(dim, wg) + 2 * std::bit_width(wg) + 8;
 }
 
-} // namespace
+}  // namespace
 
 std::uint32_t layernorm_workgroup_size(const ComputeLimits& limits, std::uint32_t dim) {
-    const std::uint32_t cap =
-        std::bit_floor(std::min({kMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0],
-                                 limits.shared_memory / 4}));
+    const std::uint32_t cap = std::bit_floor(
+        std::min({kMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0], limits.shared_memory / 4}));
     std::uint32_t wg = std::min(cap, std::bit_ceil(std::max<std::uint32_t>(dim, 1)));
     if (wg == 0) {
-        throw Error("layernorm: no workgroup fits " + std::to_string(limits.shared_memory) +
-                    " bytes of shared memory");
+        throw Error("layernorm: no workgroup fits " + std::to_string(limits.shared_memory) + " bytes of shared memory");
     }
     if (limits.max_loop_iterations != 0) {
         const std::uint64_t budget = limits.max_loop_iterations / 2;
-        while (loop_iterations(dim, wg) > budget && wg < std::bit_floor(std::min(limits.workgroup_invocations,
-                                                                                 limits.workgroup_size[0]))) {
+        while (loop_iterations(dim, wg) > budget &&
+               wg < std::bit_floor(std::min(limits.workgroup_invocations, limits.workgroup_size[0]))) {
             wg *= 2;
         }
         if (loop_iterations(dim, wg) > budget || wg * 4 > limits.shared_memory) {
-            throw Error("layernorm: rows of " + std::to_string(dim) + " elements need more loop iterations per "
-                        "invocation than this driver runs (" + std::to_string(limits.max_loop_iterations) + ")");
+            throw Error("layernorm: rows of " + std::to_string(dim) +
+                        " elements need more loop iterations per "
+                        "invocation than this driver runs (" +
+                        std::to_string(limits.max_loop_iterations) + ")");
         }
     }
     return wg;
@@ -96,4 +96,4 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -8,10 +8,10 @@
 namespace vkf {
 
 struct LayerNormArgs {
-    BufferRange x;      // [rows, dim] fp32
-    BufferRange weight; // [dim] weight_dtype
-    BufferRange bias;   // [dim] weight_dtype, or no buffer (MPT's no_bias)
-    BufferRange y;      // [rows, dim] fp32; may be the same range as x
+    BufferRange x;       // [rows, dim] fp32
+    BufferRange weight;  // [dim] weight_dtype
+    BufferRange bias;    // [dim] weight_dtype, or no buffer (MPT's no_bias)
+    BufferRange y;       // [rows, dim] fp32; may be the same range as x
     std::uint32_t rows = 0, dim = 0;
     float eps = 1e-5f;
     DType weight_dtype = DType::F32;
@@ -28,4 +28,4 @@ static_assert(sizeof(LayerNormPush) == 32);
 // that is impossible.
 std::uint32_t layernorm_workgroup_size(const ComputeLimits& limits, std::uint32_t dim);
 
-} // namespace vkf
+}  // namespace vkf

@@ -13,10 +13,9 @@ namespace vkf {
 
 namespace {
 
-
 struct Tile {
     std::uint32_t m, n, k;
-    std::uint32_t workgroup_size() const { return m * n / 16; } // 4 x 4 outputs per invocation
+    std::uint32_t workgroup_size() const { return m * n / 16; }  // 4 x 4 outputs per invocation
     std::uint32_t shared_bytes() const { return 4 * k * (m + n); }
 };
 
@@ -79,10 +78,10 @@ const Tile* choose_tile(const ComputeLimits& l, std::uint32_t m) {
 
 // Power of two; 0 when even one invocation's 16 bytes of shared memory do not fit.
 std::uint32_t gemv_workgroup(const ComputeLimits& l, std::uint32_t k) {
-    std::uint32_t wg = std::bit_floor(std::min({kGemvMaxWorkgroup, l.workgroup_invocations, l.workgroup_size[0],
-                                                l.shared_memory / 16}));
+    std::uint32_t wg = std::bit_floor(
+        std::min({kGemvMaxWorkgroup, l.workgroup_invocations, l.workgroup_size[0], l.shared_memory / 16}));
     while (wg > 32 && wg * 8 > k) {
-        wg /= 2; // short rows: fewer idle invocations and reduction steps
+        wg /= 2;  // short rows: fewer idle invocations and reduction steps
     }
     return wg;
 }
@@ -92,21 +91,21 @@ std::uint32_t gemv_workgroup(const ComputeLimits& l, std::uint32_t k) {
 // unrolls (the long-K tests on lavapipe would fail if it did not).
 std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
     switch (p.kernel) {
-    case MatmulKernel::Tiled: {
-        const std::uint64_t per_tile = ceil_div(p.tile_m * p.tile_k, p.workgroup_size) +
-                                       ceil_div(p.tile_n * p.tile_k, p.workgroup_size) + p.tile_k + 1;
-        return ceil_div(len, p.tile_k) * per_tile + 8;
-    }
-    case MatmulKernel::Gemv:
-        return ceil_div(len, p.workgroup_size) + std::bit_width(p.workgroup_size) + 8;
-    case MatmulKernel::RowDot: {
-        // Passes of a subgroup over its column groups, each at most one iteration per
-        // `subgroup_size` elements (8 or 16 times fewer with vector loads) plus the tail's.
-        const std::uint64_t passes = ceil_div(p.column_groups, p.workgroup_size / p.subgroup_size);
-        return passes * (ceil_div(len, p.subgroup_size) + 2) + 8;
-    }
-    default: // blocked: one iteration per k (per pair of k when it can), the rest unrolled
-        return len + 8;
+        case MatmulKernel::Tiled: {
+            const std::uint64_t per_tile = ceil_div(p.tile_m * p.tile_k, p.workgroup_size) +
+                                           ceil_div(p.tile_n * p.tile_k, p.workgroup_size) + p.tile_k + 1;
+            return ceil_div(len, p.tile_k) * per_tile + 8;
+        }
+        case MatmulKernel::Gemv:
+            return ceil_div(len, p.workgroup_size) + std::bit_width(p.workgroup_size) + 8;
+        case MatmulKernel::RowDot: {
+            // Passes of a subgroup over its column groups, each at most one iteration per
+            // `subgroup_size` elements (8 or 16 times fewer with vector loads) plus the tail's.
+            const std::uint64_t passes = ceil_div(p.column_groups, p.workgroup_size / p.subgroup_size);
+            return passes * (ceil_div(len, p.subgroup_size) + 2) + 8;
+        }
+        default:  // blocked: one iteration per k (per pair of k when it can), the rest unrolled
+            return len + 8;
     }
 }
 
@@ -116,7 +115,7 @@ std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t
     if (loop_iterations(p, lo) > budget) {
         return granule;
     }
-    while (hi - lo > granule) { // binary search over multiples of granule
+    while (hi - lo > granule) {  // binary search over multiples of granule
         const std::uint64_t mid = (lo + hi) / 2 / granule * granule;
         (loop_iterations(p, mid) <= budget ? lo : hi) = mid;
     }
@@ -132,15 +131,20 @@ const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide) {
                                        {"WEIGHTS_F16", f16}});
 }
 
-} // namespace
+}  // namespace
 
 const char* to_string(MatmulKernel k) {
     switch (k) {
-    case MatmulKernel::Tiled: return "tiled";
-    case MatmulKernel::Gemv: return "gemv";
-    case MatmulKernel::Blocked: return "blocked";
-    case MatmulKernel::RowDot: return "rowdot";
-    default: return "auto";
+        case MatmulKernel::Tiled:
+            return "tiled";
+        case MatmulKernel::Gemv:
+            return "gemv";
+        case MatmulKernel::Blocked:
+            return "blocked";
+        case MatmulKernel::RowDot:
+            return "rowdot";
+        default:
+            return "auto";
     }
 }
 
@@ -158,8 +162,8 @@ std::string MatmulPlan::describe() const {
     if (n_splits > 1) {
         s += ", split-K " + std::to_string(n_splits) + " x " + std::to_string(k_split);
     }
-    s += ", pieces of " + std::to_string(rows_per_piece) + " rows x " + std::to_string(cols_per_piece) +
-         " cols, ~" + std::to_string(loop_iterations) + " loop iterations per invocation";
+    s += ", pieces of " + std::to_string(rows_per_piece) + " rows x " + std::to_string(cols_per_piece) + " cols, ~" +
+         std::to_string(loop_iterations) + " loop iterations per invocation";
     return s;
 }
 
@@ -192,77 +196,81 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
         } else if (gemv_wg > 0) {
             kernel = MatmulKernel::Gemv;
         } else {
-            kernel = MatmulKernel::Blocked; // no shared memory at all
+            kernel = MatmulKernel::Blocked;  // no shared memory at all
         }
     }
     plan.kernel = kernel;
     std::uint32_t granule = 1;
-    std::uint64_t groups = 0; // workgroups of the whole output, before splitting K
+    std::uint64_t groups = 0;  // workgroups of the whole output, before splitting K
     switch (kernel) {
-    case MatmulKernel::Tiled:
-        if (tile == nullptr) {
-            throw Error("matmul: no tile fits the device (" + std::to_string(limits.shared_memory) +
-                        " bytes of shared memory, " + std::to_string(limits.workgroup_invocations) +
-                        " invocations per workgroup)");
+        case MatmulKernel::Tiled:
+            if (tile == nullptr) {
+                throw Error("matmul: no tile fits the device (" + std::to_string(limits.shared_memory) +
+                            " bytes of shared memory, " + std::to_string(limits.workgroup_invocations) +
+                            " invocations per workgroup)");
+            }
+            plan.tile_m = tile->m;
+            plan.tile_n = tile->n;
+            plan.tile_k = tile->k;
+            plan.workgroup_size = tile->workgroup_size();
+            plan.shared_bytes = tile->shared_bytes();
+            granule = tile->k;
+            groups = ceil_div(m, tile->m) * ceil_div(n, tile->n);
+            break;
+        case MatmulKernel::Gemv:
+            if (gemv_wg == 0) {
+                throw Error(
+                    "matmul: the matrix-vector kernel needs 16 bytes of shared memory per invocation; the "
+                    "device allows " +
+                    std::to_string(limits.shared_memory) + " bytes");
+            }
+            plan.workgroup_size = gemv_wg;
+            plan.shared_bytes = 16 * gemv_wg;
+            granule = 2;  // slices start on pairs
+            groups = std::uint64_t{m} * ceil_div(n, 4);
+            break;
+        case MatmulKernel::RowDot: {
+            if (!rowdot_fits) {
+                throw Error(
+                    "matmul: the row-dot kernel needs subgroup arithmetic in compute shaders and workgroups of "
+                    "at least one subgroup (" +
+                    std::to_string(limits.subgroup_size) + " invocations)");
+            }
+            plan.subgroup_size = limits.subgroup_size;
+            plan.wide_loads = limits.int64;
+            plan.block_m = std::min(m, kRowDotRows);
+            plan.block_n = kRowDotCols;
+            const std::uint32_t max_groups =
+                std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
+            std::uint32_t cg = std::bit_floor(std::min(kRowDotGroups, max_groups));
+            const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+            const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
+            while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target) {
+                cg /= 2;  // small outputs: fewer columns per workgroup, more workgroups
+            }
+            plan.column_groups = cg;
+            plan.workgroup_size = cg * plan.subgroup_size;
+            granule = 16;  // slices start on whole chunks
+            groups = ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
+            break;
         }
-        plan.tile_m = tile->m;
-        plan.tile_n = tile->n;
-        plan.tile_k = tile->k;
-        plan.workgroup_size = tile->workgroup_size();
-        plan.shared_bytes = tile->shared_bytes();
-        granule = tile->k;
-        groups = ceil_div(m, tile->m) * ceil_div(n, tile->n);
-        break;
-    case MatmulKernel::Gemv:
-        if (gemv_wg == 0) {
-            throw Error("matmul: the matrix-vector kernel needs 16 bytes of shared memory per invocation; the "
-                        "device allows " + std::to_string(limits.shared_memory) + " bytes");
+        default: {
+            plan.block_m = m == 1 ? 1 : kBlockRows;
+            plan.block_n = kBlockCols;
+            const std::uint64_t invocations = ceil_div(n, plan.block_n);
+            const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+            // Narrow workgroups when the output is small, so that it still spreads over the device.
+            std::uint32_t wg = std::min({kBlockedWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
+            wg = std::bit_floor(wg);
+            const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
+            while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target) {
+                wg /= 2;
+            }
+            plan.workgroup_size = wg;
+            granule = 2;  // slices start on pairs
+            groups = ceil_div(invocations, wg) * row_blocks;
+            break;
         }
-        plan.workgroup_size = gemv_wg;
-        plan.shared_bytes = 16 * gemv_wg;
-        granule = 2; // slices start on pairs
-        groups = std::uint64_t{m} * ceil_div(n, 4);
-        break;
-    case MatmulKernel::RowDot: {
-        if (!rowdot_fits) {
-            throw Error("matmul: the row-dot kernel needs subgroup arithmetic in compute shaders and workgroups of "
-                        "at least one subgroup (" + std::to_string(limits.subgroup_size) + " invocations)");
-        }
-        plan.subgroup_size = limits.subgroup_size;
-        plan.wide_loads = limits.int64;
-        plan.block_m = std::min(m, kRowDotRows);
-        plan.block_n = kRowDotCols;
-        const std::uint32_t max_groups =
-            std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
-        std::uint32_t cg = std::bit_floor(std::min(kRowDotGroups, max_groups));
-        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
-        const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
-        while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target) {
-            cg /= 2; // small outputs: fewer columns per workgroup, more workgroups
-        }
-        plan.column_groups = cg;
-        plan.workgroup_size = cg * plan.subgroup_size;
-        granule = 16; // slices start on whole chunks
-        groups = ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
-        break;
-    }
-    default: {
-        plan.block_m = m == 1 ? 1 : kBlockRows;
-        plan.block_n = kBlockCols;
-        const std::uint64_t invocations = ceil_div(n, plan.block_n);
-        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
-        // Narrow workgroups when the output is small, so that it still spreads over the device.
-        std::uint32_t wg = std::min({kBlockedWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
-        wg = std::bit_floor(wg);
-        const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
-        while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target) {
-            wg /= 2;
-        }
-        plan.workgroup_size = wg;
-        granule = 2; // slices start on pairs
-        groups = ceil_div(invocations, wg) * row_blocks;
-        break;
-    }
     }
 
     // K slices: at least what was forced, enough for parallelism on small outputs, and
@@ -290,7 +298,7 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
     }
     std::uint64_t cols = std::min<std::uint64_t>({n, w_max / k, f_max / plan.n_splits});
     std::uint64_t rows = std::min<std::uint64_t>(m, f_max / k);
-    rows = std::min(rows, (f_max - cols) / n + 1); // Y and R: (rows - 1) * n + cols elements
+    rows = std::min(rows, (f_max - cols) / n + 1);  // Y and R: (rows - 1) * n + cols elements
     rows = std::min(rows, f_max / (plan.n_splits * cols));
     plan.rows_per_piece = static_cast<std::uint32_t>(rows);
     plan.cols_per_piece = static_cast<std::uint32_t>(cols);
@@ -348,7 +356,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                      .push_constant_layout = MatmulPush::layout,
                                                      .binding_count = 5,
                                                      .shared_memory_bytes = plan.shared_bytes});
-    const std::uint32_t reduce_wg = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
+    const std::uint32_t reduce_wg =
+        std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
     const Pipeline* reduce = nullptr;
     if (split) {
         reduce = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", f16}}),
@@ -365,18 +374,18 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
 
     for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
         const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
-        const ElementBinding x = bind_elements(limits, a.x, std::uint64_t{m0} * a.k, std::uint64_t{mc} * a.k, 4,
-                                               "matmul", "X");
+        const ElementBinding x =
+            bind_elements(limits, a.x, std::uint64_t{m0} * a.k, std::uint64_t{mc} * a.k, 4, "matmul", "X");
         for (std::uint32_t n0 = 0; n0 < a.n; n0 += plan.cols_per_piece) {
             const std::uint32_t nc = std::min(plan.cols_per_piece, a.n - n0);
-            const ElementBinding w = bind_elements(limits, a.w, std::uint64_t{n0} * a.k, std::uint64_t{nc} * a.k,
-                                                   wsize, "matmul", "W");
+            const ElementBinding w =
+                bind_elements(limits, a.w, std::uint64_t{n0} * a.k, std::uint64_t{nc} * a.k, wsize, "matmul", "W");
             // Y and R: rows m0.. of columns n0..n0+nc, a span with row stride n.
             const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
             const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
             const ElementBinding y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y");
             const ElementBinding bias =
-                has_bias ? bind_elements(limits, a.bias, n0, nc, wsize, "matmul", "bias") : x; // x: unused slot
+                has_bias ? bind_elements(limits, a.bias, n0, nc, wsize, "matmul", "bias") : x;  // x: unused slot
             const ElementBinding res =
                 has_residual ? bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual") : x;
             MatmulPush push{.m = mc,
@@ -394,8 +403,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
             if (plan.kernel != MatmulKernel::Tiled && a.k % 2 == 0 && w.base % 2 == 0) {
                 push.flags |= VKF_MATMUL_FLAG_PAIRS;
             }
-            if (plan.kernel == MatmulKernel::RowDot && a.k % 8 == 0 && x.base % 4 == 0 &&
-                w.base % (f16 ? 8 : 4) == 0) {
+            if (plan.kernel == MatmulKernel::RowDot && a.k % 8 == 0 && x.base % 4 == 0 && w.base % (f16 ? 8 : 4) == 0) {
                 push.flags |= VKF_MATMUL_FLAG_VEC8;
                 if (plan.wide_loads && a.k % 16 == 0 && x.base % 8 == 0 && w.base % (f16 ? 16 : 8) == 0) {
                     push.flags |= VKF_MATMUL_FLAG_VEC16;
@@ -403,21 +411,21 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
             }
             GroupCount groups;
             switch (plan.kernel) {
-            case MatmulKernel::Tiled:
-                groups = {static_cast<std::uint32_t>(ceil_div(nc, plan.tile_n)),
-                          static_cast<std::uint32_t>(ceil_div(mc, plan.tile_m)), plan.n_splits};
-                break;
-            case MatmulKernel::Gemv:
-                groups = {static_cast<std::uint32_t>(ceil_div(nc, 4)), mc, plan.n_splits};
-                break;
-            case MatmulKernel::RowDot:
-                groups = {static_cast<std::uint32_t>(ceil_div(nc, plan.block_n * plan.column_groups)),
-                          static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
-                break;
-            default:
-                groups = {static_cast<std::uint32_t>(ceil_div(ceil_div(nc, plan.block_n), plan.workgroup_size)),
-                          static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
-                break;
+                case MatmulKernel::Tiled:
+                    groups = {static_cast<std::uint32_t>(ceil_div(nc, plan.tile_n)),
+                              static_cast<std::uint32_t>(ceil_div(mc, plan.tile_m)), plan.n_splits};
+                    break;
+                case MatmulKernel::Gemv:
+                    groups = {static_cast<std::uint32_t>(ceil_div(nc, 4)), mc, plan.n_splits};
+                    break;
+                case MatmulKernel::RowDot:
+                    groups = {static_cast<std::uint32_t>(ceil_div(nc, plan.block_n * plan.column_groups)),
+                              static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
+                    break;
+                default:
+                    groups = {static_cast<std::uint32_t>(ceil_div(ceil_div(nc, plan.block_n), plan.workgroup_size)),
+                              static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
+                    break;
             }
             if (!split) {
                 const Binding bindings[] = {{x.range, Access::Read},
@@ -432,8 +440,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                        .label = "matmul"});
                 continue;
             }
-            const ElementBinding partials = bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc,
-                                                          4, "matmul", "scratch");
+            const ElementBinding partials =
+                bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
             MatmulPush partial_push = push;
             partial_push.flags = (push.flags & (VKF_MATMUL_FLAG_PAIRS | VKF_MATMUL_FLAG_VEC8 | VKF_MATMUL_FLAG_VEC16)) |
                                  VKF_MATMUL_FLAG_PARTIALS;
@@ -449,7 +457,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .groups = groups,
                                    .label = "matmul"});
             MatmulPush reduce_push = push;
-            reduce_push.x_base = partials.base; // the reduce pass has no X
+            reduce_push.x_base = partials.base;  // the reduce pass has no X
             const Binding reduce_bindings[] = {{partials.range, Access::Read},
                                                {has_bias ? bias.range : partials.range, Access::Read},
                                                {has_residual ? res.range : partials.range, Access::Read},
@@ -463,4 +471,4 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

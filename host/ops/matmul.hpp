@@ -20,19 +20,19 @@ enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot
 const char* to_string(MatmulKernel k);
 
 struct MatmulOptions {
-    MatmulKernel kernel = MatmulKernel::Auto; // tests force each kernel
+    MatmulKernel kernel = MatmulKernel::Auto;  // tests force each kernel
     // 0: chosen; n: at least n K slices (split-K), and none added for parallelism (slices
     // the driver's loop limit needs are always added).
     std::uint32_t force_splits = 0;
 };
 
 struct MatmulArgs {
-    BufferRange x;        // [m, k] fp32
-    BufferRange w;        // [n, k] weight_dtype (PyTorch's Linear.weight layout)
-    BufferRange bias;     // [n] weight_dtype, or no buffer
-    BufferRange residual; // [m, n] fp32 added last, or no buffer; may be the same range as y
-    BufferRange y;        // [m, n] fp32, not overlapping x, w or bias
-    BufferRange scratch;  // split-K partial sums: matmul_scratch_bytes() bytes, unused when that is 0
+    BufferRange x;         // [m, k] fp32
+    BufferRange w;         // [n, k] weight_dtype (PyTorch's Linear.weight layout)
+    BufferRange bias;      // [n] weight_dtype, or no buffer
+    BufferRange residual;  // [m, n] fp32 added last, or no buffer; may be the same range as y
+    BufferRange y;         // [m, n] fp32, not overlapping x, w or bias
+    BufferRange scratch;   // split-K partial sums: matmul_scratch_bytes() bytes, unused when that is 0
     std::uint32_t m = 0, n = 0, k = 0;
     DType weight_dtype = DType::F32;
     Activation activation = Activation::None;
@@ -61,20 +61,20 @@ MatmulDevice matmul_device(const Context& ctx);
 
 struct MatmulPlan {
     MatmulKernel kernel = MatmulKernel::Tiled;
-    std::uint32_t tile_m = 0, tile_n = 0, tile_k = 0; // tiled: Y tile and K step
-    std::uint32_t block_m = 0, block_n = 0;           // blocked: Y block of one invocation;
-                                                      // rowdot: rows of a workgroup, columns of a subgroup pass
-    std::uint32_t column_groups = 0;                  // rowdot: groups of block_n columns per workgroup
-    std::uint32_t subgroup_size = 0;                  // rowdot: the device's, as planned
-    bool wide_loads = false;                          // rowdot: 64-bit components (shaderInt64)
+    std::uint32_t tile_m = 0, tile_n = 0, tile_k = 0;  // tiled: Y tile and K step
+    std::uint32_t block_m = 0, block_n = 0;            // blocked: Y block of one invocation;
+                                                       // rowdot: rows of a workgroup, columns of a subgroup pass
+    std::uint32_t column_groups = 0;                   // rowdot: groups of block_n columns per workgroup
+    std::uint32_t subgroup_size = 0;                   // rowdot: the device's, as planned
+    bool wide_loads = false;                           // rowdot: 64-bit components (shaderInt64)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
-    std::uint32_t n_splits = 1;   // K slices; > 1 adds the reduce pass
-    std::uint32_t k_split = 0;    // K elements per slice
-    std::uint32_t rows_per_piece = 0; // rows of X and Y bound per dispatch
-    std::uint32_t cols_per_piece = 0; // rows of W (columns of Y) bound per dispatch
+    std::uint32_t n_splits = 1;        // K slices; > 1 adds the reduce pass
+    std::uint32_t k_split = 0;         // K elements per slice
+    std::uint32_t rows_per_piece = 0;  // rows of X and Y bound per dispatch
+    std::uint32_t cols_per_piece = 0;  // rows of W (columns of Y) bound per dispatch
     std::uint64_t scratch_bytes = 0;
-    std::uint64_t loop_iterations = 0; // per invocation, counted without unrolling (an upper bound)
+    std::uint64_t loop_iterations = 0;  // per invocation, counted without unrolling (an upper bound)
     std::string describe() const;
 };
 
@@ -83,4 +83,4 @@ struct MatmulPlan {
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                        DType weight_dtype, MatmulOptions options = {});
 
-} // namespace vkf
+}  // namespace vkf

@@ -9,11 +9,15 @@ namespace vkf {
 
 namespace {
 
-std::string buffer_name(const BufferRange& r) { return r.buffer != nullptr ? r.buffer->name() : std::string("?"); }
+std::string buffer_name(const BufferRange& r) {
+    return r.buffer != nullptr ? r.buffer->name() : std::string("?");
+}
 
-} // namespace
+}  // namespace
 
-std::uint64_t binding_slack(const ComputeLimits& limits) { return limits.storage_offset_alignment + 4; }
+std::uint64_t binding_slack(const ComputeLimits& limits) {
+    return limits.storage_offset_alignment + 4;
+}
 
 std::uint64_t max_bound_elements(const ComputeLimits& limits, std::uint32_t element_bytes) {
     const std::uint64_t range = limits.storage_buffer_range;
@@ -68,4 +72,4 @@ void check_tensor(const BufferRange& r, std::uint64_t elements, std::uint32_t el
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

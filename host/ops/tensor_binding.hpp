@@ -4,7 +4,7 @@
 // maxStorageBufferRange long, so a piece is bound from the aligned offset at or below its
 // first element, and the shader is told where in the binding that element sits (`base`).
 
-#include "host/util/format.hpp" // shape_text, for the messages of check_tensor
+#include "host/util/format.hpp"  // shape_text, for the messages of check_tensor
 #include "runtime/command_list.hpp"
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 namespace vkf {
 
 struct ElementBinding {
-    BufferRange range;      // what to bind
-    std::uint32_t base = 0; // index of the first element within the binding
+    BufferRange range;       // what to bind
+    std::uint32_t base = 0;  // index of the first element within the binding
 };
 
 // Bytes a binding may need beyond its elements' own: the alignment step back plus rounding
@@ -36,5 +36,4 @@ std::uint64_t max_bound_elements(const ComputeLimits& limits, std::uint32_t elem
 void check_tensor(const BufferRange& r, std::uint64_t elements, std::uint32_t element_bytes, std::string_view op,
                   std::string_view tensor_name, const std::string& shape);
 
-
-} // namespace vkf
+}  // namespace vkf

@@ -188,7 +188,7 @@ std::vector<double> attention(const AttentionParams& params, std::span<const dou
                             key_end = std::min<std::int64_t>(key_end, position + 1);
                         }
                         if (key_end <= 0) {
-                            continue; // every key masked: the row stays zero
+                            continue;  // every key masked: the row stays zero
                         }
                         const std::size_t offset = ((static_cast<std::size_t>(b) * s.q_len + i) * s.n_head + h) * dim;
                         std::copy(q.begin() + static_cast<std::ptrdiff_t>(offset),

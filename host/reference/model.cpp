@@ -61,7 +61,7 @@ struct Model::Weights {
     RefNorm embedding_norm;        // BLOOM only
     std::vector<RefBlock> blocks;
     RefNorm final_norm;
-    RefLinear lm_head;           // empty when tied to the embedding
+    RefLinear lm_head;  // empty when tied to the embedding
 };
 
 namespace {
@@ -225,7 +225,8 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
         for (std::size_t t = 0; t < tokens; ++t) {
             for (std::size_t head = 0; head < c.n_head; ++head) {
                 for (std::size_t which = 0; which < 3; ++which) {
-                    const double* from = qkv.data() + t * 3 * h + (bloom ? (head * 3 + which) * d : which * h + head * d);
+                    const double* from =
+                        qkv.data() + t * 3 * h + (bloom ? (head * 3 + which) * d : which * h + head * d);
                     double* to = (which == 0 ? q : which == 1 ? k : v).data() + t * h + head * d;
                     std::copy(from, from + d, to);
                 }

@@ -20,20 +20,25 @@ void check_size(std::size_t got, std::uint64_t want, const char* op, const char*
     }
 }
 
-} // namespace
+}  // namespace
 
 double gelu_tanh(double x) {
     const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
     return 0.5 * x * (1.0 + std::tanh(u));
 }
 
-double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
+double gelu_erf(double x) {
+    return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
+}
 
 double activation(Activation activation, double x) {
     switch (activation) {
-    case Activation::GeluTanh: return gelu_tanh(x);
-    case Activation::GeluErf: return gelu_erf(x);
-    default: return x;
+        case Activation::GeluTanh:
+            return gelu_tanh(x);
+        case Activation::GeluErf:
+            return gelu_erf(x);
+        default:
+            return x;
     }
 }
 
@@ -41,15 +46,16 @@ std::vector<double> linear(std::span<const double> x, std::span<const float> wei
                            std::uint32_t m, std::uint32_t n, std::uint32_t k, unsigned threads) {
     check_size(x.size(), std::uint64_t{m} * k, "reference::linear", "x");
     check_size(weight.size(), std::uint64_t{n} * k, "reference::linear", "w");
-    if (!bias.empty()) check_size(bias.size(), n, "reference::linear", "bias");
+    if (!bias.empty())
+        check_size(bias.size(), n, "reference::linear", "bias");
     // Threads split the weight rows; each walks 4 weight rows (transposed into a double
     // tile) against 4 activation rows at a time.
     std::vector<double> y(std::size_t{m} * n);
-    constexpr std::size_t kRows = 4; // weight rows per tile
-    constexpr std::size_t kCols = 4; // activation rows per tile
+    constexpr std::size_t kRows = 4;  // weight rows per tile
+    constexpr std::size_t kCols = 4;  // activation rows per tile
     const std::size_t tiles = ceil_div(n, kRows);
     parallel_ranges(tiles, threads, 16, [&](std::size_t tile_begin, std::size_t tile_end) {
-        std::vector<double> wt(std::size_t{k} * kRows); // wt[l * kRows + r] = w[j0 + r, l]
+        std::vector<double> wt(std::size_t{k} * kRows);  // wt[l * kRows + r] = w[j0 + r, l]
         for (std::size_t tile = tile_begin; tile < tile_end; ++tile) {
             const std::size_t j0 = tile * kRows;
             const std::size_t rows = std::min<std::size_t>(kRows, n - j0);
@@ -106,11 +112,13 @@ std::vector<double> matmul(std::span<const float> x, std::span<const float> w, s
                            std::span<const float> residual, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                            Activation activation) {
     check_size(x.size(), std::uint64_t{m} * k, "reference::matmul", "x");
-    if (!residual.empty()) check_size(residual.size(), std::uint64_t{m} * n, "reference::matmul", "residual");
+    if (!residual.empty())
+        check_size(residual.size(), std::uint64_t{m} * n, "reference::matmul", "residual");
     std::vector<double> y = linear(std::vector<double>(x.begin(), x.end()), w, bias, m, n, k);
     for (std::size_t i = 0; i < y.size(); ++i) {
         y[i] = reference::activation(activation, y[i]);
-        if (!residual.empty()) y[i] += residual[i];
+        if (!residual.empty())
+            y[i] += residual[i];
     }
     return y;
 }
@@ -119,15 +127,18 @@ std::vector<double> layernorm(std::span<const double> x, std::span<const float> 
                               std::uint32_t rows, std::uint32_t dim, double eps) {
     check_size(x.size(), std::uint64_t{rows} * dim, "reference::layernorm", "x");
     check_size(weight.size(), dim, "reference::layernorm", "weight");
-    if (!bias.empty()) check_size(bias.size(), dim, "reference::layernorm", "bias");
+    if (!bias.empty())
+        check_size(bias.size(), dim, "reference::layernorm", "bias");
     std::vector<double> y(x.size());
     for (std::size_t r = 0; r < rows; ++r) {
         const double* row = x.data() + r * dim;
         double mean = 0.0;
-        for (std::uint32_t i = 0; i < dim; ++i) mean += row[i];
+        for (std::uint32_t i = 0; i < dim; ++i)
+            mean += row[i];
         mean /= dim;
         double var = 0.0;
-        for (std::uint32_t i = 0; i < dim; ++i) var += (row[i] - mean) * (row[i] - mean);
+        for (std::uint32_t i = 0; i < dim; ++i)
+            var += (row[i] - mean) * (row[i] - mean);
         var /= dim;
         const double inv_std = 1.0 / std::sqrt(var + eps);
         for (std::uint32_t i = 0; i < dim; ++i) {
@@ -142,12 +153,13 @@ std::vector<double> layernorm(std::span<const float> x, std::span<const float> w
     return layernorm(std::vector<double>(x.begin(), x.end()), weight, bias, rows, dim, eps);
 }
 
-std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table,
-                                        std::uint32_t vocab, std::uint32_t hidden) {
+std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table, std::uint32_t vocab,
+                              std::uint32_t hidden) {
     check_size(table.size(), std::uint64_t{vocab} * hidden, "reference::embedding", "table");
     std::vector<double> out(ids.size() * std::uint64_t{hidden}, 0.0);
     for (std::size_t t = 0; t < ids.size(); ++t) {
-        if (ids[t] >= vocab) continue;
+        if (ids[t] >= vocab)
+            continue;
         for (std::uint32_t h = 0; h < hidden; ++h) {
             out[t * hidden + h] = table[std::uint64_t{ids[t]} * hidden + h];
         }
@@ -164,7 +176,8 @@ std::vector<double> kv_append(std::span<const float> cache, std::span<const floa
         for (std::uint64_t t = 0; t < a.new_len; ++t) {
             for (std::uint64_t h = 0; h < a.n_kv_head; ++h) {
                 for (std::uint64_t d = 0; d < a.head_dim; ++d) {
-                    const std::uint64_t from = s.offset + b * s.batch_stride + t * s.token_stride + h * s.head_stride + d;
+                    const std::uint64_t from =
+                        s.offset + b * s.batch_stride + t * s.token_stride + h * s.head_stride + d;
                     if (from >= src.size()) {
                         throw Error("reference::kv_append: the source layout reads past the source");
                     }
@@ -176,4 +189,4 @@ std::vector<double> kv_append(std::span<const float> cache, std::span<const floa
     return out;
 }
 
-} // namespace vkf::reference
+}  // namespace vkf::reference

@@ -16,7 +16,7 @@ namespace vkf::reference {
 
 double gelu_tanh(double x);
 double gelu_erf(double x);
-double activation(Activation activation, double x); // None: x
+double activation(Activation activation, double x);  // None: x
 
 // x[m, k] . w[n, k]^T + bias[n] (bias may be empty). Every output is one sequential sum
 // over k, so the result does not depend on `threads`.
@@ -25,8 +25,8 @@ std::vector<double> linear(std::span<const double> x, std::span<const float> w, 
 
 // act(x . w^T + bias) + residual; bias and residual may be empty. Returns [m, n].
 std::vector<double> matmul(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
-                                     std::span<const float> residual, std::uint32_t m, std::uint32_t n,
-                                     std::uint32_t k, Activation activation = Activation::None);
+                           std::span<const float> residual, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                           Activation activation = Activation::None);
 
 // Two-pass mean and (biased) variance over each row of [rows, dim], as torch.nn.LayerNorm;
 // bias may be empty.
@@ -36,12 +36,12 @@ std::vector<double> layernorm(std::span<const float> x, std::span<const float> w
                               std::uint32_t rows, std::uint32_t dim, double eps);
 
 // out[t] = table[ids[t]], zeros for ids >= vocab. Returns [tokens, hidden].
-std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table,
-                                        std::uint32_t vocab, std::uint32_t hidden);
+std::vector<double> embedding(std::span<const std::uint32_t> ids, std::span<const float> table, std::uint32_t vocab,
+                              std::uint32_t hidden);
 
 // `cache` ([batch, max_len, n_kv_head, head_dim] of `shape`) with rows pos..pos+new_len-1
 // of every batch replaced by the source read through `src_layout`.
 std::vector<double> kv_append(std::span<const float> cache, std::span<const float> src, const HeadLayout& src_layout,
                               const KvAppendShape& shape);
 
-} // namespace vkf::reference
+}  // namespace vkf::reference

@@ -52,4 +52,4 @@ void parallel_ranges(std::size_t count, unsigned threads, std::size_t min_per_th
     }
 }
 
-} // namespace vkf::reference
+}  // namespace vkf::reference

@@ -4,10 +4,13 @@ namespace vkf {
 
 const char* to_string(Activation a) {
     switch (a) {
-    case Activation::GeluTanh: return "gelu_tanh";
-    case Activation::GeluErf: return "gelu_erf";
-    default: return "none";
+        case Activation::GeluTanh:
+            return "gelu_tanh";
+        case Activation::GeluErf:
+            return "gelu_erf";
+        default:
+            return "none";
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -11,4 +11,4 @@ enum class Activation : std::uint32_t { None = 0, GeluTanh = 1, GeluErf = 2 };
 // "none", "gelu_tanh", "gelu_erf".
 const char* to_string(Activation a);
 
-} // namespace vkf
+}  // namespace vkf

@@ -18,11 +18,14 @@ using Json = nlohmann::json;
 
 std::string_view torch_dtype(DType dtype) {
     switch (dtype) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-    default:
-        throw Error(fmt::format("checkpoint writer: dtype {} is not one of F32, F16, BF16", dtype_name(dtype)));
+        case DType::F32:
+            return "float32";
+        case DType::F16:
+            return "float16";
+        case DType::BF16:
+            return "bfloat16";
+        default:
+            throw Error(fmt::format("checkpoint writer: dtype {} is not one of F32, F16, BF16", dtype_name(dtype)));
     }
 }
 
@@ -141,7 +144,7 @@ Json mpt_config(const ModelConfig& config, DType dtype) {
     return json;
 }
 
-} // namespace
+}  // namespace
 
 std::string hf_config_json(const ModelConfig& config, DType dtype) {
     validate(config);
@@ -149,4 +152,4 @@ std::string hf_config_json(const ModelConfig& config, DType dtype) {
     return json.dump(2) + "\n";
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -9,4 +9,4 @@ HeadLayout HeadLayout::dense(std::uint32_t len, std::uint32_t heads, std::uint32
                       .head_stride = head_dim};
 }
 
-} // namespace vkf
+}  // namespace vkf

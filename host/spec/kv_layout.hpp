@@ -20,9 +20,9 @@ struct HeadLayout {
 // A cache [batch, max_len, n_kv_head, head_dim] receiving rows pos..pos+new_len-1 of every
 // batch; pos + new_len <= max_len.
 struct KvAppendShape {
-    std::uint32_t batch = 0, new_len = 0, n_kv_head = 0, head_dim = 0; // head_dim even
+    std::uint32_t batch = 0, new_len = 0, n_kv_head = 0, head_dim = 0;  // head_dim even
     std::uint32_t max_len = 0;
     std::uint32_t pos = 0;
 };
 
-} // namespace vkf
+}  // namespace vkf

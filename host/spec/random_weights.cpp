@@ -19,7 +19,7 @@ std::uint64_t mix64(std::uint64_t x) {
 }
 
 std::uint64_t hash_name(std::string_view name) {
-    std::uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a
+    std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
     for (char c : name) {
         hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
     }
@@ -32,17 +32,20 @@ float unit_uniform(std::uint64_t bits) {
     return (top + 0.5f) * (2.0f / 16777216.0f) - 1.0f;
 }
 
-} // namespace
+}  // namespace
 
 WeightDistribution weight_distribution(TensorRole role) {
     // Uniform on (-a, a) has standard deviation a / sqrt(3).
     const float std_002 = 0.02f * std::sqrt(3.0f);
     switch (role) {
-    case TensorRole::Embedding:
-    case TensorRole::LinearWeight: return {.offset = 0.0f, .scale = std_002};
-    case TensorRole::NormWeight: return {.offset = 1.0f, .scale = 0.1f};
-    case TensorRole::NormBias:
-    case TensorRole::LinearBias: return {.offset = 0.0f, .scale = 0.02f};
+        case TensorRole::Embedding:
+        case TensorRole::LinearWeight:
+            return {.offset = 0.0f, .scale = std_002};
+        case TensorRole::NormWeight:
+            return {.offset = 1.0f, .scale = 0.1f};
+        case TensorRole::NormBias:
+        case TensorRole::LinearBias:
+            return {.offset = 0.0f, .scale = 0.02f};
     }
     return {.offset = 0.0f, .scale = 0.0f};
 }
@@ -53,15 +56,15 @@ void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig
     for (ExpectedTensor& expected : expected_tensors(config)) {
         const WeightDistribution distribution = weight_distribution(expected.role);
         const std::uint64_t key = mix64(seed ^ mix64(hash_name(expected.name)));
-        tensors.push_back(TensorSource{
-            .name = checkpoint_tensor_name(expected.name),
-            .shape = std::move(expected.shape),
-            .values = [distribution, key](std::uint64_t first, std::span<float> out) {
-                for (std::size_t i = 0; i < out.size(); ++i) {
-                    const std::uint64_t bits = mix64(key + (first + i) * 0x9e3779b97f4a7c15ull);
-                    out[i] = distribution.offset + distribution.scale * unit_uniform(bits);
-                }
-            }});
+        tensors.push_back(TensorSource{.name = checkpoint_tensor_name(expected.name),
+                                       .shape = std::move(expected.shape),
+                                       .values = [distribution, key](std::uint64_t first, std::span<float> out) {
+                                           for (std::size_t i = 0; i < out.size(); ++i) {
+                                               const std::uint64_t bits =
+                                                   mix64(key + (first + i) * 0x9e3779b97f4a7c15ull);
+                                               out[i] = distribution.offset + distribution.scale * unit_uniform(bits);
+                                           }
+                                       }});
     }
     // Made first (it refuses a dtype torch cannot name) and written last: a checkpoint whose
     // writing failed has no config.json, so nothing mistakes it for a model.
@@ -70,4 +73,4 @@ void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig
     write_text_file(dir / "config.json", config_json);
 }
 
-} // namespace vkf
+}  // namespace vkf

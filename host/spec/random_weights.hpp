@@ -33,4 +33,4 @@ WeightDistribution weight_distribution(TensorRole role);
 void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig& config, std::uint64_t seed,
                              DType dtype, int shards = 1, const CheckpointProgressCallback& progress = {});
 
-} // namespace vkf
+}  // namespace vkf

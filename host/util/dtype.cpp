@@ -43,11 +43,17 @@ const DTypeEntry& entry(DType dtype) {
     throw Error("unknown DType value " + std::to_string(static_cast<int>(dtype)));
 }
 
-} // namespace
+}  // namespace
 
-const char* to_string(DType dtype) { return entry(dtype).lower; }
-std::string_view dtype_name(DType dtype) { return entry(dtype).upper; }
-std::size_t element_size(DType dtype) { return entry(dtype).size; }
+const char* to_string(DType dtype) {
+    return entry(dtype).lower;
+}
+std::string_view dtype_name(DType dtype) {
+    return entry(dtype).upper;
+}
+std::size_t element_size(DType dtype) {
+    return entry(dtype).size;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
     for (const DTypeEntry& e : kDTypes) {
@@ -58,6 +64,8 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     return std::nullopt;
 }
 
-bool is_supported_float(DType dtype) { return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16; }
+bool is_supported_float(DType dtype) {
+    return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
 
-} // namespace vkf
+}  // namespace vkf

@@ -23,4 +23,4 @@ std::size_t element_size(DType dtype);
 // F32, F16 and BF16: what model weights may be stored as.
 bool is_supported_float(DType dtype);
 
-} // namespace vkf
+}  // namespace vkf

@@ -27,4 +27,4 @@ void store_le(std::byte* out, T value, std::size_t count = sizeof(T)) {
     }
 }
 
-} // namespace vkf
+}  // namespace vkf

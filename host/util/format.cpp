@@ -6,7 +6,9 @@
 
 namespace vkf {
 
-std::string fixed(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
+std::string fixed(double v, int decimals) {
+    return fmt::format("{:.{}f}", v, decimals);
+}
 
 std::string significant(double v) {
     if (v <= 0.0 || !std::isfinite(v)) {
@@ -43,4 +45,4 @@ std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_vi
     return dtype.empty() ? shape : fmt::format("{} {}", shape, dtype);
 }
 
-} // namespace vkf
+}  // namespace vkf

@@ -38,4 +38,4 @@ std::string shape_text(const Dims& dims) {
 }
 std::string shape_text(std::initializer_list<std::uint64_t> dims, std::string_view dtype = {});
 
-} // namespace vkf
+}  // namespace vkf

@@ -103,7 +103,8 @@ TEST(Json, IntegersAreExact) {
     // Integral values written as floats are integers too; fractions are not.
     EXPECT_EQ(parse("2.0").as_int64(), 2);
     EXPECT_EQ(parse("1e3").as_uint64(), 1000u);
-    EXPECT_NE(error_message([] { parse("1.5").as_int64(); }).find("expected an integer, got number 1.5"), std::string::npos);
+    EXPECT_NE(error_message([] { parse("1.5").as_int64(); }).find("expected an integer, got number 1.5"),
+              std::string::npos);
     EXPECT_NE(error_message([] { parse("-3").as_uint64(); }).find("expected a non-negative integer, got number -3"),
               std::string::npos);
     // Beyond 64 bits: a number, but no integer.
@@ -190,18 +191,22 @@ TEST(Json, ReportsLineAndColumn) {
 TEST(Json, AccessorErrorsNameTheKeyPath) {
     const JsonValue root =
         parse_json(R"({"n_head": "16", "attn_config": {"clip_qkv": [1]}, "shape": [1, "x"]})", "config.json");
-    EXPECT_EQ(error_message([&] { root.at("n_head").as_int64(); }), "config.json: n_head: expected an integer, got string");
+    EXPECT_EQ(error_message([&] { root.at("n_head").as_int64(); }),
+              "config.json: n_head: expected an integer, got string");
     EXPECT_EQ(error_message([&] { root.at("attn_config").at("clip_qkv").as_double(); }),
               "config.json: attn_config.clip_qkv: expected a number, got array");
     EXPECT_EQ(error_message([&] { root.at("shape").at(std::size_t{1}).as_uint64(); }),
               "config.json: shape[1]: expected an integer, got string");
     EXPECT_EQ(error_message([&] { root.at("vocab_size"); }), "config.json: missing key 'vocab_size'");
-    EXPECT_EQ(error_message([&] { root.at("attn_config").at("alibi"); }), "config.json: attn_config: missing key 'alibi'");
+    EXPECT_EQ(error_message([&] { root.at("attn_config").at("alibi"); }),
+              "config.json: attn_config: missing key 'alibi'");
     EXPECT_EQ(error_message([&] { root.at("shape").at(std::size_t{5}); }),
               "config.json: shape: index 5 is out of range for an array of 2 elements");
     EXPECT_EQ(error_message([&] { root.as_array(); }), "config.json: expected an array, got object");
-    EXPECT_EQ(error_message([&] { root.at("n_head").as_bool(); }), "config.json: n_head: expected a boolean, got string");
-    EXPECT_EQ(error_message([&] { root.at("n_head").find("x"); }), "config.json: n_head: expected an object, got string");
+    EXPECT_EQ(error_message([&] { root.at("n_head").as_bool(); }),
+              "config.json: n_head: expected a boolean, got string");
+    EXPECT_EQ(error_message([&] { root.at("n_head").find("x"); }),
+              "config.json: n_head: expected an object, got string");
     EXPECT_EQ(error_message([&] { parse("true").as_string(); }), "test.json: expected a string, got true");
 }
 

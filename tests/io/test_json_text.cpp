@@ -21,7 +21,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string compact(const Json& v) { return json_text(v, JsonStyle::Compact); }
+std::string compact(const Json& v) {
+    return json_text(v, JsonStyle::Compact);
+}
 
 TEST(JsonWriter, CompactNesting) {
     const Json doc = {{"a", 1}, {"b", {true, false, nullptr, Json::object(), Json::array()}}, {"c", {{"d", "e"}}}};
@@ -29,18 +31,20 @@ TEST(JsonWriter, CompactNesting) {
 }
 
 TEST(JsonWriter, PrettyIndentsByTwoSpaces) {
-    const Json doc = {{"name", "x"}, {"list", {1, {{"k", nullptr}}}}, {"empty", Json::object()}, {"none", Json::array()}};
-    EXPECT_EQ(json_text(doc), "{\n"
-                              "  \"name\": \"x\",\n"
-                              "  \"list\": [\n"
-                              "    1,\n"
-                              "    {\n"
-                              "      \"k\": null\n"
-                              "    }\n"
-                              "  ],\n"
-                              "  \"empty\": {},\n"
-                              "  \"none\": []\n"
-                              "}");
+    const Json doc = {
+        {"name", "x"}, {"list", {1, {{"k", nullptr}}}}, {"empty", Json::object()}, {"none", Json::array()}};
+    EXPECT_EQ(json_text(doc),
+              "{\n"
+              "  \"name\": \"x\",\n"
+              "  \"list\": [\n"
+              "    1,\n"
+              "    {\n"
+              "      \"k\": null\n"
+              "    }\n"
+              "  ],\n"
+              "  \"empty\": {},\n"
+              "  \"none\": []\n"
+              "}");
 }
 
 TEST(JsonWriter, TopLevelScalarsAndEmptyContainers) {
@@ -67,12 +71,12 @@ TEST(JsonWriter, KeepsValidUtf8AndReplacesInvalidBytes) {
     const std::string fffd = "\xEF\xBF\xBD";
     EXPECT_EQ(compact("a\x80"
                       "b"),
-              "\"a" + fffd + "b\"");                                          // lone continuation byte
-    EXPECT_EQ(compact("a\xC3"), "\"a" + fffd + "\"");                         // truncated at the end
-    EXPECT_EQ(compact("\xC3\x41"), "\"" + fffd + "A\"");                      // truncated before ASCII
-    EXPECT_EQ(compact("\xC0\xAF"), "\"" + fffd + fffd + "\"");                // overlong '/'
-    EXPECT_EQ(compact("\xED\xA0\x80"), "\"" + fffd + fffd + fffd + "\"");     // UTF-16 surrogate
-    EXPECT_EQ(compact("\xF4\x90\x80\x80").substr(0, 4), "\"" + fffd);        // above U+10FFFF
+              "\"a" + fffd + "b\"");                                       // lone continuation byte
+    EXPECT_EQ(compact("a\xC3"), "\"a" + fffd + "\"");                      // truncated at the end
+    EXPECT_EQ(compact("\xC3\x41"), "\"" + fffd + "A\"");                   // truncated before ASCII
+    EXPECT_EQ(compact("\xC0\xAF"), "\"" + fffd + fffd + "\"");             // overlong '/'
+    EXPECT_EQ(compact("\xED\xA0\x80"), "\"" + fffd + fffd + fffd + "\"");  // UTF-16 surrogate
+    EXPECT_EQ(compact("\xF4\x90\x80\x80").substr(0, 4), "\"" + fffd);      // above U+10FFFF
     EXPECT_EQ(compact("\xFF"), "\"" + fffd + "\"");
 }
 
@@ -91,12 +95,13 @@ TEST(JsonWriter, IntegersAreExactAt64Bits) {
 TEST(JsonWriter, DoublesAreShortestAndReadBackExactly) {
     EXPECT_EQ(compact(0.1), "0.1");
     EXPECT_EQ(compact(1.5), "1.5");
-    EXPECT_EQ(compact(2.0), "2.0"); // a double stays a double when read back
+    EXPECT_EQ(compact(2.0), "2.0");  // a double stays a double when read back
     EXPECT_EQ(compact(-0.0), "-0.0");
     EXPECT_EQ(compact(1e300), "1e+300");
 
     std::mt19937_64 rng(12345);
-    std::vector<double> values = {1.0 / 3.0, 5e-324, DBL_MIN, DBL_MAX, -DBL_MAX, 123456789.125, 0.1f, 1e-7, 6.02214076e23};
+    std::vector<double> values = {1.0 / 3.0,     5e-324, DBL_MIN, DBL_MAX,      -DBL_MAX,
+                                  123456789.125, 0.1f,   1e-7,    6.02214076e23};
     for (int i = 0; i < 2000; ++i) {
         // Random bit patterns cover every exponent; non-finite ones are skipped here.
         const std::uint64_t bits = rng();
@@ -123,5 +128,5 @@ TEST(JsonWriter, NonFiniteDoublesBecomeNull) {
     EXPECT_EQ(compact(Json{std::nan(""), 1.0}), "[null,1.0]");
 }
 
-} // namespace
-} // namespace vkf
+}  // namespace
+}  // namespace vkf

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "host/util/half.hpp"
 #include "host/io/npy.hpp"
 #include "host/util/format.hpp"
+#include "host/util/half.hpp"
 #include "runtime/error.hpp"
 
 namespace {

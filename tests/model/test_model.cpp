@@ -5,11 +5,11 @@
 // prefill (every position) and of 8 decode steps through the KV cache are compared; the
 // decode inputs are the greedy tokens, as generation would feed them.
 
-#include "host/util/compare.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/model.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
+#include "host/util/compare.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -111,7 +111,7 @@ void check_against_reference(Context& ctx, const Case& c, double tolerance) {
     ASSERT_EQ(session.position(), kPrompt + kSteps);
 
     const reference::Model reference(model.config(), model.checkpoint(),
-                                   reference::ModelOptions{.round_weights_to_f16 = f16});
+                                     reference::ModelOptions{.round_weights_to_f16 = f16});
     const std::vector<double> ref = reference.forward(ids);
     ASSERT_EQ(ref.size(), gpu.size());
     double worst = 0.0;
@@ -128,7 +128,8 @@ void check_against_reference(Context& ctx, const Case& c, double tolerance) {
         // The clamp must matter for this test to check it: without it the logits differ.
         ModelConfig unclipped = c.config;
         unclipped.clip_qkv = std::nullopt;
-        const reference::Model no_clip(unclipped, model.checkpoint(), reference::ModelOptions{.round_weights_to_f16 = f16});
+        const reference::Model no_clip(unclipped, model.checkpoint(),
+                                       reference::ModelOptions{.round_weights_to_f16 = f16});
         const ErrorStats e = compare_to_reference(gpu, no_clip.forward(ids));
         EXPECT_GT(e.max_rel, 100 * tolerance) << "clip_qkv changes nothing for this model: " << describe(e);
     }
@@ -208,14 +209,13 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
     constexpr std::uint32_t kPredict = 5;
     Session session(model, SessionOptions{.max_tokens = 6 + kPredict - 1});
     std::vector<std::uint32_t> streamed;
-    const GenerationResult result = generate(
-        session, prompt,
-        GenerationOptions{.n_predict = kPredict,
-                          .keep_logits = true,
-                          .on_token = [&](std::uint32_t i, std::uint32_t id) {
-                              EXPECT_EQ(i, streamed.size());
-                              streamed.push_back(id);
-                          }});
+    const GenerationResult result =
+        generate(session, prompt,
+                 GenerationOptions{
+                     .n_predict = kPredict, .keep_logits = true, .on_token = [&](std::uint32_t i, std::uint32_t id) {
+                         EXPECT_EQ(i, streamed.size());
+                         streamed.push_back(id);
+                     }});
     ASSERT_EQ(result.tokens.size(), kPredict);
     EXPECT_EQ(streamed, result.tokens);
     ASSERT_EQ(result.logits.size(), std::size_t{kPredict} * vocab);
@@ -303,7 +303,7 @@ TEST(ModelFiles, MalformedCheckpointsAreRefusedNamingTheFile) {
     // A head size the attention kernel does not have.
     {
         ModelConfig odd = small_bloom();
-        odd.n_head = odd.n_kv_head = 16; // head_dim 16
+        odd.n_head = odd.n_kv_head = 16;  // head_dim 16
         odd.head_dim = 16;
         const TempModel other(odd, DType::F16, 1, 3);
         EXPECT_THROW(Model(ctx, other.dir()), Error);
@@ -311,5 +311,5 @@ TEST(ModelFiles, MalformedCheckpointsAreRefusedNamingTheFile) {
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

@@ -3,11 +3,11 @@
 // lookup (including a table bound in several ranges) and KV-cache append from dense and
 // fused-QKV layouts. Seeded random inputs, odd sizes, outputs poisoned before every run.
 
-#include "host/util/compare.hpp"
-#include "host/reference/ops.hpp"
-#include "host/util/half.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/ops.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -24,9 +24,10 @@ namespace {
 // Inputs for the activations: random over [-10, 10] plus values at the edges of every branch.
 std::vector<float> activation_inputs(std::size_t n, std::uint64_t seed) {
     auto x = random_uniform(n, seed, -10.0f, 10.0f);
-    const float special[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-4f, -1e-4f, 0.5f, -0.5f, 1.0f, -1.0f, 1.4142135f,
-                             -1.4142135f, 2.5f, -2.5f, 3.5355339f, -3.5355339f, 14.142135f, -14.142135f, 20.0f,
-                             -20.0f, 100.0f, -100.0f, 1e4f, -1e4f, 1e30f, -1e30f};
+    const float special[] = {0.0f,       -0.0f,       1e-30f,     -1e-30f,     1e-4f,       -1e-4f, 0.5f,
+                             -0.5f,      1.0f,        -1.0f,      1.4142135f,  -1.4142135f, 2.5f,   -2.5f,
+                             3.5355339f, -3.5355339f, 14.142135f, -14.142135f, 20.0f,       -20.0f, 100.0f,
+                             -100.0f,    1e4f,        -1e4f,      1e30f,       -1e30f};
     for (std::size_t i = 0; i < std::size(special) && i < n; ++i) {
         x[i * 7 % n] = special[i];
     }
@@ -42,14 +43,15 @@ void check_activation(Context& ctx, Activation act, std::size_t n, std::uint32_t
     const auto x = activation_inputs(n, seed);
     const DeviceTensor src = upload_tensor(ctx, x, DType::F32, "src", pad);
     std::optional<DeviceTensor> dst;
-    if (!in_place) dst = nan_tensor(ctx, n, DType::F32, "dst", pad + 2);
+    if (!in_place)
+        dst = nan_tensor(ctx, n, DType::F32, "dst", pad + 2);
     const DeviceTensor& out = in_place ? src : *dst;
     auto list = ctx.command_list();
     record_activation(ctx, *list, act, src.range(), out.range());
     ctx.submit(*list);
     const auto y = download_tensor(ctx, out);
     std::vector<double> ref(n);
-    double worst = 0.0; // per element, relative to max(1, |ref|)
+    double worst = 0.0;  // per element, relative to max(1, |ref|)
     for (std::size_t i = 0; i < n; ++i) {
         ref[i] = reference::activation(act, x[i]);
         worst = std::max(worst, std::abs(y[i] - ref[i]) / std::max(1.0, std::abs(ref[i])));
@@ -122,7 +124,7 @@ TEST_F(Activations_, ResidualAddIsElementwiseAdd) {
     const DeviceTensor ab = upload_tensor(ctx(), a, DType::F32, "a");
     const DeviceTensor bb = upload_tensor(ctx(), b, DType::F32, "b");
     auto list = ctx().command_list();
-    record_add(ctx(), *list, ab.range(), bb.range(), ab.range()); // in place, as a residual stream
+    record_add(ctx(), *list, ab.range(), bb.range(), ab.range());  // in place, as a residual stream
     ctx().submit(*list);
     const auto y = download_tensor(ctx(), ab);
     for (std::size_t i = 0; i < n; ++i) {
@@ -154,22 +156,28 @@ std::size_t run_embedding(Context& ctx, const EmbeddingCase& c, std::uint64_t se
     const auto words = random_words(c.tokens, seed + 1);
     std::vector<std::uint32_t> ids(c.tokens);
     for (std::uint32_t t = 0; t < c.tokens; ++t) {
-        ids[t] = t % 11 == 5 ? c.vocab + words[t] % 3 : words[t] % c.vocab; // some past the vocabulary
+        ids[t] = t % 11 == 5 ? c.vocab + words[t] % 3 : words[t] % c.vocab;  // some past the vocabulary
     }
     ids[0] = 0;
-    if (c.tokens > 1) ids[c.tokens - 1] = c.vocab - 1; // first and last rows
+    if (c.tokens > 1)
+        ids[c.tokens - 1] = c.vocab - 1;  // first and last rows
     const DeviceTensor tb = upload_tensor(ctx, table, c.dtype, "table", c.pad);
     const DeviceTensor ib = upload_words(ctx, ids, "ids", c.pad);
     const DeviceTensor ob = nan_tensor(ctx, std::size_t{c.tokens} * c.hidden, DType::F32, "embeddings", c.pad + 1);
     auto list = ctx.command_list();
-    record_embedding(ctx, *list, EmbeddingArgs{.ids = ib.range(), .table = tb.range(), .out = ob.range(),
-                                               .tokens = c.tokens, .vocab = c.vocab, .hidden = c.hidden,
-                                               .table_dtype = c.dtype});
+    record_embedding(ctx, *list,
+                     EmbeddingArgs{.ids = ib.range(),
+                                   .table = tb.range(),
+                                   .out = ob.range(),
+                                   .tokens = c.tokens,
+                                   .vocab = c.vocab,
+                                   .hidden = c.hidden,
+                                   .table_dtype = c.dtype});
     ctx.submit(*list);
     const auto out = download_tensor(ctx, ob);
     const auto ref = reference::embedding(ids, rounded_to(c.dtype, table), c.vocab, c.hidden);
     for (std::size_t i = 0; i < out.size(); ++i) {
-        if (out[i] != ref[i]) { // a lookup is exact
+        if (out[i] != ref[i]) {  // a lookup is exact
             ADD_FAILURE() << "element " << i << " (token " << i / c.hidden << ", id " << ids[i / c.hidden]
                           << "): " << out[i] << " != " << ref[i];
             break;
@@ -242,7 +250,7 @@ void run_kv(Context& ctx, const KvCase& c, std::span<const std::uint32_t> steps,
     }
     const auto out = download_tensor(ctx, cache);
     for (std::size_t i = 0; i < out.size(); ++i) {
-        if (out[i] != static_cast<float>(expected[i])) { // a copy (fp16: one rounding) is exact
+        if (out[i] != static_cast<float>(expected[i])) {  // a copy (fp16: one rounding) is exact
             ADD_FAILURE() << "cache element " << i << ": " << out[i] << " != " << expected[i];
             break;
         }
@@ -254,8 +262,9 @@ TEST_F(Activations_, KvAppendFromDenseRows) {
     const std::uint32_t steps[] = {7, 1, 1, 3};
     for (DType t : {DType::F32, DType::F16}) {
         const KvCase c{2, 20, 3, 64, t};
-        run_kv(ctx(), c, steps, [&](std::uint32_t len) { return HeadLayout::dense(len, c.n_kv_head, c.head_dim); },
-               [&](std::uint32_t len) { return std::size_t{c.batch} * len * c.n_kv_head * c.head_dim; }, seed++);
+        run_kv(
+            ctx(), c, steps, [&](std::uint32_t len) { return HeadLayout::dense(len, c.n_kv_head, c.head_dim); },
+            [&](std::uint32_t len) { return std::size_t{c.batch} * len * c.n_kv_head * c.head_dim; }, seed++);
     }
 }
 
@@ -266,21 +275,27 @@ TEST_F(Activations_, KvAppendFromFusedQkvLayouts) {
         // BLOOM: per token [n_head, 3, head_dim]; K of head h at h * 3 * d + d.
         const std::uint32_t heads = 4, d = 32;
         const KvCase bloom{1, 9, heads, d, t};
-        run_kv(ctx(), bloom, steps,
-               [&](std::uint32_t len) {
-                   return HeadLayout{.offset = d, .batch_stride = std::uint64_t{len} * 3 * heads * d,
-                                     .token_stride = 3 * heads * d, .head_stride = 3 * d};
-               },
-               [&](std::uint32_t len) { return std::size_t{len} * 3 * heads * d; }, seed++);
+        run_kv(
+            ctx(), bloom, steps,
+            [&](std::uint32_t len) {
+                return HeadLayout{.offset = d,
+                                  .batch_stride = std::uint64_t{len} * 3 * heads * d,
+                                  .token_stride = 3 * heads * d,
+                                  .head_stride = 3 * d};
+            },
+            [&](std::uint32_t len) { return std::size_t{len} * 3 * heads * d; }, seed++);
         // MPT: per token [q | k | v], with 12 heads of 16 (V part; batch 2).
         const std::uint32_t mh = 12, md = 16, hidden = mh * md;
         const KvCase mpt{2, 8, mh, md, t};
-        run_kv(ctx(), mpt, steps,
-               [&](std::uint32_t len) {
-                   return HeadLayout{.offset = 2 * hidden, .batch_stride = std::uint64_t{len} * 3 * hidden,
-                                     .token_stride = 3 * hidden, .head_stride = md};
-               },
-               [&](std::uint32_t len) { return std::size_t{2} * len * 3 * hidden; }, seed++);
+        run_kv(
+            ctx(), mpt, steps,
+            [&](std::uint32_t len) {
+                return HeadLayout{.offset = 2 * hidden,
+                                  .batch_stride = std::uint64_t{len} * 3 * hidden,
+                                  .token_stride = 3 * hidden,
+                                  .head_stride = md};
+            },
+            [&](std::uint32_t len) { return std::size_t{2} * len * 3 * hidden; }, seed++);
     }
 }
 
@@ -300,8 +315,8 @@ TEST_F(Activations_, KvAppendRefusesRowsPastTheCache) {
     }
     a.shape.pos = 2;
     a.shape.new_len = 3;
-    EXPECT_THROW(record_kv_append(ctx(), *list, a), Error); // the source is too short
+    EXPECT_THROW(record_kv_append(ctx(), *list, a), Error);  // the source is too short
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

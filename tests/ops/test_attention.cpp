@@ -52,15 +52,11 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     std::vector<std::uint32_t> kv_lens;
     if (c.kv_lens) {
         for (std::uint32_t b = 0; b < c.batch; ++b) {
-            kv_lens.push_back(c.kv_len - (b * 37 + 3) % c.kv_len); // 1..kv_len, some rows fully masked
+            kv_lens.push_back(c.kv_len - (b * 37 + 3) % c.kv_len);  // 1..kv_len, some rows fully masked
         }
     }
-    const AttentionParams params{.shape = shape,
-                                 .mask = c.mask,
-                                 .alibi = c.alibi,
-                                 .max_bias = c.max_bias,
-                                 .slopes = slopes,
-                                 .kv_lens = kv_lens};
+    const AttentionParams params{
+        .shape = shape, .mask = c.mask, .alibi = c.alibi, .max_bias = c.max_bias, .slopes = slopes, .kv_lens = kv_lens};
     // The reference sees exactly what the GPU reads.
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
     const auto k = rounded_to(c.dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
@@ -95,20 +91,21 @@ std::vector<Case> grid(bool quick) {
     const std::uint32_t lens[] = {1, 2, 7, 63, 64, 65, 127, 129, 257, 1000, 2048};
     const std::uint32_t heads[] = {1, 3, 8, 12, 16, 20, 32};
     const std::uint32_t dims[] = {32, 64, 80, 96, 128, 256};
-    const std::uint32_t ratios[] = {1, 2, 4, 0}; // 0: MQA
+    const std::uint32_t ratios[] = {1, 2, 4, 0};  // 0: MQA
     std::vector<Case> cases;
     std::uint32_t n = 0;
     for (std::uint32_t qi = 0; qi < std::size(lens); ++qi) {
         for (std::uint32_t ki = 0; ki < std::size(lens); ++ki) {
             const std::uint32_t q_len = lens[qi], kv_len = lens[ki];
             if ((qi + 2 * ki) % 3 != 0 && !(q_len == 1 || q_len == kv_len)) {
-                continue; // thin the cross product, keep decode and square shapes
+                continue;  // thin the cross product, keep decode and square shapes
             }
             const std::uint32_t step = n++;
             std::uint32_t n_head = heads[step % std::size(heads)];
             const std::uint32_t ratio = ratios[step % std::size(ratios)];
             std::uint32_t n_kv_head = ratio == 0 ? 1 : n_head / ratio;
-            if (n_kv_head == 0 || n_head % n_kv_head != 0) n_kv_head = n_head;
+            if (n_kv_head == 0 || n_head % n_kv_head != 0)
+                n_kv_head = n_head;
             const std::uint32_t head_dim = dims[(step / 2) % std::size(dims)];
             std::uint32_t batch = 1 + step % 3;
             // Keep each case's work bounded for CI.
@@ -117,27 +114,31 @@ std::vector<Case> grid(bool quick) {
             while (work / (batch > 1 ? 1 : 1) > budget && n_head > 1) {
                 n_head = n_head / 2 ? n_head / 2 : 1;
                 n_kv_head = std::min(n_kv_head, n_head);
-                while (n_head % n_kv_head != 0) --n_kv_head;
-                if (std::uint64_t{q_len} * kv_len * n_head * batch * head_dim <= budget) break;
+                while (n_head % n_kv_head != 0)
+                    --n_kv_head;
+                if (std::uint64_t{q_len} * kv_len * n_head * batch * head_dim <= budget)
+                    break;
             }
-            while (std::uint64_t{q_len} * kv_len * n_head * batch * head_dim > budget && batch > 1) --batch;
+            while (std::uint64_t{q_len} * kv_len * n_head * batch * head_dim > budget && batch > 1)
+                --batch;
             // Lavapipe on 2 cores runs ~0.1-1 GFLOP/s: the largest shapes keep a small head
             // (every head size has its own test below).
             std::uint32_t dim = head_dim;
-            while (std::uint64_t{q_len} * kv_len * n_head * batch * dim > budget && dim > 32) dim = dim > 64 ? 64 : 32;
-            cases.push_back(Case{.batch = batch,
-                                 .q_len = q_len,
-                                 .kv_len = kv_len,
-                                 .n_head = n_head,
-                                 .n_kv_head = n_kv_head,
-                                 .head_dim = dim,
-                                 .mask = step % 4 == 3 ? MaskMode::None : MaskMode::Causal,
-                                 .alibi = step % 5 == 4 ? AlibiMode::Off
-                                                        : (step % 5 == 2 ? AlibiMode::Symmetric : AlibiMode::Causal),
-                                 .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
-                                 .slope_table = step % 7 == 3,
-                                 .kv_lens = step % 6 == 5,
-                                 .max_bias = step % 9 == 8 ? 16.0f : 8.0f});
+            while (std::uint64_t{q_len} * kv_len * n_head * batch * dim > budget && dim > 32)
+                dim = dim > 64 ? 64 : 32;
+            cases.push_back(Case{
+                .batch = batch,
+                .q_len = q_len,
+                .kv_len = kv_len,
+                .n_head = n_head,
+                .n_kv_head = n_kv_head,
+                .head_dim = dim,
+                .mask = step % 4 == 3 ? MaskMode::None : MaskMode::Causal,
+                .alibi = step % 5 == 4 ? AlibiMode::Off : (step % 5 == 2 ? AlibiMode::Symmetric : AlibiMode::Causal),
+                .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
+                .slope_table = step % 7 == 3,
+                .kv_lens = step % 6 == 5,
+                .max_bias = step % 9 == 8 ? 16.0f : 8.0f});
         }
     }
     return cases;
@@ -155,7 +156,8 @@ TEST_F(Attention_, MatchesTheReferenceOverTheShapeGrid) {
     const auto cases = grid(quick_mode());
     for (const Case& c : cases) {
         run_case(ctx(), c, seed += 10);
-        if (HasFatalFailure()) return;
+        if (HasFatalFailure())
+            return;
     }
     std::printf("%zu grid cases\n", cases.size());
 }
@@ -174,7 +176,8 @@ TEST_F(Attention_, EveryHeadDimBothDtypesAndModes) {
 TEST_F(Attention_, SplitKvDecodeMatches) {
     std::uint64_t seed = 3000;
     // Chosen automatically for a single decoded row over a long cache.
-    const auto plan = run_case(ctx(), Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}, seed++);
+    const auto plan =
+        run_case(ctx(), Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}, seed++);
     EXPECT_GT(plan.n_splits, 1u) << "decode at kv_len 4096 should use split-KV";
     for (DType t : {DType::F32, DType::F16}) {
         run_case(ctx(), Case{2, 3, 1000, 12, 4, 128, MaskMode::Causal, AlibiMode::Causal, t, false, true, 5}, seed++);
@@ -293,8 +296,11 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
 }
 
 TEST(AttentionPlans, TilesFollowTheLimits) {
-    ComputeLimits big{.shared_memory = 49152, .workgroup_invocations = 1024, .workgroup_size = {1024, 1024, 64},
-                      .workgroup_count = {65535, 65535, 65535}, .storage_buffer_range = 1ull << 32};
+    ComputeLimits big{.shared_memory = 49152,
+                      .workgroup_invocations = 1024,
+                      .workgroup_size = {1024, 1024, 64},
+                      .workgroup_count = {65535, 65535, 65535},
+                      .storage_buffer_range = 1ull << 32};
     ComputeLimits small = big;
     small.shared_memory = 8192;
     small.workgroup_invocations = 64;
@@ -335,8 +341,11 @@ TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {
         }
     };
     const AttentionShape ok{1, 8, 8, 4, 2, 64};
-    expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 4, 2, 72}}, DType::F32); },
-                 "head_dim 72 is not supported");
+    expect_error(
+        [&] {
+            Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 4, 2, 72}}, DType::F32);
+        },
+        "head_dim 72 is not supported");
     expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 6, 4, 64}}, DType::F32); }, "n_kv_head");
     expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 0, 8, 4, 2, 64}}, DType::F32); }, "q_len");
     const std::vector<float> three(3, 0.5f);
@@ -351,9 +360,12 @@ TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {
     // Tensors over maxStorageBufferRange are refused, naming the limit.
     MessageSink sink;
     Context tiny(test_options(sink, LimitOverrides::parse("storage_buffer_range=64K")));
-    expect_error([&] { Attention(tiny, AttentionParams{.shape = {1, 512, 512, 4, 4, 64}}, DType::F32); },
-                 "maxStorageBufferRange");
+    expect_error(
+        [&] {
+            Attention(tiny, AttentionParams{.shape = {1, 512, 512, 4, 4, 64}}, DType::F32);
+        },
+        "maxStorageBufferRange");
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

@@ -68,7 +68,9 @@ const std::vector<Case>& cases() {
     return all;
 }
 
-double tolerance(DType dtype) { return dtype == DType::F16 ? 2e-3 : 1e-5; }
+double tolerance(DType dtype) {
+    return dtype == DType::F16 ? 2e-3 : 1e-5;
+}
 
 struct Inputs {
     std::vector<float> q, k, v, slopes;
@@ -143,9 +145,8 @@ TEST_F(NaiveAttentionTest, MatchesReferenceF16) {
 // of dispatches (vkCmdDispatchBase): the kernels must index with global workgroup ids.
 TEST_F(NaiveAttentionTest, MatchesReferenceUnderSmallLimits) {
     MessageSink small_sink;
-    Context small(test_options(small_sink, LimitOverrides{.shared_memory = 64,
-                                                          .workgroup_invocations = 8,
-                                                          .workgroup_count = 3}));
+    Context small(test_options(small_sink,
+                               LimitOverrides{.shared_memory = 64, .workgroup_invocations = 8, .workgroup_count = 3}));
     std::uint64_t seed = 300;
     for (const std::size_t index : {1u, 5u, 6u}) {
         check_case(small, cases()[index], DType::F32, seed += 10);
@@ -186,7 +187,7 @@ TEST_F(NaiveAttentionTest, TwoRecordingsInOneList) {
 
 TEST(NaiveAttentionLimits, ReportsScoresBufferOverStorageRange) {
     const ComputeLimits limits{.storage_buffer_range = 1u << 20};
-    const AttentionParams fits{.shape = {1, 256, 256, 4, 4, 64}}; // exactly 1 MiB of scores
+    const AttentionParams fits{.shape = {1, 256, 256, 4, 4, 64}};  // exactly 1 MiB of scores
     EXPECT_EQ(naive_attention_impossible(limits, fits), std::nullopt);
 
     const AttentionParams too_big{.shape = {1, 256, 257, 4, 4, 64}};
@@ -238,5 +239,5 @@ TEST_F(NaiveAttentionTest, RecordChecksTensorSizes) {
     }
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

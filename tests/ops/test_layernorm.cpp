@@ -4,11 +4,11 @@
 // in place, at unaligned offsets, in row pieces and under forced smaller limits.
 // Outputs are poisoned (NaN) before every run.
 
-#include "host/util/compare.hpp"
-#include "host/reference/ops.hpp"
-#include "host/util/half.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/layernorm.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -24,8 +24,8 @@ struct Case {
     DType dtype = DType::F32;
     bool bias = true;
     float eps = 1e-5f;
-    float offset = 0.0f; // added to every input: the mean dominates the spread
-    std::uint32_t pad = 0; // elements in front of every tensor in its buffer
+    float offset = 0.0f;    // added to every input: the mean dominates the spread
+    std::uint32_t pad = 0;  // elements in front of every tensor in its buffer
     bool in_place = false;
 };
 
@@ -53,7 +53,8 @@ std::uint32_t run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "x", c.pad);
     const DeviceTensor wb = upload_tensor(ctx, weight, c.dtype, "weight", c.pad);
     std::optional<DeviceTensor> bb;
-    if (c.bias) bb = upload_tensor(ctx, bias, c.dtype, "bias", c.pad);
+    if (c.bias)
+        bb = upload_tensor(ctx, bias, c.dtype, "bias", c.pad);
     std::optional<DeviceTensor> yb;
     if (!c.in_place) {
         yb = nan_tensor(ctx, x.size(), DType::F32, "y", c.pad + 1);
@@ -89,13 +90,16 @@ TEST_F(LayerNorm_, MatchesTheReferenceOverOddAndPrimeWidths) {
     for (std::uint32_t d : dims) {
         for (std::uint32_t i = 0; i < 3; ++i, ++step) {
             const std::uint32_t r = rows[(step * 5 + i) % std::size(rows)];
-            run_case(ctx(), Case{.rows = r, .dim = d,
-                                 .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
-                                 .bias = step % 3 != 1,
-                                 .eps = step % 4 == 3 ? 1e-3f : 1e-5f,
-                                 .offset = step % 5 == 2 ? 3.0f : 0.0f},
+            run_case(ctx(),
+                     Case{.rows = r,
+                          .dim = d,
+                          .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
+                          .bias = step % 3 != 1,
+                          .eps = step % 4 == 3 ? 1e-3f : 1e-5f,
+                          .offset = step % 5 == 2 ? 3.0f : 0.0f},
                      seed += 10);
-            if (HasFatalFailure()) return;
+            if (HasFatalFailure())
+                return;
         }
     }
 }
@@ -160,9 +164,13 @@ TEST(LayerNormForcedLimits, SmallWorkgroupsAndRowPiecesStayRight) {
 }
 
 TEST(LayerNormPlans, WorkgroupsGrowForLongRowsUnderALoopLimit) {
-    ComputeLimits limits{.shared_memory = 32768, .workgroup_invocations = 1024, .workgroup_size = {1024, 1024, 64},
-                         .workgroup_count = {65535, 65535, 65535}, .storage_buffer_range = 1ull << 27,
-                         .storage_offset_alignment = 16, .max_loop_iterations = 65535};
+    ComputeLimits limits{.shared_memory = 32768,
+                         .workgroup_invocations = 1024,
+                         .workgroup_size = {1024, 1024, 64},
+                         .workgroup_count = {65535, 65535, 65535},
+                         .storage_buffer_range = 1ull << 27,
+                         .storage_offset_alignment = 16,
+                         .max_loop_iterations = 65535};
     EXPECT_EQ(layernorm_workgroup_size(limits, 100), 128u);
     EXPECT_EQ(layernorm_workgroup_size(limits, 1024), 256u);
     // 3 passes of 4M / 256 iterations would pass the limit: wider workgroups instead.
@@ -172,5 +180,5 @@ TEST(LayerNormPlans, WorkgroupsGrowForLongRowsUnderALoopLimit) {
     EXPECT_THROW((void)layernorm_workgroup_size(limits, 4u << 20), Error);
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

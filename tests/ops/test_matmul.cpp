@@ -4,11 +4,11 @@
 // tensors at unaligned offsets, weights bound in row ranges and forced smaller limits.
 // Outputs are poisoned (NaN) before every run.
 
-#include "host/util/compare.hpp"
-#include "host/reference/ops.hpp"
-#include "host/util/half.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -26,7 +26,7 @@ struct Case {
     bool residual = false;
     Activation activation = Activation::None;
     MatmulOptions options{};
-    std::uint32_t pad = 0; // elements in front of every tensor in its buffer (odd: unaligned)
+    std::uint32_t pad = 0;  // elements in front of every tensor in its buffer (odd: unaligned)
 };
 
 std::string name(const Case& c) {
@@ -48,8 +48,10 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const DeviceTensor wb = upload_tensor(ctx, w, c.dtype, "W", c.pad);
     const DeviceTensor yb = nan_tensor(ctx, std::uint64_t{c.m} * c.n, DType::F32, "Y", c.pad);
     std::optional<DeviceTensor> bb, rb;
-    if (c.bias) bb = upload_tensor(ctx, bias, c.dtype, "bias", c.pad);
-    if (c.residual) rb = upload_tensor(ctx, res, DType::F32, "residual", c.pad);
+    if (c.bias)
+        bb = upload_tensor(ctx, bias, c.dtype, "bias", c.pad);
+    if (c.residual)
+        rb = upload_tensor(ctx, res, DType::F32, "residual", c.pad);
 
     const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, c.n, c.k, c.dtype, c.options);
     Buffer scratch;
@@ -77,14 +79,15 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
 
     // Against the weights the GPU read (fp32 tolerance), and for fp16 also against the
     // unrounded ones (fp16 tolerance).
-    const auto ref = reference::matmul(x, rounded_to(c.dtype, w), rounded_to(c.dtype, bias), res, c.m, c.n, c.k,
-                                      c.activation);
+    const auto ref =
+        reference::matmul(x, rounded_to(c.dtype, w), rounded_to(c.dtype, bias), res, c.m, c.n, c.k, c.activation);
     const ErrorStats e = compare_to_reference(out, ref);
     EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
     EXPECT_LT(e.max_rel, 1e-5) << describe(e) << "; plan: " << plan.describe();
     EXPECT_LT(e.rel_l2, 1e-5) << describe(e);
     if (c.dtype == DType::F16) {
-        const ErrorStats e16 = compare_to_reference(out, reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation));
+        const ErrorStats e16 =
+            compare_to_reference(out, reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation));
         EXPECT_LT(e16.max_rel, 2e-3) << describe(e16);
         EXPECT_LT(e16.rel_l2, 2e-3) << describe(e16);
     }
@@ -110,13 +113,17 @@ TEST_F(Matmul_, MatchesTheReferenceOverOddAndPrimeShapes) {
         for (std::uint32_t i = 0; i < 5; ++i, ++step) {
             const std::uint32_t n = ns[(step * 5 + i) % std::size(ns)];
             const std::uint32_t k = ks[(step * 7 + 3 * i) % std::size(ks)];
-            run_case(ctx(), Case{.m = m, .n = n, .k = k,
-                                 .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
-                                 .bias = step % 3 != 2,
-                                 .residual = step % 4 == 1,
-                                 .activation = activation_of(step / 2)},
+            run_case(ctx(),
+                     Case{.m = m,
+                          .n = n,
+                          .k = k,
+                          .dtype = step % 2 == 0 ? DType::F32 : DType::F16,
+                          .bias = step % 3 != 2,
+                          .residual = step % 4 == 1,
+                          .activation = activation_of(step / 2)},
                      seed += 10);
-            if (HasFatalFailure()) return;
+            if (HasFatalFailure())
+                return;
         }
     }
 }
@@ -126,16 +133,21 @@ TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
     for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
         for (DType t : {DType::F32, DType::F16}) {
             for (std::uint32_t a = 0; a < 3; ++a) {
-                const MatmulPlan plan = run_case(ctx(), Case{.m = 3 + 10 * a, .n = 37, .k = 129, .dtype = t,
-                                                             .bias = true, .residual = a != 1,
-                                                             .activation = activation_of(a),
-                                                             .options = {.kernel = kernel}},
+                const MatmulPlan plan = run_case(ctx(),
+                                                 Case{.m = 3 + 10 * a,
+                                                      .n = 37,
+                                                      .k = 129,
+                                                      .dtype = t,
+                                                      .bias = true,
+                                                      .residual = a != 1,
+                                                      .activation = activation_of(a),
+                                                      .options = {.kernel = kernel}},
                                                  seed++);
                 EXPECT_EQ(plan.kernel, kernel);
             }
             // Even k with an odd first element: fp16 W rows start mid-word.
-            run_case(ctx(), Case{.m = 2, .n = 11, .k = 64, .dtype = t, .bias = true, .options = {.kernel = kernel},
-                                 .pad = 3},
+            run_case(ctx(),
+                     Case{.m = 2, .n = 11, .k = 64, .dtype = t, .bias = true, .options = {.kernel = kernel}, .pad = 3},
                      seed++);
         }
     }
@@ -144,7 +156,8 @@ TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
 // The kernel Auto picks: on CPU devices (lavapipe) row dots for one row (with subgroup
 // arithmetic) and register blocks otherwise; on GPUs by shape.
 MatmulKernel expected_kernel(Context& ctx, MatmulKernel on_gpu, std::uint32_t m) {
-    if (!matmul_device(ctx).cpu) return on_gpu;
+    if (!matmul_device(ctx).cpu)
+        return on_gpu;
     return ctx.limits().subgroup_ops && m == 1 ? MatmulKernel::RowDot : MatmulKernel::Blocked;
 }
 
@@ -152,12 +165,12 @@ TEST_F(Matmul_, DecodeShapes) {
     std::uint64_t seed = 2000;
     for (DType t : {DType::F32, DType::F16}) {
         // BLOOM-560m-like rows (hidden 1024, MLP 4096) at m = 1, and odd ones.
-        auto plan = run_case(ctx(), Case{.m = 1, .n = 1024, .k = 1024, .dtype = t, .bias = true, .residual = true},
-                             seed++);
+        auto plan =
+            run_case(ctx(), Case{.m = 1, .n = 1024, .k = 1024, .dtype = t, .bias = true, .residual = true}, seed++);
         EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv, 1));
-        plan = run_case(ctx(), Case{.m = 1, .n = 4096, .k = 1024, .dtype = t, .bias = true,
-                                    .activation = Activation::GeluTanh},
-                        seed++);
+        plan = run_case(
+            ctx(), Case{.m = 1, .n = 4096, .k = 1024, .dtype = t, .bias = true, .activation = Activation::GeluTanh},
+            seed++);
         EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Gemv, 1));
         run_case(ctx(), Case{.m = 1, .n = 1024, .k = 4096, .dtype = t, .bias = true, .residual = true}, seed++);
         run_case(ctx(), Case{.m = 1, .n = 13, .k = 333, .dtype = t, .activation = Activation::GeluErf}, seed++);
@@ -170,9 +183,9 @@ TEST_F(Matmul_, DecodeShapes) {
 TEST_F(Matmul_, PrefillShapes) {
     std::uint64_t seed = 3000;
     for (DType t : {DType::F32, DType::F16}) {
-        const auto plan = run_case(ctx(), Case{.m = 130, .n = 300, .k = 256, .dtype = t, .bias = true,
-                                               .activation = Activation::GeluTanh},
-                                   seed++);
+        const auto plan = run_case(
+            ctx(), Case{.m = 130, .n = 300, .k = 256, .dtype = t, .bias = true, .activation = Activation::GeluTanh},
+            seed++);
         EXPECT_EQ(plan.kernel, expected_kernel(ctx(), MatmulKernel::Tiled, 130));
         if (plan.kernel == MatmulKernel::Tiled) {
             EXPECT_EQ(plan.tile_m, 64u);
@@ -185,9 +198,16 @@ TEST_F(Matmul_, SplitKAddsTheSlicesBeforeTheEpilogue) {
     std::uint64_t seed = 4000;
     for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
         for (DType t : {DType::F32, DType::F16}) {
-            const auto plan = run_case(ctx(), Case{.m = 5, .n = 19, .k = 301, .dtype = t, .bias = true,
-                                                   .residual = true, .activation = Activation::GeluErf,
-                                                   .options = {.kernel = kernel, .force_splits = 3}, .pad = 1},
+            const auto plan = run_case(ctx(),
+                                       Case{.m = 5,
+                                            .n = 19,
+                                            .k = 301,
+                                            .dtype = t,
+                                            .bias = true,
+                                            .residual = true,
+                                            .activation = Activation::GeluErf,
+                                            .options = {.kernel = kernel, .force_splits = 3},
+                                            .pad = 1},
                                        seed++);
             EXPECT_GE(plan.n_splits, 3u);
             EXPECT_GT(plan.scratch_bytes, 0u);
@@ -205,17 +225,21 @@ TEST_F(Matmul_, LongKStaysRightOnDriversWithALoopLimit) {
     for (DType t : {DType::F32, DType::F16}) {
         run_case(ctx(), Case{.m = 1, .n = 64, .k = 16384, .dtype = t, .bias = true, .options = no_parallel_split},
                  seed++);
-        run_case(ctx(), Case{.m = 20, .n = 37, .k = 16384, .dtype = t, .residual = true,
-                             .options = no_parallel_split},
+        run_case(ctx(), Case{.m = 20, .n = 37, .k = 16384, .dtype = t, .residual = true, .options = no_parallel_split},
                  seed++);
-        run_case(ctx(), Case{.m = 3, .n = 9, .k = 16384, .dtype = t,
-                             .options = {.kernel = MatmulKernel::Blocked, .force_splits = 1}},
+        run_case(ctx(),
+                 Case{.m = 3,
+                      .n = 9,
+                      .k = 16384,
+                      .dtype = t,
+                      .options = {.kernel = MatmulKernel::Blocked, .force_splits = 1}},
                  seed++);
     }
     for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::RowDot}) {
-        run_case(ctx(), Case{.m = 3, .n = 9, .k = 16384, .dtype = DType::F16,
-                             .options = {.kernel = kernel, .force_splits = 1}},
-                 seed++);
+        run_case(
+            ctx(),
+            Case{.m = 3, .n = 9, .k = 16384, .dtype = DType::F16, .options = {.kernel = kernel, .force_splits = 1}},
+            seed++);
     }
     const auto plan = run_case(
         ctx(), Case{.m = 2, .n = 5, .k = 70001, .options = {.kernel = MatmulKernel::Blocked, .force_splits = 1}},
@@ -232,8 +256,15 @@ TEST_F(Matmul_, ResidualMayBeTheOutput) {
     const DeviceTensor wb = upload_tensor(ctx(), w, DType::F16, "W");
     const DeviceTensor yb = upload_tensor(ctx(), r, DType::F32, "Y = residual");
     auto list = ctx().command_list();
-    record_matmul(ctx(), *list, MatmulArgs{.x = xb.range(), .w = wb.range(), .residual = yb.range(), .y = yb.range(),
-                                           .m = m, .n = n, .k = k, .weight_dtype = DType::F16});
+    record_matmul(ctx(), *list,
+                  MatmulArgs{.x = xb.range(),
+                             .w = wb.range(),
+                             .residual = yb.range(),
+                             .y = yb.range(),
+                             .m = m,
+                             .n = n,
+                             .k = k,
+                             .weight_dtype = DType::F16});
     ctx().submit(*list);
     std::vector<float> out(m * n);
     ctx().download(yb.buffer(), std::span(out));
@@ -284,7 +315,7 @@ void run_forced(const char* spec, std::uint64_t seed) {
         try {
             (void)plan_matmul(device, 29, 70, 93, DType::F32, {.kernel = kernel});
         } catch (const Error&) {
-            continue; // does not fit these limits; Auto never throws
+            continue;  // does not fit these limits; Auto never throws
         }
         for (DType t : {DType::F32, DType::F16}) {
             for (const Case& c : {Case{.m = 1, .n = 37, .k = 200, .bias = true},
@@ -328,8 +359,14 @@ TEST(MatmulForcedLimits, WeightsLargerThanTheStorageRangeAreBoundInRowRanges) {
     for (DType t : {DType::F32, DType::F16}) {
         auto plan = run_case(ctx, Case{.m = 1, .n = 700, .k = 96, .dtype = t, .bias = true, .pad = 1}, seed++);
         EXPECT_LT(plan.cols_per_piece, 700u) << plan.describe();
-        plan = run_case(ctx, Case{.m = 200, .n = 700, .k = 96, .dtype = t, .bias = true, .residual = true,
-                                  .activation = Activation::GeluTanh},
+        plan = run_case(ctx,
+                        Case{.m = 200,
+                             .n = 700,
+                             .k = 96,
+                             .dtype = t,
+                             .bias = true,
+                             .residual = true,
+                             .activation = Activation::GeluTanh},
                         seed++);
         EXPECT_LT(plan.cols_per_piece, 700u) << plan.describe();
         EXPECT_LT(plan.rows_per_piece, 200u) << plan.describe();
@@ -340,16 +377,19 @@ TEST(MatmulForcedLimits, WeightsLargerThanTheStorageRangeAreBoundInRowRanges) {
 }
 
 TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
-    const ComputeLimits gpu_limits{.shared_memory = 49152, .workgroup_invocations = 1024,
-                                   .workgroup_size = {1024, 1024, 64}, .workgroup_count = {65535, 65535, 65535},
-                                   .storage_buffer_range = 1ull << 32, .storage_offset_alignment = 16};
+    const ComputeLimits gpu_limits{.shared_memory = 49152,
+                                   .workgroup_invocations = 1024,
+                                   .workgroup_size = {1024, 1024, 64},
+                                   .workgroup_count = {65535, 65535, 65535},
+                                   .storage_buffer_range = 1ull << 32,
+                                   .storage_offset_alignment = 16};
     const MatmulDevice big{.limits = gpu_limits};
     const auto prefill = plan_matmul(big, 512, 4096, 1024, DType::F16);
     EXPECT_EQ(prefill.kernel, MatmulKernel::Tiled);
     EXPECT_EQ(prefill.tile_m * prefill.tile_n, 64u * 64u);
     EXPECT_EQ(prefill.n_splits, 1u);
     EXPECT_EQ(plan_matmul(big, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
-    EXPECT_EQ(plan_matmul(big, 12, 4096, 1024, DType::F16).tile_m, 16u); // no 64-row tiles for 12 rows
+    EXPECT_EQ(plan_matmul(big, 12, 4096, 1024, DType::F16).tile_m, 16u);  // no 64-row tiles for 12 rows
 
     // A CPU device takes register blocks: one row for decoding, four otherwise.
     const MatmulDevice cpu{.limits = gpu_limits, .cpu = true};
@@ -378,7 +418,8 @@ TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
         MatmulDevice limited_subgroups = limited;
         limited_subgroups.limits.subgroup_ops = true;
         limited_subgroups.limits.subgroup_size = 8;
-        for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        for (MatmulKernel kernel :
+             {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
             for (std::uint32_t m : {1u, 300u}) {
                 const auto p = plan_matmul(limited_subgroups, m, 4096, k, DType::F32, {.kernel = kernel});
                 EXPECT_LE(p.loop_iterations, 65535u / 2) << p.describe();
@@ -424,7 +465,8 @@ void run_rowdot_grid(Context& ctx, std::uint64_t seed) {
 }
 
 TEST_F(Matmul_, RowDotOverOddAndPrimeShapes) {
-    if (!ctx().limits().subgroup_ops) GTEST_SKIP() << "no subgroup arithmetic";
+    if (!ctx().limits().subgroup_ops)
+        GTEST_SKIP() << "no subgroup arithmetic";
     run_rowdot_grid(ctx(), 9000);
 }
 
@@ -447,5 +489,5 @@ TEST(MatmulForcedLimits, RowDotWithoutInt64AndItsFallbackWithoutSubgroupOps) {
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "host/spec/model_config.hpp"
-#include "host/reference/model.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/reference/model.hpp"
+#include "host/spec/model_config.hpp"
 #include "runtime/error.hpp"
 
 namespace {

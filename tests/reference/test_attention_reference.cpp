@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "host/reference/attention.hpp"
 #include "host/spec/alibi.hpp"
 #include "host/spec/attention_params.hpp"
-#include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/random.hpp"
 #include "runtime/error.hpp"

@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "host/spec/random_weights.hpp"
-#include "host/spec/model_config.hpp"
-#include "host/reference/model.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/reference/model.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/spec/random_weights.hpp"
 #include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -208,8 +208,7 @@ TEST_F(ReferenceModelTest, RoundingWeightsToF16MatchesAnF16Checkpoint) {
     const auto f32 = vkf::open_checkpoint(write_random("f32", config, vkf::DType::F32, 9));
     const auto f16 = vkf::open_checkpoint(write_random("f16", config, vkf::DType::F16, 9));
     const std::vector<double> exact = Model(config, f32).forward(kIds);
-    const std::vector<double> rounded =
-        Model(config, f32, ModelOptions{.round_weights_to_f16 = true}).forward(kIds);
+    const std::vector<double> rounded = Model(config, f32, ModelOptions{.round_weights_to_f16 = true}).forward(kIds);
     const std::vector<double> stored = Model(config, f16).forward(kIds);
     EXPECT_EQ(rounded, stored);  // the writer rounds the same float values to fp16
     double diff = 0.0;
@@ -224,9 +223,9 @@ TEST_F(ReferenceModelTest, ProgressIsReportedPerLayer) {
     const ModelConfig config = small_config(ModelFamily::Mpt);
     const auto checkpoint = vkf::open_checkpoint(write_random("m", config, vkf::DType::F16));
     std::vector<std::pair<std::uint32_t, std::uint32_t>> calls;
-    const Model model(
-        config, checkpoint,
-        ModelOptions{.progress = [&](std::uint32_t layer, std::uint32_t n) { calls.emplace_back(layer, n); }});
+    const Model model(config, checkpoint, ModelOptions{.progress = [&](std::uint32_t layer, std::uint32_t n) {
+                          calls.emplace_back(layer, n);
+                      }});
     model.forward(kIds);
     EXPECT_EQ(calls, (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 2}, {1, 2}}));
 }

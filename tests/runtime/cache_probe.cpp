@@ -12,15 +12,15 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
-        vkf::Context ctx(vkf::ContextOptions{
-            .validation = true,
-            .on_message =
-                [](vkf::MessageSeverity s, std::string_view m) {
-                    if (s != vkf::MessageSeverity::Info) {
-                        std::printf("message=%.*s\n", static_cast<int>(m.size()), m.data());
-                    }
-                },
-            .pipeline_cache_dir = std::filesystem::path(argv[1])});
+        vkf::Context ctx(vkf::ContextOptions{.validation = true,
+                                             .on_message =
+                                                 [](vkf::MessageSeverity s, std::string_view m) {
+                                                     if (s != vkf::MessageSeverity::Info) {
+                                                         std::printf("message=%.*s\n", static_cast<int>(m.size()),
+                                                                     m.data());
+                                                     }
+                                                 },
+                                             .pipeline_cache_dir = std::filesystem::path(argv[1])});
         vkf::Buffer a = ctx.create_buffer(4096, vkf::MemoryKind::Device, "a");
         auto list = ctx.command_list();
         vkf::record_fill(ctx, *list, vkf::whole(a), 2.0f);
@@ -31,9 +31,8 @@ int main(int argc, char** argv) {
         ctx.download(a, std::span(out));
         const auto s = ctx.pipeline_cache_stats();
         std::printf("result=%g\nloaded=%d\nloaded_bytes=%llu\nrejected=%s\ncreated=%u\nhits=%u\nhits_reported=%d\n",
-                    static_cast<double>(out[1000]), s.loaded ? 1 : 0,
-                    static_cast<unsigned long long>(s.loaded_bytes), s.rejected.c_str(), s.pipelines_created,
-                    s.cache_hits, s.hits_reported ? 1 : 0);
+                    static_cast<double>(out[1000]), s.loaded ? 1 : 0, static_cast<unsigned long long>(s.loaded_bytes),
+                    s.rejected.c_str(), s.pipelines_created, s.cache_hits, s.hits_reported ? 1 : 0);
         std::printf("file=%s\n", s.file.string().c_str());
         return 0;
     } catch (const std::exception& e) {

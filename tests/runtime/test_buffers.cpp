@@ -54,7 +54,7 @@ TEST(BuffersStaged, RoundTripsThroughTheStagingBuffer) {
     MessageSink sink;
     ContextOptions options = test_options(sink);
     options.force_staging = true;
-    options.staging_size = 1 << 20; // several chunks per transfer
+    options.staging_size = 1 << 20;  // several chunks per transfer
     Context ctx(options);
     std::uint64_t seed = 100;
     for (VkDeviceSize s : {VkDeviceSize{1}, VkDeviceSize{4093}, VkDeviceSize{1 << 20}, VkDeviceSize{(5 << 20) + 1}}) {
@@ -73,7 +73,7 @@ TEST_F(Buffers, OutOfRangeTransfersAreRefused) {
 
 TEST_F(Buffers, BindingOverMaxStorageBufferRangeIsRefusedAndRangesWork) {
     const VkDeviceSize range = ctx().limits().storage_buffer_range;
-    const VkDeviceSize size = range + (range / 4); // 1.25x the limit
+    const VkDeviceSize size = range + (range / 4);  // 1.25x the limit
     Buffer big = ctx().create_buffer(size, MemoryKind::Device, "big");
 
     // Binding the whole buffer names the limit.
@@ -85,8 +85,11 @@ TEST_F(Buffers, BindingOverMaxStorageBufferRangeIsRefusedAndRangesWork) {
     const Binding whole_binding[] = {{whole(big), Access::Write}};
     const ElementwisePush push{.count = 1, .value = 0};
     try {
-        list->dispatch(Dispatch{.pipeline = &p, .bindings = whole_binding, .push_constants = push_bytes(push),
-                                .groups = {1, 1, 1}, .label = "too-big"});
+        list->dispatch(Dispatch{.pipeline = &p,
+                                .bindings = whole_binding,
+                                .push_constants = push_bytes(push),
+                                .groups = {1, 1, 1},
+                                .label = "too-big"});
         FAIL() << "binding over maxStorageBufferRange was accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("maxStorageBufferRange"), std::string::npos) << e.what();
@@ -106,5 +109,5 @@ TEST_F(Buffers, BindingOverMaxStorageBufferRangeIsRefusedAndRangesWork) {
     EXPECT_EQ(wrong, 0u);
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

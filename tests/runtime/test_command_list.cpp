@@ -22,11 +22,11 @@ std::vector<float> download_floats(Context& ctx, const Buffer& b) {
 TEST_F(CommandLists, DependentChainIsRightAndGetsOneBarrierPerHazard) {
     // x0 = 1; x_{k+1} = x_k + x_k ping-ponging between two buffers: every step reads what the
     // previous one wrote (read-after-write) and overwrites what it read (write-after-read).
-    const std::uint32_t n = 100003; // prime, not a multiple of the workgroup size
+    const std::uint32_t n = 100003;  // prime, not a multiple of the workgroup size
     Buffer a = ctx().create_buffer(n * 4, MemoryKind::Device, "a");
     Buffer b = ctx().create_buffer(n * 4, MemoryKind::Device, "b");
     auto list = ctx().command_list();
-    record_fill(ctx(), *list, whole(b), 0xFFFFFFFFu); // poison
+    record_fill(ctx(), *list, whole(b), 0xFFFFFFFFu);  // poison
     record_fill(ctx(), *list, whole(a), 1.0f);
     const int steps = 20;
     for (int k = 0; k < steps; ++k) {
@@ -71,7 +71,7 @@ TEST_F(CommandLists, ResubmissionRunsTheRecordedWorkAgain) {
     ctx().submit(*init);
 
     auto step = ctx().command_list();
-    record_add(ctx(), *step, whole(acc), whole(one), whole(acc)); // in place
+    record_add(ctx(), *step, whole(acc), whole(one), whole(acc));  // in place
     for (int i = 0; i < 5; ++i) {
         ctx().submit(*step);
     }
@@ -86,12 +86,12 @@ TEST(CommandListsLimits, GroupCountsOverTheDeviceLimitAreSplit) {
     LimitOverrides tiny{.workgroup_count = 7};
     Context ctx(test_options(sink, tiny));
     ASSERT_EQ(ctx.limits().workgroup_count[0], 7u);
-    const std::uint32_t n = 100 * 256 + 5; // 101 groups of 256 > 7
+    const std::uint32_t n = 100 * 256 + 5;  // 101 groups of 256 > 7
     Buffer b = ctx.create_buffer(n * 4, MemoryKind::Device, "b");
     auto list = ctx.command_list();
     record_fill(ctx, *list, whole(b), 0x12345678u);
     ctx.submit(*list);
-    EXPECT_EQ(list->dispatch_command_count(), 15u); // ceil(101 / 7)
+    EXPECT_EQ(list->dispatch_command_count(), 15u);  // ceil(101 / 7)
     std::vector<std::uint32_t> out(n);
     ctx.download(b, std::span(out));
     for (std::uint32_t i = 0; i < n; ++i) {
@@ -140,39 +140,54 @@ TEST_F(CommandLists, MismatchedDispatchesAreRefusedWithAMessage) {
     };
     expect_error(
         [&] {
-            list->dispatch(Dispatch{.pipeline = &fill, .bindings = one, .push_constants = push_bytes(short_block),
-                                    .groups = {1, 1, 1}, .label = "short-push"});
+            list->dispatch(Dispatch{.pipeline = &fill,
+                                    .bindings = one,
+                                    .push_constants = push_bytes(short_block),
+                                    .groups = {1, 1, 1},
+                                    .label = "short-push"});
         },
         "push-constant block of 4 bytes");
     const ElementwisePush push{.count = 256, .value = 0};
     expect_error(
         [&] {
-            list->dispatch(Dispatch{.pipeline = &fill, .bindings = {}, .push_constants = push_bytes(push),
-                                    .groups = {1, 1, 1}, .label = "no-buffers"});
+            list->dispatch(Dispatch{.pipeline = &fill,
+                                    .bindings = {},
+                                    .push_constants = push_bytes(push),
+                                    .groups = {1, 1, 1},
+                                    .label = "no-buffers"});
         },
         "0 buffers bound");
     expect_error(
         [&] {
             const Binding outside[] = {{BufferRange{&b, 512, 1024}, Access::Write}};
-            list->dispatch(Dispatch{.pipeline = &fill, .bindings = outside, .push_constants = push_bytes(push),
-                                    .groups = {1, 1, 1}, .label = "outside"});
+            list->dispatch(Dispatch{.pipeline = &fill,
+                                    .bindings = outside,
+                                    .push_constants = push_bytes(push),
+                                    .groups = {1, 1, 1},
+                                    .label = "outside"});
         },
         "outside the buffer");
     expect_error(
         [&] {
             const Binding misaligned[] = {{BufferRange{&b, 2, 64}, Access::Write}};
-            list->dispatch(Dispatch{.pipeline = &fill, .bindings = misaligned, .push_constants = push_bytes(push),
-                                    .groups = {1, 1, 1}, .label = "misaligned"});
+            list->dispatch(Dispatch{.pipeline = &fill,
+                                    .bindings = misaligned,
+                                    .push_constants = push_bytes(push),
+                                    .groups = {1, 1, 1},
+                                    .label = "misaligned"});
         },
         "minStorageBufferOffsetAlignment");
     expect_error(
         [&] {
-            list->dispatch(Dispatch{.pipeline = &fill, .bindings = one, .push_constants = push_bytes(push),
-                                    .groups = {0, 1, 1}, .label = "zero"});
+            list->dispatch(Dispatch{.pipeline = &fill,
+                                    .bindings = one,
+                                    .push_constants = push_bytes(push),
+                                    .groups = {0, 1, 1},
+                                    .label = "zero"});
         },
         "zero workgroups");
     EXPECT_EQ(list->op_count(), 0u);
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

@@ -44,7 +44,7 @@ TEST(DeviceSelection, SelectsByIndexNameAndType) {
     EXPECT_EQ(select_device(devices, ""), 2u);
     EXPECT_EQ(select_device(devices, "1"), 1u);
     EXPECT_EQ(select_device(devices, "LLVMPIPE"), 0u);
-    devices[2].compute_queue_family = UINT32_MAX; // no compute queue: never chosen
+    devices[2].compute_queue_family = UINT32_MAX;  // no compute queue: never chosen
     EXPECT_EQ(select_device(devices, ""), 1u);
     EXPECT_THROW((void)select_device(devices, "2"), Error);
 }
@@ -56,7 +56,7 @@ TEST(DeviceSelection, TheSelectedDeviceReportsItsFields) {
     EXPECT_FALSE(d.name.empty());
     EXPECT_GE(d.api_version, VK_API_VERSION_1_1);
     EXPECT_GT(d.subgroup_size, 0u);
-    EXPECT_GE(d.max_shared_memory, 16384u); // Vulkan's guaranteed minimum
+    EXPECT_GE(d.max_shared_memory, 16384u);  // Vulkan's guaranteed minimum
     EXPECT_GE(d.max_push_constants, 128u);
     EXPECT_GE(d.max_workgroup_invocations, 128u);
     EXPECT_GE(d.max_storage_buffer_range, 1u << 27);
@@ -83,7 +83,7 @@ TEST(Limits, OverridesParseAndOnlyLower) {
     info.max_storage_buffer_range = 1ull << 27;
     info.storage_16bit = info.float16_arithmetic = true;
     const auto forced = effective_limits(info, {}, LimitOverrides::parse("shared_memory=1M,workgroup_invocations=64"));
-    EXPECT_EQ(forced.shared_memory, 32768u); // an override never raises a limit
+    EXPECT_EQ(forced.shared_memory, 32768u);  // an override never raises a limit
     EXPECT_EQ(forced.workgroup_invocations, 64u);
     EXPECT_EQ(forced.workgroup_size[0], 64u);
     EXPECT_TRUE(forced.forced);
@@ -102,7 +102,10 @@ TEST(Quirks, TableMatchesOnIdsAndVersionRanges) {
     info.driver_version = 500;
     const std::vector<QuirkEntry> table{
         {.vendor_id = 0x13B5, .max_driver_version = 499, .avoid_fp16_arithmetic = true, .reason = "old"},
-        {.vendor_id = 0x13B5, .device_id = 0x1234, .min_driver_version = 500, .avoid_subgroup_ops = true,
+        {.vendor_id = 0x13B5,
+         .device_id = 0x1234,
+         .min_driver_version = 500,
+         .avoid_subgroup_ops = true,
          .reason = "this one"},
         {.vendor_id = 0x5143, .avoid_fp16_arithmetic = true, .reason = "other vendor"},
     };
@@ -151,13 +154,10 @@ TEST_F(Pipelines, MismatchesWithTheShaderOrTheDeviceAreRefused) {
         "bytes of shared memory");
     expect_error(
         [&] {
-            ctx().pipeline(with([&](PipelineDesc& d) {
-                d.workgroup_size = {ctx().limits().workgroup_size[0], 2, 1};
-            }));
+            ctx().pipeline(with([&](PipelineDesc& d) { d.workgroup_size = {ctx().limits().workgroup_size[0], 2, 1}; }));
         },
         "invocations per workgroup");
-    expect_error([&] { ctx().pipeline(with([](PipelineDesc& d) { d.constants = {{1, 5}}; })); },
-                 "workgroup size");
+    expect_error([&] { ctx().pipeline(with([](PipelineDesc& d) { d.constants = {{1, 5}}; })); }, "workgroup size");
 }
 
 TEST(PipelinesForcedLimits, SharedMemoryIsCheckedAgainstTheForcedLimit) {
@@ -173,5 +173,5 @@ TEST(PipelinesForcedLimits, SharedMemoryIsCheckedAgainstTheForcedLimit) {
         "allows 4096");
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

@@ -27,10 +27,9 @@ TEST(DeviceInfoJson, WritesCompleteObjectsAndMarksAMissingQueueFamily) {
               std::string::npos)
         << s;
     EXPECT_NE(s.find(R"("compute_queue_family":null)"), std::string::npos) << s;
-    EXPECT_NE(s.find(R"("avoid_fp16_arithmetic":true,"avoid_subgroup_ops":false,"reasons":["why"])"),
-              std::string::npos)
+    EXPECT_NE(s.find(R"("avoid_fp16_arithmetic":true,"avoid_subgroup_ops":false,"reasons":["why"])"), std::string::npos)
         << s;
 }
 
-} // namespace
-} // namespace vkf
+}  // namespace
+}  // namespace vkf

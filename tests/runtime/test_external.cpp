@@ -10,8 +10,7 @@ namespace {
 TEST(ExternalHandles, ContextAdoptsTheApplicationsDeviceAndRecordsIntoItsCommandBuffer) {
     load_vulkan_loader();
     const VkApplicationInfo app{.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_1};
-    const VkInstanceCreateInfo instance_info{.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                                             .pApplicationInfo = &app};
+    const VkInstanceCreateInfo instance_info{.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
     VkInstance instance = VK_NULL_HANDLE;
     ASSERT_EQ(vkCreateInstance(&instance_info, nullptr, &instance), VK_SUCCESS);
     volkLoadInstance(instance);
@@ -25,16 +24,16 @@ TEST(ExternalHandles, ContextAdoptsTheApplicationsDeviceAndRecordsIntoItsCommand
     std::vector<VkQueueFamilyProperties> props(families);
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, props.data());
     std::uint32_t family = 0;
-    while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+    while (family < families && !(props[family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+        ++family;
     ASSERT_LT(family, families);
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue_info{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                              .queueFamilyIndex = family,
                                              .queueCount = 1,
                                              .pQueuePriorities = &priority};
-    const VkDeviceCreateInfo device_info{.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                                         .queueCreateInfoCount = 1,
-                                         .pQueueCreateInfos = &queue_info};
+    const VkDeviceCreateInfo device_info{
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VkDevice device = VK_NULL_HANDLE;
     ASSERT_EQ(vkCreateDevice(physical, &device_info, nullptr, &device), VK_SUCCESS);
     VkQueue queue = VK_NULL_HANDLE;
@@ -45,11 +44,8 @@ TEST(ExternalHandles, ContextAdoptsTheApplicationsDeviceAndRecordsIntoItsCommand
         ContextOptions options = test_options(sink);
         options.external_instance = instance;
         options.external_api_version = VK_API_VERSION_1_1;
-        options.external_device = ExternalDevice{.physical_device = physical,
-                                                 .device = device,
-                                                 .queue = queue,
-                                                 .queue_family = family,
-                                                 .enabled = {}};
+        options.external_device = ExternalDevice{
+            .physical_device = physical, .device = device, .queue = queue, .queue_family = family, .enabled = {}};
         Context ctx(options);
         EXPECT_FALSE(ctx.limits().fp16_storage) << "features the application did not enable stay off";
         const std::uint32_t n = 5000;
@@ -72,11 +68,11 @@ TEST(ExternalHandles, ContextAdoptsTheApplicationsDeviceAndRecordsIntoItsCommand
         ASSERT_EQ(vkBeginCommandBuffer(cmd, &begin), VK_SUCCESS);
         list->encode_into(cmd);
         ASSERT_EQ(vkEndCommandBuffer(cmd), VK_SUCCESS);
-        const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                                  .pCommandBuffers = &cmd};
+        const VkSubmitInfo submit{
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
         ASSERT_EQ(vkQueueSubmit(queue, 1, &submit, VK_NULL_HANDLE), VK_SUCCESS);
         ASSERT_EQ(vkQueueWaitIdle(queue), VK_SUCCESS);
-        EXPECT_THROW(ctx.submit(*list), Error); // encoded elsewhere: the context cannot submit it
+        EXPECT_THROW(ctx.submit(*list), Error);  // encoded elsewhere: the context cannot submit it
 
         std::vector<std::uint32_t> out(n);
         ctx.download(b, std::span(out));
@@ -110,5 +106,5 @@ TEST_F(DescriptorPools, GrowWhenAListNeedsMoreSets) {
     }
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

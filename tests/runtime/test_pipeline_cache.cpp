@@ -24,7 +24,8 @@ std::map<std::string, std::string> run_probe(const std::filesystem::path& dir) {
     char line[4096];
     while (std::fgets(line, sizeof line, pipe) != nullptr) {
         std::string s(line);
-        if (!s.empty() && s.back() == '\n') s.pop_back();
+        if (!s.empty() && s.back() == '\n')
+            s.pop_back();
         const auto eq = s.find('=');
         if (eq != std::string::npos) {
             out[s.substr(0, eq)] += (out.count(s.substr(0, eq)) ? "\n" : "") + s.substr(eq + 1);
@@ -33,7 +34,7 @@ std::map<std::string, std::string> run_probe(const std::filesystem::path& dir) {
     const int status = pclose(pipe);
     EXPECT_EQ(status, 0) << "cache_probe failed: " << out["error"];
     EXPECT_EQ(out.count("message"), 0u) << "messages: " << out["message"];
-    EXPECT_EQ(out["result"], "4"); // the work itself is right whatever the cache did
+    EXPECT_EQ(out["result"], "4");  // the work itself is right whatever the cache did
     return out;
 }
 
@@ -96,7 +97,7 @@ TEST_F(PipelineCacheFiles, CorruptTruncatedAndForeignFilesAreIgnored) {
     flipped.back() ^= 0x5a;
     cases.push_back({"bit flip", flipped, "checksum"});
     auto foreign = good;
-    foreign[40] ^= 0x01; // the device UUID in vkformer's header
+    foreign[40] ^= 0x01;  // the device UUID in vkformer's header
     cases.push_back({"foreign device", foreign, "another device"});
     for (const Case& c : cases) {
         SCOPED_TRACE(c.name);
@@ -107,7 +108,8 @@ TEST_F(PipelineCacheFiles, CorruptTruncatedAndForeignFilesAreIgnored) {
         ASSERT_NE(pipe, nullptr);
         std::string all;
         char line[4096];
-        while (std::fgets(line, sizeof line, pipe) != nullptr) all += line;
+        while (std::fgets(line, sizeof line, pipe) != nullptr)
+            all += line;
         EXPECT_EQ(pclose(pipe), 0) << all;
         EXPECT_NE(all.find("result=4"), std::string::npos) << all;
         EXPECT_NE(all.find("loaded=0"), std::string::npos) << all;
@@ -119,5 +121,5 @@ TEST_F(PipelineCacheFiles, CorruptTruncatedAndForeignFilesAreIgnored) {
     }
 }
 
-} // namespace
-} // namespace vkf::test
+}  // namespace
+}  // namespace vkf::test

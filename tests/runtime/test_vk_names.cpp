@@ -41,5 +41,5 @@ TEST(VkNames, CheckNamesTheCallAndTheResult) {
     EXPECT_NO_THROW(check(VK_SUCCESS, "vkQueueSubmit"));
 }
 
-} // namespace
-} // namespace vkf
+}  // namespace
+}  // namespace vkf

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "host/spec/random_weights.hpp"
 #include "host/io/json.hpp"
-#include "host/spec/model_config.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/spec/random_weights.hpp"
 #include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 

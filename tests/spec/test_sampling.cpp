@@ -245,7 +245,8 @@ TEST(Sampling, BadParametersThrowNamingTheField) {
         EXPECT_NE(m.find("temperature"), std::string::npos) << m;
     }
     for (float p : {0.0f, -0.5f, 1.0001f, 2.0f, nan, inf}) {
-        const std::string m = vkf::test::error_message([&] { vkf::validate(SamplingParams{.temperature = 1.0f, .top_p = p}); });
+        const std::string m =
+            vkf::test::error_message([&] { vkf::validate(SamplingParams{.temperature = 1.0f, .top_p = p}); });
         EXPECT_NE(m.find("top_p"), std::string::npos) << m;
     }
     EXPECT_NO_THROW(vkf::validate(SamplingParams{.temperature = 0.0f, .top_k = 1000000, .top_p = 1.0f}));

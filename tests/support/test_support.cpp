@@ -37,4 +37,4 @@ std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed) {
     return out;
 }
 
-} // namespace vkf::test
+}  // namespace vkf::test

@@ -34,4 +34,4 @@ std::string error_message(const std::function<void()>& action);
 // Random 32-bit words / floats for round trips and kernels.
 std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed);
 
-} // namespace vkf::test
+}  // namespace vkf::test

@@ -31,7 +31,7 @@ ContextOptions test_options(MessageSink& sink, LimitOverrides limits) {
         .validation = true,
         .on_message = [&sink](MessageSeverity s, std::string_view m) { sink(s, m); },
         .limits = std::move(limits),
-        .pipeline_cache_dir = std::filesystem::path(), // no disk cache: tests stay independent
+        .pipeline_cache_dir = std::filesystem::path(),  // no disk cache: tests stay independent
     };
 }
 
@@ -63,4 +63,4 @@ void VulkanTest::TearDown() {
     sink_->take();
 }
 
-} // namespace vkf::test
+}  // namespace vkf::test

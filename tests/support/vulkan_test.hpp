@@ -18,7 +18,7 @@ namespace vkf::test {
 class MessageSink {
 public:
     void operator()(MessageSeverity severity, std::string_view message);
-    std::vector<std::string> take(); // every message since the last take
+    std::vector<std::string> take();  // every message since the last take
     std::size_t validation_count() const;
 
 private:
@@ -38,7 +38,7 @@ public:
 
 protected:
     void SetUp() override;
-    void TearDown() override; // fails the test if validation spoke during it
+    void TearDown() override;  // fails the test if validation spoke during it
     static Context& ctx() { return *context_; }
     static MessageSink& sink() { return *sink_; }
 
@@ -48,4 +48,4 @@ private:
     std::size_t messages_before_ = 0;
 };
 
-} // namespace vkf::test
+}  // namespace vkf::test

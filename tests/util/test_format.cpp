@@ -49,4 +49,4 @@ TEST(Format, FixedAndSignificantDigits) {
     EXPECT_EQ(vkf::significant(0.0), "0");
 }
 
-} // namespace
+}  // namespace
