@@ -10,6 +10,24 @@ namespace vkf {
 namespace {
 
 std::uint64_t parse_size(std::string_view key, std::string_view text) {
+    const std::optional<std::uint64_t> bytes = parse_byte_size(text);
+    if (!bytes) {
+        throw Error("limit override '" + std::string(key) + "': '" + std::string(text) + "' is not a positive integer");
+    }
+    return *bytes;
+}
+
+std::uint32_t parse_u32(std::string_view key, std::string_view text) {
+    const std::uint64_t v = parse_size(key, text);
+    if (v > UINT32_MAX) {
+        throw Error("limit override '" + std::string(key) + "' is too large");
+    }
+    return static_cast<std::uint32_t>(v);
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
     std::uint64_t multiplier = 1;
     if (!text.empty()) {
         switch (text.back()) {
@@ -34,21 +52,12 @@ std::uint64_t parse_size(std::string_view key, std::string_view text) {
     }
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || value == 0) {
-        throw Error("limit override '" + std::string(key) + "': '" + std::string(text) + "' is not a positive integer");
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value == 0 ||
+        value > UINT64_MAX / multiplier) {
+        return std::nullopt;
     }
     return value * multiplier;
 }
-
-std::uint32_t parse_u32(std::string_view key, std::string_view text) {
-    const std::uint64_t v = parse_size(key, text);
-    if (v > UINT32_MAX) {
-        throw Error("limit override '" + std::string(key) + "' is too large");
-    }
-    return static_cast<std::uint32_t>(v);
-}
-
-}  // namespace
 
 LimitOverrides LimitOverrides::phone() {
     // What a mid-range Mali/Adreno/PowerVR phone offers (the lower of the common values).

@@ -34,6 +34,10 @@ struct LimitOverrides {
     LimitOverrides merged_with(const LimitOverrides& other) const;
 };
 
+// "512", "64K", "128M", "2G" (binary suffixes, either case) as bytes; nullopt for anything
+// else, for 0 and for sizes past 2^64.
+std::optional<std::uint64_t> parse_byte_size(std::string_view text);
+
 struct ComputeLimits {
     std::uint32_t shared_memory = 0;
     std::uint32_t workgroup_invocations = 0;

@@ -79,12 +79,11 @@ std::vector<std::string> parse_words(std::string_view option, std::string_view t
 }
 
 std::uint64_t parse_size(std::string_view option, std::string_view text) {
-    // LimitOverrides knows the K/M/G suffixes: its parser reads the size through a size key.
-    try {
-        return LimitOverrides::parse("storage_buffer_range=" + std::string(text)).storage_buffer_range.value();
-    } catch (const Error&) {
+    const std::optional<std::uint64_t> bytes = parse_byte_size(text);
+    if (!bytes) {
         throw UsageError(std::string(option) + " needs a size such as 512M or 2G, not '" + std::string(text) + "'");
     }
+    return *bytes;
 }
 
 LimitOverrides parse_limits(std::string_view option, std::string_view text, const LimitOverrides& so_far) {

@@ -64,6 +64,16 @@ TEST(DeviceSelection, TheSelectedDeviceReportsItsFields) {
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
+TEST(Limits, ByteSizesTakeBinarySuffixes) {
+    EXPECT_EQ(parse_byte_size("512"), 512u);
+    EXPECT_EQ(parse_byte_size("64K"), 65536u);
+    EXPECT_EQ(parse_byte_size("128m"), 128ull << 20);
+    EXPECT_EQ(parse_byte_size("2G"), 2ull << 30);
+    for (const char* bad : {"", "K", "0", "-1", "1.5M", "12T", "1 M", "99999999999G"}) {
+        EXPECT_EQ(parse_byte_size(bad), std::nullopt) << bad;
+    }
+}
+
 TEST(Limits, OverridesParseAndOnlyLower) {
     const auto o = LimitOverrides::parse("shared_memory=8K,storage_buffer_range=1M,no_fp16_arithmetic");
     EXPECT_EQ(o.shared_memory, 8192u);
