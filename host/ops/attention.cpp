@@ -62,6 +62,36 @@ constexpr std::uint32_t kTargetWorkgroups = 256;
 constexpr std::uint32_t kMinSplitKeys = 256;
 constexpr std::uint32_t kMaxSplits = 64;
 
+// KV splits for parallelism: enough workgroups to keep the device busy when the query rows
+// alone give fewer than `target`, never slices under kMinSplitKeys; `force_splits` wins.
+std::uint64_t parallel_splits(std::uint64_t groups, std::uint32_t kv_len, std::uint32_t target,
+                              const AttentionOptions& options) {
+    if (options.force_splits > 0) {
+        return options.force_splits;
+    }
+    if (groups < target && kv_len >= 2 * kMinSplitKeys) {
+        return std::min<std::uint64_t>({ceil_div(target, groups), kv_len / kMinSplitKeys, kMaxSplits});
+    }
+    return 1;
+}
+
+// `splits`, raised to `needed` where the driver's loop limit needs that many; throws when
+// their partial results (record_bytes each) could not be bound in one range.
+std::uint64_t splits_for_loop_limit(const AttentionShape& shape, const ComputeLimits& limits,
+                                    std::uint64_t record_bytes, std::uint64_t splits, std::uint64_t needed) {
+    if (needed <= splits) {
+        return splits;
+    }
+    if (record_bytes * needed > limits.storage_buffer_range) {
+        throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
+                    " KV splits on this driver (its shaders may run at most " +
+                    std::to_string(limits.max_loop_iterations) +
+                    " loop iterations), and their partial results would exceed maxStorageBufferRange; "
+                    "use fewer query rows per call");
+    }
+    return needed;
+}
+
 // Rows kernel (shaders/attention_rows.comp).
 // On llvmpipe (Mesa 22.3, 2 cores) every storage-buffer load costs a loop over the SIMD
 // lanes, so loads per multiply-add decide everything. Causal prefill 512, 16 heads: with
@@ -114,14 +144,8 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
                        .n_splits = 1,
                        .kv_split_len = shape.kv_len};
     const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, rows)} * shape.n_head * shape.batch;
-    std::uint64_t splits = 1;
-    if (options.force_splits > 0) {
-        splits = options.force_splits;
-    } else if (groups < kTargetWorkgroupsCpu && shape.kv_len >= 2 * kMinSplitKeys) {
-        splits =
-            std::min<std::uint64_t>({ceil_div(kTargetWorkgroupsCpu, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
-    }
-    splits = std::max<std::uint64_t>(splits, lanes);
+    std::uint64_t splits =
+        std::max<std::uint64_t>(parallel_splits(groups, shape.kv_len, kTargetWorkgroupsCpu, options), lanes);
     while (splits > lanes && record_bytes * splits > limits.storage_buffer_range) {
         splits /= 2;
     }
@@ -130,17 +154,7 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
     auto iterations = [&](std::uint64_t keys) { return ceil_div(keys, bk) + 8; };
     if (limits.max_loop_iterations != 0) {
         const std::uint64_t budget = limits.max_loop_iterations / 2;
-        const std::uint64_t needed = ceil_div(shape.kv_len, (budget - 8) * bk);
-        if (needed > splits) {
-            if (record_bytes * needed > limits.storage_buffer_range) {
-                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
-                            " KV splits on this driver (its shaders may run at most " +
-                            std::to_string(limits.max_loop_iterations) +
-                            " loop iterations), and their partial results would exceed maxStorageBufferRange; "
-                            "use fewer query rows per call");
-            }
-            splits = needed;
-        }
+        splits = splits_for_loop_limit(shape, limits, record_bytes, splits, ceil_div(shape.kv_len, (budget - 8) * bk));
     }
     if (splits > 1) {
         // A multiple of the lanes per row; trailing splits may be empty (they write empty records).
@@ -264,13 +278,7 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
                        .kv_split_len = shape.kv_len};
 
     const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
-    std::uint32_t splits = 1;
-    if (options.force_splits > 0) {
-        splits = options.force_splits;
-    } else if (groups < kTargetWorkgroups && shape.kv_len >= 2 * kMinSplitKeys) {
-        splits =
-            std::min<std::uint64_t>({ceil_div(kTargetWorkgroups, groups), shape.kv_len / kMinSplitKeys, kMaxSplits});
-    }
+    std::uint64_t splits = parallel_splits(groups, shape.kv_len, kTargetWorkgroups, options);
     // The partials buffer must be bindable in one range.
     const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
     while (splits > 1 && record_bytes * splits > limits.storage_buffer_range) {
@@ -281,18 +289,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
     if (limits.max_loop_iterations != 0) {
         const std::uint32_t budget = limits.max_loop_iterations / 2;
         const std::uint32_t max_tiles = std::max<std::uint32_t>(1, budget / loop_iterations_per_tile(*chosen, d));
-        const auto needed =
-            static_cast<std::uint32_t>(ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile));
-        if (needed > splits) {
-            if (record_bytes * needed > limits.storage_buffer_range) {
-                throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
-                            " KV splits on this driver (its shaders may run at most " +
-                            std::to_string(limits.max_loop_iterations) +
-                            " loop iterations), and their partial results would exceed maxStorageBufferRange; "
-                            "use fewer query rows per call");
-            }
-            splits = needed;
-        }
+        splits = splits_for_loop_limit(shape, limits, record_bytes, splits,
+                                       ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile));
     }
     if (splits > 1) {
         plan.kv_split_len = static_cast<std::uint32_t>(round_up(ceil_div(shape.kv_len, splits), plan.keys_per_tile));
