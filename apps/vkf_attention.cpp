@@ -330,7 +330,7 @@ int run(const Options& options) {
         const std::vector<double> reference =
             vkf::reference::attention(params, q_data.values, k_data.values, v_data.values);
         const vkf::ErrorStats stats = vkf::compare_to_reference(output_values(out_bytes, dtype), reference);
-        // DESIGN.md's tolerances for the storage type.
+        // docs/DESIGN.md's tolerances for the storage type.
         const double tolerance = dtype == vkf::DType::F16 ? 2e-3 : 1e-5;
         const bool ok = stats.max_rel < tolerance && stats.rel_l2 < tolerance;
         fmt::print("check: {} (tolerance {}: {})\n", vkf::describe(stats), tolerance, ok ? "ok" : "EXCEEDED");
