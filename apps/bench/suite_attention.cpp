@@ -7,9 +7,9 @@
 #include "apps/bench/suites.hpp"
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_naive.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/spec/alibi.hpp"
 #include "host/spec/attention_params.hpp"
-#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 
 #include <fmt/format.h>
@@ -86,19 +86,6 @@ std::string case_name(const AttentionCase& c, bool naive) {
                        c.model.head_dims.size() > 1 ? fmt::format(" d={}", s.head_dim) : "", s.q_len, s.kv_len);
 }
 
-// Each tensor its own seed, the same in every case: runs stay comparable.
-Buffer random_tensor(Context& ctx, std::size_t elements, DType dtype, std::uint64_t seed, const char* name) {
-    const std::vector<float> values = random_uniform(elements, seed);
-    Buffer buffer = ctx.create_buffer(elements * element_size(dtype), MemoryKind::Device, name);
-    if (dtype == DType::F16) {
-        const std::vector<std::uint16_t> halves = floats_to_halves(values);
-        ctx.upload(buffer, std::span<const std::uint16_t>(halves));
-    } else {
-        ctx.upload(buffer, std::span<const float>(values));
-    }
-    return buffer;
-}
-
 // The naive result's speed against the tiled twin run just before it: naive ms / tiled ms.
 std::optional<double> speedup_over(const AttentionCase& c, const std::vector<double>& naive_ms,
                                    const std::vector<Result>* earlier) {
@@ -144,15 +131,16 @@ void run_case(const AttentionCase& c, CaseEnv& env, Result& r) {
         own_bytes = tiled->scratch_bytes();
         r.plan = tiled->plan().describe();
     }
-    const Buffer q = random_tensor(ctx, q_element_count(shape), c.dtype, 0x5eed01, "bench Q");
-    const Buffer k = random_tensor(ctx, kv_element_count(shape), c.dtype, 0x5eed02, "bench K");
-    const Buffer v = random_tensor(ctx, kv_element_count(shape), c.dtype, 0x5eed03, "bench V");
-    const Buffer o = ctx.create_buffer(q_element_count(shape) * element_size(c.dtype), MemoryKind::Device, "bench O");
+    // Each tensor its own seed, the same in every case: runs stay comparable.
+    const DeviceTensor q = upload_tensor(ctx, random_uniform(q_element_count(shape), 0x5eed01), c.dtype, "bench Q");
+    const DeviceTensor k = upload_tensor(ctx, random_uniform(kv_element_count(shape), 0x5eed02), c.dtype, "bench K");
+    const DeviceTensor v = upload_tensor(ctx, random_uniform(kv_element_count(shape), 0x5eed03), c.dtype, "bench V");
+    const DeviceTensor o(ctx, q_element_count(shape), c.dtype, "bench O");
     const auto list = ctx.command_list(ctx.limits().timestamps);
     if (naive) {
-        naive->record(*list, whole(q), whole(k), whole(v), whole(o));
+        naive->record(*list, q.range(), k.range(), v.range(), o.range());
     } else {
-        tiled->record(*list, whole(q), whole(k), whole(v), whole(o));
+        tiled->record(*list, q.range(), k.range(), v.range(), o.range());
     }
     r.reps_ms = time_list(ctx, *list, env.settings.warmup, env.settings.reps);
     r.extra.emplace_back("memory_bytes", static_cast<double>(r.bytes + own_bytes));

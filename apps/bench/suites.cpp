@@ -2,8 +2,9 @@
 
 #include "apps/bench/suites.hpp"
 
+#include "host/ops/device_tensor.hpp"
+
 #include "host/util/format.hpp"
-#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "runtime/error.hpp"
 
@@ -110,30 +111,9 @@ void check_memory(const Context& ctx, const SuiteSettings& s, std::uint64_t tota
 }
 
 Buffer random_buffer(Context& ctx, std::uint64_t bytes, bool f16, std::uint64_t seed, const char* name) {
-    constexpr std::size_t kBlockValues = std::size_t{1} << 16;
-    const std::vector<float> values = random_uniform(kBlockValues, seed);
-    std::vector<std::byte> block;
-    if (f16) {
-        const std::vector<std::uint16_t> halves = floats_to_halves(values);
-        const auto b = std::as_bytes(std::span<const std::uint16_t>(halves));
-        block.assign(b.begin(), b.end());
-    } else {
-        const auto b = std::as_bytes(std::span<const float>(values));
-        block.assign(b.begin(), b.end());
-    }
+    const DType dtype = f16 ? DType::F16 : DType::F32;
     Buffer buffer = ctx.create_buffer(bytes, MemoryKind::Device, name);
-    // Uploaded in 16 MiB pieces of the repeated block: bounded host memory for any size.
-    std::vector<std::byte> piece;
-    const std::uint64_t piece_bytes = std::min<std::uint64_t>(bytes, 16ull << 20);
-    piece.reserve(piece_bytes);
-    while (piece.size() < piece_bytes) {
-        const std::size_t n = std::min<std::size_t>(block.size(), piece_bytes - piece.size());
-        piece.insert(piece.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
-    }
-    for (std::uint64_t done = 0; done < bytes; done += piece_bytes) {
-        const std::uint64_t n = std::min(piece_bytes, bytes - done);
-        ctx.upload(buffer, std::span<const std::byte>(piece.data(), n), done);
-    }
+    upload_repeated(ctx, buffer, random_uniform(std::size_t{1} << 16, seed), dtype, bytes / element_size(dtype));
     return buffer;
 }
 

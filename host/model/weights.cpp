@@ -1,4 +1,6 @@
 #include "host/model/weights.hpp"
+
+#include "host/ops/device_tensor.hpp"
 #include "host/util/math.hpp"
 
 #include "host/spec/random_weights.hpp"
@@ -9,8 +11,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
-#include <map>
 #include <string>
 #include <utility>
 
@@ -156,45 +156,23 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
 
 ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype) {
     validate(config);
-    // One block of seeded random values per role, repeated over each tensor: cheap for a
-    // 500 MB table, and never constant data a GPU could compress or a CPU flush to zero.
+    // One block of seeded random values per role (seeded by the role), repeated over each
+    // tensor: cheap for a 500 MB table, and never constant data a GPU could compress or a CPU
+    // flush to zero.
     constexpr std::size_t kBlock = std::size_t{1} << 16;
-    const auto block_of = [&](float lo, float hi, float offset, std::uint64_t seed) {
-        std::vector<float> v = random_uniform(kBlock, seed, lo, hi);
-        for (float& x : v)
-            x += offset;
-        std::vector<std::byte> bytes(kBlock * element_size(dtype));
-        if (dtype == DType::F16) {
-            const std::vector<std::uint16_t> h = floats_to_halves(v);
-            std::memcpy(bytes.data(), h.data(), bytes.size());
-        } else {
-            std::memcpy(bytes.data(), v.data(), bytes.size());
-        }
-        // Repeated to 4 MiB: fewer, larger uploads (each is a transfer on a discrete GPU).
-        std::vector<std::byte> repeated;
-        while (repeated.size() < (std::size_t{4} << 20)) {
-            repeated.insert(repeated.end(), bytes.begin(), bytes.end());
-        }
-        return repeated;
-    };
-    // One block per role, seeded by the role.
-    std::map<TensorRole, std::vector<std::byte>> blocks;
     const auto make = [&](const std::string& name, const std::vector<std::size_t>& shape, TensorRole role) {
-        auto block = blocks.find(role);
-        if (block == blocks.end()) {
-            const WeightDistribution d = weight_distribution(role);
-            block =
-                blocks.emplace(role, block_of(-d.scale, d.scale, d.offset, static_cast<std::uint64_t>(role) + 1)).first;
+        const WeightDistribution d = weight_distribution(role);
+        std::vector<float> block = random_uniform(kBlock, static_cast<std::uint64_t>(role) + 1, -d.scale, d.scale);
+        for (float& x : block) {
+            x += d.offset;
         }
         std::uint64_t count = 1;
-        for (const std::size_t dim : shape)
+        for (const std::size_t dim : shape) {
             count *= dim;
-        const std::uint64_t bytes = count * element_size(dtype);
-        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, round_up(bytes, 4)), MemoryKind::Device, name);
-        for (std::uint64_t done = 0; done < bytes; done += block->second.size()) {
-            const std::uint64_t n = std::min<std::uint64_t>(block->second.size(), bytes - done);
-            ctx.upload(b, std::span(block->second).first(n), done);
         }
+        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, round_up(count * element_size(dtype), 4)),
+                                     MemoryKind::Device, name);
+        upload_repeated(ctx, b, block, dtype, count);
         return b;
     };
     std::vector<Buffer> flat;

@@ -53,6 +53,29 @@ std::vector<float> download_tensor(Context& ctx, const DeviceTensor& tensor) {
     return out;
 }
 
+void upload_repeated(Context& ctx, const Buffer& buffer, std::span<const float> block, DType dtype,
+                     std::uint64_t elements) {
+    if (block.empty() || (dtype != DType::F32 && dtype != DType::F16)) {
+        throw Error("upload_repeated '" + buffer.name() + "': needs a block of values and dtype f32 or f16");
+    }
+    const std::vector<std::uint16_t> halves =
+        dtype == DType::F16 ? floats_to_halves(block) : std::vector<std::uint16_t>{};
+    const std::span<const std::byte> bytes =
+        dtype == DType::F16 ? std::as_bytes(std::span<const std::uint16_t>(halves)) : std::as_bytes(block);
+    // Whole blocks per piece, so that every piece continues the repetition where the last ended.
+    const std::size_t copies = std::max<std::size_t>(1, (std::size_t{4} << 20) / bytes.size());
+    std::vector<std::byte> piece;
+    piece.reserve(copies * bytes.size());
+    for (std::size_t i = 0; i < copies; ++i) {
+        piece.insert(piece.end(), bytes.begin(), bytes.end());
+    }
+    const std::uint64_t total = elements * element_size(dtype);
+    for (std::uint64_t done = 0; done < total; done += piece.size()) {
+        const std::uint64_t n = std::min<std::uint64_t>(piece.size(), total - done);
+        ctx.upload(buffer, std::span<const std::byte>(piece.data(), n), done);
+    }
+}
+
 void poison(Context& ctx, const Buffer& buffer) {
     const std::vector<std::byte> nan(buffer.size(), std::byte{0xFF});
     ctx.upload(buffer, std::span<const std::byte>(nan));

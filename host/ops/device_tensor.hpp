@@ -39,6 +39,12 @@ DeviceTensor upload_tensor(Context& ctx, std::span<const float> values, DType dt
 DeviceTensor upload_words(Context& ctx, std::span<const std::uint32_t> words, std::string name, std::uint32_t pad = 0);
 // The tensor's elements as float32.
 std::vector<float> download_tensor(Context& ctx, const DeviceTensor& tensor);
+// Elements [0, elements) of `buffer` made of `block` repeated (element i is
+// block[i % block.size()]) as `dtype` (F32 or F16), uploaded in pieces of about 4 MiB:
+// seeded random data for tensors of any size, a 500 MB LM head included, from one small
+// block.
+void upload_repeated(Context& ctx, const Buffer& buffer, std::span<const float> block, DType dtype,
+                     std::uint64_t elements);
 // Every byte 0xFF: NaN in fp32 and fp16 alike, so an element no kernel writes is caught.
 void poison(Context& ctx, const Buffer& buffer);
 // An output tensor, poisoned.
