@@ -8,6 +8,7 @@
 #include "host/io/npy.hpp"
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_naive.hpp"
+#include "host/ops/device_tensor.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/format.hpp"
@@ -204,41 +205,10 @@ std::vector<std::uint32_t> read_kv_lens(const std::string& path, std::uint32_t b
     return lens;
 }
 
-// The tensor as the GPU stores it, and as float32 values exactly equal to what it reads
-// (rounded to fp16 for fp16 storage) for the reference.
-struct DeviceTensor {
-    std::vector<std::byte> bytes;
-    std::vector<float> values;
-};
-
-DeviceTensor to_storage(const vkf::NpyArray& array, vkf::DType dtype) {
-    DeviceTensor t;
-    t.values = vkf::npy_as_float32(array);
-    if (dtype == vkf::DType::F16) {
-        if (array.dtype == vkf::DType::F16) {
-            t.bytes = array.data;
-        } else {
-            const std::vector<std::uint16_t> halves = vkf::floats_to_halves(t.values);
-            const auto raw = std::as_bytes(std::span(halves));
-            t.bytes.assign(raw.begin(), raw.end());
-            t.values = vkf::halves_to_floats(halves);
-        }
-    } else {
-        const auto raw = std::as_bytes(std::span(t.values));
-        t.bytes.assign(raw.begin(), raw.end());
-    }
-    return t;
-}
-
-std::vector<float> output_values(const std::vector<std::byte>& bytes, vkf::DType dtype) {
-    if (dtype == vkf::DType::F16) {
-        std::vector<std::uint16_t> halves(bytes.size() / 2);
-        std::memcpy(halves.data(), bytes.data(), bytes.size());
-        return vkf::halves_to_floats(halves);
-    }
-    std::vector<float> values(bytes.size() / 4);
-    std::memcpy(values.data(), bytes.data(), bytes.size());
-    return values;
+// The tensor's values as the GPU stores them in `dtype` (rounded to fp16 for fp16 storage):
+// exactly what the kernel reads, for the reference.
+std::vector<float> stored_values(const vkf::NpyArray& array, vkf::DType dtype) {
+    return vkf::rounded_to(dtype, vkf::npy_as_float32(array));
 }
 
 // --- running -------------------------------------------------------------------------
@@ -285,25 +255,20 @@ int run(const Options& options) {
         method = fmt::format("tiled ({})", tiled->plan().describe());
     }
 
-    const DeviceTensor q_data = to_storage(q.array, dtype);
-    const DeviceTensor k_data = to_storage(k.array, dtype);
-    const DeviceTensor v_data = to_storage(v.array, dtype);
-    auto upload = [&](const DeviceTensor& t, const char* name) {
-        vkf::Buffer buffer = ctx.create_buffer(t.bytes.size(), vkf::MemoryKind::Device, name);
-        ctx.upload(buffer, std::span<const std::byte>(t.bytes));
-        return buffer;
-    };
-    const vkf::Buffer q_buffer = upload(q_data, "Q");
-    const vkf::Buffer k_buffer = upload(k_data, "K");
-    const vkf::Buffer v_buffer = upload(v_data, "V");
-    const vkf::Buffer o_buffer = ctx.create_buffer(q_data.bytes.size(), vkf::MemoryKind::Device, "O");
+    const std::vector<float> q_values = stored_values(q.array, dtype);
+    const std::vector<float> k_values = stored_values(k.array, dtype);
+    const std::vector<float> v_values = stored_values(v.array, dtype);
+    const vkf::DeviceTensor q_tensor = vkf::upload_tensor(ctx, q_values, dtype, "Q");
+    const vkf::DeviceTensor k_tensor = vkf::upload_tensor(ctx, k_values, dtype, "K");
+    const vkf::DeviceTensor v_tensor = vkf::upload_tensor(ctx, v_values, dtype, "V");
+    const vkf::DeviceTensor o_tensor(ctx, q_values.size(), dtype, "O");
 
     const bool timed = ctx.limits().timestamps;
     auto list = ctx.command_list(timed);
     if (naive) {
-        naive->record(*list, whole(q_buffer), whole(k_buffer), whole(v_buffer), whole(o_buffer));
+        naive->record(*list, q_tensor.range(), k_tensor.range(), v_tensor.range(), o_tensor.range());
     } else {
-        tiled->record(*list, whole(q_buffer), whole(k_buffer), whole(v_buffer), whole(o_buffer));
+        tiled->record(*list, q_tensor.range(), k_tensor.range(), v_tensor.range(), o_tensor.range());
     }
     ctx.submit(*list);
     std::string gpu_time = "GPU time unavailable (no timestamps)";
@@ -315,11 +280,15 @@ int run(const Options& options) {
         gpu_time = "GPU " + vkf::fixed(ms, 3) + " ms";
     }
 
-    std::vector<std::byte> out_bytes(o_buffer.size());
-    ctx.download(o_buffer, std::span<std::byte>(out_bytes));
+    const std::vector<float> out = vkf::download_tensor(ctx, o_tensor);
     if (options.out_path) {
-        vkf::write_npy(*options.out_path, dtype == vkf::DType::F16 ? vkf::DType::F16 : vkf::DType::F32, q.array.shape,
-                       out_bytes);
+        if (dtype == vkf::DType::F16) {
+            const std::vector<std::uint16_t> halves = vkf::floats_to_halves(out);  // exact: they came from halves
+            vkf::write_npy(*options.out_path, vkf::DType::F16, q.array.shape,
+                           std::as_bytes(std::span<const std::uint16_t>(halves)));
+        } else {
+            vkf::write_npy_f32(*options.out_path, q.array.shape, out);
+        }
     }
 
     fmt::print("vkf-attention: {}, Q {}, K/V {}, {}, {}, {}\n", ctx.device_info().name, shape_of(q.array),
@@ -327,11 +296,9 @@ int run(const Options& options) {
 
     int status = vkf::app::kExitOk;
     if (options.check) {
-        const std::vector<double> reference =
-            vkf::reference::attention(params, q_data.values, k_data.values, v_data.values);
-        const vkf::ErrorStats stats = vkf::compare_to_reference(output_values(out_bytes, dtype), reference);
-        // docs/DESIGN.md's tolerances for the storage type.
-        const double tolerance = dtype == vkf::DType::F16 ? 2e-3 : 1e-5;
+        const std::vector<double> reference = vkf::reference::attention(params, q_values, k_values, v_values);
+        const vkf::ErrorStats stats = vkf::compare_to_reference(out, reference);
+        const double tolerance = vkf::tolerance(dtype);
         const bool ok = stats.max_rel < tolerance && stats.rel_l2 < tolerance;
         fmt::print("check: {} (tolerance {}: {})\n", vkf::describe(stats), tolerance, ok ? "ok" : "EXCEEDED");
         if (!ok) {

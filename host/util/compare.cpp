@@ -64,6 +64,10 @@ ErrorStats compare_to_reference(std::span<const float> out, std::span<const doub
     return stats;
 }
 
+double tolerance(DType dtype) {
+    return dtype == DType::F16 ? 2e-3 : 1e-5;
+}
+
 std::string describe(const ErrorStats& stats) {
     std::string result = fmt::format("max_rel {:.3g}, rel_l2 {:.3g}, max_abs_err {:.3g}, max_abs_ref {:.3g}",
                                      stats.max_rel, stats.rel_l2, stats.max_abs_err, stats.max_abs_ref);

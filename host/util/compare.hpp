@@ -2,6 +2,8 @@
 // Error statistics of a GPU result against the double-precision CPU reference, in the
 // two measures docs/DESIGN.md sets tolerances for.
 
+#include "host/util/dtype.hpp"
+
 #include <cstddef>
 #include <span>
 #include <string>
@@ -22,6 +24,10 @@ struct ErrorStats {
 // Throws vkf::Error when the sizes differ. A reference that is all zeros gives relative
 // errors of 0 when out is all zeros too and +inf otherwise.
 ErrorStats compare_to_reference(std::span<const float> out, std::span<const double> ref);
+
+// The bound docs/DESIGN.md sets on both measures for results stored as `dtype`: 2e-3 for
+// F16 storage, 1e-5 otherwise (fp32 storage; arithmetic is fp32 either way).
+double tolerance(DType dtype);
 
 // One line for test failure messages, e.g. "max_rel 1.2e-06, rel_l2 3.4e-07, ...".
 std::string describe(const ErrorStats& stats);

@@ -72,7 +72,7 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const std::vector<float> out = download_tensor(ctx, ob);
     const auto ref = reference::attention(params, q, k, v);
     const ErrorStats e = compare_to_reference(out, ref);
-    const double tol = c.dtype == DType::F16 ? 2e-3 : 1e-5;
+    const double tol = tolerance(c.dtype);
     EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
     EXPECT_LT(e.max_rel, tol) << describe(e) << " plan: " << op.plan().describe();
     EXPECT_LT(e.rel_l2, tol) << describe(e);

@@ -68,10 +68,6 @@ const std::vector<Case>& cases() {
     return all;
 }
 
-double tolerance(DType dtype) {
-    return dtype == DType::F16 ? 2e-3 : 1e-5;
-}
-
 struct Inputs {
     std::vector<float> q, k, v, slopes;
 };

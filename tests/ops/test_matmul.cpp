@@ -88,8 +88,8 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     if (c.dtype == DType::F16) {
         const ErrorStats e16 =
             compare_to_reference(out, reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation));
-        EXPECT_LT(e16.max_rel, 2e-3) << describe(e16);
-        EXPECT_LT(e16.rel_l2, 2e-3) << describe(e16);
+        EXPECT_LT(e16.max_rel, tolerance(DType::F16)) << describe(e16);
+        EXPECT_LT(e16.rel_l2, tolerance(DType::F16)) << describe(e16);
     }
     if (ctx.limits().max_loop_iterations != 0) {
         EXPECT_LE(plan.loop_iterations, ctx.limits().max_loop_iterations / 2) << plan.describe();
