@@ -1,0 +1,153 @@
+#include "host/quant/quant_format.hpp"
+
+#include "host/util/half.hpp"
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vkf {
+
+namespace {
+
+void check_k(std::uint64_t k, std::string_view what) {
+    if (k == 0 || k % kQuantBlock != 0) {
+        throw Error(std::string(what) + ": rows of " + std::to_string(k) +
+                    " weights cannot be block-quantized; the row length must be a positive multiple of " +
+                    std::to_string(kQuantBlock));
+    }
+}
+
+// Rounds half away from zero: the values are small integers, the choice only matters at
+// exact ties and is documented in docs/QUANTIZATION.md.
+int round_to_int(float v) {
+    return static_cast<int>(std::round(v));
+}
+
+std::uint16_t scale_bits(float scale, std::string_view what, std::size_t block) {
+    const std::uint16_t bits = float_to_half(scale);
+    if (!std::isfinite(half_to_float(bits))) {
+        throw Error(std::string(what) + ": block " + std::to_string(block) + " needs a scale of " +
+                    std::to_string(scale) + ", which does not fit fp16");
+    }
+    return bits;
+}
+
+}  // namespace
+
+const char* to_string(QuantFormat format) {
+    switch (format) {
+        case QuantFormat::Q8_0:
+            return "q8_0";
+        case QuantFormat::Q4_0:
+            return "q4_0";
+        default:
+            return "none";
+    }
+}
+
+std::optional<QuantFormat> parse_quant_format(std::string_view name) {
+    if (name == "q8_0") {
+        return QuantFormat::Q8_0;
+    }
+    if (name == "q4_0") {
+        return QuantFormat::Q4_0;
+    }
+    return std::nullopt;
+}
+
+std::uint32_t quant_bits(QuantFormat format) {
+    switch (format) {
+        case QuantFormat::Q8_0:
+            return 8;
+        case QuantFormat::Q4_0:
+            return 4;
+        default:
+            throw Error("quantization: no block format selected");
+    }
+}
+
+std::uint32_t quant_block_bytes(QuantFormat format) {
+    return kQuantBlock * quant_bits(format) / 8;
+}
+
+std::uint64_t quant_row_bytes(QuantFormat format, std::uint64_t k, std::string_view what) {
+    check_k(k, what);
+    return k / kQuantBlock * quant_block_bytes(format);
+}
+
+std::uint64_t quant_row_scales(std::uint64_t k, std::string_view what) {
+    check_k(k, what);
+    return k / kQuantBlock;
+}
+
+std::uint64_t quant_matrix_bytes(QuantFormat format, std::uint64_t rows, std::uint64_t k) {
+    return rows * (quant_row_bytes(format, k) + 2 * quant_row_scales(k));
+}
+
+void quantize_row(QuantFormat format, std::span<const float> x, std::span<std::uint8_t> values,
+                  std::span<std::uint16_t> scales, std::string_view what) {
+    const std::uint64_t blocks = quant_row_scales(x.size(), what);
+    if (values.size() != quant_row_bytes(format, x.size(), what) || scales.size() != blocks) {
+        throw Error(std::string(what) + ": quantize_row was given " + std::to_string(values.size()) + " value bytes and " +
+                    std::to_string(scales.size()) + " scales for a row of " + std::to_string(x.size()));
+    }
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::span<const float> block = x.subspan(b * kQuantBlock, kQuantBlock);
+        float extreme = 0.0f;  // the element of largest magnitude, sign kept
+        for (std::size_t i = 0; i < kQuantBlock; ++i) {
+            if (!std::isfinite(block[i])) {
+                throw Error(std::string(what) + ": element " + std::to_string(b * kQuantBlock + i) + " of the row is " +
+                            std::to_string(block[i]) + "; only finite weights can be quantized");
+            }
+            if (std::fabs(block[i]) > std::fabs(extreme)) {
+                extreme = block[i];
+            }
+        }
+        if (format == QuantFormat::Q8_0) {
+            scales[b] = scale_bits(std::fabs(extreme) / 127.0f, what, b);
+            const float scale = half_to_float(scales[b]);
+            std::span<std::uint8_t> out = values.subspan(b * kQuantBlock, kQuantBlock);
+            for (std::size_t i = 0; i < kQuantBlock; ++i) {
+                const int q = scale == 0.0f ? 0 : std::clamp(round_to_int(block[i] / scale), -127, 127);
+                out[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
+            }
+        } else {
+            scales[b] = scale_bits(extreme / -8.0f, what, b);
+            const float scale = half_to_float(scales[b]);
+            std::span<std::uint8_t> out = values.subspan(b * kQuantBlock / 2, kQuantBlock / 2);
+            const auto nibble = [&](std::size_t i) {
+                return scale == 0.0f ? 8u : static_cast<unsigned>(std::clamp(round_to_int(block[i] / scale) + 8, 0, 15));
+            };
+            for (std::size_t i = 0; i < kQuantBlock / 2; ++i) {
+                out[i] = static_cast<std::uint8_t>(nibble(i) | (nibble(i + kQuantBlock / 2) << 4));
+            }
+        }
+    }
+}
+
+void dequantize_row(QuantFormat format, std::span<const std::uint8_t> values, std::span<const std::uint16_t> scales,
+                    std::span<float> out) {
+    const std::uint64_t blocks = quant_row_scales(out.size(), "dequantize_row");
+    if (values.size() != quant_row_bytes(format, out.size()) || scales.size() != blocks) {
+        throw Error("dequantize_row: " + std::to_string(values.size()) + " value bytes and " +
+                    std::to_string(scales.size()) + " scales do not make a row of " + std::to_string(out.size()));
+    }
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const float scale = half_to_float(scales[b]);
+        std::span<float> dst = out.subspan(b * kQuantBlock, kQuantBlock);
+        if (format == QuantFormat::Q8_0) {
+            for (std::size_t i = 0; i < kQuantBlock; ++i) {
+                dst[i] = static_cast<float>(static_cast<std::int8_t>(values[b * kQuantBlock + i])) * scale;
+            }
+        } else {
+            for (std::size_t i = 0; i < kQuantBlock / 2; ++i) {
+                const std::uint8_t byte = values[b * kQuantBlock / 2 + i];
+                dst[i] = static_cast<float>(static_cast<int>(byte & 0x0F) - 8) * scale;
+                dst[i + kQuantBlock / 2] = static_cast<float>(static_cast<int>(byte >> 4) - 8) * scale;
+            }
+        }
+    }
+}
+
+}  // namespace vkf
