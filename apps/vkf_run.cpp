@@ -47,7 +47,7 @@ struct Options {
     std::vector<std::uint32_t> prompt;
     std::uint32_t n_predict = 32;
     vkf::SamplingParams sampling;
-    std::optional<vkf::DType> weights;
+    std::optional<vkf::WeightFormat> weights;
     std::uint32_t chunk = 128;
     vkf::app::DeviceOptions device;
     bool profile = false;
@@ -108,8 +108,14 @@ void declare_options(CLI::App& cli, Options& o) {
     add_number(cli, "--top-p", "P", o.sampling.top_p,
                "sample from the smallest set whose probability reaches P (default 1)");
     add_integer(cli, "--seed", "S", o.sampling.seed, 0, "sampling seed (default 0)");
-    add_choice(cli, "--weights", o.weights, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
-               "weight storage on the device (default: f16 for an all-F16\ncheckpoint, else f32)");
+    add_choice(cli, "--weights", o.weights,
+               {{"f32", *vkf::parse_weight_format("f32")},
+                {"f16", *vkf::parse_weight_format("f16")},
+                {"q8_0", *vkf::parse_weight_format("q8_0")},
+                {"q4_0", *vkf::parse_weight_format("q4_0")}},
+               "weight storage on the device: q8_0 and q4_0 quantize the\n"
+               "matrices at load time (docs/QUANTIZATION.md); default: a\n"
+               "quantized checkpoint's own format, f16 for an all-F16\ncheckpoint, else f32");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
@@ -176,7 +182,9 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> ids(prompt.begin(), prompt.end());
     ids.insert(ids.end(), result.tokens.begin(), result.tokens.end() - 1);
-    vkf::reference::ModelOptions options{.round_weights_to_f16 = model.weight_dtype() == vkf::DType::F16};
+    // The weights the GPU reads: fp16 norms and biases, and the exact dequantized blocks.
+    vkf::reference::ModelOptions options{.round_weights_to_f16 = model.weight_format().dense == vkf::DType::F16,
+                                         .quantize = model.weight_format().quant};
     auto line = std::make_shared<ProgressLine>(!quiet);
     options.progress = [line](std::uint32_t layer, std::uint32_t n_layer) {
         line->update(static_cast<double>(layer + 1) / n_layer,
@@ -204,7 +212,7 @@ int run(const Options& o) {
     const bool progress = !o.quiet;
 
     const auto load_start = std::chrono::steady_clock::now();
-    vkf::ModelOptions model_options{.weight_dtype = o.weights};
+    vkf::ModelOptions model_options{.weights = o.weights};
     auto load_line = std::make_shared<ProgressLine>(progress);
     model_options.progress = [load_line, last = -1](const vkf::WeightUploadProgress& p) mutable {
         const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
@@ -225,7 +233,8 @@ int run(const Options& o) {
     if (progress) {
         fmt::print(stderr, "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), on {}\n",
                    vkf::family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
-                   vkf::to_string(model.weight_dtype()), vkf::size_text(model.weights().bytes), ctx.device_info().name);
+                   vkf::to_string(model.weight_format()), vkf::size_text(model.weights().bytes),
+                   ctx.device_info().name);
     }
     vkf::GenerationOptions gen{
         .n_predict = o.n_predict, .sampling = o.sampling, .keep_logits = o.check || !o.logits_out.empty()};
@@ -258,7 +267,7 @@ int run(const Options& o) {
               {"hidden", config.hidden},
               {"n_head", config.n_head},
               {"vocab_size", config.vocab_size},
-              {"weight_dtype", vkf::to_string(model.weight_dtype())},
+              {"weights", vkf::to_string(model.weight_format())},
               {"weight_bytes", model.weights().bytes},
               {"load_seconds", load_seconds}}},
             {"sampling",

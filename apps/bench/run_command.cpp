@@ -28,7 +28,8 @@ constexpr const char* kAbout =
     "  attention   tiled ALiBi attention (and the naive baseline for prefill), f32 and f16\n"
     "  matmul      the presets' linear layers at m = 1 and the prefill rows, f16 weights\n"
     "  block       one transformer block: prefill of the prefill rows, one decoding step\n"
-    "  model       whole models (LM head included): prefill and decoding tokens/s\n";
+    "  model       whole models (LM head included): prefill and decoding tokens/s, in each\n"
+    "              --weights format, bytes read per token against the copy bandwidth\n";
 
 constexpr const char* kFooter =
     "A case the device cannot run (no float16 arithmetic, a buffer over a limit, more memory\n"
@@ -41,6 +42,7 @@ struct RunOptions {
     bool quick = false;
     std::optional<std::vector<std::string>> presets;
     std::optional<std::vector<std::uint32_t>> lengths, decode_kv, prefill_m;
+    std::optional<std::vector<std::string>> weights;
     bool no_naive = false;
     std::optional<std::uint64_t> max_memory;
     std::optional<std::uint32_t> warmup, reps;
@@ -85,6 +87,12 @@ void declare_options(CLI::App& cli, RunOptions& o) {
     add_counts(cli, "--prefill-m", "N,...", o.prefill_m,
                "rows of a prefill for matmul, block and model (default 512);\n"
                "m = 1 always runs, and decoding steps run after m tokens");
+    add_parsed_option(cli, "--weights", "LIST",
+                      "weight formats of the block and model suites: f32, f16,\n"
+                      "q8_0, q4_0 (default f16)",
+                      [&o](const std::string& text) {
+                          o.weights = parse_words("--weights", text, {"f32", "f16", "q8_0", "q4_0"});
+                      });
     cli.add_flag("--no-naive", o.no_naive, "leave out the naive attention baseline");
     add_parsed_option(cli, "--max-memory", "SIZE",
                       "device memory one case may use (K/M/G suffixes; default half\n"
@@ -114,6 +122,7 @@ SuiteSettings settings_of(const RunOptions& o) {
                                          : std::vector<std::string>{"bloom-560m", "mpt-7b"});
     s.prefill_m = o.prefill_m.value_or(quick ? Counts{32} : Counts{512});
     s.max_memory = o.max_memory.value_or(0);
+    s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
     s.attention = AttentionSweep{
         .models = attention_presets_named(s.presets),
         .lengths = o.lengths.value_or(quick ? Counts{64, 128, 256} : Counts{512, 1024, 2048, 4096, 8192}),

@@ -7,10 +7,14 @@
 //   model  every layer, the embedding and the LM head: prefill of m tokens (logits of the
 //          last) and decoding with m tokens in the cache (--quick: at most 8); tokens/s
 //          in `extra`.
+// Both run in every --weights format (f32, f16, q8_0, q4_0). A case's bytes are the weight
+// bytes one forward pass reads (every layer's matrices, norms and biases, and the LM head),
+// so its bandwidth fraction says how close decoding is to the memory roofline.
 
 #include "apps/bench/suites.hpp"
 
 #include "host/model/model.hpp"
+#include "host/quant/quantized_checkpoint.hpp"
 
 #include <fmt/format.h>
 
@@ -59,12 +63,36 @@ std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64
     return c.n_layer * (2 * tokens * layer_params(c) + 4 * visible * c.hidden);
 }
 
-std::uint64_t model_bytes(const ModelConfig& c, DType dtype) {
-    std::uint64_t elements = 0;
-    for (const ExpectedTensor& t : expected_tensors(c)) {
-        elements += std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1}, std::multiplies<>());
+std::uint64_t tensor_bytes(const ExpectedTensor& t, WeightFormat format) {
+    if (format.quant != QuantFormat::None && quantized_role(t.role)) {
+        return quant_matrix_bytes(format.quant, t.shape.at(0), t.shape.at(1));
     }
-    return elements * element_size(dtype);
+    return std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1}, std::multiplies<>()) *
+           element_size(format.dense);
+}
+
+// Device bytes of the weights.
+std::uint64_t model_bytes(const ModelConfig& c, WeightFormat format) {
+    std::uint64_t bytes = 0;
+    for (const ExpectedTensor& t : expected_tensors(c)) {
+        bytes += tensor_bytes(t, format);
+    }
+    return bytes;
+}
+
+// Weight bytes one forward pass reads: everything but the embedding table, of which it reads
+// a row per token, unless the table is also the (tied) LM head.
+std::uint64_t bytes_read_per_pass(const ModelConfig& c, WeightFormat format, bool with_head) {
+    std::uint64_t bytes = 0;
+    for (const ExpectedTensor& t : expected_tensors(c)) {
+        const bool table = t.role == TensorRole::Embedding;
+        const bool head = t.name == "lm_head.weight" || (table && c.tie_word_embeddings);
+        if ((table || head) && !(head && with_head)) {
+            continue;
+        }
+        bytes += tensor_bytes(t, format);
+    }
+    return bytes;
 }
 
 // Device memory of a session: the fp32 KV cache and the activations of a chunk.
@@ -100,94 +128,97 @@ std::vector<std::uint32_t> token_ids(std::uint32_t n, std::uint32_t vocab) {
 // The block and model cases of one preset: prefill of m tokens and a decoding step after m.
 std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
     std::vector<BenchCase> cases;
-    const DType dtype = DType::F16;
-    for (const ModelPreset& preset : model_presets()) {
-        if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
-            continue;
-        }
-        ModelConfig config = preset.config;
-        if (!whole_model) {
-            config.n_layer = 1;
-            config.vocab_size = 16;
-        }
-        for (const std::uint32_t prefill_m : s.prefill_m) {
-            // --quick: a whole BLOOM-560m prefill of 32 tokens takes half a minute on lavapipe.
-            const std::uint32_t m = s.quick && whole_model ? std::min<std::uint32_t>(prefill_m, 8) : prefill_m;
-            for (const bool decode : {false, true}) {
-                BenchCase c;
-                const std::string mode = decode ? "decode" : "prefill";
-                c.name = fmt::format("{} {}{}{} tokens {}", preset.name, mode, decode ? " after " : " ", m,
-                                     to_string(dtype));
-                c.params = {{"model", preset.name},
-                            {"mode", mode},
-                            {"weights", std::string(to_string(dtype))},
-                            {"layers", std::int64_t{config.n_layer}},
-                            {"tokens", std::int64_t{decode ? 1 : m}},
-                            {"context", std::int64_t{m}}};
-                const std::uint64_t weights = model_bytes(config, dtype);
-                c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
-                c.bytes = weights;
-                c.run = [config, m, decode, dtype, weights, whole_model](CaseEnv& env, Result& r) {
-                    Context& ctx = env.ctx;
-                    const SuiteSettings& st = env.settings;
-                    const std::uint32_t steps = st.warmup + st.reps;
-                    const std::uint32_t max_tokens = decode ? m + steps : m;
-                    const std::uint32_t chunk = std::min<std::uint32_t>(m, 128);
-                    std::uint64_t largest = 0;
-                    for (const ExpectedTensor& t : expected_tensors(config)) {
-                        largest = std::max<std::uint64_t>(
-                            largest,
-                            std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1}, std::multiplies<>()) *
-                                element_size(dtype));
-                    }
-                    // A model is the one thing a run holds: it may use most of the heap, where
-                    // the kernel suites keep to half of it.
-                    SuiteSettings budget = st;
-                    if (budget.max_memory == 0) {
-                        budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;
-                    }
-                    check_memory(ctx, budget, weights + session_bytes(config, max_tokens, chunk), largest);
-                    const bool gpu = ctx.limits().timestamps;
-                    const Model model(ctx, config, dtype);
-                    Session session(model, SessionOptions{.max_tokens = max_tokens, .chunk = chunk, .profiling = gpu});
-                    const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
-                    const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
-                    std::vector<double> times;
-                    if (!decode) {
-                        for (std::uint32_t i = 0; i < steps; ++i) {
-                            session.reset();
-                            const double ms = timed(session, gpu, [&] { session.forward(prompt, logits); });
-                            if (i >= st.warmup)
-                                times.push_back(ms);
+    for (const std::string& weights_name : s.weights) {
+        const WeightFormat format = *parse_weight_format(weights_name);
+        for (const ModelPreset& preset : model_presets()) {
+            if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
+                continue;
+            }
+            ModelConfig config = preset.config;
+            if (!whole_model) {
+                config.n_layer = 1;
+                config.vocab_size = 16;
+            }
+            for (const std::uint32_t prefill_m : s.prefill_m) {
+                // --quick: a whole BLOOM-560m prefill of 32 tokens takes half a minute on lavapipe.
+                const std::uint32_t m = s.quick && whole_model ? std::min<std::uint32_t>(prefill_m, 8) : prefill_m;
+                for (const bool decode : {false, true}) {
+                    BenchCase c;
+                    const std::string mode = decode ? "decode" : "prefill";
+                    c.name = fmt::format("{} {}{}{} tokens {}", preset.name, mode, decode ? " after " : " ", m,
+                                         to_string(format));
+                    c.params = {{"model", preset.name},
+                                {"mode", mode},
+                                {"weights", to_string(format)},
+                                {"layers", std::int64_t{config.n_layer}},
+                                {"tokens", std::int64_t{decode ? 1 : m}},
+                                {"context", std::int64_t{m}}};
+                    const std::uint64_t weights = model_bytes(config, format);
+                    const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
+                    c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
+                    c.bytes = read;
+                    c.run = [config, m, decode, format, weights, read, whole_model](CaseEnv& env, Result& r) {
+                        Context& ctx = env.ctx;
+                        const SuiteSettings& st = env.settings;
+                        const std::uint32_t steps = st.warmup + st.reps;
+                        const std::uint32_t max_tokens = decode ? m + steps : m;
+                        const std::uint32_t chunk = std::min<std::uint32_t>(m, 128);
+                        std::uint64_t largest = 0;
+                        for (const ExpectedTensor& t : expected_tensors(config)) {
+                            largest = std::max(largest, tensor_bytes(t, format));
                         }
-                    } else {
-                        session.forward(prompt, Session::Logits::None);
-                        for (std::uint32_t i = 0; i < steps; ++i) {
-                            const std::uint32_t next[] = {(i * 31u + 5u) % config.vocab_size};
-                            const double ms = timed(session, gpu, [&] { session.forward(next, logits); });
-                            if (i >= st.warmup)
-                                times.push_back(ms);
+                        // A model is the one thing a run holds: it may use most of the heap, where
+                        // the kernel suites keep to half of it.
+                        SuiteSettings budget = st;
+                        if (budget.max_memory == 0) {
+                            budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;
                         }
-                    }
-                    r.reps_ms = times;
-                    r.timing = timing_name(ctx);
-                    r.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
-                    r.bytes = weights;
-                    if (whole_model) {
-                        // The LM head's arithmetic, on the one row whose logits are wanted.
-                        r.flops += 2ull * config.vocab_size * config.hidden;
-                    }
-                    r.plan = fmt::format(
-                        "{} layer(s), {} weights, fp32 activations and KV cache, prompt chunks of {}, one "
-                        "submission per chunk",
-                        config.n_layer, to_string(dtype), chunk);
-                    // The same median the runner reports for the result.
-                    const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
-                    if (median_ms > 0.0) {
-                        r.extra.emplace_back("tokens_per_second", (decode ? 1.0 : m) / (median_ms / 1000.0));
-                    }
-                };
-                cases.push_back(std::move(c));
+                        check_memory(ctx, budget, weights + session_bytes(config, max_tokens, chunk), largest);
+                        const bool gpu = ctx.limits().timestamps;
+                        const Model model(ctx, config, format);
+                        Session session(model,
+                                        SessionOptions{.max_tokens = max_tokens, .chunk = chunk, .profiling = gpu});
+                        const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
+                        const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
+                        std::vector<double> times;
+                        if (!decode) {
+                            for (std::uint32_t i = 0; i < steps; ++i) {
+                                session.reset();
+                                const double ms = timed(session, gpu, [&] { session.forward(prompt, logits); });
+                                if (i >= st.warmup)
+                                    times.push_back(ms);
+                            }
+                        } else {
+                            session.forward(prompt, Session::Logits::None);
+                            for (std::uint32_t i = 0; i < steps; ++i) {
+                                const std::uint32_t next[] = {(i * 31u + 5u) % config.vocab_size};
+                                const double ms = timed(session, gpu, [&] { session.forward(next, logits); });
+                                if (i >= st.warmup)
+                                    times.push_back(ms);
+                            }
+                        }
+                        r.reps_ms = times;
+                        r.timing = timing_name(ctx);
+                        r.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
+                        r.bytes = read;
+                        r.extra.emplace_back("weight_bytes", static_cast<double>(weights));
+                        r.extra.emplace_back("bytes_read_per_pass", static_cast<double>(read));
+                        if (whole_model) {
+                            // The LM head's arithmetic, on the one row whose logits are wanted.
+                            r.flops += 2ull * config.vocab_size * config.hidden;
+                        }
+                        r.plan = fmt::format(
+                            "{} layer(s), {} weights, fp32 activations and KV cache, prompt chunks of {}, one "
+                            "submission per chunk",
+                            config.n_layer, to_string(format), chunk);
+                        // The same median the runner reports for the result.
+                        const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
+                        if (median_ms > 0.0) {
+                            r.extra.emplace_back("tokens_per_second", (decode ? 1.0 : m) / (median_ms / 1000.0));
+                        }
+                    };
+                    cases.push_back(std::move(c));
+                }
             }
         }
     }

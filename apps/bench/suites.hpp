@@ -24,10 +24,11 @@ struct SuiteSettings {
     bool quick = false;
     std::uint32_t warmup = 2;
     std::uint32_t reps = 7;
-    std::vector<std::string> presets;      // model presets of matmul, block and model: bloom-560m, mpt-7b
-    std::vector<std::uint32_t> prefill_m;  // matmul rows for prefill (decode is m = 1)
-    AttentionSweep attention;              // what the attention suite times
-    std::uint64_t max_memory = 0;          // bytes one case may allocate; 0: from the device
+    std::vector<std::string> presets;            // model presets of matmul, block and model: bloom-560m, mpt-7b
+    std::vector<std::uint32_t> prefill_m;        // matmul rows for prefill (decode is m = 1)
+    std::vector<std::string> weights = {"f16"};  // block and model: f32, f16, q8_0, q4_0
+    AttentionSweep attention;                    // what the attention suite times
+    std::uint64_t max_memory = 0;                // bytes one case may allocate; 0: from the device
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the

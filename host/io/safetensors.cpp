@@ -263,11 +263,19 @@ SafetensorsFile open_safetensors(const std::filesystem::path& path) {
     const std::uint64_t data_start = 8 + header_size;
     const std::uint64_t data_size = file_size - data_start;
     std::vector<TensorInfo> tensors;
+    std::map<std::string, std::string> metadata;
     for (const JsonMember& member : header.as_object()) {
         if (member.key == "__metadata__") {
-            // Free-form string pairs ("format": "pt") that say nothing about the tensors.
+            // String pairs ("format": "pt"; vkformer's quantized checkpoints name their format here).
             if (!member.value.is_object()) {
                 fail(path, "__metadata__ must be an object, got " + std::string(json_kind_name(member.value.kind())));
+            }
+            for (const JsonMember& entry : member.value.as_object()) {
+                if (!entry.value.is_string()) {
+                    fail(path, "__metadata__ entry '" + entry.key + "' must be a string, got " +
+                                   std::string(json_kind_name(entry.value.kind())));
+                }
+                metadata[entry.key] = entry.value.as_string();
             }
             continue;
         }
@@ -278,6 +286,7 @@ SafetensorsFile open_safetensors(const std::filesystem::path& path) {
     SafetensorsFile file(path, std::move(mapping));
     file.data_start_ = data_start;
     file.tensors_ = std::move(tensors);
+    file.metadata_ = std::move(metadata);
     for (std::size_t i = 0; i < file.tensors_.size(); ++i) {
         file.index_.emplace(file.tensors_[i].name, i);
     }

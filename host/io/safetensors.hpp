@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,6 +53,10 @@ public:
     std::span<const TensorInfo> tensors() const { return tensors_; }
     std::uint64_t file_size() const;
 
+    // The header's "__metadata__" (string keys and string values, as the format says;
+    // e.g. "format": "pt"); empty when the header has none.
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
     // Exact name lookup; nullptr when absent.
     const TensorInfo* find(std::string_view name) const;
     // As find, but throws vkf::Error naming the file and the tensor when absent.
@@ -76,6 +81,7 @@ private:
     std::uint64_t data_start_ = 0;  // file offset of the data section
     std::vector<TensorInfo> tensors_;
     std::unordered_map<std::string, std::size_t> index_;  // name -> position in tensors_
+    std::map<std::string, std::string> metadata_;
 };
 
 // Headers beyond this are refused as absurd (the limit the reference implementation uses).

@@ -134,6 +134,63 @@ void write_text_file(const fs::path& path, const std::string& text) {
     }
 }
 
+void write_safetensors_file(const fs::path& path, std::span<const RawTensorSource> tensors,
+                            const std::map<std::string, std::string>& metadata,
+                            const CheckpointProgressCallback& progress) {
+    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+    meta["format"] = "pt";
+    for (const auto& [key, value] : metadata) {
+        meta[key] = value;
+    }
+    nlohmann::ordered_json header = {{"__metadata__", meta}};
+    std::vector<std::uint64_t> sizes;
+    std::uint64_t offset = 0;
+    for (const RawTensorSource& tensor : tensors) {
+        std::uint64_t bytes = element_size(tensor.dtype);
+        for (const std::size_t dim : tensor.shape) {
+            bytes *= dim;
+        }
+        header[tensor.name] = {
+            {"dtype", dtype_name(tensor.dtype)}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
+        sizes.push_back(bytes);
+        offset += bytes;
+    }
+    std::string text = header.dump();
+    text.append((kHeaderAlignment - text.size() % kHeaderAlignment) % kHeaderAlignment, ' ');
+
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) {
+        throw Error("checkpoint writer: cannot open '" + path.string() + "' for writing");
+    }
+    std::byte length[8];
+    store_le(length, static_cast<std::uint64_t>(text.size()));
+    out.write(reinterpret_cast<const char*>(length), sizeof length);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    std::vector<std::byte> bytes;
+    std::uint64_t done = 0;
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+        bytes.assign(sizes[t], std::byte{0});
+        tensors[t].bytes(bytes);
+        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        if (!out) {
+            throw Error("checkpoint writer: write error on '" + path.string() + "' in tensor '" + tensors[t].name +
+                        "'");
+        }
+        done += sizes[t];
+        if (progress) {
+            progress(CheckpointWriteProgress{.tensor = tensors[t].name,
+                                             .tensors_done = t + 1,
+                                             .tensor_count = tensors.size(),
+                                             .bytes_done = done,
+                                             .total_bytes = offset});
+        }
+    }
+    out.close();
+    if (!out) {
+        throw Error("checkpoint writer: write error on '" + path.string() + "'");
+    }
+}
+
 void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSource> sources, DType dtype, int shards,
                                   const CheckpointProgressCallback& progress) {
     if (!is_supported_float(dtype)) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,23 @@ using CheckpointProgressCallback = std::function<void(const CheckpointWriteProgr
 // tensor and, inside tensors of more than 2^20 elements, after each 2^20 elements.
 void write_safetensors_checkpoint(const std::filesystem::path& dir, std::span<const TensorSource> tensors, DType dtype,
                                   int shards = 1, const CheckpointProgressCallback& progress = {});
+
+// One tensor stored as it is: its name, dtype (any, e.g. U8 for packed quantized values),
+// shape, and a function filling all of its little-endian bytes (element_size(dtype) x the
+// shape's product).
+struct RawTensorSource {
+    std::string name;
+    DType dtype = DType::U8;
+    std::vector<std::size_t> shape;
+    std::function<void(std::span<std::byte> out)> bytes;
+};
+
+// Writes `tensors` in order into one safetensors file with `metadata` as its "__metadata__"
+// ("format": "pt" is added unless given). Holds one tensor's bytes at a time. Throws
+// vkf::Error naming the file on any failure; `progress` is called after each tensor.
+void write_safetensors_file(const std::filesystem::path& path, std::span<const RawTensorSource> tensors,
+                            const std::map<std::string, std::string>& metadata,
+                            const CheckpointProgressCallback& progress = {});
 
 // The text of a file, written whole; throws vkf::Error naming the file.
 void write_text_file(const std::filesystem::path& path, const std::string& text);

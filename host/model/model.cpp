@@ -52,16 +52,16 @@ Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions option
       config_(read_model_config(dir)),
       checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
     check_head_dim(config_.head_dim);
-    const DType dtype = options.weight_dtype.value_or(default_weight_dtype(*checkpoint_, config_));
-    weights_ = upload_weights(ctx, config_, *checkpoint_, dtype, options.progress);
+    const WeightFormat format = options.weights.value_or(default_weight_format(*checkpoint_, config_));
+    weights_ = upload_weights(ctx, config_, *checkpoint_, format, options.progress);
     slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
                                                  : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
 }
 
-Model::Model(Context& ctx, const ModelConfig& config, DType weight_dtype) : ctx_(ctx), config_(config) {
+Model::Model(Context& ctx, const ModelConfig& config, WeightFormat format) : ctx_(ctx), config_(config) {
     validate(config_);
     check_head_dim(config_.head_dim);
-    weights_ = synthetic_weights(ctx, config_, weight_dtype);
+    weights_ = synthetic_weights(ctx, config_, format);
     slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
                                                  : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
 }
@@ -147,13 +147,13 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
 
 void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
     const ModelConfig& c = model_.config();
-    const DType dt = model_.weight_dtype();
+    const WeightFormat wf = model_.weight_format();
     std::uint64_t need = 0;
     for (auto [m, n, k] : {std::array{tokens, 3 * c.hidden, c.hidden}, std::array{tokens, c.hidden, c.hidden},
                            std::array{tokens, c.ffn_hidden, c.hidden}, std::array{tokens, c.hidden, c.ffn_hidden},
                            std::array{logit_rows, c.vocab_size, c.hidden}}) {
         if (m > 0) {
-            need = std::max(need, matmul_scratch_bytes(ctx_, m, n, k, dt));
+            need = std::max(need, matmul_scratch_bytes(ctx_, m, n, k, wf.dense, {}, wf.quant));
         }
     }
     if (need > 0 && (!scratch_.valid() || scratch_.size() < need)) {
@@ -168,7 +168,8 @@ void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
 void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, Attention& attention) {
     const ModelConfig& c = model_.config();
     const LayerWeights& w = model_.weights().layers[layer];
-    const DType dt = model_.weight_dtype();
+    const WeightFormat wf = model_.weight_format();
+    const DType dt = wf.dense;
     const std::uint32_t h = c.hidden;
     const BufferRange hidden = rows(hidden_, 0, tokens, h);
     const BufferRange normed = rows(normed_, 0, tokens, h);
@@ -201,7 +202,9 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                  .n = lw.out,
                                  .k = lw.in,
                                  .weight_dtype = dt,
-                                 .activation = act});
+                                 .activation = act,
+                                 .quant = wf.quant,
+                                 .scales = optional_range(lw.scales)});
     };
 
     // Attention half: h += out_proj(attention(qkv(norm(h)))).
@@ -240,7 +243,8 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
 void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out) {
     const ModelConfig& c = model_.config();
     const ModelWeights& w = model_.weights();
-    const DType dt = model_.weight_dtype();
+    const WeightFormat wf = model_.weight_format();
+    const DType dt = wf.dense;
     const auto tokens = static_cast<std::uint32_t>(ids.size());
     const bool want_logits = !logits_out.empty();
     const std::uint32_t logit_rows = want_logits ? (all_logits ? tokens : 1) : 0;
@@ -271,7 +275,9 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                    .tokens = tokens,
                                    .vocab = c.vocab_size,
                                    .hidden = h,
-                                   .table_dtype = dt});
+                                   .table_dtype = dt,
+                                   .quant = wf.quant,
+                                   .scales = optional_range(w.embedding_scales)});
     if (w.embedding_norm.weight.valid()) {
         record_layernorm(ctx_, *list,
                          LayerNormArgs{.x = hidden,
@@ -300,7 +306,8 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                        .dim = h,
                                        .eps = static_cast<float>(c.layer_norm_epsilon),
                                        .weight_dtype = dt});
-        const Buffer& head = w.lm_head.valid() ? w.lm_head : w.embedding;
+        const bool tied = !w.lm_head.valid();
+        const Buffer& head = tied ? w.embedding : w.lm_head;
         record_matmul(ctx_, *list,
                       MatmulArgs{.x = last_normed,
                                  .w = whole(head),
@@ -311,7 +318,9 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                  .m = logit_rows,
                                  .n = c.vocab_size,
                                  .k = h,
-                                 .weight_dtype = dt});
+                                 .weight_dtype = dt,
+                                 .quant = wf.quant,
+                                 .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales)});
     }
     ctx_.submit(*list);
     ++submissions_;

@@ -13,7 +13,8 @@
 // BLOOM's fused QKV output is [n_head, 3, head_dim] per token, MPT's is [q | k | v]; the
 // KV-append kernel reads either layout straight into the cache.
 //
-// Activations and the KV cache are fp32; weights fp32 or fp16 (ModelWeights).
+// Activations and the KV cache are fp32; weights fp32, fp16, or q8_0/q4_0 matrices with fp16
+// norms and biases (ModelWeights).
 
 #include "host/model/weights.hpp"
 #include "host/ops/attention.hpp"
@@ -29,7 +30,9 @@
 namespace vkf {
 
 struct ModelOptions {
-    std::optional<DType> weight_dtype = std::nullopt;  // default: default_weight_dtype()
+    // Default: default_weight_format(). An ordinary checkpoint loads in any format (its
+    // matrices quantized at load time for q8_0/q4_0); a quantized one only in its own.
+    std::optional<WeightFormat> weights = std::nullopt;
     std::function<void(const WeightUploadProgress&)> progress = {};
 };
 
@@ -39,7 +42,7 @@ public:
     // checks them against each other and uploads the weights.
     Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options = {});
     // A model of this shape with synthetic_weights(): for benchmarks, no checkpoint.
-    Model(Context& ctx, const ModelConfig& config, DType weight_dtype);
+    Model(Context& ctx, const ModelConfig& config, WeightFormat format);
     Model(const Model&) = delete;
     Model& operator=(const Model&) = delete;
 
@@ -48,7 +51,7 @@ public:
     const ModelWeights& weights() const { return weights_; }
     // The checkpoint the weights came from; throws vkf::Error for synthetic weights.
     const ShardedCheckpoint& checkpoint() const;
-    DType weight_dtype() const { return weights_.dtype; }
+    WeightFormat weight_format() const { return weights_.format; }
     // The ALiBi slope of every head, as the attention kernel receives them.
     const std::vector<float>& alibi_slopes() const { return slopes_; }
 

@@ -1,10 +1,11 @@
 #include "host/model/weights.hpp"
 
 #include "host/ops/device_tensor.hpp"
-#include "host/util/math.hpp"
-
+#include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/random_weights.hpp"
+#include "host/util/endian.hpp"
 #include "host/util/half.hpp"
+#include "host/util/math.hpp"
 #include "host/util/random.hpp"
 #include "runtime/error.hpp"
 
@@ -21,32 +22,59 @@ namespace {
 // Elements converted per upload: bounds the host memory a 250880 x 1024 table needs.
 constexpr std::size_t kChunkElements = std::size_t{1} << 22;
 
+// A tensor's device buffers: the values (a quantized matrix's values plane) and, for a
+// quantized matrix, its scales.
+struct TensorBuffers {
+    Buffer values;
+    Buffer scales;
+};
+
+Buffer device_buffer(Context& ctx, std::uint64_t bytes, const std::string& name) {
+    return ctx.create_buffer(std::max<std::uint64_t>(4, round_up(bytes, 4)), MemoryKind::Device, name);
+}
+
 class Uploader {
 public:
-    Uploader(Context& ctx, const ShardedCheckpoint& checkpoint, DType dtype,
+    Uploader(Context& ctx, const ShardedCheckpoint& checkpoint, QuantFormat source_quant, WeightFormat format,
              const std::function<void(const WeightUploadProgress&)>& progress, std::uint64_t total_bytes)
-        : ctx_(ctx), checkpoint_(checkpoint), dtype_(dtype), progress_(progress) {
+        : ctx_(ctx), checkpoint_(checkpoint), source_quant_(source_quant), format_(format), progress_(progress) {
         state_.total_bytes = total_bytes;
     }
 
-    Buffer tensor(const std::string& name) {
+    TensorBuffers tensor(const ExpectedTensor& expected) {
+        TensorBuffers out;
+        if (!quantized_role(expected.role) || format_.quant == QuantFormat::None) {
+            out.values = dense(expected.name);
+        } else if (source_quant_ != QuantFormat::None) {
+            out = stored_planes(expected);
+        } else {
+            out = quantized(expected);
+        }
+        if (progress_) {
+            progress_(state_);
+        }
+        return out;
+    }
+
+private:
+    Buffer dense(const std::string& name) {
         const CheckpointTensor& t = checkpoint_.at(name);
         const TensorInfo& info = *t.info;
+        const DType dtype = format_.dense;
         const std::size_t count = info.element_count();
         const std::span<const std::byte> raw = t.file->read_raw(info);
-        Buffer buffer = ctx_.create_buffer(std::max<std::uint64_t>(4, round_up(count * element_size(dtype_), 4)),
-                                           MemoryKind::Device, name);
+        Buffer buffer = device_buffer(ctx_, count * element_size(dtype), name);
         const std::size_t in_size = element_size(info.dtype);
-        if (dtype_ == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little) {
+        if (dtype == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little) {
             ctx_.upload(buffer, raw);  // already the storage format
         } else {
             std::vector<float> values(std::min(count, kChunkElements));
-            std::vector<std::uint16_t> halves(dtype_ == DType::F16 ? values.size() : 0);
+            std::vector<std::uint16_t> halves(dtype == DType::F16 ? values.size() : 0);
             for (std::size_t first = 0; first < count; first += kChunkElements) {
                 const std::size_t n = std::min(kChunkElements, count - first);
                 const std::span<float> chunk(values.data(), n);
                 convert_to_f32(info.dtype, raw.subspan(first * in_size, n * in_size), chunk);
-                if (dtype_ == DType::F32) {
+                if (dtype == DType::F32) {
                     ctx_.upload(buffer, std::span<const float>(chunk), first * 4);
                     continue;
                 }
@@ -63,44 +91,90 @@ public:
             }
         }
         state_.bytes_done += info.byte_size();
-        if (progress_) {
-            progress_(state_);
-        }
         return buffer;
     }
 
-private:
+    // A quantized checkpoint's planes, uploaded as they are mapped: no re-quantization.
+    TensorBuffers stored_planes(const ExpectedTensor& expected) {
+        const QuantizedTensorBytes q = read_quantized(checkpoint_, expected.name);
+        TensorBuffers out{device_buffer(ctx_, q.values.size(), expected.name),
+                          device_buffer(ctx_, q.scales.size(), expected.name + " scales")};
+        ctx_.upload(out.values, q.values);
+        if (std::endian::native == std::endian::little) {
+            ctx_.upload(out.scales, q.scales);
+        } else {
+            std::vector<std::uint16_t> scales(q.scales.size() / 2);
+            for (std::size_t i = 0; i < scales.size(); ++i) {
+                scales[i] = load_le<std::uint16_t>(q.scales.data() + 2 * i);
+            }
+            ctx_.upload(out.scales, std::span<const std::uint16_t>(scales));
+        }
+        state_.bytes_done += q.values.size() + q.scales.size();
+        return out;
+    }
+
+    // An ordinary checkpoint's matrix quantized at load time, a band of rows at a time.
+    TensorBuffers quantized(const ExpectedTensor& expected) {
+        const CheckpointTensor& t = checkpoint_.at(expected.name);
+        const TensorInfo& info = *t.info;
+        const QuantFormat q = format_.quant;
+        const std::uint64_t rows = expected.shape.at(0), k = expected.shape.at(1);
+        const std::string what = "safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "'";
+        const std::uint64_t row_bytes = quant_row_bytes(q, k, what);
+        const std::uint64_t row_scales = quant_row_scales(k, what);
+        TensorBuffers out{device_buffer(ctx_, rows * row_bytes, expected.name),
+                          device_buffer(ctx_, rows * row_scales * 2, expected.name + " scales")};
+        const std::span<const std::byte> raw = t.file->read_raw(info);
+        const std::size_t in_size = element_size(info.dtype);
+        const std::uint64_t band = std::max<std::uint64_t>(1, kChunkElements / k);
+        std::vector<float> values(std::min(rows, band) * k);
+        for (std::uint64_t r0 = 0; r0 < rows; r0 += band) {
+            const std::uint64_t n = std::min(band, rows - r0);
+            const std::span<float> chunk(values.data(), n * k);
+            convert_to_f32(info.dtype, raw.subspan(r0 * k * in_size, n * k * in_size), chunk);
+            const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + std::to_string(r0));
+            ctx_.upload(out.values, std::span<const std::uint8_t>(m.values), r0 * row_bytes);
+            ctx_.upload(out.scales, std::span<const std::uint16_t>(m.scales), r0 * row_scales * 2);
+        }
+        state_.bytes_done += info.byte_size();
+        return out;
+    }
+
     Context& ctx_;
     const ShardedCheckpoint& checkpoint_;
-    DType dtype_;
+    QuantFormat source_quant_;
+    WeightFormat format_;
     const std::function<void(const WeightUploadProgress&)>& progress_;
     WeightUploadProgress state_;
 };
 
 // Hands the buffers of expected_tensors(config), in that order, to the slots of the
 // blocks: the one place that knows how the family's tensors map onto a block.
-ModelWeights assemble(const ModelConfig& config, DType dtype, std::vector<Buffer> flat) {
-    ModelWeights w{.dtype = dtype};
-    for (const Buffer& b : flat) {
-        w.bytes += b.size();
+ModelWeights assemble(const ModelConfig& config, WeightFormat format, std::vector<TensorBuffers> flat) {
+    ModelWeights w{.format = format};
+    for (const TensorBuffers& b : flat) {
+        w.bytes += b.values.size() + (b.scales.valid() ? b.scales.size() : 0);
     }
     std::size_t next = 0;
     const auto take = [&]() { return std::move(flat.at(next++)); };
     const bool bias = config.family == ModelFamily::Bloom || !config.no_bias;
     const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
     const auto norm = [&](bool has_bias) {
-        NormWeights n{.weight = take()};
+        NormWeights n{.weight = take().values};
         if (has_bias)
-            n.bias = take();
+            n.bias = take().values;
         return n;
     };
     const auto linear = [&](std::uint32_t out, std::uint32_t in) {
-        LinearWeights l{.weight = take(), .out = out, .in = in};
+        TensorBuffers weight = take();
+        LinearWeights l{.weight = std::move(weight.values), .scales = std::move(weight.scales), .out = out, .in = in};
         if (bias)
-            l.bias = take();
+            l.bias = take().values;
         return l;
     };
-    w.embedding = take();
+    TensorBuffers embedding = take();
+    w.embedding = std::move(embedding.values);
+    w.embedding_scales = std::move(embedding.scales);
     if (config.family == ModelFamily::Bloom) {
         w.embedding_norm = norm(true);
     }
@@ -116,7 +190,9 @@ ModelWeights assemble(const ModelConfig& config, DType dtype, std::vector<Buffer
     }
     w.final_norm = norm(bias);
     if (!config.tie_word_embeddings) {
-        w.lm_head = take();
+        TensorBuffers head = take();
+        w.lm_head = std::move(head.values);
+        w.lm_head_scales = std::move(head.scales);
     }
     if (next != flat.size()) {
         throw Error("model weights: internal error, " + std::to_string(flat.size() - next) + " tensors unused");
@@ -124,62 +200,106 @@ ModelWeights assemble(const ModelConfig& config, DType dtype, std::vector<Buffer
     return w;
 }
 
+// Uploads `pattern` repeated over the first `total` bytes of `buffer`.
+void upload_pattern(Context& ctx, const Buffer& buffer, std::span<const std::byte> pattern, std::uint64_t total) {
+    std::vector<std::byte> piece;
+    const std::size_t copies = std::max<std::size_t>(1, (std::size_t{4} << 20) / pattern.size());
+    for (std::size_t i = 0; i < copies; ++i) {
+        piece.insert(piece.end(), pattern.begin(), pattern.end());
+    }
+    for (std::uint64_t done = 0; done < total; done += piece.size()) {
+        ctx.upload(buffer,
+                   std::span<const std::byte>(piece.data(), std::min<std::uint64_t>(piece.size(), total - done)), done);
+    }
+}
+
 }  // namespace
 
-DType default_weight_dtype(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
+WeightFormat default_weight_format(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
+    const QuantFormat q = checkpoint_quantization(checkpoint);
+    if (q != QuantFormat::None) {
+        return WeightFormat{.dense = DType::F16, .quant = q};
+    }
     for (const ExpectedTensor& expected : expected_tensors(config)) {
         const CheckpointTensor* t = checkpoint.find(expected.name);
         if (t == nullptr || t->info->dtype != DType::F16) {
-            return DType::F32;
+            return WeightFormat{.dense = DType::F32};
         }
     }
-    return DType::F16;
+    return WeightFormat{.dense = DType::F16};
 }
 
-ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint, DType dtype,
-                            const std::function<void(const WeightUploadProgress&)>& progress) {
+ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint,
+                            WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress) {
     validate(config);
-    check_checkpoint(checkpoint, config);
+    const QuantFormat source = check_model_checkpoint(checkpoint, config);
+    if (source != QuantFormat::None && format != WeightFormat{.dense = DType::F16, .quant = source}) {
+        throw Error("checkpoint '" + checkpoint.source().string() + "' is quantized as " + to_string(source) +
+                    "; it loads only as " + to_string(source) + ", not as " + to_string(format) +
+                    " (quantize the original checkpoint to another format instead)");
+    }
+    if (format.quant != QuantFormat::None && format.dense != DType::F16) {
+        throw Error("model weights: quantized matrices go with fp16 norms and biases, not " +
+                    std::string(dtype_name(format.dense)));
+    }
     const std::vector<ExpectedTensor> tensors = expected_tensors(config);
     std::uint64_t total = 0;
     for (const ExpectedTensor& expected : tensors) {
         total += checkpoint.tensor_info(expected.name).byte_size();
+        if (source != QuantFormat::None && quantized_role(expected.role)) {
+            total += checkpoint.tensor_info(expected.name + std::string(kScalesSuffix)).byte_size();
+        }
     }
 
-    Uploader up(ctx, checkpoint, dtype, progress, total);
-    std::vector<Buffer> flat;
+    Uploader up(ctx, checkpoint, source, format, progress, total);
+    std::vector<TensorBuffers> flat;
     for (const ExpectedTensor& expected : tensors) {
-        flat.push_back(up.tensor(expected.name));
+        flat.push_back(up.tensor(expected));
     }
-    return assemble(config, dtype, std::move(flat));
+    return assemble(config, format, std::move(flat));
 }
 
-ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype) {
+ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format) {
     validate(config);
     // One block of seeded random values per role (seeded by the role), repeated over each
     // tensor: cheap for a 500 MB table, and never constant data a GPU could compress or a CPU
-    // flush to zero.
+    // flush to zero. Quantized matrices repeat a band of rows quantized once.
     constexpr std::size_t kBlock = std::size_t{1} << 16;
-    const auto make = [&](const std::string& name, const std::vector<std::size_t>& shape, TensorRole role) {
-        const WeightDistribution d = weight_distribution(role);
-        std::vector<float> block = random_uniform(kBlock, static_cast<std::uint64_t>(role) + 1, -d.scale, d.scale);
+    const auto make = [&](const ExpectedTensor& t) {
+        const WeightDistribution d = weight_distribution(t.role);
+        std::uint64_t count = 1;
+        for (const std::size_t dim : t.shape) {
+            count *= dim;
+        }
+        if (format.quant != QuantFormat::None && quantized_role(t.role)) {
+            const std::uint64_t rows = t.shape.at(0), k = t.shape.at(1);
+            const std::uint64_t band = std::min<std::uint64_t>(rows, std::max<std::uint64_t>(1, kBlock / k));
+            std::vector<float> block =
+                random_uniform(band * k, static_cast<std::uint64_t>(t.role) + 1, -d.scale, d.scale);
+            for (float& x : block) {
+                x += d.offset;
+            }
+            const QuantizedMatrix q = quantize_matrix(format.quant, block, band, k, t.name);
+            TensorBuffers out{device_buffer(ctx, rows * quant_row_bytes(format.quant, k), t.name),
+                              device_buffer(ctx, rows * quant_row_scales(k) * 2, t.name + " scales")};
+            upload_pattern(ctx, out.values, std::as_bytes(std::span(q.values)),
+                           rows * quant_row_bytes(format.quant, k));
+            upload_pattern(ctx, out.scales, std::as_bytes(std::span(q.scales)), rows * quant_row_scales(k) * 2);
+            return out;
+        }
+        std::vector<float> block = random_uniform(kBlock, static_cast<std::uint64_t>(t.role) + 1, -d.scale, d.scale);
         for (float& x : block) {
             x += d.offset;
         }
-        std::uint64_t count = 1;
-        for (const std::size_t dim : shape) {
-            count *= dim;
-        }
-        Buffer b = ctx.create_buffer(std::max<std::uint64_t>(4, round_up(count * element_size(dtype), 4)),
-                                     MemoryKind::Device, name);
-        upload_repeated(ctx, b, block, dtype, count);
-        return b;
+        Buffer b = device_buffer(ctx, count * element_size(format.dense), t.name);
+        upload_repeated(ctx, b, block, format.dense, count);
+        return TensorBuffers{.values = std::move(b)};
     };
-    std::vector<Buffer> flat;
+    std::vector<TensorBuffers> flat;
     for (const ExpectedTensor& t : expected_tensors(config)) {
-        flat.push_back(make(t.name, t.shape, t.role));
+        flat.push_back(make(t));
     }
-    return assemble(config, dtype, std::move(flat));
+    return assemble(config, format, std::move(flat));
 }
 
 }  // namespace vkf

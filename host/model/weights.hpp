@@ -1,9 +1,11 @@
 #pragma once
-// A BLOOM or MPT checkpoint's weights on the device, one buffer per tensor, all in one
-// storage type (fp32 or fp16). The tensors are named by what they do in a block, so the
-// forward pass does not care which family they came from.
+// A BLOOM or MPT checkpoint's weights on the device, one buffer per tensor (two per
+// quantized matrix: values and scales), in one WeightFormat: fp32, fp16, or q8_0/q4_0
+// matrices with fp16 norms and biases. The tensors are named by what they do in a block, so
+// the forward pass does not care which family they came from.
 
 #include "host/io/safetensors.hpp"
+#include "host/quant/quant_format.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/dtype.hpp"
@@ -19,8 +21,9 @@ namespace vkf {
 // A weight matrix [out, in] (PyTorch's Linear.weight layout) and its bias [out], absent
 // for MPT's no_bias.
 struct LinearWeights {
-    Buffer weight;
-    Buffer bias;  // !valid() when the layer has none
+    Buffer weight;  // quantized: the values plane
+    Buffer scales;  // quantized: the fp16 scales; !valid() otherwise
+    Buffer bias;    // !valid() when the layer has none
     std::uint32_t out = 0, in = 0;
 };
 
@@ -44,33 +47,37 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-    DType dtype = DType::F32;
+    WeightFormat format;
     Buffer embedding;            // [vocab, hidden]: BLOOM word_embeddings, MPT wte
+    Buffer embedding_scales;     // quantized only
     NormWeights embedding_norm;  // BLOOM word_embeddings_layernorm; absent for MPT
     std::vector<LayerWeights> layers;
     NormWeights final_norm;   // BLOOM ln_f, MPT norm_f
     Buffer lm_head;           // [vocab, hidden] when not tied to the embedding
+    Buffer lm_head_scales;    // quantized only
     std::uint64_t bytes = 0;  // device bytes of all of the above
 };
 
-// fp16 when every weight the model uses is stored as F16, else fp32 (BF16 is widened
-// exactly; fp16 would lose its range).
-DType default_weight_dtype(const ShardedCheckpoint& checkpoint, const ModelConfig& config);
+// A quantized checkpoint's own format; fp16 when every weight the model uses is stored as
+// F16, else fp32 (BF16 is widened exactly; fp16 would lose its range).
+WeightFormat default_weight_format(const ShardedCheckpoint& checkpoint, const ModelConfig& config);
 
 struct WeightUploadProgress {
     std::uint64_t bytes_done = 0;  // checkpoint bytes uploaded so far
     std::uint64_t total_bytes = 0;
 };
 
-// Checks the checkpoint against the configuration (check_checkpoint), then uploads every
-// tensor, converting to `dtype` (F16 and BF16 are converted through fp32). A value that
-// does not fit fp16 is refused naming the tensor. `progress` is called after each tensor.
-ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint, DType dtype,
-                            const std::function<void(const WeightUploadProgress&)>& progress = {});
+// Checks the checkpoint against the configuration (check_model_checkpoint), then uploads
+// every tensor in `format`: dense tensors converted through fp32, matrices of an ordinary
+// checkpoint quantized row by row at load time, a quantized checkpoint's planes as they are
+// (it loads only in its own format). A value that does not fit fp16 is refused naming the
+// tensor. `progress` is called after each tensor.
+ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint,
+                            WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress = {});
 
 // Weights of the right shapes filled with seeded random values (weight_distribution's
 // ranges), without a checkpoint: for benchmarks of model shapes no file exists for
 // (vkf-bench's block and model suites).
-ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, DType dtype);
+ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format);
 
 }  // namespace vkf

@@ -2,6 +2,7 @@
 // Embedding lookup (shaders/embedding.comp): out[t, :] = table[ids[t], :]; ids >= vocab
 // give zeros.
 
+#include "host/quant/quant_format.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
 #include "shaders/interface/embedding.h"
@@ -14,6 +15,8 @@ struct EmbeddingArgs {
     BufferRange out;    // [tokens, hidden] fp32
     std::uint32_t tokens = 0, vocab = 0, hidden = 0;
     DType table_dtype = DType::F32;
+    QuantFormat quant = QuantFormat::None;
+    BufferRange scales;
 };
 
 void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& args);

@@ -307,7 +307,10 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
 }
 
 std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
-                                   DType weight_dtype, MatmulOptions options) {
+                                   DType weight_dtype, MatmulOptions options, QuantFormat quant) {
+    if (quant != QuantFormat::None) {
+        throw Error("matmul: quantized weights are not implemented yet");  // placeholder until the kernels land
+    }
     return plan_matmul(matmul_device(ctx), m, n, k, weight_dtype, options).scratch_bytes;
 }
 

@@ -3,6 +3,7 @@
 // Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + residual[m, n], and the plan (kernel,
 // tiles, K slices, pieces) chosen from the device limits.
 
+#include "host/quant/quant_format.hpp"
 #include "host/spec/activation.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
@@ -37,6 +38,10 @@ struct MatmulArgs {
     DType weight_dtype = DType::F32;
     Activation activation = Activation::None;
     MatmulOptions options;
+    // Block-quantized weights: w is then the values plane [n, quant_row_bytes(quant, k)] bytes
+    // and scales the fp16 scales [n, k / 32]; weight_dtype is the dtype of the bias (F32 or F16).
+    QuantFormat quant = QuantFormat::None;
+    BufferRange scales;
 };
 
 void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
@@ -44,7 +49,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
 // splits K for long reductions on drivers with a loop limit and for parallelism when the
 // output is small.
 std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
-                                   DType weight_dtype, MatmulOptions options = {});
+                                   DType weight_dtype, MatmulOptions options = {},
+                                   QuantFormat quant = QuantFormat::None);
 
 // MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h.
 static_assert(sizeof(MatmulPush) == 48);

@@ -89,8 +89,9 @@ void quantize_row(QuantFormat format, std::span<const float> x, std::span<std::u
                   std::span<std::uint16_t> scales, std::string_view what) {
     const std::uint64_t blocks = quant_row_scales(x.size(), what);
     if (values.size() != quant_row_bytes(format, x.size(), what) || scales.size() != blocks) {
-        throw Error(std::string(what) + ": quantize_row was given " + std::to_string(values.size()) + " value bytes and " +
-                    std::to_string(scales.size()) + " scales for a row of " + std::to_string(x.size()));
+        throw Error(std::string(what) + ": quantize_row was given " + std::to_string(values.size()) +
+                    " value bytes and " + std::to_string(scales.size()) + " scales for a row of " +
+                    std::to_string(x.size()));
     }
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::span<const float> block = x.subspan(b * kQuantBlock, kQuantBlock);
@@ -117,7 +118,8 @@ void quantize_row(QuantFormat format, std::span<const float> x, std::span<std::u
             const float scale = half_to_float(scales[b]);
             std::span<std::uint8_t> out = values.subspan(b * kQuantBlock / 2, kQuantBlock / 2);
             const auto nibble = [&](std::size_t i) {
-                return scale == 0.0f ? 8u : static_cast<unsigned>(std::clamp(round_to_int(block[i] / scale) + 8, 0, 15));
+                return scale == 0.0f ? 8u
+                                     : static_cast<unsigned>(std::clamp(round_to_int(block[i] / scale) + 8, 0, 15));
             };
             for (std::size_t i = 0; i < kQuantBlock / 2; ++i) {
                 out[i] = static_cast<std::uint8_t>(nibble(i) | (nibble(i + kQuantBlock / 2) << 4));
@@ -148,6 +150,33 @@ void dequantize_row(QuantFormat format, std::span<const std::uint8_t> values, st
             }
         }
     }
+}
+
+std::string to_string(WeightFormat format) {
+    if (format.quant != QuantFormat::None) {
+        return to_string(format.quant);
+    }
+    return format.dense == DType::F16   ? "f16"
+           : format.dense == DType::F32 ? "f32"
+                                        : std::string(dtype_name(format.dense));
+}
+
+std::optional<WeightFormat> parse_weight_format(std::string_view name) {
+    if (name == "f32") {
+        return WeightFormat{.dense = DType::F32};
+    }
+    if (name == "f16") {
+        return WeightFormat{.dense = DType::F16};
+    }
+    if (const std::optional<QuantFormat> q = parse_quant_format(name)) {
+        return WeightFormat{.dense = DType::F16, .quant = *q};
+    }
+    return std::nullopt;
+}
+
+std::uint64_t matrix_bytes(WeightFormat format, std::uint64_t rows, std::uint64_t k) {
+    return format.quant == QuantFormat::None ? rows * k * element_size(format.dense)
+                                             : quant_matrix_bytes(format.quant, rows, k);
 }
 
 }  // namespace vkf

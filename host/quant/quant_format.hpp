@@ -10,6 +10,8 @@
 // Dequantization is exact in fp32 (a value of at most 8 bits times an 11-bit significand),
 // so the CPU (dequantize_row) and every kernel see bit-identical weights.
 
+#include "host/util/dtype.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -52,5 +54,19 @@ void quantize_row(QuantFormat format, std::span<const float> x, std::span<std::u
 // The exact fp32 weights a quantized row stands for.
 void dequantize_row(QuantFormat format, std::span<const std::uint8_t> values, std::span<const std::uint16_t> scales,
                     std::span<float> out);
+
+// How a model's weights are stored on the device: the matrices (quantized_role in
+// host/quant/quantized_checkpoint.hpp) in `quant` blocks, or dense in `dense` when quant is
+// None; every other tensor (norms, biases) in `dense`. Quantized models keep those fp16.
+struct WeightFormat {
+    DType dense = DType::F32;
+    QuantFormat quant = QuantFormat::None;
+    bool operator==(const WeightFormat&) const = default;
+};
+// "f32", "f16", "q8_0", "q4_0": the names of vkf-run's --weights.
+std::string to_string(WeightFormat format);
+std::optional<WeightFormat> parse_weight_format(std::string_view name);
+// Device bytes of a [rows, k] matrix stored in `format`.
+std::uint64_t matrix_bytes(WeightFormat format, std::uint64_t rows, std::uint64_t k);
 
 }  // namespace vkf

@@ -1,6 +1,7 @@
 #include "host/reference/model.hpp"
 
 #include "host/io/safetensors.hpp"
+#include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/attention.hpp"
 #include "host/reference/ops.hpp"
 #include "host/spec/model_tensors.hpp"
@@ -68,29 +69,44 @@ namespace {
 
 class WeightReader {
 public:
-    WeightReader(const ShardedCheckpoint& checkpoint, const ModelConfig& config, bool round_to_f16)
-        : checkpoint_(checkpoint), round_to_f16_(round_to_f16) {
+    WeightReader(const ShardedCheckpoint& checkpoint, const ModelConfig& config, const ModelOptions& options)
+        : checkpoint_(checkpoint),
+          format_(check_model_checkpoint(checkpoint, config)),
+          round_to_f16_(options.round_weights_to_f16),
+          quantize_(options.quantize) {
         for (ExpectedTensor& tensor : expected_tensors(config)) {
-            std::size_t elements = 1;
-            for (std::size_t d : tensor.shape) {
-                elements *= d;
-            }
-            sizes_.emplace(tensor.name, elements);
+            expected_.emplace(tensor.name, tensor);
         }
     }
 
     std::vector<float> read(const std::string& name) const {
-        const auto expected = sizes_.find(name);
-        if (expected == sizes_.end()) {
+        const auto expected = expected_.find(name);
+        if (expected == expected_.end()) {
             throw Error("reference model: internal error: tensor '" + name + "' is not expected by the config");
         }
-        std::vector<float> values = checkpoint_.read_as_f32(name);
-        if (values.size() != expected->second) {
+        const ExpectedTensor& e = expected->second;
+        std::vector<float> values = read_weights_f32(checkpoint_, e, format_);
+        std::size_t elements = 1;
+        for (std::size_t d : e.shape) {
+            elements *= d;
+        }
+        if (values.size() != elements) {
             throw Error("reference model: tensor '" + name + "' of checkpoint '" + checkpoint_.source().string() +
                         "' holds " + std::to_string(values.size()) + " elements; the config needs " +
-                        std::to_string(expected->second));
+                        std::to_string(elements));
         }
-        if (round_to_f16_) {
+        const bool matrix = quantized_role(e.role);
+        if (matrix && format_ == QuantFormat::None && quantize_ != QuantFormat::None) {
+            // What a GPU model quantized at load time reads: the exact dequantized blocks.
+            const QuantizedMatrix q = quantize_matrix(quantize_, values, e.shape[0], e.shape[1], name);
+            const std::uint64_t row_bytes = quant_row_bytes(quantize_, e.shape[1]);
+            const std::uint64_t row_scales = quant_row_scales(e.shape[1]);
+            for (std::size_t r = 0; r < e.shape[0]; ++r) {
+                dequantize_row(quantize_, std::span(q.values).subspan(r * row_bytes, row_bytes),
+                               std::span(q.scales).subspan(r * row_scales, row_scales),
+                               std::span(values).subspan(r * e.shape[1], e.shape[1]));
+            }
+        } else if (round_to_f16_ && !(matrix && format_ != QuantFormat::None)) {
             for (float& v : values) {
                 v = half_to_float(float_to_half(v));
             }
@@ -120,8 +136,10 @@ public:
 
 private:
     const ShardedCheckpoint& checkpoint_;
+    QuantFormat format_;  // of the checkpoint
     bool round_to_f16_;
-    std::unordered_map<std::string, std::size_t> sizes_;
+    QuantFormat quantize_;
+    std::unordered_map<std::string, ExpectedTensor> expected_;
 };
 
 }  // namespace
@@ -129,12 +147,11 @@ private:
 Model::Model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, ModelOptions options)
     : config_(config), options_(std::move(options)) {
     validate(config_);
-    check_checkpoint(checkpoint, config_);
     if (options_.threads == 0) {
         options_.threads = std::max(1u, std::thread::hardware_concurrency());
     }
 
-    const WeightReader reader(checkpoint, config_, options_.round_weights_to_f16);
+    const WeightReader reader(checkpoint, config_, options_);
     auto weights = std::make_unique<Weights>();
     const std::uint32_t h = config_.hidden;
     const std::uint32_t ffn = config_.ffn_hidden;

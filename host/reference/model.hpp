@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "host/quant/quant_format.hpp"
 #include "host/spec/model_config.hpp"
 
 namespace vkf {
@@ -35,8 +36,12 @@ class ShardedCheckpoint;
 namespace vkf::reference {
 
 struct ModelOptions {
-    // Round every weight to fp16 first (what a GPU run with fp16 weight storage reads).
+    // Round every weight to fp16 first (what a GPU run with fp16 weight storage reads); with
+    // `quantize`, or from a quantized checkpoint, only the tensors stored dense (norms, biases).
     bool round_weights_to_f16 = false;
+    // Quantize every matrix (quantized_role) of an ordinary checkpoint to this format and
+    // use its exact dequantized weights: what a GPU model quantized at load time reads.
+    QuantFormat quantize = QuantFormat::None;
     unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
     // Called after each layer of forward() (layer index, n_layer), for progress output on big models.
     std::function<void(std::uint32_t, std::uint32_t)> progress;
@@ -44,9 +49,10 @@ struct ModelOptions {
 
 class Model {
 public:
-    // Validates the config, checks the checkpoint against it (check_checkpoint: every
-    // tensor present with its shape and a float dtype; one vkf::Error lists the problems)
-    // and reads every weight into memory; the checkpoint is not needed afterwards.
+    // Validates the config, checks the checkpoint against it (check_model_checkpoint: every
+    // tensor present with its shape and dtype; one vkf::Error lists the problems) and reads
+    // every weight into memory (dequantizing a quantized checkpoint's matrices exactly); the
+    // checkpoint is not needed afterwards.
     Model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, ModelOptions options = {});
     ~Model();
     Model(Model&&) noexcept;

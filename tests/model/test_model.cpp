@@ -91,7 +91,7 @@ void check_against_reference(Context& ctx, const Case& c, double tolerance) {
     SCOPED_TRACE(c.name);
     const TempModel files(c.config, c.dtype, c.shards, 7);
     const Model model(ctx, files.dir());
-    const bool f16 = model.weight_dtype() == DType::F16;
+    const bool f16 = model.weight_format() == WeightFormat{.dense = DType::F16};
     EXPECT_EQ(f16, c.dtype == DType::F16) << "fp16 checkpoints load as fp16, others as fp32";
 
     constexpr std::uint32_t kPrompt = 13, kSteps = 8;
@@ -256,8 +256,8 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
 TEST_F(Model_, SyntheticWeightsRunWithoutACheckpoint) {
     // What vkf-bench's block and model suites run: the shapes without a file.
     for (const DType dtype : {DType::F32, DType::F16}) {
-        const Model model(ctx(), small_mpt(false, 0.3), dtype);
-        EXPECT_EQ(model.weight_dtype(), dtype);
+        const Model model(ctx(), small_mpt(false, 0.3), WeightFormat{.dense = dtype});
+        EXPECT_EQ(model.weight_format().dense, dtype);
         EXPECT_THROW((void)model.checkpoint(), Error);
         Session session(model, SessionOptions{.max_tokens = 9});
         const auto ids = prompt_ids(8, model.config().vocab_size, 1);

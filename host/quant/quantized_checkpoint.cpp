@@ -1,0 +1,259 @@
+#include "host/quant/quantized_checkpoint.hpp"
+
+#include "host/util/endian.hpp"
+#include "host/util/format.hpp"
+#include "host/util/half.hpp"
+#include "runtime/error.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+namespace vkf {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string where(const CheckpointTensor& t) {
+    return "safetensors file '" + t.file->path().string() + "': tensor '" + t.info->name + "': ";
+}
+
+// The format one file's metadata names; nullopt when it names none.
+std::optional<QuantFormat> file_quantization(const SafetensorsFile& file) {
+    const auto& meta = file.metadata();
+    const auto format = meta.find(std::string(kQuantFormatKey));
+    const auto version = meta.find(std::string(kQuantVersionKey));
+    const std::string label = "safetensors file '" + file.path().string() + "': ";
+    if (format == meta.end()) {
+        if (version != meta.end()) {
+            throw Error(label + "metadata has " + std::string(kQuantVersionKey) + " but no " +
+                        std::string(kQuantFormatKey));
+        }
+        return std::nullopt;
+    }
+    const std::optional<QuantFormat> parsed = parse_quant_format(format->second);
+    if (!parsed) {
+        throw Error(label + "unknown quantization format '" + format->second + "' (this vkformer reads q8_0 and q4_0)");
+    }
+    if (version == meta.end()) {
+        throw Error(label + "quantized as " + format->second + " but its metadata has no " +
+                    std::string(kQuantVersionKey));
+    }
+    if (version->second != std::to_string(kQuantFormatVersion)) {
+        throw Error(label + "quantization format version '" + version->second + "' is not one this vkformer reads (" +
+                    std::to_string(kQuantFormatVersion) + "); re-quantize the model with this vkformer's vkf-quantize");
+    }
+    return parsed;
+}
+
+}  // namespace
+
+bool quantized_role(TensorRole role) {
+    return role == TensorRole::Embedding || role == TensorRole::LinearWeight;
+}
+
+QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint) {
+    std::optional<std::optional<QuantFormat>> seen;
+    const SafetensorsFile* first = nullptr;
+    for (const auto& file : checkpoint.files()) {
+        const std::optional<QuantFormat> f = file_quantization(*file);
+        if (seen && *seen != f) {
+            throw Error("checkpoint '" + checkpoint.source().string() + "': shard '" + file->path().string() +
+                        "' is " + (f ? to_string(*f) : "not quantized") + " but '" + first->path().string() +
+                        "' is " + (*seen ? to_string(**seen) : "not quantized"));
+        }
+        seen = f;
+        first = first ? first : file.get();
+    }
+    return seen && *seen ? **seen : QuantFormat::None;
+}
+
+QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
+    const QuantFormat format = checkpoint_quantization(checkpoint);
+    if (format == QuantFormat::None) {
+        check_checkpoint(checkpoint, config);
+        return format;
+    }
+    constexpr std::size_t kMaxListed = 20;
+    std::vector<std::string> problems;
+    const auto check = [&](const std::string& name, DType dtype, const std::vector<std::size_t>& shape, bool any_float) {
+        const CheckpointTensor* t = checkpoint.find(name);
+        if (t == nullptr) {
+            problems.push_back("tensor '" + name + "' (" + shape_text(shape) + ") is missing from every file");
+            return;
+        }
+        if (t->info->shape != shape) {
+            problems.push_back(where(*t) + "shape " + shape_text(t->info->shape) + " but the config (" +
+                               std::string(to_string(format)) + ") needs " + shape_text(shape));
+        }
+        if (any_float ? !is_supported_float(t->info->dtype) : t->info->dtype != dtype) {
+            problems.push_back(where(*t) + "dtype " + std::string(dtype_name(t->info->dtype)) + " but " +
+                               (any_float ? std::string("F32, F16 or BF16") : std::string(dtype_name(dtype))) +
+                               " is needed");
+        }
+    };
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+        if (!quantized_role(e.role)) {
+            check(e.name, DType::F16, e.shape, true);
+            continue;
+        }
+        const std::size_t rows = e.shape.at(0), k = e.shape.at(1);
+        if (k % kQuantBlock != 0) {
+            problems.push_back("tensor '" + e.name + "': rows of " + std::to_string(k) +
+                               " weights cannot be block-quantized (not a multiple of 32)");
+            continue;
+        }
+        check(e.name, DType::U8, {rows, static_cast<std::size_t>(quant_row_bytes(format, k))}, false);
+        check(e.name + std::string(kScalesSuffix), DType::F16, {rows, k / kQuantBlock}, false);
+    }
+    if (problems.empty()) {
+        return format;
+    }
+    std::string message = "quantized (" + std::string(to_string(format)) + ") checkpoint '" +
+                          checkpoint.source().string() + "' does not match the " +
+                          std::string(family_name(config.family)) + " config (" + std::to_string(problems.size()) +
+                          (problems.size() == 1 ? " problem):" : " problems):");
+    for (std::size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
+        message += "\n  " + problems[i];
+    }
+    if (problems.size() > kMaxListed) {
+        message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
+    }
+    throw Error(message);
+}
+
+QuantizedTensorBytes read_quantized(const ShardedCheckpoint& checkpoint, std::string_view name) {
+    return QuantizedTensorBytes{.values = checkpoint.read_raw(name),
+                                .scales = checkpoint.read_raw(std::string(name) + std::string(kScalesSuffix))};
+}
+
+std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const ExpectedTensor& tensor,
+                                    QuantFormat format) {
+    if (format == QuantFormat::None || !quantized_role(tensor.role)) {
+        return checkpoint.read_as_f32(tensor.name);
+    }
+    const std::size_t rows = tensor.shape.at(0), k = tensor.shape.at(1);
+    const QuantizedTensorBytes q = read_quantized(checkpoint, tensor.name);
+    const std::uint64_t row_bytes = quant_row_bytes(format, k, tensor.name);
+    const std::uint64_t row_scales = quant_row_scales(k, tensor.name);
+    if (q.values.size() != rows * row_bytes || q.scales.size() != rows * row_scales * 2) {
+        throw Error("checkpoint '" + checkpoint.source().string() + "': tensor '" + tensor.name +
+                    "': its planes do not hold a " + shape_text(tensor.shape) + " " + to_string(format) + " matrix");
+    }
+    std::vector<float> out(rows * k);
+    std::vector<std::uint16_t> scales(row_scales);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t b = 0; b < row_scales; ++b) {
+            scales[b] = load_le<std::uint16_t>(q.scales.data() + 2 * (r * row_scales + b));
+        }
+        const auto* values = reinterpret_cast<const std::uint8_t*>(q.values.data() + r * row_bytes);
+        dequantize_row(format, std::span(values, row_bytes), scales, std::span(out).subspan(r * k, k));
+    }
+    return out;
+}
+
+QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weights, std::uint64_t rows,
+                                std::uint64_t k, std::string_view what) {
+    const std::uint64_t row_bytes = quant_row_bytes(format, k, what);
+    const std::uint64_t row_scales = quant_row_scales(k, what);
+    if (weights.size() != rows * k) {
+        throw Error(std::string(what) + ": " + std::to_string(weights.size()) + " weights do not make " +
+                    std::to_string(rows) + " rows of " + std::to_string(k));
+    }
+    QuantizedMatrix q{std::vector<std::uint8_t>(rows * row_bytes), std::vector<std::uint16_t>(rows * row_scales)};
+    for (std::uint64_t r = 0; r < rows; ++r) {
+        quantize_row(format, weights.subspan(r * k, k), std::span(q.values).subspan(r * row_bytes, row_bytes),
+                     std::span(q.scales).subspan(r * row_scales, row_scales),
+                     std::string(what) + " row " + std::to_string(r));
+    }
+    return q;
+}
+
+void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_dir, QuantFormat format,
+                                const CheckpointProgressCallback& progress) {
+    if (format == QuantFormat::None) {
+        throw Error("vkf-quantize: no block format given");
+    }
+    const ModelConfig config = read_model_config(model_dir);
+    validate(config);
+    const ShardedCheckpoint checkpoint = open_checkpoint(model_dir);
+    const QuantFormat already = checkpoint_quantization(checkpoint);
+    if (already != QuantFormat::None) {
+        throw Error("checkpoint '" + checkpoint.source().string() + "' is already quantized (" + to_string(already) +
+                    "); quantize the fp32/fp16/bf16 original instead");
+    }
+    check_checkpoint(checkpoint, config);
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+        if (quantized_role(e.role)) {
+            quant_row_bytes(format, e.shape.at(1), "tensor '" + e.name + "'");  // refuses k % 32 != 0 up front
+        }
+    }
+
+    // The values plane is written first: it quantizes the matrix and keeps the scales for the
+    // .scales tensor that follows it.
+    auto last = std::make_shared<QuantizedMatrix>();
+    std::vector<RawTensorSource> sources;
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+        const std::string name = checkpoint.tensor_info(e.name).name;  // as the original spells it
+        if (!quantized_role(e.role)) {
+            sources.push_back(RawTensorSource{
+                .name = name, .dtype = DType::F16, .shape = e.shape, .bytes = [&checkpoint, e](std::span<std::byte> out) {
+                    const std::vector<float> values = checkpoint.read_as_f32(e.name);
+                    for (std::size_t i = 0; i < values.size(); ++i) {
+                        const std::uint16_t h = float_to_half(values[i]);
+                        if (std::isfinite(values[i]) && !std::isfinite(half_to_float(h))) {
+                            throw Error("vkf-quantize: tensor '" + e.name + "': element " + std::to_string(i) + " (" +
+                                        std::to_string(values[i]) + ") does not fit fp16");
+                        }
+                        store_le(out.data() + 2 * i, h);
+                    }
+                }});
+            continue;
+        }
+        const std::size_t rows = e.shape.at(0), k = e.shape.at(1);
+        sources.push_back(RawTensorSource{
+            .name = name,
+            .dtype = DType::U8,
+            .shape = {rows, static_cast<std::size_t>(quant_row_bytes(format, k))},
+            .bytes = [&checkpoint, e, format, rows, k, last](std::span<std::byte> out) {
+                const std::vector<float> weights = checkpoint.read_as_f32(e.name);
+                *last = quantize_matrix(format, weights, rows, k, "tensor '" + e.name + "'");
+                std::memcpy(out.data(), last->values.data(), out.size());
+            }});
+        sources.push_back(RawTensorSource{.name = name + std::string(kScalesSuffix),
+                                          .dtype = DType::F16,
+                                          .shape = {rows, k / kQuantBlock},
+                                          .bytes = [last](std::span<std::byte> out) {
+                                              for (std::size_t i = 0; i < last->scales.size(); ++i) {
+                                                  store_le(out.data() + 2 * i, last->scales[i]);
+                                              }
+                                          }});
+    }
+
+    std::error_code error;
+    fs::create_directories(out_dir, error);
+    if (error) {
+        throw Error("vkf-quantize: cannot create directory '" + out_dir.string() + "': " + error.message());
+    }
+    // open_checkpoint prefers model.safetensors, but a stale index next to it would mislead a reader.
+    fs::remove(out_dir / "model.safetensors.index.json", error);
+    write_safetensors_file(out_dir / "model.safetensors", sources,
+                           {{std::string(kQuantFormatKey), to_string(format)},
+                            {std::string(kQuantVersionKey), std::to_string(kQuantFormatVersion)}},
+                           progress);
+    const fs::path source_dir = fs::is_directory(model_dir) ? model_dir : model_dir.parent_path();
+    for (const char* file : {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+        const fs::path from = source_dir / file;
+        if (fs::exists(from)) {
+            fs::copy_file(from, out_dir / file, fs::copy_options::overwrite_existing, error);
+            if (error) {
+                throw Error("vkf-quantize: cannot copy '" + from.string() + "' to '" + out_dir.string() +
+                            "': " + error.message());
+            }
+        }
+    }
+}
+
+}  // namespace vkf
