@@ -60,9 +60,9 @@ QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint) {
     for (const auto& file : checkpoint.files()) {
         const std::optional<QuantFormat> f = file_quantization(*file);
         if (seen && *seen != f) {
-            throw Error("checkpoint '" + checkpoint.source().string() + "': shard '" + file->path().string() +
-                        "' is " + (f ? to_string(*f) : "not quantized") + " but '" + first->path().string() +
-                        "' is " + (*seen ? to_string(**seen) : "not quantized"));
+            throw Error("checkpoint '" + checkpoint.source().string() + "': shard '" + file->path().string() + "' is " +
+                        (f ? to_string(*f) : "not quantized") + " but '" + first->path().string() + "' is " +
+                        (*seen ? to_string(**seen) : "not quantized"));
         }
         seen = f;
         first = first ? first : file.get();
@@ -78,7 +78,8 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
     }
     constexpr std::size_t kMaxListed = 20;
     std::vector<std::string> problems;
-    const auto check = [&](const std::string& name, DType dtype, const std::vector<std::size_t>& shape, bool any_float) {
+    const auto check = [&](const std::string& name, DType dtype, const std::vector<std::size_t>& shape,
+                           bool any_float) {
         const CheckpointTensor* t = checkpoint.find(name);
         if (t == nullptr) {
             problems.push_back("tensor '" + name + "' (" + shape_text(shape) + ") is missing from every file");
@@ -154,8 +155,8 @@ std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const E
     return out;
 }
 
-QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weights, std::uint64_t rows,
-                                std::uint64_t k, std::string_view what) {
+QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weights, std::uint64_t rows, std::uint64_t k,
+                                std::string_view what) {
     const std::uint64_t row_bytes = quant_row_bytes(format, k, what);
     const std::uint64_t row_scales = quant_row_scales(k, what);
     if (weights.size() != rows * k) {
@@ -199,7 +200,10 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
         const std::string name = checkpoint.tensor_info(e.name).name;  // as the original spells it
         if (!quantized_role(e.role)) {
             sources.push_back(RawTensorSource{
-                .name = name, .dtype = DType::F16, .shape = e.shape, .bytes = [&checkpoint, e](std::span<std::byte> out) {
+                .name = name,
+                .dtype = DType::F16,
+                .shape = e.shape,
+                .bytes = [&checkpoint, e](std::span<std::byte> out) {
                     const std::vector<float> values = checkpoint.read_as_f32(e.name);
                     for (std::size_t i = 0; i < values.size(); ++i) {
                         const std::uint16_t h = float_to_half(values[i]);
@@ -213,15 +217,15 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
             continue;
         }
         const std::size_t rows = e.shape.at(0), k = e.shape.at(1);
-        sources.push_back(RawTensorSource{
-            .name = name,
-            .dtype = DType::U8,
-            .shape = {rows, static_cast<std::size_t>(quant_row_bytes(format, k))},
-            .bytes = [&checkpoint, e, format, rows, k, last](std::span<std::byte> out) {
-                const std::vector<float> weights = checkpoint.read_as_f32(e.name);
-                *last = quantize_matrix(format, weights, rows, k, "tensor '" + e.name + "'");
-                std::memcpy(out.data(), last->values.data(), out.size());
-            }});
+        sources.push_back(RawTensorSource{.name = name,
+                                          .dtype = DType::U8,
+                                          .shape = {rows, static_cast<std::size_t>(quant_row_bytes(format, k))},
+                                          .bytes = [&checkpoint, e, format, rows, k, last](std::span<std::byte> out) {
+                                              const std::vector<float> weights = checkpoint.read_as_f32(e.name);
+                                              *last =
+                                                  quantize_matrix(format, weights, rows, k, "tensor '" + e.name + "'");
+                                              std::memcpy(out.data(), last->values.data(), out.size());
+                                          }});
         sources.push_back(RawTensorSource{.name = name + std::string(kScalesSuffix),
                                           .dtype = DType::F16,
                                           .shape = {rows, k / kQuantBlock},

@@ -63,8 +63,8 @@ struct QuantizedMatrix {
     std::vector<std::uint8_t> values;
     std::vector<std::uint16_t> scales;
 };
-QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weights, std::uint64_t rows,
-                                std::uint64_t k, std::string_view what);
+QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weights, std::uint64_t rows, std::uint64_t k,
+                                std::string_view what);
 
 // vkf-quantize: reads the ordinary checkpoint in model_dir (config.json + safetensors),
 // quantizes its matrices to `format` and writes out_dir/model.safetensors and
