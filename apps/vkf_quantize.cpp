@@ -66,8 +66,9 @@ int run(const Options& o) {
         }
     };
     vkf::write_quantized_checkpoint(o.model, o.out, o.to, progress);
-    const std::filesystem::path source =
-        std::filesystem::is_directory(o.model) ? std::filesystem::path(o.model) : std::filesystem::path(o.model).parent_path();
+    const std::filesystem::path source = std::filesystem::is_directory(o.model)
+                                             ? std::filesystem::path(o.model)
+                                             : std::filesystem::path(o.model).parent_path();
     const std::uintmax_t before = directory_bytes(source);
     const std::uintmax_t after = directory_bytes(o.out);
     fmt::print("{}: {} checkpoint of {} (the original: {}, {:.2f}x smaller), {:.1f} s\n", o.out, vkf::to_string(o.to),

@@ -119,7 +119,8 @@ TEST_P(QuantizedCheckpoint, HoldsExactlyTheRowByRowQuantizationOfTheOriginal) {
 }
 
 TEST_P(QuantizedCheckpoint, UnknownVersionsAndFormatsAreRefused) {
-    rewrite(quantized_.path(), [](RawTensorSource&) {}, metadata_of(GetParam(), "2"));
+    rewrite(
+        quantized_.path(), [](RawTensorSource&) {}, metadata_of(GetParam(), "2"));
     std::string e = refusal([&] { checkpoint_quantization(open_checkpoint(quantized_.path())); });
     EXPECT_NE(e.find("version '2'"), std::string::npos) << e;
     EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
@@ -141,8 +142,7 @@ TEST_P(QuantizedCheckpoint, AWrongScaleCountIsRefusedNamingTheTensor) {
             }
         },
         metadata_of(GetParam()));
-    const std::string e =
-        refusal([&] { check_model_checkpoint(open_checkpoint(quantized_.path()), config_); });
+    const std::string e = refusal([&] { check_model_checkpoint(open_checkpoint(quantized_.path()), config_); });
     EXPECT_NE(e.find("blocks.1.ffn.down_proj.weight.scales"), std::string::npos) << e;
     EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
 }
@@ -158,8 +158,7 @@ TEST_P(QuantizedCheckpoint, AValuesPlaneWhoseShapeDisagreesWithTheConfigIsRefuse
             }
         },
         metadata_of(GetParam()));
-    const std::string e =
-        refusal([&] { check_model_checkpoint(open_checkpoint(quantized_.path()), config_); });
+    const std::string e = refusal([&] { check_model_checkpoint(open_checkpoint(quantized_.path()), config_); });
     EXPECT_NE(e.find("blocks.0.attn.Wqkv.weight"), std::string::npos) << e;
     EXPECT_NE(e.find("shape"), std::string::npos) << e;
 }
