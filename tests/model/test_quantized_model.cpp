@@ -100,9 +100,10 @@ void check_family(Context& ctx, const char* name, const ModelConfig& config, Qua
 
     const reference::Model original(config, model.checkpoint(), reference::ModelOptions{});
     const ErrorStats format = worst_row(gpu, original.forward(ids), config.vocab_size);
-    std::printf("%s %s: largest relative logit error %.3g against the dequantized weights, %.3g (rel. L2 %.3g) "
-                "against the fp32 originals\n",
-                name, to_string(f), kernel.max_rel, format.max_rel, format.rel_l2);
+    std::printf(
+        "%s %s: largest relative logit error %.3g against the dequantized weights, %.3g (rel. L2 %.3g) "
+        "against the fp32 originals\n",
+        name, to_string(f), kernel.max_rel, format.max_rel, format.rel_l2);
     if (f == QuantFormat::Q8_0) {
         EXPECT_LT(format.max_rel, 1e-2) << describe(format);
     } else {
@@ -137,7 +138,8 @@ TEST_P(QuantizedModel, AQuantizedCheckpointLoadsToTheSameBytesAsLoadTimeQuantiza
     EXPECT_EQ(stored.weight_format(), at_load.weight_format());
     EXPECT_EQ(stored.weights().bytes, at_load.weights().bytes);
     for (std::size_t l = 0; l < config.n_layer; ++l) {
-        for (const auto member : {&LayerWeights::qkv, &LayerWeights::attn_out, &LayerWeights::up, &LayerWeights::down}) {
+        for (const auto member :
+             {&LayerWeights::qkv, &LayerWeights::attn_out, &LayerWeights::up, &LayerWeights::down}) {
             const LinearWeights& a = at_load.weights().layers[l].*member;
             const LinearWeights& b = stored.weights().layers[l].*member;
             EXPECT_EQ(bytes_of(ctx(), a.weight), bytes_of(ctx(), b.weight)) << "layer " << l;
