@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""End-to-end test of vkf-quantize and of vkf-run on quantized weights, on small random BLOOM
+and MPT checkpoints written by vkf-make-checkpoint: for q8_0 and q4_0, the quantized
+checkpoint runs with --check (against the reference on the dequantized weights) and
+generates exactly what load-time quantization of the original generates (the same bytes on
+the device); load-time quantization reports its error against the original weights; bad
+formats, quantizing twice and loading a quantized checkpoint in another format are refused.
+
+usage: quantize_cli_test.py PATH/TO/vkf-quantize PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+QUANTIZE, RUN, MAKE = sys.argv[1], sys.argv[2], sys.argv[3]
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+    print("FAIL: " + message)
+
+
+def run(exe, args):
+    proc = subprocess.run([exe] + args, capture_output=True, text=True, timeout=900)
+    if "validation" in proc.stderr.lower():
+        fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
+    return proc
+
+
+def run_json(args):
+    proc = run(RUN, ["--json", "--quiet"] + args)
+    if proc.returncode != 0:
+        fail("vkf-run %s exited %d: %s" % (" ".join(args), proc.returncode, proc.stderr))
+        return None
+    return json.loads(proc.stdout)
+
+
+def expect_refused(exe, args, code, text):
+    proc = run(exe, args)
+    if proc.returncode != code or text not in proc.stderr:
+        fail("%s %s: expected exit %d naming %r, got %d: %s" % (os.path.basename(exe), " ".join(args), code, text,
+                                                               proc.returncode, proc.stderr.strip()))
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="vkf_quantize_cli_") as tmp:
+        for family, hidden, heads in (("bloom", 128, 4), ("mpt", 192, 6)):
+            original = os.path.join(tmp, family)
+            proc = run(MAKE, ["--out", original, "--family", family, "--layers", "2", "--hidden", str(hidden),
+                              "--heads", str(heads), "--vocab", "301", "--dtype", "f32", "--seed", "5"])
+            if proc.returncode != 0:
+                raise SystemExit("vkf-make-checkpoint failed: " + proc.stderr)
+            prompt = ["--prompt-ids", "3,14,15,92,65", "--n-predict", "6"]
+            for fmt in ("q8_0", "q4_0"):
+                out = os.path.join(tmp, family + "-" + fmt)
+                proc = run(QUANTIZE, ["--model", original, "--to", fmt, "--out", out])
+                if proc.returncode != 0 or not os.path.exists(os.path.join(out, "config.json")):
+                    fail("vkf-quantize %s %s exited %d: %s" % (family, fmt, proc.returncode, proc.stderr))
+                    continue
+                stored = run_json(["--model", out, "--check"] + prompt)
+                at_load = run_json(["--model", original, "--weights", fmt, "--check"] + prompt)
+                if stored is None or at_load is None:
+                    continue
+                name = "%s %s" % (family, fmt)
+                if stored["model"]["weights"] != fmt or at_load["model"]["weights"] != fmt:
+                    fail("%s: weights reported as %s / %s" % (name, stored["model"]["weights"],
+                                                             at_load["model"]["weights"]))
+                if stored["generated_ids"] != at_load["generated_ids"]:
+                    fail("%s: the quantized checkpoint generates %s, load-time quantization %s" %
+                         (name, stored["generated_ids"], at_load["generated_ids"]))
+                if stored["model"]["weight_bytes"] != at_load["model"]["weight_bytes"]:
+                    fail("%s: device bytes differ" % name)
+                kernel = stored["check"]["max_rel_logit_error"]
+                original_error = at_load["check"].get("max_rel_logit_error_vs_original_weights")
+                if not kernel < 1e-4:
+                    fail("%s: logits %.3g away from the reference on the dequantized weights" % (name, kernel))
+                bound = 1e-2 if fmt == "q8_0" else 1e-1
+                if original_error is None or not original_error < bound:
+                    fail("%s: error against the original weights %s, bound %g" % (name, original_error, bound))
+                print("%s: %.3g against the dequantized weights, %.3g against the original ones" %
+                      (name, kernel, original_error or float("nan")))
+                if fmt == "q4_0":
+                    expect_refused(QUANTIZE, ["--model", out, "--to", "q8_0", "--out", out + "-again"], 1,
+                                   "already quantized")
+                    expect_refused(RUN, ["--model", out, "--weights", "f16"] + prompt, 1, "quantized as q4_0")
+        expect_refused(QUANTIZE, ["--model", os.path.join(tmp, "bloom"), "--to", "q5_0", "--out",
+                                  os.path.join(tmp, "x")], 2, "--to")
+        expect_refused(QUANTIZE, ["--model", os.path.join(tmp, "missing"), "--to", "q8_0", "--out",
+                                  os.path.join(tmp, "x")], 1, "missing")
+    if failures:
+        print("%d failure(s)" % len(failures))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
