@@ -32,11 +32,13 @@ vec4 q8_decode(uint w) {
 // q4_0: the nibbles of word c, elements 4c .. 4c + 3 (lo) and 4c + 16 .. 4c + 19 (hi),
 // still offset by 8: the kernels subtract 8 * (sum of X over the block) once per block
 // instead of 8 from every weight.
+// Converted as signed integers: x86 has no unsigned vector conversion, and llvmpipe's
+// unsigned one takes several instructions per element.
 vec4 q4_decode_lo(uint w) {
-    return vec4((uvec4(w) >> uvec4(0u, 8u, 16u, 24u)) & 0xFu);
+    return vec4((ivec4(w) >> ivec4(0, 8, 16, 24)) & 0xF);
 }
 vec4 q4_decode_hi(uint w) {
-    return vec4((uvec4(w) >> uvec4(4u, 12u, 20u, 28u)) & 0xFu);
+    return vec4((ivec4(w) >> ivec4(4, 12, 20, 28)) & 0xF);
 }
 
 // Element e (0 .. 31) of a block, one at a time (the embedding lookup): the index of the

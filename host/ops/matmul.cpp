@@ -247,7 +247,7 @@ const char* to_string(MatmulKernel k) {
 std::string MatmulPlan::describe() const {
     std::string s = std::string(to_string(kernel));
     if (quant != QuantFormat::None) {
-        s += std::string(" ") + to_string(quant);
+        s += std::string(" ") + to_string(quant) + " (" + std::to_string(blocks_per_step) + " blocks a step)";
     }
     if (kernel == MatmulKernel::Tiled) {
         s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);

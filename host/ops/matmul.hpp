@@ -81,6 +81,7 @@ struct MatmulPlan {
                                                        // rowdot: rows of a workgroup, columns of a subgroup pass
     std::uint32_t column_groups = 0;                   // rowdot: groups of block_n columns per workgroup
     std::uint32_t subgroup_size = 0;                   // rowdot: the device's, as planned
+    std::uint32_t blocks_per_step = 0;                 // quantized: blocks whose scales are read together
     bool wide_loads = false;  // rowdot (and quantized blocked): 64-bit components (shaderInt64)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;

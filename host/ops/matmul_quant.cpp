@@ -14,29 +14,47 @@ namespace vkf::matmul_detail {
 
 namespace {
 
-// Row-dot kernel (decoding; subgroup arithmetic): W rows per subgroup pass, at most this
-// many groups of them per workgroup (a subgroup each) and rows of X per workgroup. A lane
-// holds one block of X per row (32 floats) in registers, so few rows: CPU devices take the
-// kernel for one row only (as the dense matmul), GPUs up to kRowDotMaxRowsGpu.
+// Row-dot kernel (GPUs' decoding; subgroup arithmetic): W rows per subgroup pass, at most
+// this many groups of them per workgroup (a subgroup each) and rows of X per workgroup (a
+// lane holds one block of X per row, 32 floats, in registers).
+// CPU devices take the blocked kernel for every shape: on lavapipe (Mesa 22.3, m = 1,
+// n x k = 4096 x 1024, 1024 x 4096, 250880 x 1024) it ran 1.4-2.4x faster than the row-dot
+// kernel. Its invocations all read the same X, which llvmpipe loads once for all lanes,
+// while the row-dot kernel's lanes read different blocks of X, a load per lane; and holding
+// a block of X per lane is more than llvmpipe's registers hold.
 constexpr std::uint32_t kRowDotCols = 8;
 constexpr std::uint32_t kRowDotGroups = 4;
-constexpr std::uint32_t kRowDotMaxRowsCpu = 1;
-constexpr std::uint32_t kRowDotMaxRowsGpu = 4;
+constexpr std::uint32_t kRowDotMaxRows = 4;
 // Blocked kernel: an invocation's block of Y (1 x 8 for one row), and the widest workgroup.
 constexpr std::uint32_t kBlockRows = 4;
 constexpr std::uint32_t kBlockCols = 8;
 constexpr std::uint32_t kBlockedWorkgroup = 64;
 
 // Loop iterations of one invocation over a K slice of `len` (a multiple of 32): the
-// blocked kernel has one per block (its other loops are unrolled); a row-dot subgroup makes
-// a pass over each of its column groups, each one iteration per `subgroup_size` blocks.
+// blocked kernel has one per step of blocks_per_step blocks (its other loops are
+// unrolled); a row-dot subgroup makes a pass over each of its column groups, each one
+// iteration per `subgroup_size` steps.
 std::uint64_t quant_loop_iterations(const MatmulPlan& p, std::uint64_t len) {
-    const std::uint64_t blocks = ceil_div(len, kQuantBlock);
+    const std::uint64_t steps = ceil_div(len, std::uint64_t{kQuantBlock} * p.blocks_per_step);
     if (p.kernel == MatmulKernel::RowDot) {
         const std::uint64_t passes = ceil_div(p.column_groups, p.workgroup_size / p.subgroup_size);
-        return passes * (ceil_div(blocks, p.subgroup_size) + 2) + 8;
+        return passes * (ceil_div(steps, p.subgroup_size) + 2) + 8;
     }
-    return blocks + 8;
+    return steps + 8;
+}
+
+// Blocks per step of the blocked kernel: 4 or 2 when every row's scales start on a multiple
+// of it, else 1. (The row-dot kernel takes one: its lanes hold a block of X each, and on
+// lavapipe more blocks a step made it slower, 0.6-0.8x.)
+std::uint32_t blocks_per_step(MatmulKernel kernel, std::uint64_t row_blocks) {
+    if (kernel == MatmulKernel::Blocked) {
+        for (std::uint32_t g : {4u, 2u}) {
+            if (row_blocks % g == 0) {
+                return g;
+            }
+        }
+    }
+    return 1;
 }
 
 std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
@@ -68,8 +86,7 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
                              limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
     MatmulKernel kernel = options.kernel;
     if (kernel == MatmulKernel::Auto) {
-        const std::uint32_t rowdot_rows = device.cpu ? kRowDotMaxRowsCpu : kRowDotMaxRowsGpu;
-        kernel = rowdot_fits && m <= rowdot_rows ? MatmulKernel::RowDot : MatmulKernel::Blocked;
+        kernel = !device.cpu && rowdot_fits && m <= kRowDotMaxRows ? MatmulKernel::RowDot : MatmulKernel::Blocked;
     }
     MatmulPlan plan;
     plan.kernel = kernel;
@@ -85,7 +102,7 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
                 std::to_string(limits.subgroup_size) + " invocations)");
         }
         plan.subgroup_size = limits.subgroup_size;
-        plan.block_m = std::min(m, kRowDotMaxRowsGpu);
+        plan.block_m = std::min(m, kRowDotMaxRows);
         plan.block_n = kRowDotCols;
         const std::uint32_t max_groups =
             std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
@@ -114,7 +131,8 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
         throw Error(std::string("matmul: the ") + to_string(kernel) + " kernel does not read " + to_string(quant) +
                     " weights (quantized weights have the rowdot and blocked kernels)");
     }
-    split_k(plan, device, k, groups, kQuantBlock, options, quant_loop_iterations);
+    plan.blocks_per_step = blocks_per_step(kernel, k / kQuantBlock);
+    split_k(plan, device, k, groups, kQuantBlock * plan.blocks_per_step, options, quant_loop_iterations);
     // A binding of W holds whole rows of values (words) and of scales (fp16).
     const std::uint64_t row_words = quant_row_bytes(quant, k) / 4;
     const std::uint64_t row_scales = quant_row_scales(k);
@@ -144,22 +162,35 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
     check_tensors(a, plan);
     const bool split = plan.n_splits > 1;
 
-    std::vector<SpecConstant> constants = {{VKF_MATMUL_QUANT_SPEC_RM, plan.block_m},
-                                           {VKF_MATMUL_QUANT_SPEC_RN, plan.block_n}};
-    if (plan.kernel == MatmulKernel::RowDot) {
-        constants.push_back({VKF_MATMUL_QUANT_SPEC_RG, plan.column_groups});
-    }
-    const SpirvCode& code = shaders::variant("matmul_quant", {{"Q8_0", a.quant == QuantFormat::Q8_0},
-                                                              {"Q4_0", a.quant == QuantFormat::Q4_0},
-                                                              {"ROWDOT", plan.kernel == MatmulKernel::RowDot},
-                                                              {"BLOCKED", plan.kernel == MatmulKernel::Blocked},
-                                                              {"WIDE64", plan.wide_loads},
-                                                              {"BIAS_F16", f16}});
-    const Pipeline& main = ctx.pipeline(PipelineDesc{.code = &code,
-                                                     .workgroup_size = {plan.workgroup_size, 1, 1},
-                                                     .constants = constants,
-                                                     .push_constant_layout = MatmulQuantPush::layout,
-                                                     .binding_count = 6});
+    // Rows of X and W that start on 16 bytes are read as vectors; others (tensors at
+    // unaligned offsets) by the SCALAR variant. Scales are read blocks_per_step at a time
+    // where a piece's scales start on a multiple of it, else fewer. Pipelines are made when
+    // a piece needs them.
+    const Pipeline* pipelines[2][3] = {};
+    const auto pipeline = [&](bool vector_loads, std::uint32_t bg) -> const Pipeline& {
+        const Pipeline*& p = pipelines[vector_loads ? 1 : 0][std::countr_zero(bg)];
+        if (p == nullptr) {
+            std::vector<SpecConstant> constants = {{VKF_MATMUL_QUANT_SPEC_RM, plan.block_m},
+                                                   {VKF_MATMUL_QUANT_SPEC_RN, plan.block_n},
+                                                   {VKF_MATMUL_QUANT_SPEC_BG, bg}};
+            if (plan.kernel == MatmulKernel::RowDot) {
+                constants.push_back({VKF_MATMUL_QUANT_SPEC_RG, plan.column_groups});
+            }
+            const SpirvCode& code = shaders::variant("matmul_quant", {{"Q8_0", a.quant == QuantFormat::Q8_0},
+                                                                      {"Q4_0", a.quant == QuantFormat::Q4_0},
+                                                                      {"ROWDOT", plan.kernel == MatmulKernel::RowDot},
+                                                                      {"BLOCKED", plan.kernel == MatmulKernel::Blocked},
+                                                                      {"WIDE64", vector_loads && plan.wide_loads},
+                                                                      {"BIAS_F16", f16},
+                                                                      {"SCALAR", !vector_loads}});
+            p = &ctx.pipeline(PipelineDesc{.code = &code,
+                                           .workgroup_size = {plan.workgroup_size, 1, 1},
+                                           .constants = constants,
+                                           .push_constant_layout = MatmulQuantPush::layout,
+                                           .binding_count = 6});
+        }
+        return *p;
+    };
     const ReducePass reduce = split ? reduce_pass(ctx, f16) : ReducePass{};
     const std::uint32_t flags = epilogue_flags(a);
 
@@ -181,6 +212,11 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                 has_bias ? bind_elements(limits, a.bias, n0, nc, bsize, "matmul", "bias") : x;  // x: unused slot
             const ElementBinding res =
                 has_residual ? bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual") : x;
+            std::uint32_t bg = plan.blocks_per_step;
+            while (s.base % bg != 0) {
+                bg /= 2;
+            }
+            const Pipeline& main = pipeline(x.base % 4 == 0 && w.base % 4 == 0, bg);
             MatmulQuantPush push{.m = mc,
                                  .n = nc,
                                  .k = a.k,
@@ -193,9 +229,6 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                  .y_base = y.base,
                                  .k_split = plan.k_split,
                                  .flags = flags};
-            if (x.base % 4 == 0 && w.base % 4 == 0) {
-                push.flags |= VKF_MATMUL_QUANT_FLAG_VEC;
-            }
             const std::uint32_t column_tile = plan.kernel == MatmulKernel::RowDot ? plan.block_n * plan.column_groups
                                                                                   : plan.block_n * plan.workgroup_size;
             const GroupCount groups{static_cast<std::uint32_t>(ceil_div(nc, column_tile)),
@@ -214,7 +247,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
             const ElementBinding partials =
                 bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
             MatmulQuantPush partial_push = push;
-            partial_push.flags = (push.flags & VKF_MATMUL_QUANT_FLAG_VEC) | VKF_MATMUL_FLAG_PARTIALS;
+            partial_push.flags = VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
             const Binding bindings[] = {{x.range, Access::Read}, {w.range, Access::Read},
                                         {s.range, Access::Read}, {x.range, Access::Read},

@@ -8,15 +8,14 @@
 #include "interface.h"
 #include "matmul_flags.h"
 
-// params.flags: VKF_MATMUL_FLAG_BIAS, _RESIDUAL, _GELU_TANH, _GELU_ERF, _PARTIALS, and
-// x_base % 4 == 0 and w_base % 4 == 0: rows of X and blocks of W start on 16-byte vectors
-// (k % 32 == 0 makes every row line up when the first does).
-#define VKF_MATMUL_QUANT_FLAG_VEC 256u
+// params.flags: VKF_MATMUL_FLAG_BIAS, _RESIDUAL, _GELU_TANH, _GELU_ERF and _PARTIALS
+// (matmul_flags.h).
 
 // Specialization constants (0-2: the workgroup size).
 #define VKF_MATMUL_QUANT_SPEC_RM 3  // rows of Y per invocation (BLOCKED) or workgroup (ROWDOT)
 #define VKF_MATMUL_QUANT_SPEC_RN 4  // columns of Y per invocation (BLOCKED, a multiple of 4) or subgroup pass
 #define VKF_MATMUL_QUANT_SPEC_RG 5  // ROWDOT: groups of RN columns per workgroup
+#define VKF_MATMUL_QUANT_SPEC_BG 6  // blocks per step (scales read together): 1, 2 or 4
 
 #define VKF_MATMUL_QUANT_PUSH(F)                                                     \
     F(uint, m)      /* rows of X and Y in this dispatch */                           \
@@ -30,7 +29,7 @@
     F(uint, res_base)                                                                \
     F(uint, y_base)                                                                  \
     F(uint, k_split) /* K elements per slice (gl_WorkGroupID.z), a multiple of 32 */ \
-    F(uint, flags)   /* VKF_MATMUL_FLAG_*, VKF_MATMUL_QUANT_FLAG_* */
+    F(uint, flags)   /* VKF_MATMUL_FLAG_* */
 VKF_PUSH_CONSTANTS(MatmulQuantParams, MatmulQuantPush, VKF_MATMUL_QUANT_PUSH)
 
 #endif
