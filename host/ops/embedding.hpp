@@ -1,7 +1,8 @@
 #pragma once
 // Embedding lookup (shaders/embedding.comp): out[t, :] = table[ids[t], :]; ids >= vocab
-// give zeros.
+// give zeros. The table may be block-quantized (q8_0, q4_0).
 
+#include "host/quant/quant_format.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
 #include "shaders/interface/embedding.h"
@@ -14,11 +15,16 @@ struct EmbeddingArgs {
     BufferRange out;    // [tokens, hidden] fp32
     std::uint32_t tokens = 0, vocab = 0, hidden = 0;
     DType table_dtype = DType::F32;
+    // Block-quantized tables: table is then the values plane [vocab, quant_row_bytes(quant,
+    // hidden)] bytes (starting on a 32-bit word) and scales the fp16 scales [vocab, hidden / 32];
+    // table_dtype is ignored. Rows are dequantized exactly (as dequantize_row).
+    QuantFormat quant = QuantFormat::None;
+    BufferRange scales;
 };
 
 void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& args);
 
 // EmbeddingPush (push constants): shaders/interface/embedding.h.
-static_assert(sizeof(EmbeddingPush) == 36);
+static_assert(sizeof(EmbeddingPush) == 40);
 
 }  // namespace vkf
