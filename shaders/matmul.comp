@@ -45,7 +45,6 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-#include "gelu.glsl"
 #include "weights_io.glsl"
 
 #if defined(REDUCE)
@@ -74,43 +73,9 @@ layout(std430, binding = 0) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 f
 #endif
 #endif
 
-float epilogue(float acc, uint row, uint col) {
-    float v = acc;
-    if ((params.flags & VKF_MATMUL_FLAG_BIAS) != 0u) {
-        v += VKF_LOAD_WEIGHT(bias_data, params.bias_base + col);
-    }
-    if ((params.flags & VKF_MATMUL_FLAG_GELU_TANH) != 0u) {
-        v = gelu_tanh(v);
-    } else if ((params.flags & VKF_MATMUL_FLAG_GELU_ERF) != 0u) {
-        v = gelu_erf(v);
-    }
-    if ((params.flags & VKF_MATMUL_FLAG_RESIDUAL) != 0u) {
-        v += res_data[params.res_base + row * params.ldy + col];
-    }
-    return v;
-}
+#include "matmul_epilogue.glsl"
 
 #if !defined(REDUCE)
-// Callers pass only row < m and col < n.
-void store(uint row, uint col, float acc) {
-    if ((params.flags & VKF_MATMUL_FLAG_PARTIALS) != 0u) {
-        y_data[params.y_base + (gl_WorkGroupID.z * params.m + row) * params.n + col] = acc;
-    } else {
-        y_data[params.y_base + row * params.ldy + col] = epilogue(acc, row, col);
-    }
-}
-
-void store_quad(uint row, uint col0, vec4 acc) {
-    if (row >= params.m) {
-        return;
-    }
-    // Unrolled by hand: no loop (see the loop-count note above).
-    if (col0 < params.n) store(row, col0, acc.x);
-    if (col0 + 1u < params.n) store(row, col0 + 1u, acc.y);
-    if (col0 + 2u < params.n) store(row, col0 + 2u, acc.z);
-    if (col0 + 3u < params.n) store(row, col0 + 3u, acc.w);
-}
-
 float load_w(uint col, uint kk) {
     return VKF_LOAD_WEIGHT(w_data, params.w_base + col * params.k + kk);
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Embedding lookup (shaders/embedding.comp): out[t, :] = table[ids[t], :]; ids >= vocab
-// give zeros.
+// give zeros. The table may be block-quantized (q8_0, q4_0).
 
 #include "host/quant/quant_format.hpp"
 #include "host/util/dtype.hpp"
@@ -15,6 +15,9 @@ struct EmbeddingArgs {
     BufferRange out;    // [tokens, hidden] fp32
     std::uint32_t tokens = 0, vocab = 0, hidden = 0;
     DType table_dtype = DType::F32;
+    // Block-quantized tables: table is then the values plane [vocab, quant_row_bytes(quant,
+    // hidden)] bytes (starting on a 32-bit word) and scales the fp16 scales [vocab, hidden / 32];
+    // table_dtype is ignored. Rows are dequantized exactly (as dequantize_row).
     QuantFormat quant = QuantFormat::None;
     BufferRange scales;
 };
@@ -22,6 +25,6 @@ struct EmbeddingArgs {
 void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& args);
 
 // EmbeddingPush (push constants): shaders/interface/embedding.h.
-static_assert(sizeof(EmbeddingPush) == 36);
+static_assert(sizeof(EmbeddingPush) == 40);
 
 }  // namespace vkf

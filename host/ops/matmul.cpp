@@ -1,5 +1,6 @@
 #include "host/ops/matmul.hpp"
 
+#include "host/ops/matmul_internal.hpp"
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
@@ -110,14 +111,15 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
 }
 
 // The longest K slice whose loops stay within `budget`, a multiple of `granule`.
-std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t granule) {
+std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t granule,
+                        matmul_detail::LoopCount count) {
     std::uint64_t lo = granule, hi = std::uint64_t{1} << 40;
-    if (loop_iterations(p, lo) > budget) {
+    if (count(p, lo) > budget) {
         return granule;
     }
     while (hi - lo > granule) {  // binary search over multiples of granule
         const std::uint64_t mid = (lo + hi) / 2 / granule * granule;
-        (loop_iterations(p, mid) <= budget ? lo : hi) = mid;
+        (count(p, mid) <= budget ? lo : hi) = mid;
     }
     return lo;
 }
@@ -132,6 +134,100 @@ const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide) {
 }
 
 }  // namespace
+
+namespace matmul_detail {
+
+std::uint64_t target_workgroups(const MatmulDevice& device) {
+    return device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
+}
+
+void split_k(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t k, std::uint64_t groups, std::uint32_t granule,
+             const MatmulOptions& options, LoopCount count) {
+    const ComputeLimits& limits = device.limits;
+    std::uint64_t splits = std::max<std::uint32_t>(options.force_splits, 1);
+    const std::uint64_t target = target_workgroups(device);
+    if (options.force_splits == 0 && groups < target && k >= 2 * kMinSliceK) {
+        splits = std::min<std::uint64_t>({ceil_div(target, groups), k / kMinSliceK, kMaxParallelSplits});
+    }
+    if (limits.max_loop_iterations != 0) {
+        const std::uint64_t budget = limits.max_loop_iterations / 2;
+        splits = std::max(splits, ceil_div(k, max_slice(plan, budget, granule, count)));
+    }
+    splits = std::min<std::uint64_t>(splits, ceil_div(k, granule));
+    plan.k_split = static_cast<std::uint32_t>(round_up(ceil_div(k, splits), granule));
+    plan.n_splits = static_cast<std::uint32_t>(ceil_div(k, plan.k_split));
+    plan.loop_iterations = count(plan, plan.k_split);
+}
+
+void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                 std::uint64_t max_w_rows) {
+    const std::uint64_t f_max = max_bound_elements(limits, 4);
+    if (k > f_max || max_w_rows == 0) {
+        throw Error("matmul: one row of " + std::to_string(k) + " elements (k) exceeds maxStorageBufferRange (" +
+                    std::to_string(limits.storage_buffer_range) + " bytes)");
+    }
+    std::uint64_t cols = std::min<std::uint64_t>({n, max_w_rows, f_max / plan.n_splits});
+    std::uint64_t rows = std::min<std::uint64_t>(m, f_max / k);
+    rows = std::min(rows, (f_max - cols) / n + 1);  // Y and R: (rows - 1) * n + cols elements
+    rows = std::min(rows, f_max / (plan.n_splits * cols));
+    plan.rows_per_piece = static_cast<std::uint32_t>(rows);
+    plan.cols_per_piece = static_cast<std::uint32_t>(cols);
+    plan.scratch_bytes = plan.n_splits > 1 ? 4 * std::uint64_t{plan.n_splits} * rows * cols : 0;
+}
+
+void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
+    const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
+    check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
+    if (a.bias.buffer != nullptr) {
+        check_tensor(a.bias, a.n, bsize, "matmul", "bias", shape_text({a.n}, to_string(a.weight_dtype)));
+    }
+    if (a.residual.buffer != nullptr) {
+        check_tensor(a.residual, std::uint64_t{a.m} * a.n, 4, "matmul", "residual", shape_text({a.m, a.n}, "f32"));
+    }
+    if (plan.n_splits > 1 && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
+        throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) +
+                    "] splits K (" + plan.describe() + ") and needs a scratch range of " +
+                    std::to_string(plan.scratch_bytes) + " bytes (matmul_scratch_bytes); got " +
+                    std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
+    }
+}
+
+std::uint32_t epilogue_flags(const MatmulArgs& a) {
+    std::uint32_t flags = 0;
+    flags |= a.activation == Activation::GeluTanh ? VKF_MATMUL_FLAG_GELU_TANH : 0;
+    flags |= a.activation == Activation::GeluErf ? VKF_MATMUL_FLAG_GELU_ERF : 0;
+    flags |= a.bias.buffer != nullptr ? VKF_MATMUL_FLAG_BIAS : 0;
+    flags |= a.residual.buffer != nullptr ? VKF_MATMUL_FLAG_RESIDUAL : 0;
+    return flags;
+}
+
+ReducePass reduce_pass(Context& ctx, bool bias_f16) {
+    const ComputeLimits& limits = ctx.limits();
+    ReducePass pass;
+    pass.workgroup_size = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
+    pass.pipeline =
+        &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}}),
+                                   .workgroup_size = {pass.workgroup_size, 1, 1},
+                                   .push_constant_layout = MatmulPush::layout,
+                                   .binding_count = 4});
+    return pass;
+}
+
+void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
+                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y) {
+    push.x_base = partials.base;  // the reduce pass has no X
+    const Binding bindings[] = {{partials.range, Access::Read},
+                                {bias != nullptr ? *bias : partials.range, Access::Read},
+                                {residual != nullptr ? *residual : partials.range, Access::Read},
+                                {y, Access::Write}};
+    list.dispatch(Dispatch{.pipeline = pass.pipeline,
+                           .bindings = bindings,
+                           .push_constants = push_bytes(push),
+                           .groups = {static_cast<std::uint32_t>(ceil_div(push.n, pass.workgroup_size)), push.m, 1},
+                           .label = "matmul reduce"});
+}
+
+}  // namespace matmul_detail
 
 const char* to_string(MatmulKernel k) {
     switch (k) {
@@ -150,6 +246,9 @@ const char* to_string(MatmulKernel k) {
 
 std::string MatmulPlan::describe() const {
     std::string s = std::string(to_string(kernel));
+    if (quant != QuantFormat::None) {
+        s += std::string(" ") + to_string(quant) + " (" + std::to_string(blocks_per_step) + " blocks a step)";
+    }
     if (kernel == MatmulKernel::Tiled) {
         s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);
     } else if (kernel == MatmulKernel::Blocked) {
@@ -172,7 +271,10 @@ MatmulDevice matmul_device(const Context& ctx) {
 }
 
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
-                       DType weight_dtype, MatmulOptions options) {
+                       DType weight_dtype, MatmulOptions options, QuantFormat quant) {
+    if (quant != QuantFormat::None) {
+        return matmul_detail::plan_matmul_quant(device, m, n, k, weight_dtype, options, quant);
+    }
     const ComputeLimits& limits = device.limits;
     if (m == 0 || n == 0 || k == 0) {
         throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
@@ -275,46 +377,23 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
 
     // K slices: at least what was forced, enough for parallelism on small outputs, and
     // enough that no invocation nears the driver's loop limit (llvmpipe: runtime/quirks.cpp).
-    std::uint64_t splits = std::max<std::uint32_t>(options.force_splits, 1);
-    const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
-    if (options.force_splits == 0 && groups < target && k >= 2 * kMinSliceK) {
-        splits = std::min<std::uint64_t>({ceil_div(target, groups), k / kMinSliceK, kMaxParallelSplits});
-    }
-    if (limits.max_loop_iterations != 0) {
-        const std::uint64_t budget = limits.max_loop_iterations / 2;
-        splits = std::max(splits, ceil_div(k, max_slice(plan, budget, granule)));
-    }
-    splits = std::min<std::uint64_t>(splits, ceil_div(k, granule));
-    plan.k_split = static_cast<std::uint32_t>(round_up(ceil_div(k, splits), granule));
-    plan.n_splits = static_cast<std::uint32_t>(ceil_div(k, plan.k_split));
-    plan.loop_iterations = loop_iterations(plan, plan.k_split);
-
+    matmul_detail::split_k(plan, device, k, groups, granule, options, loop_iterations);
     // Pieces: W rows, X rows, Y spans and partial sums each fit one binding.
     const std::uint64_t w_max = max_bound_elements(limits, static_cast<std::uint32_t>(element_size(weight_dtype)));
-    const std::uint64_t f_max = max_bound_elements(limits, 4);
-    if (k > w_max || k > f_max) {
-        throw Error("matmul: one row of " + std::to_string(k) + " elements (k) exceeds maxStorageBufferRange (" +
-                    std::to_string(limits.storage_buffer_range) + " bytes)");
-    }
-    std::uint64_t cols = std::min<std::uint64_t>({n, w_max / k, f_max / plan.n_splits});
-    std::uint64_t rows = std::min<std::uint64_t>(m, f_max / k);
-    rows = std::min(rows, (f_max - cols) / n + 1);  // Y and R: (rows - 1) * n + cols elements
-    rows = std::min(rows, f_max / (plan.n_splits * cols));
-    plan.rows_per_piece = static_cast<std::uint32_t>(rows);
-    plan.cols_per_piece = static_cast<std::uint32_t>(cols);
-    plan.scratch_bytes = plan.n_splits > 1 ? 4 * std::uint64_t{plan.n_splits} * rows * cols : 0;
+    matmul_detail::plan_pieces(plan, limits, m, n, k, w_max / k);
     return plan;
 }
 
 std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                                    DType weight_dtype, MatmulOptions options, QuantFormat quant) {
-    if (quant != QuantFormat::None) {
-        throw Error("matmul: quantized weights are not implemented yet");  // placeholder until the kernels land
-    }
-    return plan_matmul(matmul_device(ctx), m, n, k, weight_dtype, options).scratch_bytes;
+    return plan_matmul(matmul_device(ctx), m, n, k, weight_dtype, options, quant).scratch_bytes;
 }
 
 void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
+    if (a.quant != QuantFormat::None) {
+        matmul_detail::record_matmul_quant(ctx, list, a);
+        return;
+    }
     const ComputeLimits& limits = ctx.limits();
     const MatmulPlan plan = plan_matmul(matmul_device(ctx), a.m, a.n, a.k, a.weight_dtype, a.options);
     const bool f16 = a.weight_dtype == DType::F16;
@@ -324,20 +403,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     const bool has_residual = a.residual.buffer != nullptr;
     check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
     check_tensor(a.w, std::uint64_t{a.n} * a.k, wsize, "matmul", "W", shape_text({a.n, a.k}, wtype));
-    check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
-    if (has_bias) {
-        check_tensor(a.bias, a.n, wsize, "matmul", "bias", shape_text({a.n}, wtype));
-    }
-    if (has_residual) {
-        check_tensor(a.residual, std::uint64_t{a.m} * a.n, 4, "matmul", "residual", shape_text({a.m, a.n}, "f32"));
-    }
+    matmul_detail::check_tensors(a, plan);
     const bool split = plan.n_splits > 1;
-    if (split && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
-        throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) +
-                    "] splits K (" + plan.describe() + ") and needs a scratch range of " +
-                    std::to_string(plan.scratch_bytes) + " bytes (matmul_scratch_bytes); got " +
-                    std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
-    }
 
     std::vector<SpecConstant> constants;
     if (plan.kernel == MatmulKernel::Tiled) {
@@ -359,21 +426,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                      .push_constant_layout = MatmulPush::layout,
                                                      .binding_count = 5,
                                                      .shared_memory_bytes = plan.shared_bytes});
-    const std::uint32_t reduce_wg =
-        std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
-    const Pipeline* reduce = nullptr;
-    if (split) {
-        reduce = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", f16}}),
-                                            .workgroup_size = {reduce_wg, 1, 1},
-                                            .push_constant_layout = MatmulPush::layout,
-                                            .binding_count = 4});
-    }
-
-    std::uint32_t act_flags = 0;
-    act_flags |= a.activation == Activation::GeluTanh ? VKF_MATMUL_FLAG_GELU_TANH : 0;
-    act_flags |= a.activation == Activation::GeluErf ? VKF_MATMUL_FLAG_GELU_ERF : 0;
-    const std::uint32_t epilogue_flags =
-        act_flags | (has_bias ? VKF_MATMUL_FLAG_BIAS : 0) | (has_residual ? VKF_MATMUL_FLAG_RESIDUAL : 0);
+    const matmul_detail::ReducePass reduce = split ? matmul_detail::reduce_pass(ctx, f16) : matmul_detail::ReducePass{};
+    const std::uint32_t epilogue_flags = matmul_detail::epilogue_flags(a);
 
     for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
         const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
@@ -459,17 +513,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .push_constants = push_bytes(partial_push),
                                    .groups = groups,
                                    .label = "matmul"});
-            MatmulPush reduce_push = push;
-            reduce_push.x_base = partials.base;  // the reduce pass has no X
-            const Binding reduce_bindings[] = {{partials.range, Access::Read},
-                                               {has_bias ? bias.range : partials.range, Access::Read},
-                                               {has_residual ? res.range : partials.range, Access::Read},
-                                               {y.range, Access::Write}};
-            list.dispatch(Dispatch{.pipeline = reduce,
-                                   .bindings = reduce_bindings,
-                                   .push_constants = push_bytes(reduce_push),
-                                   .groups = {static_cast<std::uint32_t>(ceil_div(nc, reduce_wg)), mc, 1},
-                                   .label = "matmul reduce"});
+            matmul_detail::dispatch_reduce(list, reduce, push, partials, has_bias ? &bias.range : nullptr,
+                                           has_residual ? &res.range : nullptr, y.range);
         }
     }
 }

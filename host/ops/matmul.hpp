@@ -1,13 +1,16 @@
 #pragma once
 // Matrix multiply of activations by weights^T with a fused epilogue (shaders/matmul.comp):
 // Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + residual[m, n], and the plan (kernel,
-// tiles, K slices, pieces) chosen from the device limits.
+// tiles, K slices, pieces) chosen from the device limits. W may be block-quantized (q8_0,
+// q4_0: host/quant/quant_format.hpp), then the kernels of shaders/matmul_quant.comp run
+// (host/ops/matmul_quant.cpp).
 
 #include "host/quant/quant_format.hpp"
 #include "host/spec/activation.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
 #include "shaders/interface/matmul.h"
+#include "shaders/interface/matmul_quant.h"
 
 #include <string>
 
@@ -16,7 +19,8 @@ namespace vkf {
 // Tiled (shared-memory tiles, GPUs' prefill), Gemv (workgroup per few outputs, GPUs'
 // decode), Blocked (register blocks without shared memory: CPU devices and the fallback),
 // RowDot (subgroup lanes along K with 16-byte loads: CPU devices' decode; needs subgroup
-// arithmetic).
+// arithmetic). Quantized weights have a row-dot kernel (decode; needs subgroup arithmetic,
+// on GPUs too) and a blocked one (prefill and the fallback) of their own, and no other.
 enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
 const char* to_string(MatmulKernel k);
 
@@ -40,6 +44,8 @@ struct MatmulArgs {
     MatmulOptions options;
     // Block-quantized weights: w is then the values plane [n, quant_row_bytes(quant, k)] bytes
     // and scales the fp16 scales [n, k / 32]; weight_dtype is the dtype of the bias (F32 or F16).
+    // k must be a multiple of 32, and w must start on a 32-bit word (the blocks are read as
+    // words; 16-byte aligned rows of X and W are read as vectors, which is faster).
     QuantFormat quant = QuantFormat::None;
     BufferRange scales;
 };
@@ -52,8 +58,10 @@ std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uin
                                    DType weight_dtype, MatmulOptions options = {},
                                    QuantFormat quant = QuantFormat::None);
 
-// MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h.
+// MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h;
+// MatmulQuantPush and VKF_MATMUL_QUANT_*: shaders/interface/matmul_quant.h.
 static_assert(sizeof(MatmulPush) == 48);
+static_assert(sizeof(MatmulQuantPush) == 48);
 
 // What the plan needs to know of the device.
 struct MatmulDevice {
@@ -67,12 +75,14 @@ MatmulDevice matmul_device(const Context& ctx);
 
 struct MatmulPlan {
     MatmulKernel kernel = MatmulKernel::Tiled;
+    QuantFormat quant = QuantFormat::None;             // the weights' block format, or None
     std::uint32_t tile_m = 0, tile_n = 0, tile_k = 0;  // tiled: Y tile and K step
     std::uint32_t block_m = 0, block_n = 0;            // blocked: Y block of one invocation;
                                                        // rowdot: rows of a workgroup, columns of a subgroup pass
     std::uint32_t column_groups = 0;                   // rowdot: groups of block_n columns per workgroup
     std::uint32_t subgroup_size = 0;                   // rowdot: the device's, as planned
-    bool wide_loads = false;                           // rowdot: 64-bit components (shaderInt64)
+    std::uint32_t blocks_per_step = 0;                 // quantized: blocks whose scales are read together
+    bool wide_loads = false;  // rowdot (and quantized blocked): 64-bit components (shaderInt64)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;        // K slices; > 1 adds the reduce pass
@@ -84,9 +94,10 @@ struct MatmulPlan {
     std::string describe() const;
 };
 
-// Throws vkf::Error when a forced kernel does not fit the device, or when one row of W or
-// X is longer than maxStorageBufferRange.
+// Throws vkf::Error when a forced kernel does not fit the device (or the weights' format),
+// when one row of W or X is longer than maxStorageBufferRange, or when quantized rows are
+// not whole blocks (k % 32 != 0).
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
-                       DType weight_dtype, MatmulOptions options = {});
+                       DType weight_dtype, MatmulOptions options = {}, QuantFormat quant = QuantFormat::None);
 
 }  // namespace vkf

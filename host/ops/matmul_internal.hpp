@@ -1,0 +1,55 @@
+#pragma once
+// What the dense (host/ops/matmul.cpp) and the quantized (host/ops/matmul_quant.cpp)
+// matmuls share: the K split, the pieces, the argument checks of the fp32 tensors and the
+// split-K reduce pass. Not part of the API.
+
+#include "host/ops/matmul.hpp"
+#include "host/ops/tensor_binding.hpp"
+
+#include <cstdint>
+
+namespace vkf::matmul_detail {
+
+// Workgroups the output should give before K is split for parallelism (a CPU device has
+// a thread per core, a GPU many more lanes to fill).
+std::uint64_t target_workgroups(const MatmulDevice& device);
+
+// Loop iterations of one invocation of `plan` over a K slice of `len` elements.
+using LoopCount = std::uint64_t (*)(const MatmulPlan& plan, std::uint64_t len);
+
+// Sets plan.k_split, n_splits and loop_iterations: at least options.force_splits slices,
+// enough for parallelism when the `groups` workgroups of the whole output are few, and
+// enough that no invocation nears the driver's loop limit; slices are multiples of granule.
+void split_k(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t k, std::uint64_t groups, std::uint32_t granule,
+             const MatmulOptions& options, LoopCount count);
+
+// Sets rows_per_piece, cols_per_piece and scratch_bytes: X rows, Y spans, partial sums and
+// at most `max_w_rows` rows of W (what one binding of the weights holds) per dispatch.
+// Throws when one row of X (k floats) does not fit a binding.
+void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                 std::uint64_t max_w_rows);
+
+// Checks X, Y, bias (bias_dtype) and residual, and the scratch range the plan needs.
+void check_tensors(const MatmulArgs& a, const MatmulPlan& plan);
+
+// VKF_MATMUL_FLAG_BIAS, _RESIDUAL and the activation's flag.
+std::uint32_t epilogue_flags(const MatmulArgs& a);
+
+// The split-K second pass (matmul.comp REDUCE) for one piece: adds the partial sums and
+// applies the epilogue. `push` holds the piece's epilogue (m, n, ldy, bias_base, res_base,
+// y_base, n_splits, flags).
+struct ReducePass {
+    const Pipeline* pipeline = nullptr;
+    std::uint32_t workgroup_size = 0;
+};
+ReducePass reduce_pass(Context& ctx, bool bias_f16);
+void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
+                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y);
+
+// The quantized matmul (host/ops/matmul_quant.cpp), reached through plan_matmul and
+// record_matmul.
+MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                             DType bias_dtype, const MatmulOptions& options, QuantFormat quant);
+void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& args);
+
+}  // namespace vkf::matmul_detail

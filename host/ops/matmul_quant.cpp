@@ -1,0 +1,275 @@
+// The matmul with block-quantized weights (shaders/matmul_quant.comp): its plan and its
+// recording, reached through plan_matmul and record_matmul (host/ops/matmul.hpp). The K
+// split, the pieces and the reduce pass are the dense matmul's (matmul_internal.hpp).
+
+#include "host/ops/matmul_internal.hpp"
+#include "host/util/math.hpp"
+#include "runtime/error.hpp"
+#include "shaders/variants.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace vkf::matmul_detail {
+
+namespace {
+
+// Row-dot kernel (GPUs' decoding; subgroup arithmetic): W rows per subgroup pass, at most
+// this many groups of them per workgroup (a subgroup each) and rows of X per workgroup (a
+// lane holds one block of X per row, 32 floats, in registers).
+// CPU devices take the blocked kernel for every shape: on lavapipe (Mesa 22.3, m = 1,
+// n x k = 4096 x 1024, 1024 x 4096, 250880 x 1024) it ran 1.4-2.4x faster than the row-dot
+// kernel. Its invocations all read the same X, which llvmpipe loads once for all lanes,
+// while the row-dot kernel's lanes read different blocks of X, a load per lane; and holding
+// a block of X per lane is more than llvmpipe's registers hold.
+constexpr std::uint32_t kRowDotCols = 8;
+constexpr std::uint32_t kRowDotGroups = 4;
+constexpr std::uint32_t kRowDotMaxRows = 4;
+// Blocked kernel: an invocation's block of Y (1 x 8 for one row), and the widest workgroup.
+constexpr std::uint32_t kBlockRows = 4;
+constexpr std::uint32_t kBlockCols = 8;
+constexpr std::uint32_t kBlockedWorkgroup = 64;
+
+// Loop iterations of one invocation over a K slice of `len` (a multiple of 32): the
+// blocked kernel has one per step of blocks_per_step blocks (its other loops are
+// unrolled); a row-dot subgroup makes a pass over each of its column groups, each one
+// iteration per `subgroup_size` steps.
+std::uint64_t quant_loop_iterations(const MatmulPlan& p, std::uint64_t len) {
+    const std::uint64_t steps = ceil_div(len, std::uint64_t{kQuantBlock} * p.blocks_per_step);
+    if (p.kernel == MatmulKernel::RowDot) {
+        const std::uint64_t passes = ceil_div(p.column_groups, p.workgroup_size / p.subgroup_size);
+        return passes * (ceil_div(steps, p.subgroup_size) + 2) + 8;
+    }
+    return steps + 8;
+}
+
+// Blocks per step of the blocked kernel: 4 or 2 when every row's scales start on a multiple
+// of it, else 1. (The row-dot kernel takes one: its lanes hold a block of X each, and on
+// lavapipe more blocks a step made it slower, 0.6-0.8x.)
+std::uint32_t blocks_per_step(MatmulKernel kernel, std::uint64_t row_blocks) {
+    if (kernel == MatmulKernel::Blocked) {
+        for (std::uint32_t g : {4u, 2u}) {
+            if (row_blocks % g == 0) {
+                return g;
+            }
+        }
+    }
+    return 1;
+}
+
+std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+    return "[" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + "]";
+}
+
+}  // namespace
+
+MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                             DType bias_dtype, const MatmulOptions& options, QuantFormat quant) {
+    const ComputeLimits& limits = device.limits;
+    if (m == 0 || n == 0 || k == 0) {
+        throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                    " k=" + std::to_string(k));
+    }
+    if (quant != QuantFormat::Q8_0 && quant != QuantFormat::Q4_0) {
+        throw Error("matmul: unknown block format " + std::to_string(static_cast<std::uint32_t>(quant)));
+    }
+    if (k % kQuantBlock != 0) {
+        throw Error("matmul " + shape(m, n, k) + " with " + to_string(quant) + " weights: k = " + std::to_string(k) +
+                    " is not a multiple of the block size " + std::to_string(kQuantBlock) +
+                    "; W [n, k] must be whole blocks of 32 along k");
+    }
+    if (bias_dtype != DType::F32 && bias_dtype != DType::F16) {
+        throw Error(std::string("matmul: the bias of quantized weights (weight_dtype) must be f32 or f16, not ") +
+                    to_string(bias_dtype));
+    }
+    const bool rowdot_fits = limits.subgroup_ops && limits.subgroup_size > 0 &&
+                             limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
+    MatmulKernel kernel = options.kernel;
+    if (kernel == MatmulKernel::Auto) {
+        kernel = !device.cpu && rowdot_fits && m <= kRowDotMaxRows ? MatmulKernel::RowDot : MatmulKernel::Blocked;
+    }
+    MatmulPlan plan;
+    plan.kernel = kernel;
+    plan.quant = quant;
+    plan.wide_loads = limits.int64;
+    const std::uint64_t target = target_workgroups(device);
+    std::uint64_t groups = 0;  // workgroups of the whole output, before splitting K
+    if (kernel == MatmulKernel::RowDot) {
+        if (!rowdot_fits) {
+            throw Error(
+                "matmul: the row-dot kernel for quantized weights needs subgroup arithmetic in compute shaders and "
+                "workgroups of at least one subgroup (" +
+                std::to_string(limits.subgroup_size) + " invocations)");
+        }
+        plan.subgroup_size = limits.subgroup_size;
+        plan.block_m = std::min(m, kRowDotMaxRows);
+        plan.block_n = kRowDotCols;
+        const std::uint32_t max_groups =
+            std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
+        std::uint32_t cg = std::bit_floor(std::min(kRowDotGroups, max_groups));
+        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+        while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target) {
+            cg /= 2;  // small outputs: fewer columns per workgroup, more workgroups
+        }
+        plan.column_groups = cg;
+        plan.workgroup_size = cg * plan.subgroup_size;
+        groups = ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
+    } else if (kernel == MatmulKernel::Blocked) {
+        plan.block_m = m == 1 ? 1 : kBlockRows;
+        plan.block_n = kBlockCols;
+        const std::uint64_t invocations = ceil_div(n, plan.block_n);
+        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+        // Narrow workgroups when the output is small, so that it still spreads over the device.
+        std::uint32_t wg =
+            std::bit_floor(std::min({kBlockedWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
+        while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target) {
+            wg /= 2;
+        }
+        plan.workgroup_size = wg;
+        groups = ceil_div(invocations, wg) * row_blocks;
+    } else {
+        throw Error(std::string("matmul: the ") + to_string(kernel) + " kernel does not read " + to_string(quant) +
+                    " weights (quantized weights have the rowdot and blocked kernels)");
+    }
+    plan.blocks_per_step = blocks_per_step(kernel, k / kQuantBlock);
+    split_k(plan, device, k, groups, kQuantBlock * plan.blocks_per_step, options, quant_loop_iterations);
+    // A binding of W holds whole rows of values (words) and of scales (fp16).
+    const std::uint64_t row_words = quant_row_bytes(quant, k) / 4;
+    const std::uint64_t row_scales = quant_row_scales(k);
+    const std::uint64_t max_w_rows =
+        std::min(max_bound_elements(limits, 4) / row_words, max_bound_elements(limits, 2) / row_scales);
+    plan_pieces(plan, limits, m, n, k, max_w_rows);
+    return plan;
+}
+
+void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
+    const ComputeLimits& limits = ctx.limits();
+    const MatmulPlan plan = plan_matmul_quant(matmul_device(ctx), a.m, a.n, a.k, a.weight_dtype, a.options, a.quant);
+    const bool f16 = a.weight_dtype == DType::F16;
+    const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
+    const bool has_bias = a.bias.buffer != nullptr;
+    const bool has_residual = a.residual.buffer != nullptr;
+    const std::uint64_t row_bytes = quant_row_bytes(a.quant, a.k);
+    const std::uint64_t row_words = row_bytes / 4;
+    const std::uint64_t row_scales = quant_row_scales(a.k);
+    const std::string wtype = to_string(a.quant);
+    check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
+    // The values plane is bound and read in 32-bit words: its offset must be a multiple of 4.
+    check_tensor(a.w, a.n * row_words, 4, "matmul", "W values",
+                 shape_text({a.n, static_cast<std::uint32_t>(row_bytes)}, "bytes (" + wtype + ")"));
+    check_tensor(a.scales, a.n * row_scales, 2, "matmul", "W scales",
+                 shape_text({a.n, static_cast<std::uint32_t>(row_scales)}, "f16 (" + wtype + ")"));
+    check_tensors(a, plan);
+    const bool split = plan.n_splits > 1;
+
+    // Rows of X and W that start on 16 bytes are read as vectors; others (tensors at
+    // unaligned offsets) by the SCALAR variant. Scales are read blocks_per_step at a time
+    // where a piece's scales start on a multiple of it, else fewer. Pipelines are made when
+    // a piece needs them.
+    const Pipeline* pipelines[2][3] = {};
+    const auto pipeline = [&](bool vector_loads, std::uint32_t bg) -> const Pipeline& {
+        const Pipeline*& p = pipelines[vector_loads ? 1 : 0][std::countr_zero(bg)];
+        if (p == nullptr) {
+            std::vector<SpecConstant> constants = {{VKF_MATMUL_QUANT_SPEC_RM, plan.block_m},
+                                                   {VKF_MATMUL_QUANT_SPEC_RN, plan.block_n},
+                                                   {VKF_MATMUL_QUANT_SPEC_BG, bg}};
+            if (plan.kernel == MatmulKernel::RowDot) {
+                constants.push_back({VKF_MATMUL_QUANT_SPEC_RG, plan.column_groups});
+            }
+            const SpirvCode& code = shaders::variant("matmul_quant", {{"Q8_0", a.quant == QuantFormat::Q8_0},
+                                                                      {"Q4_0", a.quant == QuantFormat::Q4_0},
+                                                                      {"ROWDOT", plan.kernel == MatmulKernel::RowDot},
+                                                                      {"BLOCKED", plan.kernel == MatmulKernel::Blocked},
+                                                                      {"WIDE64", vector_loads && plan.wide_loads},
+                                                                      {"BIAS_F16", f16},
+                                                                      {"SCALAR", !vector_loads}});
+            p = &ctx.pipeline(PipelineDesc{.code = &code,
+                                           .workgroup_size = {plan.workgroup_size, 1, 1},
+                                           .constants = constants,
+                                           .push_constant_layout = MatmulQuantPush::layout,
+                                           .binding_count = 6});
+        }
+        return *p;
+    };
+    const ReducePass reduce = split ? reduce_pass(ctx, f16) : ReducePass{};
+    const std::uint32_t flags = epilogue_flags(a);
+
+    for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
+        const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
+        const ElementBinding x =
+            bind_elements(limits, a.x, std::uint64_t{m0} * a.k, std::uint64_t{mc} * a.k, 4, "matmul", "X");
+        for (std::uint32_t n0 = 0; n0 < a.n; n0 += plan.cols_per_piece) {
+            const std::uint32_t nc = std::min(plan.cols_per_piece, a.n - n0);
+            const ElementBinding w =
+                bind_elements(limits, a.w, n0 * row_words, nc * row_words, 4, "matmul", "W values");
+            const ElementBinding s =
+                bind_elements(limits, a.scales, n0 * row_scales, nc * row_scales, 2, "matmul", "W scales");
+            // Y and R: rows m0.. of columns n0..n0+nc, a span with row stride n.
+            const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
+            const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
+            const ElementBinding y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y");
+            const ElementBinding bias =
+                has_bias ? bind_elements(limits, a.bias, n0, nc, bsize, "matmul", "bias") : x;  // x: unused slot
+            const ElementBinding res =
+                has_residual ? bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual") : x;
+            std::uint32_t bg = plan.blocks_per_step;
+            while (s.base % bg != 0) {
+                bg /= 2;
+            }
+            const Pipeline& main = pipeline(x.base % 4 == 0 && w.base % 4 == 0, bg);
+            MatmulQuantPush push{.m = mc,
+                                 .n = nc,
+                                 .k = a.k,
+                                 .ldy = a.n,
+                                 .x_base = x.base,
+                                 .w_base = w.base,
+                                 .s_base = s.base,
+                                 .bias_base = has_bias ? bias.base : 0,
+                                 .res_base = has_residual ? res.base : 0,
+                                 .y_base = y.base,
+                                 .k_split = plan.k_split,
+                                 .flags = flags};
+            const std::uint32_t column_tile = plan.kernel == MatmulKernel::RowDot ? plan.block_n * plan.column_groups
+                                                                                  : plan.block_n * plan.workgroup_size;
+            const GroupCount groups{static_cast<std::uint32_t>(ceil_div(nc, column_tile)),
+                                    static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
+            if (!split) {
+                const Binding bindings[] = {{x.range, Access::Read},   {w.range, Access::Read},
+                                            {s.range, Access::Read},   {bias.range, Access::Read},
+                                            {res.range, Access::Read}, {y.range, Access::Write}};
+                list.dispatch(Dispatch{.pipeline = &main,
+                                       .bindings = bindings,
+                                       .push_constants = push_bytes(push),
+                                       .groups = groups,
+                                       .label = "matmul"});
+                continue;
+            }
+            const ElementBinding partials =
+                bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
+            MatmulQuantPush partial_push = push;
+            partial_push.flags = VKF_MATMUL_FLAG_PARTIALS;
+            partial_push.y_base = partials.base;
+            const Binding bindings[] = {{x.range, Access::Read}, {w.range, Access::Read},
+                                        {s.range, Access::Read}, {x.range, Access::Read},
+                                        {x.range, Access::Read}, {partials.range, Access::Write}};
+            list.dispatch(Dispatch{.pipeline = &main,
+                                   .bindings = bindings,
+                                   .push_constants = push_bytes(partial_push),
+                                   .groups = groups,
+                                   .label = "matmul"});
+            const MatmulPush reduce_push{.m = mc,
+                                         .n = nc,
+                                         .k = a.k,
+                                         .ldy = a.n,
+                                         .bias_base = push.bias_base,
+                                         .res_base = push.res_base,
+                                         .y_base = y.base,
+                                         .n_splits = plan.n_splits,
+                                         .flags = flags};
+            dispatch_reduce(list, reduce, reduce_push, partials, has_bias ? &bias.range : nullptr,
+                            has_residual ? &res.range : nullptr, y.range);
+        }
+    }
+}
+
+}  // namespace vkf::matmul_detail

@@ -1,0 +1,351 @@
+#version 450
+// Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + R[m, n] with W block-quantized (Q8_0 or
+// Q4_0, quant_io.glsl): X fp32, bias fp32 or fp16 (BIAS_F16), fp32 accumulation. Weights
+// are decoded in registers, never written out: each block's products with X are summed
+// first and multiplied by the block's scale once, and q4_0's offset of 8 is taken off as
+// 8 * (the block's sum of X), once per block and row of X.
+// A block is read as one (q4_0) or two (q8_0) 16-byte vectors, X as 16-byte vectors; with
+// WIDE64 (shaderInt64) as vectors of two 64-bit components. On llvmpipe every component
+// loaded costs a bounds-checked scalar load per lane (see matmul.comp's ROWDOT), so this
+// halves the cost of every read. SCALAR reads words and floats one at a time, for rows that
+// do not start on 16 bytes: a variant of its own, not a run-time branch, because llvmpipe
+// runs both sides of every branch (masked) and a loop it skips still costs an iteration.
+// Kernel variants (one per define):
+//   ROWDOT    GPUs, few rows of X (decoding), needs subgroup arithmetic: the lanes of a
+//             subgroup take blocks of the same RN rows of W in turn (lane l: blocks l,
+//             l + lanes, ...), each lane reading its block of X once for all RN rows of W and
+//             RM rows of X, and subgroupAdd sums the lanes at the end. A workgroup owns RM
+//             rows and RN * RG columns of Y (its subgroups take groups of RN columns in turn).
+//   BLOCKED   no shared memory and no subgroup operations: each invocation owns an RM x RN
+//             block of Y and walks K BG blocks a step, decoding RN blocks of W and reading RM
+//             of X. Prefill, decoding on devices without subgroup arithmetic, and every shape
+//             on CPU devices: there all invocations of a workgroup read the same X, which
+//             llvmpipe loads once for all lanes (the row-dot kernel's lanes read different
+//             blocks of X, a load per lane), so it decodes 1.4-2.4x faster on lavapipe.
+// Grid: x = column tiles (RN * RG columns for ROWDOT, RN * workgroup size for BLOCKED),
+// y = row tiles, z = K slices (split-K, slices of whole blocks). With
+// VKF_MATMUL_FLAG_PARTIALS the raw sums go to P for matmul.comp's REDUCE pass, which adds
+// the slices and applies the epilogue.
+// Bindings are placed as in matmul.comp (the host binds from an aligned offset at or below a
+// tensor's first element; *_base say where it sits): w_base counts 32-bit words of the
+// values plane, s_base fp16 scales.
+
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#if defined(ROWDOT)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#if defined(WIDE64)
+#extension GL_ARB_gpu_shader_int64 : require
+#endif
+
+#include "interface/matmul_quant.h"
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+#if defined(BIAS_F16)
+#define WEIGHTS_F16 // weights_io.glsl's fp16 reads serve the bias, the only unquantized weights
+#endif
+#include "weights_io.glsl"
+#include "quant_io.glsl"
+
+layout(std430, binding = 0) readonly buffer X { float x_data[]; };
+layout(std430, binding = 1) readonly buffer W { uint w_data[]; };
+layout(std430, binding = 2) readonly buffer Scales { uint s_data[]; };
+#if defined(WIDE64)
+layout(std430, binding = 2) readonly buffer Scales4 { uint64_t s4_data[]; }; // 4 scales
+#else
+layout(std430, binding = 2) readonly buffer Scales4 { uvec2 s4_data[]; }; // 4 scales
+#endif
+layout(std430, binding = 3) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+layout(std430, binding = 4) readonly buffer Residual { float res_data[]; };
+layout(std430, binding = 5) writeonly buffer Y { float y_data[]; };
+// Vector views of X and W (the same bindings), read unless SCALAR.
+#if defined(SCALAR)
+#elif defined(WIDE64)
+layout(std430, binding = 0) readonly buffer X64 { u64vec2 x64_data[]; }; // 4 floats
+layout(std430, binding = 1) readonly buffer W64 { u64vec2 w64_data[]; }; // 4 words
+#else
+layout(std430, binding = 0) readonly buffer X4 { vec4 x4_data[]; };
+layout(std430, binding = 1) readonly buffer W4 { uvec4 w4_data[]; };
+#endif
+
+#include "matmul_epilogue.glsl"
+
+// Blocks a step takes (of a lane in ROWDOT, of the loop in BLOCKED): 1, 2 or 4. Their
+// scales are read together, one component of the scales plane, where the host sees that
+// the row's scales line up (k / 32 and s_base multiples of BG). Each scale read costs as
+// much as a component of a block on llvmpipe: one per block was a third of q4_0's time.
+layout(constant_id = VKF_MATMUL_QUANT_SPEC_BG) const uint BG = 1;
+
+// Scales s .. s + BG - 1 (the rest 0); s % BG == 0.
+vec4 load_scales(uint s) {
+    if (BG == 4u) {
+#if defined(WIDE64)
+        const uvec2 u = unpackUint2x32(s4_data[s >> 2u]);
+#else
+        const uvec2 u = s4_data[s >> 2u];
+#endif
+        return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+    }
+    if (BG == 2u) {
+        return vec4(unpackHalf2x16(s_data[s >> 1u]), 0.0, 0.0);
+    }
+    return vec4(VKF_LOAD_SCALE(s_data, s), 0.0, 0.0, 0.0);
+}
+
+// X[e .. e + 3]; e % 4 == 0 unless SCALAR.
+vec4 load_x4(uint e) {
+#if defined(SCALAR)
+    return vec4(x_data[e], x_data[e + 1u], x_data[e + 2u], x_data[e + 3u]);
+#elif defined(WIDE64)
+    const u64vec2 v = x64_data[e >> 2u];
+    return vec4(uintBitsToFloat(unpackUint2x32(v.x)), uintBitsToFloat(unpackUint2x32(v.y)));
+#else
+    return x4_data[e >> 2u];
+#endif
+}
+
+// Words i .. i + 3 of the values plane; i % 4 == 0 unless SCALAR.
+uvec4 load_w4(uint i) {
+#if defined(SCALAR)
+    return uvec4(w_data[i], w_data[i + 1u], w_data[i + 2u], w_data[i + 3u]);
+#elif defined(WIDE64)
+    const u64vec2 v = w64_data[i >> 2u];
+    return uvec4(unpackUint2x32(v.x), unpackUint2x32(v.y));
+#else
+    return w4_data[i >> 2u];
+#endif
+}
+
+// A block as the kernels hold it: `a` its first four words and `b` the next four (q8_0
+// only). Word c of `a` (q8_0 and q4_0 alike) holds elements 4c .. 4c + 3 of the block and
+// the elements 16 + 4c .. 16 + 4c + 3 are in word c of `b` (q8_0) or in the high nibbles of
+// word c of `a` (q4_0); X is held in the same order, lo[c] and hi[c].
+vec4 decode_lo(uvec4 a, uvec4 b, uint c) {
+#if defined(Q8_0)
+    return q8_decode(a[c]);
+#else
+    return q4_decode_lo(a[c]);
+#endif
+}
+vec4 decode_hi(uvec4 a, uvec4 b, uint c) {
+#if defined(Q8_0)
+    return q8_decode(b[c]);
+#else
+    return q4_decode_hi(a[c]);
+#endif
+}
+
+void load_block(uint word, out uvec4 a, out uvec4 b) {
+    a = load_w4(word);
+#if defined(Q8_0)
+    b = load_w4(word + 4u);
+#else
+    b = uvec4(0u);
+#endif
+}
+
+// What the values of a block are offset by, times the block's sum of X (lo and hi as the
+// block is held): 0 for q8_0, 8 * sum for q4_0.
+float block_offset(vec4 lo[4], vec4 hi[4]) {
+#if defined(Q8_0)
+    return 0.0;
+#else
+    const vec4 s = ((lo[0] + hi[0]) + (lo[1] + hi[1])) + ((lo[2] + hi[2]) + (lo[3] + hi[3]));
+    return 8.0 * dot(s, vec4(1.0));
+#endif
+}
+
+#if defined(ROWDOT)
+
+layout(constant_id = VKF_MATMUL_QUANT_SPEC_RM) const uint RM = 1; // rows of Y per workgroup
+layout(constant_id = VKF_MATMUL_QUANT_SPEC_RN) const uint RN = 8; // columns of Y per subgroup pass
+layout(constant_id = VKF_MATMUL_QUANT_SPEC_RG) const uint RG = 4; // groups of RN columns per workgroup
+
+void rowdot() {
+    const uint lane = gl_SubgroupInvocationID;
+    const uint lanes = gl_SubgroupSize;
+    const uint row0 = gl_WorkGroupID.y * RM;
+    const uint k_begin = gl_WorkGroupID.z * params.k_split;
+    const uint b_begin = k_begin / 32u;
+    const uint b_end = min(params.k, k_begin + params.k_split) / 32u;
+    const uint row_words = params.k / 32u * QUANT_BLOCK_WORDS;
+    const uint row_scales = params.k / 32u;
+    // Rows and columns past the edges read the last one (in bounds) and are never stored.
+    uint x_row[RM];
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        x_row[i] = params.x_base + min(row0 + i, params.m - 1u) * params.k;
+    }
+    // Subgroup-uniform loop: all lanes of a subgroup take the same groups.
+    for (uint g = gl_SubgroupID; g < RG; g += gl_NumSubgroups) {
+        const uint col0 = (gl_WorkGroupID.x * RG + g) * RN;
+        if (col0 >= params.n) {
+            break;
+        }
+        uint w_row[RN], s_row[RN];
+        [[unroll]] for (uint j = 0u; j < RN; ++j) {
+            const uint col = min(col0 + j, params.n - 1u);
+            w_row[j] = params.w_base + col * row_words;
+            s_row[j] = params.s_base + col * row_scales;
+        }
+        float acc[RM][RN];
+        [[unroll]] for (uint i = 0u; i < RM; ++i) {
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                acc[i][j] = 0.0;
+            }
+        }
+        // Lane l takes steps l, l + lanes, ... of BG blocks each.
+        for (uint step = b_begin / BG + lane; step < b_end / BG; step += lanes) {
+            vec4 scales[RN];
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                scales[j] = load_scales(s_row[j] + step * BG);
+            }
+            [[unroll]] for (uint u = 0u; u < BG; ++u) {
+                const uint blk = step * BG + u;
+                // The block of X, read once for all RN rows of W.
+                vec4 x_lo[RM][4], x_hi[RM][4];
+                float x_offset[RM]; // q4_0: 8 * the block's sum of X
+                [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                    const uint e = x_row[i] + 32u * blk;
+                    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                        x_lo[i][c] = load_x4(e + 4u * c);
+                        x_hi[i][c] = load_x4(e + 16u + 4u * c);
+                    }
+                    x_offset[i] = block_offset(x_lo[i], x_hi[i]);
+                }
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    uvec4 a, b;
+                    load_block(w_row[j] + blk * QUANT_BLOCK_WORDS, a, b);
+                    vec4 lo[4], hi[4];
+                    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                        lo[c] = decode_lo(a, b, c);
+                        hi[c] = decode_hi(a, b, c);
+                    }
+                    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                        const float d = (dot(x_lo[i][0], lo[0]) + dot(x_hi[i][0], hi[0])) +
+                                        (dot(x_lo[i][1], lo[1]) + dot(x_hi[i][1], hi[1])) +
+                                        (dot(x_lo[i][2], lo[2]) + dot(x_hi[i][2], hi[2])) +
+                                        (dot(x_lo[i][3], lo[3]) + dot(x_hi[i][3], hi[3]));
+                        acc[i][j] += scales[j][u] * (d - x_offset[i]);
+                    }
+                }
+            }
+        }
+        [[unroll]] for (uint i = 0u; i < RM; ++i) {
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                const float sum = subgroupAdd(acc[i][j]);
+                if (lane == 0u && row0 + i < params.m && col0 + j < params.n) {
+                    store(row0 + i, col0 + j, sum);
+                }
+            }
+        }
+    }
+}
+
+#elif defined(BLOCKED)
+
+layout(constant_id = VKF_MATMUL_QUANT_SPEC_RM) const uint RM = 4; // rows of Y per invocation
+layout(constant_id = VKF_MATMUL_QUANT_SPEC_RN) const uint RN = 8; // columns of Y per invocation, a multiple of 4
+const uint RQ = RN / 4u;
+
+void blocked() {
+    const uint col0 = gl_GlobalInvocationID.x * RN;
+    const uint row0 = gl_WorkGroupID.y * RM;
+    const uint k_begin = gl_WorkGroupID.z * params.k_split;
+    const uint b_begin = k_begin / 32u;
+    const uint b_end = min(params.k, k_begin + params.k_split) / 32u;
+    const uint row_words = params.k / 32u * QUANT_BLOCK_WORDS;
+    const uint row_scales = params.k / 32u;
+    // Rows and columns past the edges read the last one (in bounds) and are never stored.
+    uint w_row[RN], s_row[RN];
+    [[unroll]] for (uint j = 0u; j < RN; ++j) {
+        const uint col = min(col0 + j, params.n - 1u);
+        w_row[j] = params.w_base + col * row_words;
+        s_row[j] = params.s_base + col * row_scales;
+    }
+    uint x_row[RM];
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        x_row[i] = params.x_base + min(row0 + i, params.m - 1u) * params.k;
+    }
+    vec4 acc[RM][RQ];
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+            acc[i][q] = vec4(0.0);
+        }
+    }
+    // The constant-count loops are unrolled: the loop over steps of BG blocks is the only
+    // loop left.
+    for (uint step = b_begin / BG; step < b_end / BG; ++step) {
+        vec4 step_scales[RN];
+        [[unroll]] for (uint j = 0u; j < RN; ++j) {
+            step_scales[j] = load_scales(s_row[j] + step * BG);
+        }
+        [[unroll]] for (uint u = 0u; u < BG; ++u) {
+            const uint blk = step * BG + u;
+            uvec4 a[RN], b[RN];
+            vec4 scale[RQ];
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                load_block(w_row[j] + blk * QUANT_BLOCK_WORDS, a[j], b[j]);
+                scale[j / 4u][j % 4u] = step_scales[j][u];
+            }
+            vec4 d[RM][RQ]; // sums of x * value over the block
+            vec4 x_sum[RM];
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                x_sum[i] = vec4(0.0);
+                [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                    d[i][q] = vec4(0.0);
+                }
+            }
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                vec4 lo[RN], hi[RN];
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    lo[j] = decode_lo(a[j], b[j], c);
+                    hi[j] = decode_hi(a[j], b[j], c);
+                }
+                [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                    const uint e = x_row[i] + 32u * blk + 4u * c;
+                    const vec4 xl = load_x4(e);
+                    const vec4 xh = load_x4(e + 16u);
+#if defined(Q4_0)
+                    x_sum[i] += xl + xh;
+#endif
+                    [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                        d[i][q] += vec4(dot(xl, lo[4u * q]) + dot(xh, hi[4u * q]),
+                                        dot(xl, lo[4u * q + 1u]) + dot(xh, hi[4u * q + 1u]),
+                                        dot(xl, lo[4u * q + 2u]) + dot(xh, hi[4u * q + 2u]),
+                                        dot(xl, lo[4u * q + 3u]) + dot(xh, hi[4u * q + 3u]));
+                    }
+                }
+            }
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+#if defined(Q4_0)
+                const float offset = 8.0 * dot(x_sum[i], vec4(1.0)); // see block_offset
+#else
+                const float offset = 0.0;
+#endif
+                [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                    acc[i][q] += scale[q] * (d[i][q] - offset);
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+        [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+            store_quad(row0 + i, col0 + 4u * q, acc[i][q]);
+        }
+    }
+}
+
+#else
+#error "matmul_quant.comp needs ROWDOT or BLOCKED"
+#endif
+
+void main() {
+#if defined(ROWDOT)
+    rowdot();
+#else
+    blocked();
+#endif
+}
