@@ -78,7 +78,7 @@ def main():
                 original_error = at_load["check"].get("max_rel_logit_error_vs_original_weights")
                 if not kernel < 1e-4:
                     fail("%s: logits %.3g away from the reference on the dequantized weights" % (name, kernel))
-                bound = 1e-2 if fmt == "q8_0" else 1e-1
+                bound = 2e-2 if fmt == "q8_0" else 0.3  # the formats' own error, see test_quantized_model.cpp
                 if original_error is None or not original_error < bound:
                     fail("%s: error against the original weights %s, bound %g" % (name, original_error, bound))
                 print("%s: %.3g against the dequantized weights, %.3g against the original ones" %

