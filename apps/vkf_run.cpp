@@ -48,6 +48,7 @@ struct Options {
     std::uint32_t n_predict = 32;
     vkf::SamplingParams sampling;
     std::optional<vkf::DType> weights;
+    vkf::DType kv = vkf::SessionOptions{}.kv_dtype;
     std::uint32_t chunk = 128;
     vkf::app::DeviceOptions device;
     bool profile = false;
@@ -110,6 +111,8 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--seed", "S", o.sampling.seed, 0, "sampling seed (default 0)");
     add_choice(cli, "--weights", o.weights, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
                "weight storage on the device (default: f16 for an all-F16\ncheckpoint, else f32)");
+    add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
+               "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
@@ -221,11 +224,14 @@ int run(const Options& o) {
     vkf::Session session(
         model, vkf::SessionOptions{.max_tokens = static_cast<std::uint32_t>(o.prompt.size() + o.n_predict - 1),
                                    .chunk = o.chunk,
-                                   .profiling = o.profile});
+                                   .profiling = o.profile,
+                                   .kv_dtype = o.kv});
     if (progress) {
-        fmt::print(stderr, "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), on {}\n",
+        fmt::print(stderr,
+                   "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), {} KV cache (session {}), on {}\n",
                    vkf::family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
-                   vkf::to_string(model.weight_dtype()), vkf::size_text(model.weights().bytes), ctx.device_info().name);
+                   vkf::to_string(model.weight_dtype()), vkf::size_text(model.weights().bytes),
+                   vkf::to_string(session.kv_dtype()), vkf::size_text(session.device_bytes()), ctx.device_info().name);
     }
     vkf::GenerationOptions gen{
         .n_predict = o.n_predict, .sampling = o.sampling, .keep_logits = o.check || !o.logits_out.empty()};
@@ -272,6 +278,7 @@ int run(const Options& o) {
             {"decode_seconds", result.decode_time.count()},
             {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
             {"decode_tokens_per_second", result.decode_tokens_per_second()},
+            {"kv", vkf::to_string(session.kv_dtype())},
             {"submissions", session.submissions()},
             {"session_device_bytes", session.device_bytes()},
         };
