@@ -10,6 +10,7 @@
 
 #include "apps/bench/results.hpp"
 #include "apps/bench/suite_attention.hpp"
+#include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
 
 #include <cstdint>
@@ -28,6 +29,7 @@ struct SuiteSettings {
     std::vector<std::uint32_t> prefill_m;  // matmul rows for prefill (decode is m = 1)
     AttentionSweep attention;              // what the attention suite times
     std::uint64_t max_memory = 0;          // bytes one case may allocate; 0: from the device
+    DType kv_dtype = DType::F16;           // block and model: the sessions' KV cache (SessionOptions)
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the
