@@ -50,6 +50,7 @@ struct Options {
     std::uint32_t n_predict = 32;
     vkf::SamplingParams sampling;
     std::optional<vkf::WeightFormat> weights;
+    vkf::DType kv = vkf::SessionOptions{}.kv_dtype;
     std::uint32_t chunk = 128;
     vkf::app::DeviceOptions device;
     bool profile = false;
@@ -118,6 +119,8 @@ void declare_options(CLI::App& cli, Options& o) {
                "weight storage on the device: q8_0 and q4_0 quantize the\n"
                "matrices at load time (docs/QUANTIZATION.md); default: a\n"
                "quantized checkpoint's own format, f16 for an all-F16\ncheckpoint, else f32");
+    add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
+               "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
@@ -243,12 +246,14 @@ int run(const Options& o) {
     vkf::Session session(
         model, vkf::SessionOptions{.max_tokens = static_cast<std::uint32_t>(o.prompt.size() + o.n_predict - 1),
                                    .chunk = o.chunk,
-                                   .profiling = o.profile});
+                                   .profiling = o.profile,
+                                   .kv_dtype = o.kv});
     if (progress) {
-        fmt::print(stderr, "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), on {}\n",
+        fmt::print(stderr,
+                   "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), {} KV cache (session {}), on {}\n",
                    vkf::family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
                    vkf::to_string(model.weight_format()), vkf::size_text(model.weights().bytes),
-                   ctx.device_info().name);
+                   vkf::to_string(session.kv_dtype()), vkf::size_text(session.device_bytes()), ctx.device_info().name);
     }
     vkf::GenerationOptions gen{
         .n_predict = o.n_predict, .sampling = o.sampling, .keep_logits = o.check || !o.logits_out.empty()};
@@ -295,6 +300,7 @@ int run(const Options& o) {
             {"decode_seconds", result.decode_time.count()},
             {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
             {"decode_tokens_per_second", result.decode_tokens_per_second()},
+            {"kv", vkf::to_string(session.kv_dtype())},
             {"submissions", session.submissions()},
             {"session_device_bytes", session.device_bytes()},
         };

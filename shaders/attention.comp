@@ -8,8 +8,9 @@
 // once: no score or bias matrix exists in memory. TPR invocations share a query row: each
 // scores BC/TPR keys of the tile and accumulates D/(2*TPR) pairs of output dimensions.
 //
-// Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), SPLIT_KV (write unnormalized
-// partial rows plus (max, sum) for attention_combine.comp instead of the output).
+// Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
+// model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
+// (max, sum) for attention_combine.comp instead of the output).
 
 #extension GL_GOOGLE_include_directive : require
 
@@ -33,8 +34,8 @@ const float MASKED = -3.0e38;        // finite: no reliance on infinities in exp
 #include "attention_io.glsl"
 
 layout(std430, binding = 0) readonly buffer QBuf { VKF_PAIR q_data[]; };
-layout(std430, binding = 1) readonly buffer KBuf { VKF_PAIR k_data[]; };
-layout(std430, binding = 2) readonly buffer VBuf { VKF_PAIR v_data[]; };
+layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_PAIR k_data[]; };
+layout(std430, binding = 2) readonly buffer VBuf { VKF_KV_PAIR v_data[]; };
 #if defined(SPLIT_KV)
 // Per (batch, head, row, split): D unnormalized output values, then the row max and sum.
 layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };

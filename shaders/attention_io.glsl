@@ -4,23 +4,38 @@
 // unpackHalf2x16, which is core GLSL: fp16 tensors need no 16-bit storage feature.
 // The row-per-invocation kernel reads them as quads (head_dim is a multiple of 4): fp32 as
 // vec4, fp16 as a uvec2 holding four halves.
+//
+// Storage types: STORAGE_F16 makes every tensor fp16; KV_F16 makes only K and V fp16 (a
+// model's fp16 KV cache), while Q and O stay fp32 (O feeds fp32 matmuls). VKF_PAIR and
+// VKF_QUAD are the storage of Q and O, VKF_KV_PAIR and VKF_KV_QUAD that of K and V; the
+// readers (pair_to_vec2, quad_to_vec4) are overloaded on the storage type, so a load reads
+// whichever type its buffer declares.
 #ifndef VKF_ATTENTION_IO_GLSL
 #define VKF_ATTENTION_IO_GLSL
 
+vec2 pair_to_vec2(uint w) { return unpackHalf2x16(w); }
+vec2 pair_to_vec2(vec2 w) { return w; }
+vec4 quad_to_vec4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+vec4 quad_to_vec4(vec4 w) { return w; }
+
 #if defined(STORAGE_F16)
 #define VKF_PAIR uint
-vec2 pair_to_vec2(uint w) { return unpackHalf2x16(w); }
-uint vec2_to_pair(vec2 v) { return packHalf2x16(v); }
 #define VKF_QUAD uvec2
-vec4 quad_to_vec4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
+uint vec2_to_pair(vec2 v) { return packHalf2x16(v); }
 uvec2 vec4_to_quad(vec4 v) { return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
 #else
 #define VKF_PAIR vec2
-vec2 pair_to_vec2(vec2 w) { return w; }
-vec2 vec2_to_pair(vec2 v) { return v; }
 #define VKF_QUAD vec4
-vec4 quad_to_vec4(vec4 w) { return w; }
+vec2 vec2_to_pair(vec2 v) { return v; }
 vec4 vec4_to_quad(vec4 v) { return v; }
+#endif
+
+#if defined(STORAGE_F16) || defined(KV_F16)
+#define VKF_KV_PAIR uint
+#define VKF_KV_QUAD uvec2
+#else
+#define VKF_KV_PAIR vec2
+#define VKF_KV_QUAD vec4
 #endif
 
 #endif

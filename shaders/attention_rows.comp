@@ -15,8 +15,9 @@
 // iteration per BK keys; the host keeps kv_split_len / BK under the driver's loop limit.
 // Causal: a workgroup stops at the last key its last row can see, and masks per row.
 //
-// Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), SPLIT_KV (write unnormalized
-// partial rows plus (max, sum) for attention_combine.comp instead of the output).
+// Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
+// model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
+// (max, sum) for attention_combine.comp instead of the output).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -41,8 +42,8 @@ const float MASKED = -3.0e38;
 #include "attention_io.glsl"
 
 layout(std430, binding = 0) readonly buffer QBuf { VKF_QUAD q_data[]; };
-layout(std430, binding = 1) readonly buffer KBuf { VKF_QUAD k_data[]; };
-layout(std430, binding = 2) readonly buffer VBuf { VKF_QUAD v_data[]; };
+layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_QUAD k_data[]; };
+layout(std430, binding = 2) readonly buffer VBuf { VKF_KV_QUAD v_data[]; };
 #if defined(SPLIT_KV)
 // Per (batch, head, row, split): D unnormalized output values, then the row max and sum.
 layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };

@@ -45,6 +45,7 @@ struct RunOptions {
     std::optional<std::vector<std::string>> weights;
     bool no_naive = false;
     std::optional<std::uint64_t> max_memory;
+    std::optional<DType> kv;
     std::optional<std::uint32_t> warmup, reps;
     std::optional<std::string> out;
     bool json = false;
@@ -98,6 +99,8 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                       "device memory one case may use (K/M/G suffixes; default half\n"
                       "the largest device-local heap); bigger cases are skipped",
                       [&o](const std::string& text) { o.max_memory = parse_size("--max-memory", text); });
+    add_choice(cli, "--kv", o.kv, {{"f32", DType::F32}, {"f16", DType::F16}},
+               "KV-cache storage of the block and model suites (default f16,\nas vkf-run)");
     add_integer(cli, "--warmup", "N", o.warmup, 0u, "untimed submissions per case (default 2)");
     add_integer(cli, "--reps", "N", o.reps, 1u, "timed submissions per case (default 7)");
     add_text(cli, "--out", "FILE", o.out, "write the result file here");
@@ -123,6 +126,7 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.prefill_m = o.prefill_m.value_or(quick ? Counts{32} : Counts{512});
     s.max_memory = o.max_memory.value_or(0);
     s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
+    s.kv_dtype = o.kv.value_or(s.kv_dtype);
     s.attention = AttentionSweep{
         .models = attention_presets_named(s.presets),
         .lengths = o.lengths.value_or(quick ? Counts{64, 128, 256} : Counts{512, 1024, 2048, 4096, 8192}),

@@ -2,6 +2,8 @@
 // shapes with synthetic weights (host/model/model.hpp), run through Session exactly as vkf-run
 // runs a checkpoint. A case's time is the GPU time of its forward passes (the session's
 // timestamps), or the host wall clock where the device has no timestamps.
+// The sessions' KV cache is SuiteSettings::kv_dtype (vkf-bench run --kv), part of each case's
+// name and params.
 //   block  one layer (a 16-token vocabulary, so that embedding and head cost nothing):
 //          a prefill of m tokens, and one decoding step with m tokens in the KV cache.
 //   model  every layer, the embedding and the LM head: prefill of m tokens (logits of the
@@ -95,9 +97,9 @@ std::uint64_t bytes_read_per_pass(const ModelConfig& c, WeightFormat format, boo
     return bytes;
 }
 
-// Device memory of a session: the fp32 KV cache and the activations of a chunk.
-std::uint64_t session_bytes(const ModelConfig& c, std::uint32_t max_tokens, std::uint32_t chunk) {
-    const std::uint64_t cache = 2ull * c.n_layer * max_tokens * c.hidden * 4;
+// Device memory of a session: the KV cache and the fp32 activations of a chunk.
+std::uint64_t session_bytes(const ModelConfig& c, std::uint32_t max_tokens, std::uint32_t chunk, DType kv_dtype) {
+    const std::uint64_t cache = 2ull * c.n_layer * max_tokens * c.hidden * element_size(kv_dtype);
     const std::uint64_t activations = std::uint64_t{chunk} * (7ull * c.hidden + c.ffn_hidden) * 4;
     return cache + activations + std::uint64_t{chunk} * c.vocab_size * 4;
 }
@@ -128,6 +130,7 @@ std::vector<std::uint32_t> token_ids(std::uint32_t n, std::uint32_t vocab) {
 // The block and model cases of one preset: prefill of m tokens and a decoding step after m.
 std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
     std::vector<BenchCase> cases;
+    const DType kv_dtype = s.kv_dtype;
     for (const std::string& weights_name : s.weights) {
         const WeightFormat format = *parse_weight_format(weights_name);
         for (const ModelPreset& preset : model_presets()) {
@@ -145,11 +148,12 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                 for (const bool decode : {false, true}) {
                     BenchCase c;
                     const std::string mode = decode ? "decode" : "prefill";
-                    c.name = fmt::format("{} {}{}{} tokens {}", preset.name, mode, decode ? " after " : " ", m,
-                                         to_string(format));
+                    c.name = fmt::format("{} {}{}{} tokens {} kv {}", preset.name, mode, decode ? " after " : " ", m,
+                                         to_string(format), to_string(kv_dtype));
                     c.params = {{"model", preset.name},
                                 {"mode", mode},
                                 {"weights", to_string(format)},
+                                {"kv", std::string(to_string(kv_dtype))},
                                 {"layers", std::int64_t{config.n_layer}},
                                 {"tokens", std::int64_t{decode ? 1 : m}},
                                 {"context", std::int64_t{m}}};
@@ -157,7 +161,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
                     c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
                     c.bytes = read;
-                    c.run = [config, m, decode, format, weights, read, whole_model](CaseEnv& env, Result& r) {
+                    c.run = [config, m, decode, format, kv_dtype, weights, read, whole_model](CaseEnv& env, Result& r) {
                         Context& ctx = env.ctx;
                         const SuiteSettings& st = env.settings;
                         const std::uint32_t steps = st.warmup + st.reps;
@@ -173,11 +177,14 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         if (budget.max_memory == 0) {
                             budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;
                         }
-                        check_memory(ctx, budget, weights + session_bytes(config, max_tokens, chunk), largest);
+                        check_memory(ctx, budget, weights + session_bytes(config, max_tokens, chunk, kv_dtype),
+                                     largest);
                         const bool gpu = ctx.limits().timestamps;
                         const Model model(ctx, config, format);
-                        Session session(model,
-                                        SessionOptions{.max_tokens = max_tokens, .chunk = chunk, .profiling = gpu});
+                        Session session(
+                            model,
+                            SessionOptions{
+                                .max_tokens = max_tokens, .chunk = chunk, .profiling = gpu, .kv_dtype = kv_dtype});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
                         std::vector<double> times;
@@ -208,9 +215,9 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                             r.flops += 2ull * config.vocab_size * config.hidden;
                         }
                         r.plan = fmt::format(
-                            "{} layer(s), {} weights, fp32 activations and KV cache, prompt chunks of {}, one "
+                            "{} layer(s), {} weights, fp32 activations, {} KV cache, prompt chunks of {}, one "
                             "submission per chunk",
-                            config.n_layer, to_string(format), chunk);
+                            config.n_layer, to_string(format), to_string(kv_dtype), chunk);
                         // The same median the runner reports for the result.
                         const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
                         if (median_ms > 0.0) {

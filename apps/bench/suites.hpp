@@ -29,6 +29,7 @@ struct SuiteSettings {
     std::vector<std::string> weights = {"f16"};  // block and model: f32, f16, q8_0, q4_0
     AttentionSweep attention;                    // what the attention suite times
     std::uint64_t max_memory = 0;                // bytes one case may allocate; 0: from the device
+    DType kv_dtype = DType::F16;                 // block and model: the sessions' KV cache (SessionOptions)
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the

@@ -14,8 +14,10 @@ namespace {
 
 constexpr std::uint64_t kF32 = 4;
 
-BufferRange rows(const Buffer& b, std::uint64_t first_row, std::uint64_t count, std::uint64_t row_elements) {
-    return BufferRange{.buffer = &b, .offset = first_row * row_elements * kF32, .size = count * row_elements * kF32};
+BufferRange rows(const Buffer& b, std::uint64_t first_row, std::uint64_t count, std::uint64_t row_elements,
+                 std::uint64_t element_bytes = kF32) {
+    return BufferRange{
+        .buffer = &b, .offset = first_row * row_elements * element_bytes, .size = count * row_elements * element_bytes};
 }
 
 BufferRange optional_range(const Buffer& b) {
@@ -79,11 +81,14 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
         throw Error("session: max_tokens must be at least 1");
     }
     options_.chunk = std::clamp<std::uint32_t>(options_.chunk, 1, options_.max_tokens);
-    const std::uint64_t cache_bytes = std::uint64_t{options_.max_tokens} * c.hidden * kF32;
+    if (options_.kv_dtype != DType::F32 && options_.kv_dtype != DType::F16) {
+        throw Error(std::string("session: the KV cache is f32 or f16, not ") + to_string(options_.kv_dtype));
+    }
+    const std::uint64_t cache_bytes = std::uint64_t{options_.max_tokens} * c.hidden * element_size(options_.kv_dtype);
     if (cache_bytes > ctx_.limits().storage_buffer_range) {
         throw Error("session: a KV cache of " + std::to_string(options_.max_tokens) + " tokens x " +
-                    std::to_string(c.hidden) + " fp32 values per layer is " + std::to_string(cache_bytes) +
-                    " bytes, over the device's maxStorageBufferRange of " +
+                    std::to_string(c.hidden) + " " + to_string(options_.kv_dtype) + " values per layer is " +
+                    std::to_string(cache_bytes) + " bytes, over the device's maxStorageBufferRange of " +
                     std::to_string(ctx_.limits().storage_buffer_range) + "; use fewer tokens");
     }
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
@@ -214,7 +219,8 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
         record_clamp(ctx_, list, qkv, qkv, static_cast<float>(*c.clip_qkv));
     }
     const QkvLayouts layout = qkv_layouts(c, tokens);
-    const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos) {
+    const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos,
+                            DType dst_dtype) {
         record_kv_append(ctx_, list,
                          KvAppendArgs{.src = qkv,
                                       .src_layout = src_layout,
@@ -225,13 +231,15 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                                 .head_dim = c.head_dim,
                                                 .max_len = max_len,
                                                 .pos = pos},
-                                      .cache_dtype = DType::F32});
+                                      .cache_dtype = dst_dtype});
     };
-    append(layout.q, q, tokens, 0);  // Q repacked densely for the attention kernel
-    append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_);
-    append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_);
+    append(layout.q, q, tokens, 0, DType::F32);  // Q repacked densely (fp32) for the attention kernel
+    append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
+    append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
     const std::uint32_t kv_len = position_ + tokens;
-    attention.record(list, q, rows(k_cache_[layer], 0, kv_len, h), rows(v_cache_[layer], 0, kv_len, h), attn);
+    const std::uint64_t kv_bytes = element_size(options_.kv_dtype);
+    attention.record(list, q, rows(k_cache_[layer], 0, kv_len, h, kv_bytes),
+                     rows(v_cache_[layer], 0, kv_len, h, kv_bytes), attn);
     linear(w.attn_out, attn, hidden, hidden, Activation::None);
 
     // MLP half: h += down(gelu(up(norm(h)))).
@@ -263,7 +271,7 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
         .max_bias = static_cast<float>(c.alibi_bias_max),
         .slopes = model_.alibi_slopes(),
     };
-    Attention attention(ctx_, params, DType::F32);
+    Attention attention(ctx_, params, DType::F32, AttentionOptions{.kv_dtype = options_.kv_dtype});
 
     auto list = ctx_.command_list(options_.profiling);
     const std::uint32_t h = c.hidden;

@@ -13,8 +13,8 @@
 // BLOOM's fused QKV output is [n_head, 3, head_dim] per token, MPT's is [q | k | v]; the
 // KV-append kernel reads either layout straight into the cache.
 //
-// Activations and the KV cache are fp32; weights fp32, fp16, or q8_0/q4_0 matrices with fp16
-// norms and biases (ModelWeights).
+// Activations are fp32, the KV cache fp16 (or fp32, SessionOptions::kv_dtype); weights fp32,
+// fp16, or q8_0/q4_0 matrices with fp16 norms and biases (ModelWeights).
 
 #include "host/model/weights.hpp"
 #include "host/ops/attention.hpp"
@@ -77,6 +77,11 @@ struct SessionOptions {
     // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
     std::uint32_t chunk = 128;
     bool profiling = false;  // time every dispatch (GPU timestamps) into profile()
+    // KV-cache storage, F16 or F32. F16 halves the cache's memory and the attention's reads
+    // of it, which dominate decoding over a long context; Q and the attention output stay
+    // fp32 and all attention arithmetic is fp32. Every device can hold it: fp16 tensors are
+    // read as packed pairs with unpackHalf2x16 (core GLSL), no 16-bit storage feature.
+    DType kv_dtype = DType::F16;
 };
 
 class Session {
@@ -95,6 +100,7 @@ public:
 
     std::uint32_t position() const { return position_; }
     std::uint32_t max_tokens() const { return options_.max_tokens; }
+    DType kv_dtype() const { return options_.kv_dtype; }
     void reset() { position_ = 0; }
     const Profile& profile() const { return profile_; }
     std::uint64_t submissions() const { return submissions_; }
@@ -110,7 +116,7 @@ private:
     Context& ctx_;
     SessionOptions options_;
     std::uint32_t position_ = 0;
-    std::vector<Buffer> k_cache_, v_cache_;  // per layer [max_tokens, n_head, head_dim] fp32
+    std::vector<Buffer> k_cache_, v_cache_;  // per layer [max_tokens, n_head, head_dim] kv_dtype
     Buffer ids_;                             // [chunk] uint32, host-visible
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
     Buffer logits_;

@@ -304,42 +304,50 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
 }
 
 Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
-    : ctx_(ctx), shape_(params.shape), dtype_(dtype) {
+    : ctx_(ctx), shape_(params.shape), dtype_(dtype), kv_dtype_(options.kv_dtype.value_or(dtype)) {
+    // The kernels' storage variants: STORAGE_F16 (all fp16), KV_F16 (fp16 K/V), neither (fp32).
+    const bool all_f16 = dtype_ == DType::F16 && kv_dtype_ == DType::F16;
+    const bool kv_f16 = dtype_ == DType::F32 && kv_dtype_ == DType::F16;
+    if (!all_f16 && !kv_f16 && !(dtype_ == DType::F32 && kv_dtype_ == DType::F32)) {
+        throw Error(std::string("attention: Q/O in ") + to_string(dtype_) + " with K/V in " + to_string(kv_dtype_) +
+                    " is not supported; supported: f32 with f32 K/V, f16 with f16 K/V, f32 with f16 K/V");
+    }
     validate(params);
     plan_ = plan_attention(attention_device(ctx), shape_, options);
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;
 
-    const std::uint64_t esize = element_size(dtype);
     const std::uint64_t range = ctx.limits().storage_buffer_range;
-    auto check_tensor = [&](const char* name, std::uint64_t elements) {
-        if (elements * esize > range) {
-            throw Error("attention: " + std::string(name) + " is " + bytes_text(elements * esize) +
+    auto check_tensor = [&](const char* name, std::uint64_t elements, DType type) {
+        const std::uint64_t bytes = elements * element_size(type);
+        if (bytes > range) {
+            throw Error("attention: " + std::string(name) + " is " + bytes_text(bytes) +
                         ", over the device's maxStorageBufferRange of " + bytes_text(range) +
                         "; split the batch or the sequence");
         }
     };
-    check_tensor("Q", q_element_count(shape_));
-    check_tensor("K", kv_element_count(shape_));
-    check_tensor("V", kv_element_count(shape_));
+    check_tensor("Q", q_element_count(shape_), dtype_);
+    check_tensor("K", kv_element_count(shape_), kv_dtype_);
+    check_tensor("V", kv_element_count(shape_), kv_dtype_);
 
     const bool split = plan_.n_splits > 1;
-    const bool f16 = dtype == DType::F16;
+    const bool f16 = all_f16;  // the Q/O storage; also the combine pass's output
     const bool rows = plan_.kernel == AttentionKernel::Rows;
     std::vector<SpecConstant> constants;
     const SpirvCode* code = nullptr;
     if (rows) {
-        code = &shaders::variant(
-            "attention_rows",
-            {{"SUBGROUP_LOADS", plan_.subgroup_loads > 0}, {"SPLIT_KV", split}, {"STORAGE_F16", f16}});
+        code = &shaders::variant("attention_rows", {{"SUBGROUP_LOADS", plan_.subgroup_loads > 0},
+                                                    {"SPLIT_KV", split},
+                                                    {"STORAGE_F16", f16},
+                                                    {"KV_F16", kv_f16}});
         constants = {{VKF_ATTN_ROWS_SPEC_SPLIT_LANES, plan_.threads_per_row},
                      {VKF_ATTN_ROWS_SPEC_BK, plan_.keys_per_tile},
                      {VKF_ATTN_ROWS_SPEC_R, plan_.rows_per_invocation},
                      {VKF_ATTN_SPEC_D, shape_.head_dim},
                      {VKF_ATTN_ROWS_SPEC_SG, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
     } else {
-        code = &shaders::variant("attention", {{"SPLIT_KV", split}, {"STORAGE_F16", f16}});
+        code = &shaders::variant("attention", {{"SPLIT_KV", split}, {"STORAGE_F16", f16}, {"KV_F16", kv_f16}});
         constants = {{VKF_ATTN_SPEC_BR, plan_.rows_per_group},
                      {VKF_ATTN_SPEC_BC, plan_.keys_per_tile},
                      {VKF_ATTN_SPEC_TPR, plan_.threads_per_row},
@@ -381,15 +389,15 @@ std::uint64_t Attention::scratch_bytes() const {
 }
 
 void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const {
-    const std::uint64_t esize = element_size(dtype_);
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
-        if (r.size != elements * esize) {
+        const bool q_or_o = name[0] == 'Q' || name[0] == 'O';
+        const DType type = q_or_o ? dtype_ : kv_dtype_;
+        const std::uint64_t bytes = elements * element_size(type);
+        if (r.size != bytes) {
             throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
-                        std::to_string(shape_.batch) + ", " +
-                        std::to_string(name[0] == 'Q' || name[0] == 'O' ? shape_.q_len : shape_.kv_len) + ", " +
-                        std::to_string(name[0] == 'Q' || name[0] == 'O' ? shape_.n_head : shape_.n_kv_head) + ", " +
-                        std::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
-                        bytes_text(elements * esize));
+                        std::to_string(shape_.batch) + ", " + std::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
+                        ", " + std::to_string(q_or_o ? shape_.n_head : shape_.n_kv_head) + ", " +
+                        std::to_string(shape_.head_dim) + "] in " + to_string(type) + " needs " + bytes_text(bytes));
         }
     };
     check_size("Q", q, q_element_count(shape_));
@@ -439,8 +447,8 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
     }
     const Attention op(ctx, params, dtype, options);
     const DeviceTensor qt = upload_tensor(ctx, q, dtype, "Q");
-    const DeviceTensor kt = upload_tensor(ctx, k, dtype, "K");
-    const DeviceTensor vt = upload_tensor(ctx, v, dtype, "V");
+    const DeviceTensor kt = upload_tensor(ctx, k, op.kv_dtype(), "K");
+    const DeviceTensor vt = upload_tensor(ctx, v, op.kv_dtype(), "V");
     const DeviceTensor ot(ctx, nq, dtype, "O");
     auto list = ctx.command_list();
     op.record(*list, qt.range(), kt.range(), vt.range(), ot.range());

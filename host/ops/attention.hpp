@@ -10,6 +10,7 @@
 #include "runtime/context.hpp"
 #include "shaders/interface/attention.h"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ struct AttentionOptions {
     // n > 1: at least n splits.
     std::uint32_t force_splits = 0;
     AttentionKernel kernel = AttentionKernel::Auto;
+    // Storage of K and V when it differs from that of Q and O (the `dtype` of Attention):
+    // F16 with F32 Q and O reads a model's fp16 KV cache while its fp32 activations stay
+    // fp32. Unset: the Q/O dtype. Arithmetic and softmax statistics are fp32 either way.
+    std::optional<DType> kv_dtype = std::nullopt;
 };
 
 // Chooses the kernel and its tiles from the device (type, shared memory, workgroup
@@ -75,11 +80,15 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
 // device buffers it needs (slope table, key lengths, split-KV partials).
 class Attention {
 public:
+    // `dtype`: the storage of Q and O, and of K and V unless options.kv_dtype says otherwise.
+    // Supported: all F32, all F16, and F32 Q/O with F16 K/V; anything else throws vkf::Error.
     Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options = {});
     // Records the attention (and the combine pass when split). Q, K, V, O hold the default
-    // layout in `dtype`; their sizes are checked.
+    // layout, Q and O in dtype(), K and V in kv_dtype(); their sizes are checked.
     void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const;
     const AttentionPlan& plan() const { return plan_; }
+    DType dtype() const { return dtype_; }
+    DType kv_dtype() const { return kv_dtype_; }
     // Device bytes of the op's own buffers (not counting Q, K, V, O).
     std::uint64_t scratch_bytes() const;
 
@@ -87,6 +96,7 @@ private:
     Context& ctx_;
     AttentionShape shape_;
     DType dtype_;
+    DType kv_dtype_;
     AttentionPush push_;
     AttentionPlan plan_;
     const Pipeline* attention_ = nullptr;
@@ -96,7 +106,8 @@ private:
     Buffer partials_;  // split-KV: unnormalized outputs and (max, sum) per split
 };
 
-// Convenience: uploads Q, K, V (float32 host data, converted to `dtype`), runs, downloads.
+// Convenience: uploads Q, K, V (float32 host data, converted to `dtype`, K and V to
+// options.kv_dtype where set), runs, downloads.
 std::vector<float> attention(Context& ctx, const AttentionParams& params, std::span<const float> q,
                              std::span<const float> k, std::span<const float> v, DType dtype = DType::F32,
                              AttentionOptions options = {});

@@ -1,9 +1,9 @@
 // Whole BLOOM and MPT models on the device against the double-precision CPU reference model
 // (host/reference/model.hpp): seeded random checkpoints in the Hugging Face format (small
 // BLOOM: 2 layers, hidden 256, 8 heads; small MPT: 2 layers, 12 heads, with and without
-// biases and clip_qkv), fp32 and fp16 weights, single-file and sharded. Logits of the
-// prefill (every position) and of 8 decode steps through the KV cache are compared; the
-// decode inputs are the greedy tokens, as generation would feed them.
+// biases and clip_qkv), fp32 and fp16 weights, single-file and sharded, fp32 and fp16 KV
+// caches. Logits of the prefill (every position) and of 8 decode steps through the KV cache
+// are compared; the decode inputs are the greedy tokens, as generation would feed them.
 
 #include "host/model/generation.hpp"
 #include "host/model/model.hpp"
@@ -73,7 +73,7 @@ std::vector<std::uint32_t> prompt_ids(std::size_t n, std::uint32_t vocab, std::u
     return ids;
 }
 
-// fp32 activations against double: measured 4e-7 .. 2e-6 on lavapipe.
+// fp32 activations and KV cache against double: measured 4e-7 .. 2e-6 on lavapipe.
 constexpr double kTolerance = 2e-5;
 
 struct Case {
@@ -81,13 +81,16 @@ struct Case {
     ModelConfig config;
     DType dtype;
     int shards = 1;
+    // fp32 by default here: the reference model keeps K and V in double, so only an fp32
+    // cache meets kTolerance; fp16 caches are checked against tolerance(DType::F16).
+    DType kv_dtype = DType::F32;
 };
 
 class Model_ : public VulkanTest {};
 
 // Prefill of a 13-token prompt, then 8 greedy decode steps; every logit row against the
-// reference's forward over the same sequence.
-void check_against_reference(Context& ctx, const Case& c, double tolerance) {
+// reference's forward over the same sequence. Returns the largest relative error of a row.
+double check_against_reference(Context& ctx, const Case& c, double tolerance) {
     SCOPED_TRACE(c.name);
     const TempModel files(c.config, c.dtype, c.shards, 7);
     const Model model(ctx, files.dir());
@@ -97,23 +100,33 @@ void check_against_reference(Context& ctx, const Case& c, double tolerance) {
     constexpr std::uint32_t kPrompt = 13, kSteps = 8;
     const std::uint32_t vocab = c.config.vocab_size;
     std::vector<std::uint32_t> ids = prompt_ids(kPrompt, vocab, 11);
-    Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps});
+    Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps, .kv_dtype = c.kv_dtype});
+    EXPECT_EQ(session.kv_dtype(), c.kv_dtype);
     std::vector<float> gpu = session.forward(ids, Session::Logits::All);
-    ASSERT_EQ(gpu.size(), std::size_t{kPrompt} * vocab);
+    EXPECT_EQ(gpu.size(), std::size_t{kPrompt} * vocab);
+    if (gpu.size() != std::size_t{kPrompt} * vocab) {
+        return INFINITY;
+    }
     for (std::uint32_t s = 0; s < kSteps; ++s) {
         const std::uint32_t next = argmax(std::span(gpu).last(vocab));
         ids.push_back(next);
         const std::uint32_t one[] = {next};
         const std::vector<float> row = session.forward(one);
-        ASSERT_EQ(row.size(), vocab);
+        EXPECT_EQ(row.size(), vocab);
+        if (row.size() != vocab) {
+            return INFINITY;
+        }
         gpu.insert(gpu.end(), row.begin(), row.end());
     }
-    ASSERT_EQ(session.position(), kPrompt + kSteps);
+    EXPECT_EQ(session.position(), kPrompt + kSteps);
 
     const reference::Model reference(model.config(), model.checkpoint(),
                                      reference::ModelOptions{.round_weights_to_f16 = f16});
     const std::vector<double> ref = reference.forward(ids);
-    ASSERT_EQ(ref.size(), gpu.size());
+    EXPECT_EQ(ref.size(), gpu.size());
+    if (ref.size() != gpu.size()) {
+        return INFINITY;
+    }
     double worst = 0.0;
     for (std::uint32_t t = 0; t < kPrompt + kSteps; ++t) {
         const ErrorStats e = compare_to_reference(std::span(gpu).subspan(std::size_t{t} * vocab, vocab),
@@ -133,6 +146,7 @@ void check_against_reference(Context& ctx, const Case& c, double tolerance) {
         const ErrorStats e = compare_to_reference(gpu, no_clip.forward(ids));
         EXPECT_GT(e.max_rel, 100 * tolerance) << "clip_qkv changes nothing for this model: " << describe(e);
     }
+    return worst;
 }
 
 TEST_F(Model_, SmallBloomMatchesTheReference) {
@@ -143,6 +157,41 @@ TEST_F(Model_, SmallBloomMatchesTheReference) {
 TEST_F(Model_, SmallMptMatchesTheReference) {
     check_against_reference(ctx(), {"mpt no_bias f32", small_mpt(true, std::nullopt), DType::F32}, kTolerance);
     check_against_reference(ctx(), {"mpt bias clip_qkv f16", small_mpt(false, 0.3), DType::F16}, kTolerance);
+}
+
+// The default cache: K and V stored as fp16, Q, the attention output and the arithmetic fp32.
+// The reference keeps K and V in double, so the logits differ by what rounding K and V to
+// fp16 changes, within the fp16 storage bound; and by more than an fp32 cache's error, which
+// shows the cache really holds halves.
+TEST_F(Model_, Fp16KvCacheMatchesTheReference) {
+    const double f16_tolerance = tolerance(DType::F16);
+    const double bloom16 =
+        check_against_reference(ctx(), {"bloom f32, kv f16", small_bloom(), DType::F32, 1, DType::F16}, f16_tolerance);
+    const double bloom32 = check_against_reference(ctx(), {"bloom f32, kv f32", small_bloom(), DType::F32}, kTolerance);
+    EXPECT_GT(bloom16, 2 * bloom32);
+    check_against_reference(ctx(), {"mpt bias clip_qkv f16, kv f16", small_mpt(false, 0.3), DType::F16, 1, DType::F16},
+                            f16_tolerance);
+    EXPECT_EQ(SessionOptions{}.kv_dtype, DType::F16);
+}
+
+TEST_F(Model_, Fp16KvCacheTakesHalfTheBytes) {
+    const ModelConfig config = small_mpt(true, std::nullopt);
+    const Model model(ctx(), config, DType::F16);
+    constexpr std::uint32_t kTokens = 40;
+    const Session f32(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::F32});
+    const Session f16(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::F16});
+    // K and V of every layer: max_tokens x hidden values each, 4 or 2 bytes.
+    const std::uint64_t f32_cache = 2ull * config.n_layer * kTokens * config.hidden * 4;
+    EXPECT_EQ(f32.device_bytes() - f16.device_bytes(), f32_cache / 2);
+    EXPECT_THROW(Session(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::BF16}), Error);
+    // The max_tokens bound follows the element size: 384 x 2 bytes x 200 tokens fits 160 KiB
+    // in fp16 but not in fp32.
+    MessageSink sink;
+    Context small(test_options(sink, LimitOverrides::parse("storage_buffer_range=160K")));
+    const Model small_model(small, config, DType::F16);
+    EXPECT_NO_THROW(Session(small_model, SessionOptions{.max_tokens = 200, .kv_dtype = DType::F16}));
+    EXPECT_THROW(Session(small_model, SessionOptions{.max_tokens = 200, .kv_dtype = DType::F32}), Error);
+    EXPECT_EQ(sink.validation_count(), 0u);
 }
 
 TEST_F(Model_, ShardedAndBf16CheckpointsLoad) {
@@ -158,6 +207,8 @@ TEST(ModelForcedLimits, PhoneLimitsAndASmallStorageRangeBindWeightsInPieces) {
     Context ctx(test_options(sink, LimitOverrides::parse("phone,storage_buffer_range=256K")));
     check_against_reference(ctx, {"bloom f32, phone limits", small_bloom(), DType::F32}, kTolerance);
     check_against_reference(ctx, {"mpt f16, phone limits", small_mpt(true, 0.3), DType::F16}, kTolerance);
+    check_against_reference(ctx, {"bloom f16, kv f16, phone limits", small_bloom(), DType::F16, 1, DType::F16},
+                            tolerance(DType::F16));
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 

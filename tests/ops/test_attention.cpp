@@ -1,6 +1,7 @@
 // Tiled ALiBi attention against the double-precision CPU reference: seeded random inputs
-// over a grid of shapes and modes, both storage types, forced smaller device limits and the
-// split-KV path, with outputs poisoned before every run.
+// over a grid of shapes and modes, the storage types (all fp32, all fp16, and fp32 Q/O with
+// an fp16 K/V cache), forced smaller device limits and the split-KV path, with outputs
+// poisoned before every run.
 
 #include "host/ops/attention.hpp"
 #include "host/ops/device_tensor.hpp"
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace vkf::test {
 namespace {
@@ -27,7 +29,28 @@ struct Case {
     std::uint32_t force_splits = 0;
     float max_bias = 8.0f;
     AttentionKernel kernel = AttentionKernel::Auto;
+    std::optional<DType> kv_dtype = std::nullopt;  // K/V storage; unset: dtype
 };
+
+// The storage combinations the kernels support: Q/O dtype, and K/V dtype where it differs.
+struct Storage {
+    DType dtype;
+    std::optional<DType> kv_dtype;
+};
+const Storage kStorages[] = {{DType::F32, std::nullopt}, {DType::F16, std::nullopt}, {DType::F32, DType::F16}};
+
+// `c` with fp32 Q/O and an fp16 K/V cache, as a model session stores them.
+Case with_f16_kv(Case c) {
+    c.dtype = DType::F32;
+    c.kv_dtype = DType::F16;
+    return c;
+}
+
+Case in(const Storage& storage, Case c) {
+    c.dtype = storage.dtype;
+    c.kv_dtype = storage.kv_dtype;
+    return c;
+}
 
 std::string name(const Case& c) {
     return "b" + std::to_string(c.batch) + " q" + std::to_string(c.q_len) + " kv" + std::to_string(c.kv_len) + " h" +
@@ -36,7 +59,8 @@ std::string name(const Case& c) {
            (c.alibi == AlibiMode::Off      ? " noalibi"
             : c.alibi == AlibiMode::Causal ? " alibi-c"
                                            : " alibi-s") +
-           " " + to_string(c.dtype) + (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
+           " " + to_string(c.dtype) + (c.kv_dtype ? std::string(" kv ") + to_string(*c.kv_dtype) : "") +
+           (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
            (c.force_splits ? " splits" + std::to_string(c.force_splits) : "") +
            (c.kernel != AttentionKernel::Auto ? std::string(" ") + to_string(c.kernel) : "");
 }
@@ -58,13 +82,16 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const AttentionParams params{
         .shape = shape, .mask = c.mask, .alibi = c.alibi, .max_bias = c.max_bias, .slopes = slopes, .kv_lens = kv_lens};
     // The reference sees exactly what the GPU reads.
+    const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
-    const auto k = rounded_to(c.dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
-    const auto v = rounded_to(c.dtype, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
-    const Attention op(ctx, params, c.dtype, AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel});
+    const auto k = rounded_to(kv_dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
+    const auto v = rounded_to(kv_dtype, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
+    const Attention op(ctx, params, c.dtype,
+                       AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel, .kv_dtype = c.kv_dtype});
+    EXPECT_EQ(op.kv_dtype(), kv_dtype);
     const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
-    const DeviceTensor kb = upload_tensor(ctx, k, c.dtype, "K");
-    const DeviceTensor vb = upload_tensor(ctx, v, c.dtype, "V");
+    const DeviceTensor kb = upload_tensor(ctx, k, kv_dtype, "K");
+    const DeviceTensor vb = upload_tensor(ctx, v, kv_dtype, "V");
     const DeviceTensor ob = nan_tensor(ctx, q.size(), c.dtype, "O");
     auto list = ctx.command_list();
     op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
@@ -72,6 +99,9 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const std::vector<float> out = download_tensor(ctx, ob);
     const auto ref = reference::attention(params, q, k, v);
     const ErrorStats e = compare_to_reference(out, ref);
+    // K and V reach the reference already rounded to their storage, so what is left is the
+    // kernel's own error, bounded by the output's storage: an fp16 K/V cache with fp32 Q and
+    // O must stay within the fp32 bound (reading Q or writing O through fp16 would not).
     const double tol = tolerance(c.dtype);
     EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
     EXPECT_LT(e.max_rel, tol) << describe(e) << " plan: " << op.plan().describe();
@@ -162,13 +192,26 @@ TEST_F(Attention_, MatchesTheReferenceOverTheShapeGrid) {
     std::printf("%zu grid cases\n", cases.size());
 }
 
-TEST_F(Attention_, EveryHeadDimBothDtypesAndModes) {
+// The grid's shapes again, with fp32 Q/O over an fp16 K/V cache (a model session's storage).
+TEST_F(Attention_, Fp16KvMatchesTheReferenceOverTheShapeGrid) {
+    std::uint64_t seed = 1500;
+    const auto cases = grid(quick_mode());
+    for (const Case& c : cases) {
+        run_case(ctx(), with_f16_kv(c), seed += 10);
+        if (HasFatalFailure())
+            return;
+    }
+    std::printf("%zu grid cases with an fp16 K/V cache\n", cases.size());
+}
+
+TEST_F(Attention_, EveryHeadDimStorageAndMode) {
     std::uint64_t seed = 2000;
     for (std::uint32_t d : kSupportedHeadDims) {
-        for (DType t : {DType::F32, DType::F16}) {
-            run_case(ctx(), Case{2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, t}, seed++);
-            run_case(ctx(), Case{1, 70, 33, 4, 1, d, MaskMode::None, AlibiMode::Symmetric, t}, seed++);
-            run_case(ctx(), Case{3, 5, 129, 3, 3, d, MaskMode::Causal, AlibiMode::Off, t, true, true}, seed++);
+        for (const Storage& st : kStorages) {
+            const DType t = st.dtype;
+            run_case(ctx(), in(st, Case{2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, t}), seed++);
+            run_case(ctx(), in(st, Case{1, 70, 33, 4, 1, d, MaskMode::None, AlibiMode::Symmetric, t}), seed++);
+            run_case(ctx(), in(st, Case{3, 5, 129, 3, 3, d, MaskMode::Causal, AlibiMode::Off, t, true, true}), seed++);
         }
     }
 }
@@ -179,11 +222,19 @@ TEST_F(Attention_, SplitKvDecodeMatches) {
     const auto plan =
         run_case(ctx(), Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}, seed++);
     EXPECT_GT(plan.n_splits, 1u) << "decode at kv_len 4096 should use split-KV";
-    for (DType t : {DType::F32, DType::F16}) {
-        run_case(ctx(), Case{2, 3, 1000, 12, 4, 128, MaskMode::Causal, AlibiMode::Causal, t, false, true, 5}, seed++);
-        run_case(ctx(), Case{1, 7, 257, 20, 20, 80, MaskMode::None, AlibiMode::Symmetric, t, true, false, 3}, seed++);
-        run_case(ctx(), Case{3, 1, 65, 3, 1, 256, MaskMode::Causal, AlibiMode::Causal, t, false, true, 4}, seed++);
+    for (const Storage& st : kStorages) {
+        const DType t = st.dtype;
+        run_case(ctx(), in(st, Case{2, 3, 1000, 12, 4, 128, MaskMode::Causal, AlibiMode::Causal, t, false, true, 5}),
+                 seed++);
+        run_case(ctx(), in(st, Case{1, 7, 257, 20, 20, 80, MaskMode::None, AlibiMode::Symmetric, t, true, false, 3}),
+                 seed++);
+        run_case(ctx(), in(st, Case{3, 1, 65, 3, 1, 256, MaskMode::Causal, AlibiMode::Causal, t, false, true, 4}),
+                 seed++);
     }
+    // A session's decoding step over its fp16 cache: split automatically, as at kv_len 4096 above.
+    const auto kv_plan = run_case(
+        ctx(), with_f16_kv(Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}), seed++);
+    EXPECT_GT(kv_plan.n_splits, 1u);
 }
 
 TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
@@ -214,8 +265,8 @@ TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
 }
 
 // A representative subset of the grid: odd and prime lengths, q_len != kv_len, MHA/GQA/MQA,
-// every head size, both dtypes, every mask and ALiBi mode, slope tables, kv_lens, split and
-// unsplit, decoding.
+// every head size, every storage, every mask and ALiBi mode, slope tables, kv_lens, split
+// and unsplit, decoding.
 std::vector<Case> kernel_subset() {
     using M = MaskMode;
     using A = AlibiMode;
@@ -236,9 +287,22 @@ std::vector<Case> kernel_subset() {
         {3, 1, 65, 3, 1, 256, M::Causal, A::Off, f32, false, true, 4},
         {1, 2, 997, 5, 5, 96, M::None, A::Symmetric, f16, true, false, 2},
     };
+    // fp32 Q/O with an fp16 K/V cache.
+    for (const Case& c : std::initializer_list<Case>{
+             {1, 1, 1, 1, 1, 32, M::Causal, A::Causal, f32},
+             {3, 65, 129, 12, 1, 96, M::Causal, A::Causal, f32, false, true},
+             {2, 257, 257, 2, 1, 256, M::Causal, A::Causal, f32},
+             {1, 131, 1000, 3, 1, 32, M::Causal, A::Symmetric, f32, true, false, 0, 16.0f},
+             {1, 5, 1000, 6, 3, 128, M::Causal, A::Causal, f32, false, true, 7},
+             {2, 61, 509, 4, 2, 80, M::None, A::Symmetric, f32, false, false, 3},
+             {2, 1, 4096, 4, 1, 64, M::Causal, A::Causal, f32, false, true},
+             {1, 2, 997, 5, 5, 96, M::None, A::Symmetric, f32, true, false, 2},
+         }) {
+        cases.push_back(with_f16_kv(c));
+    }
     for (std::uint32_t d : kSupportedHeadDims) {
-        for (DType t : {f32, f16}) {
-            cases.push_back({2, 33, 70, 6, 3, d, M::Causal, A::Causal, t});
+        for (const Storage& st : kStorages) {
+            cases.push_back(in(st, {2, 33, 70, 6, 3, d, M::Causal, A::Causal, st.dtype}));
         }
     }
     return cases;
@@ -276,9 +340,10 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
         Context ctx(test_options(sink, LimitOverrides::parse(spec)));
         std::vector<std::uint32_t> rows;
         for (std::uint32_t d : {32u, 64u, 128u}) {
-            for (DType t : {DType::F32, DType::F16}) {
+            for (const Storage& st : kStorages) {
+                const DType t = st.dtype;
                 for (AttentionKernel kernel : {AttentionKernel::Tiled, AttentionKernel::Rows}) {
-                    Case c{2, 65, 127, 6, 2, d, MaskMode::Causal, AlibiMode::Causal, t};
+                    Case c = in(st, {2, 65, 127, 6, 2, d, MaskMode::Causal, AlibiMode::Causal, t});
                     c.kernel = kernel;
                     const auto plan = run_case(ctx, c, seed++);
                     EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
@@ -287,7 +352,7 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
                         EXPECT_EQ(plan.subgroup_loads, 0u);
                     }
                 }
-                run_case(ctx, Case{1, 1, 700, 4, 4, d, MaskMode::Causal, AlibiMode::Symmetric, t, false, false, 3},
+                run_case(ctx, in(st, {1, 1, 700, 4, 4, d, MaskMode::Causal, AlibiMode::Symmetric, t, false, false, 3}),
                          seed++);
             }
         }
@@ -357,6 +422,19 @@ TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {
     auto list = ctx().command_list();
     expect_error([&] { op.record(*list, whole(small), whole(kv), whole(kv), whole(right)); }, "Q range is 100 bytes");
     expect_error([&] { op.record(*list, whole(right), whole(right), whole(kv), whole(right)); }, "K range");
+    // An fp16 K/V cache takes half the bytes of fp32 Q and O, and only that.
+    const Attention kv16(ctx(), AttentionParams{.shape = ok}, DType::F32, AttentionOptions{.kv_dtype = DType::F16});
+    Buffer kv_half = ctx().create_buffer(8 * 2 * 64 * 2, MemoryKind::Device, "kv f16");
+    kv16.record(*list, whole(right), whole(kv_half), whole(kv_half), whole(right));
+    expect_error([&] { kv16.record(*list, whole(right), whole(kv), whole(kv_half), whole(right)); },
+                 "K range is 4096 bytes but the shape [1, 8, 2, 64] in f16 needs 2048 bytes");
+    expect_error([&] { kv16.record(*list, whole(right), whole(kv_half), whole(kv_half), whole(kv_half)); },
+                 "in f32 needs");
+    // fp16 Q/O over an fp32 cache has no kernel variant, nor has any other element type.
+    expect_error(
+        [&] { Attention(ctx(), AttentionParams{.shape = ok}, DType::F16, AttentionOptions{.kv_dtype = DType::F32}); },
+        "Q/O in f16 with K/V in f32 is not supported");
+    expect_error([&] { Attention(ctx(), AttentionParams{.shape = ok}, DType::BF16); }, "not supported");
     // Tensors over maxStorageBufferRange are refused, naming the limit.
     MessageSink sink;
     Context tiny(test_options(sink, LimitOverrides::parse("storage_buffer_range=64K")));

@@ -40,7 +40,8 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
         EXPECT_EQ(name_of(*v.code).rfind(std::string(v.family), 0), 0u) << v.code->name;
         EXPECT_GT(v.code->words.size(), 5u);
     }
-    EXPECT_EQ(seen["attention_rows"].size(), 8u);   // SUBGROUP_LOADS x SPLIT_KV x STORAGE_F16
+    // SUBGROUP_LOADS x SPLIT_KV x (fp32, STORAGE_F16, KV_F16): STORAGE_F16+KV_F16 is excluded.
+    EXPECT_EQ(seen["attention_rows"].size(), 12u);
     EXPECT_EQ(seen["matmul"].size(), 12u);          // 6 kernels x WEIGHTS_F16
     EXPECT_EQ(seen["attention_naive"].size(), 5u);  // softmax has no STORAGE_F16 variant
 }
@@ -68,7 +69,8 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                         shaders::variant("attention", {{"SPLT_KV", false}});
                     }),
                     "shader variant attention: no variant of attention has define SPLT_KV; the variants are "
-                    "attention, attention[STORAGE_F16], attention[SPLIT_KV], attention[SPLIT_KV,STORAGE_F16]");
+                    "attention, attention[KV_F16], attention[STORAGE_F16], attention[SPLIT_KV], "
+                    "attention[SPLIT_KV,KV_F16], attention[SPLIT_KV,STORAGE_F16]");
     expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
                     "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[WEIGHTS_F16], "
                     "matmul[GEMV]");
@@ -76,6 +78,11 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                         shaders::variant("attention_naive", {"SOFTMAX", "STORAGE_F16"});
                     }),
                     "no shader variant attention_naive[SOFTMAX,STORAGE_F16]");
+    // All fp16 already has fp16 K/V.
+    expect_contains(error_message([] {
+                        shaders::variant("attention_rows", {"STORAGE_F16", "KV_F16"});
+                    }),
+                    "no shader variant attention_rows[STORAGE_F16,KV_F16]");
     expect_contains(error_message([] {
                         shaders::variant("matmul", {"GEMV", "BLOCKED"});
                     }),
