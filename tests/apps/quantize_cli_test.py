@@ -54,7 +54,8 @@ def main():
                               "--heads", str(heads), "--vocab", "301", "--dtype", "f32", "--seed", "5"])
             if proc.returncode != 0:
                 raise SystemExit("vkf-make-checkpoint failed: " + proc.stderr)
-            prompt = ["--prompt-ids", "3,14,15,92,65", "--n-predict", "6"]
+            # An fp32 KV cache: the reference does not round K and V, so --check sees the weights only.
+            prompt = ["--prompt-ids", "3,14,15,92,65", "--n-predict", "6", "--kv", "f32"]
             for fmt in ("q8_0", "q4_0"):
                 out = os.path.join(tmp, family + "-" + fmt)
                 proc = run(QUANTIZE, ["--model", original, "--to", fmt, "--out", out])

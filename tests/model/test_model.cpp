@@ -176,7 +176,7 @@ TEST_F(Model_, Fp16KvCacheMatchesTheReference) {
 
 TEST_F(Model_, Fp16KvCacheTakesHalfTheBytes) {
     const ModelConfig config = small_mpt(true, std::nullopt);
-    const Model model(ctx(), config, DType::F16);
+    const Model model(ctx(), config, WeightFormat{.dense = DType::F16});
     constexpr std::uint32_t kTokens = 40;
     const Session f32(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::F32});
     const Session f16(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::F16});
@@ -188,7 +188,7 @@ TEST_F(Model_, Fp16KvCacheTakesHalfTheBytes) {
     // in fp16 but not in fp32.
     MessageSink sink;
     Context small(test_options(sink, LimitOverrides::parse("storage_buffer_range=160K")));
-    const Model small_model(small, config, DType::F16);
+    const Model small_model(small, config, WeightFormat{.dense = DType::F16});
     EXPECT_NO_THROW(Session(small_model, SessionOptions{.max_tokens = 200, .kv_dtype = DType::F16}));
     EXPECT_THROW(Session(small_model, SessionOptions{.max_tokens = 200, .kv_dtype = DType::F32}), Error);
     EXPECT_EQ(sink.validation_count(), 0u);

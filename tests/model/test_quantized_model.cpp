@@ -59,7 +59,10 @@ std::vector<std::uint32_t> prompt_ids(std::size_t n, std::uint32_t vocab) {
 // Logits of a 13-token prefill (every row) and 5 decode steps fed with the prompt's
 // continuation ids (fixed, so two models see the same sequence).
 std::vector<float> run_model(const Model& model, std::span<const std::uint32_t> ids, std::uint32_t prompt) {
-    Session session(model, SessionOptions{.max_tokens = static_cast<std::uint32_t>(ids.size())});
+    // An fp32 KV cache: the reference does not round K and V, so the comparison sees the
+    // weight formats and the kernels only (test_model.cpp covers the fp16 cache).
+    Session session(model,
+                    SessionOptions{.max_tokens = static_cast<std::uint32_t>(ids.size()), .kv_dtype = DType::F32});
     std::vector<float> out = session.forward(ids.first(prompt), Session::Logits::All);
     for (std::size_t t = prompt; t < ids.size(); ++t) {
         const std::vector<float> row = session.forward(ids.subspan(t, 1));

@@ -11,6 +11,7 @@
 #include "shaders/interface/kv_append.h"
 #include "shaders/interface/layernorm.h"
 #include "shaders/interface/matmul.h"
+#include "shaders/interface/matmul_quant.h"
 #include "shaders/variants.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -101,7 +102,7 @@ const std::map<std::string, PushConstantLayout>& layouts() {
         {"attention_naive", AttentionPush::layout}, {"matmul", MatmulPush::layout},
         {"layernorm", LayerNormPush::layout},       {"activation", ActivationPush::layout},
         {"embedding", EmbeddingPush::layout},       {"kv_append", KvAppendPush::layout},
-        {"bench_ceilings", CeilingPush::layout},
+        {"bench_ceilings", CeilingPush::layout},    {"matmul_quant", MatmulQuantPush::layout},
     };
     return all;
 }
