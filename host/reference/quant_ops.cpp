@@ -42,10 +42,10 @@ Int8Activations quantize_activations(std::span<const float> x, std::uint32_t m, 
 }
 
 std::vector<double> matmul_int8_activations(QuantFormat format, std::span<const float> x,
-                                            std::span<const std::uint8_t> values,
-                                            std::span<const std::uint16_t> scales, std::span<const float> bias,
-                                            std::span<const float> residual, std::uint32_t m, std::uint32_t n,
-                                            std::uint32_t k, Activation activation, std::vector<double>* magnitude) {
+                                            std::span<const std::uint8_t> values, std::span<const std::uint16_t> scales,
+                                            std::span<const float> bias, std::span<const float> residual,
+                                            std::uint32_t m, std::uint32_t n, std::uint32_t k, Activation activation,
+                                            std::vector<double>* magnitude) {
     if (format != QuantFormat::Q8_0 && format != QuantFormat::Q4_0) {
         throw Error("matmul_int8_activations: q8_0 or q4_0 weights only");
     }

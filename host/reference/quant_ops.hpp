@@ -29,10 +29,10 @@ Int8Activations quantize_activations(std::span<const float> x, std::uint32_t m, 
 // receives, per output, the sum over blocks of |scale_w * scale_x * dot| (the scale of the
 // fp32 rounding the GPU's sum may carry).
 std::vector<double> matmul_int8_activations(QuantFormat format, std::span<const float> x,
-                                            std::span<const std::uint8_t> values,
-                                            std::span<const std::uint16_t> scales, std::span<const float> bias,
-                                            std::span<const float> residual, std::uint32_t m, std::uint32_t n,
-                                            std::uint32_t k, Activation activation = Activation::None,
+                                            std::span<const std::uint8_t> values, std::span<const std::uint16_t> scales,
+                                            std::span<const float> bias, std::span<const float> residual,
+                                            std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                                            Activation activation = Activation::None,
                                             std::vector<double>* magnitude = nullptr);
 
 }  // namespace vkf::reference

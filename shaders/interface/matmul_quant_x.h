@@ -12,10 +12,10 @@
 // q_base + m * k / 4 + (row * k / 32 + block) * 2. Rounding: d = amax / 127,
 // q = clamp(roundEven(x * (127 / amax)), -127, 127), all zero where amax is 0
 // (host/reference/quant_ops.hpp reproduces it).
-#define VKF_MATMUL_QUANT_X_PUSH(F)                                   \
-    F(uint, m)      /* rows of X in this dispatch */                 \
-    F(uint, k)      /* a multiple of 32 */                           \
-    F(uint, x_base) /* X's first element in its binding */           \
+#define VKF_MATMUL_QUANT_X_PUSH(F)                         \
+    F(uint, m)      /* rows of X in this dispatch */       \
+    F(uint, k)      /* a multiple of 32 */                 \
+    F(uint, x_base) /* X's first element in its binding */ \
     F(uint, q_base) /* the output's first word in its binding */
 VKF_PUSH_CONSTANTS(MatmulQuantXParams, MatmulQuantXPush, VKF_MATMUL_QUANT_X_PUSH)
 
