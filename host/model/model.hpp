@@ -77,6 +77,9 @@ struct SessionOptions {
     // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
     std::uint32_t chunk = 128;
     bool profiling = false;  // time every dispatch (GPU timestamps) into profile()
+    // Quantized weights: X rounded to int8 per block for the matmuls' integer dot-product
+    // path (MatmulOptions::int8_activations) where the device has it. Changes the numerics.
+    bool int8_activations = false;
 };
 
 class Session {
