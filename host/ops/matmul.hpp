@@ -44,7 +44,7 @@ struct MatmulArgs {
     BufferRange bias;      // [n] weight_dtype, or no buffer
     BufferRange residual;  // [m, n] fp32 added last, or no buffer; may be the same range as y
     BufferRange y;         // [m, n] fp32, not overlapping x, w or bias
-    BufferRange scratch;   // split-K partial sums: matmul_scratch_bytes() bytes, unused when that is 0
+    BufferRange scratch;   // split-K partial sums and int8 X: matmul_scratch_bytes() bytes, unused when 0
     std::uint32_t m = 0, n = 0, k = 0;
     DType weight_dtype = DType::F32;
     Activation activation = Activation::None;

@@ -216,8 +216,9 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
     };
     const ReducePass reduce = split ? reduce_pass(ctx, f16) : ReducePass{};
     const std::uint32_t flags = epilogue_flags(a);
-    // The integer dot-product path quantizes each row piece of X into scratch first; only
-    // then is its pipeline (which needs shaderIntegerDotProduct) made.
+    // The integer dot-product path quantizes each row piece of X into scratch first (the
+    // pre-pass runs once per row piece, not per column piece). Its pipelines are made only
+    // when the plan took it, that is where shaderIntegerDotProduct is enabled.
     const std::uint32_t row_blocks = a.k / kQuantBlock;
     const std::uint32_t quant_x_wg =
         std::min({kQuantXWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0], std::bit_ceil(row_blocks)});
