@@ -54,6 +54,7 @@ struct Options {
     std::uint32_t chunk = 128;
     vkf::app::DeviceOptions device;
     bool profile = false;
+    bool int8_activations = false;
     bool check = false;
     double check_tolerance = 1e-3;
     std::string logits_out;
@@ -124,6 +125,10 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
+    cli.add_flag("--int8-activations", o.int8_activations,
+                 "q8_0/q4_0 weights: round the matmuls' inputs to int8 per block\n"
+                 "for the integer dot-product path where the device has it (changes\n"
+                 "the numerics: --check then measures its error)");
     cli.add_flag("--check", o.check,
                  "run the double-precision CPU reference model on the same tokens\n"
                  "and print the largest relative logit error over all steps; exit\n"
@@ -247,7 +252,8 @@ int run(const Options& o) {
         model, vkf::SessionOptions{.max_tokens = static_cast<std::uint32_t>(o.prompt.size() + o.n_predict - 1),
                                    .chunk = o.chunk,
                                    .profiling = o.profile,
-                                   .kv_dtype = o.kv});
+                                   .kv_dtype = o.kv,
+                                   .int8_activations = o.int8_activations});
     if (progress) {
         fmt::print(stderr,
                    "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), {} KV cache (session {}), on {}\n",

@@ -43,6 +43,7 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
     limits_.fp16_storage = limits_.fp16_storage && device_->enabled().storage_16bit;
     limits_.fp16_arithmetic = limits_.fp16_arithmetic && device_->enabled().float16_arithmetic;
     limits_.int64 = limits_.int64 && device_->enabled().int64;
+    limits_.integer_dot_product = limits_.integer_dot_product && device_->enabled().integer_dot_product;
 
     // A CPU driver runs big dispatches for minutes where a GPU takes milliseconds.
     if (device_->info().type == DeviceType::Cpu) {

@@ -105,6 +105,7 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     enabled_.float16_arithmetic = info_.float16_arithmetic;
     enabled_.int8_arithmetic = info_.int8_arithmetic;
     enabled_.int64 = info_.int64;
+    enabled_.integer_dot_product = info_.integer_dot_product;
     enabled_.subgroup_size_control = info_.subgroup_size_control;
     enabled_.pipeline_creation_feedback = info_.pipeline_creation_feedback;
     if (!v12 && (enabled_.storage_8bit))
@@ -113,6 +114,8 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
     if (!v13 && enabled_.subgroup_size_control)
         extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    if (!v13 && enabled_.integer_dot_product)
+        extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     if (!v13 && enabled_.pipeline_creation_feedback)
         extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     if (!v12 && (enabled_.storage_8bit || enabled_.float16_arithmetic))
@@ -129,6 +132,9 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
         .subgroupSizeControl = enabled_.subgroup_size_control};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = enabled_.integer_dot_product};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.features.shaderInt64 = enabled_.int64 ? VK_TRUE : VK_FALSE;
     void** tail = &features.pNext;
@@ -143,6 +149,8 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         chain(f16i8);
     if (enabled_.subgroup_size_control)
         chain(size_control);
+    if (enabled_.integer_dot_product)
+        chain(int_dot);
 
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue_info{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

@@ -14,7 +14,8 @@ struct EnabledFeatures {
     bool storage_8bit = false;
     bool float16_arithmetic = false;
     bool int8_arithmetic = false;
-    bool int64 = false;  // shaderInt64
+    bool int64 = false;                // shaderInt64
+    bool integer_dot_product = false;  // shaderIntegerDotProduct
     bool subgroup_size_control = false;
     bool pipeline_creation_feedback = false;
 };

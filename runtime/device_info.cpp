@@ -106,6 +106,7 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     const bool has_size_control = v13 || has(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     const bool has_storage8 = v12 || has(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     const bool has_f16i8 = v12 || has(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    const bool has_int_dot = v13 || has(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
 
     // Properties: each struct is chained only where the device can fill it.
     VkPhysicalDeviceSubgroupProperties subgroup{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -142,6 +143,8 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
                                                         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control_features{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     tail = &features.pNext;
     if (v11) {
@@ -155,6 +158,9 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     }
     if (has_size_control) {
         chain(size_control_features);
+    }
+    if (has_int_dot) {
+        chain(int_dot);
     }
     vkGetPhysicalDeviceFeatures2(device, &features);
 
@@ -241,6 +247,7 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     info.float16_arithmetic = has_f16i8 && f16i8.shaderFloat16 == VK_TRUE;
     info.int8_arithmetic = has_f16i8 && f16i8.shaderInt8 == VK_TRUE;
     info.int64 = features.features.shaderInt64 == VK_TRUE;
+    info.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct == VK_TRUE;
     info.cooperative_matrix_nv = has(exts, "VK_NV_cooperative_matrix");
     info.pipeline_creation_feedback = v13 || has(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
 

@@ -60,11 +60,12 @@ struct DeviceInfo {
     std::uint64_t max_memory_allocation_size = 0;
     std::vector<MemoryHeapInfo> memory_heaps;
 
-    bool storage_16bit = false;       // storageBuffer16BitAccess
-    bool storage_8bit = false;        // storageBuffer8BitAccess
-    bool float16_arithmetic = false;  // shaderFloat16
-    bool int8_arithmetic = false;     // shaderInt8
-    bool int64 = false;               // shaderInt64
+    bool storage_16bit = false;        // storageBuffer16BitAccess
+    bool storage_8bit = false;         // storageBuffer8BitAccess
+    bool float16_arithmetic = false;   // shaderFloat16
+    bool int8_arithmetic = false;      // shaderInt8
+    bool int64 = false;                // shaderInt64
+    bool integer_dot_product = false;  // shaderIntegerDotProduct (Vulkan 1.3 or VK_KHR_shader_integer_dot_product)
     bool cooperative_matrix_nv = false;
     bool pipeline_creation_feedback = false;
 

@@ -111,11 +111,13 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             out.no_subgroup_ops = true;
         } else if (key == "no_int64" && !has_value) {
             out.no_int64 = true;
+        } else if (key == "no_integer_dot" && !has_value) {
+            out.no_integer_dot = true;
         } else {
             throw Error("unknown limit override '" + std::string(item) +
                         "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, no_fp16_storage, no_fp16_arithmetic, "
-                        "no_subgroup_ops, no_int64");
+                        "no_subgroup_ops, no_int64, no_integer_dot");
         }
     }
     return out;
@@ -123,7 +125,7 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 
 bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range && !push_constants &&
-           !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops && !no_int64;
+           !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops && !no_int64 && !no_integer_dot;
 }
 
 std::string LimitOverrides::describe() const {
@@ -147,6 +149,8 @@ std::string LimitOverrides::describe() const {
         add("no_subgroup_ops");
     if (no_int64)
         add("no_int64");
+    if (no_integer_dot)
+        add("no_integer_dot");
     return out.empty() ? "none" : out;
 }
 
@@ -166,6 +170,7 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     r.no_fp16_arithmetic |= o.no_fp16_arithmetic;
     r.no_subgroup_ops |= o.no_subgroup_ops;
     r.no_int64 |= o.no_int64;
+    r.no_integer_dot |= o.no_integer_dot;
     return r;
 }
 
@@ -195,10 +200,11 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.subgroup_ops = info.subgroup_ops.basic && info.subgroup_ops.arithmetic && info.subgroup_ops.shuffle &&
                      !o.no_subgroup_ops && !quirks.avoid_subgroup_ops;
     l.int64 = info.int64 && !o.no_int64;
+    l.integer_dot_product = info.integer_dot_product && !o.no_integer_dot;
     l.timestamps = info.timestamps;
     l.max_loop_iterations = quirks.max_loop_iterations;
     forced |= (o.no_fp16_storage && info.storage_16bit) || (o.no_fp16_arithmetic && info.float16_arithmetic) ||
-              o.no_subgroup_ops || (o.no_int64 && info.int64);
+              o.no_subgroup_ops || (o.no_int64 && info.int64) || (o.no_integer_dot && info.integer_dot_product);
     l.forced = forced;
     return l;
 }

@@ -22,10 +22,11 @@ struct LimitOverrides {
     bool no_fp16_arithmetic = false;
     bool no_subgroup_ops = false;
     bool no_int64 = false;
+    bool no_integer_dot = false;
 
     // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
     // workgroup_count=N, storage_buffer_range=N, push_constants=N, no_fp16_storage,
-    // no_fp16_arithmetic, no_subgroup_ops, no_int64. Sizes accept K/M/G suffixes. Throws on bad input.
+    // no_fp16_arithmetic, no_subgroup_ops, no_int64, no_integer_dot. Sizes accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
     bool empty() const;
@@ -49,8 +50,9 @@ struct ComputeLimits {
     std::uint32_t subgroup_size = 0;
     bool fp16_storage = false;
     bool fp16_arithmetic = false;
-    bool subgroup_ops = false;  // basic + arithmetic + shuffle in compute shaders
-    bool int64 = false;         // 64-bit integers in shaders (shaderInt64)
+    bool subgroup_ops = false;         // basic + arithmetic + shuffle in compute shaders
+    bool int64 = false;                // 64-bit integers in shaders (shaderInt64)
+    bool integer_dot_product = false;  // packed 4x8-bit integer dot products (shaderIntegerDotProduct)
     bool timestamps = false;
     std::uint32_t max_loop_iterations = 0;  // per invocation, from driver quirks; 0: unlimited
     bool forced = false;                    // some override lowered a limit

@@ -158,7 +158,8 @@ void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
                            std::array{tokens, c.ffn_hidden, c.hidden}, std::array{tokens, c.hidden, c.ffn_hidden},
                            std::array{logit_rows, c.vocab_size, c.hidden}}) {
         if (m > 0) {
-            need = std::max(need, matmul_scratch_bytes(ctx_, m, n, k, wf.dense, {}, wf.quant));
+            need = std::max(need, matmul_scratch_bytes(ctx_, m, n, k, wf.dense,
+                                                       {.int8_activations = options_.int8_activations}, wf.quant));
         }
     }
     if (need > 0 && (!scratch_.valid() || scratch_.size() < need)) {
@@ -208,6 +209,7 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                  .k = lw.in,
                                  .weight_dtype = dt,
                                  .activation = act,
+                                 .options = {.int8_activations = options_.int8_activations},
                                  .quant = wf.quant,
                                  .scales = optional_range(lw.scales)});
     };
@@ -327,6 +329,7 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                  .n = c.vocab_size,
                                  .k = h,
                                  .weight_dtype = dt,
+                                 .options = {.int8_activations = options_.int8_activations},
                                  .quant = wf.quant,
                                  .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales)});
     }

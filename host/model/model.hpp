@@ -82,6 +82,9 @@ struct SessionOptions {
     // fp32 and all attention arithmetic is fp32. Every device can hold it: fp16 tensors are
     // read as packed pairs with unpackHalf2x16 (core GLSL), no 16-bit storage feature.
     DType kv_dtype = DType::F16;
+    // Quantized weights: X rounded to int8 per block for the matmuls' integer dot-product
+    // path (MatmulOptions::int8_activations) where the device has it. Changes the numerics.
+    bool int8_activations = false;
 };
 
 class Session {

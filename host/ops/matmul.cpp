@@ -184,10 +184,11 @@ void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
     if (a.residual.buffer != nullptr) {
         check_tensor(a.residual, std::uint64_t{a.m} * a.n, 4, "matmul", "residual", shape_text({a.m, a.n}, "f32"));
     }
-    if (plan.n_splits > 1 && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
-        throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) +
-                    "] splits K (" + plan.describe() + ") and needs a scratch range of " +
-                    std::to_string(plan.scratch_bytes) + " bytes (matmul_scratch_bytes); got " +
+    if (plan.scratch_bytes > 0 && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
+        throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) + "] " +
+                    (plan.int_dot ? "quantizes X" : "splits K") + " (" + plan.describe() +
+                    ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
+                    " bytes (matmul_scratch_bytes); got " +
                     std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
     }
 }
@@ -248,6 +249,9 @@ std::string MatmulPlan::describe() const {
     std::string s = std::string(to_string(kernel));
     if (quant != QuantFormat::None) {
         s += std::string(" ") + to_string(quant) + " (" + std::to_string(blocks_per_step) + " blocks a step)";
+        if (int_dot) {
+            s += " int8 dot";
+        }
     }
     if (kernel == MatmulKernel::Tiled) {
         s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);

@@ -29,6 +29,13 @@ struct MatmulOptions {
     // 0: chosen; n: at least n K slices (split-K), and none added for parallelism (slices
     // the driver's loop limit needs are always added).
     std::uint32_t force_splits = 0;
+    // Quantized weights only, opt-in because it changes the numerics: X is quantized per
+    // block of 32 to int8 (one fp32 scale a block) by a pre-pass into scratch, and the blocked
+    // kernel sums int32 dot products of packed 4x8-bit words per block (INTDOT). Taken where
+    // the device has shaderIntegerDotProduct (ComputeLimits::integer_dot_product; VKF_LIMITS
+    // no_integer_dot turns it off) and the kernel is Auto or Blocked; the float kernels run
+    // otherwise (MatmulPlan::int_dot says which).
+    bool int8_activations = false;
 };
 
 struct MatmulArgs {
@@ -37,7 +44,7 @@ struct MatmulArgs {
     BufferRange bias;      // [n] weight_dtype, or no buffer
     BufferRange residual;  // [m, n] fp32 added last, or no buffer; may be the same range as y
     BufferRange y;         // [m, n] fp32, not overlapping x, w or bias
-    BufferRange scratch;   // split-K partial sums: matmul_scratch_bytes() bytes, unused when that is 0
+    BufferRange scratch;   // split-K partial sums and int8 X: matmul_scratch_bytes() bytes, unused when 0
     std::uint32_t m = 0, n = 0, k = 0;
     DType weight_dtype = DType::F32;
     Activation activation = Activation::None;
@@ -53,7 +60,7 @@ struct MatmulArgs {
 void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
 // Bytes of scratch record_matmul needs for this shape on this device (0: none). The plan
 // splits K for long reductions on drivers with a loop limit and for parallelism when the
-// output is small.
+// output is small; the integer dot-product path keeps quantized X there.
 std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                                    DType weight_dtype, MatmulOptions options = {},
                                    QuantFormat quant = QuantFormat::None);
@@ -83,6 +90,7 @@ struct MatmulPlan {
     std::uint32_t subgroup_size = 0;                   // rowdot: the device's, as planned
     std::uint32_t blocks_per_step = 0;                 // quantized: blocks whose scales are read together
     bool wide_loads = false;  // rowdot (and quantized blocked): 64-bit components (shaderInt64)
+    bool int_dot = false;     // quantized blocked on int8 X (MatmulOptions::int8_activations)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;        // K slices; > 1 adds the reduce pass
@@ -90,7 +98,8 @@ struct MatmulPlan {
     std::uint32_t rows_per_piece = 0;  // rows of X and Y bound per dispatch
     std::uint32_t cols_per_piece = 0;  // rows of W (columns of Y) bound per dispatch
     std::uint64_t scratch_bytes = 0;
-    std::uint64_t loop_iterations = 0;  // per invocation, counted without unrolling (an upper bound)
+    std::uint64_t xq_scratch_bytes = 0;  // int_dot: quantized X of one row piece, at the start of scratch
+    std::uint64_t loop_iterations = 0;   // per invocation, counted without unrolling (an upper bound)
     std::string describe() const;
 };
 

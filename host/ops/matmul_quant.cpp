@@ -5,6 +5,7 @@
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
+#include "shaders/interface/matmul_quant_x.h"
 #include "shaders/variants.hpp"
 
 #include <algorithm>
@@ -29,6 +30,14 @@ constexpr std::uint32_t kRowDotMaxRows = 4;
 constexpr std::uint32_t kBlockRows = 4;
 constexpr std::uint32_t kBlockCols = 8;
 constexpr std::uint32_t kBlockedWorkgroup = 64;
+// The pre-pass quantizing X for the integer dot-product path: blocks per workgroup (at most).
+constexpr std::uint32_t kQuantXWorkgroup = 64;
+
+// Words of quantized X for `rows` rows (interface/matmul_quant_x.h): 8 words of values and
+// 2 of scale and sum per block of 32.
+std::uint64_t quantized_x_words(std::uint64_t rows, std::uint32_t k) {
+    return rows * (k / kQuantBlock) * 10;
+}
 
 // Loop iterations of one invocation over a K slice of `len` (a multiple of 32): the
 // blocked kernel has one per step of blocks_per_step blocks (its other loops are
@@ -85,6 +94,12 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
     const bool rowdot_fits = limits.subgroup_ops && limits.subgroup_size > 0 &&
                              limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
     MatmulKernel kernel = options.kernel;
+    // The integer dot-product path: asked for, on a device with the feature, in the blocked kernel.
+    const bool int_dot = options.int8_activations && limits.integer_dot_product &&
+                         (kernel == MatmulKernel::Auto || kernel == MatmulKernel::Blocked);
+    if (int_dot) {
+        kernel = MatmulKernel::Blocked;
+    }
     if (kernel == MatmulKernel::Auto) {
         kernel = !device.cpu && rowdot_fits && m <= kRowDotMaxRows ? MatmulKernel::RowDot : MatmulKernel::Blocked;
     }
@@ -92,6 +107,7 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
     plan.kernel = kernel;
     plan.quant = quant;
     plan.wide_loads = limits.int64;
+    plan.int_dot = int_dot;
     const std::uint64_t target = target_workgroups(device);
     std::uint64_t groups = 0;  // workgroups of the whole output, before splitting K
     if (kernel == MatmulKernel::RowDot) {
@@ -139,6 +155,12 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
     const std::uint64_t max_w_rows =
         std::min(max_bound_elements(limits, 4) / row_words, max_bound_elements(limits, 2) / row_scales);
     plan_pieces(plan, limits, m, n, k, max_w_rows);
+    if (plan.int_dot) {
+        // Quantized X of a row piece first, then the partial sums from an aligned offset.
+        plan.xq_scratch_bytes =
+            round_up(4 * quantized_x_words(plan.rows_per_piece, k), limits.storage_offset_alignment);
+        plan.scratch_bytes += plan.xq_scratch_bytes;
+    }
     return plan;
 }
 
@@ -182,7 +204,8 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                                       {"BLOCKED", plan.kernel == MatmulKernel::Blocked},
                                                                       {"WIDE64", vector_loads && plan.wide_loads},
                                                                       {"BIAS_F16", f16},
-                                                                      {"SCALAR", !vector_loads}});
+                                                                      {"SCALAR", !vector_loads},
+                                                                      {"INTDOT", plan.int_dot}});
             p = &ctx.pipeline(PipelineDesc{.code = &code,
                                            .workgroup_size = {plan.workgroup_size, 1, 1},
                                            .constants = constants,
@@ -193,11 +216,35 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
     };
     const ReducePass reduce = split ? reduce_pass(ctx, f16) : ReducePass{};
     const std::uint32_t flags = epilogue_flags(a);
+    // The integer dot-product path quantizes each row piece of X into scratch first (the
+    // pre-pass runs once per row piece, not per column piece). Its pipelines are made only
+    // when the plan took it, that is where shaderIntegerDotProduct is enabled.
+    const std::uint32_t row_blocks = a.k / kQuantBlock;
+    const std::uint32_t quant_x_wg =
+        std::min({kQuantXWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0], std::bit_ceil(row_blocks)});
+    const Pipeline* quant_x = plan.int_dot
+                                  ? &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant_x", {}),
+                                                               .workgroup_size = {quant_x_wg, 1, 1},
+                                                               .push_constant_layout = MatmulQuantXPush::layout,
+                                                               .binding_count = 2})
+                                  : nullptr;
+    const std::uint64_t partials_first = plan.xq_scratch_bytes / 4;
 
     for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
         const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
-        const ElementBinding x =
+        const ElementBinding x_float =
             bind_elements(limits, a.x, std::uint64_t{m0} * a.k, std::uint64_t{mc} * a.k, 4, "matmul", "X");
+        ElementBinding x = x_float;  // what the matmul reads: X, or X quantized
+        if (plan.int_dot) {
+            x = bind_elements(limits, a.scratch, 0, quantized_x_words(mc, a.k), 4, "matmul", "scratch (quantized X)");
+            const MatmulQuantXPush qpush{.m = mc, .k = a.k, .x_base = x_float.base, .q_base = x.base};
+            const Binding qbindings[] = {{x_float.range, Access::Read}, {x.range, Access::Write}};
+            list.dispatch(Dispatch{.pipeline = quant_x,
+                                   .bindings = qbindings,
+                                   .push_constants = push_bytes(qpush),
+                                   .groups = {static_cast<std::uint32_t>(ceil_div(row_blocks, quant_x_wg)), mc, 1},
+                                   .label = "matmul quantize X"});
+        }
         for (std::uint32_t n0 = 0; n0 < a.n; n0 += plan.cols_per_piece) {
             const std::uint32_t nc = std::min(plan.cols_per_piece, a.n - n0);
             const ElementBinding w =
@@ -244,8 +291,8 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                        .label = "matmul"});
                 continue;
             }
-            const ElementBinding partials =
-                bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
+            const ElementBinding partials = bind_elements(
+                limits, a.scratch, partials_first, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
             MatmulQuantPush partial_push = push;
             partial_push.flags = VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;

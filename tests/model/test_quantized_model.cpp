@@ -58,11 +58,13 @@ std::vector<std::uint32_t> prompt_ids(std::size_t n, std::uint32_t vocab) {
 
 // Logits of a 13-token prefill (every row) and 5 decode steps fed with the prompt's
 // continuation ids (fixed, so two models see the same sequence).
-std::vector<float> run_model(const Model& model, std::span<const std::uint32_t> ids, std::uint32_t prompt) {
+std::vector<float> run_model(const Model& model, std::span<const std::uint32_t> ids, std::uint32_t prompt,
+                             bool int8_activations = false) {
     // An fp32 KV cache: the reference does not round K and V, so the comparison sees the
     // weight formats and the kernels only (test_model.cpp covers the fp16 cache).
-    Session session(model,
-                    SessionOptions{.max_tokens = static_cast<std::uint32_t>(ids.size()), .kv_dtype = DType::F32});
+    Session session(model, SessionOptions{.max_tokens = static_cast<std::uint32_t>(ids.size()),
+                                          .kv_dtype = DType::F32,
+                                          .int8_activations = int8_activations});
     std::vector<float> out = session.forward(ids.first(prompt), Session::Logits::All);
     for (std::size_t t = prompt; t < ids.size(); ++t) {
         const std::vector<float> row = session.forward(ids.subspan(t, 1));
@@ -158,6 +160,29 @@ TEST_P(QuantizedModel, AQuantizedCheckpointLoadsToTheSameBytesAsLoadTimeQuantiza
     const std::string e = error_message(
         [&] { Model(ctx(), quantized.path(), ModelOptions{.weights = WeightFormat{.dense = DType::F16}}); });
     EXPECT_NE(e.find("quantized as"), std::string::npos) << e;
+}
+
+TEST_P(QuantizedModel, Int8ActivationsStayCloseToTheFloatPath) {
+    // SessionOptions::int8_activations (vkf-run --int8-activations): the matmuls' inputs
+    // rounded to int8 per block where the device has the integer dot product. Printed, and
+    // bounded loosely against the same model's float path.
+    if (!ctx().limits().integer_dot_product)
+        GTEST_SKIP() << "no shaderIntegerDotProduct on this device";
+    const QuantFormat f = GetParam();
+    TempDir dir("vkf_test_qmodel_int8");
+    const ModelConfig config = small_bloom();
+    write_random_checkpoint(dir.path(), config, 7, DType::F32, 1);
+    const Model model(ctx(), dir.path(), ModelOptions{.weights = WeightFormat{.dense = DType::F16, .quant = f}});
+    constexpr std::uint32_t kPrompt = 13, kSteps = 5;
+    const std::vector<std::uint32_t> ids = prompt_ids(kPrompt + kSteps, config.vocab_size);
+    const std::vector<float> fp32_x = run_model(model, ids, kPrompt);
+    const std::vector<float> int8_x = run_model(model, ids, kPrompt, true);
+    const std::vector<double> ref(fp32_x.begin(), fp32_x.end());
+    const ErrorStats e = worst_row(int8_x, ref, config.vocab_size);
+    std::printf("bloom %s: int8 activations vs fp32 activations, worst row: %s\n", to_string(f), describe(e).c_str());
+    EXPECT_EQ(e.first_nonfinite, SIZE_MAX);
+    EXPECT_GT(e.max_rel, 0.0);                  // the path was taken
+    EXPECT_LT(e.max_rel, 1e-2) << describe(e);  // measured 1.2e-3 (both formats)
 }
 
 TEST_P(QuantizedModel, SyntheticQuantizedWeightsRun) {

@@ -5,17 +5,25 @@
 // long K under llvmpipe's loop limit, tensors at unaligned offsets, weights bound in row
 // ranges and forced smaller limits (phone, no subgroup operations). Outputs are poisoned
 // (NaN) before every run.
+// The integer dot-product path (MatmulOptions::int8_activations: X quantized to int8 per
+// block) against the CPU reference of exactly that computation
+// (reference::matmul_int8_activations) at a tolerance scaled by each output's sum of block
+// magnitudes; the fallback with no_integer_dot; and its error against the dequantized-weight
+// reference (printed, loosely bounded).
 
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
 #include "host/reference/ops.hpp"
+#include "host/reference/quant_ops.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -75,7 +83,8 @@ std::string name(const Case& c) {
            to_string(c.quant) + " bias " + to_string(c.bias_dtype) + (c.bias ? " bias" : "") +
            (c.residual ? " residual" : "") + " " + to_string(c.activation) + " kernel=" + to_string(c.options.kernel) +
            (c.options.force_splits ? " splits" + std::to_string(c.options.force_splits) : "") +
-           (c.pad ? " pad" + std::to_string(c.pad) : "") + (c.w_pad ? " w_pad" + std::to_string(c.w_pad) : "");
+           (c.options.int8_activations ? " int8 X" : "") + (c.pad ? " pad" + std::to_string(c.pad) : "") +
+           (c.w_pad ? " w_pad" + std::to_string(c.w_pad) : "");
 }
 
 // Runs one case on `ctx`, checks it against the reference and returns the plan used.
@@ -124,6 +133,31 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     std::vector<float> out(std::size_t{c.m} * c.n);
     ctx.download(yb.buffer(), std::span(out), yb.range().offset);
 
+    if (plan.int_dot) {
+        // X quantized to int8: the reference of exactly that, each output within fp32
+        // rounding of its blocks' magnitudes (the GPU adds the blocks in fp32).
+        std::vector<double> magnitude;
+        const auto ref =
+            reference::matmul_int8_activations(c.quant, x, q.values, q.scales, rounded_to(c.bias_dtype, bias), res, c.m,
+                                               c.n, c.k, c.activation, &magnitude);
+        std::size_t bad = 0, worst = 0;
+        double worst_ratio = 0.0;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            const double scale = magnitude[i] + (res.empty() ? 0.0 : std::fabs(res[i])) +
+                                 (bias.empty() ? 0.0 : std::fabs(bias[i % c.n])) + 1e-3;
+            const double ratio = std::fabs(static_cast<double>(out[i]) - ref[i]) / scale;
+            if (!(ratio <= 1e-5)) {
+                ++bad;
+            }
+            if (!(ratio <= worst_ratio)) {
+                worst_ratio = ratio;
+                worst = i;
+            }
+        }
+        EXPECT_EQ(bad, 0u) << "worst at " << worst << ": " << out[worst] << " vs " << ref[worst]
+                           << " (error / magnitude " << worst_ratio << "); plan: " << plan.describe();
+        return plan;
+    }
     // The dequantized weights are exactly what the kernels multiply: fp32 tolerance.
     const auto ref =
         reference::matmul(x, q.dequantized, rounded_to(c.bias_dtype, bias), res, c.m, c.n, c.k, c.activation);
@@ -631,6 +665,273 @@ TEST_F(MatmulQuant, DecodeTimings) {
                 std::printf("n %6u k %5u  %s  wall %8.3f ms  cpu %8.3f ms  vs f16: wall %.2fx cpu %.2fx  (%s)\n", s.n,
                             s.k, to_string(f), t.wall_ms, t.cpu_ms, dense.wall_ms / t.wall_ms, dense.cpu_ms / t.cpu_ms,
                             plan_matmul(matmul_device(ctx()), 1, s.n, s.k, DType::F16, options, f).describe().c_str());
+            }
+        }
+    }
+}
+
+// The integer dot-product path: opt-in (int8_activations), blocked kernel, on devices with
+// shaderIntegerDotProduct (lavapipe 22.3 has it).
+bool has_int_dot(Context& ctx) {
+    return ctx.limits().integer_dot_product;
+}
+
+TEST_F(MatmulQuant, IntegerDotPathMatchesItsReferenceOverOddShapesEpiloguesAndSplits) {
+    if (!has_int_dot(ctx()))
+        GTEST_SKIP() << "no shaderIntegerDotProduct on this device";
+    const std::uint32_t ms[] = {1, 2, 3, 7, 13, 67, 129};
+    const std::uint32_t ns[] = {1, 3, 7, 13, 37, 64, 67, 129, 257};
+    const std::uint32_t ks[] = {32, 64, 96, 160, 256, 544, 1056, 1024};
+    std::uint64_t seed = 9000;
+    std::uint32_t step = 0;
+    for (std::uint32_t m : ms) {
+        for (std::uint32_t i = 0; i < 4; ++i, ++step) {
+            const Case c{.m = m,
+                         .n = ns[(step * 5 + i) % std::size(ns)],
+                         .k = ks[(step * 3 + i) % std::size(ks)],
+                         .quant = format_of(step),
+                         .bias_dtype = step % 4 < 2 ? DType::F32 : DType::F16,
+                         .bias = step % 3 != 2,
+                         .residual = step % 4 == 1,
+                         .activation = activation_of(step / 2),
+                         .options = {.force_splits = step % 5 == 2 ? 3u : 0u, .int8_activations = true},
+                         .pad = step % 5 == 3 ? 1u : 0u,
+                         .w_pad = step % 7 == 4 ? 1u : 0u};
+            const MatmulPlan plan = run_case(ctx(), c, seed += 10);
+            EXPECT_TRUE(plan.int_dot) << plan.describe();
+            EXPECT_EQ(plan.kernel, MatmulKernel::Blocked) << plan.describe();
+            EXPECT_GT(plan.scratch_bytes, 0u) << plan.describe();
+            if (HasFatalFailure())
+                return;
+        }
+    }
+    // Every epilogue with both formats and bias types, split-K, decode shapes, long K.
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (DType bt : {DType::F32, DType::F16}) {
+            for (std::uint32_t a = 0; a < 3; ++a) {
+                run_case(ctx(),
+                         Case{.m = 1 + 6 * a,
+                              .n = 37,
+                              .k = 352,
+                              .quant = f,
+                              .bias_dtype = bt,
+                              .bias = true,
+                              .residual = a != 1,
+                              .activation = activation_of(a),
+                              .options = {.kernel = MatmulKernel::Blocked,
+                                          .force_splits = a == 2 ? 3u : 0u,
+                                          .int8_activations = true},
+                              .pad = a == 1 ? 3u : 0u},
+                         seed++);
+            }
+        }
+        const auto plan = run_case(
+            ctx(), Case{.m = 1, .n = 8, .k = 4096, .quant = f, .bias = true, .options = {.int8_activations = true}},
+            seed++);
+        EXPECT_GT(plan.n_splits, 1u) << plan.describe();
+        run_case(ctx(),
+                 Case{.m = 64,
+                      .n = 300,
+                      .k = 1024,
+                      .quant = f,
+                      .bias_dtype = DType::F16,
+                      .bias = true,
+                      .activation = Activation::GeluErf,
+                      .options = {.int8_activations = true}},
+                 seed++);
+        run_case(ctx(),
+                 Case{.m = 2,
+                      .n = 3,
+                      .k = (1u << 18) + 96,
+                      .quant = f,
+                      .bias = true,
+                      .options = {.force_splits = 1, .int8_activations = true}},
+                 seed++);
+    }
+}
+
+TEST_F(MatmulQuant, IntegerDotPathIsOptInAndFallsBack) {
+    // Not asked for: the float kernels, whatever the device has.
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        EXPECT_FALSE(plan_matmul(matmul_device(ctx()), 1, 64, 1024, DType::F32, {}, f).int_dot);
+        EXPECT_FALSE(plan_matmul(matmul_device(ctx()), 64, 64, 1024, DType::F32, {}, f).int_dot);
+        // Dense weights ignore it.
+        EXPECT_FALSE(plan_matmul(matmul_device(ctx()), 1, 64, 1024, DType::F32, {.int8_activations = true}).int_dot);
+        if (ctx().limits().subgroup_ops) {
+            // A forced row-dot kernel has no integer path: the float one runs.
+            const auto plan = run_case(ctx(),
+                                       Case{.m = 1,
+                                            .n = 37,
+                                            .k = 224,
+                                            .quant = f,
+                                            .bias = true,
+                                            .options = {.kernel = MatmulKernel::RowDot, .int8_activations = true}},
+                                       9500);
+            EXPECT_FALSE(plan.int_dot);
+            EXPECT_EQ(plan.kernel, MatmulKernel::RowDot);
+        }
+    }
+    // no_integer_dot: asked for, but the float blocked kernel runs, against the
+    // dequantized-weight reference at the fp32 tolerance (run_case picks it by plan.int_dot).
+    MessageSink sink;
+    Context no_dot(test_options(sink, LimitOverrides::parse("no_integer_dot")));
+    EXPECT_FALSE(no_dot.limits().integer_dot_product);
+    if (has_int_dot(ctx())) {
+        EXPECT_TRUE(no_dot.limits().forced);
+    }
+    std::uint64_t seed = 9600;
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (const Case& c : {Case{.m = 1, .n = 37, .k = 224, .bias = true},
+                              Case{.m = 29, .n = 70, .k = 96, .residual = true, .activation = Activation::GeluTanh},
+                              Case{.m = 5, .n = 19, .k = 352, .bias = true, .options = {.force_splits = 3}}}) {
+            Case with = c;
+            with.quant = f;
+            with.options.int8_activations = true;
+            const MatmulPlan plan = run_case(no_dot, with, seed++);
+            EXPECT_FALSE(plan.int_dot) << plan.describe();
+            EXPECT_EQ(plan.kernel, MatmulKernel::Blocked) << plan.describe();
+            EXPECT_EQ(plan.xq_scratch_bytes, 0u);
+        }
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(MatmulQuantForcedLimits, IntegerDotPathUnderPhoneLimitsAndASmallStorageRange) {
+    std::uint64_t seed = 9700;
+    for (const char* spec : {"phone", "shared_memory=512,workgroup_invocations=16,workgroup_count=3", "no_int64",
+                             "storage_buffer_range=64K"}) {
+        SCOPED_TRACE(spec);
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+        if (!has_int_dot(ctx))
+            GTEST_SKIP() << "no shaderIntegerDotProduct on this device";
+        for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+            for (const Case& c :
+                 {Case{.m = 1, .n = 37, .k = 224, .bias = true, .pad = 1},
+                  Case{.m = 29, .n = 70, .k = 96, .residual = true, .activation = Activation::GeluTanh, .w_pad = 1},
+                  Case{.m = 129,
+                  .n = 700,
+                  .k = 192,
+                  .bias_dtype = DType::F16,
+                  .bias = true,
+                  .residual = true,
+                  .activation = Activation::GeluErf},
+                  Case{.m = 3, .n = 301, .k = 192, .options = {.force_splits = 4}}}) {
+                Case with = c;
+                with.quant = f;
+                with.options.int8_activations = true;
+                const MatmulPlan plan = run_case(ctx, with, seed++);
+                EXPECT_TRUE(plan.int_dot) << plan.describe();
+                EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations) << plan.describe();
+                if (std::string(spec) == "storage_buffer_range=64K" && c.m == 129) {
+                    EXPECT_LT(plan.rows_per_piece, 129u) << plan.describe();  // X quantized piece by piece
+                    EXPECT_LT(plan.cols_per_piece, 700u) << plan.describe();
+                }
+            }
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+}
+
+// What rounding X to int8 costs: the integer path against the reference on the exactly
+// dequantized weights and fp32 X (printed; bounded loosely, a few times what was measured).
+TEST_F(MatmulQuant, IntegerDotPathErrorAgainstTheDequantizedWeightReference) {
+    if (!has_int_dot(ctx()))
+        GTEST_SKIP() << "no shaderIntegerDotProduct on this device";
+    std::uint64_t seed = 9800;
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (const auto [m, n, k] : {std::array<std::uint32_t, 3>{1, 1024, 1024}, {1, 1024, 4096}, {64, 256, 1024}}) {
+            const auto x = random_uniform(std::size_t{m} * k, seed++, -1.0f, 1.0f);
+            const auto w = random_uniform(std::size_t{n} * k, seed++, -1.0f, 1.0f);
+            const QuantMatrix q = quantize(f, w, n, k);
+            const DeviceTensor xb = upload_tensor(ctx(), x, DType::F32, "X");
+            const DeviceTensor vb = upload_values(ctx(), q.values);
+            const DeviceTensor sb = upload_scales(ctx(), q.scales);
+            const DeviceTensor yb = nan_tensor(ctx(), std::uint64_t{m} * n, DType::F32, "Y");
+            const MatmulOptions options{.int8_activations = true};
+            const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), m, n, k, DType::F32, options, f);
+            Buffer scratch = ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch");
+            poison(ctx(), scratch);
+            auto list = ctx().command_list();
+            record_matmul(ctx(), *list,
+                          MatmulArgs{.x = xb.range(),
+                                     .w = vb.range(),
+                                     .y = yb.range(),
+                                     .scratch = whole(scratch),
+                                     .m = m,
+                                     .n = n,
+                                     .k = k,
+                                     .options = options,
+                                     .quant = f,
+                                     .scales = sb.range()});
+            ctx().submit(*list);
+            std::vector<float> out(std::size_t{m} * n);
+            ctx().download(yb.buffer(), std::span(out));
+            const ErrorStats e = compare_to_reference(out, reference::matmul(x, q.dequantized, {}, {}, m, n, k));
+            std::printf("int8 X vs fp32 X, %s weights, m %u n %u k %u: %s\n", to_string(f), m, n, k,
+                        describe(e).c_str());
+            EXPECT_EQ(e.first_nonfinite, SIZE_MAX);
+            EXPECT_LT(e.rel_l2, 3e-2) << describe(e);
+        }
+    }
+}
+
+// Timings of the integer path against the float quantized kernels (printed, never asserted;
+// VKF_QUANT_TIMINGS=1 to run): m = 1 and m = 64 on BLOOM-560m's MLP shapes. The integer
+// figures include the pre-pass quantizing X.
+TEST_F(MatmulQuant, IntegerDotTimings) {
+    if (std::getenv("VKF_QUANT_TIMINGS") == nullptr)
+        GTEST_SKIP() << "set VKF_QUANT_TIMINGS=1 to time the integer path";
+    if (!has_int_dot(ctx()))
+        GTEST_SKIP() << "no shaderIntegerDotProduct on this device";
+    struct Shape {
+        std::uint32_t m, n, k;
+        int reps;
+    };
+    for (const Shape s :
+         {Shape{1, 4096, 1024, 20}, Shape{1, 1024, 4096, 20}, Shape{64, 4096, 1024, 2}, Shape{64, 1024, 4096, 2}}) {
+        const auto x = random_uniform(std::size_t{s.m} * s.k, 1);
+        const auto block = random_uniform(std::size_t{64} * s.k, 2);
+        const DeviceTensor xb = upload_tensor(ctx(), x, DType::F32, "X");
+        const DeviceTensor yb = nan_tensor(ctx(), std::uint64_t{s.m} * s.n, DType::F32, "Y");
+        for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+            const QuantMatrix q = quantize(f, block, 64, s.k);
+            const std::uint64_t row_bytes = quant_row_bytes(f, s.k), row_scales = quant_row_scales(s.k);
+            Buffer v = ctx().create_buffer(s.n * row_bytes, MemoryKind::Device, "W values");
+            Buffer sc = ctx().create_buffer(s.n * row_scales * 2, MemoryKind::Device, "W scales");
+            for (std::uint32_t r0 = 0; r0 < s.n; r0 += 64) {
+                const std::uint32_t rc = std::min(64u, s.n - r0);
+                ctx().upload(v, std::span(q.values.data(), rc * row_bytes), r0 * row_bytes);
+                ctx().upload(sc, std::span(q.scales.data(), rc * row_scales), r0 * row_scales * 2);
+            }
+            Timing float_t{};
+            for (const bool int8 : {false, true}) {
+                const MatmulOptions options{.int8_activations = int8};
+                const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), s.m, s.n, s.k, DType::F16, options, f);
+                Buffer scratch;
+                if (scratch_bytes > 0) {
+                    scratch = ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch");
+                }
+                const MatmulArgs args{.x = xb.range(),
+                                      .w = whole(v),
+                                      .y = yb.range(),
+                                      .scratch = scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                                      .m = s.m,
+                                      .n = s.n,
+                                      .k = s.k,
+                                      .weight_dtype = DType::F16,
+                                      .options = options,
+                                      .quant = f,
+                                      .scales = whole(sc)};
+                const Timing t = best_ms(ctx(), args, s.reps);
+                if (!int8) {
+                    float_t = t;
+                }
+                std::printf(
+                    "m %3u n %5u k %5u  %s %s  wall %8.3f ms  cpu %8.3f ms  vs float: wall %.2fx cpu %.2fx  (%s)\n",
+                    s.m, s.n, s.k, to_string(f), int8 ? "int8 X" : "fp32 X", t.wall_ms, t.cpu_ms,
+                    float_t.wall_ms / t.wall_ms, float_t.cpu_ms / t.cpu_ms,
+                    plan_matmul(matmul_device(ctx()), s.m, s.n, s.k, DType::F16, options, f).describe().c_str());
             }
         }
     }

@@ -102,6 +102,24 @@ TEST(Limits, OverridesParseAndOnlyLower) {
     DriverQuirks quirks;
     quirks.avoid_fp16_arithmetic = true;
     EXPECT_FALSE(effective_limits(info, quirks, {}).fp16_arithmetic);
+
+    // no_integer_dot turns off the quantized matmul's integer dot-product path.
+    info.integer_dot_product = true;
+    EXPECT_TRUE(effective_limits(info, {}, {}).integer_dot_product);
+    const auto no_dot = effective_limits(info, {}, LimitOverrides::parse("no_integer_dot"));
+    EXPECT_FALSE(no_dot.integer_dot_product);
+    EXPECT_TRUE(no_dot.forced);
+    EXPECT_EQ(LimitOverrides::parse("no_integer_dot").describe(), "no_integer_dot");
+    EXPECT_TRUE(LimitOverrides{}.merged_with(LimitOverrides::parse("no_integer_dot")).no_integer_dot);
+    EXPECT_FALSE(LimitOverrides::parse("no_integer_dot").empty());
+}
+
+TEST(DeviceSelection, IntegerDotProductIsEnabledWhereReported) {
+    MessageSink sink;
+    Context ctx(test_options(sink));
+    EXPECT_EQ(ctx.device().enabled().integer_dot_product, ctx.device_info().integer_dot_product);
+    EXPECT_TRUE(!ctx.limits().integer_dot_product || ctx.device_info().integer_dot_product);
+    EXPECT_EQ(sink.validation_count(), 0u);
 }
 
 TEST(Quirks, TableMatchesOnIdsAndVersionRanges) {
