@@ -12,6 +12,7 @@
 #include "shaders/interface/layernorm.h"
 #include "shaders/interface/matmul.h"
 #include "shaders/interface/matmul_quant.h"
+#include "shaders/interface/matmul_quant_x.h"
 #include "shaders/variants.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -97,12 +98,13 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
 // The C++ side of each family; a family added without one fails here.
 const std::map<std::string, PushConstantLayout>& layouts() {
     static const std::map<std::string, PushConstantLayout> all = {
-        {"elementwise", ElementwisePush::layout},   {"attention", AttentionPush::layout},
-        {"attention_rows", AttentionPush::layout},  {"attention_combine", AttentionPush::layout},
-        {"attention_naive", AttentionPush::layout}, {"matmul", MatmulPush::layout},
-        {"layernorm", LayerNormPush::layout},       {"activation", ActivationPush::layout},
-        {"embedding", EmbeddingPush::layout},       {"kv_append", KvAppendPush::layout},
-        {"bench_ceilings", CeilingPush::layout},    {"matmul_quant", MatmulQuantPush::layout},
+        {"elementwise", ElementwisePush::layout},     {"attention", AttentionPush::layout},
+        {"attention_rows", AttentionPush::layout},    {"attention_combine", AttentionPush::layout},
+        {"attention_naive", AttentionPush::layout},   {"matmul", MatmulPush::layout},
+        {"layernorm", LayerNormPush::layout},         {"activation", ActivationPush::layout},
+        {"embedding", EmbeddingPush::layout},         {"kv_append", KvAppendPush::layout},
+        {"bench_ceilings", CeilingPush::layout},      {"matmul_quant", MatmulQuantPush::layout},
+        {"matmul_quant_x", MatmulQuantXPush::layout},
     };
     return all;
 }
