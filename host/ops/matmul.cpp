@@ -141,6 +141,50 @@ std::uint64_t target_workgroups(const MatmulDevice& device) {
     return device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
 }
 
+bool rowdot_fits(const ComputeLimits& limits) {
+    return limits.subgroup_ops && limits.subgroup_size > 0 &&
+           limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
+}
+
+std::uint64_t plan_rowdot(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t m, std::uint32_t n,
+                          std::uint32_t max_rows, std::uint32_t cols, std::uint32_t max_groups, const char* what) {
+    const ComputeLimits& limits = device.limits;
+    if (!rowdot_fits(limits)) {
+        throw Error(std::string("matmul: the row-dot kernel") + what +
+                    " needs subgroup arithmetic in compute shaders and workgroups of at least one subgroup (" +
+                    std::to_string(limits.subgroup_size) + " invocations)");
+    }
+    plan.subgroup_size = limits.subgroup_size;
+    plan.block_m = std::min(m, max_rows);
+    plan.block_n = cols;
+    const std::uint32_t fit = std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
+    std::uint32_t cg = std::bit_floor(std::min(max_groups, fit));
+    const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+    while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target_workgroups(device)) {
+        cg /= 2;  // small outputs: fewer columns per workgroup, more workgroups
+    }
+    plan.column_groups = cg;
+    plan.workgroup_size = cg * plan.subgroup_size;
+    return ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
+}
+
+std::uint64_t plan_blocked(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t m, std::uint32_t n,
+                           std::uint32_t rows, std::uint32_t cols, std::uint32_t max_workgroup) {
+    const ComputeLimits& limits = device.limits;
+    plan.block_m = m == 1 ? 1 : rows;
+    plan.block_n = cols;
+    const std::uint64_t invocations = ceil_div(n, plan.block_n);
+    const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
+    // Narrow workgroups when the output is small, so that it still spreads over the device.
+    std::uint32_t wg =
+        std::bit_floor(std::min({max_workgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
+    while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target_workgroups(device)) {
+        wg /= 2;
+    }
+    plan.workgroup_size = wg;
+    return ceil_div(invocations, wg) * row_blocks;
+}
+
 void split_k(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t k, std::uint64_t groups, std::uint32_t granule,
              const MatmulOptions& options, LoopCount count) {
     const ComputeLimits& limits = device.limits;
@@ -287,11 +331,9 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
     MatmulPlan plan;
     const Tile* tile = choose_tile(limits, m);
     const std::uint32_t gemv_wg = gemv_workgroup(limits, k);
-    const bool rowdot_fits = limits.subgroup_ops && limits.subgroup_size > 0 &&
-                             limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
     MatmulKernel kernel = options.kernel;
     if (kernel == MatmulKernel::Auto) {
-        if (device.cpu && rowdot_fits && m <= kRowDotMaxRows) {
+        if (device.cpu && matmul_detail::rowdot_fits(limits) && m <= kRowDotMaxRows) {
             kernel = MatmulKernel::RowDot;
         } else if (device.cpu) {
             kernel = MatmulKernel::Blocked;
@@ -336,45 +378,14 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
             groups = std::uint64_t{m} * ceil_div(n, 4);
             break;
         case MatmulKernel::RowDot: {
-            if (!rowdot_fits) {
-                throw Error(
-                    "matmul: the row-dot kernel needs subgroup arithmetic in compute shaders and workgroups of "
-                    "at least one subgroup (" +
-                    std::to_string(limits.subgroup_size) + " invocations)");
-            }
-            plan.subgroup_size = limits.subgroup_size;
+            groups = matmul_detail::plan_rowdot(plan, device, m, n, kRowDotRows, kRowDotCols, kRowDotGroups, "");
             plan.wide_loads = limits.int64;
-            plan.block_m = std::min(m, kRowDotRows);
-            plan.block_n = kRowDotCols;
-            const std::uint32_t max_groups =
-                std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
-            std::uint32_t cg = std::bit_floor(std::min(kRowDotGroups, max_groups));
-            const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
-            const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
-            while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target) {
-                cg /= 2;  // small outputs: fewer columns per workgroup, more workgroups
-            }
-            plan.column_groups = cg;
-            plan.workgroup_size = cg * plan.subgroup_size;
             granule = 16;  // slices start on whole chunks
-            groups = ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
             break;
         }
         default: {
-            plan.block_m = m == 1 ? 1 : kBlockRows;
-            plan.block_n = kBlockCols;
-            const std::uint64_t invocations = ceil_div(n, plan.block_n);
-            const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
-            // Narrow workgroups when the output is small, so that it still spreads over the device.
-            std::uint32_t wg = std::min({kBlockedWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
-            wg = std::bit_floor(wg);
-            const std::uint64_t target = device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
-            while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target) {
-                wg /= 2;
-            }
-            plan.workgroup_size = wg;
+            groups = matmul_detail::plan_blocked(plan, device, m, n, kBlockRows, kBlockCols, kBlockedWorkgroup);
             granule = 2;  // slices start on pairs
-            groups = ceil_div(invocations, wg) * row_blocks;
             break;
         }
     }

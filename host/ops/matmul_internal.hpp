@@ -14,6 +14,24 @@ namespace vkf::matmul_detail {
 // a thread per core, a GPU many more lanes to fill).
 std::uint64_t target_workgroups(const MatmulDevice& device);
 
+// Whether the device runs the row-dot kernels: subgroup arithmetic in compute shaders and
+// workgroups of at least one subgroup.
+bool rowdot_fits(const ComputeLimits& limits);
+
+// The row-dot layout (dense and quantized kernels): block_m = min(m, max_rows) rows and
+// groups of `cols` columns, one subgroup each, at most `max_groups` per workgroup, fewer when
+// the output is small. Sets subgroup_size, block_m, block_n, column_groups and
+// workgroup_size; returns the workgroups of the whole output. Throws vkf::Error (naming
+// `what`) when the device cannot run it.
+std::uint64_t plan_rowdot(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t m, std::uint32_t n,
+                          std::uint32_t max_rows, std::uint32_t cols, std::uint32_t max_groups, const char* what);
+
+// The register-blocked layout: 1 x cols blocks for one row (decoding), rows x cols otherwise,
+// in workgroups of at most `max_workgroup`, narrower when the output is small. Sets block_m,
+// block_n and workgroup_size; returns the workgroups of the whole output.
+std::uint64_t plan_blocked(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t m, std::uint32_t n,
+                           std::uint32_t rows, std::uint32_t cols, std::uint32_t max_workgroup);
+
 // Loop iterations of one invocation of `plan` over a K slice of `len` elements.
 using LoopCount = std::uint64_t (*)(const MatmulPlan& plan, std::uint64_t len);
 

@@ -91,8 +91,6 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
         throw Error(std::string("matmul: the bias of quantized weights (weight_dtype) must be f32 or f16, not ") +
                     to_string(bias_dtype));
     }
-    const bool rowdot_fits = limits.subgroup_ops && limits.subgroup_size > 0 &&
-                             limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
     MatmulKernel kernel = options.kernel;
     // The integer dot-product path: asked for, on a device with the feature, in the blocked kernel.
     const bool int_dot = options.int8_activations && limits.integer_dot_product &&
@@ -101,48 +99,19 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
         kernel = MatmulKernel::Blocked;
     }
     if (kernel == MatmulKernel::Auto) {
-        kernel = !device.cpu && rowdot_fits && m <= kRowDotMaxRows ? MatmulKernel::RowDot : MatmulKernel::Blocked;
+        kernel =
+            !device.cpu && rowdot_fits(limits) && m <= kRowDotMaxRows ? MatmulKernel::RowDot : MatmulKernel::Blocked;
     }
     MatmulPlan plan;
     plan.kernel = kernel;
     plan.quant = quant;
     plan.wide_loads = limits.int64;
     plan.int_dot = int_dot;
-    const std::uint64_t target = target_workgroups(device);
     std::uint64_t groups = 0;  // workgroups of the whole output, before splitting K
     if (kernel == MatmulKernel::RowDot) {
-        if (!rowdot_fits) {
-            throw Error(
-                "matmul: the row-dot kernel for quantized weights needs subgroup arithmetic in compute shaders and "
-                "workgroups of at least one subgroup (" +
-                std::to_string(limits.subgroup_size) + " invocations)");
-        }
-        plan.subgroup_size = limits.subgroup_size;
-        plan.block_m = std::min(m, kRowDotMaxRows);
-        plan.block_n = kRowDotCols;
-        const std::uint32_t max_groups =
-            std::min(limits.workgroup_invocations, limits.workgroup_size[0]) / plan.subgroup_size;
-        std::uint32_t cg = std::bit_floor(std::min(kRowDotGroups, max_groups));
-        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
-        while (cg > 1 && ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks < target) {
-            cg /= 2;  // small outputs: fewer columns per workgroup, more workgroups
-        }
-        plan.column_groups = cg;
-        plan.workgroup_size = cg * plan.subgroup_size;
-        groups = ceil_div(n, std::uint64_t{plan.block_n} * cg) * row_blocks;
+        groups = plan_rowdot(plan, device, m, n, kRowDotMaxRows, kRowDotCols, kRowDotGroups, " for quantized weights");
     } else if (kernel == MatmulKernel::Blocked) {
-        plan.block_m = m == 1 ? 1 : kBlockRows;
-        plan.block_n = kBlockCols;
-        const std::uint64_t invocations = ceil_div(n, plan.block_n);
-        const std::uint64_t row_blocks = ceil_div(m, plan.block_m);
-        // Narrow workgroups when the output is small, so that it still spreads over the device.
-        std::uint32_t wg =
-            std::bit_floor(std::min({kBlockedWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
-        while (wg > 8 && ceil_div(invocations, wg) * row_blocks < target) {
-            wg /= 2;
-        }
-        plan.workgroup_size = wg;
-        groups = ceil_div(invocations, wg) * row_blocks;
+        groups = plan_blocked(plan, device, m, n, kBlockRows, kBlockCols, kBlockedWorkgroup);
     } else {
         throw Error(std::string("matmul: the ") + to_string(kernel) + " kernel does not read " + to_string(quant) +
                     " weights (quantized weights have the rowdot and blocked kernels)");
