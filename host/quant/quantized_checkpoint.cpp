@@ -76,7 +76,6 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
         check_checkpoint(checkpoint, config);
         return format;
     }
-    constexpr std::size_t kMaxListed = 20;
     std::vector<std::string> problems;
     const auto check = [&](const std::string& name, DType dtype, const std::vector<std::size_t>& shape,
                            bool any_float) {
@@ -109,20 +108,10 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
         check(e.name, DType::U8, {rows, static_cast<std::size_t>(quant_row_bytes(format, k))}, false);
         check(e.name + std::string(kScalesSuffix), DType::F16, {rows, k / kQuantBlock}, false);
     }
-    if (problems.empty()) {
-        return format;
-    }
-    std::string message = "quantized (" + std::string(to_string(format)) + ") checkpoint '" +
-                          checkpoint.source().string() + "' does not match the " +
-                          std::string(family_name(config.family)) + " config (" + std::to_string(problems.size()) +
-                          (problems.size() == 1 ? " problem):" : " problems):");
-    for (std::size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
-        message += "\n  " + problems[i];
-    }
-    if (problems.size() > kMaxListed) {
-        message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
-    }
-    throw Error(message);
+    throw_if_problems(
+        "quantized (" + std::string(to_string(format)) + ") checkpoint '" + checkpoint.source().string() + "'", config,
+        problems);
+    return format;
 }
 
 QuantizedTensorBytes read_quantized(const ShardedCheckpoint& checkpoint, std::string_view name) {

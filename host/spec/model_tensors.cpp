@@ -70,7 +70,6 @@ std::string checkpoint_tensor_name(std::string_view name) {
 }
 
 void check_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
-    constexpr std::size_t kMaxListed = 20;
     std::vector<std::string> problems;
     for (const ExpectedTensor& expected : expected_tensors(config)) {
         const CheckpointTensor* tensor = checkpoint.find(expected.name);
@@ -92,11 +91,16 @@ void check_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& co
                                " is not one vkformer reads (F32, F16, BF16)");
         }
     }
+    throw_if_problems("checkpoint '" + checkpoint.source().string() + "'", config, problems);
+}
+
+void throw_if_problems(std::string_view subject, const ModelConfig& config, const std::vector<std::string>& problems) {
+    constexpr std::size_t kMaxListed = 20;
     if (problems.empty()) {
         return;
     }
-    std::string message = "checkpoint '" + checkpoint.source().string() + "' does not match the " +
-                          std::string(family_name(config.family)) + " config (" + std::to_string(problems.size()) +
+    std::string message = std::string(subject) + " does not match the " + std::string(family_name(config.family)) +
+                          " config (" + std::to_string(problems.size()) +
                           (problems.size() == 1 ? " problem):" : " problems):");
     for (std::size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
         message += "\n  " + problems[i];

@@ -36,4 +36,8 @@ std::string checkpoint_tensor_name(std::string_view name);
 // configuration does not use are ignored.
 void check_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& config);
 
+// Throws the one vkf::Error a checkpoint check reports, when `problems` is not empty:
+// "`subject` does not match the FAMILY config (N problems):" and the first 20, one a line.
+void throw_if_problems(std::string_view subject, const ModelConfig& config, const std::vector<std::string>& problems);
+
 }  // namespace vkf
