@@ -10,6 +10,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -22,30 +23,6 @@ namespace vkf::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-ModelConfig small_bloom() {
-    return ModelConfig{.family = ModelFamily::Bloom,
-                       .vocab_size = 1009,
-                       .hidden = 256,
-                       .n_layer = 2,
-                       .n_head = 8,
-                       .n_kv_head = 8,
-                       .head_dim = 32,
-                       .ffn_hidden = 1024};
-}
-
-ModelConfig small_mpt(bool no_bias, std::optional<double> clip_qkv) {
-    return ModelConfig{.family = ModelFamily::Mpt,
-                       .vocab_size = 997,
-                       .hidden = 384,
-                       .n_layer = 2,
-                       .n_head = 12,
-                       .n_kv_head = 12,
-                       .head_dim = 32,
-                       .ffn_hidden = 1536,
-                       .no_bias = no_bias,
-                       .clip_qkv = clip_qkv};
-}
 
 // A random checkpoint in a fresh temp directory, removed afterwards.
 class TempModel {

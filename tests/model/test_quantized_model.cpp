@@ -11,6 +11,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -23,29 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ModelConfig small_bloom() {
-    return ModelConfig{.family = ModelFamily::Bloom,
-                       .vocab_size = 1009,
-                       .hidden = 256,
-                       .n_layer = 2,
-                       .n_head = 8,
-                       .n_kv_head = 8,
-                       .head_dim = 32,
-                       .ffn_hidden = 1024};
-}
-
-ModelConfig small_mpt() {
-    return ModelConfig{.family = ModelFamily::Mpt,
-                       .vocab_size = 997,
-                       .hidden = 384,
-                       .n_layer = 2,
-                       .n_head = 12,
-                       .n_kv_head = 12,
-                       .head_dim = 32,
-                       .ffn_hidden = 1536,
-                       .no_bias = false,
-                       .clip_qkv = 0.3,
-                       .tie_word_embeddings = false};
+// MPT with biases, clip_qkv and an LM head of its own.
+ModelConfig untied_mpt() {
+    ModelConfig c = small_mpt(false, 0.3);
+    c.tie_word_embeddings = false;
+    return c;
 }
 
 std::vector<std::uint32_t> prompt_ids(std::size_t n, std::uint32_t vocab) {
@@ -123,7 +106,7 @@ TEST_P(QuantizedModel, BloomAgainstTheReferenceOnDequantizedAndOriginalWeights) 
 }
 
 TEST_P(QuantizedModel, MptAgainstTheReferenceOnDequantizedAndOriginalWeights) {
-    check_family(ctx(), "mpt (untied head, clip_qkv)", small_mpt(), GetParam());
+    check_family(ctx(), "mpt (untied head, clip_qkv)", untied_mpt(), GetParam());
 }
 
 std::vector<std::byte> bytes_of(Context& ctx, const Buffer& b) {
@@ -134,7 +117,7 @@ std::vector<std::byte> bytes_of(Context& ctx, const Buffer& b) {
 
 TEST_P(QuantizedModel, AQuantizedCheckpointLoadsToTheSameBytesAsLoadTimeQuantization) {
     const QuantFormat f = GetParam();
-    const ModelConfig config = small_mpt();
+    const ModelConfig config = untied_mpt();
     TempDir original("vkf_test_qmodel_f16"), quantized("vkf_test_qmodel_q");
     write_random_checkpoint(original.path(), config, 3, DType::F16, 2);
     write_quantized_checkpoint(original.path(), quantized.path(), f);

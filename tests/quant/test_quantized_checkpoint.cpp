@@ -7,6 +7,7 @@
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/endian.hpp"
+#include "tests/support/small_models.hpp"
 #include "tests/support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -21,18 +22,6 @@ namespace vkf::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-ModelConfig small_mpt() {
-    return ModelConfig{.family = ModelFamily::Mpt,
-                       .vocab_size = 101,
-                       .hidden = 96,
-                       .n_layer = 2,
-                       .n_head = 3,
-                       .n_kv_head = 3,
-                       .head_dim = 32,
-                       .ffn_hidden = 384,
-                       .no_bias = false};
-}
 
 std::vector<std::uint16_t> halves_of(std::span<const std::byte> bytes) {
     std::vector<std::uint16_t> out(bytes.size() / 2);
@@ -79,7 +68,7 @@ protected:
     }
     std::string refusal(const std::function<void()>& action) { return error_message(action); }
 
-    ModelConfig config_ = small_mpt();
+    ModelConfig config_ = small_mpt(false, std::nullopt);
     TempDir original_{"vkf_test_qckpt_f16"};
     TempDir quantized_{"vkf_test_qckpt_q"};
 };
