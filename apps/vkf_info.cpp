@@ -159,6 +159,7 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     s.add("8-bit storage", yes_no(info.storage_8bit));
     s.add("float16 arithmetic", yes_no(info.float16_arithmetic));
     s.add("int8 arithmetic", yes_no(info.int8_arithmetic));
+    s.add("integer dot product", yes_no(info.integer_dot_product));
     s.add("NV cooperative matrix", yes_no(info.cooperative_matrix_nv));
     s.add("timestamps", info.timestamps ? fmt::format("yes ({} valid bits, {} ns per tick)", info.timestamp_valid_bits,
                                                       vkf::fixed(info.timestamp_period_ns, 3))
@@ -189,6 +190,8 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
     s.add("fp16 storage", yes_no(l.fp16_storage));
     s.add("fp16 arithmetic", yes_no(l.fp16_arithmetic));
     s.add("subgroup ops", yes_no(l.subgroup_ops));
+    s.add("64-bit integers", yes_no(l.int64));
+    s.add("integer dot product", yes_no(l.integer_dot_product));
     s.add("timestamps", yes_no(l.timestamps));
     s.add("lowered by overrides", yes_no(l.forced));
     return s;
