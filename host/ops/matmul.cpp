@@ -141,6 +141,23 @@ std::uint64_t target_workgroups(const MatmulDevice& device) {
     return device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
 }
 
+EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a, std::uint32_t m0, std::uint32_t mc,
+                               std::uint32_t n0, std::uint32_t nc, std::uint32_t bias_bytes,
+                               const ElementBinding& unused) {
+    const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
+    const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
+    EpilogueBindings b{.y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y"),
+                       .bias = {unused.range, 0},
+                       .residual = {unused.range, 0}};
+    if (a.bias.buffer != nullptr) {
+        b.bias = bind_elements(limits, a.bias, n0, nc, bias_bytes, "matmul", "bias");
+    }
+    if (a.residual.buffer != nullptr) {
+        b.residual = bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual");
+    }
+    return b;
+}
+
 bool rowdot_fits(const ComputeLimits& limits) {
     return limits.subgroup_ops && limits.subgroup_size > 0 &&
            limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
@@ -452,14 +469,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
             const std::uint32_t nc = std::min(plan.cols_per_piece, a.n - n0);
             const ElementBinding w =
                 bind_elements(limits, a.w, std::uint64_t{n0} * a.k, std::uint64_t{nc} * a.k, wsize, "matmul", "W");
-            // Y and R: rows m0.. of columns n0..n0+nc, a span with row stride n.
-            const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
-            const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
-            const ElementBinding y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y");
-            const ElementBinding bias =
-                has_bias ? bind_elements(limits, a.bias, n0, nc, wsize, "matmul", "bias") : x;  // x: unused slot
-            const ElementBinding res =
-                has_residual ? bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual") : x;
+            const matmul_detail::EpilogueBindings e = matmul_detail::bind_epilogue(limits, a, m0, mc, n0, nc, wsize, x);
+            const ElementBinding &y = e.y, &bias = e.bias, &res = e.residual;
             MatmulPush push{.m = mc,
                             .n = nc,
                             .k = a.k,

@@ -47,6 +47,16 @@ void split_k(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t k, std:
 void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                  std::uint64_t max_w_rows);
 
+// Y, bias and residual of the piece of rows m0..m0+mc and columns n0..n0+nc: Y and the
+// residual a span with row stride n. An absent bias or residual gets `unused` (a binding
+// the shader never reads) and base 0.
+struct EpilogueBindings {
+    ElementBinding y, bias, residual;
+};
+EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a, std::uint32_t m0, std::uint32_t mc,
+                               std::uint32_t n0, std::uint32_t nc, std::uint32_t bias_bytes,
+                               const ElementBinding& unused);
+
 // Checks X, Y, bias (bias_dtype) and residual, and the scratch range the plan needs.
 void check_tensors(const MatmulArgs& a, const MatmulPlan& plan);
 

@@ -220,14 +220,8 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                 bind_elements(limits, a.w, n0 * row_words, nc * row_words, 4, "matmul", "W values");
             const ElementBinding s =
                 bind_elements(limits, a.scales, n0 * row_scales, nc * row_scales, 2, "matmul", "W scales");
-            // Y and R: rows m0.. of columns n0..n0+nc, a span with row stride n.
-            const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
-            const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
-            const ElementBinding y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y");
-            const ElementBinding bias =
-                has_bias ? bind_elements(limits, a.bias, n0, nc, bsize, "matmul", "bias") : x;  // x: unused slot
-            const ElementBinding res =
-                has_residual ? bind_elements(limits, a.residual, y_first, y_count, 4, "matmul", "residual") : x;
+            const EpilogueBindings e = bind_epilogue(limits, a, m0, mc, n0, nc, bsize, x);
+            const ElementBinding &y = e.y, &bias = e.bias, &res = e.residual;
             std::uint32_t bg = plan.blocks_per_step;
             while (s.base % bg != 0) {
                 bg /= 2;
