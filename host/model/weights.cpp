@@ -200,19 +200,6 @@ ModelWeights assemble(const ModelConfig& config, WeightFormat format, std::vecto
     return w;
 }
 
-// Uploads `pattern` repeated over the first `total` bytes of `buffer`.
-void upload_pattern(Context& ctx, const Buffer& buffer, std::span<const std::byte> pattern, std::uint64_t total) {
-    std::vector<std::byte> piece;
-    const std::size_t copies = std::max<std::size_t>(1, (std::size_t{4} << 20) / pattern.size());
-    for (std::size_t i = 0; i < copies; ++i) {
-        piece.insert(piece.end(), pattern.begin(), pattern.end());
-    }
-    for (std::uint64_t done = 0; done < total; done += piece.size()) {
-        ctx.upload(buffer,
-                   std::span<const std::byte>(piece.data(), std::min<std::uint64_t>(piece.size(), total - done)), done);
-    }
-}
-
 }  // namespace
 
 WeightFormat default_weight_format(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
@@ -282,9 +269,9 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFo
             const QuantizedMatrix q = quantize_matrix(format.quant, block, band, k, t.name);
             TensorBuffers out{device_buffer(ctx, rows * quant_row_bytes(format.quant, k), t.name),
                               device_buffer(ctx, rows * quant_row_scales(k) * 2, t.name + " scales")};
-            upload_pattern(ctx, out.values, std::as_bytes(std::span(q.values)),
-                           rows * quant_row_bytes(format.quant, k));
-            upload_pattern(ctx, out.scales, std::as_bytes(std::span(q.scales)), rows * quant_row_scales(k) * 2);
+            upload_repeated_bytes(ctx, out.values, std::as_bytes(std::span(q.values)),
+                                  rows * quant_row_bytes(format.quant, k));
+            upload_repeated_bytes(ctx, out.scales, std::as_bytes(std::span(q.scales)), rows * quant_row_scales(k) * 2);
             return out;
         }
         std::vector<float> block = random_uniform(kBlock, static_cast<std::uint64_t>(t.role) + 1, -d.scale, d.scale);

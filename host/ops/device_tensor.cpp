@@ -62,16 +62,23 @@ void upload_repeated(Context& ctx, const Buffer& buffer, std::span<const float> 
         dtype == DType::F16 ? floats_to_halves(block) : std::vector<std::uint16_t>{};
     const std::span<const std::byte> bytes =
         dtype == DType::F16 ? std::as_bytes(std::span<const std::uint16_t>(halves)) : std::as_bytes(block);
-    // Whole blocks per piece, so that every piece continues the repetition where the last ended.
-    const std::size_t copies = std::max<std::size_t>(1, (std::size_t{4} << 20) / bytes.size());
-    std::vector<std::byte> piece;
-    piece.reserve(copies * bytes.size());
-    for (std::size_t i = 0; i < copies; ++i) {
-        piece.insert(piece.end(), bytes.begin(), bytes.end());
+    upload_repeated_bytes(ctx, buffer, bytes, elements * element_size(dtype));
+}
+
+void upload_repeated_bytes(Context& ctx, const Buffer& buffer, std::span<const std::byte> pattern,
+                           std::uint64_t bytes) {
+    if (pattern.empty()) {
+        throw Error("upload_repeated_bytes '" + buffer.name() + "': needs a pattern");
     }
-    const std::uint64_t total = elements * element_size(dtype);
-    for (std::uint64_t done = 0; done < total; done += piece.size()) {
-        const std::uint64_t n = std::min<std::uint64_t>(piece.size(), total - done);
+    // Whole patterns per piece, so that every piece continues the repetition where the last ended.
+    const std::size_t copies = std::max<std::size_t>(1, (std::size_t{4} << 20) / pattern.size());
+    std::vector<std::byte> piece;
+    piece.reserve(copies * pattern.size());
+    for (std::size_t i = 0; i < copies; ++i) {
+        piece.insert(piece.end(), pattern.begin(), pattern.end());
+    }
+    for (std::uint64_t done = 0; done < bytes; done += piece.size()) {
+        const std::uint64_t n = std::min<std::uint64_t>(piece.size(), bytes - done);
         ctx.upload(buffer, std::span<const std::byte>(piece.data(), n), done);
     }
 }

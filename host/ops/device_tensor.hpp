@@ -45,6 +45,9 @@ std::vector<float> download_tensor(Context& ctx, const DeviceTensor& tensor);
 // block.
 void upload_repeated(Context& ctx, const Buffer& buffer, std::span<const float> block, DType dtype,
                      std::uint64_t elements);
+// The first `bytes` bytes of `buffer` made of `pattern` repeated (any bytes: quantized
+// planes), uploaded the same way.
+void upload_repeated_bytes(Context& ctx, const Buffer& buffer, std::span<const std::byte> pattern, std::uint64_t bytes);
 // Every byte 0xFF: NaN in fp32 and fp16 alike, so an element no kernel writes is caught.
 void poison(Context& ctx, const Buffer& buffer);
 // An output tensor, poisoned.
