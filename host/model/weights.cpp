@@ -80,12 +80,10 @@ private:
                 }
                 const std::span<std::uint16_t> out(halves.data(), n);
                 floats_to_halves(chunk, out);
-                for (std::size_t i = 0; i < n; ++i) {
-                    if (std::isfinite(chunk[i]) && !std::isfinite(half_to_float(out[i]))) {
-                        throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name +
-                                    "': element " + std::to_string(first + i) + " (" + std::to_string(chunk[i]) +
-                                    ") does not fit fp16 weight storage; load the weights as fp32");
-                    }
+                if (const std::optional<std::size_t> i = first_half_overflow(chunk, out)) {
+                    throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name +
+                                "': element " + std::to_string(first + *i) + " (" + std::to_string(chunk[*i]) +
+                                ") does not fit fp16 weight storage; load the weights as fp32");
                 }
                 ctx_.upload(buffer, std::span<const std::uint16_t>(out), first * 2);
             }

@@ -194,13 +194,13 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
                 .shape = e.shape,
                 .bytes = [&checkpoint, e](std::span<std::byte> out) {
                     const std::vector<float> values = checkpoint.read_as_f32(e.name);
-                    for (std::size_t i = 0; i < values.size(); ++i) {
-                        const std::uint16_t h = float_to_half(values[i]);
-                        if (std::isfinite(values[i]) && !std::isfinite(half_to_float(h))) {
-                            throw Error("vkf-quantize: tensor '" + e.name + "': element " + std::to_string(i) + " (" +
-                                        std::to_string(values[i]) + ") does not fit fp16");
-                        }
-                        store_le(out.data() + 2 * i, h);
+                    const std::vector<std::uint16_t> halves = floats_to_halves(values);
+                    if (const std::optional<std::size_t> i = first_half_overflow(values, halves)) {
+                        throw Error("vkf-quantize: tensor '" + e.name + "': element " + std::to_string(*i) + " (" +
+                                    std::to_string(values[*i]) + ") does not fit fp16");
+                    }
+                    for (std::size_t i = 0; i < halves.size(); ++i) {
+                        store_le(out.data() + 2 * i, halves[i]);
                     }
                 }});
             continue;

@@ -221,4 +221,13 @@ std::vector<float> rounded_to(DType dtype, std::span<const float> values) {
     return std::vector<float>(values.begin(), values.end());
 }
 
+std::optional<std::size_t> first_half_overflow(std::span<const float> values, std::span<const std::uint16_t> halves) {
+    for (std::size_t i = 0; i < values.size() && i < halves.size(); ++i) {
+        if (std::isfinite(values[i]) && !std::isfinite(half_to_float(halves[i]))) {
+            return i;
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace vkf

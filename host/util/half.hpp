@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,6 +35,10 @@ std::vector<std::uint16_t> floats_to_halves(std::span<const float> in);
 std::vector<float> halves_to_floats(std::span<const std::uint16_t> in);
 std::vector<std::uint16_t> floats_to_bfloat16s(std::span<const float> in);
 std::vector<float> bfloat16s_to_floats(std::span<const std::uint16_t> in);
+
+// The index of the first finite value that its fp16 conversion `halves` turned into +-inf
+// (too large for fp16), or nullopt. Weight loaders refuse such tensors by name.
+std::optional<std::size_t> first_half_overflow(std::span<const float> values, std::span<const std::uint16_t> halves);
 
 // Decodes `raw`, little-endian elements of an F32, F16 or BF16 tensor (or a slice of one),
 // into float32. Throws vkf::Error for other dtypes or when out.size() does not match.

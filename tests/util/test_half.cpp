@@ -189,3 +189,17 @@ TEST(HalfArrays, ConvertWholeSpans) {
 }
 
 }  // namespace
+
+namespace vkf {
+namespace {
+
+TEST(Half, FirstOverflowNamesTheFirstFiniteValueThatBecameInfinite) {
+    const std::vector<float> values = {1.0f, std::numeric_limits<float>::infinity(), 65504.0f, 70000.0f, -1e9f};
+    const std::vector<std::uint16_t> halves = floats_to_halves(values);
+    EXPECT_EQ(first_half_overflow(values, halves), std::optional<std::size_t>{3});
+    EXPECT_EQ(first_half_overflow(std::span(values).first(3), std::span(halves).first(3)), std::nullopt)
+        << "an infinity that was infinite already is no overflow";
+}
+
+}  // namespace
+}  // namespace vkf
