@@ -65,14 +65,6 @@ std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64
     return c.n_layer * (2 * tokens * layer_params(c) + 4 * visible * c.hidden);
 }
 
-std::uint64_t tensor_bytes(const ExpectedTensor& t, WeightFormat format) {
-    if (format.quant != QuantFormat::None && quantized_role(t.role)) {
-        return quant_matrix_bytes(format.quant, t.shape.at(0), t.shape.at(1));
-    }
-    return std::accumulate(t.shape.begin(), t.shape.end(), std::uint64_t{1}, std::multiplies<>()) *
-           element_size(format.dense);
-}
-
 // Device bytes of the weights.
 std::uint64_t model_bytes(const ModelConfig& c, WeightFormat format) {
     std::uint64_t bytes = 0;

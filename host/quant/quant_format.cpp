@@ -174,9 +174,4 @@ std::optional<WeightFormat> parse_weight_format(std::string_view name) {
     return std::nullopt;
 }
 
-std::uint64_t matrix_bytes(WeightFormat format, std::uint64_t rows, std::uint64_t k) {
-    return format.quant == QuantFormat::None ? rows * k * element_size(format.dense)
-                                             : quant_matrix_bytes(format.quant, rows, k);
-}
-
 }  // namespace vkf

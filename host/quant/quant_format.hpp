@@ -66,7 +66,5 @@ struct WeightFormat {
 // "f32", "f16", "q8_0", "q4_0": the names of vkf-run's --weights.
 std::string to_string(WeightFormat format);
 std::optional<WeightFormat> parse_weight_format(std::string_view name);
-// Device bytes of a [rows, k] matrix stored in `format`.
-std::uint64_t matrix_bytes(WeightFormat format, std::uint64_t rows, std::uint64_t k);
 
 }  // namespace vkf

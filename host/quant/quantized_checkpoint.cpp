@@ -54,6 +54,17 @@ bool quantized_role(TensorRole role) {
     return role == TensorRole::Embedding || role == TensorRole::LinearWeight;
 }
 
+std::uint64_t tensor_bytes(const ExpectedTensor& tensor, WeightFormat format) {
+    if (format.quant != QuantFormat::None && quantized_role(tensor.role)) {
+        return quant_matrix_bytes(format.quant, tensor.shape.at(0), tensor.shape.at(1));
+    }
+    std::uint64_t elements = 1;
+    for (const std::size_t d : tensor.shape) {
+        elements *= d;
+    }
+    return elements * element_size(format.dense);
+}
+
 QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint) {
     std::optional<std::optional<QuantFormat>> seen;
     const SafetensorsFile* first = nullptr;

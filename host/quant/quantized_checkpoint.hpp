@@ -35,6 +35,10 @@ inline constexpr std::string_view kScalesSuffix = ".scales";
 // Norms and biases stay fp16.
 bool quantized_role(TensorRole role);
 
+// Device (and quantized-file) bytes of a model tensor stored in `format`: values plus scales
+// for a quantized matrix, the elements in format.dense otherwise.
+std::uint64_t tensor_bytes(const ExpectedTensor& tensor, WeightFormat format);
+
 // The format named by a checkpoint's metadata; QuantFormat::None for an ordinary one.
 // Throws vkf::Error naming the file for an unknown format or version, a format without a
 // version, and shards that disagree.
