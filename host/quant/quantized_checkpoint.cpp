@@ -143,14 +143,27 @@ std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const E
         throw Error("checkpoint '" + checkpoint.source().string() + "': tensor '" + tensor.name +
                     "': its planes do not hold a " + shape_text(tensor.shape) + " " + to_string(format) + " matrix");
     }
+    std::vector<std::uint16_t> scales(rows * row_scales);
+    for (std::size_t i = 0; i < scales.size(); ++i) {
+        scales[i] = load_le<std::uint16_t>(q.scales.data() + 2 * i);
+    }
+    const auto* values = reinterpret_cast<const std::uint8_t*>(q.values.data());
+    return dequantize_matrix(format, std::span(values, q.values.size()), scales, rows, k);
+}
+
+std::vector<float> dequantize_matrix(QuantFormat format, std::span<const std::uint8_t> values,
+                                     std::span<const std::uint16_t> scales, std::uint64_t rows, std::uint64_t k) {
+    const std::uint64_t row_bytes = quant_row_bytes(format, k);
+    const std::uint64_t row_scales = quant_row_scales(k);
+    if (values.size() != rows * row_bytes || scales.size() != rows * row_scales) {
+        throw Error("dequantize_matrix: " + std::to_string(values.size()) + " value bytes and " +
+                    std::to_string(scales.size()) + " scales do not make " + std::to_string(rows) + " " +
+                    to_string(format) + " rows of " + std::to_string(k));
+    }
     std::vector<float> out(rows * k);
-    std::vector<std::uint16_t> scales(row_scales);
-    for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t b = 0; b < row_scales; ++b) {
-            scales[b] = load_le<std::uint16_t>(q.scales.data() + 2 * (r * row_scales + b));
-        }
-        const auto* values = reinterpret_cast<const std::uint8_t*>(q.values.data() + r * row_bytes);
-        dequantize_row(format, std::span(values, row_bytes), scales, std::span(out).subspan(r * k, k));
+    for (std::uint64_t r = 0; r < rows; ++r) {
+        dequantize_row(format, values.subspan(r * row_bytes, row_bytes), scales.subspan(r * row_scales, row_scales),
+                       std::span(out).subspan(r * k, k));
     }
     return out;
 }

@@ -70,6 +70,10 @@ struct QuantizedMatrix {
 QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weights, std::uint64_t rows, std::uint64_t k,
                                 std::string_view what);
 
+// The exact fp32 weights of a quantized matrix [rows, k] (dequantize_row, row by row).
+std::vector<float> dequantize_matrix(QuantFormat format, std::span<const std::uint8_t> values,
+                                     std::span<const std::uint16_t> scales, std::uint64_t rows, std::uint64_t k);
+
 // vkf-quantize: reads the ordinary checkpoint in model_dir (config.json + safetensors),
 // quantizes its matrices to `format` and writes out_dir/model.safetensors and
 // out_dir/config.json (and the tokenizer files when model_dir has them). Refuses an

@@ -99,13 +99,7 @@ public:
         if (matrix && format_ == QuantFormat::None && quantize_ != QuantFormat::None) {
             // What a GPU model quantized at load time reads: the exact dequantized blocks.
             const QuantizedMatrix q = quantize_matrix(quantize_, values, e.shape[0], e.shape[1], name);
-            const std::uint64_t row_bytes = quant_row_bytes(quantize_, e.shape[1]);
-            const std::uint64_t row_scales = quant_row_scales(e.shape[1]);
-            for (std::size_t r = 0; r < e.shape[0]; ++r) {
-                dequantize_row(quantize_, std::span(q.values).subspan(r * row_bytes, row_bytes),
-                               std::span(q.scales).subspan(r * row_scales, row_scales),
-                               std::span(values).subspan(r * e.shape[1], e.shape[1]));
-            }
+            values = dequantize_matrix(quantize_, q.values, q.scales, e.shape[0], e.shape[1]);
         } else if (round_to_f16_ && !(matrix && format_ != QuantFormat::None)) {
             for (float& v : values) {
                 v = half_to_float(float_to_half(v));
