@@ -9,9 +9,11 @@ usage: attention_cli_test.py PATH/TO/vkf-attention
 
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+import cli_checks
+from cli_checks import fail, finish
 
 try:
     import numpy as np
@@ -20,19 +22,10 @@ except ImportError:
     sys.exit(77)  # CTest's SKIP_RETURN_CODE for this test
 
 EXE = sys.argv[1] if len(sys.argv) > 1 else None
-failures = []
-
-
-def fail(message):
-    failures.append(message)
-    print("FAIL: " + message)
 
 
 def run(args):
-    proc = subprocess.run([EXE] + args, capture_output=True, text=True, timeout=600)
-    if "validation" in proc.stderr.lower():
-        fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
-    return proc
+    return cli_checks.run(EXE, args, timeout=600)
 
 
 def reported_errors(stdout):
@@ -153,10 +146,7 @@ def main():
         expect_failure("mixed dtypes", ["--q", q, "--k", k16, "--v", v16], 1, ["Q", "K", "float16"])
         expect_failure("missing --v", ["--q", q, "--k", k], 2, ["--v"])
 
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    return 0
+    return finish("all vkf-attention checks passed")
 
 
 if __name__ == "__main__":

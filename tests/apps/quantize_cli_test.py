@@ -11,24 +11,12 @@ usage: quantize_cli_test.py PATH/TO/vkf-quantize PATH/TO/vkf-run PATH/TO/vkf-mak
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from cli_checks import fail, finish, run
+
 QUANTIZE, RUN, MAKE = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
-
-
-def fail(message):
-    failures.append(message)
-    print("FAIL: " + message)
-
-
-def run(exe, args):
-    proc = subprocess.run([exe] + args, capture_output=True, text=True, timeout=900)
-    if "validation" in proc.stderr.lower():
-        fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
-    return proc
 
 
 def run_json(args):
@@ -92,11 +80,7 @@ def main():
                                   os.path.join(tmp, "x")], 2, "--to")
         expect_refused(QUANTIZE, ["--model", os.path.join(tmp, "missing"), "--to", "q8_0", "--out",
                                   os.path.join(tmp, "x")], 1, "missing")
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    print("ok")
-    return 0
+    return finish("ok")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ usage: run_cli_test.py PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint [PATH/TO/mode
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from cli_checks import fail, finish, run
 
 try:
     import numpy as np
@@ -25,19 +26,6 @@ except ImportError:
 
 RUN, MAKE = sys.argv[1], sys.argv[2]
 NUMPY_MODEL = sys.argv[3] if len(sys.argv) > 3 else None
-failures = []
-
-
-def fail(message):
-    failures.append(message)
-    print("FAIL: " + message)
-
-
-def run(exe, args):
-    proc = subprocess.run([exe] + args, capture_output=True, text=True, timeout=900)
-    if "validation" in proc.stderr.lower():
-        fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
-    return proc
 
 
 def make_model(path, family, dtype, heads, hidden, extra=()):
@@ -177,11 +165,7 @@ def main():
             if proc.returncode != code or needle not in proc.stderr:
                 fail("vkf-run %s: exit %d (expected %d), stderr %r should name %r" %
                      (" ".join(args), proc.returncode, code, proc.stderr, needle))
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    print("all vkf-run checks passed")
-    return 0
+    return finish("all vkf-run checks passed")
 
 
 if __name__ == "__main__":
