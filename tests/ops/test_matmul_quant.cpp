@@ -186,30 +186,39 @@ MatmulKernel expected_kernel(Context& ctx, std::uint32_t m) {
                                                                           : MatmulKernel::Blocked;
 }
 
-class MatmulQuant : public VulkanTest {};
-
-TEST_F(MatmulQuant, MatchesTheReferenceOverOddAndPrimeShapes) {
+// 28 cases over odd and prime m and n, k from one block to 33, both formats, both bias
+// types, every epilogue, some tensors at unaligned offsets.
+std::vector<Case> odd_shape_grid() {
     const std::uint32_t ms[] = {1, 2, 3, 7, 13, 67, 129};
     const std::uint32_t ns[] = {1, 3, 7, 13, 37, 64, 67, 129, 257};
     const std::uint32_t ks[] = {32, 64, 96, 160, 256, 544, 1056, 1024};
-    std::uint64_t seed = 100;
+    std::vector<Case> cases;
     std::uint32_t step = 0;
     for (std::uint32_t m : ms) {
         for (std::uint32_t i = 0; i < 4; ++i, ++step) {
-            const Case c{.m = m,
-                         .n = ns[(step * 5 + i) % std::size(ns)],
-                         .k = ks[(step * 3 + i) % std::size(ks)],
-                         .quant = format_of(step),
-                         .bias_dtype = step % 4 < 2 ? DType::F32 : DType::F16,
-                         .bias = step % 3 != 2,
-                         .residual = step % 4 == 1,
-                         .activation = activation_of(step / 2),
-                         .pad = step % 5 == 3 ? 1u : 0u};
-            const MatmulPlan plan = run_case(ctx(), c, seed += 10);
-            EXPECT_EQ(plan.kernel, expected_kernel(ctx(), m)) << plan.describe();
-            if (HasFatalFailure())
-                return;
+            cases.push_back(Case{.m = m,
+                                 .n = ns[(step * 5 + i) % std::size(ns)],
+                                 .k = ks[(step * 3 + i) % std::size(ks)],
+                                 .quant = format_of(step),
+                                 .bias_dtype = step % 4 < 2 ? DType::F32 : DType::F16,
+                                 .bias = step % 3 != 2,
+                                 .residual = step % 4 == 1,
+                                 .activation = activation_of(step / 2),
+                                 .pad = step % 5 == 3 ? 1u : 0u});
         }
+    }
+    return cases;
+}
+
+class MatmulQuant : public VulkanTest {};
+
+TEST_F(MatmulQuant, MatchesTheReferenceOverOddAndPrimeShapes) {
+    std::uint64_t seed = 100;
+    for (const Case& c : odd_shape_grid()) {
+        const MatmulPlan plan = run_case(ctx(), c, seed += 10);
+        EXPECT_EQ(plan.kernel, expected_kernel(ctx(), c.m)) << plan.describe();
+        if (HasFatalFailure())
+            return;
     }
 }
 
@@ -679,31 +688,18 @@ bool has_int_dot(Context& ctx) {
 TEST_F(MatmulQuant, IntegerDotPathMatchesItsReferenceOverOddShapesEpiloguesAndSplits) {
     if (!has_int_dot(ctx()))
         GTEST_SKIP() << "no shaderIntegerDotProduct on this device";
-    const std::uint32_t ms[] = {1, 2, 3, 7, 13, 67, 129};
-    const std::uint32_t ns[] = {1, 3, 7, 13, 37, 64, 67, 129, 257};
-    const std::uint32_t ks[] = {32, 64, 96, 160, 256, 544, 1056, 1024};
     std::uint64_t seed = 9000;
     std::uint32_t step = 0;
-    for (std::uint32_t m : ms) {
-        for (std::uint32_t i = 0; i < 4; ++i, ++step) {
-            const Case c{.m = m,
-                         .n = ns[(step * 5 + i) % std::size(ns)],
-                         .k = ks[(step * 3 + i) % std::size(ks)],
-                         .quant = format_of(step),
-                         .bias_dtype = step % 4 < 2 ? DType::F32 : DType::F16,
-                         .bias = step % 3 != 2,
-                         .residual = step % 4 == 1,
-                         .activation = activation_of(step / 2),
-                         .options = {.force_splits = step % 5 == 2 ? 3u : 0u, .int8_activations = true},
-                         .pad = step % 5 == 3 ? 1u : 0u,
-                         .w_pad = step % 7 == 4 ? 1u : 0u};
-            const MatmulPlan plan = run_case(ctx(), c, seed += 10);
-            EXPECT_TRUE(plan.int_dot) << plan.describe();
-            EXPECT_EQ(plan.kernel, MatmulKernel::Blocked) << plan.describe();
-            EXPECT_GT(plan.scratch_bytes, 0u) << plan.describe();
-            if (HasFatalFailure())
-                return;
-        }
+    for (Case c : odd_shape_grid()) {
+        c.options = {.force_splits = step % 5 == 2 ? 3u : 0u, .int8_activations = true};
+        c.w_pad = step % 7 == 4 ? 1u : 0u;
+        ++step;
+        const MatmulPlan plan = run_case(ctx(), c, seed += 10);
+        EXPECT_TRUE(plan.int_dot) << plan.describe();
+        EXPECT_EQ(plan.kernel, MatmulKernel::Blocked) << plan.describe();
+        EXPECT_GT(plan.scratch_bytes, 0u) << plan.describe();
+        if (HasFatalFailure())
+            return;
     }
     // Every epilogue with both formats and bias types, split-K, decode shapes, long K.
     for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
