@@ -1,11 +1,15 @@
-// vkf-run: generates tokens with a BLOOM or MPT checkpoint (Hugging Face config.json +
-// safetensors) on a Vulkan device: prefill of the prompt, then decode through the KV
-// cache. Prints the generated ids and the prefill and decode throughput; --profile adds
+// vkf-run: generates text or tokens with a BLOOM or MPT checkpoint (Hugging Face
+// config.json + safetensors, tokenizer.json for text) on a Vulkan device: prefill of the
+// prompt, then decode through the KV cache. Streams the generated text (--prompt) or prints
+// the generated ids (--prompt-ids), then the prefill and decode throughput; --profile adds
 // GPU time per op kind, --check compares every step's logits with the double-precision CPU
-// reference model, --json prints one JSON object for scripts.
+// reference model, --json prints one JSON object for scripts, --interactive keeps one
+// session (and its KV cache) over the turns of a conversation read from stdin.
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
+#include "apps/common/progress_line.hpp"
+#include "apps/common/streamed_text.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
@@ -25,7 +29,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -39,14 +45,23 @@ namespace {
 constexpr const char* kAbout =
     "Runs a BLOOM or MPT checkpoint (DIR/config.json + model.safetensors or a sharded\n"
     "checkpoint) on the best Vulkan device: the prompt in one forward pass (prefill), then one\n"
-    "token per step through the KV cache (decode). Prints the generated token ids, then the\n"
-    "prefill and decode throughput.\n";
+    "token per step through the KV cache (decode). With --prompt, the text is tokenized with\n"
+    "DIR/tokenizer.json (or --tokenizer) and the generated text is printed as it is made;\n"
+    "with --prompt-ids, the generated token ids. Then the prefill and decode throughput.\n"
+    "Generation stops after --n-predict tokens, at the model's end-of-sequence token\n"
+    "(config.json eos_token_id) or at a --stop string.\n";
 
 constexpr const char* kFooter = "exit status: 0 ok, 1 failure, 2 bad command line, 3 --check above the tolerance";
 
 struct Options {
     std::string model;
     std::vector<std::uint32_t> prompt;
+    std::optional<std::string> prompt_text;
+    std::string tokenizer;
+    std::vector<std::string> stops;
+    bool ignore_eos = false;
+    bool interactive = false;
+    std::uint32_t ctx = 2048;
     std::uint32_t n_predict = 32;
     vkf::SamplingParams sampling;
     std::optional<vkf::WeightFormat> weights;
@@ -95,18 +110,41 @@ void declare_options(CLI::App& cli, Options& o) {
     using namespace vkf::app;
     cli.footer(kFooter);
     add_text(cli, "--model", "DIR", o.model, "the checkpoint directory")->required();
-    // Either option, once: a second prompt is more likely a mistake than an override.
+    // One prompt option, once: a second prompt is more likely a mistake than an override.
     const auto set_prompt = [&o](std::vector<std::uint32_t> ids) {
-        if (!o.prompt.empty()) {
-            throw UsageError("give the prompt once, with --prompt-ids or --prompt-ids-file");
+        if (!o.prompt.empty() || o.prompt_text) {
+            throw UsageError("give the prompt once, with --prompt, --prompt-ids or --prompt-ids-file");
         }
         o.prompt = std::move(ids);
     };
+    add_parsed_option(
+        cli, "--prompt", "TEXT", "the prompt as text (tokenized with the model's tokenizer.json)",
+        [&o](const std::string& text) {
+            if (!o.prompt.empty() || o.prompt_text) {
+                throw UsageError("give the prompt once, with --prompt, --prompt-ids or --prompt-ids-file");
+            }
+            o.prompt_text = text;
+        });
     add_parsed_option(cli, "--prompt-ids", "LIST", "prompt token ids, separated by commas",
                       [set_prompt](const std::string& text) { set_prompt(parse_ids("--prompt-ids", text)); });
     add_parsed_option(cli, "--prompt-ids-file", "F", "prompt token ids in a file, separated by commas or whitespace",
                       [set_prompt](const std::string& path) { set_prompt(parse_ids(path, read_text_file(path))); });
-    add_integer(cli, "--n-predict", "N", o.n_predict, 1, "tokens to generate (default 32)");
+    add_integer(cli, "--n-predict", "N", o.n_predict, 1,
+                "most tokens to generate (default 32; per turn with --interactive)");
+    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "tokenizer.json (default: the model directory's)");
+    add_parsed_option(cli, "--stop", "STRING",
+                      "end generation where the text contains STRING (not printed;\nrepeatable)",
+                      [&o](const std::string& text) {
+                          if (text.empty()) {
+                              throw UsageError("--stop: the stop string is empty");
+                          }
+                          o.stops.push_back(text);
+                      });
+    cli.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-sequence token");
+    cli.add_flag("--interactive", o.interactive,
+                 "read prompts from stdin, one per line, and answer each in the same\n"
+                 "session: the KV cache keeps the whole conversation (until --ctx)");
+    add_integer(cli, "--ctx", "N", o.ctx, 2, "--interactive: KV-cache capacity in tokens (default 2048)");
     add_number(cli, "--temp", "T", o.sampling.temperature, "sampling temperature (default 0: greedy)");
     add_integer(cli, "--top-k", "K", o.sampling.top_k, 0, "sample among the K most likely tokens (default 0: all)");
     add_number(cli, "--top-p", "P", o.sampling.top_p,
@@ -142,8 +180,18 @@ void declare_options(CLI::App& cli, Options& o) {
 
 // What the options cannot check one at a time.
 void check_options(const Options& o) {
-    if (o.prompt.empty()) {
-        throw vkf::app::UsageError("give the prompt with --prompt-ids or --prompt-ids-file");
+    if (o.interactive) {
+        if (!o.prompt.empty() || o.prompt_text) {
+            throw vkf::app::UsageError("--interactive reads the prompts from stdin; give no --prompt or --prompt-ids");
+        }
+        if (o.check || o.json || !o.logits_out.empty()) {
+            throw vkf::app::UsageError("--check, --json and --logits-out apply to one prompt, not --interactive");
+        }
+    } else if (o.prompt.empty() && !o.prompt_text) {
+        throw vkf::app::UsageError("give the prompt with --prompt, --prompt-ids or --prompt-ids-file");
+    }
+    if (!o.stops.empty() && !o.prompt_text && !o.interactive) {
+        throw vkf::app::UsageError("--stop needs text: give the prompt with --prompt");
     }
     try {
         vkf::validate(o.sampling);
@@ -151,33 +199,6 @@ void check_options(const Options& o) {
         throw vkf::app::UsageError(e.what());
     }
 }
-
-// Progress on stderr: a line redrawn in place on a terminal, occasional plain lines in a log.
-class ProgressLine {
-public:
-    explicit ProgressLine(bool enabled) : enabled_(enabled), tty_(::isatty(2) != 0) {}
-    // `fraction` of the work done; `text` describes it. Logs get a line per quarter.
-    void update(double fraction, const std::string& text) {
-        if (!enabled_) {
-            return;
-        }
-        const bool done = fraction >= 1.0;
-        if (tty_) {
-            fmt::print(stderr, "\r{}{}", text, done ? "\n" : "");
-            return;
-        }
-        const int quarter = static_cast<int>(fraction * 4.0);
-        if (quarter > last_quarter_) {
-            last_quarter_ = quarter;
-            fmt::print(stderr, "{}\n", text);
-        }
-    }
-
-private:
-    bool enabled_;
-    bool tty_;
-    int last_quarter_ = -1;
-};
 
 struct CheckResult {
     double max_rel = 0.0;  // the largest per-step max |gpu - ref| / max |ref|
@@ -196,7 +217,7 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     std::vector<std::uint32_t> ids(prompt.begin(), prompt.end());
     ids.insert(ids.end(), result.tokens.begin(), result.tokens.end() - 1);
     const std::size_t vocab = model.config().vocab_size;
-    auto line = std::make_shared<ProgressLine>(!quiet);
+    auto line = std::make_shared<vkf::app::ProgressLine>(!quiet);
     // The largest per-step error against a reference run with `options`, and its step.
     const auto worst_against = [&](vkf::reference::ModelOptions options, const char* what) {
         options.progress = [line, what](std::uint32_t layer, std::uint32_t n_layer) {
@@ -229,13 +250,94 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     return check;
 }
 
+// --tokenizer, else the model directory's tokenizer.json.
+vkf::text::Tokenizer load_tokenizer(const Options& o) {
+    if (!o.tokenizer.empty()) {
+        return vkf::text::Tokenizer::load(o.tokenizer);
+    }
+    const std::filesystem::path path = std::filesystem::path(o.model) / "tokenizer.json";
+    if (!std::filesystem::exists(path)) {
+        throw vkf::Error("text needs a tokenizer: '" + path.string() +
+                         "' does not exist; give one with --tokenizer FILE, or token ids with --prompt-ids");
+    }
+    return vkf::text::Tokenizer::load(path);
+}
+
+std::string_view stop_reason_name(vkf::StopReason reason) {
+    switch (reason) {
+        case vkf::StopReason::Length:
+            return "length";
+        case vkf::StopReason::StopToken:
+            return "eos";
+        case vkf::StopReason::Caller:
+            return "stop string";
+    }
+    return "unknown";
+}
+
+// --interactive: each line of stdin is a turn; the answers continue one sequence, whose KV
+// cache keeps every earlier turn, so a turn costs its own tokens, not the conversation's.
+int chat(vkf::Session& session, const vkf::text::Tokenizer& tokenizer, const Options& o,
+         const std::vector<std::uint32_t>& stop_ids) {
+    const bool tty = ::isatty(0) != 0;
+    // The last token of the previous answer: sampled, not yet run through the model.
+    std::optional<std::uint32_t> pending;
+    std::string line;
+    for (std::uint64_t turn = 0;; ++turn) {
+        if (tty) {
+            fmt::print(stderr, "> ");
+        }
+        if (!std::getline(std::cin, line)) {
+            break;
+        }
+        // Special tokens (a BOS) only where the conversation starts.
+        std::vector<std::uint32_t> ids;
+        try {
+            ids = tokenizer.encode(line, !pending.has_value());
+        } catch (const vkf::Error& e) {  // a bad line (not UTF-8) ends no conversation
+            fmt::print(stderr, "vkf-run: {}\n", e.what());
+            continue;
+        }
+        if (pending) {
+            ids.insert(ids.begin(), *pending);
+        }
+        if (ids.empty()) {
+            continue;
+        }
+        const std::uint64_t room = std::uint64_t{session.max_tokens()} - session.position();
+        if (ids.size() + 1 > room) {
+            fmt::print(stderr, "vkf-run: the conversation fills the {}-token KV cache (--ctx); ending it\n",
+                       session.max_tokens());
+            break;
+        }
+        vkf::app::StreamedText streamed(tokenizer, o.stops, stdout);
+        vkf::SamplingParams sampling = o.sampling;
+        sampling.seed += turn;  // not the same random draws every turn
+        const vkf::GenerationResult result = vkf::generate(
+            session, ids,
+            vkf::GenerationOptions{
+                .n_predict = static_cast<std::uint32_t>(std::min<std::uint64_t>(o.n_predict, room - ids.size() + 1)),
+                .sampling = sampling,
+                .stop_ids = stop_ids,
+                .on_token = [&streamed](std::uint32_t, std::uint32_t id) { return streamed.push(id); }});
+        streamed.finish();
+        fmt::print("\n");
+        std::fflush(stdout);
+        pending = result.tokens.back();
+    }
+    if (!o.quiet) {
+        fmt::print(stderr, "vkf-run: {} tokens in the session\n", session.position());
+    }
+    return vkf::app::kExitOk;
+}
+
 int run(const Options& o) {
     vkf::Context ctx(o.device.context_options());
     const bool progress = !o.quiet;
 
     const auto load_start = std::chrono::steady_clock::now();
     vkf::ModelOptions model_options{.weights = o.weights};
-    auto load_line = std::make_shared<ProgressLine>(progress);
+    auto load_line = std::make_shared<vkf::app::ProgressLine>(progress);
     model_options.progress = [load_line, last = -1](const vkf::WeightUploadProgress& p) mutable {
         const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
         if (percent != last) {
@@ -248,12 +350,26 @@ int run(const Options& o) {
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const vkf::ModelConfig& config = model.config();
 
+    std::optional<vkf::text::Tokenizer> tokenizer;
+    if (o.prompt_text || o.interactive) {
+        tokenizer = load_tokenizer(o);
+    }
+    std::vector<std::uint32_t> prompt = o.prompt;
+    if (o.prompt_text) {
+        prompt = tokenizer->encode(*o.prompt_text);
+        if (prompt.empty()) {
+            throw vkf::Error("--prompt: the text encodes to no tokens");
+        }
+    }
+    const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
+
     vkf::Session session(
-        model, vkf::SessionOptions{.max_tokens = static_cast<std::uint32_t>(o.prompt.size() + o.n_predict - 1),
-                                   .chunk = o.chunk,
-                                   .profiling = o.profile,
-                                   .kv_dtype = o.kv,
-                                   .int8_activations = o.int8_activations});
+        model, vkf::SessionOptions{
+                   .max_tokens = o.interactive ? o.ctx : static_cast<std::uint32_t>(prompt.size() + o.n_predict - 1),
+                   .chunk = o.chunk,
+                   .profiling = o.profile,
+                   .kv_dtype = o.kv,
+                   .int8_activations = o.int8_activations});
     if (progress) {
         fmt::print(stderr,
                    "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), {} KV cache (session {}), on {}\n",
@@ -261,13 +377,36 @@ int run(const Options& o) {
                    vkf::to_string(model.weight_format()), vkf::size_text(model.weights().bytes),
                    vkf::to_string(session.kv_dtype()), vkf::size_text(session.device_bytes()), ctx.device_info().name);
     }
-    vkf::GenerationOptions gen{
-        .n_predict = o.n_predict, .sampling = o.sampling, .keep_logits = o.check || !o.logits_out.empty()};
-    auto gen_line = std::make_shared<ProgressLine>(progress);
-    gen.on_token = [gen_line, n = o.n_predict](std::uint32_t i, std::uint32_t) {
-        gen_line->update(static_cast<double>(i + 1) / n, fmt::format("generating: {} of {} tokens", i + 1, n));
-    };
-    const vkf::GenerationResult result = vkf::generate(session, o.prompt, gen);
+    if (o.interactive) {
+        return chat(session, *tokenizer, o, stop_ids);
+    }
+    vkf::GenerationOptions gen{.n_predict = o.n_predict,
+                               .sampling = o.sampling,
+                               .keep_logits = o.check || !o.logits_out.empty(),
+                               .stop_ids = stop_ids};
+    // Text streams to stdout as it is made (collected only, for --json); ids get a progress line.
+    std::optional<vkf::app::StreamedText> streamed;
+    if (o.prompt_text) {
+        streamed.emplace(*tokenizer, o.stops, o.json ? nullptr : stdout);
+        if (!o.json) {
+            fmt::print("{}", *o.prompt_text);
+            std::fflush(stdout);
+        }
+        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) { return streamed->push(id); };
+    } else {
+        auto gen_line = std::make_shared<vkf::app::ProgressLine>(progress);
+        gen.on_token = [gen_line, n = o.n_predict](std::uint32_t i, std::uint32_t) {
+            gen_line->update(static_cast<double>(i + 1) / n, fmt::format("generating: {} of {} tokens", i + 1, n));
+            return true;
+        };
+    }
+    const vkf::GenerationResult result = vkf::generate(session, prompt, gen);
+    if (streamed) {
+        streamed->finish();
+        if (!o.json) {
+            fmt::print("\n\n");
+        }
+    }
 
     if (!o.logits_out.empty()) {
         const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
@@ -275,7 +414,7 @@ int run(const Options& o) {
     }
     std::optional<CheckResult> check;
     if (o.check) {
-        check = check_logits(model, o.prompt, result, o.quiet);
+        check = check_logits(model, prompt, result, o.quiet);
     }
     double profile_total = 0.0;
     for (const auto& [kind, p] : session.profile()) {
@@ -300,8 +439,9 @@ int run(const Options& o) {
               {"top_k", o.sampling.top_k},
               {"top_p", double{o.sampling.top_p}},
               {"seed", o.sampling.seed}}},
-            {"prompt_ids", o.prompt},
+            {"prompt_ids", prompt},
             {"generated_ids", result.tokens},
+            {"stop_reason", stop_reason_name(result.stop)},
             {"prefill_seconds", result.prefill_time.count()},
             {"decode_seconds", result.decode_time.count()},
             {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
@@ -310,6 +450,10 @@ int run(const Options& o) {
             {"submissions", session.submissions()},
             {"session_device_bytes", session.device_bytes()},
         };
+        if (streamed) {
+            json["prompt"] = *o.prompt_text;
+            json["text"] = streamed->text();
+        }
         if (check) {
             json["check"] = {{"max_rel_logit_error", check->max_rel},
                              {"worst_step", check->worst_step},
@@ -328,8 +472,14 @@ int run(const Options& o) {
         return check && !(check->max_rel <= o.check_tolerance) ? vkf::app::kExitCheckFailed : vkf::app::kExitOk;
     }
 
-    fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
-    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", o.prompt.size(), result.prefill_time.count(),
+    if (!streamed) {
+        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
+    }
+    if (result.stop != vkf::StopReason::Length) {
+        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(),
+                   result.stop == vkf::StopReason::StopToken ? "end-of-sequence token" : "stop string");
+    }
+    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
                result.prefill_tokens_per_second());
     fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
                result.decode_time.count(), result.decode_tokens_per_second());

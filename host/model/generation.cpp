@@ -2,6 +2,7 @@
 
 #include "runtime/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace vkf {
@@ -22,15 +23,12 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
     if (options.n_predict == 0) {
         throw Error("generate: n_predict must be at least 1");
     }
-    if (session.position() != 0) {
-        throw Error("generate: the session already holds " + std::to_string(session.position()) +
-                    " tokens; reset it first");
-    }
-    const std::uint64_t needed = prompt.size() + options.n_predict - 1;
+    const std::uint64_t needed = std::uint64_t{session.position()} + prompt.size() + options.n_predict - 1;
     if (needed > session.max_tokens()) {
-        throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
-                    std::to_string(options.n_predict) + " new tokens need a KV cache of " + std::to_string(needed) +
-                    " tokens; the session holds " + std::to_string(session.max_tokens()));
+        throw Error("generate: " + std::to_string(session.position()) + " tokens already in the cache, a " +
+                    std::to_string(prompt.size()) + "-token prompt and " + std::to_string(options.n_predict) +
+                    " new tokens need a KV cache of " + std::to_string(needed) + " tokens; the session holds " +
+                    std::to_string(session.max_tokens()));
     }
     Sampler sampler(options.sampling);
     GenerationResult result{.prompt_tokens = static_cast<std::uint32_t>(prompt.size())};
@@ -48,8 +46,17 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
             result.prefill_time = clock::now() - start;
             start = clock::now();
         }
+        bool go_on = true;
         if (options.on_token) {
-            options.on_token(i, token);
+            go_on = options.on_token(i, token);
+        }
+        if (std::find(options.stop_ids.begin(), options.stop_ids.end(), token) != options.stop_ids.end()) {
+            result.stop = StopReason::StopToken;
+            break;
+        }
+        if (!go_on) {
+            result.stop = StopReason::Caller;
+            break;
         }
         if (i + 1 < options.n_predict) {
             const std::uint32_t next[] = {token};

@@ -17,25 +17,34 @@ struct GenerationOptions {
     std::uint32_t n_predict = 32;
     SamplingParams sampling = {};
     bool keep_logits = false;  // keep the logits every token was sampled from
-    // Called after each generated token (index, id), e.g. to stream it.
-    std::function<void(std::uint32_t, std::uint32_t)> on_token = {};
+    // Generation ends once one of these is sampled (the end-of-sequence ids); it is kept in
+    // the result's tokens, as Hugging Face's generate() keeps it.
+    std::vector<std::uint32_t> stop_ids = {};
+    // Called after each generated token (index, id), e.g. to stream it; returning false ends
+    // generation after this token (a stop string the caller found in the text).
+    std::function<bool(std::uint32_t, std::uint32_t)> on_token = {};
 };
 
+enum class StopReason { Length, StopToken, Caller };
+
 struct GenerationResult {
-    std::vector<std::uint32_t> tokens;  // the n_predict generated ids
-    std::vector<float> logits;          // [n_predict, vocab] when keep_logits
+    std::vector<std::uint32_t> tokens;  // the generated ids: n_predict, or fewer when stopped
+    std::vector<float> logits;          // [tokens.size(), vocab] when keep_logits
     std::uint32_t prompt_tokens = 0;
-    // Wall time of the prompt's forward pass and of the n_predict - 1 decode steps (the
-    // last token is sampled but not fed back), including sampling and logit read-back.
+    StopReason stop = StopReason::Length;
+    // Wall time of the prompt's forward pass and of the decode steps (the last token is
+    // sampled but not fed back), including sampling and logit read-back.
     std::chrono::duration<double> prefill_time{};
     std::chrono::duration<double> decode_time{};
     double prefill_tokens_per_second() const;
     double decode_tokens_per_second() const;
 };
 
-// Runs the prompt through `session` (which must be empty and hold prompt + n_predict - 1
-// tokens) and generates n_predict tokens. Throws vkf::Error for an empty prompt, a session
-// too small, or logits that are not finite.
+// Runs the prompt through `session`, continuing the sequence it already holds (a chat's
+// earlier turns; the last token generated before is not in the cache yet, so a caller
+// continuing puts it first in the next prompt), and generates up to n_predict tokens.
+// Throws vkf::Error for an empty prompt, a session without room for position() + prompt +
+// n_predict - 1 tokens, or logits that are not finite.
 GenerationResult generate(Session& session, std::span<const std::uint32_t> prompt, const GenerationOptions& options);
 
 }  // namespace vkf

@@ -68,10 +68,6 @@ Json bloom_config(const ModelConfig& config, DType dtype) {
         {"use_cache", true},
         {"vocab_size", config.vocab_size},
     };
-    if (config.vocab_size > 2) {
-        json["bos_token_id"] = 1;
-        json["eos_token_id"] = 2;
-    }
     if (config.vocab_size > 3) {
         json["pad_token_id"] = 3;
     }
@@ -148,7 +144,15 @@ Json mpt_config(const ModelConfig& config, DType dtype) {
 
 std::string hf_config_json(const ModelConfig& config, DType dtype) {
     validate(config);
-    const Json json = config.family == ModelFamily::Bloom ? bloom_config(config, dtype) : mpt_config(config, dtype);
+    Json json = config.family == ModelFamily::Bloom ? bloom_config(config, dtype) : mpt_config(config, dtype);
+    if (config.bos_token_id) {
+        json["bos_token_id"] = *config.bos_token_id;
+    }
+    if (config.eos_token_ids.size() == 1) {
+        json["eos_token_id"] = config.eos_token_ids[0];
+    } else if (!config.eos_token_ids.empty()) {
+        json["eos_token_id"] = config.eos_token_ids;
+    }
     return json.dump(2) + "\n";
 }
 

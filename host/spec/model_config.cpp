@@ -194,6 +194,30 @@ ModelConfig parse_mpt(const JsonValue& root) {
     return config;
 }
 
+// A token id must name a row of the vocabulary: an EOS id past it would never stop generation.
+std::uint32_t token_id(const JsonValue& value, const ModelConfig& config) {
+    const auto id = value.as_integer<std::uint32_t>();
+    if (id >= config.vocab_size) {
+        value.fail("token id " + std::to_string(id) + " is not below vocab_size " + std::to_string(config.vocab_size));
+    }
+    return id;
+}
+
+void read_special_token_ids(const JsonValue& root, ModelConfig& config) {
+    if (const JsonValue* bos = optional_key(root, "bos_token_id")) {
+        config.bos_token_id = token_id(*bos, config);
+    }
+    if (const JsonValue* eos = optional_key(root, "eos_token_id")) {
+        if (eos->is_array()) {
+            for (const JsonValue& id : eos->as_array()) {
+                config.eos_token_ids.push_back(token_id(id, config));
+            }
+        } else {
+            config.eos_token_ids.push_back(token_id(*eos, config));
+        }
+    }
+}
+
 ModelConfig config_from_json(const JsonValue& root) {
     root.as_object();  // "expected an object, got array" for anything else
     const JsonValue& model_type = required_key(root, {"model_type"});
@@ -207,6 +231,7 @@ ModelConfig config_from_json(const JsonValue& root) {
         model_type.fail("'" + type + "' is not supported (vkformer runs bloom and mpt)");
     }
     derive_head_shape(config);
+    read_special_token_ids(root, config);
     try {
         validate(config);
     } catch (const Error& error) {
@@ -266,6 +291,14 @@ void validate(const ModelConfig& config) {
     }
     if (config.clip_qkv && (!(*config.clip_qkv > 0.0) || !std::isfinite(*config.clip_qkv))) {
         fail("clip_qkv must be positive and finite");
+    }
+    if (config.bos_token_id && *config.bos_token_id >= config.vocab_size) {
+        fail("bos_token_id is not below vocab_size");
+    }
+    for (const std::uint32_t eos : config.eos_token_ids) {
+        if (eos >= config.vocab_size) {
+            fail("eos_token_id " + std::to_string(eos) + " is not below vocab_size");
+        }
     }
 }
 

@@ -39,6 +39,10 @@ struct ModelConfig {
     std::optional<double> clip_qkv = std::nullopt;  // MPT: clamp Wqkv's output to [-c, c]
     std::uint32_t max_seq_len = 2048;               // BLOOM seq_length (2048 when absent); MPT max_seq_len
     bool tie_word_embeddings = true;                // lm_head shares the token embedding matrix
+    // config.json's bos_token_id, and eos_token_id (an integer or a list: generation stops at
+    // any of them). Absent or null: none.
+    std::optional<std::uint32_t> bos_token_id = std::nullopt;
+    std::vector<std::uint32_t> eos_token_ids = {};
 
     bool operator==(const ModelConfig&) const = default;
 };

@@ -243,8 +243,10 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
                      .n_predict = kPredict, .keep_logits = true, .on_token = [&](std::uint32_t i, std::uint32_t id) {
                          EXPECT_EQ(i, streamed.size());
                          streamed.push_back(id);
+                         return true;
                      }});
     ASSERT_EQ(result.tokens.size(), kPredict);
+    EXPECT_EQ(result.stop, StopReason::Length);
     EXPECT_EQ(streamed, result.tokens);
     ASSERT_EQ(result.logits.size(), std::size_t{kPredict} * vocab);
     EXPECT_EQ(session.position(), 6 + kPredict - 1) << "the last token is sampled, not fed back";
@@ -274,8 +276,39 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
     };
     EXPECT_EQ(sample(3), sample(3));
 
+    // Stopping: at a stop id (kept in the tokens), or when the caller says so.
+    const auto stopped = [&](GenerationOptions options) {
+        Session s(model, SessionOptions{.max_tokens = 6 + kPredict - 1});
+        options.n_predict = kPredict;
+        return generate(s, prompt, options);
+    };
+    const GenerationResult at_eos = stopped({.stop_ids = {result.tokens[2], 9999}});
+    const auto first_of_third = std::find(result.tokens.begin(), result.tokens.end(), result.tokens[2]);
+    EXPECT_EQ(at_eos.tokens, std::vector(result.tokens.begin(), first_of_third + 1));
+    EXPECT_EQ(at_eos.stop, StopReason::StopToken);
+    const GenerationResult by_caller = stopped({.on_token = [](std::uint32_t i, std::uint32_t) { return i < 1; }});
+    EXPECT_EQ(by_caller.tokens, std::vector(result.tokens.begin(), result.tokens.begin() + 2));
+    EXPECT_EQ(by_caller.stop, StopReason::Caller);
+
+    // A second turn continues the cached sequence: the same tokens as one run over
+    // prompt + first turn + the second prompt.
+    {
+        const auto turn2 = prompt_ids(3, vocab, 22);
+        Session chat(model, SessionOptions{.max_tokens = 32});
+        const GenerationResult first = generate(chat, prompt, GenerationOptions{.n_predict = 3});
+        std::vector<std::uint32_t> next_prompt{first.tokens.back()};
+        next_prompt.insert(next_prompt.end(), turn2.begin(), turn2.end());
+        const GenerationResult second = generate(chat, next_prompt, GenerationOptions{.n_predict = 3});
+        std::vector<std::uint32_t> whole(prompt.begin(), prompt.end());
+        whole.insert(whole.end(), first.tokens.begin(), first.tokens.end());
+        whole.insert(whole.end(), turn2.begin(), turn2.end());
+        Session once(model, SessionOptions{.max_tokens = 32});
+        EXPECT_EQ(generate(once, whole, GenerationOptions{.n_predict = 3}).tokens, second.tokens);
+        EXPECT_EQ(chat.position(), whole.size() + 2);
+    }
+
     // Misuse.
-    EXPECT_THROW(generate(session, prompt, GenerationOptions{}), Error) << "the session is not empty";
+    EXPECT_THROW(generate(session, prompt, GenerationOptions{}), Error) << "no room left after the first run";
     Session small(model, SessionOptions{.max_tokens = 8});
     EXPECT_THROW(generate(small, prompt, GenerationOptions{.n_predict = 4}), Error) << "needs 9 tokens of cache";
     EXPECT_THROW(generate(small, std::span<const std::uint32_t>{}, GenerationOptions{}), Error);

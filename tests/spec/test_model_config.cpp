@@ -158,6 +158,8 @@ TEST(ModelConfig, ParsesBloom560m) {
     EXPECT_FALSE(config.clip_qkv.has_value());
     EXPECT_EQ(config.max_seq_len, 2048u);
     EXPECT_TRUE(config.tie_word_embeddings);
+    EXPECT_EQ(config.bos_token_id, 1u);
+    EXPECT_EQ(config.eos_token_ids, std::vector<std::uint32_t>{2});
 
     const std::vector<vkf::ExpectedTensor> tensors = vkf::expected_tensors(config);
     EXPECT_EQ(tensors.size(), 12u * 24u + 5u);
@@ -259,8 +261,25 @@ TEST(ModelConfig, UntiedEmbeddingsAddLmHead) {
     EXPECT_EQ(vkf::checkpoint_tensor_name("ln_f.weight"), "transformer.ln_f.weight");
 }
 
+TEST(ModelConfig, ReadsEndOfSequenceIdsAsAnIntegerOrAList) {
+    const ModelConfig list =
+        vkf::parse_model_config(replaced(kBloom560m, R"("eos_token_id": 2)", R"("eos_token_id": [2, 7])"));
+    EXPECT_EQ(list.eos_token_ids, (std::vector<std::uint32_t>{2, 7}));
+    const ModelConfig none = vkf::parse_model_config(
+        replaced(replaced(kBloom560m, R"("eos_token_id": 2)", R"("eos_token_id": null)"), R"("bos_token_id": 1,)", ""));
+    EXPECT_TRUE(none.eos_token_ids.empty());
+    EXPECT_FALSE(none.bos_token_id.has_value());
+    // Written back as they were read.
+    EXPECT_EQ(vkf::parse_model_config(vkf::hf_config_json(list, vkf::DType::F16)), list);
+    EXPECT_EQ(vkf::parse_model_config(vkf::hf_config_json(none, vkf::DType::F16)), none);
+}
+
 TEST(ModelConfig, RefusesWhatItCannotRun) {
     const std::vector<std::tuple<std::string, std::string>> cases = {
+        {replaced(kBloom560m, R"("eos_token_id": 2)", R"("eos_token_id": 250880)"),
+         "config.json: eos_token_id: token id 250880 is not below vocab_size 250880"},
+        {replaced(kBloom560m, R"("eos_token_id": 2)", R"("eos_token_id": [2, "x"])"),
+         "config.json: eos_token_id[1]: expected an integer, got string"},
         {replaced(kBloom560m, R"("n_head": 16)", R"("n_head": "16")"),
          "config.json: n_head: expected an integer, got string"},
         {replaced(kBloom560m, R"("n_head": 16)", R"("n_head": 15)"),

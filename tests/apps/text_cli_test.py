@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""End-to-end test of text in and out on the shipped model (models/kjv-bloom): vkf-run
+--prompt streams text that is the decoding of the ids it generated (checked against the
+CPU reference with --check), stops at a --stop string and at the end-of-sequence id of
+config.json, keeps one session over --interactive turns; vkf-perplexity gives the table,
+the JSON and the plot, and the same 128-token perplexity as the training script's PyTorch
+evaluation on the first held-out tokens (eval.json "prefix"); misuse is refused clearly.
+
+usage: text_cli_test.py PATH/TO/vkf-run PATH/TO/vkf-perplexity PATH/TO/vkf-tokenize MODEL_DIR
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
+
+from cli_checks import fail, finish, run
+
+RUN, PERPLEXITY, TOKENIZE, MODEL = sys.argv[1:5]
+PROMPT = "And God said unto Moses,"
+
+
+def run_json(exe, args):
+    proc = run(exe, ["--json", "--quiet"] + args)
+    if proc.returncode != 0:
+        fail("%s %s exited %d: %s" % (os.path.basename(exe), " ".join(args), proc.returncode, proc.stderr))
+        return None
+    return json.loads(proc.stdout)
+
+
+def expect_refused(exe, args, code, text):
+    proc = run(exe, args)
+    if proc.returncode != code or text not in proc.stderr:
+        fail("%s %s: expected exit %d naming %r, got %d: %s" % (os.path.basename(exe), " ".join(args), code, text,
+                                                               proc.returncode, proc.stderr.strip()))
+
+
+def decode(ids):
+    proc = run(TOKENIZE, ["--tokenizer", os.path.join(MODEL, "tokenizer.json"), "--decode",
+                          ",".join(str(i) for i in ids)])
+    if proc.returncode != 0:
+        fail("vkf-tokenize --decode exited %d: %s" % (proc.returncode, proc.stderr))
+    return proc.stdout[:-1] if proc.stdout.endswith("\n") else proc.stdout
+
+
+def check_generation():
+    args = ["--model", MODEL, "--prompt", PROMPT, "--n-predict", "24", "--ignore-eos"]
+    # Streamed text: the prompt, then the generated text, then the figures.
+    proc = run(RUN, args + ["--check", "--quiet"])
+    if proc.returncode != 0:
+        fail("vkf-run --prompt --check exited %d: %s" % (proc.returncode, proc.stderr))
+        return
+    out = run_json(RUN, args)
+    if out is None:
+        return
+    if len(out["generated_ids"]) != 24 or out["stop_reason"] != "length":
+        fail("expected 24 tokens and stop_reason length: %s" % out)
+    if out["text"] != decode(out["generated_ids"]):
+        fail("the text %r is not the decoding of the generated ids %r" % (out["text"], decode(out["generated_ids"])))
+    if not proc.stdout.startswith(PROMPT + out["text"] + "\n"):
+        fail("the streamed output does not start with prompt + text:\n%r\n%r" % (proc.stdout, PROMPT + out["text"]))
+    if len(out["text"].split()) < 5:
+        fail("24 tokens of an English model should make several words: %r" % out["text"])
+    if "prefill:" not in proc.stdout or "check: largest relative logit error" not in proc.stdout:
+        fail("the figures are missing after the text: %r" % proc.stdout)
+
+    # A stop string taken from that text: generation ends where it starts, not printed.
+    words = out["text"].split()
+    stop = " " + words[3]
+    cut = out["text"].find(stop)
+    stopped = run_json(RUN, args + ["--stop", "no such text", "--stop", stop])
+    if stopped and (stopped["text"] != out["text"][:cut] or stopped["stop_reason"] != "stop string"):
+        fail("--stop %r: expected text %r, got %r (%s)" % (stop, out["text"][:cut], stopped["text"],
+                                                           stopped["stop_reason"]))
+
+    # The end-of-sequence id of config.json: a copy whose eos is the third generated token.
+    with tempfile.TemporaryDirectory(prefix="vkf_text_cli_") as tmp:
+        for name in ("model.safetensors", "tokenizer.json"):
+            os.symlink(os.path.abspath(os.path.join(MODEL, name)), os.path.join(tmp, name))
+        with open(os.path.join(MODEL, "config.json")) as f:
+            config = json.load(f)
+        eos = out["generated_ids"][2]
+        config["eos_token_id"] = [eos]
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(config, f)
+        ended = run_json(RUN, ["--model", tmp, "--prompt", PROMPT, "--n-predict", "24"])
+        first = out["generated_ids"].index(eos)
+        if ended and (ended["generated_ids"] != out["generated_ids"][:first + 1] or ended["stop_reason"] != "eos"):
+            fail("eos %d: expected %s and stop_reason eos, got %s" % (eos, out["generated_ids"][:first + 1], ended))
+        # No tokenizer.json: text needs one, and the message says so.
+        os.remove(os.path.join(tmp, "tokenizer.json"))
+        expect_refused(RUN, ["--model", tmp, "--prompt", PROMPT], 1, "tokenizer.json")
+
+
+def check_interactive():
+    proc = subprocess.run([RUN, "--model", MODEL, "--interactive", "--n-predict", "8", "--ignore-eos"],
+                          input="In the beginning\nAnd the LORD said\n", capture_output=True, text=True, timeout=600)
+    lines = proc.stdout.split("\n")
+    if proc.returncode != 0 or len(lines) != 3 or lines[2] != "" or not lines[0] or not lines[1]:
+        fail("--interactive: expected two answers, got exit %d: %r %s" % (proc.returncode, proc.stdout, proc.stderr))
+    # Both turns and both answers stay in one session: 3 + 4 prompt tokens and 8 + 8 answers,
+    # the last answer's last token not yet run.
+    if "tokens in the session" not in proc.stderr:
+        fail("--interactive: no session summary: %s" % proc.stderr)
+
+
+def check_perplexity():
+    heldout = os.path.join(MODEL, "heldout.txt")
+    with tempfile.TemporaryDirectory(prefix="vkf_ppl_cli_") as tmp:
+        plot = os.path.join(tmp, "ppl.svg")
+        out = run_json(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", "32,64,96", "--max-tokens", "400",
+                                    "--plot", plot])
+        if out:
+            rows = out["results"]
+            if [r["ctx"] for r in rows] != [32, 64, 96]:
+                fail("vkf-perplexity: expected rows for 32, 64, 96: %s" % rows)
+            for r in rows:
+                c = r["ctx"]
+                expect = (400 // c) * (c - 1 - c // 2)
+                if r["scored_tokens"] != expect or not 1.0 < r["perplexity"] < 1e4:
+                    fail("vkf-perplexity ctx %d: %d scored tokens (expected %d), perplexity %s" %
+                         (c, r["scored_tokens"], expect, r["perplexity"]))
+            try:
+                ElementTree.parse(plot)
+            except (OSError, ElementTree.ParseError) as e:
+                fail("--plot did not write a well-formed SVG: %s" % e)
+        proc = run(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", "64", "--max-tokens", "200"])
+        if proc.returncode != 0 or "perplexity" not in proc.stdout or "second half" not in proc.stdout:
+            fail("vkf-perplexity table: exit %d: %s %s" % (proc.returncode, proc.stdout, proc.stderr))
+        expect_refused(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", "64", "--max-tokens", "50"], 1,
+                       "fewer than one window")
+        expect_refused(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", "2"], 2, "--ctx")
+        expect_refused(PERPLEXITY, ["--model", MODEL, "--file", os.path.join(tmp, "missing.txt")], 1, "missing.txt")
+
+    # The independent reference: PyTorch's perplexity of the held-out text's first tokens.
+    with open(os.path.join(MODEL, "eval.json")) as f:
+        reference = json.load(f)["prefix"]
+    out = run_json(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", str(reference["ctx"]),
+                                "--max-tokens", str(reference["tokens"]), "--kv", "f32"])
+    if out:
+        got = out["results"][0]["perplexity"]
+        if abs(got / reference["perplexity"] - 1) > 2e-3:
+            fail("perplexity %.6f against PyTorch's %.6f" % (got, reference["perplexity"]))
+        else:
+            print("perplexity at ctx %d over %d tokens: %.6f, PyTorch %.6f" %
+                  (reference["ctx"], reference["tokens"], got, reference["perplexity"]))
+
+
+def main():
+    expect_refused(RUN, ["--model", MODEL, "--prompt-ids", "1,2", "--stop", "x"], 2, "--stop needs text")
+    expect_refused(RUN, ["--model", MODEL, "--prompt", "a", "--prompt-ids", "1"], 2, "give the prompt once")
+    expect_refused(RUN, ["--model", MODEL, "--interactive", "--json"], 2, "--interactive")
+    check_generation()
+    check_interactive()
+    check_perplexity()
+    return finish("text in and out: all checks passed")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+// Perplexity on the device (host/model/perplexity.hpp) against the definition evaluated on
+// logits that are known: a BLOOM whose final LayerNorm has zero weights, so every position's
+// hidden state is ln_f.bias and the logits are word_embeddings . ln_f.bias, whatever the text;
+// and against the double-precision CPU reference model, window by window, on random weights.
+
+#include "host/io/safetensors.hpp"
+#include "host/io/safetensors_writer.hpp"
+#include "host/model/perplexity.hpp"
+#include "host/reference/model.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/spec/random_weights.hpp"
+#include "tests/support/small_models.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace vkf::test {
+namespace {
+
+class Perplexity_ : public VulkanTest {};
+
+std::vector<std::uint32_t> text_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed) {
+    std::vector<std::uint32_t> ids(n);
+    std::uint64_t s = seed;
+    for (auto& id : ids) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        id = static_cast<std::uint32_t>((s >> 33) % vocab);
+    }
+    return ids;
+}
+
+// Rewrites DIR/model.safetensors (F32, one file) with `replace` applied to some tensors.
+void rewrite_checkpoint(const std::filesystem::path& dir,
+                        const std::function<void(const std::string&, std::vector<float>&)>& replace) {
+    const std::filesystem::path path = dir / "model.safetensors";
+    std::vector<RawTensorSource> sources;
+    {
+        const SafetensorsFile file = open_safetensors(path);
+        for (const TensorInfo& info : file.tensors()) {
+            std::vector<float> values = file.read_as_f32(info);
+            replace(info.name, values);
+            sources.push_back({.name = info.name,
+                               .dtype = DType::F32,
+                               .shape = info.shape,
+                               .bytes = [values](std::span<std::byte> out) {
+                                   std::memcpy(out.data(), values.data(), out.size());
+                               }});
+        }
+    }
+    write_safetensors_file(path, sources, {});
+}
+
+TEST_F(Perplexity_, KnownLogitsGiveTheHandComputedValue) {
+    const ModelConfig config = small_bloom();
+    const TempDir dir("vkf_test_ppl_known");
+    write_random_checkpoint(dir.path(), config, 3, DType::F32, 1);
+    std::vector<float> embeddings, bias;
+    rewrite_checkpoint(dir.path(), [&](const std::string& name, std::vector<float>& values) {
+        if (name.ends_with("ln_f.weight")) {
+            std::fill(values.begin(), values.end(), 0.0f);
+        } else if (name.ends_with("ln_f.bias")) {
+            for (std::size_t i = 0; i < values.size(); ++i) {
+                values[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i))) * 20.0f;
+            }
+            bias = values;
+        } else if (name.ends_with("word_embeddings.weight")) {
+            embeddings = values;
+        }
+    });
+    // logits[v] = sum_h E[v, h] b[h] at every position: the NLL of token t is the same
+    // log-sum-exp minus logits[t] wherever it occurs.
+    const std::uint32_t vocab = config.vocab_size, hidden = config.hidden;
+    std::vector<double> logits(vocab);
+    for (std::uint32_t v = 0; v < vocab; ++v) {
+        for (std::uint32_t h = 0; h < hidden; ++h) {
+            logits[v] += double{embeddings[std::size_t{v} * hidden + h]} * bias[h];
+        }
+    }
+    double top = logits[0];
+    for (const double l : logits) {
+        top = std::max(top, l);
+    }
+    double sum = 0.0;
+    for (const double l : logits) {
+        sum += std::exp(l - top);
+    }
+    const double log_sum = top + std::log(sum);
+
+    const Model model(ctx(), dir.path(), ModelOptions{.weights = WeightFormat{.dense = DType::F32}});
+    const std::vector<std::uint32_t> ids = text_ids(100, vocab, 5);
+    for (const std::uint32_t c : {16u, 23u}) {
+        SCOPED_TRACE(c);
+        const PerplexityWindows w = perplexity_windows(ids.size(), c);
+        double nll = 0.0;
+        for (std::size_t i = 0; i < w.windows; ++i) {
+            for (std::uint32_t j = w.first; j + 1 < c; ++j) {
+                nll += log_sum - logits[ids[w.begin(i) + j + 1]];
+            }
+        }
+        const double expected = std::exp(nll / static_cast<double>(w.scored_tokens()));
+        const PerplexityResult r = perplexity(model, ids, c, PerplexityOptions{.chunk = 5, .kv_dtype = DType::F32});
+        EXPECT_EQ(r.sum.tokens, w.scored_tokens());
+        EXPECT_NEAR(r.perplexity() / expected, 1.0, 1e-5) << r.perplexity() << " against " << expected;
+        EXPECT_GT(expected, 1.5) << "the logits are far from uniform, so the check has teeth";
+    }
+}
+
+TEST_F(Perplexity_, MatchesTheReferenceModelWindowByWindow) {
+    const ModelConfig config = small_bloom();
+    const TempDir dir("vkf_test_ppl_ref");
+    write_random_checkpoint(dir.path(), config, 9, DType::F32, 1);
+    const Model model(ctx(), dir.path(), ModelOptions{.weights = WeightFormat{.dense = DType::F32}});
+    const reference::Model ref(model.config(), model.checkpoint());
+    const std::vector<std::uint32_t> ids = text_ids(61, config.vocab_size, 8);  // prime length
+    for (const std::uint32_t c : {19u, 30u}) {
+        SCOPED_TRACE(c);
+        const PerplexityWindows w = perplexity_windows(ids.size(), c);
+        NllSum expected;
+        for (std::size_t i = 0; i < w.windows; ++i) {
+            const std::span<const std::uint32_t> window = std::span(ids).subspan(w.begin(i), c);
+            const std::vector<double> logits = ref.forward(window);
+            for (std::uint32_t j = w.first; j + 1 < c; ++j) {
+                expected.add(token_nll(std::span(logits).subspan(std::size_t{j} * config.vocab_size, config.vocab_size),
+                                       window[j + 1]));
+            }
+        }
+        std::size_t reported = 0;
+        const PerplexityResult r = perplexity(
+            model, ids, c,
+            PerplexityOptions{.chunk = 7, .kv_dtype = DType::F32, .progress = [&](std::size_t done, std::size_t all) {
+                                  EXPECT_EQ(all, w.windows);
+                                  reported = done;
+                              }});
+        EXPECT_EQ(reported, w.windows);
+        EXPECT_EQ(r.sum.tokens, expected.tokens);
+        EXPECT_NEAR(r.sum.mean(), expected.mean(), 1e-5 * expected.mean());
+        // max_windows scores a prefix of the windows.
+        const PerplexityResult one = perplexity(model, ids, c, PerplexityOptions{.kv_dtype = DType::F32, .max_windows = 1});
+        EXPECT_EQ(one.sum.tokens, w.scored_per_window());
+    }
+    EXPECT_THROW(perplexity(model, ids, 62), Error) << "longer than the text";
+}
+
+}  // namespace
+}  // namespace vkf::test
