@@ -46,6 +46,7 @@ std::optional<TokenId> VocabIndex::find(const std::vector<std::string>& tokens, 
 BpeModel::BpeModel(std::vector<std::string> tokens)
     : tokens_(std::move(tokens)), index_(tokens_), cache_(std::make_unique<Cache>()) {}
 
+BpeModel::BpeModel(BpeModel&&) noexcept = default;
 BpeModel::~BpeModel() = default;
 
 void BpeModel::add_merge(TokenId left, TokenId right, TokenId merged) {

@@ -18,12 +18,12 @@
 namespace vkf::text {
 
 struct BpeOptions {
-    std::optional<TokenId> unk;                     // unk_token's id: unknown characters become it
-    std::string continuing_subword_prefix;          // put before every character but the first
-    std::string end_of_word_suffix;                 // put after the last character
-    bool fuse_unk = false;                          // consecutive unknown characters give one unk
-    bool byte_fallback = false;                     // unknown characters as their "<0xXX>" byte tokens
-    bool ignore_merges = false;                     // a piece that is a token is that token
+    std::optional<TokenId> unk;             // unk_token's id: unknown characters become it
+    std::string continuing_subword_prefix;  // put before every character but the first
+    std::string end_of_word_suffix;         // put after the last character
+    bool fuse_unk = false;                  // consecutive unknown characters give one unk
+    bool byte_fallback = false;             // unknown characters as their "<0xXX>" byte tokens
+    bool ignore_merges = false;             // a piece that is a token is that token
 };
 
 // Hashing of strings that std::unordered_map can look up with a std::string_view.
@@ -50,11 +50,13 @@ class BpeModel {
 public:
     // `tokens[i]` is the string of id i; every string is distinct.
     explicit BpeModel(std::vector<std::string> tokens);
+    BpeModel(BpeModel&&) noexcept;
     ~BpeModel();
 
     // Merges are added in rank order; a pair given again takes the later rank, as in Hugging Face.
     void reserve_merges(std::size_t count) { merges_.reserve(count); }
     void add_merge(TokenId left, TokenId right, TokenId merged);
+    // Before the first tokenize: results are cached.
     void set_options(BpeOptions options) { options_ = std::move(options); }
     const BpeOptions& options() const { return options_; }
 

@@ -55,8 +55,8 @@ public:
                 begin += content_.size();
             }
             std::size_t end = view.size();
-            for (std::size_t i = 0; i < stop_ && end >= begin + content_.size() &&
-                                    view.substr(begin, end - begin).ends_with(content_);
+            for (std::size_t i = 0;
+                 i < stop_ && end >= begin + content_.size() && view.substr(begin, end - begin).ends_with(content_);
                  ++i) {
                 end -= content_.size();
             }

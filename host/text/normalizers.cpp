@@ -68,7 +68,8 @@ private:
 
 class ReplaceNormalizer final : public Normalizer {
 public:
-    ReplaceNormalizer(Regex pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+    ReplaceNormalizer(Regex pattern, std::string content)
+        : pattern_(std::move(pattern)), content_(std::move(content)) {}
     std::string normalize(std::string_view text) const override {
         std::vector<Regex::Match> matches;
         pattern_.find_all(text, matches);

@@ -335,8 +335,7 @@ int match_once(const pcre2_code* code, std::string_view text, std::size_t start,
     const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
     int rc = pcre2_match(code, subject, text.size(), start, options | PCRE2_NO_UTF_CHECK, data, nullptr);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
-        rc = pcre2_match(code, subject, text.size(), start, options | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data,
-                         nullptr);
+        rc = pcre2_match(code, subject, text.size(), start, options | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, data, nullptr);
     }
     if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
         throw Error("regular expression '" + pattern + "': matching failed: " + pcre2_message(rc));

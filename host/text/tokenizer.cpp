@@ -60,7 +60,8 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_t
             if (stretch.begin == stretch.end) {
                 continue;
             }
-            const std::string_view part = std::string_view(normalized).substr(stretch.begin, stretch.end - stretch.begin);
+            const std::string_view part =
+                std::string_view(normalized).substr(stretch.begin, stretch.end - stretch.begin);
             pieces.clear();
             if (p.pre_tokenizer) {
                 p.pre_tokenizer->pre_tokenize(part, pieces);

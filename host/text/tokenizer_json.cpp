@@ -93,8 +93,9 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonValue& v) {
         }
         return make_sequence_normalizer(std::move(normalizers));
     }
-    refuse_type(type, "supported normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, "
-                      "ByteLevel, Sequence");
+    refuse_type(type,
+                "supported normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, "
+                "ByteLevel, Sequence");
 }
 
 // --- pre-tokenizers ---
@@ -129,8 +130,9 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonValue& v) {
         }
         return make_sequence_pre_tokenizer(std::move(pre_tokenizers));
     }
-    refuse_type(type, "supported pre-tokenizers: ByteLevel, Split, Digits, Punctuation, Whitespace, "
-                      "WhitespaceSplit, Sequence");
+    refuse_type(type,
+                "supported pre-tokenizers: ByteLevel, Split, Digits, Punctuation, Whitespace, "
+                "WhitespaceSplit, Sequence");
 }
 
 // --- the model ---
@@ -207,7 +209,8 @@ std::unique_ptr<BpeModel> parse_model(const JsonValue& v) {
         }
         const TokenId left_id = require_token(merge, left, "");
         const TokenId right_id = require_token(merge, right, "");
-        if (right.size() < prefix || (right.size() > prefix && (static_cast<unsigned char>(right[prefix]) & 0xC0) == 0x80)) {
+        if (right.size() < prefix ||
+            (right.size() > prefix && (static_cast<unsigned char>(right[prefix]) & 0xC0) == 0x80)) {
             merge.fail("'" + right + "' does not start with the continuing_subword_prefix '" +
                        options.continuing_subword_prefix + "'");
         }
@@ -251,7 +254,7 @@ void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, Tok
             } else {
                 expected = !max_id ? static_cast<TokenId>(model_size)
                                    : (*max_id >= model_size || model_size == 0 ? *max_id + 1
-                                                                                : static_cast<TokenId>(model_size));
+                                                                               : static_cast<TokenId>(model_size));
                 why = "the next id after model.vocab and the added tokens before it";
             }
             if (token.id != expected) {
@@ -341,8 +344,9 @@ std::unique_ptr<PostProcessor> parse_post_processor(const JsonValue& v, std::siz
         }
         return make_sequence_post_processor(std::move(processors));
     }
-    refuse_type(type, "supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
-                      "RobertaProcessing, Sequence");
+    refuse_type(type,
+                "supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
+                "RobertaProcessing, Sequence");
 }
 
 // --- decoders ---
@@ -399,9 +403,9 @@ TokenizerParts parse_tokenizer_json(const JsonValue& document) {
         version->fail("version '" + version->as_string() + "' is not known (only 1.0)");
     }
     // Both would change the ids of a single encode; neither is implemented.
-    for (const char* setting : {"truncation", "padding"}) {
+    for (const std::string_view setting : {"truncation", "padding"}) {
         if (const JsonValue* value = component(document, setting)) {
-            value->fail(std::string(setting) + " is not supported (only null)");
+            value->fail("only null is supported (vkformer neither truncates nor pads)");
         }
     }
     TokenizerParts parts;

@@ -17,8 +17,8 @@
 namespace vkf::text {
 
 struct TokenizerParts {
-    std::unique_ptr<Normalizer> normalizer;        // null: none
-    std::unique_ptr<PreTokenizer> pre_tokenizer;   // null: the text is one piece
+    std::unique_ptr<Normalizer> normalizer;       // null: none
+    std::unique_ptr<PreTokenizer> pre_tokenizer;  // null: the text is one piece
     std::unique_ptr<BpeModel> model;
     std::unique_ptr<PostProcessor> post_processor;  // null: none
     std::unique_ptr<Decoder> decoder;               // null: tokens joined with spaces
