@@ -5,13 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <system_error>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -101,6 +101,49 @@ private:
     std::size_t* consumed_;
 };
 
+// The keys of one object being parsed, to refuse a repeated one: a hash table of indices into
+// the object's own members (the key being read becomes the next member), so no key is copied.
+// Small objects are searched directly. A tokenizer.json vocabulary is an object of 250k keys.
+class MemberIndex {
+public:
+    // Whether `key` is new among `members`; records it as the member members.size() will hold.
+    bool insert(const JsonValue::Object& members, std::string_view key) {
+        if (members.size() < kDirectSearch) {
+            return std::none_of(members.begin(), members.end(), [&](const JsonMember& m) { return m.key == key; });
+        }
+        if (2 * (members.size() + 1) > slots_.size()) {
+            rebuild(members);
+        }
+        std::size_t slot = hash(key);
+        for (; slots_[slot] != 0; slot = (slot + 1) & (slots_.size() - 1)) {
+            if (members[slots_[slot] - 1].key == key) {
+                return false;
+            }
+        }
+        slots_[slot] = members.size() + 1;
+        return true;
+    }
+
+private:
+    static constexpr std::size_t kDirectSearch = 16;
+
+    std::size_t hash(std::string_view key) const { return std::hash<std::string_view>{}(key) & (slots_.size() - 1); }
+
+    // A quarter full afterwards, every member entered again (each key hashed once per doubling).
+    void rebuild(const JsonValue::Object& members) {
+        slots_.assign(std::bit_ceil(4 * (members.size() + 1)), 0);
+        for (std::size_t i = 0; i < members.size(); ++i) {
+            std::size_t slot = hash(members[i].key);
+            while (slots_[slot] != 0) {
+                slot = (slot + 1) & (slots_.size() - 1);
+            }
+            slots_[slot] = i + 1;
+        }
+    }
+
+    std::vector<std::size_t> slots_;  // member index + 1; 0: empty
+};
+
 }  // namespace
 
 // Builds the JsonValue tree from nlohmann's SAX events (nlohmann parses: RFC 8259 syntax,
@@ -162,7 +205,7 @@ public:
     bool start_object(std::size_t /*unknown size*/) { return open(JsonValue::Object{}); }
     bool key(std::string& k) {
         Frame& frame = stack_.back();
-        if (!frame.keys.insert(k).second) {
+        if (!frame.keys.insert(std::get<JsonValue::Object>(frame.value.data_), k)) {
             fail_at(key_start(), "duplicate key '" + k + "'");
         }
         frame.key = std::move(k);
@@ -178,8 +221,8 @@ public:
 private:
     struct Frame {
         JsonValue value;
-        std::unordered_set<std::string> keys;  // objects: the keys seen so far
-        std::string key;                       // objects: the member being read
+        MemberIndex keys;  // objects: the members' keys, for the repeated-key check
+        std::string key;   // objects: the member being read
     };
 
     template <class T>

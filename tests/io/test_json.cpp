@@ -188,6 +188,23 @@ TEST(Json, ReportsLineAndColumn) {
     EXPECT_NE(duplicate.find("line 2, column 1: duplicate key 'n_head'"), std::string::npos) << duplicate;
 }
 
+// Objects of more than a few keys are checked through a hash index (a tokenizer.json vocabulary
+// has 250k keys): a repeat is found wherever it is, with nested objects between.
+TEST(Json, RefusesRepeatedKeysInLargeObjects) {
+    for (const int count : {3, 17, 100, 5000}) {
+        for (const int repeated : {0, count / 2, count - 1}) {
+            std::string text = "{";
+            for (int i = 0; i < count; ++i) {
+                text += "\"key" + std::to_string(i) + "\": {\"inner\": " + std::to_string(i) + "}, ";
+            }
+            EXPECT_EQ(parse(text + "\"last\": 0}").size(), static_cast<std::size_t>(count) + 1);
+            const std::string message = parse_error(text + "\"key" + std::to_string(repeated) + "\": 1}");
+            EXPECT_NE(message.find("duplicate key 'key" + std::to_string(repeated) + "'"), std::string::npos)
+                << count << " keys: " << message;
+        }
+    }
+}
+
 TEST(Json, AccessorErrorsNameTheKeyPath) {
     const JsonValue root =
         parse_json(R"({"n_head": "16", "attn_config": {"clip_qkv": [1]}, "shape": [1, "x"]})", "config.json");

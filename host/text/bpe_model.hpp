@@ -1,0 +1,88 @@
+#pragma once
+// The BPE model (Hugging Face's models::bpe): a vocabulary of token strings and ranked merges.
+// A piece of text starts as one symbol per character; the adjacent pair with the lowest-ranked
+// merge (the leftmost among equals) is merged, again and again, until no pair has a merge.
+// Results are cached per piece, so repeated words cost one lookup.
+
+#include "host/text/tokenizer.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace vkf::text {
+
+struct BpeOptions {
+    std::optional<TokenId> unk;             // unk_token's id: unknown characters become it
+    std::string continuing_subword_prefix;  // put before every character but the first
+    std::string end_of_word_suffix;         // put after the last character
+    bool fuse_unk = false;                  // consecutive unknown characters give one unk
+    bool byte_fallback = false;             // unknown characters as their "<0xXX>" byte tokens
+    bool ignore_merges = false;             // a piece that is a token is that token
+};
+
+// Hashing of strings that std::unordered_map can look up with a std::string_view.
+struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TokenIndex = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
+
+// Token string -> id for strings held in a vector (id -> string): open addressing over 64-bit
+// slots (hash bits, id + 1), so a lookup reads one slot and one string. Loading a 250k-token
+// vocabulary and its merges makes a million lookups.
+class VocabIndex {
+public:
+    explicit VocabIndex(const std::vector<std::string>& tokens);
+    std::optional<TokenId> find(const std::vector<std::string>& tokens, std::string_view token) const;
+
+private:
+    std::vector<std::uint64_t> slots_;  // 0: empty
+    std::size_t mask_ = 0;
+};
+
+class BpeModel {
+public:
+    // `tokens[i]` is the string of id i; every string is distinct.
+    explicit BpeModel(std::vector<std::string> tokens);
+    BpeModel(BpeModel&&) noexcept;
+    ~BpeModel();
+
+    // Merges are added in rank order; a pair given again takes the later rank, as in Hugging Face.
+    void reserve_merges(std::size_t count) { merges_.reserve(count); }
+    void add_merge(TokenId left, TokenId right, TokenId merged);
+    // Before the first tokenize: results are cached.
+    void set_options(BpeOptions options) { options_ = std::move(options); }
+    const BpeOptions& options() const { return options_; }
+
+    std::size_t size() const { return tokens_.size(); }
+    std::optional<TokenId> find(std::string_view token) const;
+    const std::string& token(TokenId id) const { return tokens_[id]; }
+
+    // Appends the ids of `piece` (not empty).
+    void tokenize(std::string_view piece, std::vector<TokenId>& out) const;
+
+private:
+    struct Merge {
+        std::uint32_t rank;
+        TokenId merged;
+    };
+    struct Cache;
+
+    std::vector<TokenId> merge_piece(std::string_view piece) const;
+    const Merge* find_merge(TokenId left, TokenId right) const;
+
+    std::vector<std::string> tokens_;
+    VocabIndex index_;
+    std::unordered_map<std::uint64_t, Merge> merges_;  // (left << 32 | right)
+    std::uint32_t next_rank_ = 0;
+    BpeOptions options_;
+    std::unique_ptr<Cache> cache_;
+};
+
+}  // namespace vkf::text

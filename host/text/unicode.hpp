@@ -1,0 +1,28 @@
+#pragma once
+// The Unicode properties and mappings the tokenizer components use, with the definitions of the
+// Rust standard library that Hugging Face's tokenizers are built on. utf8proc (MIT, no data files)
+// supplies the general categories, the normalization forms and the case mapping.
+
+#include <string>
+#include <string_view>
+
+namespace vkf::text {
+
+// Rust's char::is_whitespace: the White_Space property.
+bool is_white_space(char32_t c);
+// Rust's char::is_numeric: general categories Nd, Nl and No.
+bool is_numeric(char32_t c);
+// The Punctuation pre-tokenizer's test: an ASCII punctuation character (which includes $+<=>^`|~)
+// or general category P*.
+bool is_punctuation(char32_t c);
+
+enum class NormalForm { NFC, NFD, NFKC, NFKD };
+
+// `text` (valid UTF-8) in the normal form.
+std::string normalize(std::string_view text, NormalForm form);
+
+// Every character of `text` (valid UTF-8) replaced by its full lowercase mapping, one character at
+// a time as Rust's char::to_lowercase does (no context: a final capital sigma becomes σ).
+std::string lowercase(std::string_view text);
+
+}  // namespace vkf::text

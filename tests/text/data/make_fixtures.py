@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Writes the tokenizer.json fixtures of tests/text (run it again after changing it; the files are
+committed). Every fixture shares one byte-level BPE vocabulary written so that ids can be derived
+by hand in the tests:
+
+  ids 0..255    the byte-level character of byte b has id b ('Ġ', a space, is 32; 'Ċ' is 10)
+  ids 256..     one token per merge below, in rank order (MERGES[i] makes id 256 + i)
+  ids N..       the fixture's added tokens that are not in the vocabulary, in the order given
+                (N = 256 + len(MERGES))
+
+usage: make_fixtures.py [OUT_DIR]   (default: this script's directory)
+"""
+
+import json
+import os
+import sys
+
+# (left, right): the merges in rank order, as byte-level strings.
+MERGES = [
+    ("Ġ", "t"),      # 256 Ġt
+    ("h", "e"),      # 257 he
+    ("Ġt", "he"),    # 258 Ġthe
+    ("i", "n"),      # 259 in
+    ("Ġ", "a"),      # 260 Ġa
+    ("n", "d"),      # 261 nd
+    ("Ġa", "nd"),    # 262 Ġand
+    ("o", "r"),      # 263 or
+    ("Ġ", "w"),      # 264 Ġw
+    ("Ġw", "or"),    # 265 Ġwor
+    ("l", "d"),      # 266 ld
+    ("Ġwor", "ld"),  # 267 Ġworld
+    ("e", "l"),      # 268 el
+    ("el", "l"),     # 269 ell
+    ("H", "ell"),    # 270 Hell
+    ("Hell", "o"),   # 271 Hello
+    ("1", "2"),      # 272 12
+    ("Ġ", "Ġ"),      # 273 ĠĠ
+    ("Ċ", "Ċ"),      # 274 ĊĊ
+    ("i", "s"),      # 275 is
+    ("Ġ", "is"),     # 276 Ġis
+    ("æ", "Ĺ"),      # 277 æĹ      (the first two bytes of 日, E6 97)
+    ("æĹ", "¥"),     # 278 æĹ¥     (日)
+    ("ð", "Ł"),      # 279 ðŁ      (F0 9F, how most emoji start)
+    ("ĠĠ", "ĠĠ"),    # 280 ĠĠĠĠ
+    ("e", "r"),      # 281 er
+    # '-' joined to x and y, which nothing else merges: the split behaviors show in the ids.
+    ("-", "-"),      # 282 --
+    ("x", "-"),      # 283 x-
+    ("y", "-"),      # 284 y-
+    ("-", "y"),      # 285 -y
+    ("-", "x"),      # 286 -x
+]
+
+
+def byte_level_alphabet():
+    """GPT-2's map: the character byte b is written as."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars = {}
+    extra = 0
+    for b in range(256):
+        if b in keep:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(0x100 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def vocab():
+    tokens = byte_level_alphabet()
+    for left, right in MERGES:
+        assert left in tokens and right in tokens, (left, right)
+        tokens.append(left + right)
+    assert len(set(tokens)) == len(tokens)
+    return {t: i for i, t in enumerate(tokens)}
+
+
+N = 256 + len(MERGES)
+
+
+def model(pairs=False):
+    return {
+        "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+        "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+        "vocab": vocab(),
+        "merges": [[a, b] for a, b in MERGES] if pairs else ["%s %s" % (a, b) for a, b in MERGES],
+    }
+
+
+def added(content, id, special=False, single_word=False, lstrip=False, rstrip=False, normalized=False):
+    return {"id": id, "content": content, "single_word": single_word, "lstrip": lstrip, "rstrip": rstrip,
+            "normalized": normalized, "special": special}
+
+
+def byte_level(add_prefix_space=False, use_regex=True):
+    return {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": True, "use_regex": use_regex}
+
+
+def split(pattern, behavior, invert=False):
+    return {"type": "Split", "pattern": pattern, "behavior": behavior, "invert": invert}
+
+
+def sequence(*pre_tokenizers):
+    return {"type": "Sequence", "pretokenizers": list(pre_tokenizers)}
+
+
+def then_bytes(pre_tokenizer):
+    """pre_tokenizer, then the byte map alone (BLOOM's arrangement)."""
+    return sequence(pre_tokenizer, byte_level(use_regex=False))
+
+
+def tokenizer(pre_tokenizer, added_tokens=(), normalizer=None, post_processor=None, decoder=None, pairs=False):
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": list(added_tokens),
+        "normalizer": normalizer,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": post_processor if post_processor is not None else byte_level(),
+        "decoder": decoder if decoder is not None else byte_level(),
+        "model": model(pairs),
+    }
+
+
+# Added tokens of byte_bpe.json: ids N, N+1, N+2, N+3.
+BYTE_BPE_ADDED = [
+    added("<|endoftext|>", N, special=True),
+    added("<mask>", N + 1, special=True, lstrip=True),
+    added("[rs]", N + 2, rstrip=True),
+    added("word", N + 3, single_word=True),
+]
+
+
+def template(*pieces):
+    """TemplateProcessing's single template from "$A" and special token names."""
+    single = [{"Sequence": {"id": "A", "type_id": 0}} if p == "$A" else {"SpecialToken": {"id": p, "type_id": 0}}
+              for p in pieces]
+    return single
+
+
+FIXTURES = {
+    # GPT-2's arrangement: ByteLevel pre-tokenizer with its regex, no normalizer.
+    "byte_bpe.json": tokenizer(byte_level(), BYTE_BPE_ADDED),
+    # The same with the merges as pairs: the same ids.
+    "byte_bpe_pairs.json": tokenizer(byte_level(), BYTE_BPE_ADDED, pairs=True),
+    # BOS/EOS through TemplateProcessing, a prefix space, and a decoder that takes it off again.
+    "template_bos_eos.json": tokenizer(
+        byte_level(add_prefix_space=True),
+        [added("<s>", N, special=True), added("</s>", N + 1, special=True), added("<pad>", N + 2, special=True)],
+        post_processor={
+            "type": "TemplateProcessing",
+            "single": template("<s>", "$A", "</s>"),
+            "pair": template("<s>", "$A", "</s>", "$B", "</s>"),
+            "special_tokens": {
+                "<s>": {"id": "<s>", "ids": [N], "tokens": ["<s>"]},
+                "</s>": {"id": "</s>", "ids": [N + 1], "tokens": ["</s>"]},
+            },
+        },
+        decoder={"type": "Sequence", "decoders": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+        ]}),
+    # NFKC then lowercase; "Hello" is matched in the normalized text (as "hello") and keeps its
+    # vocabulary id, "ABC" only in the raw text.
+    "nfkc_lowercase.json": tokenizer(
+        byte_level(),
+        [added("Hello", 271, normalized=True), added("ABC", N)],
+        normalizer={"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}),
+    # Split with each behavior (a literal "-"), and an inverted regex.
+    "split_isolated.json": tokenizer(then_bytes(split({"String": "-"}, "Isolated"))),
+    "split_removed.json": tokenizer(then_bytes(split({"Regex": "\\s+"}, "Removed"))),
+    "split_merged_previous.json": tokenizer(then_bytes(split({"String": "-"}, "MergedWithPrevious"))),
+    "split_merged_next.json": tokenizer(then_bytes(split({"String": "-"}, "MergedWithNext"))),
+    "split_contiguous.json": tokenizer(then_bytes(split({"String": "-"}, "Contiguous"))),
+    "split_invert.json": tokenizer(then_bytes(split({"Regex": "\\p{L}+"}, "Removed", invert=True))),
+    "digits.json": tokenizer(then_bytes({"type": "Digits", "individual_digits": True})),
+    "digits_contiguous.json": tokenizer(then_bytes({"type": "Digits", "individual_digits": False})),
+    "punctuation.json": tokenizer(then_bytes({"type": "Punctuation", "behavior": "Isolated"})),
+    "punctuation_contiguous.json": tokenizer(then_bytes({"type": "Punctuation", "behavior": "Contiguous"})),
+    "whitespace.json": tokenizer(then_bytes({"type": "Whitespace"})),
+    "whitespace_split.json": tokenizer(then_bytes({"type": "WhitespaceSplit"})),
+    # BLOOM's pre-tokenizer (its Oniguruma pattern holds a nested class) and special tokens.
+    "bloom_style.json": tokenizer(
+        then_bytes(split({"Regex": " ?[^(\\s|[.,!?…。，、।۔،])]+"}, "Isolated")),
+        [added("<unk>", N, special=True), added("<s>", N + 1, special=True), added("</s>", N + 2, special=True),
+         added("<pad>", N + 3, special=True)]),
+    # Pre-tokenizers in sequence: numbers split off, digit by digit, then GPT-2's regex with a
+    # prefix space on every piece.
+    "sequence.json": tokenizer(sequence(split({"Regex": "\\p{N}+"}, "Isolated"),
+                                        {"type": "Digits", "individual_digits": True},
+                                        byte_level(add_prefix_space=True))),
+}
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    for name, document in FIXTURES.items():
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+            json.dump(document, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+    print("%d fixtures in %s (N = %d)" % (len(FIXTURES), out_dir, N))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+// Malformed and unsupported tokenizer.json documents are refused when they are loaded, with a
+// vkf::Error naming the file, the key path and the problem: each case is byte_bpe.json with one
+// thing changed.
+
+#include "host/io/json.hpp"
+#include "host/text/tokenizer.hpp"
+#include "runtime/error.hpp"
+#include "tests/support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+namespace vkf::text {
+namespace {
+
+using nlohmann::ordered_json;
+using vkf::test::error_message;
+
+ordered_json base() {
+    std::ifstream in(std::string(VKF_TEXT_DATA) + "/byte_bpe.json");
+    return ordered_json::parse(in);
+}
+
+// The message loading `edit`ed byte_bpe.json gives (as "bad.json").
+std::string refusal(const std::function<void(ordered_json&)>& edit) {
+    ordered_json document = base();
+    edit(document);
+    return error_message([&] { Tokenizer::parse(document.dump(), "bad.json"); });
+}
+
+struct Case {
+    const char* what;
+    std::function<void(ordered_json&)> edit;
+    const char* expected;  // the whole message after "bad.json: "
+};
+
+TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
+    const std::vector<Case> cases = {
+        {"model type", [](ordered_json& d) { d["model"]["type"] = "Unigram"; },
+         "model.type: 'Unigram' is not supported (only BPE)"},
+        {"normalizer", [](ordered_json& d) { d["normalizer"] = {{"type", "BertNormalizer"}}; },
+         "normalizer.type: 'BertNormalizer' is not supported (supported normalizers: NFC, NFD, NFKC, NFKD, "
+         "Lowercase, Strip, Prepend, Replace, ByteLevel, Sequence)"},
+        {"pre-tokenizer in a sequence",
+         [](ordered_json& d) {
+             d["pre_tokenizer"] = {{"type", "Sequence"},
+                                   {"pretokenizers", {d["pre_tokenizer"], {{"type", "Metaspace"}}}}};
+         },
+         "pre_tokenizer.pretokenizers[1].type: 'Metaspace' is not supported (supported pre-tokenizers: ByteLevel, "
+         "Split, Digits, Punctuation, Whitespace, WhitespaceSplit, Sequence)"},
+        {"post-processor", [](ordered_json& d) { d["post_processor"] = {{"type", "Custom"}}; },
+         "post_processor.type: 'Custom' is not supported (supported post-processors: ByteLevel, TemplateProcessing, "
+         "BertProcessing, RobertaProcessing, Sequence)"},
+        {"decoder", [](ordered_json& d) { d["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}}; },
+         "decoder.type: 'WordPiece' is not supported (supported decoders: ByteLevel, Replace, Strip, Fuse, "
+         "Sequence)"},
+        {"a regex Replace decoder",
+         [](ordered_json& d) {
+             d["decoder"] = {{"type", "Replace"}, {"pattern", {{"Regex", "a+"}}}, {"content", "b"}};
+         },
+         "decoder.pattern: only {\"String\": ...} patterns are supported in a Replace decoder"},
+        {"dropout", [](ordered_json& d) { d["model"]["dropout"] = 0.1; },
+         "model.dropout: dropout 0.100000 is not supported (it makes encoding random); only null or 0"},
+        {"truncation", [](ordered_json& d) { d["truncation"] = {{"max_length", 512}}; },
+         "truncation: only null is supported (vkformer neither truncates nor pads)"},
+        {"padding", [](ordered_json& d) { d["padding"] = {{"strategy", "BatchLongest"}}; },
+         "padding: only null is supported (vkformer neither truncates nor pads)"},
+        {"version", [](ordered_json& d) { d["version"] = "2.0"; }, "version: version '2.0' is not known (only 1.0)"},
+    };
+    for (const Case& c : cases) {
+        EXPECT_EQ(refusal(c.edit), std::string("bad.json: ") + c.expected) << c.what;
+    }
+}
+
+TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {
+    const std::vector<Case> cases = {
+        {"no model", [](ordered_json& d) { d.erase("model"); }, "missing key 'model'"},
+        {"no vocab", [](ordered_json& d) { d["model"].erase("vocab"); }, "model: missing key 'vocab'"},
+        {"no merges", [](ordered_json& d) { d["model"].erase("merges"); }, "model: missing key 'merges'"},
+        {"no type", [](ordered_json& d) { d["pre_tokenizer"].erase("type"); }, "pre_tokenizer: missing key 'type'"},
+        {"ByteLevel without add_prefix_space", [](ordered_json& d) { d["pre_tokenizer"].erase("add_prefix_space"); },
+         "pre_tokenizer: missing key 'add_prefix_space'"},
+        {"added token without special", [](ordered_json& d) { d["added_tokens"][1].erase("special"); },
+         "added_tokens[1]: missing key 'special'"},
+        {"merge of an unknown token", [](ordered_json& d) { d["model"]["merges"].push_back("q zz"); },
+         "model.merges[31]: 'zz' is not in model.vocab"},
+        {"merge whose result is unknown", [](ordered_json& d) { d["model"]["merges"].push_back("x y"); },
+         "model.merges[31]: the merged token 'xy' is not in model.vocab"},
+        {"merge of three tokens", [](ordered_json& d) { d["model"]["merges"][2] = "a b c"; },
+         "model.merges[2]: 'a b c' is not two tokens separated by one space"},
+        {"merge pair of three", [](ordered_json& d) { d["model"]["merges"][2] = {"a", "b", "c"}; },
+         "model.merges[2]: expected \"a b\" or [\"a\", \"b\"]"},
+        {"merge of a number", [](ordered_json& d) { d["model"]["merges"][0] = 7; },
+         "model.merges[0]: expected \"a b\" or [\"a\", \"b\"]"},
+        {"duplicate vocabulary ids", [](ordered_json& d) { d["model"]["vocab"]["b"] = 97; },
+         "model.vocab.b: id 97 is also the id of 'a'"},
+        {"vocabulary id out of range", [](ordered_json& d) { d["model"]["vocab"]["b"] = 100000; },
+         "model.vocab.b: id 100000 is out of range: 287 tokens need the ids 0..286"},
+        {"negative id", [](ordered_json& d) { d["model"]["vocab"]["b"] = -1; },
+         "model.vocab.b: expected a non-negative integer, got number -1"},
+        {"unk_token not in the vocabulary", [](ordered_json& d) { d["model"]["unk_token"] = "<unk>"; },
+         "model.unk_token: unk_token '<unk>' is not in model.vocab"},
+        {"added token with another id", [](ordered_json& d) { d["added_tokens"][1]["id"] = 5000; },
+         "added_tokens[1].id: '<mask>' has id 5000, but Hugging Face gives it 288 (the next id after model.vocab "
+         "and the added tokens before it)"},
+        {"added token that is a vocabulary token", [](ordered_json& d) { d["added_tokens"][0]["content"] = "Hello"; },
+         "added_tokens[0].id: 'Hello' has id 287, but Hugging Face gives it 271 (its id in model.vocab)"},
+        {"repeated added token",
+         [](ordered_json& d) {
+             d["added_tokens"][1]["content"] = "<|endoftext|>";
+         },
+         "added_tokens[1].content: '<|endoftext|>' is an added token already"},
+        {"bad regex",
+         [](ordered_json& d) {
+             d["pre_tokenizer"] = {
+                 {"type", "Split"}, {"pattern", {{"Regex", "(ab"}}}, {"behavior", "Isolated"}, {"invert", false}};
+         },
+         "pre_tokenizer.pattern.Regex: cannot compile '(ab': missing closing parenthesis at offset 3"},
+        {"bad pattern kind",
+         [](ordered_json& d) {
+             d["pre_tokenizer"] = {
+                 {"type", "Split"}, {"pattern", {{"Glob", "*"}}}, {"behavior", "Isolated"}, {"invert", false}};
+         },
+         "pre_tokenizer.pattern: expected one of {\"String\": ...} or {\"Regex\": ...}, got key 'Glob'"},
+        {"bad behavior",
+         [](ordered_json& d) {
+             d["pre_tokenizer"] = {
+                 {"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", "Isolate"}, {"invert", false}};
+         },
+         "pre_tokenizer.behavior: 'Isolate' is not a split behavior (Removed, Isolated, MergedWithPrevious, "
+         "MergedWithNext or Contiguous)"},
+        {"template token not among special_tokens",
+         [](ordered_json& d) {
+             d["post_processor"] = {{"type", "TemplateProcessing"},
+                                    {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}}},
+                                    {"special_tokens", ordered_json::object()}};
+         },
+         "post_processor.single[0].SpecialToken.id: '<s>' is not in special_tokens"},
+        {"template special id out of range",
+         [](ordered_json& d) {
+             d["post_processor"] = {
+                 {"type", "TemplateProcessing"},
+                 {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}}},
+                 {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {9999}}, {"tokens", {"<s>"}}}}}}};
+         },
+         "post_processor.special_tokens.<s>.ids[0]: id 9999 is out of range for a vocabulary of 291 tokens"},
+        {"template with sequence B",
+         [](ordered_json& d) {
+             d["post_processor"] = {{"type", "TemplateProcessing"},
+                                    {"single", {{{"Sequence", {{"id", "B"}, {"type_id", 0}}}}}},
+                                    {"special_tokens", ordered_json::object()}};
+         },
+         "post_processor.single[0].Sequence.id: the single template can only hold sequence A, not 'B'"},
+        {"Bert cls out of range",
+         [](ordered_json& d) {
+             d["post_processor"] = {{"type", "BertProcessing"}, {"cls", {"[CLS]", 4000}}, {"sep", {"[SEP]", 1}}};
+         },
+         "post_processor.cls[1]: id 4000 is out of range for a vocabulary of 291 tokens"},
+        {"Strip decoder of two characters",
+         [](ordered_json& d) {
+             d["decoder"] = {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}};
+         },
+         "decoder.content: expected one character, got 'ab'"},
+        {"normalizer sequence of a string",
+         [](ordered_json& d) {
+             d["normalizer"] = {{"type", "Sequence"}, {"normalizers", "NFC"}};
+         },
+         "normalizer.normalizers: expected an array, got string"},
+    };
+    for (const Case& c : cases) {
+        EXPECT_EQ(refusal(c.edit), std::string("bad.json: ") + c.expected) << c.what;
+    }
+}
+
+TEST(TokenizerErrors, FilesThatAreNotJsonOrNotUtf8) {
+    const std::string truncated = error_message([] { Tokenizer::parse("{\"model\": ", "bad.json"); });
+    EXPECT_EQ(truncated.rfind("bad.json: line 1, column ", 0), 0u) << truncated;
+    EXPECT_NE(truncated.find("unexpected end of input"), std::string::npos) << truncated;
+    const std::string utf8 = error_message([] { Tokenizer::parse("{\"model\": \"\xff\"}", "bad.json"); });
+    EXPECT_NE(utf8.find("bad.json: line 1, column"), std::string::npos) << utf8;
+    EXPECT_NE(utf8.find("invalid string: ill-formed UTF-8 byte"), std::string::npos) << utf8;
+    EXPECT_EQ(error_message([] { Tokenizer::parse("[]", "bad.json"); }), "bad.json: expected an object, got array");
+
+    vkf::test::TempDir dir("vkf_tokenizer_errors");
+    const std::string missing = (dir.path() / "missing.json").string();
+    EXPECT_EQ(error_message([&] { Tokenizer::load(missing); }), missing + ": cannot open for reading");
+    const std::string file = (dir.path() / "tokenizer.json").string();
+    {
+        ordered_json document = base();
+        document["model"]["type"] = "WordPiece";
+        std::ofstream(file) << document.dump();
+    }
+    EXPECT_EQ(error_message([&] { Tokenizer::load(file); }),
+              file + ": model.type: 'WordPiece' is not supported (only BPE)");
+}
+
+}  // namespace
+}  // namespace vkf::text
