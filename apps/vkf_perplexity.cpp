@@ -192,8 +192,10 @@ int run(const Options& o) {
         fmt::print("windows: non-overlapping, each scored on its second half (llama.cpp's definition)\n");
     }
     if (!o.plot.empty()) {
-        write_plot(o.plot, fmt::format("perplexity of {} against context length", std::filesystem::path(o.file).filename().string()),
-                   results, train);
+        write_plot(
+            o.plot,
+            fmt::format("perplexity of {} against context length", std::filesystem::path(o.file).filename().string()),
+            results, train);
     }
     return vkf::app::kExitOk;
 }

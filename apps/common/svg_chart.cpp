@@ -127,8 +127,7 @@ std::string svg_line_chart(const LineChart& chart) {
                        (kTop + kBottom) / 2, xml_escape(chart.y_title))
         << '\n';
     for (const double x : xs) {
-        svg << fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", px(x), kBottom + 18,
-                           tick_text(x))
+        svg << fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", px(x), kBottom + 18, tick_text(x))
             << '\n';
     }
     svg << fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{} (log scale)</text>)", (kLeft + kRight) / 2,

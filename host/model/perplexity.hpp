@@ -13,9 +13,9 @@
 namespace vkf {
 
 struct PerplexityOptions {
-    std::uint32_t chunk = 128;     // most tokens per submission (SessionOptions::chunk)
-    DType kv_dtype = DType::F16;   // KV-cache storage (SessionOptions::kv_dtype)
-    std::size_t max_windows = 0;   // score only the first N windows (0: all)
+    std::uint32_t chunk = 128;    // most tokens per submission (SessionOptions::chunk)
+    DType kv_dtype = DType::F16;  // KV-cache storage (SessionOptions::kv_dtype)
+    std::size_t max_windows = 0;  // score only the first N windows (0: all)
     // Called after each window (windows done, windows to do), for progress output.
     std::function<void(std::size_t, std::size_t)> progress = {};
 };

@@ -20,9 +20,9 @@
 namespace vkf {
 
 struct PerplexityWindows {
-    std::uint32_t ctx = 0;        // C
-    std::size_t windows = 0;      // whole windows in the stream
-    std::uint32_t first = 0;      // C / 2: the first position whose logits are scored
+    std::uint32_t ctx = 0;    // C
+    std::size_t windows = 0;  // whole windows in the stream
+    std::uint32_t first = 0;  // C / 2: the first position whose logits are scored
     std::uint32_t scored_per_window() const { return ctx - 1 - first; }
     std::size_t scored_tokens() const { return windows * scored_per_window(); }
     std::size_t begin(std::size_t window) const { return window * ctx; }  // offset in the stream

@@ -94,16 +94,27 @@ def check_generation():
         expect_refused(RUN, ["--model", tmp, "--prompt", PROMPT], 1, "tokenizer.json")
 
 
+def token_count(text):
+    proc = run(TOKENIZE, ["--tokenizer", os.path.join(MODEL, "tokenizer.json"), "--text", text, "--json"])
+    return len(json.loads(proc.stdout)["ids"]) if proc.returncode == 0 else -1
+
+
 def check_interactive():
+    turns = ["In the beginning", "And the LORD said"]
     proc = subprocess.run([RUN, "--model", MODEL, "--interactive", "--n-predict", "8", "--ignore-eos"],
-                          input="In the beginning\nAnd the LORD said\n", capture_output=True, text=True, timeout=600)
-    lines = proc.stdout.split("\n")
-    if proc.returncode != 0 or len(lines) != 3 or lines[2] != "" or not lines[0] or not lines[1]:
-        fail("--interactive: expected two answers, got exit %d: %r %s" % (proc.returncode, proc.stdout, proc.stderr))
-    # Both turns and both answers stay in one session: 3 + 4 prompt tokens and 8 + 8 answers,
-    # the last answer's last token not yet run.
-    if "tokens in the session" not in proc.stderr:
-        fail("--interactive: no session summary: %s" % proc.stderr)
+                          input="\n".join(turns) + "\n", capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        fail("--interactive exited %d: %s" % (proc.returncode, proc.stderr))
+        return
+    # The first answer is what a one-shot run of the first turn generates.
+    first = run_json(RUN, ["--model", MODEL, "--prompt", turns[0], "--n-predict", "8", "--ignore-eos"])
+    if first and (not proc.stdout.startswith(first["text"] + "\n") or proc.stdout == first["text"] + "\n"):
+        fail("--interactive: the first answer is not the one-shot run's %r followed by a second: %r" %
+             (first["text"], proc.stdout))
+    # One session holds both turns and both answers (the last answer's last token not yet run).
+    expected = token_count(turns[0]) + 8 - 1 + 1 + token_count(turns[1]) + 8 - 1
+    if "%d tokens in the session" % expected not in proc.stderr:
+        fail("--interactive: expected %d tokens in the session: %s" % (expected, proc.stderr))
 
 
 def check_perplexity():
@@ -134,18 +145,23 @@ def check_perplexity():
         expect_refused(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", "2"], 2, "--ctx")
         expect_refused(PERPLEXITY, ["--model", MODEL, "--file", os.path.join(tmp, "missing.txt")], 1, "missing.txt")
 
-    # The independent reference: PyTorch's perplexity of the held-out text's first tokens.
+    # The independent reference: PyTorch's perplexity of the held-out text's first tokens at
+    # 1x and 16x the training length (training/evaluate_prefix.py).
     with open(os.path.join(MODEL, "eval.json")) as f:
-        reference = json.load(f)["prefix"]
-    out = run_json(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", str(reference["ctx"]),
-                                "--max-tokens", str(reference["tokens"]), "--kv", "f32"])
-    if out:
-        got = out["results"][0]["perplexity"]
-        if abs(got / reference["perplexity"] - 1) > 2e-3:
-            fail("perplexity %.6f against PyTorch's %.6f" % (got, reference["perplexity"]))
-        else:
-            print("perplexity at ctx %d over %d tokens: %.6f, PyTorch %.6f" %
-                  (reference["ctx"], reference["tokens"], got, reference["perplexity"]))
+        prefix = json.load(f)["prefix"]
+    for reference in prefix:
+        out = run_json(PERPLEXITY, ["--model", MODEL, "--file", heldout, "--ctx", str(reference["ctx"]),
+                                    "--max-tokens", str(reference["tokens"]), "--kv", "f32"])
+        if out:
+            got = out["results"][0]
+            if got["scored_tokens"] != reference["scored_tokens"] or abs(got["perplexity"] / reference["perplexity"] -
+                                                                         1) > 1e-5:
+                fail("ctx %d: perplexity %.6f over %d tokens against PyTorch's %.6f over %d" %
+                     (reference["ctx"], got["perplexity"], got["scored_tokens"], reference["perplexity"],
+                      reference["scored_tokens"]))
+            else:
+                print("ctx %d, first %d held-out tokens: perplexity %.6f, PyTorch %.6f" %
+                      (reference["ctx"], reference["tokens"], got["perplexity"], reference["perplexity"]))
 
 
 def main():

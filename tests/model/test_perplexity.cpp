@@ -44,12 +44,11 @@ void rewrite_checkpoint(const std::filesystem::path& dir,
         for (const TensorInfo& info : file.tensors()) {
             std::vector<float> values = file.read_as_f32(info);
             replace(info.name, values);
-            sources.push_back({.name = info.name,
-                               .dtype = DType::F32,
-                               .shape = info.shape,
-                               .bytes = [values](std::span<std::byte> out) {
-                                   std::memcpy(out.data(), values.data(), out.size());
-                               }});
+            sources.push_back(
+                {.name = info.name,
+                 .dtype = DType::F32,
+                 .shape = info.shape,
+                 .bytes = [values](std::span<std::byte> out) { std::memcpy(out.data(), values.data(), out.size()); }});
         }
     }
     write_safetensors_file(path, sources, {});
@@ -140,7 +139,8 @@ TEST_F(Perplexity_, MatchesTheReferenceModelWindowByWindow) {
         EXPECT_EQ(r.sum.tokens, expected.tokens);
         EXPECT_NEAR(r.sum.mean(), expected.mean(), 1e-5 * expected.mean());
         // max_windows scores a prefix of the windows.
-        const PerplexityResult one = perplexity(model, ids, c, PerplexityOptions{.kv_dtype = DType::F32, .max_windows = 1});
+        const PerplexityResult one =
+            perplexity(model, ids, c, PerplexityOptions{.kv_dtype = DType::F32, .max_windows = 1});
         EXPECT_EQ(one.sum.tokens, w.scored_per_window());
     }
     EXPECT_THROW(perplexity(model, ids, 62), Error) << "longer than the text";

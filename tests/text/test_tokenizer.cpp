@@ -149,9 +149,17 @@ const std::vector<std::string> kTexts = {
 // Fixtures whose decoder gives back the encoded text exactly (the others drop spaces, add a
 // prefix space or normalize).
 const std::vector<std::string> kRoundTripFixtures = {
-    "byte_bpe.json",     "byte_bpe_pairs.json",    "bloom_style.json",           "digits.json",
-    "digits_contiguous.json", "punctuation.json", "punctuation_contiguous.json", "split_isolated.json",
-    "split_contiguous.json", "split_merged_previous.json", "split_merged_next.json",
+    "byte_bpe.json",
+    "byte_bpe_pairs.json",
+    "bloom_style.json",
+    "digits.json",
+    "digits_contiguous.json",
+    "punctuation.json",
+    "punctuation_contiguous.json",
+    "split_isolated.json",
+    "split_contiguous.json",
+    "split_merged_previous.json",
+    "split_merged_next.json",
 };
 
 TEST(Tokenizer, MultilingualRoundTrips) {
@@ -172,9 +180,9 @@ TEST(Tokenizer, MultilingualRoundTrips) {
 // A seeded random string of code points from many scripts, whitespace and controls.
 std::string random_text(std::mt19937_64& rng, std::size_t length) {
     static const std::vector<std::pair<char32_t, char32_t>> ranges = {
-        {0x00, 0x7F},       {0x80, 0xFF},       {0x300, 0x36F},     {0x370, 0x3FF},  {0x400, 0x4FF},
-        {0x590, 0x6FF},     {0x900, 0x97F},     {0x2000, 0x206F},   {0x3000, 0x30FF}, {0x4E00, 0x9FFF},
-        {0xAC00, 0xD7A3},   {0xFE00, 0xFFFD},   {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF},
+        {0x00, 0x7F},     {0x80, 0xFF},     {0x300, 0x36F},     {0x370, 0x3FF},      {0x400, 0x4FF},
+        {0x590, 0x6FF},   {0x900, 0x97F},   {0x2000, 0x206F},   {0x3000, 0x30FF},    {0x4E00, 0x9FFF},
+        {0xAC00, 0xD7A3}, {0xFE00, 0xFFFD}, {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF},
     };
     std::string text;
     for (std::size_t i = 0; i < length; ++i) {
@@ -244,7 +252,9 @@ TEST(Tokenizer, TextStreamAtEverySplitPoint) {
     TextStream stream(t);
     EXPECT_EQ(stream.push(0xE6), "");
     EXPECT_EQ(stream.push(0x97), "");
-    EXPECT_EQ(stream.push('a'), "\xEF\xBF\xBD" "a");
+    EXPECT_EQ(stream.push('a'),
+              "\xEF\xBF\xBD"
+              "a");
     EXPECT_EQ(stream.push(0xF0), "");
     EXPECT_EQ(stream.finish(), "\xEF\xBF\xBD");
     EXPECT_EQ(stream.push(kHello), "Hello");
