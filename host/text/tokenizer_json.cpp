@@ -402,10 +402,18 @@ TokenizerParts parse_tokenizer_json(const JsonValue& document) {
     if (const JsonValue* version = document.find("version"); version != nullptr && version->as_string() != "1.0") {
         version->fail("version '" + version->as_string() + "' is not known (only 1.0)");
     }
-    // Both would change the ids of a single encode; neither is implemented.
-    for (const std::string_view setting : {"truncation", "padding"}) {
-        if (const JsonValue* value = component(document, setting)) {
-            value->fail("only null is supported (vkformer neither truncates nor pads)");
+    // Truncation would cut the ids of a long text, and padding to a fixed length or a multiple
+    // would add some; neither is implemented. Padding to the longest text of a batch leaves a
+    // single text as it is (BLOOM's tokenizer.json asks for it).
+    if (const JsonValue* truncation = component(document, "truncation")) {
+        truncation->fail("only null is supported (vkformer does not truncate)");
+    }
+    if (const JsonValue* padding = component(document, "padding")) {
+        const JsonValue& strategy = padding->at("strategy");
+        const JsonValue* multiple = padding->find("pad_to_multiple_of");
+        if (!strategy.is_string() || strategy.as_string() != "BatchLongest" ||
+            (multiple != nullptr && !multiple->is_null())) {
+            padding->fail("only null or BatchLongest without pad_to_multiple_of is supported (vkformer does not pad)");
         }
     }
     TokenizerParts parts;

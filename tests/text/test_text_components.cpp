@@ -142,7 +142,7 @@ Ids tokenize(const BpeModel& model, std::string_view piece) {
 
 TEST(TextBpe, LowestRankFirstThenLeftmost) {
     const BpeModel model = small_model();
-    EXPECT_EQ(tokenize(model, "abc"), (Ids{6}));     // bc first, then a + bc
+    EXPECT_EQ(tokenize(model, "abc"), (Ids{6}));  // bc first, then a + bc
     EXPECT_EQ(tokenize(model, "abab"), (Ids{4, 4}));
     EXPECT_EQ(tokenize(model, "abcbc"), (Ids{6, 5}));
     EXPECT_EQ(tokenize(model, "cab"), (Ids{3, 4}));
@@ -229,9 +229,11 @@ TEST(TextAddedTokens, LeftmostLongestAndOptions) {
         },
         lowercase.get());
     const auto none = std::nullopt;
-    EXPECT_EQ(find(added, "a<s>xb<s>", false), (std::vector<Found>{{"a", none}, {"<s>x", 11}, {"b", none}, {"<s>", 10}}));
+    EXPECT_EQ(find(added, "a<s>xb<s>", false),
+              (std::vector<Found>{{"a", none}, {"<s>x", 11}, {"b", none}, {"<s>", 10}}));
     EXPECT_EQ(find(added, "a  [L] b", false), (std::vector<Found>{{"a", none}, {"  [L]", 12}, {" b", none}}));
-    EXPECT_EQ(find(added, "a [R] \t\u3000b", false), (std::vector<Found>{{"a ", none}, {"[R] \t\u3000", 13}, {"b", none}}));
+    EXPECT_EQ(find(added, "a [R] \t\u3000b", false),
+              (std::vector<Found>{{"a ", none}, {"[R] \t\u3000", 13}, {"b", none}}));
     // Spaces a match took are not taken again by an lstrip match.
     EXPECT_EQ(find(added, "[R]  [L]", false), (std::vector<Found>{{"[R]  ", 13}, {"[L]", 12}}));
     // single_word: no word character (letters, marks, digits, '_') next to it.
@@ -261,8 +263,7 @@ TEST(TextPreTokenizers, DigitsPunctuationWhitespace) {
               (Strings{"a", ",", "b", "!?", "c", "$"}));
     EXPECT_EQ(pre_tokenize(*make_whitespace_pre_tokenizer(), "Hey, caf\u00e9 e\u0301t\u00e9!? \u2167x _y"),
               (Strings{"Hey", ",", "caf\u00e9", "e\u0301t\u00e9", "!?", "\u2167x", "_y"}));
-    EXPECT_EQ(pre_tokenize(*make_whitespace_split_pre_tokenizer(), " a,b\u3000c\u0085d "),
-              (Strings{"a,b", "c", "d"}));
+    EXPECT_EQ(pre_tokenize(*make_whitespace_split_pre_tokenizer(), " a,b\u3000c\u0085d "), (Strings{"a,b", "c", "d"}));
 }
 
 TEST(TextPreTokenizers, ByteLevelAndSequence) {
@@ -270,7 +271,8 @@ TEST(TextPreTokenizers, ByteLevelAndSequence) {
               (Strings{"Hi", "\u0120", "\u0120there", "\u010a"}));
     EXPECT_EQ(pre_tokenize(*make_byte_level_pre_tokenizer(true, true), "Hi"), (Strings{"\u0120Hi"}));
     EXPECT_EQ(pre_tokenize(*make_byte_level_pre_tokenizer(true, true), " Hi"), (Strings{"\u0120Hi"}));
-    EXPECT_EQ(pre_tokenize(*make_byte_level_pre_tokenizer(false, false), "a b\u00e9"), (Strings{"a\u0120b\u00c3\u00a9"}));
+    EXPECT_EQ(pre_tokenize(*make_byte_level_pre_tokenizer(false, false), "a b\u00e9"),
+              (Strings{"a\u0120b\u00c3\u00a9"}));
     std::vector<std::unique_ptr<PreTokenizer>> steps;
     steps.push_back(make_digits_pre_tokenizer(true));
     steps.push_back(make_byte_level_pre_tokenizer(true, true));

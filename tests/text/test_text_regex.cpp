@@ -67,8 +67,7 @@ TEST(TextRegex, RefusesWhatHasNoPcre2Spelling) {
 
 TEST(TextRegex, BadPatternsAreRefusedWithPcre2sMessageAndOffset) {
     const std::string unclosed = error_message([] { Regex::from_oniguruma("(ab", "tokenizer.json: pattern.Regex"); });
-    EXPECT_EQ(unclosed,
-              "tokenizer.json: pattern.Regex: cannot compile '(ab': missing closing parenthesis at offset 3");
+    EXPECT_EQ(unclosed, "tokenizer.json: pattern.Regex: cannot compile '(ab': missing closing parenthesis at offset 3");
     const std::string quantifier = error_message([] { Regex::from_oniguruma("a{2,1}", "p"); });
     EXPECT_NE(quantifier.find("numbers out of order in {} quantifier at offset 5"), std::string::npos) << quantifier;
     // Where the rewriting changed the pattern, the offset is in its PCRE2 form, which is quoted.
@@ -90,8 +89,7 @@ TEST(TextRegex, ClassesMeanWhatOnigurumaMeans) {
     EXPECT_EQ(matches(Regex::from_oniguruma("^a", "p"), "ab\nab"), (std::vector<std::string>{"a", "a"}));
     // The nested class of BLOOM's pattern: '(' '|' ')' and the listed punctuation are excluded.
     const Regex bloom = Regex::from_oniguruma(" ?[^(\\s|[.,!?…。，、।۔،])]+", "p");
-    EXPECT_EQ(matches(bloom, "Hello, world. (x)…日本。"),
-              (std::vector<std::string>{"Hello", " world", "x", "日本"}));
+    EXPECT_EQ(matches(bloom, "Hello, world. (x)…日本。"), (std::vector<std::string>{"Hello", " world", "x", "日本"}));
 }
 
 TEST(TextRegex, FindAllFollowsOnigurumasFindIter) {

@@ -53,18 +53,22 @@ TEST(TextUtf8, FindsTheFirstIllFormedByte) {
 TEST(TextUtf8, ReplacesMaximalSubparts) {
     // The examples of Unicode 15 section 3.9 (table 3-8) and the WHATWG encoding standard.
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"a\x80" "b", "a" + kReplacement + "b"},
-        {"\xE2\x82", kReplacement},                        // a truncated sequence is one U+FFFD
-        {"\xE2\x82" "A", kReplacement + "A"},
+        {"a\x80"
+         "b",
+         "a" + kReplacement + "b"},
+        {"\xE2\x82", kReplacement},  // a truncated sequence is one U+FFFD
+        {"\xE2\x82"
+         "A",
+         kReplacement + "A"},
         {"\xF0\x9F\x99", kReplacement},
         {"\xF0\x9F\x99\xF0\x9F\x99\x82", kReplacement + "\xF0\x9F\x99\x82"},
-        {"\xC0\xAF", kReplacement + kReplacement},         // C0 never starts a sequence
+        {"\xC0\xAF", kReplacement + kReplacement},  // C0 never starts a sequence
         {"\xE0\x80\xAF", kReplacement + kReplacement + kReplacement},
         {"\xED\xA0\x80", kReplacement + kReplacement + kReplacement},
         {"\xF4\x90\x80\x80", kReplacement + kReplacement + kReplacement + kReplacement},
-        {"\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64",
-         "a" + kReplacement + kReplacement + kReplacement + "b" + kReplacement + "c" + kReplacement + kReplacement +
-             "d"},
+        {"\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64", "a" + kReplacement + kReplacement + kReplacement +
+                                                                     "b" + kReplacement + "c" + kReplacement +
+                                                                     kReplacement + "d"},
         {"valid \xC3\xA9", "valid \xC3\xA9"},
     };
     for (const auto& [bytes, expected] : cases) {
@@ -79,8 +83,10 @@ TEST(TextUtf8, CompletePrefixHoldsBackOnlyATruncatedCharacter) {
     EXPECT_EQ(complete_utf8_prefix("ab\xE2\x82"), 2u);
     EXPECT_EQ(complete_utf8_prefix("ab\xE2\x82\xAC"), 5u);
     EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x99"), 0u);
-    EXPECT_EQ(complete_utf8_prefix("ab\xFF"), 3u);      // invalid, not incomplete: no byte can mend it
-    EXPECT_EQ(complete_utf8_prefix("ab\xE2" "A"), 4u);  // a truncated character followed by more
+    EXPECT_EQ(complete_utf8_prefix("ab\xFF"), 3u);  // invalid, not incomplete: no byte can mend it
+    EXPECT_EQ(complete_utf8_prefix("ab\xE2"
+                                   "A"),
+              4u);                                      // a truncated character followed by more
     EXPECT_EQ(complete_utf8_prefix("ab\xE0\x80"), 4u);  // E0 80 can never become well-formed
     // Replacing the complete prefix and the rest apart gives what replacing the whole gives.
     const std::string bytes = "a\xE2\x82\xAC\xF0\x9F\x99";

@@ -3,6 +3,8 @@
 // N = 287), round trips of multilingual and seeded random text, and TextStream stopped at every
 // point of a generation.
 
+#include "host/io/json.hpp"
+#include "host/text/byte_level.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
@@ -11,8 +13,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -149,9 +154,17 @@ const std::vector<std::string> kTexts = {
 // Fixtures whose decoder gives back the encoded text exactly (the others drop spaces, add a
 // prefix space or normalize).
 const std::vector<std::string> kRoundTripFixtures = {
-    "byte_bpe.json",     "byte_bpe_pairs.json",    "bloom_style.json",           "digits.json",
-    "digits_contiguous.json", "punctuation.json", "punctuation_contiguous.json", "split_isolated.json",
-    "split_contiguous.json", "split_merged_previous.json", "split_merged_next.json",
+    "byte_bpe.json",
+    "byte_bpe_pairs.json",
+    "bloom_style.json",
+    "digits.json",
+    "digits_contiguous.json",
+    "punctuation.json",
+    "punctuation_contiguous.json",
+    "split_isolated.json",
+    "split_contiguous.json",
+    "split_merged_previous.json",
+    "split_merged_next.json",
 };
 
 TEST(Tokenizer, MultilingualRoundTrips) {
@@ -172,9 +185,9 @@ TEST(Tokenizer, MultilingualRoundTrips) {
 // A seeded random string of code points from many scripts, whitespace and controls.
 std::string random_text(std::mt19937_64& rng, std::size_t length) {
     static const std::vector<std::pair<char32_t, char32_t>> ranges = {
-        {0x00, 0x7F},       {0x80, 0xFF},       {0x300, 0x36F},     {0x370, 0x3FF},  {0x400, 0x4FF},
-        {0x590, 0x6FF},     {0x900, 0x97F},     {0x2000, 0x206F},   {0x3000, 0x30FF}, {0x4E00, 0x9FFF},
-        {0xAC00, 0xD7A3},   {0xFE00, 0xFFFD},   {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF},
+        {0x00, 0x7F},     {0x80, 0xFF},     {0x300, 0x36F},     {0x370, 0x3FF},      {0x400, 0x4FF},
+        {0x590, 0x6FF},   {0x900, 0x97F},   {0x2000, 0x206F},   {0x3000, 0x30FF},    {0x4E00, 0x9FFF},
+        {0xAC00, 0xD7A3}, {0xFE00, 0xFFFD}, {0x1F300, 0x1FAFF}, {0x10000, 0x10FFFF},
     };
     std::string text;
     for (std::size_t i = 0; i < length; ++i) {
@@ -244,7 +257,9 @@ TEST(Tokenizer, TextStreamAtEverySplitPoint) {
     TextStream stream(t);
     EXPECT_EQ(stream.push(0xE6), "");
     EXPECT_EQ(stream.push(0x97), "");
-    EXPECT_EQ(stream.push('a'), "\xEF\xBF\xBD" "a");
+    EXPECT_EQ(stream.push('a'),
+              "\xEF\xBF\xBD"
+              "a");
     EXPECT_EQ(stream.push(0xF0), "");
     EXPECT_EQ(stream.finish(), "\xEF\xBF\xBD");
     EXPECT_EQ(stream.push(kHello), "Hello");
@@ -258,8 +273,8 @@ TEST(Tokenizer, RefusesInvalidUtf8Input) {
     EXPECT_THROW(t.encode("\xED\xA0\x80"), Error);  // a surrogate
 }
 
-// Not a check (tests assert no speed): how long a few hundred KB of seeded words take, printed.
-TEST(Tokenizer, EncodeSpeedIsPrinted) {
+// A few hundred KB of seeded words, spaces and commas.
+std::string seeded_words(std::size_t bytes) {
     std::mt19937_64 rng(7);
     std::vector<std::string> words;
     for (int i = 0; i < 3000; ++i) {
@@ -270,16 +285,85 @@ TEST(Tokenizer, EncodeSpeedIsPrinted) {
         words.push_back(w);
     }
     std::string text;
-    while (text.size() < 300000) {
+    while (text.size() < bytes) {
         text += words[rng() % words.size()] + (rng() % 10 == 0 ? ", " : " ");
     }
-    const Tokenizer& t = fixture("byte_bpe.json");
+    return text;
+}
+
+// A BLOOM-sized vocabulary (250k tokens, as many merges) of seeded random byte-level merges loads
+// and round-trips. How long loading it and encoding 300 KB take is printed, not checked (tests
+// assert no speed).
+TEST(Tokenizer, BloomSizedVocabulary) {
+    std::mt19937_64 rng(250880);
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) {
+        tokens.emplace_back(byte_level_char(static_cast<unsigned char>(b)));
+    }
+    std::set<std::string> seen(tokens.begin(), tokens.end());
+    std::vector<std::string> merges;
+    while (tokens.size() < 250000) {
+        // Short tokens joined to tokens of any length, as trained merges look.
+        const std::string& left = tokens[rng() % tokens.size()];
+        const std::string& right = tokens[rng() % std::min<std::size_t>(tokens.size(), 2048)];
+        std::string merged = left + right;
+        if (merged.size() > 48 || !seen.insert(merged).second) {
+            continue;
+        }
+        merges.push_back(left + " " + right);
+        tokens.push_back(std::move(merged));
+    }
+    // Written as text: nlohmann's ordered objects search their keys one by one.
+    const auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
+    const std::string byte_level = R"({"type": "ByteLevel", "add_prefix_space": false})";
+    std::string document = R"({"version": "1.0", "added_tokens": [], "pre_tokenizer": )" + byte_level +
+                           R"(, "decoder": )" + byte_level + R"(, "model": {"type": "BPE", "vocab": {)";
+    for (std::size_t id = 0; id < tokens.size(); ++id) {
+        document += (id == 0 ? "" : ",") + quoted(tokens[id]) + ":" + std::to_string(id);
+    }
+    document += R"(}, "merges": [)";
+    for (std::size_t i = 0; i < merges.size(); ++i) {
+        document += (i == 0 ? "" : ",") + quoted(merges[i]);
+    }
+    document += "]}}";
+    vkf::test::TempDir dir("vkf_tokenizer_large");
+    const std::filesystem::path file = dir.path() / "tokenizer.json";
+    std::ofstream(file) << document;
+
     const auto start = std::chrono::steady_clock::now();
-    const Ids ids = t.encode(text);
+    const Tokenizer t = Tokenizer::load(file);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("encode: %zu bytes, %zu ids in %.3f s (%.1f MB/s)\n", text.size(), ids.size(), seconds,
-                static_cast<double>(text.size()) / seconds / 1e6);
-    EXPECT_EQ(t.decode(ids), text);
+    std::printf("load: %zu tokens, %zu merges, %.1f MB of JSON in %.3f s\n", tokens.size(), merges.size(),
+                static_cast<double>(std::filesystem::file_size(file)) / 1e6, seconds);
+    EXPECT_EQ(t.vocab_size(), 250000u);
+    std::mt19937_64 text_rng(3);
+    for (int i = 0; i < 50; ++i) {
+        const std::string text = random_text(text_rng, 200);
+        ASSERT_EQ(t.decode(t.encode(text)), text);
+    }
+    // Letters, which the first merges join often enough to shorten a text.
+    std::string letters;
+    for (int i = 0; i < 2000; ++i) {
+        letters += static_cast<char>('a' + text_rng() % 26);
+    }
+    const Ids ids = t.encode(letters);
+    EXPECT_LT(ids.size(), letters.size());
+    EXPECT_EQ(t.decode(ids), letters);
+
+    // Repeated words (the cache's case) and seeded multilingual text (few repeats).
+    std::string mixed;
+    while (mixed.size() < 300000) {
+        mixed += random_text(text_rng, 100);
+    }
+    for (const auto& [what, text] : {std::pair{"seeded words", seeded_words(300000)}, std::pair{"mixed text", mixed}}) {
+        const auto encode_start = std::chrono::steady_clock::now();
+        const Ids text_ids = t.encode(text);
+        const double encode_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
+        std::printf("encode: %zu bytes of %s, %zu ids in %.3f s (%.1f MB/s)\n", text.size(), what, text_ids.size(),
+                    encode_seconds, static_cast<double>(text.size()) / encode_seconds / 1e6);
+        EXPECT_EQ(t.decode(text_ids), text);
+    }
 }
 
 }  // namespace

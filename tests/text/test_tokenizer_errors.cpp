@@ -42,7 +42,10 @@ TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
     const std::vector<Case> cases = {
         {"model type", [](ordered_json& d) { d["model"]["type"] = "Unigram"; },
          "model.type: 'Unigram' is not supported (only BPE)"},
-        {"normalizer", [](ordered_json& d) { d["normalizer"] = {{"type", "BertNormalizer"}}; },
+        {"normalizer",
+         [](ordered_json& d) {
+             d["normalizer"] = {{"type", "BertNormalizer"}};
+         },
          "normalizer.type: 'BertNormalizer' is not supported (supported normalizers: NFC, NFD, NFKC, NFKD, "
          "Lowercase, Strip, Prepend, Replace, ByteLevel, Sequence)"},
         {"pre-tokenizer in a sequence",
@@ -52,10 +55,16 @@ TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
          },
          "pre_tokenizer.pretokenizers[1].type: 'Metaspace' is not supported (supported pre-tokenizers: ByteLevel, "
          "Split, Digits, Punctuation, Whitespace, WhitespaceSplit, Sequence)"},
-        {"post-processor", [](ordered_json& d) { d["post_processor"] = {{"type", "Custom"}}; },
+        {"post-processor",
+         [](ordered_json& d) {
+             d["post_processor"] = {{"type", "Custom"}};
+         },
          "post_processor.type: 'Custom' is not supported (supported post-processors: ByteLevel, TemplateProcessing, "
          "BertProcessing, RobertaProcessing, Sequence)"},
-        {"decoder", [](ordered_json& d) { d["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}}; },
+        {"decoder",
+         [](ordered_json& d) {
+             d["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}};
+         },
          "decoder.type: 'WordPiece' is not supported (supported decoders: ByteLevel, Replace, Strip, Fuse, "
          "Sequence)"},
         {"a regex Replace decoder",
@@ -65,15 +74,35 @@ TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
          "decoder.pattern: only {\"String\": ...} patterns are supported in a Replace decoder"},
         {"dropout", [](ordered_json& d) { d["model"]["dropout"] = 0.1; },
          "model.dropout: dropout 0.100000 is not supported (it makes encoding random); only null or 0"},
-        {"truncation", [](ordered_json& d) { d["truncation"] = {{"max_length", 512}}; },
-         "truncation: only null is supported (vkformer neither truncates nor pads)"},
-        {"padding", [](ordered_json& d) { d["padding"] = {{"strategy", "BatchLongest"}}; },
-         "padding: only null is supported (vkformer neither truncates nor pads)"},
+        {"truncation",
+         [](ordered_json& d) {
+             d["truncation"] = {{"max_length", 512}};
+         },
+         "truncation: only null is supported (vkformer does not truncate)"},
+        {"fixed padding",
+         [](ordered_json& d) {
+             d["padding"] = {{"strategy", {{"Fixed", 512}}}};
+         },
+         "padding: only null or BatchLongest without pad_to_multiple_of is supported (vkformer does not pad)"},
+        {"padding to a multiple",
+         [](ordered_json& d) {
+             d["padding"] = {{"strategy", "BatchLongest"}, {"pad_to_multiple_of", 8}};
+         },
+         "padding: only null or BatchLongest without pad_to_multiple_of is supported (vkformer does not pad)"},
         {"version", [](ordered_json& d) { d["version"] = "2.0"; }, "version: version '2.0' is not known (only 1.0)"},
     };
     for (const Case& c : cases) {
         EXPECT_EQ(refusal(c.edit), std::string("bad.json: ") + c.expected) << c.what;
     }
+}
+
+// Padding to the longest text of a batch changes nothing for one text.
+TEST(TokenizerErrors, BatchLongestPaddingIsAccepted) {
+    ordered_json document = base();
+    document["padding"] = {
+        {"strategy", "BatchLongest"}, {"direction", "Left"}, {"pad_to_multiple_of", nullptr}, {"pad_id", 3},
+        {"pad_type_id", 0},           {"pad_token", "<pad>"}};
+    EXPECT_EQ(Tokenizer::parse(document.dump(), "padded.json").encode("Hello"), (std::vector<TokenId>{271}));
 }
 
 TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {
@@ -92,7 +121,10 @@ TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {
          "model.merges[31]: the merged token 'xy' is not in model.vocab"},
         {"merge of three tokens", [](ordered_json& d) { d["model"]["merges"][2] = "a b c"; },
          "model.merges[2]: 'a b c' is not two tokens separated by one space"},
-        {"merge pair of three", [](ordered_json& d) { d["model"]["merges"][2] = {"a", "b", "c"}; },
+        {"merge pair of three",
+         [](ordered_json& d) {
+             d["model"]["merges"][2] = {"a", "b", "c"};
+         },
          "model.merges[2]: expected \"a b\" or [\"a\", \"b\"]"},
         {"merge of a number", [](ordered_json& d) { d["model"]["merges"][0] = 7; },
          "model.merges[0]: expected \"a b\" or [\"a\", \"b\"]"},
@@ -109,10 +141,7 @@ TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {
          "and the added tokens before it)"},
         {"added token that is a vocabulary token", [](ordered_json& d) { d["added_tokens"][0]["content"] = "Hello"; },
          "added_tokens[0].id: 'Hello' has id 287, but Hugging Face gives it 271 (its id in model.vocab)"},
-        {"repeated added token",
-         [](ordered_json& d) {
-             d["added_tokens"][1]["content"] = "<|endoftext|>";
-         },
+        {"repeated added token", [](ordered_json& d) { d["added_tokens"][1]["content"] = "<|endoftext|>"; },
          "added_tokens[1].content: '<|endoftext|>' is an added token already"},
         {"bad regex",
          [](ordered_json& d) {
