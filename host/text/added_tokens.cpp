@@ -69,18 +69,14 @@ AddedVocabulary::AddedVocabulary() : word_char_(word_char_regex()) {}
 
 AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer)
     : tokens_(std::move(tokens)), word_char_(word_char_regex()) {
+    for (const AddedToken& token : tokens_) {
+        decoded_.push_back(token.normalized && normalizer ? normalizer->normalize(token.content) : token.content);
+    }
     // Special tokens first, then the others, each in the file's order (Hugging Face's order).
     for (const bool special : {true, false}) {
         for (std::size_t i = 0; i < tokens_.size(); ++i) {
-            const AddedToken& token = tokens_[i];
-            if (token.special != special) {
-                continue;
-            }
-            if (!token.normalized) {
-                raw_.insert(token.content, static_cast<int>(i));
-            } else {
-                normalized_.insert(normalizer ? normalizer->normalize(token.content) : token.content,
-                                   static_cast<int>(i));
+            if (tokens_[i].special == special) {
+                (tokens_[i].normalized ? normalized_ : raw_).insert(decoded_[i], static_cast<int>(i));
             }
         }
     }

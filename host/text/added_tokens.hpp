@@ -7,7 +7,9 @@
 //     after it;
 //   - single_word: a match with a word character (Rust's regex \w) right before or after it is
 //     not a match;
-//   - lstrip / rstrip: the White_Space before / after a match becomes part of it.
+//   - lstrip / rstrip: the White_Space before / after a match becomes part of it;
+//   - decoding gives a normalized token's normalized content (what the decoder can undo: a
+//     ByteLevel normalizer's characters), the others' content.
 
 #include "host/text/normalizers.hpp"
 #include "host/text/regex.hpp"
@@ -48,6 +50,8 @@ public:
     std::vector<Stretch> split(std::string_view text, bool normalized) const;
 
     const std::vector<AddedToken>& tokens() const { return tokens_; }
+    // The string tokens()[i] decodes as.
+    const std::string& decoded(std::size_t i) const { return decoded_[i]; }
 
 private:
     // A byte trie of the patterns of one kind, searched leftmost-longest.
@@ -65,6 +69,7 @@ private:
     };
 
     std::vector<AddedToken> tokens_;
+    std::vector<std::string> decoded_;  // a normalized token's pattern, or the content
     Trie raw_;
     Trie normalized_;
     Regex word_char_;

@@ -262,6 +262,9 @@ void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, Tok
                                     ", but Hugging Face gives it " + std::to_string(expected) + " (" + why + ")");
             }
             max_id = std::max(max_id.value_or(0), token.id);
+            if (token.special) {
+                parts.special_contents.insert(token.content);
+            }
             parts.added_by_content.emplace(token.content, token.id);
             parts.added_by_id.emplace(token.id, tokens.size());
             tokens.push_back(std::move(token));
