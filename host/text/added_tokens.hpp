@@ -63,6 +63,7 @@ private:
         std::vector<Node> nodes{1};
         bool first_byte[256] = {};
 
+        std::optional<std::uint32_t> child(std::uint32_t node, char c) const;
         void insert(std::string_view pattern, int token);
         // The longest pattern starting at text[pos]: (end, token), or token -1.
         std::pair<std::size_t, int> longest_at(std::string_view text, std::size_t pos) const;

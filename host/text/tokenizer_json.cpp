@@ -54,6 +54,16 @@ SplitBehavior parse_behavior(const JsonValue& value) {
     return *behavior;
 }
 
+// The components of a Sequence's list, each read by `parse`.
+template <class Parse>
+auto parse_each(const JsonValue& list, Parse parse) {
+    std::vector<decltype(parse(list))> components;
+    for (const JsonValue& element : list.as_array()) {
+        components.push_back(parse(element));
+    }
+    return components;
+}
+
 // --- normalizers ---
 
 std::unique_ptr<Normalizer> parse_normalizer(const JsonValue& v) {
@@ -87,11 +97,7 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonValue& v) {
         return make_byte_level_normalizer();
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<Normalizer>> normalizers;
-        for (const JsonValue& element : v.at("normalizers").as_array()) {
-            normalizers.push_back(parse_normalizer(element));
-        }
-        return make_sequence_normalizer(std::move(normalizers));
+        return make_sequence_normalizer(parse_each(v.at("normalizers"), parse_normalizer));
     }
     refuse_type(type,
                 "supported normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, "
@@ -124,11 +130,7 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonValue& v) {
         return make_whitespace_split_pre_tokenizer();
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers;
-        for (const JsonValue& element : v.at("pretokenizers").as_array()) {
-            pre_tokenizers.push_back(parse_pre_tokenizer(element));
-        }
-        return make_sequence_pre_tokenizer(std::move(pre_tokenizers));
+        return make_sequence_pre_tokenizer(parse_each(v.at("pretokenizers"), parse_pre_tokenizer));
     }
     refuse_type(type,
                 "supported pre-tokenizers: ByteLevel, Split, Digits, Punctuation, Whitespace, "
@@ -341,11 +343,9 @@ std::unique_ptr<PostProcessor> parse_post_processor(const JsonValue& v, std::siz
         return make_template_post_processor(std::move(single));
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<PostProcessor>> processors;
-        for (const JsonValue& element : v.at("processors").as_array()) {
-            processors.push_back(parse_post_processor(element, vocab_size));
-        }
-        return make_sequence_post_processor(std::move(processors));
+        return make_sequence_post_processor(parse_each(v.at("processors"), [vocab_size](const JsonValue& element) {
+            return parse_post_processor(element, vocab_size);
+        }));
     }
     refuse_type(type,
                 "supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
@@ -383,11 +383,7 @@ std::unique_ptr<Decoder> parse_decoder(const JsonValue& v) {
         return make_fuse_decoder();
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<Decoder>> decoders;
-        for (const JsonValue& element : v.at("decoders").as_array()) {
-            decoders.push_back(parse_decoder(element));
-        }
-        return make_sequence_decoder(std::move(decoders));
+        return make_sequence_decoder(parse_each(v.at("decoders"), parse_decoder));
     }
     refuse_type(type, "supported decoders: ByteLevel, Replace, Strip, Fuse, Sequence");
 }
