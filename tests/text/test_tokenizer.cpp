@@ -136,6 +136,56 @@ TEST(Tokenizer, TemplateBosEos) {
     EXPECT_THROW(t.decode(Ids{N + 3}), Error);
 }
 
+TEST(Tokenizer, SentencePieceStyleBpe) {
+    // "▁" for spaces by Prepend and Replace, no pre-tokenizer, byte tokens (3 + byte) for ASCII
+    // only, other characters unk (0, fused); "▁the" is 162, "▁world" 171, "▁a" 163.
+    const Tokenizer& t = fixture("sentencepiece_style.json");
+    const Ids ids = t.encode("the world");
+    EXPECT_EQ(ids, (Ids{1, 162, 171}));
+    EXPECT_EQ(t.decode(ids), "<s> the world");
+    EXPECT_EQ(t.decode(ids, true), "the world");
+    // H has no token: its byte <0x48>; é has neither: unk, which Hugging Face emits only before
+    // the next character in the vocabulary, after the byte token of '!'.
+    EXPECT_EQ(t.encode("Hi é!"), (Ids{1, 131, 3 + 'H', 132 + 'i' - 'a', 131, 3 + '!', 0}));
+    EXPECT_EQ(t.encode("ab éé", false), (Ids{163, 133, 131, 0}));
+}
+
+TEST(Tokenizer, ContinuingSubwordPrefixAndBertProcessing) {
+    // [UNK] 0, [CLS] 1, [SEP] 2, a..z 3.., ##a..##z 29..; "the" 59, "world" 66, "and" 61, "##er" 62.
+    const Tokenizer& t = fixture("continuing_prefix.json");
+    const Ids ids = t.encode("The world!");
+    EXPECT_EQ(ids, (Ids{1, 59, 66, 57, 2}));
+    EXPECT_EQ(t.encode("ander", false), (Ids{61, 62}));
+    EXPECT_EQ(t.encode("xéy", false), (Ids{3 + 'x' - 'a', 0, 29 + 'y' - 'a'}));
+    // No decoder: the tokens joined with spaces.
+    EXPECT_EQ(t.decode(ids), "[CLS] the world ! [SEP]");
+    EXPECT_EQ(t.decode(ids, true), "the world !");
+}
+
+TEST(Tokenizer, EndOfWordSuffixIgnoreMergesAndRobertaProcessing) {
+    // <unk> 0, <s> 1, </s> 2, a..z 3.., a</w>..z</w> 29.., "cat" 58; "the</w>" 60, "world</w>" 67.
+    const Tokenizer& t = fixture("end_of_word_suffix.json");
+    // "cat" is a token no merge makes: ignore_merges takes it whole.
+    EXPECT_EQ(t.encode("  The World cat "), (Ids{1, 60, 67, 58, 2}));
+    EXPECT_EQ(t.encode("cats", false), (Ids{3 + 'c' - 'a', 3, 3 + 't' - 'a', 29 + 's' - 'a'}));
+    // NFD leaves a combining accent, which is unknown.
+    EXPECT_EQ(t.encode("café", false), (Ids{3 + 'c' - 'a', 3, 3 + 'f' - 'a', 3 + 'e' - 'a', 0}));
+    EXPECT_EQ(t.decode(Ids{60, 67}), "the world ");
+}
+
+TEST(Tokenizer, ByteLevelNormalizerAndNormalizedAddedTokens) {
+    const Tokenizer& t = fixture("byte_level_normalizer.json");  // <|endoftext|> N, "New York" N + 1
+    EXPECT_EQ(t.encode("Hello world"), (Ids{kHello, kWorld, N}));
+    // "New York" is matched in the normalized text as "NewĠYork"; "IĠloveĠ" splits before each Ġ.
+    const Ids ids = t.encode("I love New York");
+    EXPECT_EQ(ids, (Ids{'I', ' ', 'l', 'o', 'v', 'e', ' ', N + 1, N}));
+    // It decodes as its normalized form, which the ByteLevel decoder turns back into the text.
+    EXPECT_EQ(t.token(N + 1), "New\u0120York");
+    EXPECT_EQ(t.decode(ids), "I love New York<|endoftext|>");
+    EXPECT_EQ(t.decode(ids, true), "I love New York");
+    EXPECT_EQ(t.find("New York"), N + 1);
+}
+
 // Bytes the decoder gives back for texts, and texts that must come back exactly.
 const std::vector<std::string> kTexts = {
     "Hello world, the quick brown fox jumps over the lazy dog.",
