@@ -295,7 +295,9 @@ void check_stream(const Tokenizer& t, const Ids& ids, bool skip_special) {
 
 TEST(Tokenizer, TextStreamAtEverySplitPoint) {
     for (const std::string& text : kTexts) {
-        for (const char* name : {"byte_bpe.json", "bloom_style.json", "template_bos_eos.json"}) {
+        for (const char* name :
+             {"byte_bpe.json", "bloom_style.json", "template_bos_eos.json", "sentencepiece_style.json",
+              "continuing_prefix.json", "end_of_word_suffix.json", "byte_level_normalizer.json"}) {
             SCOPED_TRACE(std::string(name) + ": " + text);
             const Tokenizer& t = fixture(name);
             check_stream(t, t.encode(text), true);
