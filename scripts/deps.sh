@@ -10,8 +10,8 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
   libgtest-dev python3 python3-numpy
 )
-# Node.js and npm only run the comparison with Hugging Face's tokenizers.js (tests/text); one
-# installed otherwise will do (NodeSource's nodejs brings npm and conflicts with Debian's).
+# Node.js and npm only run the comparisons with Hugging Face's JavaScript packages (tests/text);
+# one installed otherwise will do (NodeSource's nodejs brings npm and conflicts with Debian's).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)
 fi

@@ -13,16 +13,17 @@ Regex word_char_regex() {
     return Regex::from_pcre2(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])", "the single_word test");
 }
 
-// Where the character that ends at `end` (> 0) starts.
-std::size_t previous_char(std::string_view text, std::size_t end) {
-    std::size_t pos = end - 1;
-    while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) {
-        --pos;
-    }
-    return pos;
-}
-
 }  // namespace
+
+std::optional<std::uint32_t> AddedVocabulary::Trie::child(std::uint32_t node, char c) const {
+    const auto b = static_cast<unsigned char>(c);
+    for (const auto& [byte, next] : nodes[node].children) {
+        if (byte == b) {
+            return next;
+        }
+    }
+    return std::nullopt;
+}
 
 void AddedVocabulary::Trie::insert(std::string_view pattern, int token) {
     if (pattern.empty()) {
@@ -31,13 +32,10 @@ void AddedVocabulary::Trie::insert(std::string_view pattern, int token) {
     first_byte[static_cast<unsigned char>(pattern[0])] = true;
     std::uint32_t node = 0;
     for (const char c : pattern) {
-        const auto b = static_cast<unsigned char>(c);
-        auto& children = nodes[node].children;
-        const auto it = std::find_if(children.begin(), children.end(), [b](const auto& e) { return e.first == b; });
-        if (it != children.end()) {
-            node = it->second;
+        if (const std::optional<std::uint32_t> next = child(node, c)) {
+            node = *next;
         } else {
-            children.emplace_back(b, static_cast<std::uint32_t>(nodes.size()));
+            nodes[node].children.emplace_back(static_cast<unsigned char>(c), static_cast<std::uint32_t>(nodes.size()));
             node = static_cast<std::uint32_t>(nodes.size());
             nodes.emplace_back();
         }
@@ -51,13 +49,11 @@ std::pair<std::size_t, int> AddedVocabulary::Trie::longest_at(std::string_view t
     std::pair<std::size_t, int> best{pos, -1};
     std::uint32_t node = 0;
     for (std::size_t i = pos; i < text.size(); ++i) {
-        const auto b = static_cast<unsigned char>(text[i]);
-        const auto& children = nodes[node].children;
-        const auto it = std::find_if(children.begin(), children.end(), [b](const auto& e) { return e.first == b; });
-        if (it == children.end()) {
+        const std::optional<std::uint32_t> next = child(node, text[i]);
+        if (!next) {
             break;
         }
-        node = it->second;
+        node = *next;
         if (nodes[node].token >= 0) {
             best = {i + 1, nodes[node].token};
         }
@@ -69,18 +65,14 @@ AddedVocabulary::AddedVocabulary() : word_char_(word_char_regex()) {}
 
 AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer)
     : tokens_(std::move(tokens)), word_char_(word_char_regex()) {
+    for (const AddedToken& token : tokens_) {
+        decoded_.push_back(token.normalized && normalizer ? normalizer->normalize(token.content) : token.content);
+    }
     // Special tokens first, then the others, each in the file's order (Hugging Face's order).
     for (const bool special : {true, false}) {
         for (std::size_t i = 0; i < tokens_.size(); ++i) {
-            const AddedToken& token = tokens_[i];
-            if (token.special != special) {
-                continue;
-            }
-            if (!token.normalized) {
-                raw_.insert(token.content, static_cast<int>(i));
-            } else {
-                normalized_.insert(normalizer ? normalizer->normalize(token.content) : token.content,
-                                   static_cast<int>(i));
+            if (tokens_[i].special == special) {
+                (tokens_[i].normalized ? normalized_ : raw_).insert(decoded_[i], static_cast<int>(i));
             }
         }
     }
@@ -105,31 +97,17 @@ std::vector<AddedVocabulary::Stretch> AddedVocabulary::split(std::string_view te
         pos = match_end;  // the search goes on after the match as found, whatever is stripped
         const AddedToken& token = tokens_[static_cast<std::size_t>(index)];
         if (token.single_word) {
-            const bool word_before = start > 0 && word_char_.matches_at(text, previous_char(text, start));
+            const bool word_before = start > 0 && word_char_.matches_at(text, utf8_previous(text, start));
             const bool word_after = stop < text.size() && word_char_.matches_at(text, stop);
             if (word_before || word_after) {
                 continue;
             }
         }
         if (token.lstrip) {
-            std::size_t new_start = start;
-            while (new_start > 0) {
-                const std::size_t prev = previous_char(text, new_start);
-                if (!is_white_space(utf8_char(text, prev).code_point)) {
-                    break;
-                }
-                new_start = prev;
-            }
-            start = std::max(new_start, covered);  // spaces a previous match took stay there
+            start = std::max(white_space_before(text, start), covered);  // spaces a previous match took stay there
         }
         if (token.rstrip) {
-            while (stop < text.size()) {
-                const Utf8Char c = utf8_char(text, stop);
-                if (!is_white_space(c.code_point)) {
-                    break;
-                }
-                stop += c.size;
-            }
+            stop = skip_white_space(text, stop);
         }
         if (covered < start) {
             stretches.push_back({covered, start, std::nullopt});

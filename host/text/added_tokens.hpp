@@ -7,7 +7,9 @@
 //     after it;
 //   - single_word: a match with a word character (Rust's regex \w) right before or after it is
 //     not a match;
-//   - lstrip / rstrip: the White_Space before / after a match becomes part of it.
+//   - lstrip / rstrip: the White_Space before / after a match becomes part of it;
+//   - decoding gives a normalized token's normalized content (what the decoder can undo: a
+//     ByteLevel normalizer's characters), the others' content.
 
 #include "host/text/normalizers.hpp"
 #include "host/text/regex.hpp"
@@ -48,6 +50,8 @@ public:
     std::vector<Stretch> split(std::string_view text, bool normalized) const;
 
     const std::vector<AddedToken>& tokens() const { return tokens_; }
+    // The string tokens()[i] decodes as.
+    const std::string& decoded(std::size_t i) const { return decoded_[i]; }
 
 private:
     // A byte trie of the patterns of one kind, searched leftmost-longest.
@@ -59,12 +63,14 @@ private:
         std::vector<Node> nodes{1};
         bool first_byte[256] = {};
 
+        std::optional<std::uint32_t> child(std::uint32_t node, char c) const;
         void insert(std::string_view pattern, int token);
         // The longest pattern starting at text[pos]: (end, token), or token -1.
         std::pair<std::size_t, int> longest_at(std::string_view text, std::size_t pos) const;
     };
 
     std::vector<AddedToken> tokens_;
+    std::vector<std::string> decoded_;  // a normalized token's pattern, or the content
     Trie raw_;
     Trie normalized_;
     Regex word_char_;

@@ -3,6 +3,8 @@
 #include "host/text/byte_level.hpp"
 #include "host/text/utf8.hpp"
 
+#include <algorithm>
+
 namespace vkf::text {
 namespace {
 
@@ -24,29 +26,8 @@ class StripNormalizer final : public Normalizer {
 public:
     StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
     std::string normalize(std::string_view text) const override {
-        std::size_t begin = 0;
-        std::size_t end = text.size();
-        if (left_) {
-            while (begin < end) {
-                const Utf8Char c = utf8_char(text, begin);
-                if (!is_white_space(c.code_point)) {
-                    break;
-                }
-                begin += c.size;
-            }
-        }
-        if (right_) {
-            while (end > begin) {
-                std::size_t start = end - 1;
-                while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
-                    --start;
-                }
-                if (!is_white_space(utf8_char(text, start).code_point)) {
-                    break;
-                }
-                end = start;
-            }
-        }
+        const std::size_t begin = left_ ? skip_white_space(text, 0) : 0;
+        const std::size_t end = right_ ? std::max(begin, white_space_before(text, text.size())) : text.size();
         return std::string(text.substr(begin, end - begin));
     }
 

@@ -22,21 +22,10 @@ public:
             return;
         }
         static const Regex gpt2 = Regex::from_oniguruma(kGpt2Pattern, "the ByteLevel pre-tokenizer");
-        std::vector<Regex::Match> matches;
-        gpt2.find_all(text, matches);
-        // The pattern matches every character, so the matches are the pieces (Isolated).
-        std::size_t last = 0;
-        for (const Regex::Match& m : matches) {
-            if (m.begin > last) {
-                out.push_back(to_byte_level(text.substr(last, m.begin - last)));
-            }
-            if (m.end > m.begin) {
-                out.push_back(to_byte_level(text.substr(m.begin, m.end - m.begin)));
-            }
-            last = m.end;
-        }
-        if (last < text.size()) {
-            out.push_back(to_byte_level(text.substr(last)));
+        std::vector<std::string> pieces;
+        split_segments(text, regex_segments(gpt2, text), SplitBehavior::Isolated, false, pieces);
+        for (const std::string& piece : pieces) {
+            out.push_back(to_byte_level(piece));
         }
     }
 

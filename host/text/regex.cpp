@@ -28,7 +28,7 @@ public:
         while (pos_ < in_.size()) {
             const char c = in_[pos_];
             if (c == '\\') {
-                escape_outside_class();
+                escape(false);
             } else if (c == '[') {
                 ++pos_;
                 out_ += '[';
@@ -69,61 +69,57 @@ private:
         return true;
     }
 
-    void escape_outside_class() {
+    // A backslash and what follows it, outside or inside a character class.
+    void escape(bool in_class) {
         if (pos_ + 1 >= in_.size()) {
             copy_char();  // PCRE2 reports the trailing backslash
             return;
         }
-        const char e = in_[pos_ + 1];
-        const std::string word = "[" + std::string(kWordChars) + "]";
-        const std::string not_word = "[^" + std::string(kWordChars) + "]";
-        std::string replacement;
-        switch (e) {
-            case 's':
-                replacement = R"(\p{White_Space})";
-                break;
-            case 'S':
-                replacement = R"(\P{White_Space})";
-                break;
-            case 'w':
-                replacement = word;
-                break;
-            case 'W':
-                replacement = not_word;
-                break;
-            case 'd':
-                replacement = R"(\p{Nd})";
-                break;
-            case 'D':
-                replacement = R"(\P{Nd})";
-                break;
-            case 'h':
-                replacement = "[0-9A-Fa-f]";
-                break;
-            case 'H':
-                replacement = "[^0-9A-Fa-f]";
-                break;
-            case 'b':
-                replacement = "(?:(?<=" + word + ")(?!" + word + ")|(?<!" + word + ")(?=" + word + "))";
-                break;
-            case 'B':
-                replacement = "(?:(?<=" + word + ")(?=" + word + ")|(?<!" + word + ")(?!" + word + "))";
-                break;
-            case 'u':
-                if (unicode_escape()) {
-                    return;
-                }
-                break;
-            default:
-                break;
+        if (in_[pos_ + 1] == 'u' && unicode_escape()) {
+            return;
         }
-        if (replacement.empty()) {
+        if (const std::optional<std::string> replacement = rewrite(in_[pos_ + 1], in_class)) {
+            out_ += *replacement;
+            pos_ += 2;
+        } else {
             out_ += '\\';
             ++pos_;
             copy_char();
-        } else {
-            out_ += replacement;
-            pos_ += 2;
+        }
+    }
+
+    // PCRE2's spelling of Oniguruma's \e where the two differ; nullopt where they agree (\b
+    // inside a class is a backspace in both).
+    std::optional<std::string> rewrite(char e, bool in_class) const {
+        const std::string word(kWordChars);
+        switch (e) {
+            case 's':
+                return R"(\p{White_Space})";
+            case 'S':
+                return R"(\P{White_Space})";
+            case 'd':
+                return R"(\p{Nd})";
+            case 'D':
+                return R"(\P{Nd})";
+            case 'w':
+                return in_class ? word : "[" + word + "]";
+            case 'h':
+                return in_class ? "0-9A-Fa-f" : "[0-9A-Fa-f]";
+            case 'W':
+            case 'H':
+                if (in_class) {
+                    throw TranslationError{std::string("\\") + e + " inside a character class is not supported", pos_};
+                }
+                return e == 'W' ? "[^" + word + "]" : "[^0-9A-Fa-f]";
+            case 'b':
+            case 'B':
+                if (in_class) {
+                    return std::nullopt;
+                }
+                return e == 'b' ? "(?:(?<=[" + word + "])(?![" + word + "])|(?<![" + word + "])(?=[" + word + "]))"
+                                : "(?:(?<=[" + word + "])(?=[" + word + "])|(?<![" + word + "])(?![" + word + "]))";
+            default:
+                return std::nullopt;
         }
     }
 
@@ -149,7 +145,7 @@ private:
                 return;
             }
             if (c == '\\') {
-                escape_inside_class();
+                escape(true);
             } else if (c == '[' && in_.substr(pos_).starts_with("[:")) {
                 const std::size_t close = in_.find(":]", pos_ + 2);
                 const std::size_t end = close == std::string_view::npos ? in_.size() : close + 2;
@@ -165,53 +161,6 @@ private:
             }
         }
         // Unterminated: PCRE2 reports it on the rewritten pattern.
-    }
-
-    void escape_inside_class() {
-        if (pos_ + 1 >= in_.size()) {
-            copy_char();
-            return;
-        }
-        const char e = in_[pos_ + 1];
-        std::string replacement;
-        switch (e) {
-            case 's':
-                replacement = R"(\p{White_Space})";
-                break;
-            case 'S':
-                replacement = R"(\P{White_Space})";
-                break;
-            case 'w':
-                replacement = std::string(kWordChars);
-                break;
-            case 'd':
-                replacement = R"(\p{Nd})";
-                break;
-            case 'D':
-                replacement = R"(\P{Nd})";
-                break;
-            case 'h':
-                replacement = "0-9A-Fa-f";
-                break;
-            case 'W':
-            case 'H':
-                throw TranslationError{std::string("\\") + e + " inside a character class is not supported", pos_};
-            case 'u':
-                if (unicode_escape()) {
-                    return;
-                }
-                break;
-            default:
-                break;
-        }
-        if (replacement.empty()) {
-            out_ += '\\';
-            ++pos_;
-            copy_char();
-        } else {
-            out_ += replacement;
-            pos_ += 2;
-        }
     }
 
     // "(?imx-imx)" or "(?imx-imx:": Ruby's m (dot matches newline) is PCRE2's s.

@@ -84,10 +84,10 @@ std::string Tokenizer::decode_bytes(std::span<const TokenId> ids, bool skip_spec
     std::vector<std::string> tokens;
     tokens.reserve(ids.size());
     for (const TokenId id : ids) {
-        if (skip_special_tokens && is_special(id)) {
-            continue;
+        const std::string_view t = token(id);
+        if (!skip_special_tokens || !p.special_contents.contains(t)) {
+            tokens.emplace_back(t);
         }
-        tokens.emplace_back(token(id));
     }
     std::string text;
     if (p.decoder) {
@@ -110,7 +110,7 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special_to
 std::string_view Tokenizer::token(TokenId id) const {
     const TokenizerParts& p = impl_->parts;
     if (const auto it = p.added_by_id.find(id); it != p.added_by_id.end()) {
-        return p.added.tokens()[it->second].content;
+        return p.added.decoded(it->second);
     }
     if (id >= p.model->size()) {
         throw Error(impl_->origin + ": token id " + std::to_string(id) + " is not in the vocabulary (" +

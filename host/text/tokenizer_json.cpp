@@ -54,6 +54,16 @@ SplitBehavior parse_behavior(const JsonValue& value) {
     return *behavior;
 }
 
+// The components of a Sequence's list, each read by `parse`.
+template <class Parse>
+auto parse_each(const JsonValue& list, Parse parse) {
+    std::vector<decltype(parse(list))> components;
+    for (const JsonValue& element : list.as_array()) {
+        components.push_back(parse(element));
+    }
+    return components;
+}
+
 // --- normalizers ---
 
 std::unique_ptr<Normalizer> parse_normalizer(const JsonValue& v) {
@@ -87,11 +97,7 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonValue& v) {
         return make_byte_level_normalizer();
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<Normalizer>> normalizers;
-        for (const JsonValue& element : v.at("normalizers").as_array()) {
-            normalizers.push_back(parse_normalizer(element));
-        }
-        return make_sequence_normalizer(std::move(normalizers));
+        return make_sequence_normalizer(parse_each(v.at("normalizers"), parse_normalizer));
     }
     refuse_type(type,
                 "supported normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, "
@@ -124,11 +130,7 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonValue& v) {
         return make_whitespace_split_pre_tokenizer();
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers;
-        for (const JsonValue& element : v.at("pretokenizers").as_array()) {
-            pre_tokenizers.push_back(parse_pre_tokenizer(element));
-        }
-        return make_sequence_pre_tokenizer(std::move(pre_tokenizers));
+        return make_sequence_pre_tokenizer(parse_each(v.at("pretokenizers"), parse_pre_tokenizer));
     }
     refuse_type(type,
                 "supported pre-tokenizers: ByteLevel, Split, Digits, Punctuation, Whitespace, "
@@ -262,6 +264,9 @@ void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, Tok
                                     ", but Hugging Face gives it " + std::to_string(expected) + " (" + why + ")");
             }
             max_id = std::max(max_id.value_or(0), token.id);
+            if (token.special) {
+                parts.special_contents.insert(token.content);
+            }
             parts.added_by_content.emplace(token.content, token.id);
             parts.added_by_id.emplace(token.id, tokens.size());
             tokens.push_back(std::move(token));
@@ -338,11 +343,9 @@ std::unique_ptr<PostProcessor> parse_post_processor(const JsonValue& v, std::siz
         return make_template_post_processor(std::move(single));
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<PostProcessor>> processors;
-        for (const JsonValue& element : v.at("processors").as_array()) {
-            processors.push_back(parse_post_processor(element, vocab_size));
-        }
-        return make_sequence_post_processor(std::move(processors));
+        return make_sequence_post_processor(parse_each(v.at("processors"), [vocab_size](const JsonValue& element) {
+            return parse_post_processor(element, vocab_size);
+        }));
     }
     refuse_type(type,
                 "supported post-processors: ByteLevel, TemplateProcessing, BertProcessing, "
@@ -380,11 +383,7 @@ std::unique_ptr<Decoder> parse_decoder(const JsonValue& v) {
         return make_fuse_decoder();
     }
     if (name == "Sequence") {
-        std::vector<std::unique_ptr<Decoder>> decoders;
-        for (const JsonValue& element : v.at("decoders").as_array()) {
-            decoders.push_back(parse_decoder(element));
-        }
-        return make_sequence_decoder(std::move(decoders));
+        return make_sequence_decoder(parse_each(v.at("decoders"), parse_decoder));
     }
     refuse_type(type, "supported decoders: ByteLevel, Replace, Strip, Fuse, Sequence");
 }
@@ -402,10 +401,18 @@ TokenizerParts parse_tokenizer_json(const JsonValue& document) {
     if (const JsonValue* version = document.find("version"); version != nullptr && version->as_string() != "1.0") {
         version->fail("version '" + version->as_string() + "' is not known (only 1.0)");
     }
-    // Both would change the ids of a single encode; neither is implemented.
-    for (const std::string_view setting : {"truncation", "padding"}) {
-        if (const JsonValue* value = component(document, setting)) {
-            value->fail("only null is supported (vkformer neither truncates nor pads)");
+    // Truncation would cut the ids of a long text, and padding to a fixed length or a multiple
+    // would add some; neither is implemented. Padding to the longest text of a batch leaves a
+    // single text as it is (BLOOM's tokenizer.json asks for it).
+    if (const JsonValue* truncation = component(document, "truncation")) {
+        truncation->fail("only null is supported (vkformer does not truncate)");
+    }
+    if (const JsonValue* padding = component(document, "padding")) {
+        const JsonValue& strategy = padding->at("strategy");
+        const JsonValue* multiple = padding->find("pad_to_multiple_of");
+        if (!strategy.is_string() || strategy.as_string() != "BatchLongest" ||
+            (multiple != nullptr && !multiple->is_null())) {
+            padding->fail("only null or BatchLongest without pad_to_multiple_of is supported (vkformer does not pad)");
         }
     }
     TokenizerParts parts;

@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace vkf::text {
 
@@ -25,6 +26,9 @@ struct TokenizerParts {
     AddedVocabulary added;
     std::unordered_map<TokenId, std::size_t> added_by_id;  // index into added.tokens()
     TokenIndex added_by_content;
+    // The special tokens' contents: decode leaves out tokens whose string is one of them, as
+    // Hugging Face does.
+    std::unordered_set<std::string, StringHash, std::equal_to<>> special_contents;
     std::size_t vocab_size = 0;  // one past the highest id
 };
 

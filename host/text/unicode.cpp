@@ -22,6 +22,28 @@ bool is_white_space(char32_t c) {
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
+std::size_t skip_white_space(std::string_view text, std::size_t pos) {
+    while (pos < text.size()) {
+        const Utf8Char c = utf8_char(text, pos);
+        if (!is_white_space(c.code_point)) {
+            break;
+        }
+        pos += c.size;
+    }
+    return pos;
+}
+
+std::size_t white_space_before(std::string_view text, std::size_t end) {
+    while (end > 0) {
+        const std::size_t start = utf8_previous(text, end);
+        if (!is_white_space(utf8_char(text, start).code_point)) {
+            break;
+        }
+        end = start;
+    }
+    return end;
+}
+
 bool is_numeric(char32_t c) {
     const utf8proc_category_t cat = category(c);
     return cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO;

@@ -10,6 +10,10 @@ namespace vkf::text {
 
 // Rust's char::is_whitespace: the White_Space property.
 bool is_white_space(char32_t c);
+// Where the run of White_Space that starts at byte `pos` of `text` (valid UTF-8) ends, and where
+// the run that ends at byte `end` starts.
+std::size_t skip_white_space(std::string_view text, std::size_t pos);
+std::size_t white_space_before(std::string_view text, std::size_t end);
 // Rust's char::is_numeric: general categories Nd, Nl and No.
 bool is_numeric(char32_t c);
 // The Punctuation pre-tokenizer's test: an ASCII punctuation character (which includes $+<=>^`|~)

@@ -71,6 +71,14 @@ Utf8Char utf8_char(std::string_view text, std::size_t pos) {
     return {step.code_point, step.size};
 }
 
+std::size_t utf8_previous(std::string_view text, std::size_t end) {
+    std::size_t pos = end - 1;
+    while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) {
+        --pos;
+    }
+    return pos;
+}
+
 std::size_t find_invalid_utf8(std::string_view bytes) {
     for (std::size_t pos = 0; pos < bytes.size();) {
         if (static_cast<unsigned char>(bytes[pos]) < 0x80) {

@@ -33,6 +33,9 @@ struct Utf8Char {
 };
 Utf8Char utf8_char(std::string_view text, std::size_t pos);
 
+// Where the character that ends at byte `end` (> 0) of valid UTF-8 starts.
+std::size_t utf8_previous(std::string_view text, std::size_t end);
+
 // The offset of the first byte that is not part of well-formed UTF-8, or npos.
 std::size_t find_invalid_utf8(std::string_view bytes);
 

@@ -1,20 +1,41 @@
-// Encodes texts with Hugging Face's tokenizers.js for hf_tokenizers_test.py. Reads a job from
-// stdin: {"package": "<path to tokenizers.mjs>", "tokenizers": ["<tokenizer.json>", ...],
-// "texts": ["...", ...]}; prints {"<tokenizer.json>": [ids of each text, or "error: ..."], ...}.
+// Encodes texts for hf_tokenizers_test.py with one of Hugging Face's JavaScript packages and
+// prints the results. Reads a job from stdin:
+//   {"implementation": "tokenizers.js" | "tokenizers", "module": "<path>",
+//    "tokenizers": ["<tokenizer.json>", ...], "texts": ["...", ...]}
+// "tokenizers.js" is @huggingface/tokenizers (pure JavaScript; module: its tokenizers.mjs);
+// "tokenizers" is the Node binding of Hugging Face's Rust library (module: its package folder).
+// Prints {"<tokenizer.json>": [{"ids": [...], "text": "...", "text_skip": "..."} or
+// "error: ..." for each text], ...}; the decoded texts only for "tokenizers".
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 
 const job = JSON.parse(readFileSync(0, "utf8"));
-const { Tokenizer } = await import(pathToFileURL(job.package).href);
+const rust = job.implementation === "tokenizers";
+const { Tokenizer } = rust
+  ? createRequire(import.meta.url)(job.module)
+  : await import(pathToFileURL(job.module).href);
+
+async function encode(tokenizer, text) {
+  if (!rust) {
+    return { ids: tokenizer.encode(text).ids };
+  }
+  const ids = (await tokenizer.encode(text)).getIds();
+  return { ids, text: await tokenizer.decode(ids, false), text_skip: await tokenizer.decode(ids, true) };
+}
+
 const results = {};
 for (const path of job.tokenizers) {
-  const tokenizer = new Tokenizer(JSON.parse(readFileSync(path, "utf8")), {});
-  results[path] = job.texts.map((text) => {
+  const tokenizer = rust
+    ? Tokenizer.fromFile(path)
+    : new Tokenizer(JSON.parse(readFileSync(path, "utf8")), {});
+  results[path] = [];
+  for (const text of job.texts) {
     try {
-      return tokenizer.encode(text).ids;
+      results[path].push(await encode(tokenizer, text));
     } catch (error) {
-      return "error: " + error.message;
+      results[path].push("error: " + error.message);
     }
-  });
+  }
 }
 process.stdout.write(JSON.stringify(results));

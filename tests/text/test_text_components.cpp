@@ -5,6 +5,7 @@
 #include "host/text/added_tokens.hpp"
 #include "host/text/bpe_model.hpp"
 #include "host/text/byte_level.hpp"
+#include "host/text/decoders.hpp"
 #include "host/text/normalizers.hpp"
 #include "host/text/pre_tokenizers.hpp"
 #include "host/text/split.hpp"
@@ -278,6 +279,29 @@ TEST(TextPreTokenizers, ByteLevelAndSequence) {
     steps.push_back(make_byte_level_pre_tokenizer(true, true));
     EXPECT_EQ(pre_tokenize(*make_sequence_pre_tokenizer(std::move(steps)), "ab12"),
               (Strings{"\u0120ab", "\u01201", "\u01202"}));
+}
+
+Strings decode_chain(const Decoder& decoder, Strings tokens) {
+    decoder.decode_chain(tokens);
+    return tokens;
+}
+
+TEST(TextDecoders, EachAlone) {
+    // Characters outside the byte-level alphabet leave a token as it is.
+    EXPECT_EQ(decode_chain(*make_byte_level_decoder(), {"Hello", "\u0120world", "\u010a", "<s>", "a b"}),
+              (Strings{"Hello world\n<s>a b"}));
+    EXPECT_EQ(decode_chain(*make_byte_level_decoder(), {"\u00e6", "\u0139"}), (Strings{"\xE6\x97"}));  // bytes
+    EXPECT_EQ(decode_chain(*make_replace_decoder("\u2581", " "), {"\u2581a\u2581", "b"}), (Strings{" a ", "b"}));
+    EXPECT_EQ(decode_chain(*make_strip_decoder(" ", 1, 2), {"  a   ", " ", "b"}), (Strings{" a ", "", "b"}));
+    EXPECT_EQ(decode_chain(*make_strip_decoder("\u2581", 0, 1), {"x\u2581\u2581"}), (Strings{"x\u2581"}));
+    EXPECT_EQ(decode_chain(*make_fuse_decoder(), {"a", "b", "c"}), (Strings{"abc"}));
+    EXPECT_EQ(decode_chain(*make_fuse_decoder(), {}), (Strings{""}));
+    std::vector<std::unique_ptr<Decoder>> steps;
+    steps.push_back(make_replace_decoder("\u2581", " "));
+    steps.push_back(make_fuse_decoder());
+    steps.push_back(make_strip_decoder(" ", 1, 0));
+    EXPECT_EQ(decode_chain(*make_sequence_decoder(std::move(steps)), {"\u2581Hi", "\u2581there"}),
+              (Strings{"Hi there"}));
 }
 
 }  // namespace

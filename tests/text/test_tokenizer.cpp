@@ -3,6 +3,8 @@
 // N = 287), round trips of multilingual and seeded random text, and TextStream stopped at every
 // point of a generation.
 
+#include "host/io/json.hpp"
+#include "host/text/byte_level.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
@@ -11,8 +13,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +136,56 @@ TEST(Tokenizer, TemplateBosEos) {
     EXPECT_THROW(t.decode(Ids{N + 3}), Error);
 }
 
+TEST(Tokenizer, SentencePieceStyleBpe) {
+    // "▁" for spaces by Prepend and Replace, no pre-tokenizer, byte tokens (3 + byte) for ASCII
+    // only, other characters unk (0, fused); "▁the" is 162, "▁world" 171, "▁a" 163.
+    const Tokenizer& t = fixture("sentencepiece_style.json");
+    const Ids ids = t.encode("the world");
+    EXPECT_EQ(ids, (Ids{1, 162, 171}));
+    EXPECT_EQ(t.decode(ids), "<s> the world");
+    EXPECT_EQ(t.decode(ids, true), "the world");
+    // H has no token: its byte <0x48>; é has neither: unk, which Hugging Face emits only before
+    // the next character in the vocabulary, after the byte token of '!'.
+    EXPECT_EQ(t.encode("Hi é!"), (Ids{1, 131, 3 + 'H', 132 + 'i' - 'a', 131, 3 + '!', 0}));
+    EXPECT_EQ(t.encode("ab éé", false), (Ids{163, 133, 131, 0}));
+}
+
+TEST(Tokenizer, ContinuingSubwordPrefixAndBertProcessing) {
+    // [UNK] 0, [CLS] 1, [SEP] 2, a..z 3.., ##a..##z 29..; "the" 59, "world" 66, "and" 61, "##er" 62.
+    const Tokenizer& t = fixture("continuing_prefix.json");
+    const Ids ids = t.encode("The world!");
+    EXPECT_EQ(ids, (Ids{1, 59, 66, 57, 2}));
+    EXPECT_EQ(t.encode("ander", false), (Ids{61, 62}));
+    EXPECT_EQ(t.encode("xéy", false), (Ids{3 + 'x' - 'a', 0, 29 + 'y' - 'a'}));
+    // No decoder: the tokens joined with spaces.
+    EXPECT_EQ(t.decode(ids), "[CLS] the world ! [SEP]");
+    EXPECT_EQ(t.decode(ids, true), "the world !");
+}
+
+TEST(Tokenizer, EndOfWordSuffixIgnoreMergesAndRobertaProcessing) {
+    // <unk> 0, <s> 1, </s> 2, a..z 3.., a</w>..z</w> 29.., "cat" 58; "the</w>" 60, "world</w>" 67.
+    const Tokenizer& t = fixture("end_of_word_suffix.json");
+    // "cat" is a token no merge makes: ignore_merges takes it whole.
+    EXPECT_EQ(t.encode("  The World cat "), (Ids{1, 60, 67, 58, 2}));
+    EXPECT_EQ(t.encode("cats", false), (Ids{3 + 'c' - 'a', 3, 3 + 't' - 'a', 29 + 's' - 'a'}));
+    // NFD leaves a combining accent, which is unknown.
+    EXPECT_EQ(t.encode("café", false), (Ids{3 + 'c' - 'a', 3, 3 + 'f' - 'a', 3 + 'e' - 'a', 0}));
+    EXPECT_EQ(t.decode(Ids{60, 67}), "the world ");
+}
+
+TEST(Tokenizer, ByteLevelNormalizerAndNormalizedAddedTokens) {
+    const Tokenizer& t = fixture("byte_level_normalizer.json");  // <|endoftext|> N, "New York" N + 1
+    EXPECT_EQ(t.encode("Hello world"), (Ids{kHello, kWorld, N}));
+    // "New York" is matched in the normalized text as "NewĠYork"; "IĠloveĠ" splits before each Ġ.
+    const Ids ids = t.encode("I love New York");
+    EXPECT_EQ(ids, (Ids{'I', ' ', 'l', 'o', 'v', 'e', ' ', N + 1, N}));
+    // It decodes as its normalized form, which the ByteLevel decoder turns back into the text.
+    EXPECT_EQ(t.token(N + 1), "New\u0120York");
+    EXPECT_EQ(t.decode(ids), "I love New York<|endoftext|>");
+    EXPECT_EQ(t.decode(ids, true), "I love New York");
+    EXPECT_EQ(t.find("New York"), N + 1);
+}
+
 // Bytes the decoder gives back for texts, and texts that must come back exactly.
 const std::vector<std::string> kTexts = {
     "Hello world, the quick brown fox jumps over the lazy dog.",
@@ -240,7 +295,9 @@ void check_stream(const Tokenizer& t, const Ids& ids, bool skip_special) {
 
 TEST(Tokenizer, TextStreamAtEverySplitPoint) {
     for (const std::string& text : kTexts) {
-        for (const char* name : {"byte_bpe.json", "bloom_style.json", "template_bos_eos.json"}) {
+        for (const char* name :
+             {"byte_bpe.json", "bloom_style.json", "template_bos_eos.json", "sentencepiece_style.json",
+              "continuing_prefix.json", "end_of_word_suffix.json", "byte_level_normalizer.json"}) {
             SCOPED_TRACE(std::string(name) + ": " + text);
             const Tokenizer& t = fixture(name);
             check_stream(t, t.encode(text), true);
@@ -268,8 +325,8 @@ TEST(Tokenizer, RefusesInvalidUtf8Input) {
     EXPECT_THROW(t.encode("\xED\xA0\x80"), Error);  // a surrogate
 }
 
-// Not a check (tests assert no speed): how long a few hundred KB of seeded words take, printed.
-TEST(Tokenizer, EncodeSpeedIsPrinted) {
+// A few hundred KB of seeded words, spaces and commas.
+std::string seeded_words(std::size_t bytes) {
     std::mt19937_64 rng(7);
     std::vector<std::string> words;
     for (int i = 0; i < 3000; ++i) {
@@ -280,16 +337,85 @@ TEST(Tokenizer, EncodeSpeedIsPrinted) {
         words.push_back(w);
     }
     std::string text;
-    while (text.size() < 300000) {
+    while (text.size() < bytes) {
         text += words[rng() % words.size()] + (rng() % 10 == 0 ? ", " : " ");
     }
-    const Tokenizer& t = fixture("byte_bpe.json");
+    return text;
+}
+
+// A BLOOM-sized vocabulary (250k tokens, as many merges) of seeded random byte-level merges loads
+// and round-trips. How long loading it and encoding 300 KB take is printed, not checked (tests
+// assert no speed).
+TEST(Tokenizer, BloomSizedVocabulary) {
+    std::mt19937_64 rng(250880);
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) {
+        tokens.emplace_back(byte_level_char(static_cast<unsigned char>(b)));
+    }
+    std::set<std::string> seen(tokens.begin(), tokens.end());
+    std::vector<std::string> merges;
+    while (tokens.size() < 250000) {
+        // Short tokens joined to tokens of any length, as trained merges look.
+        const std::string& left = tokens[rng() % tokens.size()];
+        const std::string& right = tokens[rng() % std::min<std::size_t>(tokens.size(), 2048)];
+        std::string merged = left + right;
+        if (merged.size() > 48 || !seen.insert(merged).second) {
+            continue;
+        }
+        merges.push_back(left + " " + right);
+        tokens.push_back(std::move(merged));
+    }
+    // Written as text: nlohmann's ordered objects search their keys one by one.
+    const auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(); };
+    const std::string byte_level = R"({"type": "ByteLevel", "add_prefix_space": false})";
+    std::string document = R"({"version": "1.0", "added_tokens": [], "pre_tokenizer": )" + byte_level +
+                           R"(, "decoder": )" + byte_level + R"(, "model": {"type": "BPE", "vocab": {)";
+    for (std::size_t id = 0; id < tokens.size(); ++id) {
+        document += (id == 0 ? "" : ",") + quoted(tokens[id]) + ":" + std::to_string(id);
+    }
+    document += R"(}, "merges": [)";
+    for (std::size_t i = 0; i < merges.size(); ++i) {
+        document += (i == 0 ? "" : ",") + quoted(merges[i]);
+    }
+    document += "]}}";
+    vkf::test::TempDir dir("vkf_tokenizer_large");
+    const std::filesystem::path file = dir.path() / "tokenizer.json";
+    std::ofstream(file) << document;
+
     const auto start = std::chrono::steady_clock::now();
-    const Ids ids = t.encode(text);
+    const Tokenizer t = Tokenizer::load(file);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("encode: %zu bytes, %zu ids in %.3f s (%.1f MB/s)\n", text.size(), ids.size(), seconds,
-                static_cast<double>(text.size()) / seconds / 1e6);
-    EXPECT_EQ(t.decode(ids), text);
+    std::printf("load: %zu tokens, %zu merges, %.1f MB of JSON in %.3f s\n", tokens.size(), merges.size(),
+                static_cast<double>(std::filesystem::file_size(file)) / 1e6, seconds);
+    EXPECT_EQ(t.vocab_size(), 250000u);
+    std::mt19937_64 text_rng(3);
+    for (int i = 0; i < 50; ++i) {
+        const std::string text = random_text(text_rng, 200);
+        ASSERT_EQ(t.decode(t.encode(text)), text);
+    }
+    // Letters, which the first merges join often enough to shorten a text.
+    std::string letters;
+    for (int i = 0; i < 2000; ++i) {
+        letters += static_cast<char>('a' + text_rng() % 26);
+    }
+    const Ids ids = t.encode(letters);
+    EXPECT_LT(ids.size(), letters.size());
+    EXPECT_EQ(t.decode(ids), letters);
+
+    // Repeated words (the cache's case) and seeded multilingual text (few repeats).
+    std::string mixed;
+    while (mixed.size() < 300000) {
+        mixed += random_text(text_rng, 100);
+    }
+    for (const auto& [what, text] : {std::pair{"seeded words", seeded_words(300000)}, std::pair{"mixed text", mixed}}) {
+        const auto encode_start = std::chrono::steady_clock::now();
+        const Ids text_ids = t.encode(text);
+        const double encode_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - encode_start).count();
+        std::printf("encode: %zu bytes of %s, %zu ids in %.3f s (%.1f MB/s)\n", text.size(), what, text_ids.size(),
+                    encode_seconds, static_cast<double>(text.size()) / encode_seconds / 1e6);
+        EXPECT_EQ(t.decode(text_ids), text);
+    }
 }
 
 }  // namespace

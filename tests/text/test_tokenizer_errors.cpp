@@ -78,17 +78,31 @@ TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
          [](ordered_json& d) {
              d["truncation"] = {{"max_length", 512}};
          },
-         "truncation: only null is supported (vkformer neither truncates nor pads)"},
-        {"padding",
+         "truncation: only null is supported (vkformer does not truncate)"},
+        {"fixed padding",
          [](ordered_json& d) {
-             d["padding"] = {{"strategy", "BatchLongest"}};
+             d["padding"] = {{"strategy", {{"Fixed", 512}}}};
          },
-         "padding: only null is supported (vkformer neither truncates nor pads)"},
+         "padding: only null or BatchLongest without pad_to_multiple_of is supported (vkformer does not pad)"},
+        {"padding to a multiple",
+         [](ordered_json& d) {
+             d["padding"] = {{"strategy", "BatchLongest"}, {"pad_to_multiple_of", 8}};
+         },
+         "padding: only null or BatchLongest without pad_to_multiple_of is supported (vkformer does not pad)"},
         {"version", [](ordered_json& d) { d["version"] = "2.0"; }, "version: version '2.0' is not known (only 1.0)"},
     };
     for (const Case& c : cases) {
         EXPECT_EQ(refusal(c.edit), std::string("bad.json: ") + c.expected) << c.what;
     }
+}
+
+// Padding to the longest text of a batch changes nothing for one text.
+TEST(TokenizerErrors, BatchLongestPaddingIsAccepted) {
+    ordered_json document = base();
+    document["padding"] = {
+        {"strategy", "BatchLongest"}, {"direction", "Left"}, {"pad_to_multiple_of", nullptr}, {"pad_id", 3},
+        {"pad_type_id", 0},           {"pad_token", "<pad>"}};
+    EXPECT_EQ(Tokenizer::parse(document.dump(), "padded.json").encode("Hello"), (std::vector<TokenId>{271}));
 }
 
 TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {

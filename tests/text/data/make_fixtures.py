@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the tokenizer.json fixtures of tests/text (run it again after changing it; the files are
-committed). Every fixture shares one byte-level BPE vocabulary written so that ids can be derived
-by hand in the tests:
+committed). The fixtures but three (sentencepiece_style, continuing_prefix, end_of_word_suffix,
+whose ids are listed with their merges below) share one byte-level BPE vocabulary written so that
+ids can be derived by hand in the tests:
 
   ids 0..255    the byte-level character of byte b has id b ('Ġ', a space, is 32; 'Ċ' is 10)
   ids 256..     one token per merge below, in rank order (MERGES[i] makes id 256 + i)
@@ -137,6 +138,44 @@ def template(*pieces):
     return single
 
 
+def bpe(tokens, merges, **options):
+    """A BPE model over `tokens` (ids in order) whose merges' results are appended to them."""
+    tokens = list(tokens)
+    for left, right in merges:
+        prefix = options.get("continuing_subword_prefix") or ""
+        assert left in tokens and right in tokens, (left, right)
+        tokens.append(left + right[len(prefix):])
+    assert len(set(tokens)) == len(tokens)
+    model = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False}
+    model.update(options)
+    model["vocab"] = {t: i for i, t in enumerate(tokens)}
+    model["merges"] = ["%s %s" % m for m in merges]
+    return model
+
+
+LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+
+# SentencePiece's arrangement in BPE (Llama's, without its ByteFallback decoder): "▁" for spaces
+# by normalizers, no pre-tokenizer, byte tokens for ASCII only, so other characters are unk,
+# fused. Ids: <unk> 0, <s> 1, </s> 2, <0x00>..<0x7F> 3..130, ▁ 131, a..z 132..157, "," 158,
+# "." 159, then the merges from 160.
+SENTENCEPIECE_MERGES = [("▁", "t"), ("h", "e"), ("▁t", "he"), ("▁", "a"), ("n", "d"), ("▁a", "nd"), ("e", "r"),
+                        ("▁", "w"), ("o", "r"), ("▁w", "or"), ("l", "d"), ("▁wor", "ld")]
+# A BERT-like arrangement: "##" continues a word. Ids: [UNK] 0, [CLS] 1, [SEP] 2, a..z 3..28,
+# ##a..##z 29..54, "." 55, "," 56, "!" 57, then the merges from 58.
+CONTINUING_MERGES = [("t", "##h"), ("th", "##e"), ("a", "##n"), ("an", "##d"), ("##e", "##r"), ("w", "##o"),
+                     ("wo", "##r"), ("##l", "##d"), ("wor", "##ld")]
+# "</w>" ends a word. Ids: <unk> 0, <s> 1, </s> 2, a..z 3..28, a</w>..z</w> 29..54, ".</w>" 55,
+# ",</w>" 56, "!</w>" 57, "cat" 58 (no merge makes it: ignore_merges), then the merges from 59.
+SUFFIX_MERGES = [("t", "h"), ("th", "e</w>"), ("a", "n"), ("an", "d</w>"), ("e", "r</w>"), ("w", "o"), ("wo", "r"),
+                 ("l", "d</w>"), ("wor", "ld</w>")]
+
+
+def special(content, id):
+    return added(content, id, special=True)
+
+
 FIXTURES = {
     # GPT-2's arrangement: ByteLevel pre-tokenizer with its regex, no normalizer.
     "byte_bpe.json": tokenizer(byte_level(), BYTE_BPE_ADDED),
@@ -188,6 +227,63 @@ FIXTURES = {
     "sequence.json": tokenizer(sequence(split({"Regex": "\\p{N}+"}, "Isolated"),
                                         {"type": "Digits", "individual_digits": True},
                                         byte_level(add_prefix_space=True))),
+    "sentencepiece_style.json": {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [special("<unk>", 0), special("<s>", 1), special("</s>", 2)],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing", "single": template("<s>", "$A"), "pair": template("<s>", "$A", "$B"),
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+            {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": bpe(["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(0x80)] + ["▁"] + LETTERS + [",", "."],
+                     SENTENCEPIECE_MERGES, unk_token="<unk>", fuse_unk=True, byte_fallback=True),
+    },
+    "continuing_prefix.json": {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [special("[UNK]", 0), special("[CLS]", 1), special("[SEP]", 2)],
+        "normalizer": {"type": "Lowercase"},
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
+        "decoder": None,
+        "model": bpe(["[UNK]", "[CLS]", "[SEP]"] + LETTERS + ["##" + c for c in LETTERS] + [".", ",", "!"],
+                     CONTINUING_MERGES, unk_token="[UNK]", continuing_subword_prefix="##"),
+    },
+    "end_of_word_suffix.json": {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [special("<unk>", 0), special("<s>", 1), special("</s>", 2)],
+        "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"},
+                                                           {"type": "Strip", "strip_left": True, "strip_right": True}]},
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 1], "trim_offsets": True,
+                           "add_prefix_space": False},
+        # (A Strip with stop > 0 after Fuse would make Hugging Face's library panic on an empty text.)
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "</w>"}, "content": " "},
+            {"type": "Fuse"}]},
+        "model": bpe(["<unk>", "<s>", "</s>"] + LETTERS + [c + "</w>" for c in LETTERS] + [".</w>", ",</w>", "!</w>", "cat"],
+                     SUFFIX_MERGES, unk_token="<unk>", end_of_word_suffix="</w>", ignore_merges=True),
+    },
+    # Hugging Face's ByteLevel normalizer: the byte-level characters before the split, a
+    # normalized added token matched (and decoded) as its byte-level form "NewĠYork", and a
+    # Sequence of post-processors adding an end token.
+    "byte_level_normalizer.json": {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [added("<|endoftext|>", N, special=True), added("New York", N + 1, normalized=True)],
+        "normalizer": {"type": "ByteLevel"},
+        "pre_tokenizer": split({"String": "Ġ"}, "MergedWithNext"),
+        "post_processor": {"type": "Sequence", "processors": [
+            byte_level(),
+            {"type": "TemplateProcessing", "single": template("$A", "<|endoftext|>"),
+             "pair": template("$A", "$B", "<|endoftext|>"),
+             "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [N], "tokens": ["<|endoftext|>"]}}}]},
+        "decoder": byte_level(),
+        "model": model(),
+    },
 }
 
 
