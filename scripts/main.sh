@@ -35,5 +35,5 @@ echo "== text generation: models/kjv-bloom (trained by training/train_kjv_bloom.
 echo
 echo "== ALiBi extrapolation: held-out perplexity past the 128-token training length =="
 ./build/apps/vkf-perplexity --model models/kjv-bloom --file models/kjv-bloom/heldout.txt \
-  --ctx 128,256,512,1024,2048 --max-tokens 16384 --plot build/kjv-bloom-perplexity.svg
+  --ctx 128,256,512,1024,2048 --max-tokens 12288 --plot build/kjv-bloom-perplexity.svg
 echo "plot: build/kjv-bloom-perplexity.svg"

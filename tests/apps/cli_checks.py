@@ -2,6 +2,8 @@
 one, so a single run reports them all), programs run with any Vulkan validation message
 counted as a failure, and the exit status."""
 
+import json
+import os
 import subprocess
 
 failures = []
@@ -17,6 +19,23 @@ def run(exe, args, timeout=900):
     if "validation" in proc.stderr.lower():
         fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
     return proc
+
+
+def run_json(exe, args):
+    """The JSON object `exe --json --quiet args` prints; None (and a failure) if it fails."""
+    proc = run(exe, ["--json", "--quiet"] + args)
+    if proc.returncode != 0:
+        fail("%s %s exited %d: %s" % (os.path.basename(exe), " ".join(args), proc.returncode, proc.stderr))
+        return None
+    return json.loads(proc.stdout)
+
+
+def expect_refused(exe, args, code, text):
+    """`exe args` must exit with `code`, naming `text` on stderr."""
+    proc = run(exe, args)
+    if proc.returncode != code or text not in proc.stderr:
+        fail("%s %s: expected exit %d naming %r, got %d: %s" % (os.path.basename(exe), " ".join(args), code, text,
+                                                               proc.returncode, proc.stderr.strip()))
 
 
 def finish(success_message):

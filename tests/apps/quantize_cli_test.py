@@ -9,29 +9,13 @@ formats, quantizing twice and loading a quantized checkpoint in another format a
 usage: quantize_cli_test.py PATH/TO/vkf-quantize PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint
 """
 
-import json
 import os
 import sys
 import tempfile
 
-from cli_checks import fail, finish, run
+from cli_checks import expect_refused, fail, finish, run, run_json
 
 QUANTIZE, RUN, MAKE = sys.argv[1], sys.argv[2], sys.argv[3]
-
-
-def run_json(args):
-    proc = run(RUN, ["--json", "--quiet"] + args)
-    if proc.returncode != 0:
-        fail("vkf-run %s exited %d: %s" % (" ".join(args), proc.returncode, proc.stderr))
-        return None
-    return json.loads(proc.stdout)
-
-
-def expect_refused(exe, args, code, text):
-    proc = run(exe, args)
-    if proc.returncode != code or text not in proc.stderr:
-        fail("%s %s: expected exit %d naming %r, got %d: %s" % (os.path.basename(exe), " ".join(args), code, text,
-                                                               proc.returncode, proc.stderr.strip()))
 
 
 def main():
@@ -50,8 +34,8 @@ def main():
                 if proc.returncode != 0 or not os.path.exists(os.path.join(out, "config.json")):
                     fail("vkf-quantize %s %s exited %d: %s" % (family, fmt, proc.returncode, proc.stderr))
                     continue
-                stored = run_json(["--model", out, "--check"] + prompt)
-                at_load = run_json(["--model", original, "--weights", fmt, "--check"] + prompt)
+                stored = run_json(RUN, ["--model", out, "--check"] + prompt)
+                at_load = run_json(RUN, ["--model", original, "--weights", fmt, "--check"] + prompt)
                 if stored is None or at_load is None:
                     continue
                 name = "%s %s" % (family, fmt)

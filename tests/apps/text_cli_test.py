@@ -16,25 +16,10 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
 
-from cli_checks import fail, finish, run
+from cli_checks import expect_refused, fail, finish, run, run_json
 
 RUN, PERPLEXITY, TOKENIZE, MODEL = sys.argv[1:5]
 PROMPT = "And God said unto Moses,"
-
-
-def run_json(exe, args):
-    proc = run(exe, ["--json", "--quiet"] + args)
-    if proc.returncode != 0:
-        fail("%s %s exited %d: %s" % (os.path.basename(exe), " ".join(args), proc.returncode, proc.stderr))
-        return None
-    return json.loads(proc.stdout)
-
-
-def expect_refused(exe, args, code, text):
-    proc = run(exe, args)
-    if proc.returncode != code or text not in proc.stderr:
-        fail("%s %s: expected exit %d naming %r, got %d: %s" % (os.path.basename(exe), " ".join(args), code, text,
-                                                               proc.returncode, proc.stderr.strip()))
 
 
 def decode(ids):

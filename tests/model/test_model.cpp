@@ -40,16 +40,6 @@ std::uint32_t argmax(std::span<const float> row) {
     return static_cast<std::uint32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-std::vector<std::uint32_t> prompt_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed) {
-    std::vector<std::uint32_t> ids(n);
-    std::uint64_t s = seed;
-    for (auto& id : ids) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        id = static_cast<std::uint32_t>((s >> 33) % vocab);
-    }
-    return ids;
-}
-
 // fp32 activations and KV cache against double: measured 4e-7 .. 2e-6 on lavapipe.
 constexpr double kTolerance = 2e-5;
 
@@ -76,7 +66,7 @@ double check_against_reference(Context& ctx, const Case& c, double tolerance) {
 
     constexpr std::uint32_t kPrompt = 13, kSteps = 8;
     const std::uint32_t vocab = c.config.vocab_size;
-    std::vector<std::uint32_t> ids = prompt_ids(kPrompt, vocab, 11);
+    std::vector<std::uint32_t> ids = random_token_ids(kPrompt, vocab, 11);
     Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps, .kv_dtype = c.kv_dtype});
     EXPECT_EQ(session.kv_dtype(), c.kv_dtype);
     std::vector<float> gpu = session.forward(ids, Session::Logits::All);
@@ -192,7 +182,7 @@ TEST(ModelForcedLimits, PhoneLimitsAndASmallStorageRangeBindWeightsInPieces) {
 TEST_F(Model_, ChunkedPrefillEqualsOneSubmission) {
     const TempModel files(small_mpt(true, 0.3), DType::F32, 1, 3);
     const Model model(ctx(), files.dir());
-    const auto ids = prompt_ids(23, model.config().vocab_size, 5);
+    const auto ids = random_token_ids(23, model.config().vocab_size, 5);
     Session whole_prompt(model, SessionOptions{.max_tokens = 23});
     Session chunked(model, SessionOptions{.max_tokens = 23, .chunk = 5});
     const auto a = whole_prompt.forward(ids, Session::Logits::All);
@@ -233,7 +223,7 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
     const TempModel files(small_mpt(true, std::nullopt), DType::F16, 1, 9);
     const Model model(ctx(), files.dir());
     const std::uint32_t vocab = model.config().vocab_size;
-    const auto prompt = prompt_ids(6, vocab, 21);
+    const auto prompt = random_token_ids(6, vocab, 21);
     constexpr std::uint32_t kPredict = 5;
     Session session(model, SessionOptions{.max_tokens = 6 + kPredict - 1});
     std::vector<std::uint32_t> streamed;
@@ -293,7 +283,7 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
     // A second turn continues the cached sequence: the same tokens as one run over
     // prompt + first turn + the second prompt.
     {
-        const auto turn2 = prompt_ids(3, vocab, 22);
+        const auto turn2 = random_token_ids(3, vocab, 22);
         Session chat(model, SessionOptions{.max_tokens = 32});
         const GenerationResult first = generate(chat, prompt, GenerationOptions{.n_predict = 3});
         std::vector<std::uint32_t> next_prompt{first.tokens.back()};
@@ -321,7 +311,7 @@ TEST_F(Model_, SyntheticWeightsRunWithoutACheckpoint) {
         EXPECT_EQ(model.weight_format().dense, dtype);
         EXPECT_THROW((void)model.checkpoint(), Error);
         Session session(model, SessionOptions{.max_tokens = 9});
-        const auto ids = prompt_ids(8, model.config().vocab_size, 1);
+        const auto ids = random_token_ids(8, model.config().vocab_size, 1);
         EXPECT_TRUE(session.forward(ids, Session::Logits::None).empty());
         const std::uint32_t one[] = {3};
         const auto logits = session.forward(one);

@@ -24,16 +24,6 @@ namespace {
 
 class Perplexity_ : public VulkanTest {};
 
-std::vector<std::uint32_t> text_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed) {
-    std::vector<std::uint32_t> ids(n);
-    std::uint64_t s = seed;
-    for (auto& id : ids) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        id = static_cast<std::uint32_t>((s >> 33) % vocab);
-    }
-    return ids;
-}
-
 // Rewrites DIR/model.safetensors (F32, one file) with `replace` applied to some tensors.
 void rewrite_checkpoint(const std::filesystem::path& dir,
                         const std::function<void(const std::string&, std::vector<float>&)>& replace) {
@@ -91,7 +81,7 @@ TEST_F(Perplexity_, KnownLogitsGiveTheHandComputedValue) {
     const double log_sum = top + std::log(sum);
 
     const Model model(ctx(), dir.path(), ModelOptions{.weights = WeightFormat{.dense = DType::F32}});
-    const std::vector<std::uint32_t> ids = text_ids(100, vocab, 5);
+    const std::vector<std::uint32_t> ids = random_token_ids(100, vocab, 5);
     for (const std::uint32_t c : {16u, 23u}) {
         SCOPED_TRACE(c);
         const PerplexityWindows w = perplexity_windows(ids.size(), c);
@@ -115,7 +105,7 @@ TEST_F(Perplexity_, MatchesTheReferenceModelWindowByWindow) {
     write_random_checkpoint(dir.path(), config, 9, DType::F32, 1);
     const Model model(ctx(), dir.path(), ModelOptions{.weights = WeightFormat{.dense = DType::F32}});
     const reference::Model ref(model.config(), model.checkpoint());
-    const std::vector<std::uint32_t> ids = text_ids(61, config.vocab_size, 8);  // prime length
+    const std::vector<std::uint32_t> ids = random_token_ids(61, config.vocab_size, 8);  // prime length
     for (const std::uint32_t c : {19u, 30u}) {
         SCOPED_TRACE(c);
         const PerplexityWindows w = perplexity_windows(ids.size(), c);

@@ -37,4 +37,14 @@ std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed) {
     return out;
 }
 
+std::vector<std::uint32_t> random_token_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed) {
+    std::vector<std::uint32_t> ids(n);
+    std::uint64_t s = seed;
+    for (auto& id : ids) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;  // a 64-bit LCG: same ids everywhere
+        id = static_cast<std::uint32_t>((s >> 33) % vocab);
+    }
+    return ids;
+}
+
 }  // namespace vkf::test

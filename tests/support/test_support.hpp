@@ -33,5 +33,7 @@ std::string error_message(const std::function<void()>& action);
 
 // Random 32-bit words / floats for round trips and kernels.
 std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed);
+// Seeded token ids below `vocab`, for prompts and texts of model tests.
+std::vector<std::uint32_t> random_token_ids(std::size_t n, std::uint32_t vocab, std::uint64_t seed);
 
 }  // namespace vkf::test
