@@ -9,6 +9,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
+#include "host/text/tokenizer.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -17,6 +18,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace vkf::test {
@@ -134,6 +137,39 @@ TEST_F(Perplexity_, MatchesTheReferenceModelWindowByWindow) {
         EXPECT_EQ(one.sum.tokens, w.scored_per_window());
     }
     EXPECT_THROW(perplexity(model, ids, 62), Error) << "longer than the text";
+}
+
+// The model the project ships, on the start of its held-out text, window by window against
+// the double-precision reference on the same fp16 weights.
+TEST_F(Perplexity_, ShippedModelMatchesTheReferenceOnHeldOutText) {
+    const std::filesystem::path dir = std::filesystem::path(VKF_SOURCE_DIR) / "models" / "kjv-bloom";
+    std::ifstream in(dir / "heldout.txt", std::ios::binary);
+    ASSERT_TRUE(in) << dir;
+    std::ostringstream text;
+    text << in.rdbuf();
+    const std::vector<std::uint32_t> ids =
+        text::Tokenizer::load(dir / "tokenizer.json").encode(text.str().substr(0, 2000), false);
+    const Model model(ctx(), dir);
+    ASSERT_EQ(model.weight_format().dense, DType::F16);
+    const reference::Model ref(model.config(), model.checkpoint(),
+                               reference::ModelOptions{.round_weights_to_f16 = true});
+    constexpr std::uint32_t kCtx = 96;
+    const PerplexityWindows w = perplexity_windows(ids.size(), kCtx);
+    ASSERT_GE(w.windows, 3u);
+    NllSum expected;
+    for (std::size_t i = 0; i < w.windows; ++i) {
+        const std::span<const std::uint32_t> window = std::span(ids).subspan(w.begin(i), kCtx);
+        const std::vector<double> logits = ref.forward(window);
+        const std::size_t vocab = model.config().vocab_size;
+        for (std::uint32_t j = w.first; j + 1 < kCtx; ++j) {
+            expected.add(token_nll(std::span(logits).subspan(j * vocab, vocab), window[j + 1]));
+        }
+    }
+    const PerplexityResult r = perplexity(model, ids, kCtx, PerplexityOptions{.kv_dtype = DType::F32});
+    EXPECT_EQ(r.sum.tokens, expected.tokens);
+    EXPECT_NEAR(r.perplexity() / expected.perplexity(), 1.0, 1e-5)
+        << r.perplexity() << " against " << expected.perplexity();
+    EXPECT_LT(expected.perplexity(), 200.0) << "a trained model, far from the vocabulary's 4096";
 }
 
 }  // namespace
