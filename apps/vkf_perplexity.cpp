@@ -3,12 +3,13 @@
 // quality on longer ones ("train short, test long").
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/common/svg_chart.hpp"
 #include "host/io/json.hpp"
+#include "host/io/text_file.hpp"
 #include "host/model/perplexity.hpp"
-#include "host/text/tokenizer.hpp"
 #include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
@@ -20,7 +21,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -73,19 +73,6 @@ void declare_options(CLI::App& cli, Options& o) {
     cli.add_flag("--quiet", o.quiet, "no progress output on stderr");
 }
 
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw vkf::Error("cannot open the text '" + path + "'");
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) {
-        throw vkf::Error("cannot read the text '" + path + "'");
-    }
-    return text.str();
-}
-
 void write_plot(const std::string& path, const std::string& title, const std::vector<vkf::PerplexityResult>& results,
                 std::uint32_t train_length) {
     vkf::app::LineChart chart{
@@ -113,10 +100,8 @@ void write_plot(const std::string& path, const std::string& title, const std::ve
 
 int run(const Options& o) {
     vkf::Context ctx(o.device.context_options());
-    const std::filesystem::path tokenizer_path =
-        o.tokenizer.empty() ? std::filesystem::path(o.model) / "tokenizer.json" : std::filesystem::path(o.tokenizer);
-    const vkf::text::Tokenizer tokenizer = vkf::text::Tokenizer::load(tokenizer_path);
-    std::vector<std::uint32_t> tokens = tokenizer.encode(read_text(o.file), false);
+    const vkf::text::Tokenizer tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
+    std::vector<std::uint32_t> tokens = tokenizer.encode(vkf::read_text_file(o.file), false);
     if (o.max_tokens > 0 && tokens.size() > o.max_tokens) {
         tokens.resize(o.max_tokens);
     }

@@ -7,11 +7,13 @@
 // session (and its KV cache) over the turns of a conversation read from stdin.
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/common/streamed_text.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
+#include "host/io/text_file.hpp"
 #include "host/model/generation.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/model.hpp"
@@ -29,12 +31,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -96,14 +95,13 @@ std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view t
     return ids;
 }
 
-std::string read_text_file(const std::string& path) {
-    std::ifstream in{path};
-    if (!in) {
-        throw vkf::app::UsageError("--prompt-ids-file: cannot open '" + path + "'");
+// A command-line file that cannot be read is a usage error (exit status 2).
+std::string read_ids_file(const std::string& path) {
+    try {
+        return vkf::read_text_file(path);
+    } catch (const vkf::Error& e) {
+        throw vkf::app::UsageError(std::string("--prompt-ids-file: ") + e.what());
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
 }
 
 void declare_options(CLI::App& cli, Options& o) {
@@ -111,24 +109,24 @@ void declare_options(CLI::App& cli, Options& o) {
     cli.footer(kFooter);
     add_text(cli, "--model", "DIR", o.model, "the checkpoint directory")->required();
     // One prompt option, once: a second prompt is more likely a mistake than an override.
-    const auto set_prompt = [&o](std::vector<std::uint32_t> ids) {
+    const auto no_prompt_yet = [&o] {
         if (!o.prompt.empty() || o.prompt_text) {
             throw UsageError("give the prompt once, with --prompt, --prompt-ids or --prompt-ids-file");
         }
+    };
+    const auto set_prompt = [&o, no_prompt_yet](std::vector<std::uint32_t> ids) {
+        no_prompt_yet();
         o.prompt = std::move(ids);
     };
-    add_parsed_option(
-        cli, "--prompt", "TEXT", "the prompt as text (tokenized with the model's tokenizer.json)",
-        [&o](const std::string& text) {
-            if (!o.prompt.empty() || o.prompt_text) {
-                throw UsageError("give the prompt once, with --prompt, --prompt-ids or --prompt-ids-file");
-            }
-            o.prompt_text = text;
-        });
+    add_parsed_option(cli, "--prompt", "TEXT", "the prompt as text (tokenized with the model's tokenizer.json)",
+                      [&o, no_prompt_yet](const std::string& text) {
+                          no_prompt_yet();
+                          o.prompt_text = text;
+                      });
     add_parsed_option(cli, "--prompt-ids", "LIST", "prompt token ids, separated by commas",
                       [set_prompt](const std::string& text) { set_prompt(parse_ids("--prompt-ids", text)); });
     add_parsed_option(cli, "--prompt-ids-file", "F", "prompt token ids in a file, separated by commas or whitespace",
-                      [set_prompt](const std::string& path) { set_prompt(parse_ids(path, read_text_file(path))); });
+                      [set_prompt](const std::string& path) { set_prompt(parse_ids(path, read_ids_file(path))); });
     add_integer(cli, "--n-predict", "N", o.n_predict, 1,
                 "most tokens to generate (default 32; per turn with --interactive)");
     add_text(cli, "--tokenizer", "FILE", o.tokenizer, "tokenizer.json (default: the model directory's)");
@@ -250,19 +248,6 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
     return check;
 }
 
-// --tokenizer, else the model directory's tokenizer.json.
-vkf::text::Tokenizer load_tokenizer(const Options& o) {
-    if (!o.tokenizer.empty()) {
-        return vkf::text::Tokenizer::load(o.tokenizer);
-    }
-    const std::filesystem::path path = std::filesystem::path(o.model) / "tokenizer.json";
-    if (!std::filesystem::exists(path)) {
-        throw vkf::Error("text needs a tokenizer: '" + path.string() +
-                         "' does not exist; give one with --tokenizer FILE, or token ids with --prompt-ids");
-    }
-    return vkf::text::Tokenizer::load(path);
-}
-
 std::string_view stop_reason_name(vkf::StopReason reason) {
     switch (reason) {
         case vkf::StopReason::Length:
@@ -352,7 +337,7 @@ int run(const Options& o) {
 
     std::optional<vkf::text::Tokenizer> tokenizer;
     if (o.prompt_text || o.interactive) {
-        tokenizer = load_tokenizer(o);
+        tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
     }
     std::vector<std::uint32_t> prompt = o.prompt;
     if (o.prompt_text) {

@@ -4,13 +4,12 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
 #include "host/io/json.hpp"
+#include "host/io/text_file.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,18 +45,6 @@ void declare_options(CLI::App& cli, Options& o) {
     cli.add_flag("--skip-special", o.skip_special, "leave special tokens out of --decode's text");
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw vkf::Error(path + ": cannot open for reading");
-    }
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) {
-        throw vkf::Error(path + ": read error");
-    }
-    return bytes;
-}
-
 int run(const Options& o) {
     using vkf::app::UsageError;
     const int inputs = (o.text ? 1 : 0) + (o.file ? 1 : 0) + (o.decode ? 1 : 0);
@@ -82,7 +69,7 @@ int run(const Options& o) {
         return vkf::app::kExitOk;
     }
 
-    const std::string text = o.text ? *o.text : read_file(*o.file);
+    const std::string text = o.text ? *o.text : vkf::read_text_file(*o.file);
     const std::vector<vkf::text::TokenId> ids = tokenizer.encode(text, !o.no_special);
     if (o.json) {
         nlohmann::ordered_json tokens = nlohmann::ordered_json::array();

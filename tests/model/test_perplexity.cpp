@@ -5,6 +5,7 @@
 
 #include "host/io/safetensors.hpp"
 #include "host/io/safetensors_writer.hpp"
+#include "host/io/text_file.hpp"
 #include "host/model/perplexity.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/model_config.hpp"
@@ -18,8 +19,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace vkf::test {
@@ -143,12 +142,8 @@ TEST_F(Perplexity_, MatchesTheReferenceModelWindowByWindow) {
 // the double-precision reference on the same fp16 weights.
 TEST_F(Perplexity_, ShippedModelMatchesTheReferenceOnHeldOutText) {
     const std::filesystem::path dir = std::filesystem::path(VKF_SOURCE_DIR) / "models" / "kjv-bloom";
-    std::ifstream in(dir / "heldout.txt", std::ios::binary);
-    ASSERT_TRUE(in) << dir;
-    std::ostringstream text;
-    text << in.rdbuf();
-    const std::vector<std::uint32_t> ids =
-        text::Tokenizer::load(dir / "tokenizer.json").encode(text.str().substr(0, 2000), false);
+    const std::vector<std::uint32_t> ids = text::Tokenizer::load(dir / "tokenizer.json")
+                                               .encode(read_text_file(dir / "heldout.txt").substr(0, 2000), false);
     const Model model(ctx(), dir);
     ASSERT_EQ(model.weight_format().dense, DType::F16);
     const reference::Model ref(model.config(), model.checkpoint(),
