@@ -52,6 +52,22 @@ QuantMatrix quantize(QuantFormat format, std::span<const float> w, std::uint32_t
     return q;
 }
 
+// An n-row weight made of `q`'s rows repeated, for timing large shapes: the kernels read
+// every byte whatever the values.
+struct QuantBuffers {
+    Buffer values;
+    Buffer scales;
+};
+QuantBuffers repeated_rows(Context& ctx, QuantFormat f, const QuantMatrix& q, std::uint32_t n, std::uint32_t k) {
+    const std::uint64_t value_bytes = std::uint64_t{n} * quant_row_bytes(f, k);
+    const std::uint64_t scale_bytes = std::uint64_t{n} * quant_row_scales(k) * 2;
+    QuantBuffers out{ctx.create_buffer(value_bytes, MemoryKind::Device, "W values"),
+                     ctx.create_buffer(scale_bytes, MemoryKind::Device, "W scales")};
+    upload_repeated_bytes(ctx, out.values, std::as_bytes(std::span(q.values)), value_bytes);
+    upload_repeated_bytes(ctx, out.scales, std::as_bytes(std::span(q.scales)), scale_bytes);
+    return out;
+}
+
 // The values plane as 32-bit words (little-endian, as the device reads it), `pad_words` in.
 DeviceTensor upload_values(Context& ctx, std::span<const std::uint8_t> bytes, std::uint32_t pad_words = 0) {
     std::vector<std::uint32_t> words((bytes.size() + 3) / 4, 0);
@@ -642,14 +658,7 @@ TEST_F(MatmulQuant, DecodeTimings) {
         for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
             // 64 random rows repeated: the kernels read every byte whatever the values.
             const QuantMatrix q = quantize(f, block, 64, s.k);
-            const std::uint64_t row_bytes = quant_row_bytes(f, s.k), row_scales = quant_row_scales(s.k);
-            Buffer v = ctx().create_buffer(s.n * row_bytes, MemoryKind::Device, "W values");
-            Buffer sc = ctx().create_buffer(s.n * row_scales * 2, MemoryKind::Device, "W scales");
-            for (std::uint32_t r0 = 0; r0 < s.n; r0 += 64) {
-                const std::uint32_t rc = std::min(64u, s.n - r0);
-                ctx().upload(v, std::span(q.values.data(), rc * row_bytes), r0 * row_bytes);
-                ctx().upload(sc, std::span(q.scales.data(), rc * row_scales), r0 * row_scales * 2);
-            }
+            auto [v, sc] = repeated_rows(ctx(), f, q, s.n, s.k);
             // The kernel Auto picks, and the blocked one (the fallback without subgroups).
             for (MatmulKernel kernel : {MatmulKernel::Auto, MatmulKernel::Blocked}) {
                 const MatmulOptions options{.kernel = kernel};
@@ -892,14 +901,7 @@ TEST_F(MatmulQuant, IntegerDotTimings) {
         const DeviceTensor yb = nan_tensor(ctx(), std::uint64_t{s.m} * s.n, DType::F32, "Y");
         for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
             const QuantMatrix q = quantize(f, block, 64, s.k);
-            const std::uint64_t row_bytes = quant_row_bytes(f, s.k), row_scales = quant_row_scales(s.k);
-            Buffer v = ctx().create_buffer(s.n * row_bytes, MemoryKind::Device, "W values");
-            Buffer sc = ctx().create_buffer(s.n * row_scales * 2, MemoryKind::Device, "W scales");
-            for (std::uint32_t r0 = 0; r0 < s.n; r0 += 64) {
-                const std::uint32_t rc = std::min(64u, s.n - r0);
-                ctx().upload(v, std::span(q.values.data(), rc * row_bytes), r0 * row_bytes);
-                ctx().upload(sc, std::span(q.scales.data(), rc * row_scales), r0 * row_scales * 2);
-            }
+            auto [v, sc] = repeated_rows(ctx(), f, q, s.n, s.k);
             Timing float_t{};
             for (const bool int8 : {false, true}) {
                 const MatmulOptions options{.int8_activations = int8};
