@@ -39,6 +39,8 @@ CommandList::CommandList(const Device& device, const ComputeLimits& limits, bool
 CommandList::~CommandList() {
     if (query_pool_ != VK_NULL_HANDLE)
         vkDestroyQueryPool(device_.handle(), query_pool_, nullptr);
+    if (total_pool_ != VK_NULL_HANDLE)
+        vkDestroyQueryPool(device_.handle(), total_pool_, nullptr);
     vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees cmd_
 }
 
@@ -146,6 +148,14 @@ void CommandList::encode(VkCommandBuffer cmd) {
         vkCmdResetQueryPool(cmd, query_pool_, 0, qp.queryCount);
     }
 
+    if (total_timing_ && !profiling_) {
+        const VkQueryPoolCreateInfo qp{
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2};
+        check(vkCreateQueryPool(dev, &qp, nullptr, &total_pool_), "vkCreateQueryPool");
+        vkCmdResetQueryPool(cmd, total_pool_, 0, 2);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, total_pool_, 0);
+    }
+
     // Work of earlier submissions and host writes become visible to this list.
     memory_barrier(cmd, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, kWrites | VK_ACCESS_HOST_WRITE_BIT, kWorkStages,
                    kReadsAndWrites);
@@ -228,6 +238,40 @@ void CommandList::encode(VkCommandBuffer cmd) {
     // Results become visible to the host (downloads read mapped memory after the fence).
     memory_barrier(cmd, kWorkStages, kWrites, VK_PIPELINE_STAGE_HOST_BIT | kWorkStages,
                    VK_ACCESS_HOST_READ_BIT | kReadsAndWrites);
+    if (total_pool_ != VK_NULL_HANDLE) {
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, total_pool_, 1);
+    }
+}
+
+void CommandList::time_total() {
+    if (encoded_) {
+        throw Error("time_total() must be called before the command list is encoded");
+    }
+    if (!limits_.timestamps) {
+        throw Error("GPU timing was requested but the device's compute queue has no timestamp support");
+    }
+    total_timing_ = true;
+}
+
+double CommandList::total_ms() const {
+    if (query_pool_ != VK_NULL_HANDLE) {
+        double ms = 0.0;
+        for (const OpTiming& t : timings()) {
+            ms += t.ms;
+        }
+        return ms;
+    }
+    if (total_pool_ == VK_NULL_HANDLE) {
+        throw Error("total_ms() needs a command list with time_total() or profiling, encoded and submitted");
+    }
+    std::uint64_t ticks[2] = {};
+    check(vkGetQueryPoolResults(device_.handle(), total_pool_, 0, 2, sizeof(ticks), ticks, sizeof(std::uint64_t),
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    const std::uint32_t bits = device_.info().timestamp_valid_bits;
+    const std::uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1);
+    const std::uint64_t delta = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
+    return static_cast<double>(delta) * device_.info().timestamp_period_ns * 1e-6;
 }
 
 std::vector<OpTiming> CommandList::timings() const {

@@ -80,6 +80,13 @@ public:
     bool profiling() const { return query_pool_ != VK_NULL_HANDLE || profiling_; }
     // GPU time per recorded op of the last completed submission (needs profiling=true).
     std::vector<OpTiming> timings() const;
+    // Two timestamps around the whole list (cheap, unlike per-op profiling, which
+    // serializes the work): call before the list is encoded, where the device has timestamps.
+    void time_total();
+    bool times_total() const { return total_timing_ || profiling_; }
+    // GPU milliseconds from the list's first to its last command in the last completed
+    // submission (needs time_total() or profiling).
+    double total_ms() const;
 
 private:
     // Buffers are resolved to their handles when recorded, so a Buffer object may move
@@ -109,6 +116,8 @@ private:
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkQueryPool query_pool_ = VK_NULL_HANDLE;
+    bool total_timing_ = false;
+    VkQueryPool total_pool_ = VK_NULL_HANDLE;
     bool finished_ = false;
     bool encoded_ = false;
     std::size_t barriers_ = 0;

@@ -38,4 +38,13 @@ vec4 vec4_to_quad(vec4 v) { return v; }
 #define VKF_KV_QUAD vec4
 #endif
 
+// Keys per split for L valid keys (VKF_ATTN_FLAG_SPLIT_BY_LENGTH), in blocks of `granule`.
+uint split_length(uint L, uint granule) {
+    if ((params.flags & VKF_ATTN_FLAG_SPLIT_BY_LENGTH) == 0u) {
+        return params.kv_split_len;
+    }
+    const uint per_split = (L + params.n_splits - 1u) / params.n_splits;
+    return min(params.kv_split_len, (per_split + granule - 1u) / granule * granule);
+}
+
 #endif

@@ -79,8 +79,9 @@ void main() {
     const float slope = alibi_slope_of_head(head);
 
     // Keys of this split; causal: none past the group's last row.
-    const uint key_begin = split * params.kv_split_len;
-    uint key_end = min(L, key_begin + params.kv_split_len);
+    const uint split_len = split_length(L, BK);
+    const uint key_begin = split * split_len;
+    uint key_end = min(L, key_begin + split_len);
     if (causal) {
         const int last_pos = int(L) - int(params.q_len) + int(min(row0 + rows_per_group, params.q_len)) - 1;
         key_end = min(key_end, uint(max(last_pos + 1, 0)));

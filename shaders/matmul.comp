@@ -50,14 +50,26 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #if defined(REDUCE)
 layout(std430, binding = 0) readonly buffer Partials { float partials[]; };
 layout(std430, binding = 1) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+#if defined(SCATTER)
+layout(std430, binding = 2) readonly buffer Step { uint step_data[]; };
+#else
 layout(std430, binding = 2) readonly buffer Residual { float res_data[]; };
+#endif
 layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };
+#define VKF_MATMUL_K_BINDING 4
+#define VKF_MATMUL_V_BINDING 5
 #else
 layout(std430, binding = 0) readonly buffer X { float x_data[]; };
 layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
 layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+#if defined(SCATTER)
+layout(std430, binding = 3) readonly buffer Step { uint step_data[]; };
+#else
 layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
+#endif
 layout(std430, binding = 4) writeonly buffer Y { float y_data[]; };
+#define VKF_MATMUL_K_BINDING 5
+#define VKF_MATMUL_V_BINDING 6
 #endif
 #if defined(ROWDOT)
 // Vector views of X and W (the same bindings), read only where the flags say rows line up.
@@ -93,7 +105,7 @@ void main() {
     for (uint s = 0u; s < params.n_splits; ++s) {
         acc += partials[params.x_base + (s * params.m + row) * params.n + col];
     }
-    y_data[params.y_base + row * params.ldy + col] = epilogue(acc, row, col);
+    write_y(row, col, epilogue(acc, row, col));
 }
 
 #elif defined(BLOCKED)

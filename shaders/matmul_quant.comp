@@ -67,8 +67,14 @@ layout(std430, binding = 2) readonly buffer Scales4 { uint64_t s4_data[]; }; // 
 layout(std430, binding = 2) readonly buffer Scales4 { uvec2 s4_data[]; }; // 4 scales
 #endif
 layout(std430, binding = 3) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+#if defined(SCATTER)
+layout(std430, binding = 4) readonly buffer Step { uint step_data[]; };
+#else
 layout(std430, binding = 4) readonly buffer Residual { float res_data[]; };
+#endif
 layout(std430, binding = 5) writeonly buffer Y { float y_data[]; };
+#define VKF_MATMUL_K_BINDING 6
+#define VKF_MATMUL_V_BINDING 7
 // Vector views of X and W (the same bindings), read unless SCALAR.
 #if defined(SCALAR)
 #elif defined(WIDE64)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <string>
 
 namespace vkf {
@@ -91,15 +92,19 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
                     std::to_string(cache_bytes) + " bytes, over the device's maxStorageBufferRange of " +
                     std::to_string(ctx_.limits().storage_buffer_range) + "; use fewer tokens");
     }
+    fused_ = options_.fuse_qkv;
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
         k_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
         v_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
     }
     const std::uint64_t n = options_.chunk;
     ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
+    step_ = ctx_.create_buffer(4, MemoryKind::Host, "step key count");
     hidden_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "hidden");
     normed_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "normed");
-    qkv_ = ctx_.create_buffer(n * 3 * c.hidden * kF32, MemoryKind::Device, "qkv");
+    if (!fused_) {
+        qkv_ = ctx_.create_buffer(n * 3 * c.hidden * kF32, MemoryKind::Device, "qkv");
+    }
     q_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "q");
     attn_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "attention output");
     mlp_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp");
@@ -112,13 +117,17 @@ std::uint64_t Session::device_bytes() const {
         total += b.size();
     for (const Buffer& b : v_cache_)
         total += b.size();
-    for (const Buffer* b : {&ids_, &hidden_, &normed_, &qkv_, &q_, &attn_, &mlp_, &logits_, &scratch_}) {
+    for (const Buffer* b : {&ids_, &step_, &hidden_, &normed_, &qkv_, &q_, &attn_, &mlp_, &logits_, &scratch_}) {
         total += b->valid() ? b->size() : 0;
+    }
+    for (const auto& [key, step] : steps_) {
+        total += step->attention->scratch_bytes();
     }
     return total;
 }
 
 std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which) {
+    const auto start = std::chrono::steady_clock::now();
     const bool all_logits = which == Logits::All;
     const ModelConfig& c = model_.config();
     if (ids.empty()) {
@@ -147,10 +156,11 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
         }
         run_chunk(ids.subspan(first, n), all_logits, out);
     }
+    stats_.wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return logits;
 }
 
-void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
+bool Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
     const ModelConfig& c = model_.config();
     const WeightFormat wf = model_.weight_format();
     std::uint64_t need = 0;
@@ -162,16 +172,20 @@ void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
                                                        {.int8_activations = options_.int8_activations}, wf.quant));
         }
     }
+    bool changed = false;
     if (need > 0 && (!scratch_.valid() || scratch_.size() < need)) {
         scratch_ = ctx_.create_buffer(need, MemoryKind::Device, "matmul scratch");
+        changed = true;
     }
     const std::uint64_t logit_bytes = std::uint64_t{logit_rows} * c.vocab_size * kF32;
     if (logit_bytes > logits_.size()) {
         logits_ = ctx_.create_buffer(logit_bytes, MemoryKind::Host, "logits");
+        changed = true;
     }
+    return changed;
 }
 
-void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, Attention& attention) {
+void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, const Attention& attention) {
     const ModelConfig& c = model_.config();
     const LayerWeights& w = model_.weights().layers[layer];
     const WeightFormat wf = model_.weight_format();
@@ -179,7 +193,6 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     const std::uint32_t h = c.hidden;
     const BufferRange hidden = rows(hidden_, 0, tokens, h);
     const BufferRange normed = rows(normed_, 0, tokens, h);
-    const BufferRange qkv = rows(qkv_, 0, tokens, 3ull * h);
     const BufferRange q = rows(q_, 0, tokens, h);
     const BufferRange attn = rows(attn_, 0, tokens, h);
     const BufferRange mlp = rows(mlp_, 0, tokens, c.ffn_hidden);
@@ -195,8 +208,9 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                        .eps = static_cast<float>(c.layer_norm_epsilon),
                                        .weight_dtype = dt});
     };
-    const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual,
-                            Activation act) {
+    const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual, Activation act,
+                            std::optional<QkvScatter> scatter = std::nullopt,
+                            std::optional<float> clamp = std::nullopt) {
         record_matmul(ctx_, list,
                       MatmulArgs{.x = x,
                                  .w = whole(lw.weight),
@@ -211,37 +225,54 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                  .activation = act,
                                  .options = {.int8_activations = options_.int8_activations},
                                  .quant = wf.quant,
-                                 .scales = optional_range(lw.scales)});
+                                 .scales = optional_range(lw.scales),
+                                 .scatter = scatter,
+                                 .clamp = clamp});
     };
+    const std::optional<float> clip =
+        c.clip_qkv ? std::optional<float>(static_cast<float>(*c.clip_qkv)) : std::optional<float>();
 
     // Attention half: h += out_proj(attention(qkv(norm(h)))).
     layernorm(w.attn_norm, hidden, normed);
-    linear(w.qkv, normed, qkv, {}, Activation::None);
-    if (c.clip_qkv) {
-        record_clamp(ctx_, list, qkv, qkv, static_cast<float>(*c.clip_qkv));
+    if (fused_) {
+        // Q, K and V go straight where attention reads them.
+        linear(w.qkv, normed, q, {}, Activation::None,
+               QkvScatter{.k_cache = whole(k_cache_[layer]),
+                          .v_cache = whole(v_cache_[layer]),
+                          .step = whole(step_),
+                          .cache_dtype = options_.kv_dtype,
+                          .head_dim = c.head_dim,
+                          .q_heads = c.n_head,
+                          .kv_heads = c.n_kv_head,
+                          .interleaved = c.family == ModelFamily::Bloom},
+               clip);
+        attention.record(list, q, whole(k_cache_[layer]), whole(v_cache_[layer]), attn, whole(step_));
+    } else {
+        const BufferRange qkv = rows(qkv_, 0, tokens, 3ull * h);
+        linear(w.qkv, normed, qkv, {}, Activation::None, std::nullopt, clip);
+        const QkvLayouts layout = qkv_layouts(c, tokens);
+        const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos,
+                                DType dst_dtype) {
+            record_kv_append(ctx_, list,
+                             KvAppendArgs{.src = qkv,
+                                          .src_layout = src_layout,
+                                          .cache = dst,
+                                          .shape = {.batch = 1,
+                                                    .new_len = tokens,
+                                                    .n_kv_head = c.n_head,
+                                                    .head_dim = c.head_dim,
+                                                    .max_len = max_len,
+                                                    .pos = pos},
+                                          .cache_dtype = dst_dtype});
+        };
+        append(layout.q, q, tokens, 0, DType::F32);  // Q repacked densely (fp32) for the attention kernel
+        append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
+        append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
+        const std::uint32_t kv_len = position_ + tokens;
+        const std::uint64_t kv_bytes = element_size(options_.kv_dtype);
+        attention.record(list, q, rows(k_cache_[layer], 0, kv_len, h, kv_bytes),
+                         rows(v_cache_[layer], 0, kv_len, h, kv_bytes), attn);
     }
-    const QkvLayouts layout = qkv_layouts(c, tokens);
-    const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos,
-                            DType dst_dtype) {
-        record_kv_append(ctx_, list,
-                         KvAppendArgs{.src = qkv,
-                                      .src_layout = src_layout,
-                                      .cache = dst,
-                                      .shape = {.batch = 1,
-                                                .new_len = tokens,
-                                                .n_kv_head = c.n_head,
-                                                .head_dim = c.head_dim,
-                                                .max_len = max_len,
-                                                .pos = pos},
-                                      .cache_dtype = dst_dtype});
-    };
-    append(layout.q, q, tokens, 0, DType::F32);  // Q repacked densely (fp32) for the attention kernel
-    append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
-    append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
-    const std::uint32_t kv_len = position_ + tokens;
-    const std::uint64_t kv_bytes = element_size(options_.kv_dtype);
-    attention.record(list, q, rows(k_cache_[layer], 0, kv_len, h, kv_bytes),
-                     rows(v_cache_[layer], 0, kv_len, h, kv_bytes), attn);
     linear(w.attn_out, attn, hidden, hidden, Activation::None);
 
     // MLP half: h += down(gelu(up(norm(h)))).
@@ -250,21 +281,20 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     linear(w.down, mlp, hidden, hidden, Activation::None);
 }
 
-void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out) {
+std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::uint32_t logit_rows) {
     const ModelConfig& c = model_.config();
     const ModelWeights& w = model_.weights();
     const WeightFormat wf = model_.weight_format();
     const DType dt = wf.dense;
-    const auto tokens = static_cast<std::uint32_t>(ids.size());
-    const bool want_logits = !logits_out.empty();
-    const std::uint32_t logit_rows = want_logits ? (all_logits ? tokens : 1) : 0;
-    ensure_scratch(tokens, logit_rows);
-    ctx_.upload(ids_, ids);
+    auto step = std::make_unique<Step>();
+    step->tokens = tokens;
+    step->logit_rows = logit_rows;
 
+    // Fused: planned for the whole cache, the key count read from step_ when it runs.
     const AttentionParams params{
         .shape = {.batch = 1,
                   .q_len = tokens,
-                  .kv_len = position_ + tokens,
+                  .kv_len = fused_ ? options_.max_tokens : position_ + tokens,
                   .n_head = c.n_head,
                   .n_kv_head = c.n_kv_head,
                   .head_dim = c.head_dim},
@@ -273,12 +303,17 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
         .max_bias = static_cast<float>(c.alibi_bias_max),
         .slopes = model_.alibi_slopes(),
     };
-    Attention attention(ctx_, params, DType::F32, AttentionOptions{.kv_dtype = options_.kv_dtype});
+    step->attention = std::make_unique<Attention>(
+        ctx_, params, DType::F32, AttentionOptions{.kv_dtype = options_.kv_dtype, .external_kv_lens = fused_});
 
-    auto list = ctx_.command_list(options_.profiling);
+    step->list = ctx_.command_list(options_.profiling);
+    CommandList& list = *step->list;
+    if (ctx_.limits().timestamps && !options_.profiling) {
+        list.time_total();
+    }
     const std::uint32_t h = c.hidden;
     const BufferRange hidden = rows(hidden_, 0, tokens, h);
-    record_embedding(ctx_, *list,
+    record_embedding(ctx_, list,
                      EmbeddingArgs{.ids = BufferRange{.buffer = &ids_, .offset = 0, .size = tokens * 4ull},
                                    .table = whole(w.embedding),
                                    .out = hidden,
@@ -289,7 +324,7 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                    .quant = wf.quant,
                                    .scales = optional_range(w.embedding_scales)});
     if (w.embedding_norm.weight.valid()) {
-        record_layernorm(ctx_, *list,
+        record_layernorm(ctx_, list,
                          LayerNormArgs{.x = hidden,
                                        .weight = whole(w.embedding_norm.weight),
                                        .bias = optional_range(w.embedding_norm.bias),
@@ -300,14 +335,14 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                        .weight_dtype = dt});
     }
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
-        record_layer(*list, l, tokens, attention);
+        record_layer(list, l, tokens, *step->attention);
     }
-    if (want_logits) {
+    if (logit_rows > 0) {
         // Only the rows whose logits are wanted go through the final norm and the head.
         const std::uint32_t first = tokens - logit_rows;
         const BufferRange last_hidden = rows(hidden_, first, logit_rows, h);
         const BufferRange last_normed = rows(normed_, first, logit_rows, h);
-        record_layernorm(ctx_, *list,
+        record_layernorm(ctx_, list,
                          LayerNormArgs{.x = last_hidden,
                                        .weight = whole(w.final_norm.weight),
                                        .bias = optional_range(w.final_norm.bias),
@@ -318,7 +353,7 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                        .weight_dtype = dt});
         const bool tied = !w.lm_head.valid();
         const Buffer& head = tied ? w.embedding : w.lm_head;
-        record_matmul(ctx_, *list,
+        record_matmul(ctx_, list,
                       MatmulArgs{.x = last_normed,
                                  .w = whole(head),
                                  .bias = {},
@@ -333,15 +368,57 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
                                  .quant = wf.quant,
                                  .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales)});
     }
-    ctx_.submit(*list);
-    ++submissions_;
+    list.finish();
+    ++stats_.recordings;
+    return step;
+}
+
+void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out) {
+    const auto tokens = static_cast<std::uint32_t>(ids.size());
+    const bool want_logits = !logits_out.empty();
+    const std::uint32_t logit_rows = want_logits ? (all_logits ? tokens : 1) : 0;
+    if (ensure_scratch(tokens, logit_rows)) {
+        steps_.clear();  // they bound the buffers just replaced
+    }
+    ctx_.upload(ids_, ids);
+    const std::uint32_t key_count = position_ + tokens;
+    ctx_.upload(step_, std::span(&key_count, 1));
+
+    // Without fusion the append position is recorded into the list: it serves once.
+    std::unique_ptr<Step> once;
+    Step* step = nullptr;
+    if (fused_ && options_.reuse_steps) {
+        const std::pair key{tokens, logit_rows};
+        auto it = steps_.find(key);
+        if (it == steps_.end()) {
+            // A few chunk sizes recur (decoding's one token, the prefill chunk); the odd-sized
+            // last chunks of prompts would otherwise pile up.
+            if (steps_.size() >= 8) {
+                std::erase_if(steps_, [](const auto& entry) { return entry.first.first != 1; });
+            }
+            it = steps_.emplace(key, record_step(tokens, logit_rows)).first;
+        }
+        step = it->second.get();
+    } else {
+        once = record_step(tokens, logit_rows);
+        step = once.get();
+    }
+    CommandList& list = *step->list;
+    ctx_.submit(list);
+    ++stats_.submissions;
+    stats_.dispatches += list.dispatch_command_count();
+    stats_.barriers += list.barrier_count();
+    stats_.tokens += tokens;
     position_ += tokens;
     if (options_.profiling) {
-        for (const OpTiming& t : list->timings()) {
+        for (const OpTiming& t : list.timings()) {
             OpProfile& p = profile_[t.label];
             p.ms += t.ms;
             ++p.dispatches;
         }
+    }
+    if (list.times_total()) {
+        stats_.gpu_ms += list.total_ms();
     }
     if (want_logits) {
         ctx_.download(logits_, logits_out);

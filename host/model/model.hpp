@@ -1,7 +1,11 @@
 #pragma once
 // A BLOOM or MPT model on the device (Model: configuration and weights) and one sequence
 // running through it (Session: the KV cache and activations). Every token chunk's forward
-// pass, all layers and the logits, is recorded into one command list and submitted once.
+// pass, all layers and the logits, is one command list submitted once. A Session records
+// the list of a chunk size once, with its ops planned and its descriptor sets written, and
+// submits it again for every later chunk of that size (every decoding step is the same
+// one-token list): what changes from step to step, the key count, sits in a small
+// host-visible buffer the kernels read (QkvScatter, AttentionOptions::external_kv_lens).
 //
 // Block structure (Hugging Face's BloomForCausalLM / MPTForCausalLM, inference):
 //   BLOOM  h = LN(embed(ids)); per layer: h += dense(attn(qkv(LN1(h))));
@@ -77,6 +81,13 @@ struct SessionOptions {
     // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
     std::uint32_t chunk = 128;
     bool profiling = false;  // time every dispatch (GPU timestamps) into profile()
+    // The QKV projection writes Q, K and V where attention reads them (QkvScatter), and
+    // recorded lists are re-submitted. Off, or on devices with too few storage buffers per
+    // shader stage for the fused kernel: Q and K/V are repacked by separate passes, and each
+    // chunk is recorded anew (the append position is a push constant).
+    bool fuse_qkv = true;
+    // Re-submit recorded steps (fused only); false records every chunk anew, as a check.
+    bool reuse_steps = true;
     // KV-cache storage, F16 or F32. F16 halves the cache's memory and the attention's reads
     // of it, which dominate decoding over a long context; Q and the attention output stay
     // fp32 and all attention arithmetic is fp32. Every device can hold it: fp16 tensors are
@@ -85,6 +96,17 @@ struct SessionOptions {
     // Quantized weights: X rounded to int8 per block for the matmuls' integer dot-product
     // path (MatmulOptions::int8_activations) where the device has it. Changes the numerics.
     bool int8_activations = false;
+};
+
+// What the submissions of a Session did (Session::stats()).
+struct SessionStats {
+    std::uint64_t submissions = 0;
+    std::uint64_t recordings = 0;  // command lists recorded (the rest were re-submitted)
+    std::uint64_t dispatches = 0;  // over all submissions
+    std::uint64_t barriers = 0;    // hazard barriers, over all submissions
+    std::uint64_t tokens = 0;      // run through the layers
+    double gpu_ms = 0.0;           // GPU time of the submissions (timestamps), 0 without
+    double wall_ms = 0.0;          // host wall time of forward(), submission waits included
 };
 
 class Session {
@@ -106,14 +128,27 @@ public:
     DType kv_dtype() const { return options_.kv_dtype; }
     void reset() { position_ = 0; }
     const Profile& profile() const { return profile_; }
-    std::uint64_t submissions() const { return submissions_; }
+    std::uint64_t submissions() const { return stats_.submissions; }
+    const SessionStats& stats() const { return stats_; }
+    // Whether this session's steps fuse QKV and are re-submitted (SessionOptions::fuse_qkv
+    // and the device's limits).
+    bool fused_qkv() const { return fused_; }
     // Device bytes of the KV cache and the activations.
     std::uint64_t device_bytes() const;
 
 private:
+    // One recorded forward pass of `tokens` tokens: its attention op and its command list.
+    struct Step {
+        std::uint32_t tokens = 0;
+        std::uint32_t logit_rows = 0;
+        std::unique_ptr<Attention> attention;
+        std::unique_ptr<CommandList> list;
+    };
     void run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out);
-    void record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, Attention& attention);
-    void ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows);
+    std::unique_ptr<Step> record_step(std::uint32_t tokens, std::uint32_t logit_rows);
+    void record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, const Attention& attention);
+    // True when a buffer was (re)allocated: recorded steps that bound the old one are dropped.
+    bool ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows);
 
     const Model& model_;
     Context& ctx_;
@@ -124,8 +159,11 @@ private:
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
     Buffer logits_;
     Buffer scratch_;
+    Buffer step_;  // host-visible uint32: the key count after the chunk being run
+    bool fused_ = true;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<Step>> steps_;  // by (tokens, logit rows)
     Profile profile_;
-    std::uint64_t submissions_ = 0;
+    SessionStats stats_;
 };
 
 }  // namespace vkf

@@ -317,6 +317,13 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;
+    external_kv_lens_ = options.external_kv_lens;
+    if (external_kv_lens_) {
+        if (!params.kv_lens.empty()) {
+            throw Error("attention: key counts come either from params.kv_lens or from a buffer given to record()");
+        }
+        push_.flags |= VKF_ATTN_FLAG_KV_LENS | (plan_.n_splits > 1 ? VKF_ATTN_FLAG_SPLIT_BY_LENGTH : 0u);
+    }
 
     const std::uint64_t range = ctx.limits().storage_buffer_range;
     auto check_tensor = [&](const char* name, std::uint64_t elements, DType type) {
@@ -388,7 +395,17 @@ std::uint64_t Attention::scratch_bytes() const {
     return slopes_.size() + kv_lens_.size() + (partials_.valid() ? partials_.size() : 0);
 }
 
-void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const {
+void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
+                       BufferRange kv_lens) const {
+    if (external_kv_lens_ != (kv_lens.buffer != nullptr)) {
+        throw Error(external_kv_lens_ ? "attention: planned for key counts from a buffer, but record() got none"
+                                      : "attention: record() got a key-count buffer the plan does not use "
+                                        "(AttentionOptions::external_kv_lens)");
+    }
+    if (external_kv_lens_ && kv_lens.size < std::uint64_t{4} * shape_.batch) {
+        throw Error("attention: the key-count range holds " + bytes_text(kv_lens.size) + "; " +
+                    std::to_string(shape_.batch) + " batches need " + bytes_text(std::uint64_t{4} * shape_.batch));
+    }
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
         const bool q_or_o = name[0] == 'Q' || name[0] == 'O';
         const DType type = q_or_o ? dtype_ : kv_dtype_;
@@ -415,7 +432,7 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         {v, Access::Read},
         {split ? whole(partials_) : o, Access::Write},
         {whole(slopes_), Access::Read},
-        {whole(kv_lens_), Access::Read},
+        {external_kv_lens_ ? kv_lens : whole(kv_lens_), Access::Read},
     };
     list.dispatch(Dispatch{
         .pipeline = attention_,

@@ -68,6 +68,11 @@ struct AttentionOptions {
     // F16 with F32 Q and O reads a model's fp16 KV cache while its fp32 activations stay
     // fp32. Unset: the Q/O dtype. Arithmetic and softmax statistics are fp32 either way.
     std::optional<DType> kv_dtype = std::nullopt;
+    // The valid key count of each batch comes from a uint32 buffer given to record() that the
+    // caller writes before every submission, so that one recorded list serves a growing KV
+    // cache: the shape's kv_len is then the capacity (K and V are bound whole) and query row
+    // i sits at position count - q_len + i. Split-KV spreads the counted keys over the splits.
+    bool external_kv_lens = false;
 };
 
 // Chooses the kernel and its tiles from the device (type, shared memory, workgroup
@@ -85,7 +90,10 @@ public:
     Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options = {});
     // Records the attention (and the combine pass when split). Q, K, V, O hold the default
     // layout, Q and O in dtype(), K and V in kv_dtype(); their sizes are checked.
-    void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const;
+    // kv_lens: the key counts ([batch] uint32) with AttentionOptions::external_kv_lens, else
+    // no buffer.
+    void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
+                BufferRange kv_lens = {}) const;
     const AttentionPlan& plan() const { return plan_; }
     DType dtype() const { return dtype_; }
     DType kv_dtype() const { return kv_dtype_; }
@@ -99,6 +107,7 @@ private:
     DType kv_dtype_;
     AttentionPush push_;
     AttentionPlan plan_;
+    bool external_kv_lens_ = false;
     const Pipeline* attention_ = nullptr;
     const Pipeline* combine_ = nullptr;
     Buffer slopes_;

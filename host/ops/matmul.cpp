@@ -125,12 +125,52 @@ std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t
 }
 
 // The tiled kernel is matmul.comp without a kernel define.
-const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide) {
+const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter) {
     return shaders::variant("matmul", {{"GEMV", kernel == MatmulKernel::Gemv},
                                        {"BLOCKED", kernel == MatmulKernel::Blocked},
                                        {"ROWDOT", kernel == MatmulKernel::RowDot},
                                        {"WIDE64", kernel == MatmulKernel::RowDot && wide},
-                                       {"WEIGHTS_F16", f16}});
+                                       {"WEIGHTS_F16", f16},
+                                       {"SCATTER", scatter}});
+}
+
+void check_scatter(const MatmulArgs& a) {
+    const QkvScatter& s = *a.scatter;
+    const std::string who = "matmul (QKV scatter): ";
+    if (s.head_dim == 0 || s.q_heads == 0 || s.kv_heads == 0 || s.head_dim % 2 != 0) {
+        throw Error(who + "head_dim (even), q_heads and kv_heads must be set; got " + std::to_string(s.head_dim) +
+                    ", " + std::to_string(s.q_heads) + ", " + std::to_string(s.kv_heads));
+    }
+    if (s.interleaved && s.q_heads != s.kv_heads) {
+        throw Error(who + "the interleaved [n_head, 3, head_dim] layout needs as many K/V heads as query heads");
+    }
+    const std::uint64_t q_cols = std::uint64_t{s.q_heads} * s.head_dim;
+    const std::uint64_t kv_cols = std::uint64_t{s.kv_heads} * s.head_dim;
+    if (a.n != q_cols + 2 * kv_cols) {
+        throw Error(who + "n = " + std::to_string(a.n) + " but " + std::to_string(s.q_heads) + " query and " +
+                    std::to_string(s.kv_heads) + " K/V heads of " + std::to_string(s.head_dim) + " need " +
+                    std::to_string(q_cols + 2 * kv_cols));
+    }
+    if (a.residual.buffer != nullptr) {
+        throw Error(who + "a scatter has no residual");
+    }
+    if (s.cache_dtype != DType::F32 && s.cache_dtype != DType::F16) {
+        throw Error(who + "the KV cache is f32 or f16, not " + std::string(to_string(s.cache_dtype)));
+    }
+    check_tensor(a.y, a.m * q_cols, 4, "matmul", "Q", shape_text({a.m, static_cast<std::uint32_t>(q_cols)}, "f32"));
+    const std::uint64_t row_bytes = kv_cols * element_size(s.cache_dtype);
+    for (const auto& [name, cache] : {std::pair{"K cache", s.k_cache}, std::pair{"V cache", s.v_cache}}) {
+        if (cache.buffer == nullptr || cache.size == 0 || cache.size % row_bytes != 0) {
+            throw Error(who + "the " + name + " range must hold whole rows of " + std::to_string(kv_cols) + " " +
+                        to_string(s.cache_dtype) + " values (" + std::to_string(row_bytes) + " bytes each)");
+        }
+    }
+    if (s.k_cache.size != s.v_cache.size) {
+        throw Error(who + "the K and V caches differ in size");
+    }
+    if (s.step.buffer == nullptr || s.step.size < 4) {
+        throw Error(who + "the step range must hold the uint32 key count");
+    }
 }
 
 }  // namespace
@@ -144,6 +184,15 @@ std::uint64_t target_workgroups(const MatmulDevice& device) {
 EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a, std::uint32_t m0, std::uint32_t mc,
                                std::uint32_t n0, std::uint32_t nc, std::uint32_t bias_bytes,
                                const ElementBinding& unused) {
+    if (a.scatter) {
+        // Q and the caches are bound whole (the scatter places every element itself); the
+        // residual's binding carries the step.
+        EpilogueBindings b{.y = {a.y, 0}, .bias = {unused.range, 0}, .residual = {a.scatter->step, 0}};
+        if (a.bias.buffer != nullptr) {
+            b.bias = bind_elements(limits, a.bias, n0, nc, bias_bytes, "matmul", "bias");
+        }
+        return b;
+    }
     const std::uint64_t y_first = std::uint64_t{m0} * a.n + n0;
     const std::uint64_t y_count = std::uint64_t{mc - 1} * a.n + nc;
     EpilogueBindings b{.y = bind_elements(limits, a.y, y_first, y_count, 4, "matmul", "Y"),
@@ -238,7 +287,11 @@ void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m,
 
 void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
     const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
-    check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
+    if (a.scatter) {
+        check_scatter(a);
+    } else {
+        check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
+    }
     if (a.bias.buffer != nullptr) {
         check_tensor(a.bias, a.n, bsize, "matmul", "bias", shape_text({a.n}, to_string(a.weight_dtype)));
     }
@@ -260,28 +313,45 @@ std::uint32_t epilogue_flags(const MatmulArgs& a) {
     flags |= a.activation == Activation::GeluErf ? VKF_MATMUL_FLAG_GELU_ERF : 0;
     flags |= a.bias.buffer != nullptr ? VKF_MATMUL_FLAG_BIAS : 0;
     flags |= a.residual.buffer != nullptr ? VKF_MATMUL_FLAG_RESIDUAL : 0;
+    flags |= a.clamp ? VKF_MATMUL_FLAG_CLAMP : 0;
+    if (a.scatter) {
+        flags |= a.scatter->interleaved ? VKF_MATMUL_FLAG_SCATTER_INTERLEAVED : 0;
+        flags |= a.scatter->cache_dtype == DType::F16 ? VKF_MATMUL_FLAG_CACHE_F16 : 0;
+    }
     return flags;
 }
 
-ReducePass reduce_pass(Context& ctx, bool bias_f16) {
+std::vector<Binding> scatter_bindings(const MatmulArgs& a) {
+    if (!a.scatter) {
+        return {};
+    }
+    // fp16 caches are written with atomics, which read the word.
+    const Access access = a.scatter->cache_dtype == DType::F16 ? Access::ReadWrite : Access::Write;
+    return {{a.scatter->k_cache, access}, {a.scatter->v_cache, access}};
+}
+
+ReducePass reduce_pass(Context& ctx, bool bias_f16, bool scatter) {
     const ComputeLimits& limits = ctx.limits();
     ReducePass pass;
     pass.workgroup_size = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
-    pass.pipeline =
-        &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}}),
-                                   .workgroup_size = {pass.workgroup_size, 1, 1},
-                                   .push_constant_layout = MatmulPush::layout,
-                                   .binding_count = 4});
+    pass.pipeline = &ctx.pipeline(
+        PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}, {"SCATTER", scatter}}),
+                     .workgroup_size = {pass.workgroup_size, 1, 1},
+                     .push_constant_layout = MatmulPush::layout,
+                     .binding_count = scatter ? 6u : 4u});
     return pass;
 }
 
 void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
-                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y) {
+                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y, const MatmulArgs& a) {
     push.x_base = partials.base;  // the reduce pass has no X
-    const Binding bindings[] = {{partials.range, Access::Read},
-                                {bias != nullptr ? *bias : partials.range, Access::Read},
-                                {residual != nullptr ? *residual : partials.range, Access::Read},
-                                {y, Access::Write}};
+    std::vector<Binding> bindings = {{partials.range, Access::Read},
+                                     {bias != nullptr ? *bias : partials.range, Access::Read},
+                                     {residual != nullptr ? *residual : partials.range, Access::Read},
+                                     {y, Access::Write}};
+    for (const Binding& b : scatter_bindings(a)) {
+        bindings.push_back(b);
+    }
     list.dispatch(Dispatch{.pipeline = pass.pipeline,
                            .bindings = bindings,
                            .push_constants = push_bytes(push),
@@ -452,13 +522,18 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     } else {
         constants = {{VKF_MATMUL_SPEC_RM, plan.block_m}, {VKF_MATMUL_SPEC_RN, plan.block_n}};
     }
-    const Pipeline& main = ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads),
-                                                     .workgroup_size = {plan.workgroup_size, 1, 1},
-                                                     .constants = constants,
-                                                     .push_constant_layout = MatmulPush::layout,
-                                                     .binding_count = 5,
-                                                     .shared_memory_bytes = plan.shared_bytes});
-    const matmul_detail::ReducePass reduce = split ? matmul_detail::reduce_pass(ctx, f16) : matmul_detail::ReducePass{};
+    // Split K: the slices write plain partial sums and the reduce pass scatters.
+    const bool scatter_main = a.scatter.has_value() && !split;
+    const Pipeline& main =
+        ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads, scatter_main),
+                                  .workgroup_size = {plan.workgroup_size, 1, 1},
+                                  .constants = constants,
+                                  .push_constant_layout = MatmulPush::layout,
+                                  .binding_count = scatter_main ? kScatterMatmulBindings : 5u,
+                                  .shared_memory_bytes = plan.shared_bytes});
+    const matmul_detail::ReducePass reduce =
+        split ? matmul_detail::reduce_pass(ctx, f16, a.scatter.has_value()) : matmul_detail::ReducePass{};
+    const std::vector<Binding> scatter = matmul_detail::scatter_bindings(a);
     const std::uint32_t epilogue_flags = matmul_detail::epilogue_flags(a);
 
     for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
@@ -483,6 +558,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                             .k_split = plan.k_split,
                             .n_splits = plan.n_splits,
                             .flags = epilogue_flags};
+            matmul_detail::set_epilogue_push(push, a, m0, n0);
             if (plan.kernel != MatmulKernel::Tiled && a.k % 2 == 0 && w.base % 2 == 0) {
                 push.flags |= VKF_MATMUL_FLAG_PAIRS;
             }
@@ -511,11 +587,12 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                     break;
             }
             if (!split) {
-                const Binding bindings[] = {{x.range, Access::Read},
-                                            {w.range, Access::Read},
-                                            {bias.range, Access::Read},
-                                            {res.range, Access::Read},
-                                            {y.range, Access::Write}};
+                std::vector<Binding> bindings = {{x.range, Access::Read},
+                                                 {w.range, Access::Read},
+                                                 {bias.range, Access::Read},
+                                                 {res.range, Access::Read},
+                                                 {y.range, Access::Write}};
+                bindings.insert(bindings.end(), scatter.begin(), scatter.end());
                 list.dispatch(Dispatch{.pipeline = &main,
                                        .bindings = bindings,
                                        .push_constants = push_bytes(push),
@@ -540,7 +617,10 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .groups = groups,
                                    .label = "matmul"});
             matmul_detail::dispatch_reduce(list, reduce, push, partials, has_bias ? &bias.range : nullptr,
-                                           has_residual ? &res.range : nullptr, y.range);
+                                           a.scatter      ? &res.range
+                                           : has_residual ? &res.range
+                                                          : nullptr,
+                                           y.range, a);
         }
     }
 }

@@ -12,6 +12,7 @@
 #include "shaders/interface/matmul.h"
 #include "shaders/interface/matmul_quant.h"
 
+#include <optional>
 #include <string>
 
 namespace vkf {
@@ -38,6 +39,25 @@ struct MatmulOptions {
     bool int8_activations = false;
 };
 
+// The fused QKV projection of a transformer layer (SCATTER kernels, shaders/matmul_epilogue.glsl):
+// the epilogue writes the Q columns to MatmulArgs::y as [m, q_heads, head_dim] fp32 and the
+// K and V columns into the caches at positions step - m .. step - 1, where step (a uint32 in
+// a buffer) is the key count after these m rows, written by the caller before each
+// submission: one recorded list serves every decoding step, and no pass repacks Q or
+// appends to the cache. W's rows (the output columns) are BLOOM's [n_head, 3, head_dim]
+// (interleaved, q_heads == kv_heads) or [q | k | v] blocks; n = (q_heads + 2 kv_heads) x head_dim.
+struct QkvScatter {
+    BufferRange k_cache, v_cache;  // [capacity, kv_heads, head_dim] cache_dtype, bound whole
+    BufferRange step;              // uint32 key count after these rows
+    DType cache_dtype = DType::F16;
+    std::uint32_t head_dim = 0, q_heads = 0, kv_heads = 0;
+    bool interleaved = false;
+};
+// Storage buffers a SCATTER matmul binds (dense; quantized weights bind one more): devices
+// with fewer per shader stage append K and V with a separate pass instead.
+inline constexpr std::uint32_t kScatterMatmulBindings = 7;
+inline constexpr std::uint32_t kScatterMatmulQuantBindings = 8;
+
 struct MatmulArgs {
     BufferRange x;         // [m, k] fp32
     BufferRange w;         // [n, k] weight_dtype (PyTorch's Linear.weight layout)
@@ -55,6 +75,10 @@ struct MatmulArgs {
     // words; 16-byte aligned rows of X and W are read as vectors, which is faster).
     QuantFormat quant = QuantFormat::None;
     BufferRange scales;
+    // Set: y is Q and the epilogue scatters (QkvScatter); no residual.
+    std::optional<QkvScatter> scatter = std::nullopt;
+    // Set: the epilogue clamps to [-clamp, clamp] after bias and activation (MPT's clip_qkv).
+    std::optional<float> clamp = std::nullopt;
 };
 
 void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
@@ -67,8 +91,8 @@ std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uin
 
 // MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h;
 // MatmulQuantPush and VKF_MATMUL_QUANT_*: shaders/interface/matmul_quant.h.
-static_assert(sizeof(MatmulPush) == 48);
-static_assert(sizeof(MatmulQuantPush) == 48);
+static_assert(sizeof(MatmulPush) == 76);
+static_assert(sizeof(MatmulQuantPush) == 76);
 
 // What the plan needs to know of the device.
 struct MatmulDevice {

@@ -7,6 +7,7 @@
 #include "host/ops/tensor_binding.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace vkf::matmul_detail {
 
@@ -57,11 +58,30 @@ EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a,
                                std::uint32_t n0, std::uint32_t nc, std::uint32_t bias_bytes,
                                const ElementBinding& unused);
 
-// Checks X, Y, bias (bias_dtype) and residual, and the scratch range the plan needs.
+// Checks X, Y, bias (bias_dtype) and residual (or the scatter's Q, caches and step), and the
+// scratch range the plan needs.
 void check_tensors(const MatmulArgs& a, const MatmulPlan& plan);
 
-// VKF_MATMUL_FLAG_BIAS, _RESIDUAL and the activation's flag.
+// VKF_MATMUL_FLAG_BIAS, _RESIDUAL, _CLAMP, the activation's and the scatter's flags.
 std::uint32_t epilogue_flags(const MatmulArgs& a);
+
+// The epilogue's push members (interface/matmul_flags.h) for the piece whose first row and
+// column are m0 and n0.
+template <class Push>
+void set_epilogue_push(Push& push, const MatmulArgs& a, std::uint32_t m0, std::uint32_t n0) {
+    push.row0 = m0;
+    push.col0 = n0;
+    push.rows = a.m;
+    push.clamp_to = a.clamp.value_or(0.0f);
+    if (a.scatter) {
+        push.head_dim = a.scatter->head_dim;
+        push.q_heads = a.scatter->q_heads;
+        push.kv_heads = a.scatter->kv_heads;
+    }
+}
+
+// The scatter's K and V cache bindings, appended after Y (none without a scatter).
+std::vector<Binding> scatter_bindings(const MatmulArgs& a);
 
 // The split-K second pass (matmul.comp REDUCE) for one piece: adds the partial sums and
 // applies the epilogue. `push` holds the piece's epilogue (m, n, ldy, bias_base, res_base,
@@ -70,9 +90,10 @@ struct ReducePass {
     const Pipeline* pipeline = nullptr;
     std::uint32_t workgroup_size = 0;
 };
-ReducePass reduce_pass(Context& ctx, bool bias_f16);
+// `scatter`: the SCATTER variant (its residual binding is the step, and K and V follow Y).
+ReducePass reduce_pass(Context& ctx, bool bias_f16, bool scatter);
 void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
-                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y);
+                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y, const MatmulArgs& a);
 
 // The quantized matmul (host/ops/matmul_quant.cpp), reached through plan_matmul and
 // record_matmul.

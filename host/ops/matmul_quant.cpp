@@ -157,6 +157,9 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
     // unaligned offsets) by the SCALAR variant. Scales are read blocks_per_step at a time
     // where a piece's scales start on a multiple of it, else fewer. Pipelines are made when
     // a piece needs them.
+    // Split K: the slices write plain partial sums and the reduce pass scatters.
+    const bool scatter_main = a.scatter.has_value() && !split;
+    const std::vector<Binding> scatter = scatter_bindings(a);
     const Pipeline* pipelines[2][3] = {};
     const auto pipeline = [&](bool vector_loads, std::uint32_t bg) -> const Pipeline& {
         const Pipeline*& p = pipelines[vector_loads ? 1 : 0][std::countr_zero(bg)];
@@ -174,16 +177,17 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                                       {"WIDE64", vector_loads && plan.wide_loads},
                                                                       {"BIAS_F16", f16},
                                                                       {"SCALAR", !vector_loads},
-                                                                      {"INTDOT", plan.int_dot}});
+                                                                      {"INTDOT", plan.int_dot},
+                                                                      {"SCATTER", scatter_main}});
             p = &ctx.pipeline(PipelineDesc{.code = &code,
                                            .workgroup_size = {plan.workgroup_size, 1, 1},
                                            .constants = constants,
                                            .push_constant_layout = MatmulQuantPush::layout,
-                                           .binding_count = 6});
+                                           .binding_count = scatter_main ? kScatterMatmulQuantBindings : 6u});
         }
         return *p;
     };
-    const ReducePass reduce = split ? reduce_pass(ctx, f16) : ReducePass{};
+    const ReducePass reduce = split ? reduce_pass(ctx, f16, a.scatter.has_value()) : ReducePass{};
     const std::uint32_t flags = epilogue_flags(a);
     // The integer dot-product path quantizes each row piece of X into scratch first (the
     // pre-pass runs once per row piece, not per column piece). Its pipelines are made only
@@ -239,14 +243,16 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                  .y_base = y.base,
                                  .k_split = plan.k_split,
                                  .flags = flags};
+            set_epilogue_push(push, a, m0, n0);
             const std::uint32_t column_tile = plan.kernel == MatmulKernel::RowDot ? plan.block_n * plan.column_groups
                                                                                   : plan.block_n * plan.workgroup_size;
             const GroupCount groups{static_cast<std::uint32_t>(ceil_div(nc, column_tile)),
                                     static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
             if (!split) {
-                const Binding bindings[] = {{x.range, Access::Read},   {w.range, Access::Read},
-                                            {s.range, Access::Read},   {bias.range, Access::Read},
-                                            {res.range, Access::Read}, {y.range, Access::Write}};
+                std::vector<Binding> bindings = {{x.range, Access::Read},   {w.range, Access::Read},
+                                                 {s.range, Access::Read},   {bias.range, Access::Read},
+                                                 {res.range, Access::Read}, {y.range, Access::Write}};
+                bindings.insert(bindings.end(), scatter.begin(), scatter.end());
                 list.dispatch(Dispatch{.pipeline = &main,
                                        .bindings = bindings,
                                        .push_constants = push_bytes(push),
@@ -267,17 +273,21 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .push_constants = push_bytes(partial_push),
                                    .groups = groups,
                                    .label = "matmul"});
-            const MatmulPush reduce_push{.m = mc,
-                                         .n = nc,
-                                         .k = a.k,
-                                         .ldy = a.n,
-                                         .bias_base = push.bias_base,
-                                         .res_base = push.res_base,
-                                         .y_base = y.base,
-                                         .n_splits = plan.n_splits,
-                                         .flags = flags};
+            MatmulPush reduce_push{.m = mc,
+                                   .n = nc,
+                                   .k = a.k,
+                                   .ldy = a.n,
+                                   .bias_base = push.bias_base,
+                                   .res_base = push.res_base,
+                                   .y_base = y.base,
+                                   .n_splits = plan.n_splits,
+                                   .flags = flags};
+            set_epilogue_push(reduce_push, a, m0, n0);
             dispatch_reduce(list, reduce, reduce_push, partials, has_bias ? &bias.range : nullptr,
-                            has_residual ? &res.range : nullptr, y.range);
+                            a.scatter      ? &res.range
+                            : has_residual ? &res.range
+                                           : nullptr,
+                            y.range, a);
         }
     }
 }

@@ -12,6 +12,10 @@
 #define VKF_ATTN_FLAG_KV_LENS 4u      // per-batch valid key counts from a buffer
 #define VKF_ATTN_FLAG_ALIBI_CAUSAL 8u
 #define VKF_ATTN_FLAG_ALIBI_SYMMETRIC 16u
+// Split-KV with key counts from the kv_lens buffer (a recorded list re-submitted as the
+// sequence grows): each split takes ceil(L / n_splits) keys rounded up to the kernel's key
+// block, at most kv_split_len, so that the work stays spread over the splits at any length.
+#define VKF_ATTN_FLAG_SPLIT_BY_LENGTH 32u
 
 // Specialization constants (0-2: the workgroup size).
 #define VKF_ATTN_SPEC_D 6  // head_dim, in every attention kernel that needs it

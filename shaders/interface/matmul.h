@@ -30,7 +30,8 @@
     F(uint, y_base)                                                                  \
     F(uint, k_split) /* K elements per slice (gl_WorkGroupID.z); k when not split */ \
     F(uint, n_splits)                                                                \
-    F(uint, flags) /* VKF_MATMUL_FLAG_* */
+    F(uint, flags) /* VKF_MATMUL_FLAG_* */                                           \
+    VKF_MATMUL_EPILOGUE_PUSH(F)
 VKF_PUSH_CONSTANTS(MatmulParams, MatmulPush, VKF_MATMUL_PUSH)
 
 #endif

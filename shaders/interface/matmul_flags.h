@@ -14,5 +14,27 @@
 // w_base % 8 (fp32: 4) == 0; and for VEC16 (WIDE64) k % 16 == 0, w_base % 16 (fp32: 8) == 0.
 #define VKF_MATMUL_FLAG_VEC8 64u
 #define VKF_MATMUL_FLAG_VEC16 128u
+// Every epilogue: clamp to [-clamp_to, clamp_to] after bias and activation (MPT's clip_qkv).
+#define VKF_MATMUL_FLAG_CLAMP 256u
+// SCATTER variants (a fused QKV projection's epilogue): the output columns are BLOOM's
+// [n_head, 3, head_dim] per token when set, else [q | k | v] blocks of q_heads and kv_heads
+// heads; the KV cache is fp16 when VKF_MATMUL_FLAG_CACHE_F16 is set, else fp32.
+#define VKF_MATMUL_FLAG_SCATTER_INTERLEAVED 512u
+#define VKF_MATMUL_FLAG_CACHE_F16 1024u
+
+// The push-constant members every matmul kernel family appends to its block: the clamp
+// bound and the SCATTER epilogue's geometry. A SCATTER kernel writes the Q columns of its
+// output to Y as [rows, q_heads, head_dim] and the K and V columns into the caches
+// ([capacity, kv_heads, head_dim]) at positions step[0] - rows + row: step[0] is the key
+// count after these rows, written by the host before each submission, so one recorded
+// command list serves every decoding step. Zero where unused.
+#define VKF_MATMUL_EPILOGUE_PUSH(F)                                       \
+    F(uint, row0) /* the dispatch's first row and column in the output */ \
+    F(uint, col0)                                                         \
+    F(uint, rows) /* rows of the whole output: the new tokens */          \
+    F(uint, head_dim)                                                     \
+    F(uint, q_heads)                                                      \
+    F(uint, kv_heads)                                                     \
+    F(float, clamp_to)
 
 #endif

@@ -29,7 +29,8 @@
     F(uint, res_base)                                                                \
     F(uint, y_base)                                                                  \
     F(uint, k_split) /* K elements per slice (gl_WorkGroupID.z), a multiple of 32 */ \
-    F(uint, flags)   /* VKF_MATMUL_FLAG_* */
+    F(uint, flags)   /* VKF_MATMUL_FLAG_* */                                         \
+    VKF_MATMUL_EPILOGUE_PUSH(F)
 VKF_PUSH_CONSTANTS(MatmulQuantParams, MatmulQuantPush, VKF_MATMUL_QUANT_PUSH)
 
 #endif

@@ -51,6 +51,7 @@ struct Case {
     // fp32 by default here: the reference model keeps K and V in double, so only an fp32
     // cache meets kTolerance; fp16 caches are checked against tolerance(DType::F16).
     DType kv_dtype = DType::F32;
+    bool fuse_qkv = true;  // SessionOptions::fuse_qkv
 };
 
 class Model_ : public VulkanTest {};
@@ -67,7 +68,9 @@ double check_against_reference(Context& ctx, const Case& c, double tolerance) {
     constexpr std::uint32_t kPrompt = 13, kSteps = 8;
     const std::uint32_t vocab = c.config.vocab_size;
     std::vector<std::uint32_t> ids = random_token_ids(kPrompt, vocab, 11);
-    Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps, .kv_dtype = c.kv_dtype});
+    Session session(model,
+                    SessionOptions{.max_tokens = kPrompt + kSteps, .fuse_qkv = c.fuse_qkv, .kv_dtype = c.kv_dtype});
+    EXPECT_EQ(session.fused_qkv(), c.fuse_qkv);
     EXPECT_EQ(session.kv_dtype(), c.kv_dtype);
     std::vector<float> gpu = session.forward(ids, Session::Logits::All);
     EXPECT_EQ(gpu.size(), std::size_t{kPrompt} * vocab);
@@ -124,6 +127,10 @@ TEST_F(Model_, SmallBloomMatchesTheReference) {
 TEST_F(Model_, SmallMptMatchesTheReference) {
     check_against_reference(ctx(), {"mpt no_bias f32", small_mpt(true, std::nullopt), DType::F32}, kTolerance);
     check_against_reference(ctx(), {"mpt bias clip_qkv f16", small_mpt(false, 0.3), DType::F16}, kTolerance);
+    // The portable path: separate repack and append passes, each chunk recorded anew.
+    check_against_reference(
+        ctx(), {"mpt bias clip_qkv f16, unfused", small_mpt(false, 0.3), DType::F16, 1, DType::F32, false}, kTolerance);
+    check_against_reference(ctx(), {"bloom f32, unfused", small_bloom(), DType::F32, 1, DType::F32, false}, kTolerance);
 }
 
 // The default cache: K and V stored as fp16, Q, the attention output and the arithmetic fp32.
@@ -194,6 +201,43 @@ TEST_F(Model_, ChunkedPrefillEqualsOneSubmission) {
     EXPECT_EQ(whole_prompt.submissions(), 1u);
 }
 
+// One recorded decoding step, re-submitted for every token with the key count in a buffer,
+// gives exactly the logits of steps recorded afresh each time (the same kernels), and the
+// fused QKV epilogue the logits of the separate repack and append passes (fp16 cache: the
+// rounding is the same, the order of the writes is not part of the result).
+TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
+    for (const bool bloom : {true, false}) {
+        SCOPED_TRACE(bloom ? "bloom" : "mpt with clip_qkv");
+        const TempModel files(bloom ? small_bloom() : small_mpt(true, 0.5), DType::F16, 1, 5);
+        const Model model(ctx(), files.dir());
+        const std::uint32_t vocab = model.config().vocab_size;
+        constexpr std::uint32_t kPrompt = 7, kSteps = 64;
+        const SessionOptions base{.max_tokens = kPrompt + kSteps, .chunk = 4};
+        SessionOptions fresh_options = base;
+        fresh_options.reuse_steps = false;
+        SessionOptions unfused_options = base;
+        unfused_options.fuse_qkv = false;
+        Session reused(model, base), fresh(model, fresh_options), unfused(model, unfused_options);
+        ASSERT_TRUE(reused.fused_qkv());
+        std::vector<std::uint32_t> ids = random_token_ids(kPrompt, vocab, 3);
+        std::vector<float> a = reused.forward(ids), b = fresh.forward(ids), u = unfused.forward(ids);
+        for (std::uint32_t step = 0; step < kSteps; ++step) {
+            ASSERT_EQ(a, b) << "step " << step;
+            const std::vector<double> fused(a.begin(), a.end());
+            const ErrorStats e = compare_to_reference(u, fused);
+            ASSERT_LT(e.max_rel, 1e-5) << "step " << step << ": " << describe(e);
+            const std::uint32_t next[] = {argmax(a)};
+            a = reused.forward(next);
+            b = fresh.forward(next);
+            u = unfused.forward(next);
+        }
+        // Prefill chunks of 4 and 3 tokens, then one decoding list for all 64 steps.
+        EXPECT_EQ(reused.stats().recordings, 3u);
+        EXPECT_EQ(fresh.stats().recordings, 2u + kSteps);
+        EXPECT_EQ(reused.stats().submissions, 2u + kSteps);
+    }
+}
+
 TEST_F(Model_, BadInputsAreRefused) {
     const TempModel files(small_bloom(), DType::F16, 1, 3);
     const Model model(ctx(), files.dir());
@@ -210,12 +254,17 @@ TEST_F(Model_, BadInputsAreRefused) {
 TEST_F(Model_, ProfilingCountsEveryOpKind) {
     const TempModel files(small_bloom(), DType::F16, 1, 3);
     const Model model(ctx(), files.dir());
-    Session session(model, SessionOptions{.max_tokens = 8, .profiling = true});
     const std::uint32_t ids[] = {1, 2, 3};
-    session.forward(ids);
-    for (const char* kind : {"embedding", "layernorm", "matmul", "kv append", "attention"}) {
-        ASSERT_TRUE(session.profile().contains(kind)) << kind;
-        EXPECT_GT(session.profile().at(kind).dispatches, 0u) << kind;
+    // Fused QKV: no separate append passes; unfused: Q and K/V repacked by kv append.
+    for (const bool fused : {true, false}) {
+        Session session(model, SessionOptions{.max_tokens = 8, .profiling = true, .fuse_qkv = fused});
+        session.forward(ids);
+        for (const char* kind : {"embedding", "layernorm", "matmul", "attention"}) {
+            ASSERT_TRUE(session.profile().contains(kind)) << kind;
+            EXPECT_GT(session.profile().at(kind).dispatches, 0u) << kind;
+        }
+        EXPECT_EQ(session.profile().contains("kv append"), !fused);
+        EXPECT_EQ(session.fused_qkv(), fused);
     }
 }
 

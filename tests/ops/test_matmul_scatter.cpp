@@ -1,0 +1,258 @@
+// The fused QKV projection (MatmulArgs::scatter, the SCATTER kernels): Q, K and V of m new
+// tokens written by the matmul's epilogue where attention reads them, against the
+// double-precision reference matmul scattered on the host. Every kernel (dense and
+// block-quantized), split-K (the reduce pass scatters), weights bound in row pieces, BLOOM's
+// interleaved [n_head, 3, head_dim] columns and [q | k | v] blocks with grouped K/V heads,
+// fp32 and fp16 caches, and the clamp. The caches start random: rows outside the step's
+// positions must come back bit for bit, and Q is poisoned.
+
+#include "host/ops/device_tensor.hpp"
+#include "host/ops/matmul.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
+#include "host/util/random.hpp"
+#include "tests/support/test_support.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <tuple>
+
+namespace vkf::test {
+namespace {
+
+struct Case {
+    std::uint32_t m = 1;
+    std::uint32_t head_dim = 32, q_heads = 2, kv_heads = 2;
+    bool interleaved = true;
+    DType weights = DType::F16;          // F32, F16, or the bias type of quantized weights
+    QuantFormat quant = QuantFormat::None;
+    DType cache = DType::F16;
+    MatmulOptions options{};
+    std::optional<float> clamp;
+    bool bias = true;
+};
+
+std::string name(const Case& c) {
+    return "m" + std::to_string(c.m) + " D" + std::to_string(c.head_dim) + " heads " + std::to_string(c.q_heads) +
+           "/" + std::to_string(c.kv_heads) + (c.interleaved ? " interleaved" : " blocks") + " " +
+           (c.quant != QuantFormat::None ? to_string(c.quant) : to_string(c.weights)) + " cache " +
+           to_string(c.cache) + " kernel=" + to_string(c.options.kernel) +
+           (c.options.force_splits ? " splits" + std::to_string(c.options.force_splits) : "") +
+           (c.clamp ? " clamp" : "");
+}
+
+class MatmulScatter : public VulkanTest {};
+
+void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
+    SCOPED_TRACE(name(c));
+    const std::uint32_t D = c.head_dim, k = 64;
+    const std::uint32_t q_cols = c.q_heads * D, kv_cols = c.kv_heads * D, n = q_cols + 2 * kv_cols;
+    constexpr std::uint32_t kCapacity = 23, kPos = 9;  // the new rows land at 9 .. 9 + m - 1
+    const auto x = random_uniform(std::size_t{c.m} * k, seed, -1.0f, 1.0f);
+    auto w = random_uniform(std::size_t{n} * k, seed + 1, -1.0f, 1.0f);
+    const auto bias = c.bias ? random_uniform(n, seed + 2, -1.0f, 1.0f) : std::vector<float>{};
+
+    const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "X");
+    std::optional<DeviceTensor> wb, sb, bb;
+    if (c.quant != QuantFormat::None) {
+        const std::uint64_t row_bytes = quant_row_bytes(c.quant, k), row_scales = quant_row_scales(k);
+        std::vector<std::uint8_t> values(n * row_bytes);
+        std::vector<std::uint16_t> scales(n * row_scales);
+        std::vector<float> scale_floats(scales.size());
+        for (std::uint32_t r = 0; r < n; ++r) {
+            const std::span row_values(values.data() + r * row_bytes, row_bytes);
+            const std::span row_s(scales.data() + r * row_scales, row_scales);
+            quantize_row(c.quant, std::span<const float>(w).subspan(std::size_t{r} * k, k), row_values, row_s);
+            // The reference multiplies by exactly what the kernels decode.
+            dequantize_row(c.quant, row_values, row_s, std::span(w).subspan(std::size_t{r} * k, k));
+        }
+        std::vector<std::uint32_t> words((values.size() + 3) / 4, 0);
+        std::memcpy(words.data(), values.data(), values.size());
+        wb = upload_words(ctx, words, "W values");
+        std::transform(scales.begin(), scales.end(), scale_floats.begin(), half_to_float);
+        sb = upload_tensor(ctx, scale_floats, DType::F16, "W scales");
+    } else {
+        if (c.weights == DType::F16) {
+            for (float& v : w)
+                v = half_to_float(float_to_half(v));
+        }
+        wb = upload_tensor(ctx, w, c.weights, "W");
+    }
+    std::vector<float> rounded_bias = bias;
+    if (c.weights == DType::F16) {
+        for (float& v : rounded_bias)
+            v = half_to_float(float_to_half(v));
+    }
+    if (c.bias) {
+        bb = upload_tensor(ctx, bias, c.weights, "bias");
+    }
+    const auto k_init = random_uniform(std::size_t{kCapacity} * kv_cols, seed + 3, -3.0f, 3.0f);
+    const auto v_init = random_uniform(std::size_t{kCapacity} * kv_cols, seed + 4, -3.0f, 3.0f);
+    const DeviceTensor kc = upload_tensor(ctx, k_init, c.cache, "K cache");
+    const DeviceTensor vc = upload_tensor(ctx, v_init, c.cache, "V cache");
+    const std::vector<float> k_before = download_tensor(ctx, kc), v_before = download_tensor(ctx, vc);
+    const DeviceTensor qb = nan_tensor(ctx, std::uint64_t{c.m} * q_cols, DType::F32, "Q");
+    const std::uint32_t key_count[] = {kPos + c.m};
+    const DeviceTensor step = upload_words(ctx, key_count, "step");
+
+    const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, n, k, c.weights, c.options, c.quant);
+    Buffer scratch;
+    if (plan.scratch_bytes > 0) {
+        scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+    }
+    auto list = ctx.command_list();
+    record_matmul(ctx, *list,
+                  MatmulArgs{.x = xb.range(),
+                             .w = wb->range(),
+                             .bias = bb ? bb->range() : BufferRange{},
+                             .y = qb.range(),
+                             .scratch = scratch.valid() ? whole(scratch) : BufferRange{},
+                             .m = c.m,
+                             .n = n,
+                             .k = k,
+                             .weight_dtype = c.weights,
+                             .options = c.options,
+                             .quant = c.quant,
+                             .scales = sb ? sb->range() : BufferRange{},
+                             .scatter = QkvScatter{.k_cache = kc.range(),
+                                                   .v_cache = vc.range(),
+                                                   .step = step.range(),
+                                                   .cache_dtype = c.cache,
+                                                   .head_dim = D,
+                                                   .q_heads = c.q_heads,
+                                                   .kv_heads = c.kv_heads,
+                                                   .interleaved = c.interleaved},
+                             .clamp = c.clamp});
+    ctx.submit(*list);
+
+    std::vector<double> y = reference::matmul(x, w, rounded_bias, {}, c.m, n, k);
+    if (c.clamp) {
+        for (double& v : y)
+            v = std::clamp<double>(v, -*c.clamp, *c.clamp);
+    }
+    // The reference's Q, and its K and V rows written over the caches' initial contents.
+    std::vector<double> q_ref(std::size_t{c.m} * q_cols);
+    std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
+    for (std::uint32_t row = 0; row < c.m; ++row) {
+        for (std::uint32_t col = 0; col < n; ++col) {
+            std::uint32_t part, head, d;
+            if (c.interleaved) {
+                head = col / (3 * D);
+                part = col / D % 3;
+                d = col % D;
+            } else {
+                part = col < q_cols ? 0 : col < q_cols + kv_cols ? 1 : 2;
+                const std::uint32_t at = part == 0 ? col : part == 1 ? col - q_cols : col - q_cols - kv_cols;
+                head = at / D;
+                d = at % D;
+            }
+            const double value = y[std::size_t{row} * n + col];
+            if (part == 0) {
+                q_ref[(std::size_t{row} * c.q_heads + head) * D + d] = value;
+            } else {
+                (part == 1 ? k_ref : v_ref)[((std::size_t{kPos} + row) * c.kv_heads + head) * D + d] = value;
+            }
+        }
+    }
+    const ErrorStats q_err = compare_to_reference(download_tensor(ctx, qb), q_ref);
+    EXPECT_LT(q_err.max_rel, tolerance(DType::F32)) << describe(q_err) << "; " << plan.describe();
+    const std::vector<float> k_after = download_tensor(ctx, kc), v_after = download_tensor(ctx, vc);
+    for (const auto& [after, ref, before] : {std::tuple{&k_after, &k_ref, &k_before}, {&v_after, &v_ref, &v_before}}) {
+        const ErrorStats e = compare_to_reference(*after, *ref);
+        EXPECT_LT(e.max_rel, tolerance(c.cache)) << describe(e) << "; " << plan.describe();
+        for (std::size_t i = 0; i < after->size(); ++i) {
+            const std::size_t pos = i / kv_cols;
+            if (pos < kPos || pos >= kPos + c.m) {
+                ASSERT_EQ(std::memcmp(&(*after)[i], &(*before)[i], sizeof(float)), 0)
+                    << "cache element " << i << " (position " << pos << ") outside the step was changed";
+            }
+        }
+    }
+}
+
+TEST_F(MatmulScatter, EveryDenseKernelAndLayout) {
+    std::uint64_t seed = 100;
+    for (const MatmulKernel kernel :
+         {MatmulKernel::Auto, MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        if (kernel == MatmulKernel::RowDot && !ctx().limits().subgroup_ops) {
+            continue;
+        }
+        for (const std::uint32_t splits : {0u, 3u}) {
+            for (const std::uint32_t m : {1u, 5u}) {
+                const MatmulOptions options{.kernel = kernel, .force_splits = splits};
+                run_case(ctx(), Case{.m = m, .options = options}, seed++);
+                run_case(ctx(),
+                         Case{.m = m,
+                              .q_heads = 4,
+                              .kv_heads = 2,
+                              .interleaved = false,
+                              .weights = DType::F32,
+                              .cache = DType::F32,
+                              .options = options,
+                              .clamp = 0.75f},
+                         seed++);
+            }
+        }
+    }
+}
+
+TEST_F(MatmulScatter, QuantizedWeightsAndHeadSizes) {
+    std::uint64_t seed = 200;
+    for (const QuantFormat quant : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (const MatmulKernel kernel : {MatmulKernel::Auto, MatmulKernel::Blocked}) {
+            for (const std::uint32_t splits : {0u, 2u}) {
+                const MatmulOptions options{.kernel = kernel, .force_splits = splits};
+                run_case(ctx(), Case{.m = 3, .weights = DType::F16, .quant = quant, .options = options}, seed++);
+                run_case(ctx(),
+                         Case{.m = 1,
+                              .head_dim = 80,
+                              .q_heads = 3,
+                              .kv_heads = 1,
+                              .interleaved = false,
+                              .weights = DType::F32,
+                              .quant = quant,
+                              .options = options,
+                              .clamp = 2.0f,
+                              .bias = false},
+                         seed++);
+            }
+        }
+    }
+    run_case(ctx(), Case{.m = 2, .head_dim = 128, .q_heads = 1, .kv_heads = 1}, seed++);
+}
+
+TEST_F(MatmulScatter, BadGeometryIsRefused) {
+    const DeviceTensor x = nan_tensor(ctx(), 64, DType::F32, "X");
+    const DeviceTensor q = nan_tensor(ctx(), 64, DType::F32, "Q");
+    const DeviceTensor cache = nan_tensor(ctx(), 64 * 4, DType::F32, "cache");
+    const std::uint32_t count[] = {1};
+    const DeviceTensor step = upload_words(ctx(), count, "step");
+    const QkvScatter good{.k_cache = cache.range(),
+                          .v_cache = cache.range(),
+                          .step = step.range(),
+                          .cache_dtype = DType::F32,
+                          .head_dim = 32,
+                          .q_heads = 2,
+                          .kv_heads = 2,
+                          .interleaved = true};
+    const auto attempt = [&](QkvScatter s, std::uint32_t n) {
+        const DeviceTensor w = nan_tensor(ctx(), 64ull * n, DType::F32, "W");
+        auto list = ctx().command_list();
+        record_matmul(ctx(), *list,
+                      MatmulArgs{.x = x.range(), .w = w.range(), .y = q.range(), .m = 1, .n = n, .k = 64, .scatter = s});
+    };
+    EXPECT_NO_THROW(attempt(good, 192));
+    EXPECT_NE(error_message([&] { attempt(good, 190); }).find("need 192"), std::string::npos);
+    QkvScatter gqa = good;
+    gqa.kv_heads = 1;
+    EXPECT_NE(error_message([&] { attempt(gqa, 128); }).find("interleaved"), std::string::npos);
+    QkvScatter no_step = good;
+    no_step.step = {};
+    EXPECT_NE(error_message([&] { attempt(no_step, 192); }).find("step"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vkf::test
