@@ -69,6 +69,7 @@ struct Options {
     vkf::app::DeviceOptions device;
     bool profile = false;
     bool int8_activations = false;
+    bool unfused = false;
     bool check = false;
     double check_tolerance = 1e-3;
     std::string logits_out;
@@ -161,6 +162,10 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
+    cli.add_flag("--unfused", o.unfused,
+                 "repack Q and append K/V with separate passes and record every\n"
+                 "step anew (the portable path, also taken by devices with too few\n"
+                 "storage buffers per shader stage for the fused QKV kernel)");
     cli.add_flag("--int8-activations", o.int8_activations,
                  "q8_0/q4_0 weights: round the matmuls' inputs to int8 per block\n"
                  "for the integer dot-product path where the device has it (changes\n"
@@ -353,6 +358,7 @@ int run(const Options& o) {
                    .max_tokens = o.interactive ? o.ctx : static_cast<std::uint32_t>(prompt.size() + o.n_predict - 1),
                    .chunk = o.chunk,
                    .profiling = o.profile,
+                   .fuse_qkv = !o.unfused,
                    .kv_dtype = o.kv,
                    .int8_activations = o.int8_activations});
     if (progress) {

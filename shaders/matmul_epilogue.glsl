@@ -17,6 +17,7 @@
 #include "gelu.glsl"
 
 #if defined(SCATTER)
+layout(constant_id = VKF_MATMUL_SPEC_SCATTER_HEAD_DIM) const uint SCATTER_D = 64;
 layout(std430, binding = VKF_MATMUL_K_BINDING) buffer KCache { uint k_cache[]; };
 layout(std430, binding = VKF_MATMUL_V_BINDING) buffer VCache { uint v_cache[]; };
 #endif
@@ -55,7 +56,7 @@ uint other_half(uint index) {
 
 // Row and column of the whole output.
 void scatter(uint row, uint col, float v) {
-    const uint D = params.head_dim;
+    const uint D = SCATTER_D;
     uint part, head, d;
     if ((params.flags & VKF_MATMUL_FLAG_SCATTER_INTERLEAVED) != 0u) {
         head = col / (3u * D);

@@ -79,9 +79,11 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                  "64,128,256 and decode 256,1024, matmul and block m = 1 and 32,\n"
                  "whole model 8 tokens, warmup 1, reps 3, smaller ceilings;\n"
                  "options given explicitly still win");
-    add_parsed_option(cli, "--presets", "LIST", "bloom-560m, mpt-7b (default both; --quick: bloom-560m)",
+    add_parsed_option(cli, "--presets", "LIST",
+                      "bloom-560m, mpt-7b, bloom-24x64 (block and model only: 24 layers of\n"
+                      "hidden 64) (default bloom-560m and mpt-7b; --quick: bloom-560m)",
                       [&o](const std::string& text) {
-                          o.presets = parse_words("--presets", text, {"bloom-560m", "mpt-7b"});
+                          o.presets = parse_words("--presets", text, {"bloom-560m", "mpt-7b", "bloom-24x64"});
                       });
     add_counts(cli, "--lengths", "N,...", o.lengths, "attention prefill lengths (default 512,1024,2048,4096,8192)");
     add_counts(cli, "--decode-kv", "N,...", o.decode_kv, "attention KV lengths for decoding (default 512,2048,8192)");

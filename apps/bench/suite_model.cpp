@@ -42,6 +42,16 @@ std::vector<ModelPreset> model_presets() {
                                        .n_kv_head = 16,
                                        .head_dim = 64,
                                        .ffn_hidden = 4096}},
+            // Deep and narrow: the host's share of a decoding step (recording, submission,
+            // waiting) and the per-dispatch cost show, not the weights (2.4 MB).
+            {"bloom-24x64", ModelConfig{.family = ModelFamily::Bloom,
+                                        .vocab_size = 512,
+                                        .hidden = 64,
+                                        .n_layer = 24,
+                                        .n_head = 2,
+                                        .n_kv_head = 2,
+                                        .head_dim = 32,
+                                        .ffn_hidden = 256}},
             {"mpt-7b", ModelConfig{.family = ModelFamily::Mpt,
                                    .vocab_size = 50432,
                                    .hidden = 4096,
@@ -96,20 +106,12 @@ std::uint64_t session_bytes(const ModelConfig& c, std::uint32_t max_tokens, std:
     return cache + activations + std::uint64_t{chunk} * c.vocab_size * 4;
 }
 
-double profile_total_ms(const Session& s) {
-    double ms = 0.0;
-    for (const auto& [kind, p] : s.profile())
-        ms += p.ms;
-    return ms;
-}
-
-// Milliseconds of one call of `step`: GPU time from the session's timestamps, else host time.
+// Milliseconds of one call of `step`: GPU time from the session's timestamps (two per
+// submission, Session::stats()), else host time.
 double timed(Session& session, bool gpu, const std::function<void()>& step) {
-    const double before = profile_total_ms(session);
-    const auto start = std::chrono::steady_clock::now();
+    const double gpu_before = session.stats().gpu_ms, wall_before = session.stats().wall_ms;
     step();
-    const std::chrono::duration<double, std::milli> host = std::chrono::steady_clock::now() - start;
-    return gpu ? profile_total_ms(session) - before : host.count();
+    return gpu ? session.stats().gpu_ms - gpu_before : session.stats().wall_ms - wall_before;
 }
 
 std::vector<std::uint32_t> token_ids(std::uint32_t n, std::uint32_t vocab) {
@@ -137,23 +139,29 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
             for (const std::uint32_t prefill_m : s.prefill_m) {
                 // --quick: a whole BLOOM-560m prefill of 32 tokens takes half a minute on lavapipe.
                 const std::uint32_t m = s.quick && whole_model ? std::min<std::uint32_t>(prefill_m, 8) : prefill_m;
-                for (const bool decode : {false, true}) {
+                // Decoding also runs the way every step ran before recorded steps (unfused QKV,
+                // the list recorded anew per token): the baseline of the same run.
+                for (const auto& [decode, recorded] : {std::pair{false, true}, {true, true}, {true, false}}) {
                     BenchCase c;
                     const std::string mode = decode ? "decode" : "prefill";
-                    c.name = fmt::format("{} {}{}{} tokens {} kv {}", preset.name, mode, decode ? " after " : " ", m,
-                                         to_string(format), to_string(kv_dtype));
+                    const std::string step_kind = recorded ? "recorded once" : "re-recorded";
+                    c.name =
+                        fmt::format("{} {}{}{} tokens {} kv {}{}", preset.name, mode, decode ? " after " : " ", m,
+                                    to_string(format), to_string(kv_dtype), recorded ? "" : " re-recorded unfused");
                     c.params = {{"model", preset.name},
                                 {"mode", mode},
                                 {"weights", to_string(format)},
                                 {"kv", std::string(to_string(kv_dtype))},
                                 {"layers", std::int64_t{config.n_layer}},
                                 {"tokens", std::int64_t{decode ? 1 : m}},
-                                {"context", std::int64_t{m}}};
+                                {"context", std::int64_t{m}},
+                                {"step", step_kind}};
                     const std::uint64_t weights = model_bytes(config, format);
                     const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
                     c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
                     c.bytes = read;
-                    c.run = [config, m, decode, format, kv_dtype, weights, read, whole_model](CaseEnv& env, Result& r) {
+                    c.run = [config, m, decode, recorded, format, kv_dtype, weights, read, whole_model](CaseEnv& env,
+                                                                                                        Result& r) {
                         Context& ctx = env.ctx;
                         const SuiteSettings& st = env.settings;
                         const std::uint32_t steps = st.warmup + st.reps;
@@ -176,7 +184,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         Session session(
                             model,
                             SessionOptions{
-                                .max_tokens = max_tokens, .chunk = chunk, .profiling = gpu, .kv_dtype = kv_dtype});
+                                .max_tokens = max_tokens, .chunk = chunk, .fuse_qkv = recorded, .kv_dtype = kv_dtype});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
                         std::vector<double> times;
@@ -189,12 +197,38 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                             }
                         } else {
                             session.forward(prompt, Session::Logits::None);
+                            SessionStats before{};
+                            std::vector<double> host_ms;
                             for (std::uint32_t i = 0; i < steps; ++i) {
+                                if (i == st.warmup) {
+                                    before = session.stats();
+                                }
                                 const std::uint32_t next[] = {(i * 31u + 5u) % config.vocab_size};
+                                const SessionStats step_before = session.stats();
                                 const double ms = timed(session, gpu, [&] { session.forward(next, logits); });
-                                if (i >= st.warmup)
+                                if (i >= st.warmup) {
                                     times.push_back(ms);
+                                    const SessionStats& now = session.stats();
+                                    host_ms.push_back((now.wall_ms - step_before.wall_ms) -
+                                                      (now.gpu_ms - step_before.gpu_ms));
+                                }
                             }
+                            // Per decoding step: the host's time (wall clock of forward() minus the
+                            // GPU's busy time, so recording, submission, waking up and the logits
+                            // copy), and what the GPU was given.
+                            const SessionStats& after = session.stats();
+                            const double n = std::max<double>(1.0, static_cast<double>(after.tokens - before.tokens));
+                            if (gpu && !host_ms.empty()) {
+                                r.extra.emplace_back("host_ms_per_token", stats_of(host_ms).median);
+                            }
+                            r.extra.emplace_back("dispatches_per_token",
+                                                 static_cast<double>(after.dispatches - before.dispatches) / n);
+                            r.extra.emplace_back("barriers_per_token",
+                                                 static_cast<double>(after.barriers - before.barriers) / n);
+                            r.extra.emplace_back("submissions_per_token",
+                                                 static_cast<double>(after.submissions - before.submissions) / n);
+                            r.extra.emplace_back("recordings_per_token",
+                                                 static_cast<double>(after.recordings - before.recordings) / n);
                         }
                         r.reps_ms = times;
                         r.timing = timing_name(ctx);
@@ -208,8 +242,10 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         }
                         r.plan = fmt::format(
                             "{} layer(s), {} weights, fp32 activations, {} KV cache, prompt chunks of {}, one "
-                            "submission per chunk",
-                            config.n_layer, to_string(format), to_string(kv_dtype), chunk);
+                            "submission per chunk, {}",
+                            config.n_layer, to_string(format), to_string(kv_dtype), chunk,
+                            session.fused_qkv() ? "fused QKV scatter, lists recorded once per chunk size"
+                                                : "QKV repacked by separate passes, a list recorded per chunk");
                         // The same median the runner reports for the result.
                         const double median_ms = times.empty() ? 0.0 : stats_of(times).median;
                         if (median_ms > 0.0) {

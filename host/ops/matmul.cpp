@@ -330,15 +330,25 @@ std::vector<Binding> scatter_bindings(const MatmulArgs& a) {
     return {{a.scatter->k_cache, access}, {a.scatter->v_cache, access}};
 }
 
-ReducePass reduce_pass(Context& ctx, bool bias_f16, bool scatter) {
+std::vector<SpecConstant> scatter_constants(const MatmulArgs& a) {
+    if (!a.scatter) {
+        return {};
+    }
+    return {{VKF_MATMUL_SPEC_SCATTER_HEAD_DIM, a.scatter->head_dim}};
+}
+
+ReducePass reduce_pass(Context& ctx, bool bias_f16, std::uint32_t scatter_head_dim) {
+    const bool scatter = scatter_head_dim > 0;
     const ComputeLimits& limits = ctx.limits();
     ReducePass pass;
     pass.workgroup_size = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
-    pass.pipeline = &ctx.pipeline(
-        PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}, {"SCATTER", scatter}}),
-                     .workgroup_size = {pass.workgroup_size, 1, 1},
-                     .push_constant_layout = MatmulPush::layout,
-                     .binding_count = scatter ? 6u : 4u});
+    pass.pipeline = &ctx.pipeline(PipelineDesc{
+        .code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}, {"SCATTER", scatter}}),
+        .workgroup_size = {pass.workgroup_size, 1, 1},
+        .constants = scatter ? std::vector<SpecConstant>{{VKF_MATMUL_SPEC_SCATTER_HEAD_DIM, scatter_head_dim}}
+                             : std::vector<SpecConstant>{},
+        .push_constant_layout = MatmulPush::layout,
+        .binding_count = scatter ? 6u : 4u});
     return pass;
 }
 
@@ -524,6 +534,10 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     }
     // Split K: the slices write plain partial sums and the reduce pass scatters.
     const bool scatter_main = a.scatter.has_value() && !split;
+    if (scatter_main) {
+        const std::vector<SpecConstant> more = matmul_detail::scatter_constants(a);
+        constants.insert(constants.end(), more.begin(), more.end());
+    }
     const Pipeline& main =
         ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads, scatter_main),
                                   .workgroup_size = {plan.workgroup_size, 1, 1},
@@ -532,7 +546,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                   .binding_count = scatter_main ? kScatterMatmulBindings : 5u,
                                   .shared_memory_bytes = plan.shared_bytes});
     const matmul_detail::ReducePass reduce =
-        split ? matmul_detail::reduce_pass(ctx, f16, a.scatter.has_value()) : matmul_detail::ReducePass{};
+        split ? matmul_detail::reduce_pass(ctx, f16, a.scatter ? a.scatter->head_dim : 0) : matmul_detail::ReducePass{};
     const std::vector<Binding> scatter = matmul_detail::scatter_bindings(a);
     const std::uint32_t epilogue_flags = matmul_detail::epilogue_flags(a);
 

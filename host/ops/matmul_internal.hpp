@@ -90,8 +90,12 @@ struct ReducePass {
     const Pipeline* pipeline = nullptr;
     std::uint32_t workgroup_size = 0;
 };
-// `scatter`: the SCATTER variant (its residual binding is the step, and K and V follow Y).
-ReducePass reduce_pass(Context& ctx, bool bias_f16, bool scatter);
+// `scatter_head_dim` > 0: the SCATTER variant for that head size (its residual binding is
+// the step, and K and V follow Y).
+ReducePass reduce_pass(Context& ctx, bool bias_f16, std::uint32_t scatter_head_dim);
+
+// The SCATTER variants' specialization constant (none without a scatter).
+std::vector<SpecConstant> scatter_constants(const MatmulArgs& a);
 void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
                      const BufferRange* bias, const BufferRange* residual, const BufferRange& y, const MatmulArgs& a);
 

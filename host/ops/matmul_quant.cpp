@@ -170,6 +170,10 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
             if (plan.kernel == MatmulKernel::RowDot) {
                 constants.push_back({VKF_MATMUL_QUANT_SPEC_RG, plan.column_groups});
             }
+            if (scatter_main) {
+                const std::vector<SpecConstant> more = scatter_constants(a);
+                constants.insert(constants.end(), more.begin(), more.end());
+            }
             const SpirvCode& code = shaders::variant("matmul_quant", {{"Q8_0", a.quant == QuantFormat::Q8_0},
                                                                       {"Q4_0", a.quant == QuantFormat::Q4_0},
                                                                       {"ROWDOT", plan.kernel == MatmulKernel::RowDot},
@@ -187,7 +191,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
         }
         return *p;
     };
-    const ReducePass reduce = split ? reduce_pass(ctx, f16, a.scatter.has_value()) : ReducePass{};
+    const ReducePass reduce = split ? reduce_pass(ctx, f16, a.scatter ? a.scatter->head_dim : 0) : ReducePass{};
     const std::uint32_t flags = epilogue_flags(a);
     // The integer dot-product path quantizes each row piece of X into scratch first (the
     // pre-pass runs once per row piece, not per column piece). Its pipelines are made only

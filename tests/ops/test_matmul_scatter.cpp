@@ -27,7 +27,7 @@ struct Case {
     std::uint32_t m = 1;
     std::uint32_t head_dim = 32, q_heads = 2, kv_heads = 2;
     bool interleaved = true;
-    DType weights = DType::F16;          // F32, F16, or the bias type of quantized weights
+    DType weights = DType::F16;  // F32, F16, or the bias type of quantized weights
     QuantFormat quant = QuantFormat::None;
     DType cache = DType::F16;
     MatmulOptions options{};
@@ -36,10 +36,10 @@ struct Case {
 };
 
 std::string name(const Case& c) {
-    return "m" + std::to_string(c.m) + " D" + std::to_string(c.head_dim) + " heads " + std::to_string(c.q_heads) +
-           "/" + std::to_string(c.kv_heads) + (c.interleaved ? " interleaved" : " blocks") + " " +
-           (c.quant != QuantFormat::None ? to_string(c.quant) : to_string(c.weights)) + " cache " +
-           to_string(c.cache) + " kernel=" + to_string(c.options.kernel) +
+    return "m" + std::to_string(c.m) + " D" + std::to_string(c.head_dim) + " heads " + std::to_string(c.q_heads) + "/" +
+           std::to_string(c.kv_heads) + (c.interleaved ? " interleaved" : " blocks") + " " +
+           (c.quant != QuantFormat::None ? to_string(c.quant) : to_string(c.weights)) + " cache " + to_string(c.cache) +
+           " kernel=" + to_string(c.options.kernel) +
            (c.options.force_splits ? " splits" + std::to_string(c.options.force_splits) : "") +
            (c.clamp ? " clamp" : "");
 }
@@ -241,8 +241,9 @@ TEST_F(MatmulScatter, BadGeometryIsRefused) {
     const auto attempt = [&](QkvScatter s, std::uint32_t n) {
         const DeviceTensor w = nan_tensor(ctx(), 64ull * n, DType::F32, "W");
         auto list = ctx().command_list();
-        record_matmul(ctx(), *list,
-                      MatmulArgs{.x = x.range(), .w = w.range(), .y = q.range(), .m = 1, .n = n, .k = 64, .scatter = s});
+        record_matmul(
+            ctx(), *list,
+            MatmulArgs{.x = x.range(), .w = w.range(), .y = q.range(), .m = 1, .n = n, .k = 64, .scatter = s});
     };
     EXPECT_NO_THROW(attempt(good, 192));
     EXPECT_NE(error_message([&] { attempt(good, 190); }).find("need 192"), std::string::npos);
