@@ -181,10 +181,11 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                      largest);
                         const bool gpu = ctx.limits().timestamps;
                         const Model model(ctx, config, format);
-                        Session session(
-                            model,
-                            SessionOptions{
-                                .max_tokens = max_tokens, .chunk = chunk, .fuse_qkv = recorded, .kv_dtype = kv_dtype});
+                        Session session(model, SessionOptions{.max_tokens = max_tokens,
+                                                              .chunk = chunk,
+                                                              .fuse_qkv = recorded,
+                                                              .fuse_layernorm = recorded,
+                                                              .kv_dtype = kv_dtype});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
                         std::vector<double> times;

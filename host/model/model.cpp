@@ -208,9 +208,20 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                        .eps = static_cast<float>(c.layer_norm_epsilon),
                                        .weight_dtype = dt});
     };
+    const MatmulOptions matmul_options{.int8_activations = options_.int8_activations};
+    // A LayerNorm whose only reader is this matmul runs inside it where the kernel can.
+    const auto fuses_norm = [&](const LinearWeights& lw) {
+        return options_.fuse_layernorm && matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), tokens, lw.out, lw.in,
+                                                                             dt, matmul_options, wf.quant));
+    };
+    const auto norm_of = [&](const NormWeights& norm) {
+        return XLayerNorm{.weight = whole(norm.weight),
+                          .bias = optional_range(norm.bias),
+                          .eps = static_cast<float>(c.layer_norm_epsilon)};
+    };
     const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual, Activation act,
-                            std::optional<QkvScatter> scatter = std::nullopt,
-                            std::optional<float> clamp = std::nullopt) {
+                            std::optional<QkvScatter> scatter = std::nullopt, std::optional<float> clamp = std::nullopt,
+                            std::optional<XLayerNorm> x_norm = std::nullopt) {
         record_matmul(ctx_, list,
                       MatmulArgs{.x = x,
                                  .w = whole(lw.weight),
@@ -227,16 +238,23 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                                  .quant = wf.quant,
                                  .scales = optional_range(lw.scales),
                                  .scatter = scatter,
-                                 .clamp = clamp});
+                                 .clamp = clamp,
+                                 .x_norm = x_norm});
     };
     const std::optional<float> clip =
         c.clip_qkv ? std::optional<float>(static_cast<float>(*c.clip_qkv)) : std::optional<float>();
 
     // Attention half: h += out_proj(attention(qkv(norm(h)))).
-    layernorm(w.attn_norm, hidden, normed);
+    const bool qkv_norm = fuses_norm(w.qkv);
+    const std::optional<XLayerNorm> attn_norm =
+        qkv_norm ? std::optional<XLayerNorm>(norm_of(w.attn_norm)) : std::nullopt;
+    const BufferRange qkv_in = qkv_norm ? hidden : normed;
+    if (!qkv_norm) {
+        layernorm(w.attn_norm, hidden, normed);
+    }
     if (fused_) {
         // Q, K and V go straight where attention reads them.
-        linear(w.qkv, normed, q, {}, Activation::None,
+        linear(w.qkv, qkv_in, q, {}, Activation::None,
                QkvScatter{.k_cache = whole(k_cache_[layer]),
                           .v_cache = whole(v_cache_[layer]),
                           .step = whole(step_),
@@ -245,11 +263,11 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                           .q_heads = c.n_head,
                           .kv_heads = c.n_kv_head,
                           .interleaved = c.family == ModelFamily::Bloom},
-               clip);
+               clip, attn_norm);
         attention.record(list, q, whole(k_cache_[layer]), whole(v_cache_[layer]), attn, whole(step_));
     } else {
         const BufferRange qkv = rows(qkv_, 0, tokens, 3ull * h);
-        linear(w.qkv, normed, qkv, {}, Activation::None, std::nullopt, clip);
+        linear(w.qkv, qkv_in, qkv, {}, Activation::None, std::nullopt, clip, attn_norm);
         const QkvLayouts layout = qkv_layouts(c, tokens);
         const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos,
                                 DType dst_dtype) {
@@ -276,8 +294,13 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     linear(w.attn_out, attn, hidden, hidden, Activation::None);
 
     // MLP half: h += down(gelu(up(norm(h)))).
-    layernorm(w.mlp_norm, hidden, normed);
-    linear(w.up, normed, mlp, {}, c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf);
+    const Activation gelu = c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf;
+    if (fuses_norm(w.up)) {
+        linear(w.up, hidden, mlp, {}, gelu, std::nullopt, std::nullopt, norm_of(w.mlp_norm));
+    } else {
+        layernorm(w.mlp_norm, hidden, normed);
+        linear(w.up, normed, mlp, {}, gelu);
+    }
     linear(w.down, mlp, hidden, hidden, Activation::None);
 }
 
@@ -342,19 +365,25 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
         const std::uint32_t first = tokens - logit_rows;
         const BufferRange last_hidden = rows(hidden_, first, logit_rows, h);
         const BufferRange last_normed = rows(normed_, first, logit_rows, h);
-        record_layernorm(ctx_, list,
-                         LayerNormArgs{.x = last_hidden,
-                                       .weight = whole(w.final_norm.weight),
-                                       .bias = optional_range(w.final_norm.bias),
-                                       .y = last_normed,
-                                       .rows = logit_rows,
-                                       .dim = h,
-                                       .eps = static_cast<float>(c.layer_norm_epsilon),
-                                       .weight_dtype = dt});
         const bool tied = !w.lm_head.valid();
         const Buffer& head = tied ? w.embedding : w.lm_head;
+        const MatmulOptions head_options{.int8_activations = options_.int8_activations};
+        const bool head_norm =
+            options_.fuse_layernorm && matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), logit_rows, c.vocab_size,
+                                                                          h, dt, head_options, wf.quant));
+        if (!head_norm) {
+            record_layernorm(ctx_, list,
+                             LayerNormArgs{.x = last_hidden,
+                                           .weight = whole(w.final_norm.weight),
+                                           .bias = optional_range(w.final_norm.bias),
+                                           .y = last_normed,
+                                           .rows = logit_rows,
+                                           .dim = h,
+                                           .eps = static_cast<float>(c.layer_norm_epsilon),
+                                           .weight_dtype = dt});
+        }
         record_matmul(ctx_, list,
-                      MatmulArgs{.x = last_normed,
+                      MatmulArgs{.x = head_norm ? last_hidden : last_normed,
                                  .w = whole(head),
                                  .bias = {},
                                  .residual = {},
@@ -364,9 +393,14 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                                  .n = c.vocab_size,
                                  .k = h,
                                  .weight_dtype = dt,
-                                 .options = {.int8_activations = options_.int8_activations},
+                                 .options = head_options,
                                  .quant = wf.quant,
-                                 .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales)});
+                                 .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales),
+                                 .x_norm = head_norm ? std::optional<XLayerNorm>(
+                                                           XLayerNorm{.weight = whole(w.final_norm.weight),
+                                                                      .bias = optional_range(w.final_norm.bias),
+                                                                      .eps = static_cast<float>(c.layer_norm_epsilon)})
+                                                     : std::nullopt});
     }
     list.finish();
     ++stats_.recordings;

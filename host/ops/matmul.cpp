@@ -125,11 +125,12 @@ std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t
 }
 
 // The tiled kernel is matmul.comp without a kernel define.
-const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter) {
+const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter, bool layernorm) {
     return shaders::variant("matmul", {{"GEMV", kernel == MatmulKernel::Gemv},
                                        {"BLOCKED", kernel == MatmulKernel::Blocked},
                                        {"ROWDOT", kernel == MatmulKernel::RowDot},
                                        {"WIDE64", kernel == MatmulKernel::RowDot && wide},
+                                       {"LN_X", layernorm},
                                        {"WEIGHTS_F16", f16},
                                        {"SCATTER", scatter}});
 }
@@ -314,6 +315,7 @@ std::uint32_t epilogue_flags(const MatmulArgs& a) {
     flags |= a.bias.buffer != nullptr ? VKF_MATMUL_FLAG_BIAS : 0;
     flags |= a.residual.buffer != nullptr ? VKF_MATMUL_FLAG_RESIDUAL : 0;
     flags |= a.clamp ? VKF_MATMUL_FLAG_CLAMP : 0;
+    flags |= a.x_norm && a.x_norm->bias.buffer != nullptr ? VKF_MATMUL_FLAG_LN_BIAS : 0;
     if (a.scatter) {
         flags |= a.scatter->interleaved ? VKF_MATMUL_FLAG_SCATTER_INTERLEAVED : 0;
         flags |= a.scatter->cache_dtype == DType::F16 ? VKF_MATMUL_FLAG_CACHE_F16 : 0;
@@ -409,6 +411,10 @@ std::string MatmulPlan::describe() const {
     s += ", pieces of " + std::to_string(rows_per_piece) + " rows x " + std::to_string(cols_per_piece) + " cols, ~" +
          std::to_string(loop_iterations) + " loop iterations per invocation";
     return s;
+}
+
+bool matmul_fuses_layernorm(const MatmulPlan& plan) {
+    return plan.kernel == MatmulKernel::RowDot && plan.quant == QuantFormat::None;
 }
 
 MatmulDevice matmul_device(const Context& ctx) {
@@ -517,6 +523,33 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     check_tensor(a.w, std::uint64_t{a.n} * a.k, wsize, "matmul", "W", shape_text({a.n, a.k}, wtype));
     matmul_detail::check_tensors(a, plan);
     const bool split = plan.n_splits > 1;
+    const bool layernorm = a.x_norm.has_value();
+    std::vector<Binding> ln_bindings;
+    if (layernorm) {
+        if (!matmul_fuses_layernorm(plan)) {
+            throw Error("matmul: a fused LayerNorm of X needs the row-dot kernel; the plan is " + plan.describe() +
+                        " (run record_layernorm first)");
+        }
+        check_tensor(a.x_norm->weight, a.k, wsize, "matmul", "LayerNorm weight", shape_text({a.k}, wtype));
+        if (a.x_norm->bias.buffer != nullptr) {
+            check_tensor(a.x_norm->bias, a.k, wsize, "matmul", "LayerNorm bias", shape_text({a.k}, wtype));
+        }
+        // Bound in whole words (an odd k of fp16 values), from the tensors' first element: the
+        // kernel indexes them from 0 and reads 8 at a time where k allows.
+        const auto bind_norm = [&](const BufferRange& r, const char* what) {
+            const ElementBinding b = bind_elements(limits, r, 0, a.k, wsize, "matmul", what);
+            if (b.base != 0 || r.offset % 16 != 0) {
+                throw Error(std::string("matmul: a fused LayerNorm's ") + what +
+                            " must start on a 16-byte boundary that the device can bind (offset " +
+                            std::to_string(r.offset) + ")");
+            }
+            return b.range;
+        };
+        const BufferRange weight = bind_norm(a.x_norm->weight, "LayerNorm weight");
+        ln_bindings = {
+            {weight, Access::Read},
+            {a.x_norm->bias.buffer != nullptr ? bind_norm(a.x_norm->bias, "LayerNorm bias") : weight, Access::Read}};
+    }
 
     std::vector<SpecConstant> constants;
     if (plan.kernel == MatmulKernel::Tiled) {
@@ -538,16 +571,19 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
         const std::vector<SpecConstant> more = matmul_detail::scatter_constants(a);
         constants.insert(constants.end(), more.begin(), more.end());
     }
-    const Pipeline& main =
-        ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads, scatter_main),
-                                  .workgroup_size = {plan.workgroup_size, 1, 1},
-                                  .constants = constants,
-                                  .push_constant_layout = MatmulPush::layout,
-                                  .binding_count = scatter_main ? kScatterMatmulBindings : 5u,
-                                  .shared_memory_bytes = plan.shared_bytes});
+    const Pipeline& main = ctx.pipeline(PipelineDesc{
+        .code = &main_code(plan.kernel, f16, plan.wide_loads, scatter_main, layernorm),
+        .workgroup_size = {plan.workgroup_size, 1, 1},
+        .constants = constants,
+        .push_constant_layout = MatmulPush::layout,
+        .binding_count = (scatter_main ? kScatterMatmulBindings : 5u) + static_cast<std::uint32_t>(ln_bindings.size()),
+        .shared_memory_bytes = plan.shared_bytes});
     const matmul_detail::ReducePass reduce =
         split ? matmul_detail::reduce_pass(ctx, f16, a.scatter ? a.scatter->head_dim : 0) : matmul_detail::ReducePass{};
     const std::vector<Binding> scatter = matmul_detail::scatter_bindings(a);
+    // Fused work shows in GPU profiles under its own name.
+    const char* label = a.scatter ? (layernorm ? "matmul (LayerNorm, QKV scatter)" : "matmul (QKV scatter)")
+                                  : (layernorm ? "matmul (LayerNorm)" : "matmul");
     const std::uint32_t epilogue_flags = matmul_detail::epilogue_flags(a);
 
     for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
@@ -607,29 +643,32 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                  {res.range, Access::Read},
                                                  {y.range, Access::Write}};
                 bindings.insert(bindings.end(), scatter.begin(), scatter.end());
+                bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
                 list.dispatch(Dispatch{.pipeline = &main,
                                        .bindings = bindings,
                                        .push_constants = push_bytes(push),
                                        .groups = groups,
-                                       .label = "matmul"});
+                                       .label = label});
                 continue;
             }
             const ElementBinding partials =
                 bind_elements(limits, a.scratch, 0, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
             MatmulPush partial_push = push;
-            partial_push.flags = (push.flags & (VKF_MATMUL_FLAG_PAIRS | VKF_MATMUL_FLAG_VEC8 | VKF_MATMUL_FLAG_VEC16)) |
+            partial_push.flags = (push.flags & (VKF_MATMUL_FLAG_PAIRS | VKF_MATMUL_FLAG_VEC8 | VKF_MATMUL_FLAG_VEC16 |
+                                                VKF_MATMUL_FLAG_LN_BIAS)) |
                                  VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
-            const Binding bindings[] = {{x.range, Access::Read},
-                                        {w.range, Access::Read},
-                                        {x.range, Access::Read},
-                                        {x.range, Access::Read},
-                                        {partials.range, Access::Write}};
+            std::vector<Binding> bindings = {{x.range, Access::Read},
+                                             {w.range, Access::Read},
+                                             {x.range, Access::Read},
+                                             {x.range, Access::Read},
+                                             {partials.range, Access::Write}};
+            bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
             list.dispatch(Dispatch{.pipeline = &main,
                                    .bindings = bindings,
                                    .push_constants = push_bytes(partial_push),
                                    .groups = groups,
-                                   .label = "matmul"});
+                                   .label = label});
             matmul_detail::dispatch_reduce(list, reduce, push, partials, has_bias ? &bias.range : nullptr,
                                            a.scatter      ? &res.range
                                            : has_residual ? &res.range

@@ -58,6 +58,17 @@ struct QkvScatter {
 inline constexpr std::uint32_t kScatterMatmulBindings = 7;
 inline constexpr std::uint32_t kScatterMatmulQuantBindings = 8;
 
+// LayerNorm of X fused into the matmul (MatmulArgs::x_norm): X is the raw input and the
+// kernel normalizes each row as it loads it, (x - mean) / sqrt(var + eps) * weight + bias.
+// Only the row-dot kernel of dense weights does it (plan_matmul's kernel RowDot: decoding
+// on CPU devices, where a LayerNorm dispatch costs as much as the matmul); check with
+// matmul_fuses_layernorm() and run record_layernorm first otherwise.
+struct XLayerNorm {
+    BufferRange weight;  // [k] in MatmulArgs::weight_dtype
+    BufferRange bias;    // [k] likewise, or no buffer
+    float eps = 1e-5f;
+};
+
 struct MatmulArgs {
     BufferRange x;         // [m, k] fp32
     BufferRange w;         // [n, k] weight_dtype (PyTorch's Linear.weight layout)
@@ -79,6 +90,8 @@ struct MatmulArgs {
     std::optional<QkvScatter> scatter = std::nullopt;
     // Set: the epilogue clamps to [-clamp, clamp] after bias and activation (MPT's clip_qkv).
     std::optional<float> clamp = std::nullopt;
+    // Set: X is normalized by the kernel (XLayerNorm); needs the row-dot kernel.
+    std::optional<XLayerNorm> x_norm = std::nullopt;
 };
 
 void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
@@ -91,8 +104,8 @@ std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uin
 
 // MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h;
 // MatmulQuantPush and VKF_MATMUL_QUANT_*: shaders/interface/matmul_quant.h.
-static_assert(sizeof(MatmulPush) == 76);
-static_assert(sizeof(MatmulQuantPush) == 76);
+static_assert(sizeof(MatmulPush) == 80);
+static_assert(sizeof(MatmulQuantPush) == 80);
 
 // What the plan needs to know of the device.
 struct MatmulDevice {
@@ -126,6 +139,9 @@ struct MatmulPlan {
     std::uint64_t loop_iterations = 0;   // per invocation, counted without unrolling (an upper bound)
     std::string describe() const;
 };
+
+// Whether record_matmul can fuse a LayerNorm of X (XLayerNorm) into this matmul's plan.
+bool matmul_fuses_layernorm(const MatmulPlan& plan);
 
 // Throws vkf::Error when a forced kernel does not fit the device (or the weights' format),
 // when one row of W or X is longer than maxStorageBufferRange, or when quantized rows are

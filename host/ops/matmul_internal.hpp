@@ -73,6 +73,7 @@ void set_epilogue_push(Push& push, const MatmulArgs& a, std::uint32_t m0, std::u
     push.col0 = n0;
     push.rows = a.m;
     push.clamp_to = a.clamp.value_or(0.0f);
+    push.ln_eps = a.x_norm ? a.x_norm->eps : 0.0f;
     if (a.scatter) {
         push.head_dim = a.scatter->head_dim;
         push.q_heads = a.scatter->q_heads;

@@ -151,6 +151,12 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
     check_tensor(a.scales, a.n * row_scales, 2, "matmul", "W scales",
                  shape_text({a.n, static_cast<std::uint32_t>(row_scales)}, "f16 (" + wtype + ")"));
     check_tensors(a, plan);
+    if (a.x_norm) {
+        throw Error(
+            "matmul: a fused LayerNorm of X needs dense weights (the row-dot kernel); run record_layernorm "
+            "first for " +
+            std::string(to_string(a.quant)));
+    }
     const bool split = plan.n_splits > 1;
 
     // Rows of X and W that start on 16 bytes are read as vectors; others (tensors at
@@ -160,6 +166,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
     // Split K: the slices write plain partial sums and the reduce pass scatters.
     const bool scatter_main = a.scatter.has_value() && !split;
     const std::vector<Binding> scatter = scatter_bindings(a);
+    const char* label = a.scatter ? "matmul (QKV scatter)" : "matmul";  // fused work under its own name
     const Pipeline* pipelines[2][3] = {};
     const auto pipeline = [&](bool vector_loads, std::uint32_t bg) -> const Pipeline& {
         const Pipeline*& p = pipelines[vector_loads ? 1 : 0][std::countr_zero(bg)];
@@ -261,7 +268,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                        .bindings = bindings,
                                        .push_constants = push_bytes(push),
                                        .groups = groups,
-                                       .label = "matmul"});
+                                       .label = label});
                 continue;
             }
             const ElementBinding partials = bind_elements(
@@ -276,7 +283,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .bindings = bindings,
                                    .push_constants = push_bytes(partial_push),
                                    .groups = groups,
-                                   .label = "matmul"});
+                                   .label = label});
             MatmulPush reduce_push{.m = mc,
                                    .n = nc,
                                    .k = a.k,

@@ -21,6 +21,8 @@
 // heads; the KV cache is fp16 when VKF_MATMUL_FLAG_CACHE_F16 is set, else fp32.
 #define VKF_MATMUL_FLAG_SCATTER_INTERLEAVED 512u
 #define VKF_MATMUL_FLAG_CACHE_F16 1024u
+// LN_X variants: the LayerNorm of X has a bias.
+#define VKF_MATMUL_FLAG_LN_BIAS 2048u
 
 // The push-constant members every matmul kernel family appends to its block: the clamp
 // bound and the SCATTER epilogue's geometry. A SCATTER kernel writes the Q columns of its
@@ -39,6 +41,7 @@
     F(uint, head_dim)                                                     \
     F(uint, q_heads)                                                      \
     F(uint, kv_heads)                                                     \
-    F(float, clamp_to)
+    F(float, clamp_to)                                                    \
+    F(float, ln_eps) /* LN_X variants: the LayerNorm's epsilon */
 
 #endif

@@ -51,7 +51,7 @@ struct Case {
     // fp32 by default here: the reference model keeps K and V in double, so only an fp32
     // cache meets kTolerance; fp16 caches are checked against tolerance(DType::F16).
     DType kv_dtype = DType::F32;
-    bool fuse_qkv = true;  // SessionOptions::fuse_qkv
+    bool fuse_qkv = true;  // SessionOptions::fuse_qkv and fuse_layernorm
 };
 
 class Model_ : public VulkanTest {};
@@ -68,8 +68,10 @@ double check_against_reference(Context& ctx, const Case& c, double tolerance) {
     constexpr std::uint32_t kPrompt = 13, kSteps = 8;
     const std::uint32_t vocab = c.config.vocab_size;
     std::vector<std::uint32_t> ids = random_token_ids(kPrompt, vocab, 11);
-    Session session(model,
-                    SessionOptions{.max_tokens = kPrompt + kSteps, .fuse_qkv = c.fuse_qkv, .kv_dtype = c.kv_dtype});
+    Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps,
+                                          .fuse_qkv = c.fuse_qkv,
+                                          .fuse_layernorm = c.fuse_qkv,
+                                          .kv_dtype = c.kv_dtype});
     EXPECT_EQ(session.fused_qkv(), c.fuse_qkv);
     EXPECT_EQ(session.kv_dtype(), c.kv_dtype);
     std::vector<float> gpu = session.forward(ids, Session::Logits::All);
@@ -217,6 +219,7 @@ TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
         fresh_options.reuse_steps = false;
         SessionOptions unfused_options = base;
         unfused_options.fuse_qkv = false;
+        unfused_options.fuse_layernorm = false;
         Session reused(model, base), fresh(model, fresh_options), unfused(model, unfused_options);
         ASSERT_TRUE(reused.fused_qkv());
         std::vector<std::uint32_t> ids = random_token_ids(kPrompt, vocab, 3);

@@ -1,10 +1,13 @@
-// The fused QKV projection (MatmulArgs::scatter, the SCATTER kernels): Q, K and V of m new
-// tokens written by the matmul's epilogue where attention reads them, against the
-// double-precision reference matmul scattered on the host. Every kernel (dense and
-// block-quantized), split-K (the reduce pass scatters), weights bound in row pieces, BLOOM's
-// interleaved [n_head, 3, head_dim] columns and [q | k | v] blocks with grouped K/V heads,
-// fp32 and fp16 caches, and the clamp. The caches start random: rows outside the step's
-// positions must come back bit for bit, and Q is poisoned.
+// The matmul's fused work against the double-precision reference.
+// QKV scatter (MatmulArgs::scatter, the SCATTER kernels): Q, K and V of m new tokens written
+// by the matmul's epilogue where attention reads them, against the reference matmul
+// scattered on the host. Every kernel (dense and block-quantized), split-K (the reduce pass
+// scatters), BLOOM's interleaved [n_head, 3, head_dim] columns and [q | k | v] blocks with
+// grouped K/V heads, fp32 and fp16 caches, and the clamp. The caches start random: rows
+// outside the step's positions must come back bit for bit, and Q is poisoned.
+// LayerNorm of X (MatmulArgs::x_norm, the LN_X row-dot kernels): against the reference
+// LayerNorm followed by the reference matmul, over odd and aligned k (element, 8- and
+// 16-element loads), with and without the norm's bias, split-K, and refused elsewhere.
 
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
@@ -16,6 +19,7 @@
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <tuple>
@@ -222,6 +226,106 @@ TEST_F(MatmulScatter, QuantizedWeightsAndHeadSizes) {
         }
     }
     run_case(ctx(), Case{.m = 2, .head_dim = 128, .q_heads = 1, .kv_heads = 1}, seed++);
+}
+
+void run_layernorm_case(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, DType dtype, bool bias,
+                        std::uint32_t splits, std::uint64_t seed) {
+    SCOPED_TRACE("m" + std::to_string(m) + " n" + std::to_string(n) + " k" + std::to_string(k) + " " +
+                 to_string(dtype) + (bias ? " norm bias" : "") + " splits " + std::to_string(splits));
+    // Rows far from zero mean, as a residual stream is.
+    auto x = random_uniform(std::size_t{m} * k, seed, -2.0f, 2.0f);
+    for (float& v : x)
+        v += 3.0f;
+    const auto rounded = [&](std::vector<float> v) {
+        if (dtype == DType::F16) {
+            for (float& e : v)
+                e = half_to_float(float_to_half(e));
+        }
+        return v;
+    };
+    const auto w = rounded(random_uniform(std::size_t{n} * k, seed + 1, -1.0f, 1.0f));
+    const auto gamma = rounded(random_uniform(k, seed + 2, 0.5f, 1.5f));
+    const auto beta = bias ? rounded(random_uniform(k, seed + 3, -0.5f, 0.5f)) : std::vector<float>{};
+    const auto lin_bias = rounded(random_uniform(n, seed + 4, -1.0f, 1.0f));
+    constexpr float kEps = 1e-5f;
+
+    const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "X");
+    const DeviceTensor wb = upload_tensor(ctx, w, dtype, "W");
+    const DeviceTensor gb = upload_tensor(ctx, gamma, dtype, "LayerNorm weight");
+    std::optional<DeviceTensor> bb;
+    if (bias)
+        bb = upload_tensor(ctx, beta, dtype, "LayerNorm bias");
+    const DeviceTensor lb = upload_tensor(ctx, lin_bias, dtype, "bias");
+    const DeviceTensor yb = nan_tensor(ctx, std::uint64_t{m} * n, DType::F32, "Y");
+    const MatmulOptions options{.kernel = MatmulKernel::RowDot, .force_splits = splits};
+    const MatmulPlan plan = plan_matmul(matmul_device(ctx), m, n, k, dtype, options);
+    ASSERT_TRUE(matmul_fuses_layernorm(plan));
+    Buffer scratch;
+    if (plan.scratch_bytes > 0) {
+        scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+    }
+    auto list = ctx.command_list();
+    record_matmul(
+        ctx, *list,
+        MatmulArgs{.x = xb.range(),
+                   .w = wb.range(),
+                   .bias = lb.range(),
+                   .y = yb.range(),
+                   .scratch = scratch.valid() ? whole(scratch) : BufferRange{},
+                   .m = m,
+                   .n = n,
+                   .k = k,
+                   .weight_dtype = dtype,
+                   .activation = Activation::GeluTanh,
+                   .options = options,
+                   .x_norm = XLayerNorm{.weight = gb.range(), .bias = bb ? bb->range() : BufferRange{}, .eps = kEps}});
+    ctx.submit(*list);
+    const std::vector<double> normed = reference::layernorm(x, gamma, beta, m, k, kEps);
+    const std::vector<double> ref = reference::linear(normed, w, lin_bias, m, n, k);
+    std::vector<double> act(ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        const double v = ref[i];
+        act[i] = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    }
+    const ErrorStats e = compare_to_reference(download_tensor(ctx, yb), act);
+    EXPECT_LT(e.max_rel, tolerance(DType::F32)) << describe(e) << "; " << plan.describe();
+}
+
+TEST_F(MatmulScatter, LayerNormFusedIntoTheRowDotKernel) {
+    if (!ctx().limits().subgroup_ops) {
+        GTEST_SKIP() << "the row-dot kernel needs subgroup arithmetic";
+    }
+    std::uint64_t seed = 300;
+    for (const DType dtype : {DType::F32, DType::F16}) {
+        for (const bool bias : {true, false}) {
+            run_layernorm_case(ctx(), 1, 37, 64, dtype, bias, 0, seed++);
+            run_layernorm_case(ctx(), 3, 70, 256, dtype, bias, 0, seed++);
+            run_layernorm_case(ctx(), 1, 33, 47, dtype, bias, 0, seed++);    // element loads only
+            run_layernorm_case(ctx(), 2, 19, 1024, dtype, bias, 3, seed++);  // split K
+        }
+    }
+}
+
+TEST_F(MatmulScatter, LayerNormFusionIsRefusedOutsideTheRowDotKernel) {
+    const DeviceTensor x = nan_tensor(ctx(), 64, DType::F32, "X");
+    const DeviceTensor w = nan_tensor(ctx(), 64 * 8, DType::F32, "W");
+    const DeviceTensor g = nan_tensor(ctx(), 64, DType::F32, "gamma");
+    const DeviceTensor y = nan_tensor(ctx(), 8, DType::F32, "Y");
+    const MatmulOptions blocked{.kernel = MatmulKernel::Blocked};
+    EXPECT_FALSE(matmul_fuses_layernorm(plan_matmul(matmul_device(ctx()), 1, 8, 64, DType::F32, blocked)));
+    auto list = ctx().command_list();
+    const std::string message = error_message([&] {
+        record_matmul(ctx(), *list,
+                      MatmulArgs{.x = x.range(),
+                                 .w = w.range(),
+                                 .y = y.range(),
+                                 .m = 1,
+                                 .n = 8,
+                                 .k = 64,
+                                 .options = blocked,
+                                 .x_norm = XLayerNorm{.weight = g.range()}});
+    });
+    EXPECT_NE(message.find("row-dot"), std::string::npos) << message;
 }
 
 TEST_F(MatmulScatter, BadGeometryIsRefused) {
