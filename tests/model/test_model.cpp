@@ -205,8 +205,8 @@ TEST_F(Model_, ChunkedPrefillEqualsOneSubmission) {
 
 // One recorded decoding step, re-submitted for every token with the key count in a buffer,
 // gives exactly the logits of steps recorded afresh each time (the same kernels), and the
-// fused QKV epilogue the logits of the separate repack and append passes (fp16 cache: the
-// rounding is the same, the order of the writes is not part of the result).
+// fused path (QKV scatter, LayerNorms inside the matmuls) those of the separate passes
+// within the fp16 cache's rounding. Both paths meet the reference (SmallMptMatchesTheReference).
 TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
     for (const bool bloom : {true, false}) {
         SCOPED_TRACE(bloom ? "bloom" : "mpt with clip_qkv");
@@ -228,7 +228,8 @@ TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
             ASSERT_EQ(a, b) << "step " << step;
             const std::vector<double> fused(a.begin(), a.end());
             const ErrorStats e = compare_to_reference(u, fused);
-            ASSERT_LT(e.max_rel, 1e-5) << "step " << step << ": " << describe(e);
+            // Values equal within fp32 rounding may round to different halves in the cache.
+            ASSERT_LT(e.max_rel, tolerance(DType::F16)) << "step " << step << ": " << describe(e);
             const std::uint32_t next[] = {argmax(a)};
             a = reused.forward(next);
             b = fresh.forward(next);
