@@ -61,6 +61,9 @@ constexpr std::uint64_t kTargetWorkgroupsCpu = 16;
 constexpr std::uint32_t kMinSliceK = 512;
 constexpr std::uint32_t kMaxParallelSplits = 16;
 
+// Storage buffers of the dense kernels: X, W, bias, residual, Y.
+constexpr std::uint32_t kMatmulBindings = 5;
+
 bool fits(const ComputeLimits& l, std::uint32_t workgroup, std::uint32_t shared) {
     return workgroup <= l.workgroup_invocations && workgroup <= l.workgroup_size[0] && shared <= l.shared_memory;
 }
@@ -159,7 +162,7 @@ EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a,
 }
 
 bool rowdot_fits(const ComputeLimits& limits) {
-    return limits.subgroup_ops && limits.subgroup_size > 0 &&
+    return limits.subgroup_ops && limits.subgroup_size_control && limits.subgroup_size > 0 &&
            limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
 }
 
@@ -168,7 +171,9 @@ std::uint64_t plan_rowdot(MatmulPlan& plan, const MatmulDevice& device, std::uin
     const ComputeLimits& limits = device.limits;
     if (!rowdot_fits(limits)) {
         throw Error(std::string("matmul: the row-dot kernel") + what +
-                    " needs subgroup arithmetic in compute shaders and workgroups of at least one subgroup (" +
+                    " needs subgroup arithmetic in compute shaders, full subgroups of a required size "
+                    "(subgroupSizeControl and computeFullSubgroups; not with VKF_LIMITS no_subgroup_size_control) "
+                    "and workgroups of at least one subgroup (" +
                     std::to_string(limits.subgroup_size) + " invocations)");
     }
     plan.subgroup_size = limits.subgroup_size;
@@ -345,6 +350,8 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
         throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
                     " k=" + std::to_string(k));
     }
+    // Every kernel binds X, W, bias, residual and Y: there is no fallback with fewer.
+    check_storage_buffers(limits, kMatmulBindings, "matmul");
     MatmulPlan plan;
     const Tile* tile = choose_tile(limits, m);
     const std::uint32_t gemv_wg = gemv_workgroup(limits, k);
@@ -452,12 +459,14 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     } else {
         constants = {{VKF_MATMUL_SPEC_RM, plan.block_m}, {VKF_MATMUL_SPEC_RN, plan.block_n}};
     }
-    const Pipeline& main = ctx.pipeline(PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads),
-                                                     .workgroup_size = {plan.workgroup_size, 1, 1},
-                                                     .constants = constants,
-                                                     .push_constant_layout = MatmulPush::layout,
-                                                     .binding_count = 5,
-                                                     .shared_memory_bytes = plan.shared_bytes});
+    const Pipeline& main = ctx.pipeline(
+        PipelineDesc{.code = &main_code(plan.kernel, f16, plan.wide_loads),
+                     .workgroup_size = {plan.workgroup_size, 1, 1},
+                     .constants = constants,
+                     .push_constant_layout = MatmulPush::layout,
+                     .binding_count = kMatmulBindings,
+                     .shared_memory_bytes = plan.shared_bytes,
+                     .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
     const matmul_detail::ReducePass reduce = split ? matmul_detail::reduce_pass(ctx, f16) : matmul_detail::ReducePass{};
     const std::uint32_t epilogue_flags = matmul_detail::epilogue_flags(a);
 

@@ -19,8 +19,9 @@ namespace vkf {
 // Tiled (shared-memory tiles, GPUs' prefill), Gemv (workgroup per few outputs, GPUs'
 // decode), Blocked (register blocks without shared memory: CPU devices and the fallback),
 // RowDot (subgroup lanes along K with 16-byte loads: CPU devices' decode; needs subgroup
-// arithmetic). Quantized weights have a row-dot kernel (decode; needs subgroup arithmetic,
-// on GPUs too) and a blocked one (prefill and the fallback) of their own, and no other.
+// arithmetic and full subgroups of a required size, ComputeLimits::subgroup_size_control).
+// Quantized weights have a row-dot kernel (decode; needs the same, on GPUs too) and a blocked
+// one (prefill and the fallback) of their own, and no other.
 enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
 const char* to_string(MatmulKernel k);
 
