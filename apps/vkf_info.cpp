@@ -136,19 +136,23 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     s.add("driver id", fmt::format("{} ({})", info.driver_id, vkf::driver_id_name(info.driver_id)));
     s.add("device UUID", info.uuid_hex());
     s.add("driver UUID", vkf::hex_bytes(info.driver_uuid.data(), info.driver_uuid.size()));
-    s.add("subgroup size",
-          fmt::format("{} (min {}, max {}, size control: {})", info.subgroup_size, info.min_subgroup_size,
-                      info.max_subgroup_size, yes_no(info.subgroup_size_control)));
+    s.add("subgroup size", fmt::format("{} (min {}, max {}, size control: {}, full subgroups: {})", info.subgroup_size,
+                                       info.min_subgroup_size, info.max_subgroup_size,
+                                       yes_no(info.subgroup_size_control), yes_no(info.compute_full_subgroups)));
     s.add("subgroup operations", subgroup_ops_text(info));
     s.add("max shared memory", size_with_bytes(info.max_shared_memory));
     s.add("max workgroup size",
           fmt::format("{}, {} invocations", triple(info.max_workgroup_size), info.max_workgroup_invocations));
     s.add("max workgroup count", triple(info.max_workgroup_count));
     s.add("max push constants", size_with_bytes(info.max_push_constants));
+    s.add("max storage buffers",
+          fmt::format("{} per shader stage, {} per descriptor set", info.max_per_stage_storage_buffers,
+                      info.max_descriptor_set_storage_buffers));
     s.add("max storage buffer range", size_with_bytes(info.max_storage_buffer_range));
     s.add("min storage offset alignment", size_with_bytes(info.min_storage_buffer_offset_alignment));
     s.add("max memory allocations", std::to_string(info.max_memory_allocation_count));
     s.add("max allocation size", size_with_bytes(info.max_memory_allocation_size));
+    s.add("compute units", info.compute_units == 0 ? "not reported" : std::to_string(info.compute_units));
     for (std::size_t h = 0; h < info.memory_heaps.size(); ++h) {
         const vkf::MemoryHeapInfo& heap = info.memory_heaps[h];
         s.add(fmt::format("memory heap {}", h),
@@ -186,12 +190,15 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
     s.add("push constants", size_with_bytes(l.push_constants));
     s.add("storage buffer range", size_with_bytes(l.storage_buffer_range));
     s.add("storage offset alignment", size_with_bytes(l.storage_offset_alignment));
+    s.add("storage buffers", std::to_string(l.storage_buffers));
     s.add("subgroup size", std::to_string(l.subgroup_size));
     s.add("fp16 storage", yes_no(l.fp16_storage));
     s.add("fp16 arithmetic", yes_no(l.fp16_arithmetic));
     s.add("subgroup ops", yes_no(l.subgroup_ops));
+    s.add("subgroup size control", yes_no(l.subgroup_size_control));
     s.add("64-bit integers", yes_no(l.int64));
     s.add("integer dot product", yes_no(l.integer_dot_product));
+    s.add("compute units", l.compute_units == 0 ? "unknown" : std::to_string(l.compute_units));
     s.add("timestamps", yes_no(l.timestamps));
     s.add("lowered by overrides", yes_no(l.forced));
     return s;

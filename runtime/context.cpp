@@ -44,6 +44,8 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
     limits_.fp16_arithmetic = limits_.fp16_arithmetic && device_->enabled().float16_arithmetic;
     limits_.int64 = limits_.int64 && device_->enabled().int64;
     limits_.integer_dot_product = limits_.integer_dot_product && device_->enabled().integer_dot_product;
+    limits_.subgroup_size_control = limits_.subgroup_size_control && device_->enabled().subgroup_size_control &&
+                                    device_->enabled().compute_full_subgroups;
 
     // A CPU driver runs big dispatches for minutes where a GPU takes milliseconds.
     if (device_->info().type == DeviceType::Cpu) {

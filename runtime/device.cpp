@@ -107,12 +107,14 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     enabled_.int64 = info_.int64;
     enabled_.integer_dot_product = info_.integer_dot_product;
     enabled_.subgroup_size_control = info_.subgroup_size_control;
+    enabled_.compute_full_subgroups = info_.compute_full_subgroups;
     enabled_.pipeline_creation_feedback = info_.pipeline_creation_feedback;
     if (!v12 && (enabled_.storage_8bit))
         extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     if (!v12 && (enabled_.float16_arithmetic || enabled_.int8_arithmetic))
         extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-    if (!v13 && enabled_.subgroup_size_control)
+    const bool size_control_features = enabled_.subgroup_size_control || enabled_.compute_full_subgroups;
+    if (!v13 && size_control_features)
         extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     if (!v13 && enabled_.integer_dot_product)
         extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
@@ -131,7 +133,8 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         .shaderInt8 = enabled_.int8_arithmetic};
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
-        .subgroupSizeControl = enabled_.subgroup_size_control};
+        .subgroupSizeControl = enabled_.subgroup_size_control,
+        .computeFullSubgroups = enabled_.compute_full_subgroups};
     VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
         .shaderIntegerDotProduct = enabled_.integer_dot_product};
@@ -147,7 +150,7 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         chain(storage8);
     if (enabled_.float16_arithmetic || enabled_.int8_arithmetic)
         chain(f16i8);
-    if (enabled_.subgroup_size_control)
+    if (size_control_features)
         chain(size_control);
     if (enabled_.integer_dot_product)
         chain(int_dot);

@@ -17,6 +17,7 @@ struct EnabledFeatures {
     bool int64 = false;                // shaderInt64
     bool integer_dot_product = false;  // shaderIntegerDotProduct
     bool subgroup_size_control = false;
+    bool compute_full_subgroups = false;  // computeFullSubgroups
     bool pipeline_creation_feedback = false;
 };
 

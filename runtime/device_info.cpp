@@ -115,6 +115,21 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     VkPhysicalDeviceDriverProperties driver{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceSubgroupSizeControlProperties size_control{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    // Compute units: vendor extensions only, each chained where the device lists it.
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv_sm{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd_cores{.sType =
+                                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderCoreProperties2AMD amd_cores2{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM arm_cores{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+    const bool has_nv_sm = has(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    const bool has_amd_cores = has(exts, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+    const bool has_amd_cores2 = has(exts, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
+    // VK_ARM_shader_core_properties is newer than Debian 12's headers (1.3.239);
+    // VK_ARM_shader_core_builtins reports the shader-core count as well.
+    const bool has_arm_cores = has(exts, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME);
     VkPhysicalDeviceProperties2 props{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     void** tail = &props.pNext;
     auto chain = [&tail](auto& s) {
@@ -133,6 +148,18 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     }
     if (has_size_control) {
         chain(size_control);
+    }
+    if (has_nv_sm) {
+        chain(nv_sm);
+    }
+    if (has_amd_cores) {
+        chain(amd_cores);
+    }
+    if (has_amd_cores2) {
+        chain(amd_cores2);
+    }
+    if (has_arm_cores) {
+        chain(arm_cores);
     }
     vkGetPhysicalDeviceProperties2(device, &props);
 
@@ -214,6 +241,8 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
                                  (size_control.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
     info.min_subgroup_size = info.subgroup_size_control ? size_control.minSubgroupSize : info.subgroup_size;
     info.max_subgroup_size = info.subgroup_size_control ? size_control.maxSubgroupSize : info.subgroup_size;
+    info.compute_full_subgroups = has_size_control && size_control_features.computeFullSubgroups;
+    info.max_compute_workgroup_subgroups = info.subgroup_size_control ? size_control.maxComputeWorkgroupSubgroups : 0;
 
     const VkPhysicalDeviceLimits& l = base.limits;
     info.max_shared_memory = l.maxComputeSharedMemorySize;
@@ -223,10 +252,22 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     info.max_workgroup_count = {l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1],
                                 l.maxComputeWorkGroupCount[2]};
     info.max_push_constants = l.maxPushConstantsSize;
+    info.max_per_stage_storage_buffers = l.maxPerStageDescriptorStorageBuffers;
+    info.max_descriptor_set_storage_buffers = l.maxDescriptorSetStorageBuffers;
     info.max_storage_buffer_range = l.maxStorageBufferRange;
     info.min_storage_buffer_offset_alignment = l.minStorageBufferOffsetAlignment;
     info.max_memory_allocation_count = l.maxMemoryAllocationCount;
     info.max_memory_allocation_size = maint3.maxMemoryAllocationSize;
+    if (has_nv_sm) {
+        info.compute_units = nv_sm.shaderSMCount;
+    } else if (has_amd_cores2 && amd_cores2.activeComputeUnitCount > 0) {
+        info.compute_units = amd_cores2.activeComputeUnitCount;  // without the parts fused off
+    } else if (has_amd_cores) {
+        info.compute_units =
+            amd_cores.shaderEngineCount * amd_cores.shaderArraysPerEngineCount * amd_cores.computeUnitsPerShaderArray;
+    } else if (has_arm_cores) {
+        info.compute_units = arm_cores.shaderCoreCount;
+    }
 
     VkPhysicalDeviceMemoryProperties mem{};
     vkGetPhysicalDeviceMemoryProperties(device, &mem);

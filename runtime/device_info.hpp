@@ -45,7 +45,11 @@ struct DeviceInfo {
     std::uint32_t subgroup_size = 0;
     std::uint32_t min_subgroup_size = 0;  // equal to subgroup_size without subgroup size control
     std::uint32_t max_subgroup_size = 0;
+    // subgroupSizeControl with compute in requiredSubgroupSizeStages: a compute pipeline may
+    // require a subgroup size between min_subgroup_size and max_subgroup_size.
     bool subgroup_size_control = false;
+    bool compute_full_subgroups = false;                // computeFullSubgroups: it may require full subgroups
+    std::uint32_t max_compute_workgroup_subgroups = 0;  // with a required size; 0 without size control
     bool subgroup_in_compute = false;
     SubgroupOps subgroup_ops;
 
@@ -54,11 +58,17 @@ struct DeviceInfo {
     std::uint32_t max_workgroup_invocations = 0;
     std::array<std::uint32_t, 3> max_workgroup_count{};
     std::uint32_t max_push_constants = 0;
+    std::uint32_t max_per_stage_storage_buffers = 0;       // maxPerStageDescriptorStorageBuffers (Vulkan: >= 4)
+    std::uint32_t max_descriptor_set_storage_buffers = 0;  // maxDescriptorSetStorageBuffers (Vulkan: >= 24)
     std::uint64_t max_storage_buffer_range = 0;
     std::uint64_t min_storage_buffer_offset_alignment = 0;
     std::uint32_t max_memory_allocation_count = 0;
     std::uint64_t max_memory_allocation_size = 0;
     std::vector<MemoryHeapInfo> memory_heaps;
+    // Compute units (NVIDIA SMs, AMD CUs, Arm shader cores) where an extension reports them:
+    // VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties(2), VK_ARM_shader_core_builtins.
+    // 0: unknown (Vulkan core has no such query).
+    std::uint32_t compute_units = 0;
 
     bool storage_16bit = false;        // storageBuffer16BitAccess
     bool storage_8bit = false;         // storageBuffer8BitAccess

@@ -3,6 +3,7 @@
 #include "runtime/error.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 
 namespace vkf {
@@ -61,11 +62,14 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
 
 LimitOverrides LimitOverrides::phone() {
     // What a mid-range Mali/Adreno/PowerVR phone offers (the lower of the common values).
+    // Storage buffers: WebGPU's default maxStorageBuffersPerShaderStage, a value meant to
+    // hold on the devices it targets, phones included (Vulkan itself guarantees only 4).
     return LimitOverrides{.shared_memory = 16384,
                           .workgroup_invocations = 256,
                           .workgroup_count = 65535,
                           .storage_buffer_range = 128ull << 20,
-                          .push_constants = 128};
+                          .push_constants = 128,
+                          .storage_buffers = 8};
 }
 
 LimitOverrides LimitOverrides::parse(std::string_view spec) {
@@ -103,12 +107,20 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
         } else if (key == "push_constants") {
             need_value();
             out.push_constants = parse_u32(key, value);
+        } else if (key == "storage_buffers") {
+            need_value();
+            out.storage_buffers = parse_u32(key, value);
+        } else if (key == "compute_units") {
+            need_value();
+            out.compute_units = parse_u32(key, value);
         } else if (key == "no_fp16_storage" && !has_value) {
             out.no_fp16_storage = true;
         } else if (key == "no_fp16_arithmetic" && !has_value) {
             out.no_fp16_arithmetic = true;
         } else if (key == "no_subgroup_ops" && !has_value) {
             out.no_subgroup_ops = true;
+        } else if (key == "no_subgroup_size_control" && !has_value) {
+            out.no_subgroup_size_control = true;
         } else if (key == "no_int64" && !has_value) {
             out.no_int64 = true;
         } else if (key == "no_integer_dot" && !has_value) {
@@ -116,8 +128,9 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
         } else {
             throw Error("unknown limit override '" + std::string(item) +
                         "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
-                        "storage_buffer_range=N, push_constants=N, no_fp16_storage, no_fp16_arithmetic, "
-                        "no_subgroup_ops, no_int64, no_integer_dot");
+                        "storage_buffer_range=N, push_constants=N, storage_buffers=N, compute_units=N, "
+                        "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control, "
+                        "no_int64, no_integer_dot");
         }
     }
     return out;
@@ -125,7 +138,8 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 
 bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range && !push_constants &&
-           !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops && !no_int64 && !no_integer_dot;
+           !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops &&
+           !no_subgroup_size_control && !no_int64 && !no_integer_dot;
 }
 
 std::string LimitOverrides::describe() const {
@@ -141,12 +155,18 @@ std::string LimitOverrides::describe() const {
         add("storage_buffer_range=" + std::to_string(*storage_buffer_range));
     if (push_constants)
         add("push_constants=" + std::to_string(*push_constants));
+    if (storage_buffers)
+        add("storage_buffers=" + std::to_string(*storage_buffers));
+    if (compute_units)
+        add("compute_units=" + std::to_string(*compute_units));
     if (no_fp16_storage)
         add("no_fp16_storage");
     if (no_fp16_arithmetic)
         add("no_fp16_arithmetic");
     if (no_subgroup_ops)
         add("no_subgroup_ops");
+    if (no_subgroup_size_control)
+        add("no_subgroup_size_control");
     if (no_int64)
         add("no_int64");
     if (no_integer_dot)
@@ -166,9 +186,14 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
         r.storage_buffer_range = o.storage_buffer_range;
     if (o.push_constants)
         r.push_constants = o.push_constants;
+    if (o.storage_buffers)
+        r.storage_buffers = o.storage_buffers;
+    if (o.compute_units)
+        r.compute_units = o.compute_units;
     r.no_fp16_storage |= o.no_fp16_storage;
     r.no_fp16_arithmetic |= o.no_fp16_arithmetic;
     r.no_subgroup_ops |= o.no_subgroup_ops;
+    r.no_subgroup_size_control |= o.no_subgroup_size_control;
     r.no_int64 |= o.no_int64;
     r.no_integer_dot |= o.no_integer_dot;
     return r;
@@ -194,19 +219,48 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.push_constants = lower(info.max_push_constants, o.push_constants);
     l.storage_buffer_range = lower(info.max_storage_buffer_range, o.storage_buffer_range);
     l.storage_offset_alignment = std::max<std::uint64_t>(info.min_storage_buffer_offset_alignment, 4);
+    l.storage_buffers =
+        lower(std::min(info.max_per_stage_storage_buffers, info.max_descriptor_set_storage_buffers), o.storage_buffers);
     l.subgroup_size = info.subgroup_size;
     l.fp16_storage = info.storage_16bit && !o.no_fp16_storage;
     l.fp16_arithmetic = info.float16_arithmetic && !o.no_fp16_arithmetic && !quirks.avoid_fp16_arithmetic;
     l.subgroup_ops = info.subgroup_ops.basic && info.subgroup_ops.arithmetic && info.subgroup_ops.shuffle &&
                      !o.no_subgroup_ops && !quirks.avoid_subgroup_ops;
+    // The kernels require the device's default subgroup size, which must be one it can require.
+    const bool size_control = info.subgroup_size_control && info.compute_full_subgroups &&
+                              std::has_single_bit(info.subgroup_size) && info.subgroup_size >= info.min_subgroup_size &&
+                              info.subgroup_size <= info.max_subgroup_size;
+    l.subgroup_size_control = size_control && !o.no_subgroup_size_control;
     l.int64 = info.int64 && !o.no_int64;
     l.integer_dot_product = info.integer_dot_product && !o.no_integer_dot;
+    l.compute_units = info.compute_units;
+    if (o.compute_units && (info.compute_units == 0 || *o.compute_units < info.compute_units)) {
+        l.compute_units = *o.compute_units;
+        forced = true;
+    }
     l.timestamps = info.timestamps;
     l.max_loop_iterations = quirks.max_loop_iterations;
     forced |= (o.no_fp16_storage && info.storage_16bit) || (o.no_fp16_arithmetic && info.float16_arithmetic) ||
-              o.no_subgroup_ops || (o.no_int64 && info.int64) || (o.no_integer_dot && info.integer_dot_product);
+              o.no_subgroup_ops || (o.no_subgroup_size_control && size_control) || (o.no_int64 && info.int64) ||
+              (o.no_integer_dot && info.integer_dot_product);
     l.forced = forced;
     return l;
+}
+
+std::optional<std::string> storage_buffers_shortfall(const ComputeLimits& limits, std::uint32_t needed,
+                                                     std::string_view what) {
+    if (needed <= limits.storage_buffers) {
+        return std::nullopt;
+    }
+    return std::string(what) + " needs " + std::to_string(needed) +
+           " storage buffers per shader stage; the device allows " + std::to_string(limits.storage_buffers) +
+           " (maxPerStageDescriptorStorageBuffers, or a forced storage_buffers limit)";
+}
+
+void check_storage_buffers(const ComputeLimits& limits, std::uint32_t needed, std::string_view what) {
+    if (auto message = storage_buffers_shortfall(limits, needed, what)) {
+        throw Error(std::move(*message));
+    }
 }
 
 }  // namespace vkf

@@ -18,15 +18,22 @@ struct LimitOverrides {
     std::optional<std::uint32_t> workgroup_count;  // per dimension
     std::optional<std::uint64_t> storage_buffer_range;
     std::optional<std::uint32_t> push_constants;
+    std::optional<std::uint32_t> storage_buffers;  // per shader stage (and per descriptor set)
+    // Unlike the others not a limit but what the plans size their parallelism by: sets the
+    // count where the device reports none, lowers the one it reports.
+    std::optional<std::uint32_t> compute_units;
     bool no_fp16_storage = false;
     bool no_fp16_arithmetic = false;
     bool no_subgroup_ops = false;
+    bool no_subgroup_size_control = false;  // no required subgroup sizes, hence no subgroup kernels
     bool no_int64 = false;
     bool no_integer_dot = false;
 
     // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
-    // workgroup_count=N, storage_buffer_range=N, push_constants=N, no_fp16_storage,
-    // no_fp16_arithmetic, no_subgroup_ops, no_int64, no_integer_dot. Sizes accept K/M/G suffixes. Throws on bad input.
+    // workgroup_count=N, storage_buffer_range=N, push_constants=N, storage_buffers=N,
+    // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
+    // no_subgroup_size_control, no_int64, no_integer_dot. Sizes accept K/M/G suffixes. Throws on
+    // bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
     bool empty() const;
@@ -47,17 +54,33 @@ struct ComputeLimits {
     std::uint32_t push_constants = 0;
     std::uint64_t storage_buffer_range = 0;
     std::uint64_t storage_offset_alignment = 0;
+    // Storage buffers one pipeline may bind: the lower of maxPerStageDescriptorStorageBuffers
+    // and maxDescriptorSetStorageBuffers (vkformer's pipelines have one compute stage and one set).
+    std::uint32_t storage_buffers = 0;
     std::uint32_t subgroup_size = 0;
     bool fp16_storage = false;
     bool fp16_arithmetic = false;
-    bool subgroup_ops = false;         // basic + arithmetic + shuffle in compute shaders
+    bool subgroup_ops = false;  // basic + arithmetic + shuffle in compute shaders
+    // A compute pipeline can require subgroups of exactly subgroup_size and that they be full
+    // (subgroupSizeControl and computeFullSubgroups, compute in requiredSubgroupSizeStages).
+    // Kernels that use subgroup operations run only where it can (docs/DESIGN.md, portability
+    // rules): without it a driver may run fewer lanes than gl_SubgroupSize says (Intel's do).
+    bool subgroup_size_control = false;
     bool int64 = false;                // 64-bit integers in shaders (shaderInt64)
     bool integer_dot_product = false;  // packed 4x8-bit integer dot products (shaderIntegerDotProduct)
+    std::uint32_t compute_units = 0;   // DeviceInfo::compute_units or its override; 0: unknown
     bool timestamps = false;
     std::uint32_t max_loop_iterations = 0;  // per invocation, from driver quirks; 0: unlimited
     bool forced = false;                    // some override lowered a limit
 };
 
 ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirks, const LimitOverrides& overrides);
+
+// When `what` (an op or a pipeline) needs more storage buffers per shader stage than `limits`
+// allow: the message saying so, naming both counts; nullopt when they suffice.
+std::optional<std::string> storage_buffers_shortfall(const ComputeLimits& limits, std::uint32_t needed,
+                                                     std::string_view what);
+// Throws vkf::Error with that message.
+void check_storage_buffers(const ComputeLimits& limits, std::uint32_t needed, std::string_view what);
 
 }  // namespace vkf

@@ -3,6 +3,8 @@
 #include "runtime/error.hpp"
 #include "runtime/spirv_reflect.hpp"
 
+#include <bit>
+
 namespace vkf {
 
 std::string PipelineDesc::key() const {
@@ -38,6 +40,7 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         throw Error(who + "the shader has " + std::to_string(iface.storage_bindings.size()) +
                     " storage buffers but the C++ side declares " + std::to_string(desc.binding_count));
     }
+    check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
     if (push_constant_size_ > limits.push_constants) {
         throw Error(who + "needs " + std::to_string(push_constant_size_) +
                     " bytes of push constants; the device allows " + std::to_string(limits.push_constants));
@@ -59,12 +62,38 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         throw Error(who + std::to_string(invocations) + " invocations per workgroup; the device allows " +
                     std::to_string(limits.workgroup_invocations));
     }
+    // A kernel that uses subgroup operations assumes a subgroup size (its plan chose the
+    // workgroup from it) and that every subgroup is full; neither holds unless required:
+    // Intel's drivers, for one, may run fewer lanes than gl_SubgroupSize reports.
+    const std::uint32_t sg = desc.required_subgroup_size;
+    if (iface.subgroup_operations && sg == 0) {
+        throw Error(who +
+                    "uses subgroup operations but requires no subgroup size (PipelineDesc::required_subgroup_size); "
+                    "without full subgroups of a known size a driver may run fewer lanes than gl_SubgroupSize");
+    }
     const DeviceInfo& info = device.info();
-    if (desc.required_subgroup_size != 0 &&
-        (!device.enabled().subgroup_size_control || desc.required_subgroup_size < info.min_subgroup_size ||
-         desc.required_subgroup_size > info.max_subgroup_size)) {
-        throw Error(who + "subgroup size " + std::to_string(desc.required_subgroup_size) +
-                    " cannot be required on this device");
+    if (sg != 0) {
+        if (!limits.subgroup_size_control || !device.enabled().subgroup_size_control ||
+            !device.enabled().compute_full_subgroups) {
+            throw Error(who + "requires full subgroups of " + std::to_string(sg) +
+                        ", which this device cannot (it needs subgroupSizeControl and computeFullSubgroups for "
+                        "compute shaders) or VKF_LIMITS no_subgroup_size_control forbids; plans take kernels "
+                        "without subgroup operations there");
+        }
+        if (!std::has_single_bit(sg) || sg < info.min_subgroup_size || sg > info.max_subgroup_size) {
+            throw Error(who + "subgroup size " + std::to_string(sg) + " cannot be required on this device (" +
+                        std::to_string(info.min_subgroup_size) + " to " + std::to_string(info.max_subgroup_size) + ")");
+        }
+        // Full subgroups need a workgroup width that is a multiple of the subgroup size.
+        if (desc.workgroup_size[0] % sg != 0) {
+            throw Error(who + "requires full subgroups of " + std::to_string(sg) + " but its workgroup width " +
+                        std::to_string(desc.workgroup_size[0]) + " is not a multiple of " + std::to_string(sg));
+        }
+        if (invocations > std::uint64_t{info.max_compute_workgroup_subgroups} * sg) {
+            throw Error(who + std::to_string(invocations) + " invocations per workgroup are more than " +
+                        std::to_string(info.max_compute_workgroup_subgroups) + " subgroups of " + std::to_string(sg) +
+                        " (maxComputeWorkgroupSubgroups)");
+        }
     }
 
     const VkDevice dev = device.handle();
@@ -115,6 +144,9 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
             .requiredSubgroupSize = desc.required_subgroup_size};
+        // A required size comes with full subgroups (the checks above): the kernels assume both.
+        const VkPipelineShaderStageCreateFlags stage_flags =
+            sg != 0 ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0;
         VkPipelineCreationFeedback feedback{};
         VkPipelineCreationFeedbackCreateInfo feedback_info{
             .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO, .pPipelineCreationFeedback = &feedback};
@@ -125,7 +157,8 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
             // Dispatches over the group-count limit are split with vkCmdDispatchBase.
             .flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
             .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                      .pNext = desc.required_subgroup_size ? &subgroup : nullptr,
+                      .pNext = sg != 0 ? &subgroup : nullptr,
+                      .flags = stage_flags,
                       .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                       .module = module_,
                       .pName = "main",

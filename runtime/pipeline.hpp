@@ -2,7 +2,7 @@
 // A compute pipeline from embedded SPIR-V: specialization constants carry compile-time
 // choices (workgroup and tile sizes), a push-constant range carries run-time values, and
 // set 0 holds its storage buffers. The C++ side (push-constant members, binding count) is
-// checked against the shader when the pipeline is created.
+// checked against the shader, and the pipeline against the device's limits, when it is created.
 
 #include "runtime/limits.hpp"
 #include "runtime/pipeline_cache.hpp"
@@ -25,11 +25,14 @@ struct SpecConstant {
 struct PipelineDesc {
     const SpirvCode* code = nullptr;
     std::array<std::uint32_t, 3> workgroup_size{64, 1, 1};
-    std::vector<SpecConstant> constants;       // ids 3 and up
-    PushConstantLayout push_constant_layout;   // the C++ mirror's, e.g. MatmulPush::layout
-    std::uint32_t binding_count = 0;           // storage buffers at bindings 0..n-1
-    std::uint32_t shared_memory_bytes = 0;     // what the chosen tile sizes need
-    std::uint32_t required_subgroup_size = 0;  // 0: the driver's choice
+    std::vector<SpecConstant> constants;      // ids 3 and up
+    PushConstantLayout push_constant_layout;  // the C++ mirror's, e.g. MatmulPush::layout
+    std::uint32_t binding_count = 0;          // storage buffers at bindings 0..n-1
+    std::uint32_t shared_memory_bytes = 0;    // what the chosen tile sizes need
+    // Subgroups of exactly this size, all full (the workgroup width must be a multiple of it);
+    // required of every shader that uses subgroup operations. 0: the driver's choice, for
+    // shaders without them.
+    std::uint32_t required_subgroup_size = 0;
 
     std::string key() const;  // identifies the pipeline: shader and every constant
 };

@@ -37,6 +37,25 @@ std::string type_name(const spirv_cross::SPIRType& type) {
     return type.vecsize == 1 ? std::string(scalar) : vector_prefix + std::string("vec") + std::to_string(type.vecsize);
 }
 
+bool is_subgroup_capability(spv::Capability c) {
+    switch (c) {
+        case spv::CapabilityGroupNonUniform:
+        case spv::CapabilityGroupNonUniformVote:
+        case spv::CapabilityGroupNonUniformArithmetic:
+        case spv::CapabilityGroupNonUniformBallot:
+        case spv::CapabilityGroupNonUniformShuffle:
+        case spv::CapabilityGroupNonUniformShuffleRelative:
+        case spv::CapabilityGroupNonUniformClustered:
+        case spv::CapabilityGroupNonUniformQuad:
+        case spv::CapabilityGroupNonUniformPartitionedNV:
+        case spv::CapabilitySubgroupBallotKHR:
+        case spv::CapabilitySubgroupVoteKHR:
+            return true;
+        default:
+            return false;
+    }
+}
+
 }  // namespace
 
 ShaderInterface reflect_shader(const SpirvCode& code) {
@@ -57,6 +76,8 @@ ShaderInterface reflect_shader(const SpirvCode& code) {
                     .size = static_cast<std::uint32_t>(compiler.get_declared_struct_member_size(type, i))});
             }
         }
+        const auto& capabilities = compiler.get_declared_capabilities();
+        out.subgroup_operations = std::any_of(capabilities.begin(), capabilities.end(), is_subgroup_capability);
         if (!resources.uniform_buffers.empty()) {
             throw Error("shader " + shader + ": declares a uniform buffer ('" + resources.uniform_buffers[0].name +
                         "'); vkformer binds storage buffers only");

@@ -1,6 +1,7 @@
 #pragma once
 // What pipeline creation checks a pipeline's C++ side against: the shader's push-constant
-// block (size, members) and its storage-buffer bindings of descriptor set 0, read by
+// block (size, members), its storage-buffer bindings of descriptor set 0 and whether it uses
+// subgroup operations, read by
 // SPIRV-Cross's reflection (Debian's libspirv-cross-c-shared-dev, its core library linked
 // statically, so applications carry no extra shared library).
 
@@ -24,6 +25,7 @@ struct ShaderInterface {
     std::string push_constant_block;                     // the block's type name; "" when stripped or absent
     std::vector<ReflectedMember> push_constant_members;  // in declaration order
     std::vector<std::uint32_t> storage_bindings;         // sorted binding numbers in set 0
+    bool subgroup_operations = false;                    // declares a GroupNonUniform* or Subgroup*KHR capability
 };
 
 // Throws vkf::Error when the module is malformed, uses descriptor sets other than 0 or

@@ -108,9 +108,10 @@ CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
                              "lower the device's limits as a smaller device's: \"phone\", or\n"
                              "comma-separated shared_memory=N, workgroup_invocations=N,\n"
                              "workgroup_count=N, storage_buffer_range=N, push_constants=N,\n"
-                             "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_int64,\n"
-                             "no_integer_dot (sizes accept K/M/G suffixes); merged over\n"
-                             "VKF_LIMITS",
+                             "storage_buffers=N, compute_units=N, no_fp16_storage,\n"
+                             "no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control,\n"
+                             "no_int64, no_integer_dot (sizes accept K/M/G suffixes); merged\n"
+                             "over VKF_LIMITS",
                              [&target](const std::string& text) { target = parse_limits("--limits", text, target); });
 }
 

@@ -92,7 +92,11 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
                     std::to_string(cache_bytes) + " bytes, over the device's maxStorageBufferRange of " +
                     std::to_string(ctx_.limits().storage_buffer_range) + "; use fewer tokens");
     }
-    fused_ = options_.fuse_qkv;
+    // The fused QKV kernel binds more storage buffers than the plain one (QkvScatter; two
+    // more with a fused LayerNorm): devices that allow fewer take the separate passes.
+    const std::uint32_t scatter_bindings =
+        model.weight_format().quant != QuantFormat::None ? kScatterMatmulQuantBindings : kScatterMatmulBindings;
+    fused_ = options_.fuse_qkv && ctx_.limits().storage_buffers >= scatter_bindings;
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
         k_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
         v_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
@@ -210,9 +214,10 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     };
     const MatmulOptions matmul_options{.int8_activations = options_.int8_activations};
     // A LayerNorm whose only reader is this matmul runs inside it where the kernel can.
-    const auto fuses_norm = [&](const LinearWeights& lw) {
-        return options_.fuse_layernorm && matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), tokens, lw.out, lw.in,
-                                                                             dt, matmul_options, wf.quant));
+    const auto fuses_norm = [&](const LinearWeights& lw, std::uint32_t bindings) {
+        return options_.fuse_layernorm && ctx_.limits().storage_buffers >= bindings + kLayerNormFusedBindings &&
+               matmul_fuses_layernorm(
+                   plan_matmul(matmul_device(ctx_), tokens, lw.out, lw.in, dt, matmul_options, wf.quant));
     };
     const auto norm_of = [&](const NormWeights& norm) {
         return XLayerNorm{.weight = whole(norm.weight),
@@ -245,7 +250,7 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
         c.clip_qkv ? std::optional<float>(static_cast<float>(*c.clip_qkv)) : std::optional<float>();
 
     // Attention half: h += out_proj(attention(qkv(norm(h)))).
-    const bool qkv_norm = fuses_norm(w.qkv);
+    const bool qkv_norm = fuses_norm(w.qkv, fused_ ? kScatterMatmulBindings : kMatmulBindings);
     const std::optional<XLayerNorm> attn_norm =
         qkv_norm ? std::optional<XLayerNorm>(norm_of(w.attn_norm)) : std::nullopt;
     const BufferRange qkv_in = qkv_norm ? hidden : normed;
@@ -295,7 +300,7 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
 
     // MLP half: h += down(gelu(up(norm(h)))).
     const Activation gelu = c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf;
-    if (fuses_norm(w.up)) {
+    if (fuses_norm(w.up, kMatmulBindings)) {
         linear(w.up, hidden, mlp, {}, gelu, std::nullopt, std::nullopt, norm_of(w.mlp_norm));
     } else {
         layernorm(w.mlp_norm, hidden, normed);
@@ -368,9 +373,10 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
         const bool tied = !w.lm_head.valid();
         const Buffer& head = tied ? w.embedding : w.lm_head;
         const MatmulOptions head_options{.int8_activations = options_.int8_activations};
-        const bool head_norm =
-            options_.fuse_layernorm && matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), logit_rows, c.vocab_size,
-                                                                          h, dt, head_options, wf.quant));
+        const bool head_norm = options_.fuse_layernorm &&
+                               ctx_.limits().storage_buffers >= kMatmulBindings + kLayerNormFusedBindings &&
+                               matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), logit_rows, c.vocab_size, h, dt,
+                                                                  head_options, wf.quant));
         if (!head_norm) {
             record_layernorm(ctx_, list,
                              LayerNormArgs{.x = last_hidden,

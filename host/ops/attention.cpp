@@ -14,6 +14,9 @@ namespace vkf {
 
 namespace {
 
+// Storage buffers of attention.comp and attention_rows.comp.
+constexpr std::uint32_t kAttentionBindings = 6;
+
 std::string bytes_text(std::uint64_t n) {
     return std::to_string(n) + " bytes";
 }
@@ -57,14 +60,25 @@ std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) 
     return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
 }
 
-// Enough workgroups to keep a large GPU busy; fewer than this on a long KV means splitting.
-constexpr std::uint32_t kTargetWorkgroups = 256;
+// Workgroups that keep a GPU busy; fewer than this on a long KV means splitting. Where the
+// device reports its compute units (ComputeLimits::compute_units: NVIDIA SMs, AMD CUs, Arm
+// shader cores), kWorkgroupsPerComputeUnit per unit: a unit holds several of these small
+// workgroups at once, and more waves leave less of the last one idle, while every split adds
+// a partial row to write and combine. Elsewhere kDefaultTargetWorkgroups, enough for a large
+// desktop GPU (64 units x 4).
+constexpr std::uint32_t kWorkgroupsPerComputeUnit = 4;
+constexpr std::uint32_t kDefaultTargetWorkgroups = 256;
 constexpr std::uint32_t kMinSplitKeys = 256;
 constexpr std::uint32_t kMaxSplits = 64;
 
+std::uint64_t gpu_target_workgroups(const ComputeLimits& limits) {
+    return limits.compute_units > 0 ? std::uint64_t{limits.compute_units} * kWorkgroupsPerComputeUnit
+                                    : kDefaultTargetWorkgroups;
+}
+
 // KV splits for parallelism: enough workgroups to keep the device busy when the query rows
 // alone give fewer than `target`, never slices under kMinSplitKeys; `force_splits` wins.
-std::uint64_t parallel_splits(std::uint64_t groups, std::uint32_t kv_len, std::uint32_t target,
+std::uint64_t parallel_splits(std::uint64_t groups, std::uint32_t kv_len, std::uint64_t target,
                               const AttentionOptions& options) {
     if (options.force_splits > 0) {
         return options.force_splits;
@@ -128,7 +142,9 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
     const std::uint32_t r = decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
     std::uint32_t inv = std::min(std::bit_ceil(static_cast<std::uint32_t>(ceil_div(shape.q_len, r))), max_wg / lanes);
     std::uint32_t subgroup_loads = 0;
-    if (!decode && limits.subgroup_ops && sg > 1 && std::has_single_bit(sg) && sg <= max_wg) {
+    // Shuffles assume full subgroups of sg lanes: only where the pipeline can require them.
+    if (!decode && limits.subgroup_ops && limits.subgroup_size_control && sg > 1 && std::has_single_bit(sg) &&
+        sg <= max_wg) {
         inv = std::max(inv, sg);  // whole subgroups
         subgroup_loads = sg;
     }
@@ -242,6 +258,8 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
 AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
     check_head_dim(shape.head_dim);
     const ComputeLimits& limits = device.limits;
+    // No kernel binds fewer (Q, K, V, O, slopes, key lengths), so there is no fallback.
+    check_storage_buffers(limits, kAttentionBindings, "attention");
     if (options.kernel == AttentionKernel::Rows || (options.kernel == AttentionKernel::Auto && device.cpu)) {
         return plan_rows(limits, shape, options);
     }
@@ -278,7 +296,7 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
                        .kv_split_len = shape.kv_len};
 
     const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
-    std::uint64_t splits = parallel_splits(groups, shape.kv_len, kTargetWorkgroups, options);
+    std::uint64_t splits = parallel_splits(groups, shape.kv_len, gpu_target_workgroups(limits), options);
     // The partials buffer must be bindable in one range.
     const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
     while (splits > 1 && record_bytes * splits > limits.storage_buffer_range) {
@@ -364,8 +382,9 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                                             .workgroup_size = {plan_.workgroup_size, 1, 1},
                                             .constants = constants,
                                             .push_constant_layout = AttentionPush::layout,
-                                            .binding_count = 6,
-                                            .shared_memory_bytes = plan_.shared_bytes});
+                                            .binding_count = kAttentionBindings,
+                                            .shared_memory_bytes = plan_.shared_bytes,
+                                            .required_subgroup_size = plan_.subgroup_loads});
     if (split) {
         combine_ = &ctx.pipeline(PipelineDesc{
             .code = &shaders::variant("attention_combine", {{"STORAGE_F16", f16}}),

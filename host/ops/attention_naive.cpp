@@ -17,6 +17,8 @@ namespace vkf {
 namespace {
 
 constexpr std::uint64_t kScoreBytes = 4;  // scores are float32 whatever the storage dtype
+// The scores pass binds Q, K, the scores, the slopes and the key lengths (the other passes fewer).
+constexpr std::uint32_t kScoresBindings = 5;
 
 std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
     std::uint64_t product = 1;
@@ -48,6 +50,9 @@ std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape) {
 }
 
 std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params) {
+    if (auto shortfall = storage_buffers_shortfall(limits, kScoresBindings, "naive attention")) {
+        return shortfall;
+    }
     const std::uint64_t bytes = naive_attention_scores_bytes(params.shape);
     if (bytes > limits.storage_buffer_range) {
         const AttentionShape& s = params.shape;
@@ -97,7 +102,7 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
                                    .workgroup_size = {scores_workgroup_, 1, 1},
                                    .constants = head_dim_constant,
                                    .push_constant_layout = AttentionPush::layout,
-                                   .binding_count = 5});
+                                   .binding_count = kScoresBindings});
     softmax_pipeline_ = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"SOFTMAX"}),
                                                    .workgroup_size = {softmax_workgroup_, 1, 1},
                                                    .push_constant_layout = AttentionPush::layout,

@@ -17,8 +17,9 @@ namespace vkf {
 // Bytes of the float32 scores buffer for `shape` (saturates at UINT64_MAX).
 std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape);
 
-// Why the naive op cannot run `params` on a device with `limits` (its scores buffer cannot
-// be bound as one storage-buffer range), or nullopt when it can. Assumes valid params.
+// Why the naive op cannot run `params` on a device with `limits` (its scores pass binds more
+// storage buffers than the device allows, or its scores buffer cannot be bound as one
+// storage-buffer range), or nullopt when it can. Assumes valid params.
 std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params);
 
 class NaiveAttention {

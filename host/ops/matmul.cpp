@@ -209,7 +209,7 @@ EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a,
 }
 
 bool rowdot_fits(const ComputeLimits& limits) {
-    return limits.subgroup_ops && limits.subgroup_size > 0 &&
+    return limits.subgroup_ops && limits.subgroup_size_control && limits.subgroup_size > 0 &&
            limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
 }
 
@@ -218,7 +218,9 @@ std::uint64_t plan_rowdot(MatmulPlan& plan, const MatmulDevice& device, std::uin
     const ComputeLimits& limits = device.limits;
     if (!rowdot_fits(limits)) {
         throw Error(std::string("matmul: the row-dot kernel") + what +
-                    " needs subgroup arithmetic in compute shaders and workgroups of at least one subgroup (" +
+                    " needs subgroup arithmetic in compute shaders, full subgroups of a required size "
+                    "(subgroupSizeControl and computeFullSubgroups; not with VKF_LIMITS no_subgroup_size_control) "
+                    "and workgroups of at least one subgroup (" +
                     std::to_string(limits.subgroup_size) + " invocations)");
     }
     plan.subgroup_size = limits.subgroup_size;
@@ -431,6 +433,8 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
         throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
                     " k=" + std::to_string(k));
     }
+    // Every kernel binds X, W, bias, residual and Y: there is no fallback with fewer.
+    check_storage_buffers(limits, kMatmulBindings, "matmul");
     MatmulPlan plan;
     const Tile* tile = choose_tile(limits, m);
     const std::uint32_t gemv_wg = gemv_workgroup(limits, k);
@@ -576,8 +580,10 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
         .workgroup_size = {plan.workgroup_size, 1, 1},
         .constants = constants,
         .push_constant_layout = MatmulPush::layout,
-        .binding_count = (scatter_main ? kScatterMatmulBindings : 5u) + static_cast<std::uint32_t>(ln_bindings.size()),
-        .shared_memory_bytes = plan.shared_bytes});
+        .binding_count =
+            (scatter_main ? kScatterMatmulBindings : kMatmulBindings) + static_cast<std::uint32_t>(ln_bindings.size()),
+        .shared_memory_bytes = plan.shared_bytes,
+        .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
     const matmul_detail::ReducePass reduce =
         split ? matmul_detail::reduce_pass(ctx, f16, a.scatter ? a.scatter->head_dim : 0) : matmul_detail::ReducePass{};
     const std::vector<Binding> scatter = matmul_detail::scatter_bindings(a);

@@ -20,8 +20,9 @@ namespace vkf {
 // Tiled (shared-memory tiles, GPUs' prefill), Gemv (workgroup per few outputs, GPUs'
 // decode), Blocked (register blocks without shared memory: CPU devices and the fallback),
 // RowDot (subgroup lanes along K with 16-byte loads: CPU devices' decode; needs subgroup
-// arithmetic). Quantized weights have a row-dot kernel (decode; needs subgroup arithmetic,
-// on GPUs too) and a blocked one (prefill and the fallback) of their own, and no other.
+// arithmetic and full subgroups of a required size, ComputeLimits::subgroup_size_control).
+// Quantized weights have a row-dot kernel (decode; needs the same, on GPUs too) and a blocked
+// one (prefill and the fallback) of their own, and no other.
 enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
 const char* to_string(MatmulKernel k);
 
@@ -53,10 +54,12 @@ struct QkvScatter {
     std::uint32_t head_dim = 0, q_heads = 0, kv_heads = 0;
     bool interleaved = false;
 };
-// Storage buffers a SCATTER matmul binds (dense; quantized weights bind one more): devices
-// with fewer per shader stage append K and V with a separate pass instead.
+// Storage buffers a matmul binds per shader stage: dense, SCATTER dense and quantized, and
+// the ones a fused LayerNorm adds. Devices that allow fewer take the separate passes.
+inline constexpr std::uint32_t kMatmulBindings = 5;
 inline constexpr std::uint32_t kScatterMatmulBindings = 7;
 inline constexpr std::uint32_t kScatterMatmulQuantBindings = 8;
+inline constexpr std::uint32_t kLayerNormFusedBindings = 2;
 
 // LayerNorm of X fused into the matmul (MatmulArgs::x_norm): X is the raw input and the
 // kernel normalizes each row as it loads it, (x - mean) / sqrt(var + eps) * weight + bias.

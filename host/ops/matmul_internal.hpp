@@ -15,8 +15,8 @@ namespace vkf::matmul_detail {
 // a thread per core, a GPU many more lanes to fill).
 std::uint64_t target_workgroups(const MatmulDevice& device);
 
-// Whether the device runs the row-dot kernels: subgroup arithmetic in compute shaders and
-// workgroups of at least one subgroup.
+// Whether the device runs the row-dot kernels: subgroup arithmetic in compute shaders, full
+// subgroups of a size the pipeline can require, and workgroups of at least one subgroup.
 bool rowdot_fits(const ComputeLimits& limits);
 
 // The row-dot layout (dense and quantized kernels): block_m = min(m, max_rows) rows and

@@ -32,6 +32,8 @@ constexpr std::uint32_t kBlockCols = 8;
 constexpr std::uint32_t kBlockedWorkgroup = 64;
 // The pre-pass quantizing X for the integer dot-product path: blocks per workgroup (at most).
 constexpr std::uint32_t kQuantXWorkgroup = 64;
+// Storage buffers of matmul_quant.comp: X, W values, W scales, bias, residual, Y.
+constexpr std::uint32_t kQuantBindings = 6;
 
 // Words of quantized X for `rows` rows (interface/matmul_quant_x.h): 8 words of values and
 // 2 of scale and sum per block of 32.
@@ -91,6 +93,8 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
         throw Error(std::string("matmul: the bias of quantized weights (weight_dtype) must be f32 or f16, not ") +
                     to_string(bias_dtype));
     }
+    // Both kernels bind X, the values, the scales, bias, residual and Y: no fallback binds fewer.
+    check_storage_buffers(limits, kQuantBindings, std::string("matmul with ") + to_string(quant) + " weights");
     MatmulKernel kernel = options.kernel;
     // The integer dot-product path: asked for, on a device with the feature, in the blocked kernel.
     const bool int_dot = options.int8_activations && limits.integer_dot_product &&
@@ -190,11 +194,13 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                                       {"SCALAR", !vector_loads},
                                                                       {"INTDOT", plan.int_dot},
                                                                       {"SCATTER", scatter_main}});
-            p = &ctx.pipeline(PipelineDesc{.code = &code,
-                                           .workgroup_size = {plan.workgroup_size, 1, 1},
-                                           .constants = constants,
-                                           .push_constant_layout = MatmulQuantPush::layout,
-                                           .binding_count = scatter_main ? kScatterMatmulQuantBindings : 6u});
+            p = &ctx.pipeline(
+                PipelineDesc{.code = &code,
+                             .workgroup_size = {plan.workgroup_size, 1, 1},
+                             .constants = constants,
+                             .push_constant_layout = MatmulQuantPush::layout,
+                             .binding_count = scatter_main ? kScatterMatmulQuantBindings : kQuantBindings,
+                             .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
         }
         return *p;
     };

@@ -365,7 +365,8 @@ TEST(AttentionPlans, TilesFollowTheLimits) {
                       .workgroup_invocations = 1024,
                       .workgroup_size = {1024, 1024, 64},
                       .workgroup_count = {65535, 65535, 65535},
-                      .storage_buffer_range = 1ull << 32};
+                      .storage_buffer_range = 1ull << 32,
+                      .storage_buffers = 8};
     ComputeLimits small = big;
     small.shared_memory = 8192;
     small.workgroup_invocations = 64;
@@ -394,6 +395,142 @@ TEST(AttentionPlans, TilesFollowTheLimits) {
               AttentionKernel::Tiled);
     EXPECT_EQ(plan_attention(big, prefill, AttentionOptions{.kernel = AttentionKernel::Rows}).kernel,
               AttentionKernel::Rows);
+}
+
+TEST(AttentionPlans, SubgroupLoadsOnlyWhereFullSubgroupsCanBeRequired) {
+    ComputeLimits cpu_limits{.shared_memory = 32768,
+                             .workgroup_invocations = 1024,
+                             .workgroup_size = {1024, 1024, 64},
+                             .workgroup_count = {65535, 65535, 65535},
+                             .storage_buffer_range = 1ull << 27,
+                             .storage_buffers = 8,
+                             .subgroup_size = 8,
+                             .subgroup_ops = true,
+                             .subgroup_size_control = true};
+    const AttentionShape prefill{1, 512, 512, 16, 16, 64};
+    const auto with = plan_attention(AttentionDevice{.limits = cpu_limits, .cpu = true}, prefill);
+    EXPECT_EQ(with.kernel, AttentionKernel::Rows);
+    EXPECT_EQ(with.subgroup_loads, 8u) << with.describe();
+    EXPECT_EQ(with.workgroup_size % 8, 0u) << with.describe();
+    // The shuffles assume full subgroups of 8: without a way to require them, direct loads.
+    cpu_limits.subgroup_size_control = false;
+    const auto without = plan_attention(AttentionDevice{.limits = cpu_limits, .cpu = true}, prefill);
+    EXPECT_EQ(without.subgroup_loads, 0u) << without.describe();
+    EXPECT_NE(without.describe().find("direct K/V loads"), std::string::npos) << without.describe();
+}
+
+TEST(AttentionPlans, SplitKvTargetsFollowTheComputeUnits) {
+    ComputeLimits gpu{.shared_memory = 49152,
+                      .workgroup_invocations = 1024,
+                      .workgroup_size = {1024, 1024, 64},
+                      .workgroup_count = {65535, 65535, 65535},
+                      .storage_buffer_range = 1ull << 32,
+                      .storage_buffers = 8};
+    // Decoding 16 heads gives 16 workgroups; the KV is split until there are 4 per compute
+    // unit (256 where the device does not say), in slices of at least 256 keys.
+    const AttentionShape decode{1, 1, 32768, 16, 16, 128};
+    auto splits = [&](std::uint32_t compute_units) {
+        gpu.compute_units = compute_units;
+        const AttentionPlan plan = plan_attention(gpu, decode);
+        EXPECT_EQ(plan.kernel, AttentionKernel::Tiled);
+        return plan.n_splits;
+    };
+    EXPECT_EQ(splits(0), 16u);    // unknown: 256 workgroups
+    EXPECT_EQ(splits(128), 32u);  // an H100-class GPU: 512 workgroups
+    EXPECT_EQ(splits(16), 4u);    // a small GPU: 64 workgroups
+    EXPECT_EQ(splits(2), 1u);     // 8 workgroups: the heads alone are more
+    // CPU devices' rows kernel keeps its own target, whatever the compute units.
+    gpu.compute_units = 0;
+    const auto cpu_default = plan_attention(AttentionDevice{.limits = gpu, .cpu = true}, decode);
+    gpu.compute_units = 128;
+    EXPECT_EQ(plan_attention(AttentionDevice{.limits = gpu, .cpu = true}, decode).n_splits, cpu_default.n_splits);
+}
+
+TEST(AttentionForcedLimits, ForcedComputeUnitsChangeTheSplitsAndStayRight) {
+    // The tiled kernel decoding 8 heads (8 workgroups) over 4096 keys on devices of 1 and 4
+    // compute units (targets of 4 and 16 workgroups: 1 and 2 splits) and of unknown size
+    // (256: 16 splits), each against the reference.
+    const Case decode{1,
+                      1,
+                      4096,
+                      8,
+                      2,
+                      64,
+                      MaskMode::Causal,
+                      AlibiMode::Causal,
+                      DType::F32,
+                      false,
+                      false,
+                      0,
+                      8.0f,
+                      AttentionKernel::Tiled};
+    std::uint64_t seed = 4500;
+    std::optional<std::uint32_t> rows_splits;
+    for (const auto& [spec, expected] : {std::pair{"compute_units=1", 1u}, std::pair{"compute_units=4", 2u}}) {
+        SCOPED_TRACE(spec);
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+        if (ctx.device_info().compute_units != 0 && ctx.device_info().compute_units < 4) {
+            GTEST_SKIP() << "the device reports " << ctx.device_info().compute_units
+                         << " compute units; an override only lowers it";
+        }
+        EXPECT_TRUE(ctx.limits().forced);
+        for (const Storage& st : kStorages) {
+            const auto plan = run_case(ctx, in(st, decode), seed++);
+            EXPECT_EQ(plan.n_splits, expected) << plan.describe();
+        }
+        // The rows kernel (CPU devices) keeps its own target.
+        Case rows = decode;
+        rows.kernel = AttentionKernel::Rows;
+        const auto rows_plan = run_case(ctx, rows, seed++);
+        if (rows_splits) {
+            EXPECT_EQ(rows_plan.n_splits, *rows_splits);
+        }
+        rows_splits = rows_plan.n_splits;
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+    MessageSink sink;
+    Context ctx(test_options(sink));
+    if (ctx.limits().compute_units == 0) {
+        EXPECT_EQ(run_case(ctx, decode, seed++).n_splits, 16u);
+    }
+}
+
+TEST(AttentionForcedLimits, RowsKernelPrefillWithoutSubgroupSizeControlTakesDirectLoads) {
+    // no_subgroup_size_control: no pipeline may require full subgroups, so the rows kernel
+    // reads K and V directly instead of sharing them by subgroup shuffles.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_size_control")));
+    EXPECT_FALSE(ctx.limits().subgroup_size_control);
+    std::uint64_t seed = 4600;
+    for (const Storage& st : kStorages) {
+        for (std::uint32_t d : {32u, 128u}) {
+            Case c = in(st, {2, 129, 129, 4, 2, d, MaskMode::Causal, AlibiMode::Causal, st.dtype});
+            c.kernel = AttentionKernel::Rows;
+            const auto plan = run_case(ctx, c, seed++);
+            EXPECT_EQ(plan.subgroup_loads, 0u) << plan.describe();
+            EXPECT_NE(plan.describe().find("direct K/V loads"), std::string::npos) << plan.describe();
+        }
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST_F(Attention_, RowsKernelSharesLoadsOverFullSubgroups) {
+    if (!ctx().limits().subgroup_ops) {
+        GTEST_SKIP() << "no subgroup shuffles in compute shaders";
+    }
+    if (!ctx().limits().subgroup_size_control) {
+        GTEST_SKIP() << "the device cannot require full subgroups of a known size (subgroupSizeControl, "
+                        "computeFullSubgroups): the rows kernel never shares loads by shuffles on it";
+    }
+    std::uint64_t seed = 4700;
+    for (const Storage& st : kStorages) {
+        Case c = in(st, {1, 200, 331, 3, 1, 96, MaskMode::Causal, AlibiMode::Causal, st.dtype});
+        c.kernel = AttentionKernel::Rows;
+        const auto plan = run_case(ctx(), c, seed++);
+        EXPECT_EQ(plan.subgroup_loads, ctx().limits().subgroup_size) << plan.describe();
+        EXPECT_EQ(plan.workgroup_size % plan.subgroup_loads, 0u) << plan.describe();
+    }
 }
 
 TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {

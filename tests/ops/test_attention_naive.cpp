@@ -182,7 +182,7 @@ TEST_F(NaiveAttentionTest, TwoRecordingsInOneList) {
 }
 
 TEST(NaiveAttentionLimits, ReportsScoresBufferOverStorageRange) {
-    const ComputeLimits limits{.storage_buffer_range = 1u << 20};
+    ComputeLimits limits{.storage_buffer_range = 1u << 20, .storage_buffers = 8};
     const AttentionParams fits{.shape = {1, 256, 256, 4, 4, 64}};  // exactly 1 MiB of scores
     EXPECT_EQ(naive_attention_impossible(limits, fits), std::nullopt);
 
@@ -191,6 +191,14 @@ TEST(NaiveAttentionLimits, ReportsScoresBufferOverStorageRange) {
     ASSERT_TRUE(reason.has_value());
     EXPECT_NE(reason->find("scores buffer of 1052672 bytes"), std::string::npos) << *reason;
     EXPECT_NE(reason->find("maxStorageBufferRange 1048576"), std::string::npos) << *reason;
+
+    // Its scores pass binds 5 storage buffers: Vulkan's minimum of 4 is not enough.
+    limits.storage_buffers = 4;
+    const std::optional<std::string> buffers = naive_attention_impossible(limits, fits);
+    ASSERT_TRUE(buffers.has_value());
+    EXPECT_NE(buffers->find("naive attention needs 5 storage buffers per shader stage; the device allows 4"),
+              std::string::npos)
+        << *buffers;
 }
 
 TEST(NaiveAttentionLimits, ScoresBytesSaturateInsteadOfOverflowing) {

@@ -128,9 +128,17 @@ TEST_F(Matmul_, MatchesTheReferenceOverOddAndPrimeShapes) {
     }
 }
 
+// Whether the row-dot kernel (subgroup arithmetic) runs here: only where full subgroups of
+// a known size can be required.
+bool rowdot_runs(const Context& ctx) {
+    return ctx.limits().subgroup_ops && ctx.limits().subgroup_size_control;
+}
+
 TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
     std::uint64_t seed = 1000;
     for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        if (kernel == MatmulKernel::RowDot && !rowdot_runs(ctx()))
+            continue;  // RowDotOverOddAndPrimeShapes says why it skips
         for (DType t : {DType::F32, DType::F16}) {
             for (std::uint32_t a = 0; a < 3; ++a) {
                 const MatmulPlan plan = run_case(ctx(),
@@ -158,7 +166,7 @@ TEST_F(Matmul_, EveryKernelWithEveryEpilogueAndBothWeightTypes) {
 MatmulKernel expected_kernel(Context& ctx, MatmulKernel on_gpu, std::uint32_t m) {
     if (!matmul_device(ctx).cpu)
         return on_gpu;
-    return ctx.limits().subgroup_ops && m == 1 ? MatmulKernel::RowDot : MatmulKernel::Blocked;
+    return rowdot_runs(ctx) && m == 1 ? MatmulKernel::RowDot : MatmulKernel::Blocked;
 }
 
 TEST_F(Matmul_, DecodeShapes) {
@@ -197,6 +205,8 @@ TEST_F(Matmul_, PrefillShapes) {
 TEST_F(Matmul_, SplitKAddsTheSlicesBeforeTheEpilogue) {
     std::uint64_t seed = 4000;
     for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+        if (kernel == MatmulKernel::RowDot && !rowdot_runs(ctx()))
+            continue;
         for (DType t : {DType::F32, DType::F16}) {
             const auto plan = run_case(ctx(),
                                        Case{.m = 5,
@@ -236,6 +246,8 @@ TEST_F(Matmul_, LongKStaysRightOnDriversWithALoopLimit) {
                  seed++);
     }
     for (MatmulKernel kernel : {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::RowDot}) {
+        if (kernel == MatmulKernel::RowDot && !rowdot_runs(ctx()))
+            continue;
         run_case(
             ctx(),
             Case{.m = 3, .n = 9, .k = 16384, .dtype = DType::F16, .options = {.kernel = kernel, .force_splits = 1}},
@@ -382,7 +394,8 @@ TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
                                    .workgroup_size = {1024, 1024, 64},
                                    .workgroup_count = {65535, 65535, 65535},
                                    .storage_buffer_range = 1ull << 32,
-                                   .storage_offset_alignment = 16};
+                                   .storage_offset_alignment = 16,
+                                   .storage_buffers = 8};
     const MatmulDevice big{.limits = gpu_limits};
     const auto prefill = plan_matmul(big, 512, 4096, 1024, DType::F16);
     EXPECT_EQ(prefill.kernel, MatmulKernel::Tiled);
@@ -400,14 +413,23 @@ TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
     // With subgroup arithmetic, row dots for single rows; GPUs keep their kernels.
     MatmulDevice cpu_subgroups = cpu;
     cpu_subgroups.limits.subgroup_ops = true;
+    cpu_subgroups.limits.subgroup_size_control = true;
     cpu_subgroups.limits.subgroup_size = 8;
     const auto rowdot = plan_matmul(cpu_subgroups, 1, 4096, 1024, DType::F16);
     EXPECT_EQ(rowdot.kernel, MatmulKernel::RowDot);
     EXPECT_EQ(rowdot.block_m, 1u);
     EXPECT_EQ(rowdot.workgroup_size, rowdot.column_groups * 8);
     EXPECT_EQ(plan_matmul(cpu_subgroups, 2, 4096, 1024, DType::F16).kernel, MatmulKernel::Blocked);
+    // Without full subgroups of a required size: register blocks, and a forced row-dot kernel
+    // is refused.
+    MatmulDevice cpu_no_size_control = cpu_subgroups;
+    cpu_no_size_control.limits.subgroup_size_control = false;
+    EXPECT_EQ(plan_matmul(cpu_no_size_control, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Blocked);
+    EXPECT_THROW((void)plan_matmul(cpu_no_size_control, 1, 4096, 1024, DType::F16, {.kernel = MatmulKernel::RowDot}),
+                 Error);
     MatmulDevice gpu_subgroups = big;
     gpu_subgroups.limits.subgroup_ops = true;
+    gpu_subgroups.limits.subgroup_size_control = true;
     gpu_subgroups.limits.subgroup_size = 32;
     EXPECT_EQ(plan_matmul(gpu_subgroups, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
 
@@ -417,6 +439,7 @@ TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
     for (std::uint32_t k : {16384u, 70000u, 1u << 20}) {
         MatmulDevice limited_subgroups = limited;
         limited_subgroups.limits.subgroup_ops = true;
+        limited_subgroups.limits.subgroup_size_control = true;
         limited_subgroups.limits.subgroup_size = 8;
         for (MatmulKernel kernel :
              {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
@@ -467,6 +490,9 @@ void run_rowdot_grid(Context& ctx, std::uint64_t seed) {
 TEST_F(Matmul_, RowDotOverOddAndPrimeShapes) {
     if (!ctx().limits().subgroup_ops)
         GTEST_SKIP() << "no subgroup arithmetic";
+    if (!ctx().limits().subgroup_size_control)
+        GTEST_SKIP() << "the device cannot require full subgroups of a known size (subgroupSizeControl, "
+                        "computeFullSubgroups), so the row-dot kernel never runs on it";
     run_rowdot_grid(ctx(), 9000);
 }
 
@@ -475,7 +501,7 @@ TEST(MatmulForcedLimits, RowDotWithoutInt64AndItsFallbackWithoutSubgroupOps) {
         MessageSink sink;
         Context ctx(test_options(sink, LimitOverrides::parse("no_int64")));
         EXPECT_FALSE(ctx.limits().int64);
-        if (ctx.limits().subgroup_ops) {
+        if (rowdot_runs(ctx)) {
             run_rowdot_grid(ctx, 9500);
         }
         EXPECT_EQ(sink.validation_count(), 0u);
@@ -486,6 +512,36 @@ TEST(MatmulForcedLimits, RowDotWithoutInt64AndItsFallbackWithoutSubgroupOps) {
     EXPECT_THROW((void)plan_matmul(device, 1, 64, 64, DType::F16, {.kernel = MatmulKernel::RowDot}), Error);
     const auto plan = run_case(ctx, Case{.m = 1, .n = 300, .k = 1024, .dtype = DType::F16, .bias = true}, 9900);
     EXPECT_NE(plan.kernel, MatmulKernel::RowDot);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(MatmulForcedLimits, WithoutSubgroupSizeControlDecodingTakesNoSubgroupKernel) {
+    // no_subgroup_size_control: no pipeline may require a subgroup size, so the row-dot kernel
+    // (which assumes full subgroups of the planned size) is never chosen, on CPU devices or GPUs.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_size_control")));
+    EXPECT_FALSE(ctx.limits().subgroup_size_control);
+    for (const bool cpu : {true, false}) {
+        const MatmulDevice device{.limits = ctx.limits(), .cpu = cpu};
+        const auto plan = plan_matmul(device, 1, 4096, 1024, DType::F16);
+        EXPECT_NE(plan.kernel, MatmulKernel::RowDot) << plan.describe();
+        EXPECT_EQ(plan.describe().find("subgroups"), std::string::npos) << plan.describe();
+        try {
+            (void)plan_matmul(device, 1, 64, 64, DType::F16, {.kernel = MatmulKernel::RowDot});
+            ADD_FAILURE() << "a forced row-dot kernel was planned without subgroup size control";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("full subgroups of a required size"), std::string::npos) << e.what();
+        }
+    }
+    // Decoding on the device as it is, against the reference.
+    std::uint64_t seed = 9950;
+    for (DType t : {DType::F32, DType::F16}) {
+        const auto plan =
+            run_case(ctx, Case{.m = 1, .n = 300, .k = 1024, .dtype = t, .bias = true, .residual = true}, seed++);
+        EXPECT_NE(plan.kernel, MatmulKernel::RowDot) << plan.describe();
+        run_case(ctx, Case{.m = 1, .n = 37, .k = 129, .dtype = t, .activation = Activation::GeluTanh, .pad = 1},
+                 seed++);
+    }
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 

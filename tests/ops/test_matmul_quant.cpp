@@ -195,11 +195,16 @@ QuantFormat format_of(std::uint32_t i) {
     return i % 2 == 0 ? QuantFormat::Q8_0 : QuantFormat::Q4_0;
 }
 
-// The kernel Auto picks: row dots for up to 4 rows on GPUs with subgroup arithmetic,
-// register blocks otherwise and on CPU devices.
+// Whether the row-dot kernel (subgroup arithmetic) runs here: only where full subgroups of
+// a known size can be required.
+bool rowdot_runs(const Context& ctx) {
+    return ctx.limits().subgroup_ops && ctx.limits().subgroup_size_control;
+}
+
+// The kernel Auto picks: row dots for up to 4 rows on GPUs with subgroup arithmetic and
+// subgroup size control, register blocks otherwise and on CPU devices.
 MatmulKernel expected_kernel(Context& ctx, std::uint32_t m) {
-    return !matmul_device(ctx).cpu && ctx.limits().subgroup_ops && m <= 4 ? MatmulKernel::RowDot
-                                                                          : MatmulKernel::Blocked;
+    return !matmul_device(ctx).cpu && rowdot_runs(ctx) && m <= 4 ? MatmulKernel::RowDot : MatmulKernel::Blocked;
 }
 
 // 28 cases over odd and prime m and n, k from one block to 33, both formats, both bias
@@ -241,8 +246,8 @@ TEST_F(MatmulQuant, MatchesTheReferenceOverOddAndPrimeShapes) {
 TEST_F(MatmulQuant, EveryKernelWithEveryEpilogueBothFormatsAndBiasTypes) {
     std::uint64_t seed = 1000;
     for (MatmulKernel kernel : {MatmulKernel::RowDot, MatmulKernel::Blocked}) {
-        if (kernel == MatmulKernel::RowDot && !ctx().limits().subgroup_ops)
-            continue;
+        if (kernel == MatmulKernel::RowDot && !rowdot_runs(ctx()))
+            continue;  // no subgroup arithmetic, or full subgroups cannot be required
         for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
             for (DType bt : {DType::F32, DType::F16}) {
                 for (std::uint32_t a = 0; a < 3; ++a) {
@@ -326,8 +331,8 @@ TEST_F(MatmulQuant, DecodeAndPrefillShapes) {
 TEST_F(MatmulQuant, SplitKAddsTheSlicesBeforeTheEpilogue) {
     std::uint64_t seed = 4000;
     for (MatmulKernel kernel : {MatmulKernel::RowDot, MatmulKernel::Blocked}) {
-        if (kernel == MatmulKernel::RowDot && !ctx().limits().subgroup_ops)
-            continue;
+        if (kernel == MatmulKernel::RowDot && !rowdot_runs(ctx()))
+            continue;  // no subgroup arithmetic, or full subgroups cannot be required
         for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
             for (DType bt : {DType::F32, DType::F16}) {
                 const auto plan = run_case(ctx(),
@@ -511,6 +516,40 @@ TEST(MatmulQuantForcedLimits, WithoutSubgroupOpsOrInt64TheFallbacksStayRight) {
     run_forced("no_int64", 7700);
 }
 
+TEST(MatmulQuantForcedLimits, WithoutSubgroupSizeControlDecodingTakesTheBlockedKernel) {
+    // no_subgroup_size_control: the row-dot kernel (subgroup arithmetic over full subgroups of
+    // the planned size) is never chosen, not even for a GPU's decoding, and forcing it is refused.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_size_control")));
+    EXPECT_FALSE(ctx.limits().subgroup_size_control);
+    std::uint64_t seed = 7800;
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (const bool cpu : {true, false}) {
+            const MatmulDevice device{.limits = ctx.limits(), .cpu = cpu};
+            for (std::uint32_t m : {1u, 4u}) {
+                const auto plan = plan_matmul(device, m, 4096, 1024, DType::F16, {}, f);
+                EXPECT_EQ(plan.kernel, MatmulKernel::Blocked) << plan.describe();
+                EXPECT_EQ(plan.describe().find("rowdot"), std::string::npos) << plan.describe();
+            }
+            try {
+                (void)plan_matmul(device, 1, 64, 64, DType::F32, {.kernel = MatmulKernel::RowDot}, f);
+                ADD_FAILURE() << "a forced row-dot kernel was planned without subgroup size control";
+            } catch (const Error& e) {
+                EXPECT_NE(std::string(e.what()).find("full subgroups of a required size"), std::string::npos)
+                    << e.what();
+            }
+        }
+        // Decoding on the device as it is, against the dequantized-weight reference.
+        for (std::uint32_t m : {1u, 3u}) {
+            const auto plan =
+                run_case(ctx, Case{.m = m, .n = 300, .k = 1024, .quant = f, .bias = true, .residual = true}, seed++);
+            EXPECT_EQ(plan.kernel, MatmulKernel::Blocked) << plan.describe();
+        }
+    }
+    run_forced("no_subgroup_size_control", 7900);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 TEST(MatmulQuantForcedLimits, WeightsLargerThanTheStorageRangeAreBoundInRowRanges) {
     // 64 KiB bindings: W [700, 192] is 134 KB of q8_0 values (67 KB q4_0), and X and Y come
     // in row pieces too, like BLOOM's 250880 x 1024 lm_head against lavapipe's 128 MiB.
@@ -546,8 +585,10 @@ TEST(MatmulQuantPlans, KernelsSlicesAndPiecesFollowTheLimits) {
                                    .workgroup_count = {65535, 65535, 65535},
                                    .storage_buffer_range = 1ull << 32,
                                    .storage_offset_alignment = 16,
+                                   .storage_buffers = 8,
                                    .subgroup_size = 32,
-                                   .subgroup_ops = true};
+                                   .subgroup_ops = true,
+                                   .subgroup_size_control = true};
     const MatmulDevice gpu{.limits = gpu_limits};
     for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
         EXPECT_EQ(plan_matmul(gpu, 1, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::RowDot);
@@ -556,6 +597,9 @@ TEST(MatmulQuantPlans, KernelsSlicesAndPiecesFollowTheLimits) {
         MatmulDevice no_subgroups = gpu;
         no_subgroups.limits.subgroup_ops = false;
         EXPECT_EQ(plan_matmul(no_subgroups, 1, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::Blocked);
+        MatmulDevice no_size_control = gpu;
+        no_size_control.limits.subgroup_size_control = false;
+        EXPECT_EQ(plan_matmul(no_size_control, 1, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::Blocked);
         MatmulDevice cpu = gpu;
         cpu.cpu = true;
         cpu.limits.subgroup_size = 8;
@@ -762,7 +806,7 @@ TEST_F(MatmulQuant, IntegerDotPathIsOptInAndFallsBack) {
         EXPECT_FALSE(plan_matmul(matmul_device(ctx()), 64, 64, 1024, DType::F32, {}, f).int_dot);
         // Dense weights ignore it.
         EXPECT_FALSE(plan_matmul(matmul_device(ctx()), 1, 64, 1024, DType::F32, {.int8_activations = true}).int_dot);
-        if (ctx().limits().subgroup_ops) {
+        if (rowdot_runs(ctx())) {
             // A forced row-dot kernel has no integer path: the float one runs.
             const auto plan = run_case(ctx(),
                                        Case{.m = 1,

@@ -2,6 +2,8 @@
 // pipelines whose C++ side does not match their shader or the device.
 
 #include "host/ops/elementwise.hpp"
+#include "host/ops/matmul.hpp"
+#include "runtime/spirv_reflect.hpp"
 #include "shaders/variants.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -114,6 +116,81 @@ TEST(Limits, OverridesParseAndOnlyLower) {
     EXPECT_FALSE(LimitOverrides::parse("no_integer_dot").empty());
 }
 
+TEST(Limits, StorageBuffersComputeUnitsAndSubgroupSizeControl) {
+    const auto o = LimitOverrides::parse("storage_buffers=4,compute_units=12,no_subgroup_size_control");
+    EXPECT_EQ(o.storage_buffers, 4u);
+    EXPECT_EQ(o.compute_units, 12u);
+    EXPECT_TRUE(o.no_subgroup_size_control);
+    EXPECT_FALSE(o.empty());
+    EXPECT_EQ(o.describe(), "storage_buffers=4,compute_units=12,no_subgroup_size_control");
+    EXPECT_EQ(LimitOverrides::parse(o.describe()).describe(), o.describe());
+    const auto merged = LimitOverrides::parse("storage_buffers=8").merged_with(o);
+    EXPECT_EQ(merged.storage_buffers, 4u);
+    EXPECT_TRUE(merged.no_subgroup_size_control);
+    EXPECT_EQ(LimitOverrides::phone().storage_buffers, 8u);
+    expect_error([] { (void)LimitOverrides::parse("storage_buffers"); }, "needs a value");
+    expect_error([] { (void)LimitOverrides::parse("compute_units=0"); }, "not a positive integer");
+    expect_error([] { (void)LimitOverrides::parse("no_subgroup_size_control=1"); }, "unknown limit override");
+
+    DeviceInfo info;
+    info.max_per_stage_storage_buffers = 16;
+    info.max_descriptor_set_storage_buffers = 12;
+    info.subgroup_size = 32;
+    info.min_subgroup_size = 8;
+    info.max_subgroup_size = 32;
+    info.subgroup_size_control = true;
+    // One set, one stage: the lower of the two storage-buffer limits, lowered by the override.
+    EXPECT_EQ(effective_limits(info, {}, {}).storage_buffers, 12u);
+    const auto four = effective_limits(info, {}, LimitOverrides::parse("storage_buffers=4"));
+    EXPECT_EQ(four.storage_buffers, 4u);
+    EXPECT_TRUE(four.forced);
+    EXPECT_EQ(effective_limits(info, {}, LimitOverrides::parse("storage_buffers=64")).storage_buffers, 12u);
+
+    // Required subgroup sizes need full subgroups too, and the default size within range.
+    EXPECT_FALSE(effective_limits(info, {}, {}).subgroup_size_control);
+    info.compute_full_subgroups = true;
+    EXPECT_TRUE(effective_limits(info, {}, {}).subgroup_size_control);
+    const auto off = effective_limits(info, {}, LimitOverrides::parse("no_subgroup_size_control"));
+    EXPECT_FALSE(off.subgroup_size_control);
+    EXPECT_TRUE(off.forced);
+    info.max_subgroup_size = 16;
+    EXPECT_FALSE(effective_limits(info, {}, {}).subgroup_size_control);
+    info.max_subgroup_size = 32;
+    info.subgroup_size_control = false;
+    EXPECT_FALSE(effective_limits(info, {}, {}).subgroup_size_control);
+    EXPECT_FALSE(effective_limits(info, {}, LimitOverrides::parse("no_subgroup_size_control")).forced);
+
+    // Compute units: the override sets an unknown count and only lowers a reported one.
+    EXPECT_EQ(effective_limits(info, {}, {}).compute_units, 0u);
+    const auto set = effective_limits(info, {}, LimitOverrides::parse("compute_units=12"));
+    EXPECT_EQ(set.compute_units, 12u);
+    EXPECT_TRUE(set.forced);
+    info.compute_units = 132;
+    EXPECT_EQ(effective_limits(info, {}, LimitOverrides::parse("compute_units=12")).compute_units, 12u);
+    const auto higher = effective_limits(info, {}, LimitOverrides::parse("compute_units=200"));
+    EXPECT_EQ(higher.compute_units, 132u);
+    EXPECT_FALSE(higher.forced);
+}
+
+TEST(DeviceSelection, SubgroupSizeControlAndStorageBuffersAreReadAndEnabled) {
+    MessageSink sink;
+    Context ctx(test_options(sink));
+    const DeviceInfo& d = ctx.device_info();
+    EXPECT_GE(d.max_per_stage_storage_buffers, 4u);  // Vulkan's guaranteed minimums
+    EXPECT_GE(d.max_descriptor_set_storage_buffers, 24u);
+    EXPECT_EQ(ctx.limits().storage_buffers,
+              std::min(d.max_per_stage_storage_buffers, d.max_descriptor_set_storage_buffers));
+    EXPECT_EQ(ctx.device().enabled().subgroup_size_control, d.subgroup_size_control);
+    EXPECT_EQ(ctx.device().enabled().compute_full_subgroups, d.compute_full_subgroups);
+    if (ctx.limits().subgroup_size_control) {
+        EXPECT_TRUE(d.subgroup_size_control && d.compute_full_subgroups);
+        EXPECT_GE(ctx.limits().subgroup_size, d.min_subgroup_size);
+        EXPECT_LE(ctx.limits().subgroup_size, d.max_subgroup_size);
+        EXPECT_GT(d.max_compute_workgroup_subgroups, 0u);
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 TEST(DeviceSelection, IntegerDotProductIsEnabledWhereReported) {
     MessageSink sink;
     Context ctx(test_options(sink));
@@ -186,6 +263,96 @@ TEST_F(Pipelines, MismatchesWithTheShaderOrTheDeviceAreRefused) {
         },
         "invocations per workgroup");
     expect_error([&] { ctx().pipeline(with([](PipelineDesc& d) { d.constants = {{1, 5}}; })); }, "workgroup size");
+}
+
+// The row-dot matmul kernel: subgroup arithmetic, 5 storage buffers.
+PipelineDesc rowdot_desc(std::uint32_t width, std::uint32_t subgroup_size) {
+    return PipelineDesc{.code = &shaders::variant("matmul", {"ROWDOT"}),
+                        .workgroup_size = {width, 1, 1},
+                        .push_constant_layout = MatmulPush::layout,
+                        .binding_count = 5,
+                        .required_subgroup_size = subgroup_size};
+}
+
+TEST_F(Pipelines, SubgroupKernelsRequireFullSubgroupsOfTheirSize) {
+    const std::uint32_t sg = ctx().limits().subgroup_size;
+    // Whatever the device: a shader with subgroup operations must require its subgroup size.
+    expect_error([&] { ctx().pipeline(rowdot_desc(4 * sg, 0)); },
+                 "uses subgroup operations but requires no subgroup size");
+    if (!ctx().limits().subgroup_size_control) {
+        GTEST_SKIP() << "the device cannot require full subgroups of a known size (subgroupSizeControl, "
+                        "computeFullSubgroups)";
+    }
+    EXPECT_NE(ctx().pipeline(rowdot_desc(4 * sg, sg)).handle(), VK_NULL_HANDLE);
+    EXPECT_NE(rowdot_desc(4 * sg, sg).key().find("/sg" + std::to_string(sg)), std::string::npos);
+    // Full subgroups need a workgroup width that is a multiple of the subgroup size.
+    if (sg > 1) {
+        expect_error([&] { ctx().pipeline(rowdot_desc(sg + 1, sg)); },
+                     "workgroup width " + std::to_string(sg + 1) + " is not a multiple of " + std::to_string(sg));
+    }
+    expect_error([&] { ctx().pipeline(rowdot_desc(4 * sg, 3)); }, "subgroup size 3 cannot be required");
+    const std::uint32_t too_big = ctx().device_info().max_subgroup_size * 2;
+    expect_error([&] { ctx().pipeline(rowdot_desc(too_big, too_big)); },
+                 "subgroup size " + std::to_string(too_big) + " cannot be required");
+}
+
+TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
+    // The kernels whose ops require full subgroups (attention_rows SUBGROUP_LOADS, the
+    // ROWDOT matmuls) are the only ones with subgroup operations: a new one must be planned
+    // only where ComputeLimits::subgroup_size_control holds, and created with its size.
+    std::vector<std::string> found;
+    for (const shaders::ShaderVariant& v : shaders::all_variants()) {
+        if (reflect_shader(*v.code).subgroup_operations) {
+            found.emplace_back(v.code->name);
+        }
+    }
+    ASSERT_FALSE(found.empty());
+    for (const std::string& name : found) {
+        const bool expected = name.starts_with("attention_rows[") ? name.find("SUBGROUP_LOADS") != std::string::npos
+                              : name.starts_with("matmul[") || name.starts_with("matmul_quant[")
+                                  ? name.find("ROWDOT") != std::string::npos
+                                  : false;
+        EXPECT_TRUE(expected) << name << " uses subgroup operations";
+    }
+    for (const char* family : {"attention_rows[", "matmul[", "matmul_quant["}) {
+        EXPECT_TRUE(std::any_of(found.begin(), found.end(), [&](const std::string& n) {
+            return n.starts_with(family);
+        })) << family;
+    }
+}
+
+TEST(PipelinesForcedLimits, NoSubgroupSizeControlRefusesRequiredSizes) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_size_control")));
+    EXPECT_FALSE(ctx.limits().subgroup_size_control);
+    const std::uint32_t sg = ctx.limits().subgroup_size;
+    expect_error([&] { ctx.pipeline(rowdot_desc(4 * sg, sg)); }, "VKF_LIMITS no_subgroup_size_control");
+    EXPECT_EQ(ctx.pipeline_count(), 0u);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(PipelinesForcedLimits, StorageBuffersAreCheckedAgainstTheForcedLimit) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=2")));
+    expect_error(
+        [&] {
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("elementwise", {"OP_ADD"}),
+                                      .push_constant_layout = ElementwisePush::layout,
+                                      .binding_count = 3});
+        },
+        "pipeline elementwise");
+    expect_error(
+        [&] {
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("elementwise", {"OP_ADD"}),
+                                      .push_constant_layout = ElementwisePush::layout,
+                                      .binding_count = 3});
+        },
+        "needs 3 storage buffers per shader stage; the device allows 2");
+    ctx.pipeline(PipelineDesc{.code = &shaders::variant("elementwise", {"OP_COPY"}),
+                              .push_constant_layout = ElementwisePush::layout,
+                              .binding_count = 2});
+    EXPECT_EQ(ctx.pipeline_count(), 1u);
+    EXPECT_EQ(sink.validation_count(), 0u);
 }
 
 TEST(PipelinesForcedLimits, SharedMemoryIsCheckedAgainstTheForcedLimit) {

@@ -27,6 +27,12 @@ TEST(DeviceInfoJson, WritesCompleteObjectsAndMarksAMissingQueueFamily) {
               std::string::npos)
         << s;
     EXPECT_NE(s.find(R"("compute_queue_family":null)"), std::string::npos) << s;
+    EXPECT_NE(s.find(R"("compute_units":null)"), std::string::npos) << s;  // unknown
+    EXPECT_NE(s.find(R"("max_per_stage_storage_buffers":0,"max_descriptor_set_storage_buffers":0)"), std::string::npos)
+        << s;
+    info.compute_units = 132;
+    const std::string known = nlohmann::ordered_json(info).dump();
+    EXPECT_NE(known.find(R"("compute_units":132)"), std::string::npos) << known;
     EXPECT_NE(s.find(R"("avoid_fp16_arithmetic":true,"avoid_subgroup_ops":false,"reasons":["why"])"), std::string::npos)
         << s;
 }
