@@ -165,7 +165,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         Context& ctx = env.ctx;
                         const SuiteSettings& st = env.settings;
                         const std::uint32_t steps = st.warmup + st.reps;
-                        const std::uint32_t max_tokens = decode ? m + steps : m;
+                        const std::uint32_t max_tokens = decode ? m + 1 + steps : m;
                         const std::uint32_t chunk = std::min<std::uint32_t>(m, 128);
                         std::uint64_t largest = 0;
                         for (const ExpectedTensor& t : expected_tensors(config)) {
@@ -198,6 +198,11 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                             }
                         } else {
                             session.forward(prompt, Session::Logits::None);
+                            // One untimed step even without --warmup: it records the decoding
+                            // list (pipelines made, descriptor sets written), as the prompt did
+                            // for prefill, so the timed steps are the steady state.
+                            const std::uint32_t first[] = {3u % config.vocab_size};
+                            session.forward(first, logits);
                             SessionStats before{};
                             std::vector<double> host_ms;
                             for (std::uint32_t i = 0; i < steps; ++i) {

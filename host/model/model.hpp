@@ -88,7 +88,7 @@ struct SessionOptions {
     bool fuse_qkv = true;
     // LayerNorms run inside the matmuls that read their output where the matmul's kernel can
     // (matmul_fuses_layernorm: decoding on CPU devices), instead of as dispatches of their own.
-    bool fuse_layernorm = true;
+    bool fuse_layernorm = false;
     // Re-submit recorded steps (fused only); false records every chunk anew, as a check.
     bool reuse_steps = true;
     // KV-cache storage, F16 or F32. F16 halves the cache's memory and the attention's reads

@@ -64,8 +64,25 @@ def check_document(path, problems, forced):
     if not lm_head or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in lm_head):
         problems.append("%s: the LM head over --max-memory is not skipped: %r" % (path, lm_head))
     block = [r for (s, n), r in results.items() if s == "block"]
-    if len(block) != 2 or any(r["status"] != "ok" or not dict(r["extra"]).get("tokens_per_second") for r in block):
-        problems.append("%s: the block suite should time a prefill and a decoding step: %r" % (path, block))
+    if len(block) != 3 or any(r["status"] != "ok" or not dict(r["extra"]).get("tokens_per_second") for r in block):
+        problems.append("%s: the block suite should time a prefill and a decoding step, recorded once and "
+                        "re-recorded: %r" % (path, block))
+    # Decoding reports what the host and the GPU were given per token; the recorded step
+    # is submitted again (no recording once warm), the re-recorded one recorded every time.
+    for r in block:
+        if r["params"]["mode"] != "decode":
+            continue
+        extra = dict(r["extra"])
+        for key in ("dispatches_per_token", "barriers_per_token", "submissions_per_token",
+                    "recordings_per_token"):
+            if key not in extra:
+                problems.append("%s: %s has no %s" % (path, r["name"], key))
+        if "host_ms_per_token" not in extra:
+            problems.append("%s: %s has no host_ms_per_token" % (path, r["name"]))
+        recorded = r["params"]["step"] == "recorded once"
+        if extra.get("submissions_per_token") != 1.0 or (recorded and extra.get("recordings_per_token") != 0.0) \
+                or (not recorded and extra.get("recordings_per_token") != 1.0):
+            problems.append("%s: %s submissions/recordings per token %r" % (path, r["name"], extra))
     model = [r for (s, n), r in results.items() if s == "model"]
     if not model or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in model):
         problems.append("%s: whole BLOOM-560m models over --max-memory are not skipped: %r" % (path, model))

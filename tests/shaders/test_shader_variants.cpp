@@ -44,7 +44,8 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
     }
     // SUBGROUP_LOADS x SPLIT_KV x (fp32, STORAGE_F16, KV_F16): STORAGE_F16+KV_F16 is excluded.
     EXPECT_EQ(seen["attention_rows"].size(), 12u);
-    EXPECT_EQ(seen["matmul"].size(), 12u);          // 6 kernels x WEIGHTS_F16
+    // 8 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER.
+    EXPECT_EQ(seen["matmul"].size(), 32u);
     EXPECT_EQ(seen["attention_naive"].size(), 5u);  // softmax has no STORAGE_F16 variant
 }
 
@@ -74,8 +75,8 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                     "attention, attention[KV_F16], attention[STORAGE_F16], attention[SPLIT_KV], "
                     "attention[SPLIT_KV,KV_F16], attention[SPLIT_KV,STORAGE_F16]");
     expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
-                    "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[WEIGHTS_F16], "
-                    "matmul[GEMV]");
+                    "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[SCATTER], "
+                    "matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,SCATTER], matmul[GEMV]");
     expect_contains(error_message([] {
                         shaders::variant("attention_naive", {"SOFTMAX", "STORAGE_F16"});
                     }),
