@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <string>
 
@@ -76,6 +77,20 @@ const ShardedCheckpoint& Model::checkpoint() const {
     return *checkpoint_;
 }
 
+std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms,
+                                 std::uint32_t max_chunk) {
+    if (gpu_ms <= 0.0 || tokens == 0) {
+        return max_chunk;
+    }
+    // As many tokens as fit the target at this chunk's time per token, rounded down to a
+    // power of two so that few chunk sizes (recorded lists) recur.
+    const double fit = target_ms / (gpu_ms / tokens);
+    if (fit >= max_chunk) {
+        return max_chunk;
+    }
+    return std::bit_floor(static_cast<std::uint32_t>(std::max(fit, 1.0)));
+}
+
 Session::Session(const Model& model, SessionOptions options) : model_(model), ctx_(model.context()), options_(options) {
     const ModelConfig& c = model.config();
     if (options_.max_tokens == 0) {
@@ -102,6 +117,8 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
         v_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
     }
     const std::uint64_t n = options_.chunk;
+    const bool watchdog = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
+    chunk_limit_ = watchdog ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
     ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
     step_ = ctx_.create_buffer(4, MemoryKind::Host, "step key count");
     hidden_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "hidden");
@@ -149,8 +166,8 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
     }
     const std::size_t rows = which == Logits::None ? 0 : all_logits ? ids.size() : 1;
     std::vector<float> logits(rows * std::size_t{c.vocab_size});
-    for (std::size_t first = 0; first < ids.size(); first += options_.chunk) {
-        const std::size_t n = std::min<std::size_t>(options_.chunk, ids.size() - first);
+    for (std::size_t first = 0, n = 0; first < ids.size(); first += n) {
+        n = std::min<std::size_t>(chunk_limit_, ids.size() - first);
         const bool last_chunk = first + n == ids.size();
         std::span<float> out;
         if (all_logits) {
@@ -458,7 +475,12 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
         }
     }
     if (list.times_total()) {
-        stats_.gpu_ms += list.total_ms();
+        const double ms = list.total_ms();
+        stats_.gpu_ms += ms;
+        const bool watchdog = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
+        if (watchdog && tokens > 1) {
+            chunk_limit_ = prompt_chunk_after(ms, tokens, options_.submission_target_ms, options_.chunk);
+        }
     }
     if (want_logits) {
         ctx_.download(logits_, logits_out);

@@ -80,6 +80,12 @@ struct SessionOptions {
     // Most tokens run through the layers per submission: bounds one submission's time (a
     // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
     std::uint32_t chunk = 128;
+    // GPUs: milliseconds one prompt submission should take at most, well under the watchdogs
+    // that reset a GPU whose work runs for about 2 s (Windows' TDR, Android's drivers). The
+    // first prompt chunk is at most 16 tokens; later ones take as many tokens (up to
+    // `chunk`, a power of two) as the measured GPU time per token of the last one allows.
+    // 0, and CPU devices (no watchdog): always `chunk` tokens.
+    std::uint32_t submission_target_ms = 500;
     bool profiling = false;  // time every dispatch (GPU timestamps) into profile()
     // The QKV projection writes Q, K and V where attention reads them (QkvScatter), and
     // recorded lists are re-submitted. Off, or on devices with too few storage buffers per
@@ -100,6 +106,11 @@ struct SessionOptions {
     // path (MatmulOptions::int8_activations) where the device has it. Changes the numerics.
     bool int8_activations = false;
 };
+
+// Prompt tokens the next submission may take (SessionOptions::submission_target_ms) after
+// one of `tokens` tokens took `gpu_ms`: what fits target_ms at that rate, a power of two,
+// 1 .. max_chunk.
+std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms, std::uint32_t max_chunk);
 
 // What the submissions of a Session did (Session::stats()).
 struct SessionStats {
@@ -162,7 +173,8 @@ private:
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
     Buffer logits_;
     Buffer scratch_;
-    Buffer step_;  // host-visible uint32: the key count after the chunk being run
+    Buffer step_;                    // host-visible uint32: the key count after the chunk being run
+    std::uint32_t chunk_limit_ = 0;  // prompt tokens per submission now (submission_target_ms)
     bool fused_ = true;
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<Step>> steps_;  // by (tokens, logit rows)
     Profile profile_;

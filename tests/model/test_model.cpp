@@ -242,6 +242,15 @@ TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
     }
 }
 
+TEST(PromptChunks, StayUnderTheSubmissionTarget) {
+    EXPECT_EQ(prompt_chunk_after(100.0, 16, 500, 128), 64u);  // 6.25 ms a token: 80 fit, 64
+    EXPECT_EQ(prompt_chunk_after(10.0, 16, 500, 128), 128u);  // 800 fit: the maximum
+    EXPECT_EQ(prompt_chunk_after(4000.0, 16, 500, 128), 2u);  // 250 ms a token
+    EXPECT_EQ(prompt_chunk_after(9000.0, 8, 500, 128), 1u);   // over the target alone: 1
+    EXPECT_EQ(prompt_chunk_after(0.0, 16, 500, 100), 100u);   // nothing measured
+    EXPECT_EQ(prompt_chunk_after(1.0, 16, 500, 100), 100u);   // not a power of two: the maximum
+}
+
 TEST_F(Model_, BadInputsAreRefused) {
     const TempModel files(small_bloom(), DType::F16, 1, 3);
     const Model model(ctx(), files.dir());
