@@ -49,7 +49,16 @@ layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
 
 shared vec4 q_tile[BR * DQ];
 shared vec4 kv_tile[BC * KV_STRIDE];
-shared float p_tile[BR * BC];        // softmax numerators of the current tile
+// Softmax numerators of the current tile, one row of PS floats per query row. Lane l of row
+// r writes columns l + i * TPR, and P*V reads column c of every row at once; a subgroup of 32
+// holds the R = 32 / TPR rows r0 .. r0 + R - 1. With the stride BC (32 or 64) the R rows of a
+// column share one of the 32 banks (of 4 bytes): R-way conflicts on reads and writes. A
+// stride that is an odd multiple of TPR (BC, or BC + TPR when BC / TPR is even) starts row r
+// at bank TPR * (r * PS / TPR mod R), different for each of the R rows, so a read's R
+// addresses and a write's R x TPR addresses all fall in different banks (TPR is a power of
+// two up to 32). host/ops/attention.cpp's tile_shared_bytes counts the padding.
+const uint PS = BC + TPR * (1u - (BC / TPR) % 2u);
+shared float p_tile[BR * PS];
 shared float lane_stats[BR * TPR];   // per-lane maxima, then per-lane sums
 
 void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
@@ -164,13 +173,13 @@ void main() {
             const float s = own_scores[i];
             const float p = s > 0.5 * MASKED ? exp(s - new_max) : 0.0;
             lane_sum += p;
-            p_tile[row_local * BC + lane + i * TPR] = p;
+            p_tile[row_local * PS + lane + i * TPR] = p;
         }
         barrier(); // V and probabilities complete
 
         if (tile_has_keys) {
             for (uint c = 0u; c < BC; ++c) {
-                const float p = p_tile[row_local * BC + c];
+                const float p = p_tile[row_local * PS + c];
                 for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
                     const uint pair = lane + k * TPR;
                     const vec4 quad = kv_tile[c * KV_STRIDE + pair / 2u];

@@ -489,8 +489,19 @@ const uint WG = TM4 * TN4; // == local_size_x
 
 // Transposed tiles, [k][row / 4] and [k][col / 4]: an invocation reads its four rows (and
 // four columns) at one k as a single vec4.
-shared vec4 x_tile[TK * TM4];
-shared vec4 w_tile[TK * TN4];
+// Bank conflicts (32 banks of 4 bytes): the loads below give consecutive invocations
+// consecutive k of one row (coalesced global reads), so their transposed stores land one
+// tile row apart. With a row of TM4 vec4s (TM4 = 16: 64 floats) every one of a row's TK
+// stores hit the same bank, a TK-way conflict. Rows of an odd number of vec4s (XS4, WS4:
+// TM4 and TN4 rounded up to odd, one vec4 of padding at most) start 4 banks further along
+// each k, so the TK stores spread over 8 banks: conflict-free up to TK = 8, 2-way at
+// TK = 16 (the vec4 reads fix each invocation's bank modulo 4, so 8 bank groups are all a
+// row can use). The vec4 reads are unchanged: one row per k, consecutive tx on consecutive
+// vec4s, ty shared (a broadcast). host/ops/matmul.cpp's Tile::shared_bytes counts the padding.
+const uint XS4 = TM4 | 1u;
+const uint WS4 = TN4 | 1u;
+shared vec4 x_tile[TK * XS4];
+shared vec4 w_tile[TK * WS4];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -513,7 +524,7 @@ void main() {
             if (row < params.m && kk < k_end) {
                 v = x_data[params.x_base + row * params.k + kk];
             }
-            x_tile[c * TM4 + r / 4u][r % 4u] = v;
+            x_tile[c * XS4 + r / 4u][r % 4u] = v;
         }
         for (uint e = tid; e < TN * TK; e += WG) {
             const uint r = e / TK;
@@ -524,12 +535,12 @@ void main() {
             if (col < params.n && kk < k_end) {
                 v = load_w(col, kk);
             }
-            w_tile[c * TN4 + r / 4u][r % 4u] = v;
+            w_tile[c * WS4 + r / 4u][r % 4u] = v;
         }
         barrier();
         for (uint c = 0u; c < TK; ++c) {
-            const vec4 a = x_tile[c * TM4 + ty];
-            const vec4 b = w_tile[c * TN4 + tx];
+            const vec4 a = x_tile[c * XS4 + ty];
+            const vec4 b = w_tile[c * WS4 + tx];
             acc0 += a.x * b;
             acc1 += a.y * b;
             acc2 += a.z * b;

@@ -45,8 +45,11 @@ constexpr std::array<TileCandidate, 14> kTileCandidates{{
 }};
 
 std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
-    // q_tile, kv_tile (rows padded by one vec4) and s_tile of shaders/attention.comp.
-    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * t.keys + t.rows * t.threads_per_row);
+    // q_tile, kv_tile (rows padded by one vec4), p_tile (rows of keys floats padded to an odd
+    // multiple of threads_per_row against bank conflicts) and lane_stats of
+    // shaders/attention.comp.
+    const std::uint32_t p_stride = t.keys + t.threads_per_row * (1 - (t.keys / t.threads_per_row) % 2);
+    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * p_stride + t.rows * t.threads_per_row);
 }
 
 // Loop iterations one invocation of attention.comp runs per KV tile, counted without any

@@ -17,7 +17,9 @@ namespace {
 struct Tile {
     std::uint32_t m, n, k;
     std::uint32_t workgroup_size() const { return m * n / 16; }  // 4 x 4 outputs per invocation
-    std::uint32_t shared_bytes() const { return 4 * k * (m + n); }
+    // matmul.comp's x_tile and w_tile: k rows of m / 4 (n / 4) vec4s each, rounded up to an
+    // odd count of vec4s against shared-memory bank conflicts (see the shader).
+    std::uint32_t shared_bytes() const { return 16 * k * (((m / 4) | 1) + ((n / 4) | 1)); }
 };
 
 // Largest first; the first that fits the device (and is not much taller than the input)
