@@ -13,6 +13,8 @@
 #ifndef VKF_ATTENTION_IO_GLSL
 #define VKF_ATTENTION_IO_GLSL
 
+#include "common.glsl"
+
 vec2 pair_to_vec2(uint w) { return unpackHalf2x16(w); }
 vec2 pair_to_vec2(vec2 w) { return w; }
 vec4 quad_to_vec4(uvec2 w) { return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)); }
@@ -21,8 +23,9 @@ vec4 quad_to_vec4(vec4 w) { return w; }
 #if defined(STORAGE_F16)
 #define VKF_PAIR uint
 #define VKF_QUAD uvec2
-uint vec2_to_pair(vec2 v) { return packHalf2x16(v); }
-uvec2 vec4_to_quad(vec4 v) { return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
+// Saturated to +-65504 (common.glsl): an overflow stays finite.
+uint vec2_to_pair(vec2 v) { return pack_half2_finite(v); }
+uvec2 vec4_to_quad(vec4 v) { return uvec2(pack_half2_finite(v.xy), pack_half2_finite(v.zw)); }
 #else
 #define VKF_PAIR vec2
 #define VKF_QUAD vec4

@@ -13,6 +13,7 @@
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 #include "interface/kv_append.h"
+#include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
 #if defined(CACHE_F16)
@@ -37,7 +38,7 @@ void main() {
     const uint dst = params.cache_base +
                      ((b * params.max_len + params.pos + t) * params.n_kv_head + h) * params.head_dim + d;
 #if defined(CACHE_F16)
-    cache[dst >> 1u] = packHalf2x16(v);
+    cache[dst >> 1u] = pack_half2_finite(v); // saturated: an overflow stays finite
 #else
     cache[dst] = v.x;
     cache[dst + 1u] = v.y;

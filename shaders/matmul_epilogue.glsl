@@ -14,6 +14,7 @@
 #ifndef VKF_MATMUL_EPILOGUE_GLSL
 #define VKF_MATMUL_EPILOGUE_GLSL
 
+#include "common.glsl"
 #include "gelu.glsl"
 
 #if defined(SCATTER)
@@ -45,10 +46,10 @@ float epilogue(float acc, uint row, uint col) {
 
 #if defined(SCATTER)
 // Element `index` of an fp16 cache: half `index & 1` of word `index >> 1`. The value is
-// clamped to the finite fp16 range first, so an overflow cannot become an infinity (and a
-// NaN in the next softmax).
+// saturated to the finite fp16 range first (common.glsl), so an overflow cannot become an
+// infinity (and a NaN in the next softmax); NaN stays NaN.
 uint half_bits(float v, uint index) {
-    return packHalf2x16(vec2(clamp(v, -65504.0, 65504.0), 0.0)) << ((index & 1u) * 16u);
+    return pack_half2_finite(vec2(v, 0.0)) << ((index & 1u) * 16u);
 }
 uint other_half(uint index) {
     return (index & 1u) == 0u ? 0xFFFF0000u : 0x0000FFFFu;
