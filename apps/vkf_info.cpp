@@ -64,6 +64,7 @@ struct SelectedDevice {
     std::size_t index = 0;
     vkf::LimitOverrides overrides;
     vkf::ComputeLimits limits;
+    vkf::MemoryBudget memory;  // under the overrides' memory caps
 };
 
 struct SmokeResult {
@@ -123,7 +124,12 @@ private:
     std::vector<std::pair<std::string, std::string>> lines_;
 };
 
-Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& quirks) {
+// The memory caps of VKF_LIMITS device_heap and host_heap (the Context's).
+vkf::MemoryCaps memory_caps(const vkf::LimitOverrides& o) {
+    return vkf::MemoryCaps{.device_local = o.device_heap, .host_visible = o.host_heap};
+}
+
+Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& quirks, const vkf::MemoryBudget& budget) {
     using vkf::size_with_bytes;
     Section s;
     s.add("type", vkf::to_string(info.type));
@@ -155,10 +161,16 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     s.add("compute units", info.compute_units == 0 ? "not reported" : std::to_string(info.compute_units));
     for (std::size_t h = 0; h < info.memory_heaps.size(); ++h) {
         const vkf::MemoryHeapInfo& heap = info.memory_heaps[h];
+        std::string budget_text;
+        if (h < budget.heaps.size()) {
+            budget_text = fmt::format("; budget {}, in use {}", vkf::size_text(budget.heaps[h].budget),
+                                      vkf::size_text(budget.heaps[h].usage));
+        }
         s.add(fmt::format("memory heap {}", h),
-              fmt::format("{}{}{}", vkf::size_text(heap.size), heap.device_local ? ", device-local" : "",
-                          heap.host_visible ? ", host-visible" : ""));
+              fmt::format("{}{}{}{}", vkf::size_text(heap.size), heap.device_local ? ", device-local" : "",
+                          heap.host_visible ? ", host-visible" : "", budget_text));
     }
+    s.add("memory budget", info.memory_budget ? "VK_EXT_memory_budget" : "heap sizes (no VK_EXT_memory_budget)");
     s.add("16-bit storage", yes_no(info.storage_16bit));
     s.add("8-bit storage", yes_no(info.storage_8bit));
     s.add("float16 arithmetic", yes_no(info.float16_arithmetic));
@@ -179,7 +191,8 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     return s;
 }
 
-Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& overrides) {
+Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& overrides,
+                       const vkf::MemoryBudget& memory) {
     using vkf::size_with_bytes;
     Section s;
     s.add("overrides", overrides.describe());
@@ -201,18 +214,39 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
     s.add("compute units", l.compute_units == 0 ? "unknown" : std::to_string(l.compute_units));
     s.add("timestamps", yes_no(l.timestamps));
     s.add("lowered by overrides", yes_no(l.forced));
+    s.add("memory for device buffers",
+          fmt::format("{} device-local, {} host-visible fallback ({})", vkf::size_text(memory.device_local_available),
+                      vkf::size_text(memory.host_visible_available), memory.source()));
     return s;
 }
 
-void print_text(const std::vector<vkf::DeviceInfo>& devices, const SelectedDevice& selected) {
+void print_text(const std::vector<vkf::DeviceInfo>& devices, const std::vector<vkf::MemoryBudget>& budgets,
+                const SelectedDevice& selected) {
     fmt::print("vkformer {}: {}\n", vkf::build::kVersion, vkf::count_text(devices.size(), "Vulkan device"));
     for (std::size_t i = 0; i < devices.size(); ++i) {
         const vkf::DeviceInfo& info = devices[i];
         fmt::print("\ndevice {}: {}{}\n", info.index, info.name, i == selected.index ? " (selected)" : "");
-        device_section(info, vkf::quirks_for(info)).print("  ");
+        device_section(info, vkf::quirks_for(info), budgets[i]).print("  ");
     }
     fmt::print("\neffective limits of device {}:\n", devices[selected.index].index);
-    limits_section(selected.limits, selected.overrides).print("  ");
+    limits_section(selected.limits, selected.overrides, selected.memory).print("  ");
+}
+
+nlohmann::ordered_json budget_json(const vkf::MemoryBudget& b) {
+    nlohmann::ordered_json heaps = nlohmann::ordered_json::array();
+    for (const vkf::HeapBudget& h : b.heaps) {
+        heaps.push_back({{"index", h.index},
+                         {"size", h.size},
+                         {"budget", h.budget},
+                         {"usage", h.usage},
+                         {"device_local", h.device_local},
+                         {"host_visible", h.host_visible}});
+    }
+    return {{"source", b.source()},
+            {"from_extension", b.from_extension},
+            {"heaps", heaps},
+            {"device_local_available", b.device_local_available},
+            {"host_visible_available", b.host_visible_available}};
 }
 
 nlohmann::ordered_json smoke_json(const SmokeResult& smoke) {
@@ -285,8 +319,16 @@ SmokeResult run_smoke(const vkf::LimitOverrides& overrides) {
 int run(const Options& options) {
     const bool validation = env("VKF_VALIDATION").value_or("0") == "1";
     std::vector<vkf::DeviceInfo> devices;
+    std::vector<vkf::MemoryBudget> budgets;  // before any allocation, without caps
     SelectedDevice selected;
     std::size_t listing_messages = 0;
+    // The same merge order as Context: the command line wins over VKF_LIMITS.
+    try {
+        selected.overrides = vkf::LimitOverrides::parse(env("VKF_LIMITS").value_or(""));
+    } catch (const vkf::Error& e) {
+        throw vkf::Error(std::string("VKF_LIMITS: ") + e.what());
+    }
+    selected.overrides = selected.overrides.merged_with(options.limits);
     {
         // Only enumerates: a Context (and a VkDevice) is created for --smoke alone.
         const vkf::Instance instance(vkf::InstanceOptions{.validation = validation});
@@ -295,15 +337,14 @@ int run(const Options& options) {
             throw vkf::Error("no Vulkan device found; install a Vulkan driver (lavapipe: mesa-vulkan-drivers)");
         }
         selected.index = vkf::select_device(devices, env("VKF_DEVICE").value_or(""));
+        const auto physical = instance.physical_devices();
+        for (std::size_t i = 0; i < devices.size(); ++i) {
+            budgets.push_back(vkf::query_memory_budget(physical[i], devices[i].memory_budget));
+        }
+        selected.memory = vkf::query_memory_budget(physical[selected.index], devices[selected.index].memory_budget,
+                                                   memory_caps(selected.overrides));
         listing_messages = instance.validation_message_count();
     }
-    // The same merge order as Context: the command line wins over VKF_LIMITS.
-    try {
-        selected.overrides = vkf::LimitOverrides::parse(env("VKF_LIMITS").value_or(""));
-    } catch (const vkf::Error& e) {
-        throw vkf::Error(std::string("VKF_LIMITS: ") + e.what());
-    }
-    selected.overrides = selected.overrides.merged_with(options.limits);
     const vkf::DeviceInfo& chosen = devices[selected.index];
     selected.limits = vkf::effective_limits(chosen, vkf::quirks_for(chosen), selected.overrides);
 
@@ -313,14 +354,16 @@ int run(const Options& options) {
         // recorded in the document.
         nlohmann::ordered_json json = {{"vkformer_version", vkf::build::kVersion},
                                        {"devices", nlohmann::ordered_json::array()}};
-        for (const vkf::DeviceInfo& info : devices) {
-            nlohmann::ordered_json device = info;
-            device["quirks"] = vkf::quirks_for(info);
+        for (std::size_t i = 0; i < devices.size(); ++i) {
+            nlohmann::ordered_json device = devices[i];
+            device["quirks"] = vkf::quirks_for(devices[i]);
+            device["memory"] = budget_json(budgets[i]);
             json["devices"].push_back(std::move(device));
         }
         json["selected"] = selected.index;
         json["limit_overrides"] = selected.overrides.describe();
         json["effective_limits"] = selected.limits;
+        json["effective_memory"] = budget_json(selected.memory);
         if (options.smoke) {
             try {
                 smoke = run_smoke(options.limits);
@@ -331,7 +374,7 @@ int run(const Options& options) {
         }
         fmt::print("{}\n", vkf::json_text(json));
     } else {
-        print_text(devices, selected);
+        print_text(devices, budgets, selected);
         std::fflush(stdout);
         if (options.smoke) {
             smoke = run_smoke(options.limits);

@@ -60,7 +60,9 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
         }
     }
 
-    allocator_ = std::make_unique<MemoryAllocator>(*device_, options.memory_block_size);
+    allocator_ = std::make_unique<MemoryAllocator>(
+        *device_, options.memory_block_size,
+        MemoryCaps{.device_local = overrides_.device_heap, .host_visible = overrides_.host_heap});
     cache_ = std::make_unique<PipelineCache>(*device_, *instance_,
                                              options.pipeline_cache_dir
                                                  ? std::optional<std::filesystem::path>(*options.pipeline_cache_dir)

@@ -82,6 +82,10 @@ public:
     PipelineCacheStats pipeline_cache_stats() const { return cache_->stats(); }
     void save_pipeline_cache() { cache_->save(); }
     MemoryStats memory_stats() const { return allocator_->stats(); }
+    // Every heap's budget and usage now (VK_EXT_memory_budget where the device has it, else
+    // the heap sizes and vkformer's own blocks), and what Device buffers can still get in
+    // device-local and, falling back, host-visible memory (VKF_LIMITS device_heap, host_heap).
+    MemoryBudget memory_budget() const { return allocator_->budget(); }
     std::chrono::milliseconds timeout() const { return timeout_; }
 
 private:

@@ -122,6 +122,9 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     if (!v12 && (enabled_.storage_8bit || enabled_.float16_arithmetic))
         extensions.push_back(VK_KHR_STORAGE_BUFFER_STORAGE_CLASS_EXTENSION_NAME);
+    // Budgets are read from the physical device (MemoryAllocator), enabled for completeness.
+    if (info_.memory_budget)
+        extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
     VkPhysicalDevice16BitStorageFeatures storage16{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
                                                    .storageBuffer16BitAccess = enabled_.storage_16bit};

@@ -291,6 +291,7 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     info.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct == VK_TRUE;
     info.cooperative_matrix_nv = has(exts, "VK_NV_cooperative_matrix");
     info.pipeline_creation_feedback = v13 || has(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
+    info.memory_budget = has(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
     // The first queue family with compute; prefer one without graphics (async compute).
     std::uint32_t family_count = 0;

@@ -69,6 +69,7 @@ struct DeviceInfo {
     // VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties(2), VK_ARM_shader_core_builtins.
     // 0: unknown (Vulkan core has no such query).
     std::uint32_t compute_units = 0;
+    bool memory_budget = false;  // VK_EXT_memory_budget: per-heap budget and usage (MemoryBudget)
 
     bool storage_16bit = false;        // storageBuffer16BitAccess
     bool storage_8bit = false;         // storageBuffer8BitAccess

@@ -58,6 +58,7 @@ void to_json(nlohmann::ordered_json& json, const DeviceInfo& info) {
         // 0 (unknown) as null, like the queue family below.
         {"compute_units",
          info.compute_units == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.compute_units)},
+        {"memory_budget", info.memory_budget},
         {"storage_16bit", info.storage_16bit},
         {"storage_8bit", info.storage_8bit},
         {"float16_arithmetic", info.float16_arithmetic},

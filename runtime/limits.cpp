@@ -125,12 +125,15 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             out.no_int64 = true;
         } else if (key == "no_integer_dot" && !has_value) {
             out.no_integer_dot = true;
+        } else if (key == "device_heap" || key == "host_heap") {
+            need_value();
+            (key == "device_heap" ? out.device_heap : out.host_heap) = parse_size(key, value);
         } else {
             throw Error("unknown limit override '" + std::string(item) +
                         "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, storage_buffers=N, compute_units=N, "
                         "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control, "
-                        "no_int64, no_integer_dot");
+                        "no_int64, no_integer_dot, device_heap=N, host_heap=N");
         }
     }
     return out;
@@ -139,7 +142,7 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range && !push_constants &&
            !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops &&
-           !no_subgroup_size_control && !no_int64 && !no_integer_dot;
+           !no_subgroup_size_control && !no_int64 && !no_integer_dot && !device_heap && !host_heap;
 }
 
 std::string LimitOverrides::describe() const {
@@ -171,6 +174,10 @@ std::string LimitOverrides::describe() const {
         add("no_int64");
     if (no_integer_dot)
         add("no_integer_dot");
+    if (device_heap)
+        add("device_heap=" + std::to_string(*device_heap));
+    if (host_heap)
+        add("host_heap=" + std::to_string(*host_heap));
     return out.empty() ? "none" : out;
 }
 
@@ -196,6 +203,10 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     r.no_subgroup_size_control |= o.no_subgroup_size_control;
     r.no_int64 |= o.no_int64;
     r.no_integer_dot |= o.no_integer_dot;
+    if (o.device_heap)
+        r.device_heap = o.device_heap;
+    if (o.host_heap)
+        r.host_heap = o.host_heap;
     return r;
 }
 

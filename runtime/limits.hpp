@@ -28,12 +28,15 @@ struct LimitOverrides {
     bool no_subgroup_size_control = false;  // no required subgroup sizes, hence no subgroup kernels
     bool no_int64 = false;
     bool no_integer_dot = false;
+    // Device memory, not compute limits: the MemoryCaps (runtime/memory.hpp) of a Context.
+    std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
+    std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
 
     // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
     // workgroup_count=N, storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
-    // no_subgroup_size_control, no_int64, no_integer_dot. Sizes accept K/M/G suffixes. Throws on
-    // bad input.
+    // no_subgroup_size_control, no_int64, no_integer_dot, device_heap=N, host_heap=N. Sizes
+    // accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
     bool empty() const;

@@ -2,6 +2,8 @@
 
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -14,26 +16,192 @@ struct Block {
     std::uint32_t type = 0;
     std::byte* mapped = nullptr;
     bool dedicated = false;
+    bool fallback = false;  // holds MemoryKind::Device buffers in host-visible memory
+    // Made for a MemoryKind::Host buffer: also holds later Host buffers, never Device ones,
+    // and is not counted against MemoryCaps::device_local even when its type is device-local.
+    bool host = false;
     std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size, coalesced
     std::uint32_t live = 0;
 };
 
 namespace {
 
+constexpr VkMemoryPropertyFlags kHostCoherent =
+    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+
 VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
     return (v + a - 1) / a * a;
 }
 
+std::uint64_t minus(std::uint64_t a, std::uint64_t b) {
+    return a > b ? a - b : 0;
+}
+
+bool usable(VkMemoryPropertyFlags f) {
+    return (f & (VK_MEMORY_PROPERTY_PROTECTED_BIT | VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT)) == 0;
+}
+
+// The memory type of a kind's buffers; UINT32_MAX when none qualifies.
+std::uint32_t find_type(const VkPhysicalDeviceMemoryProperties& props, std::uint32_t type_bits, MemoryKind kind) {
+    const VkMemoryPropertyFlags required = kind == MemoryKind::Host ? kHostCoherent : 0;
+    const VkMemoryPropertyFlags preferred =
+        kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    std::uint32_t best = UINT32_MAX;
+    for (std::uint32_t t = 0; t < props.memoryTypeCount; ++t) {
+        const VkMemoryPropertyFlags f = props.memoryTypes[t].propertyFlags;
+        if (!(type_bits & (1u << t)) || (f & required) != required || !usable(f)) {
+            continue;
+        }
+        if (best == UINT32_MAX ||
+            ((f & preferred) == preferred && (props.memoryTypes[best].propertyFlags & preferred) != preferred)) {
+            best = t;
+        }
+    }
+    return best;
+}
+
+// Where MemoryKind::Device buffers go when device-local memory is full: a host-visible
+// coherent type, best on a heap of its own that is not device-local (system memory next to
+// a discrete GPU), then on any other heap, then on the device type's own heap (unified
+// memory: a fallback only under MemoryCaps::device_local). UINT32_MAX when there is none.
+std::uint32_t find_fallback_type(const VkPhysicalDeviceMemoryProperties& props, std::uint32_t type_bits,
+                                 std::uint32_t device_type) {
+    const std::uint32_t device_heap = props.memoryTypes[device_type].heapIndex;
+    const auto rank = [&](std::uint32_t t) {
+        const std::uint32_t heap = props.memoryTypes[t].heapIndex;
+        if (heap == device_heap) {
+            return 1;
+        }
+        return (props.memoryHeaps[heap].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0 ? 2 : 3;
+    };
+    std::uint32_t best = UINT32_MAX;
+    for (std::uint32_t t = 0; t < props.memoryTypeCount; ++t) {
+        const VkMemoryPropertyFlags f = props.memoryTypes[t].propertyFlags;
+        if ((type_bits & (1u << t)) && (f & kHostCoherent) == kHostCoherent && usable(f) &&
+            (best == UINT32_MAX || rank(t) > rank(best))) {
+            best = t;
+        }
+    }
+    return best;
+}
+
+// Every heap's budget and usage: VK_EXT_memory_budget's, else the heap's size and `own`
+// (vkformer's blocks per heap; empty: none).
+MemoryBudget read_heaps(VkPhysicalDevice physical, bool use_extension, const std::vector<std::uint64_t>& own) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT ext{.sType =
+                                                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 props{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+                                            .pNext = use_extension ? &ext : nullptr};
+    vkGetPhysicalDeviceMemoryProperties2(physical, &props);
+    const VkPhysicalDeviceMemoryProperties& mem = props.memoryProperties;
+    MemoryBudget out{.from_extension = use_extension};
+    for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
+        HeapBudget heap{.index = h,
+                        .size = mem.memoryHeaps[h].size,
+                        .device_local = (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0};
+        for (std::uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
+            if (mem.memoryTypes[t].heapIndex == h &&
+                (mem.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0) {
+                heap.host_visible = true;
+            }
+        }
+        // The specification has heapBudget non-zero for every heap; a driver that says 0
+        // gets its heap's size rather than a budget nothing fits in.
+        heap.budget = use_extension && ext.heapBudget[h] != 0 ? ext.heapBudget[h] : heap.size;
+        heap.usage = use_extension ? ext.heapUsage[h] : (h < own.size() ? own[h] : 0);
+        out.heaps.push_back(heap);
+    }
+    return out;
+}
+
+// Fills in what Device buffers of `type_bits` can still get, given vkformer's device-local
+// and fallback block bytes (what the caps count).
+void fill_available(MemoryBudget& b, const VkPhysicalDeviceMemoryProperties& props, std::uint32_t type_bits,
+                    std::uint64_t device_local_bytes, std::uint64_t fallback_bytes) {
+    const std::uint32_t type = find_type(props, type_bits, MemoryKind::Device);
+    if (type == UINT32_MAX) {
+        return;
+    }
+    const HeapBudget& heap = b.heaps.at(props.memoryTypes[type].heapIndex);
+    const bool device_local = (props.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
+    const std::uint64_t heap_room = minus(heap.budget, heap.usage);
+    const bool capped = device_local && b.caps.device_local.has_value();
+    b.device_local_available =
+        capped ? std::min(heap_room, minus(*b.caps.device_local, device_local_bytes)) : heap_room;
+    b.host_visible_available = 0;
+    const std::uint32_t fallback = find_fallback_type(props, type_bits, type);
+    if (fallback == UINT32_MAX) {
+        return;
+    }
+    const HeapBudget& fallback_heap = b.heaps.at(props.memoryTypes[fallback].heapIndex);
+    if (fallback_heap.index != heap.index) {
+        b.host_visible_available = minus(fallback_heap.budget, fallback_heap.usage);
+    } else if (capped) {
+        // One heap for both (unified memory): what the device-local cap leaves of it.
+        b.host_visible_available = heap_room - b.device_local_available;
+    }
+    if (b.caps.host_visible) {
+        b.host_visible_available = std::min(b.host_visible_available, minus(*b.caps.host_visible, fallback_bytes));
+    }
+}
+
+// A block size for a buffer of `need` bytes within `room`: `want`, halved while it does not
+// fit and half still holds the buffer, else the buffer's own size; 0 when even that does
+// not fit.
+VkDeviceSize fitting_block(VkDeviceSize want, VkDeviceSize need, std::uint64_t room) {
+    if (need > room) {
+        return 0;
+    }
+    VkDeviceSize size = want;
+    while (size > room && size / 2 >= need) {
+        size /= 2;
+    }
+    return size <= room ? size : need;
+}
+
+std::string mib(std::uint64_t bytes) {
+    return fmt::format("{:.1f} MiB ({} bytes)", static_cast<double>(bytes) / (1 << 20), bytes);
+}
+
 }  // namespace
 
-MemoryAllocator::MemoryAllocator(const Device& device, VkDeviceSize block_size) : device_(device) {
+std::string MemoryBudget::source() const {
+    std::string out = from_extension ? "VK_EXT_memory_budget" : "heap sizes";
+    std::string forced;
+    if (caps.device_local) {
+        forced = "device_heap=" + std::to_string(*caps.device_local);
+    }
+    if (caps.host_visible) {
+        forced += (forced.empty() ? "" : ",") + std::string("host_heap=") + std::to_string(*caps.host_visible);
+    }
+    return forced.empty() ? out : out + "; forced: VKF_LIMITS " + forced;
+}
+
+MemoryBudget query_memory_budget(VkPhysicalDevice physical, bool use_extension, const MemoryCaps& caps) {
+    MemoryBudget b = read_heaps(physical, use_extension, {});
+    b.caps = caps;
+    VkPhysicalDeviceMemoryProperties props{};
+    vkGetPhysicalDeviceMemoryProperties(physical, &props);
+    fill_available(b, props, UINT32_MAX, 0, 0);
+    return b;
+}
+
+MemoryAllocator::MemoryAllocator(const Device& device, VkDeviceSize block_size, MemoryCaps caps)
+    : device_(device), caps_(caps) {
     vkGetPhysicalDeviceMemoryProperties(device.physical(), &props_);
+    heap_bytes_.assign(props_.memoryHeapCount, 0);
     VkDeviceSize smallest_heap = UINT64_MAX;
     for (std::uint32_t h = 0; h < props_.memoryHeapCount; ++h) {
         smallest_heap = std::min(smallest_heap, props_.memoryHeaps[h].size);
     }
-    // A block must fit the driver's allocation limit and leave room in small heaps.
+    // A block must fit the driver's allocation limit and leave room in small heaps, forced
+    // ones included.
     block_size_ = std::min({block_size, smallest_heap / 4, device.info().max_memory_allocation_size});
+    for (const std::optional<std::uint64_t>& cap : {caps_.device_local, caps_.host_visible}) {
+        if (cap) {
+            block_size_ = std::min<VkDeviceSize>(block_size_, *cap / 4);
+        }
+    }
     block_size_ = std::max<VkDeviceSize>(block_size_, 1 << 20);
 }
 
@@ -47,32 +215,27 @@ MemoryAllocator::~MemoryAllocator() {
 }
 
 std::uint32_t MemoryAllocator::memory_type(std::uint32_t type_bits, MemoryKind kind, const std::string& name) const {
-    const VkMemoryPropertyFlags required =
-        kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT : 0;
-    const VkMemoryPropertyFlags preferred =
-        kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    std::uint32_t best = UINT32_MAX;
-    for (std::uint32_t t = 0; t < props_.memoryTypeCount; ++t) {
-        const VkMemoryPropertyFlags f = props_.memoryTypes[t].propertyFlags;
-        if (!(type_bits & (1u << t)) || (f & required) != required) {
-            continue;
-        }
-        if (f & (VK_MEMORY_PROPERTY_PROTECTED_BIT | VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT)) {
-            continue;
-        }
-        if (best == UINT32_MAX ||
-            ((f & preferred) == preferred && (props_.memoryTypes[best].propertyFlags & preferred) != preferred)) {
-            best = t;
-        }
-    }
-    if (best == UINT32_MAX) {
+    const std::uint32_t type = find_type(props_, type_bits, kind);
+    if (type == UINT32_MAX) {
         throw Error("buffer '" + name + "': the device has no " +
                     (kind == MemoryKind::Host ? "host-visible coherent" : "usable") + " memory type for it");
     }
-    return best;
+    return type;
 }
 
-Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const std::string& name) {
+MemoryBudget MemoryAllocator::budget(std::uint32_t type_bits) const {
+    MemoryBudget b = read_heaps(device_.physical(), device_.info().memory_budget, heap_bytes_);
+    b.caps = caps_;
+    fill_available(b, props_, type_bits, stats_.device_local_block_bytes, stats_.fallback_block_bytes);
+    return b;
+}
+
+MemoryBudget MemoryAllocator::budget() const {
+    return budget(UINT32_MAX);
+}
+
+Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const std::string& name, BlockUse use,
+                                  bool may_fail) {
     const DeviceInfo& info = device_.info();
     if (size > info.max_memory_allocation_size) {
         throw Error("buffer '" + name + "' needs " + std::to_string(size) +
@@ -86,18 +249,22 @@ Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const s
     auto block = std::make_unique<Block>();
     block->size = size;
     block->type = type;
+    block->fallback = use == BlockUse::Fallback;
+    block->host = use == BlockUse::Host;
     const VkMemoryAllocateInfo alloc{
         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = size, .memoryTypeIndex = type};
     const VkResult r = vkAllocateMemory(device_.handle(), &alloc, nullptr, &block->memory);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        if (may_fail) {
+            return nullptr;
+        }
         throw Error("out of device memory: allocating " + std::to_string(size) + " bytes for buffer '" + name +
                     "' failed with " + to_string(r) + " (" + std::to_string(stats_.block_bytes) +
                     " bytes already allocated by vkformer)");
     }
     check(r, "vkAllocateMemory");
     // Only coherent memory is mapped: vkformer never flushes or invalidates by hand.
-    const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    if ((props_.memoryTypes[type].propertyFlags & mappable) == mappable) {
+    if ((props_.memoryTypes[type].propertyFlags & kHostCoherent) == kHostCoherent) {
         void* p = nullptr;
         const VkResult m = vkMapMemory(device_.handle(), block->memory, 0, VK_WHOLE_SIZE, 0, &p);
         if (m != VK_SUCCESS) {
@@ -109,53 +276,143 @@ Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const s
     block->free_ranges.emplace(0, size);
     stats_.block_bytes += size;
     stats_.block_count += 1;
+    heap_bytes_[props_.memoryTypes[type].heapIndex] += size;
+    if (use == BlockUse::Fallback) {
+        stats_.fallback_block_bytes += size;
+    } else if (use == BlockUse::Device &&
+               (props_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0) {
+        stats_.device_local_block_bytes += size;
+    }
     blocks_.push_back(std::move(block));
     return blocks_.back().get();
 }
 
-Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryKind kind, const std::string& name) {
-    const std::uint32_t type = memory_type(req.memoryTypeBits, kind, name);
+namespace {
+
+// The first free range of `b` that holds `size` bytes at `alignment`.
+std::optional<Allocation> take(Block& b, VkDeviceSize size, VkDeviceSize alignment) {
+    for (auto it = b.free_ranges.begin(); it != b.free_ranges.end(); ++it) {
+        const VkDeviceSize start = align_up(it->first, alignment);
+        const VkDeviceSize end = it->first + it->second;
+        if (start + size > end) {
+            continue;
+        }
+        const VkDeviceSize range_offset = it->first;
+        b.free_ranges.erase(it);
+        if (start > range_offset)
+            b.free_ranges.emplace(range_offset, start - range_offset);
+        if (start + size < end)
+            b.free_ranges.emplace(start + size, end - start - size);
+        b.live += 1;
+        return Allocation{.block = &b, .offset = start, .size = size};
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Allocation> MemoryAllocator::from_blocks(const VkMemoryRequirements& req, std::uint32_t type,
+                                                       BlockUse use) {
     // Binding offsets must also be multiples of the storage-buffer alignment.
     const VkDeviceSize alignment =
         std::max<VkDeviceSize>(req.alignment, device_.info().min_storage_buffer_offset_alignment);
-    auto try_block = [&](Block& b) -> std::optional<Allocation> {
-        for (auto it = b.free_ranges.begin(); it != b.free_ranges.end(); ++it) {
-            const VkDeviceSize start = align_up(it->first, alignment);
-            const VkDeviceSize end = it->first + it->second;
-            if (start + req.size > end) {
-                continue;
+    for (auto& b : blocks_) {
+        // Host buffers share the Device blocks of their type too (unified memory): no block
+        // of their own for a few small buffers.
+        const bool usable =
+            use == BlockUse::Fallback ? b->fallback : !b->fallback && (!b->host || use == BlockUse::Host);
+        if (b->type == type && !b->dedicated && usable) {
+            if (auto got = take(*b, req.size, alignment)) {
+                return got;
             }
-            const VkDeviceSize range_offset = it->first;
-            b.free_ranges.erase(it);
-            if (start > range_offset)
-                b.free_ranges.emplace(range_offset, start - range_offset);
-            if (start + req.size < end)
-                b.free_ranges.emplace(start + req.size, end - start - req.size);
-            b.live += 1;
-            return Allocation{.block = &b, .offset = start, .size = req.size};
         }
-        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+Allocation MemoryAllocator::allocate_device(const VkMemoryRequirements& req, std::uint32_t type,
+                                            const std::string& name) {
+    const bool dedicated = req.size > block_size_ / 2;
+    if (!dedicated) {
+        if (auto got = from_blocks(req, type, BlockUse::Device)) {
+            return *got;
+        }
+    }
+    const VkDeviceSize want = dedicated ? req.size : block_size_;
+    const MemoryBudget now = budget(req.memoryTypeBits);
+    const auto placed = [&](Block* b) {
+        b->dedicated = dedicated;
+        return *take(*b, req.size, 1);  // a new block's one free range starts at 0
     };
+    // Device-local memory while its heap's budget (and the cap) has room for the block.
+    bool out_of_memory = false;
+    if (const VkDeviceSize size = fitting_block(want, req.size, now.device_local_available)) {
+        if (Block* b = new_block(type, size, name, BlockUse::Device, true)) {
+            return placed(b);
+        }
+        out_of_memory = true;
+    }
+    // Host-visible memory next: room left in fallback blocks, else a new one within its budget.
+    const std::uint32_t fallback = find_fallback_type(props_, req.memoryTypeBits, type);
+    std::optional<Allocation> got;
+    if (fallback != UINT32_MAX && !dedicated) {
+        got = from_blocks(req, fallback, BlockUse::Fallback);
+    }
+    if (!got && fallback != UINT32_MAX && now.host_visible_available >= req.size) {
+        got = placed(
+            new_block(fallback, fitting_block(want, req.size, now.host_visible_available), name, BlockUse::Fallback));
+    }
+    if (!got) {
+        if (now.caps.device_local || now.caps.host_visible) {
+            // Forced sizes are hard limits: they stand for a device that has no more.
+            throw Error("out of device memory: buffer '" + name + "' needs " + mib(req.size) + " but only " +
+                        mib(now.device_local_available) + " of device-local and " + mib(now.host_visible_available) +
+                        " of host-visible memory are left (" + now.source() + ")");
+        }
+        // Nowhere else to go: the device-local heap as before, and the driver's verdict (a
+        // budget is advice; an allocation past it may still succeed).
+        return placed(new_block(type, want, name, BlockUse::Device));
+    }
+    if (stats_.note.empty()) {
+        const std::uint32_t heap = props_.memoryTypes[type].heapIndex;
+        std::string why;
+        if (out_of_memory) {
+            why = "vkAllocateMemory of a block there failed for lack of memory";
+        } else if (now.caps.device_local) {
+            why = "it had " + mib(now.device_local_available) +
+                  " left of the forced size VKF_LIMITS device_heap=" + std::to_string(*now.caps.device_local);
+        } else {
+            why = "it had " + mib(now.device_local_available) + " left: budget " + mib(now.heaps[heap].budget) +
+                  ", in use " + mib(now.heaps[heap].usage) + " (" + now.source() + ")";
+        }
+        stats_.note = "device-local memory (heap " + std::to_string(heap) + ") is full (" + why + "): from buffer '" +
+                      name + "' (" + mib(req.size) + ") on, device buffers that do not fit it " +
+                      "go to host-visible memory (heap " + std::to_string(props_.memoryTypes[fallback].heapIndex) +
+                      "), which the GPU reads more slowly";
+    }
+    return *got;
+}
+
+Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryKind kind, const std::string& name) {
+    const std::uint32_t type = memory_type(req.memoryTypeBits, kind, name);
     Allocation a;
-    if (req.size > block_size_ / 2) {
-        Block* b = new_block(type, req.size, name);
+    if (kind == MemoryKind::Device) {
+        a = allocate_device(req, type, name);
+    } else if (req.size > block_size_ / 2) {
+        Block* b = new_block(type, req.size, name, BlockUse::Host);
         b->dedicated = true;
-        a = *try_block(*b);
+        a = *take(*b, req.size, 1);
+    } else if (auto got = from_blocks(req, type, BlockUse::Host)) {
+        a = *got;
     } else {
-        for (auto& b : blocks_) {
-            if (b->type == type && !b->dedicated) {
-                if (auto got = try_block(*b)) {
-                    a = *got;
-                    break;
-                }
-            }
-        }
-        if (a.block == nullptr) {
-            a = *try_block(*new_block(type, block_size_, name));
-        }
+        a = *take(*new_block(type, block_size_, name, BlockUse::Host), req.size, 1);
     }
     stats_.buffer_bytes += a.size;
     stats_.buffer_count += 1;
+    if (a.block->fallback) {
+        stats_.fallback_buffer_bytes += a.size;
+        stats_.fallback_buffer_count += 1;
+    }
     return a;
 }
 
@@ -163,6 +420,10 @@ void MemoryAllocator::free(const Allocation& a) noexcept {
     Block& b = *a.block;
     stats_.buffer_bytes -= a.size;
     stats_.buffer_count -= 1;
+    if (b.fallback) {
+        stats_.fallback_buffer_bytes -= a.size;
+        stats_.fallback_buffer_count -= 1;
+    }
     auto [it, inserted] = b.free_ranges.emplace(a.offset, a.size);
     (void)inserted;
     // Coalesce with the following and preceding free ranges.
@@ -179,12 +440,15 @@ void MemoryAllocator::free(const Allocation& a) noexcept {
     }
     b.live -= 1;
     // Dedicated blocks go back at once; one empty shared block per memory type is kept so
-    // that creating and dropping small buffers does not churn vkAllocateMemory.
+    // that creating and dropping small buffers does not churn vkAllocateMemory. Fallback
+    // blocks go back at once too: later buffers should find device-local memory first. (One
+    // empty block is kept per memory type and use: Device or Host.)
     if (b.live == 0) {
-        const bool keep = !b.dedicated && std::count_if(blocks_.begin(), blocks_.end(), [&](const auto& other) {
-                                              return other.get() != &b && other->type == b.type && !other->dedicated &&
-                                                     other->live == 0;
-                                          }) == 0;
+        const bool keep =
+            !b.dedicated && !b.fallback && std::count_if(blocks_.begin(), blocks_.end(), [&](const auto& other) {
+                                               return other.get() != &b && other->type == b.type && !other->dedicated &&
+                                                      !other->fallback && other->host == b.host && other->live == 0;
+                                           }) == 0;
         if (!keep) {
             if (b.mapped != nullptr) {
                 vkUnmapMemory(device_.handle(), b.memory);
@@ -192,6 +456,13 @@ void MemoryAllocator::free(const Allocation& a) noexcept {
             vkFreeMemory(device_.handle(), b.memory, nullptr);
             stats_.block_bytes -= b.size;
             stats_.block_count -= 1;
+            heap_bytes_[props_.memoryTypes[b.type].heapIndex] -= b.size;
+            if (b.fallback) {
+                stats_.fallback_block_bytes -= b.size;
+            } else if (!b.host &&
+                       (props_.memoryTypes[b.type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0) {
+                stats_.device_local_block_bytes -= b.size;
+            }
             blocks_.erase(std::find_if(blocks_.begin(), blocks_.end(), [&](const auto& p) { return p.get() == &b; }));
         }
     }
@@ -239,6 +510,10 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
         name_ = std::move(other.name_);
     }
     return *this;
+}
+
+bool Buffer::host_visible_fallback() const {
+    return allocation_.block != nullptr && allocation_.block->fallback;
 }
 
 std::byte* Buffer::mapped() const {
