@@ -330,8 +330,25 @@ int run(const Options& o) {
     vkf::Context ctx(o.device.context_options());
     const bool progress = !o.quiet;
 
+    // The prompt first: the model is refused before loading when it and a session of this
+    // many tokens cannot fit the device's memory.
+    std::optional<vkf::text::Tokenizer> tokenizer;
+    if (o.prompt_text || o.interactive) {
+        tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
+    }
+    std::vector<std::uint32_t> prompt = o.prompt;
+    if (o.prompt_text) {
+        prompt = tokenizer->encode(*o.prompt_text);
+        if (prompt.empty()) {
+            throw vkf::Error("--prompt: the text encodes to no tokens");
+        }
+    }
+    const std::uint32_t max_tokens =
+        o.interactive ? o.ctx : static_cast<std::uint32_t>(prompt.size() + o.n_predict - 1);
+
     const auto load_start = std::chrono::steady_clock::now();
-    vkf::ModelOptions model_options{.weights = o.weights};
+    vkf::ModelOptions model_options{.weights = o.weights,
+                                    .session = {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv}};
     auto load_line = std::make_shared<vkf::app::ProgressLine>(progress);
     model_options.progress = [load_line, last = -1](const vkf::WeightUploadProgress& p) mutable {
         const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
@@ -344,35 +361,24 @@ int run(const Options& o) {
     const vkf::Model model(ctx, o.model, model_options);
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const vkf::ModelConfig& config = model.config();
-
-    std::optional<vkf::text::Tokenizer> tokenizer;
-    if (o.prompt_text || o.interactive) {
-        tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
-    }
-    std::vector<std::uint32_t> prompt = o.prompt;
-    if (o.prompt_text) {
-        prompt = tokenizer->encode(*o.prompt_text);
-        if (prompt.empty()) {
-            throw vkf::Error("--prompt: the text encodes to no tokens");
-        }
-    }
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
 
-    vkf::Session session(
-        model, vkf::SessionOptions{
-                   .max_tokens = o.interactive ? o.ctx : static_cast<std::uint32_t>(prompt.size() + o.n_predict - 1),
-                   .chunk = o.chunk,
-                   .profiling = o.profile,
-                   .fuse_qkv = !o.unfused,
-                   .fuse_layernorm = o.fuse_layernorm,
-                   .kv_dtype = o.kv,
-                   .int8_activations = o.int8_activations});
+    vkf::Session session(model, vkf::SessionOptions{.max_tokens = max_tokens,
+                                                    .chunk = o.chunk,
+                                                    .profiling = o.profile,
+                                                    .fuse_qkv = !o.unfused,
+                                                    .fuse_layernorm = o.fuse_layernorm,
+                                                    .kv_dtype = o.kv,
+                                                    .int8_activations = o.int8_activations});
     if (progress) {
         fmt::print(stderr,
                    "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), {} KV cache (session {}), on {}\n",
                    vkf::family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
                    vkf::to_string(model.weight_format()), vkf::size_text(model.weights().bytes),
                    vkf::to_string(session.kv_dtype()), vkf::size_text(session.device_bytes()), ctx.device_info().name);
+    }
+    if (progress && !ctx.memory_stats().note.empty()) {
+        fmt::print(stderr, "vkf-run: {}\n", ctx.memory_stats().note);
     }
     if (o.interactive) {
         return chat(session, *tokenizer, o, stop_ids);
@@ -419,6 +425,7 @@ int run(const Options& o) {
     }
 
     if (o.json) {
+        const vkf::MemoryStats memory = ctx.memory_stats();
         nlohmann::ordered_json json = {
             {"device", ctx.device_info()},
             {"model",
@@ -446,6 +453,11 @@ int run(const Options& o) {
             {"kv", vkf::to_string(session.kv_dtype())},
             {"submissions", session.submissions()},
             {"session_device_bytes", session.device_bytes()},
+            // Device buffers that went to host-visible memory because device-local memory
+            // was full (runtime/memory.hpp), and why; 0 and null on most devices.
+            {"host_visible_fallback_bytes", memory.fallback_buffer_bytes},
+            {"memory_note",
+             memory.note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(memory.note)},
         };
         if (streamed) {
             json["prompt"] = *o.prompt_text;

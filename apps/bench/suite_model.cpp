@@ -75,15 +75,6 @@ std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64
     return c.n_layer * (2 * tokens * layer_params(c) + 4 * visible * c.hidden);
 }
 
-// Device bytes of the weights.
-std::uint64_t model_bytes(const ModelConfig& c, WeightFormat format) {
-    std::uint64_t bytes = 0;
-    for (const ExpectedTensor& t : expected_tensors(c)) {
-        bytes += tensor_bytes(t, format);
-    }
-    return bytes;
-}
-
 // Weight bytes one forward pass reads: everything but the embedding table, of which it reads
 // a row per token, unless the table is also the (tied) LM head.
 std::uint64_t bytes_read_per_pass(const ModelConfig& c, WeightFormat format, bool with_head) {
@@ -97,13 +88,6 @@ std::uint64_t bytes_read_per_pass(const ModelConfig& c, WeightFormat format, boo
         bytes += tensor_bytes(t, format);
     }
     return bytes;
-}
-
-// Device memory of a session: the KV cache and the fp32 activations of a chunk.
-std::uint64_t session_bytes(const ModelConfig& c, std::uint32_t max_tokens, std::uint32_t chunk, DType kv_dtype) {
-    const std::uint64_t cache = 2ull * c.n_layer * max_tokens * c.hidden * element_size(kv_dtype);
-    const std::uint64_t activations = std::uint64_t{chunk} * (7ull * c.hidden + c.ffn_hidden) * 4;
-    return cache + activations + std::uint64_t{chunk} * c.vocab_size * 4;
 }
 
 // Milliseconds of one call of `step`: GPU time from the session's timestamps (two per
@@ -156,7 +140,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                 {"tokens", std::int64_t{decode ? 1 : m}},
                                 {"context", std::int64_t{m}},
                                 {"step", step_kind}};
-                    const std::uint64_t weights = model_bytes(config, format);
+                    const std::uint64_t weights = weight_bytes(config, format);
                     const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
                     c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
                     c.bytes = read;
@@ -177,8 +161,12 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         if (budget.max_memory == 0) {
                             budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;
                         }
-                        check_memory(ctx, budget, weights + session_bytes(config, max_tokens, chunk, kv_dtype),
-                                     largest);
+                        check_memory(
+                            ctx, budget,
+                            estimate_model_memory(config, format,
+                                                  {.max_tokens = max_tokens, .chunk = chunk, .kv_dtype = kv_dtype})
+                                .total(),
+                            largest);
                         const bool gpu = ctx.limits().timestamps;
                         const Model model(ctx, config, format);
                         Session session(model, SessionOptions{.max_tokens = max_tokens,

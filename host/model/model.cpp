@@ -57,6 +57,7 @@ Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions option
       checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
     check_head_dim(config_.head_dim);
     const WeightFormat format = options.weights.value_or(default_weight_format(*checkpoint_, config_));
+    check_model_fits(ctx, estimate_model_memory(config_, format, options.session), "model '" + dir.string() + "'");
     weights_ = upload_weights(ctx, config_, *checkpoint_, format, options.progress);
     slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
                                                  : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
@@ -65,6 +66,7 @@ Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions option
 Model::Model(Context& ctx, const ModelConfig& config, WeightFormat format) : ctx_(ctx), config_(config) {
     validate(config_);
     check_head_dim(config_.head_dim);
+    check_model_fits(ctx, estimate_model_memory(config_, format), "a model of this configuration");
     weights_ = synthetic_weights(ctx, config_, format);
     slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
                                                  : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);

@@ -20,6 +20,7 @@
 // Activations are fp32, the KV cache fp16 (or fp32, SessionOptions::kv_dtype); weights fp32,
 // fp16, or q8_0/q4_0 matrices with fp16 norms and biases (ModelWeights).
 
+#include "host/model/memory_estimate.hpp"
 #include "host/model/weights.hpp"
 #include "host/ops/attention.hpp"
 
@@ -38,6 +39,11 @@ struct ModelOptions {
     // matrices quantized at load time for q8_0/q4_0); a quantized one only in its own.
     std::optional<WeightFormat> weights = std::nullopt;
     std::function<void(const WeightUploadProgress&)> progress = {};
+    // The session the model is loaded for: before uploading anything, the constructor refuses
+    // (vkf::Error naming the numbers) a model whose weights plus this session's KV cache and
+    // activations do not fit the device's memory budget (memory_estimate.hpp). Default: the
+    // weights alone.
+    SessionSize session = {};
 };
 
 class Model {

@@ -2,8 +2,9 @@
 """End-to-end test of vkf-run on small random checkpoints written by vkf-make-checkpoint:
 greedy generation with --check and --json, the logits file (shape, and each step's argmax is
 the generated id), seeded sampling (same seed, same ids), a prompt from a file, sharded and
-MPT checkpoints, fp32 and fp16 KV caches (--kv), and the errors for bad options, bad ids and
-missing models. When
+MPT checkpoints, fp32 and fp16 KV caches (--kv), a forced small device-local heap (weights in
+host-visible memory, reported in --json), and the errors for bad options, bad ids, missing models
+and a model over a forced memory budget. When
 tests/reference/model_numpy.py is given, the logits are also compared with that independent NumPy
 implementation of the two model families.
 
@@ -122,6 +123,24 @@ def main():
         default = run_json(bloom, ["--prompt-ids", "1,2", "--n-predict", "2"])
         if default and default.get("kv") != "f16":
             fail("the default KV cache is %r, expected f16" % default.get("kv"))
+        if default and (default.get("host_visible_fallback_bytes") != 0 or default.get("memory_note") is not None):
+            fail("nothing should fall back to host-visible memory here: %r, %r" %
+                 (default.get("host_visible_fallback_bytes"), default.get("memory_note")))
+
+        # A forced 1 MiB device-local heap (the weights are 1.66 MiB): the rest goes to host-visible
+        # memory, --json says so, and the greedy ids and the check are as before.
+        small_heap = run_json(bloom, ["--prompt-ids", ",".join(map(str, prompt)), "--n-predict", "6", "--check",
+                                      "--kv", "f32", "--limits", "device_heap=1M"])
+        if small_heap and bloom_kv32:
+            note = small_heap.get("memory_note") or ""
+            if not small_heap.get("host_visible_fallback_bytes", 0) > 0 or "device_heap=1048576" not in note:
+                fail("device_heap=1M: fallback bytes %r, note %r" % (small_heap.get("host_visible_fallback_bytes"), note))
+            if small_heap["generated_ids"] != bloom_kv32["generated_ids"]:
+                fail("device_heap=1M gave ids %s, expected %s" % (small_heap["generated_ids"],
+                                                                  bloom_kv32["generated_ids"]))
+            error = small_heap.get("check", {}).get("max_rel_logit_error")
+            if error is None or not error < BOUNDS["f32"]:
+                fail("device_heap=1M: --check error %r" % error)
 
         # Seeded sampling: reproducible, and the seed matters.
         sampling = ["--prompt-ids", "1,2,3", "--n-predict", "12", "--temp", "1.5", "--top-k", "50", "--top-p", "0.95"]
@@ -160,6 +179,9 @@ def main():
             (["--model", bloom, "--prompt-ids", "1", "--kv", "bf16"], 2, "--kv"),
             (["--model", bloom, "--prompt-ids", "1,301"], 1, "301"),
             (["--model", os.path.join(tmp, "nowhere"), "--prompt-ids", "1"], 1, "nowhere"),
+            # Refused before loading: 1.7 MiB needed, 1 MiB forced.
+            (["--model", bloom, "--prompt-ids", "1", "--limits", "device_heap=512K,host_heap=512K"], 1,
+             "but only 1 MiB (1048576) are available"),
         ]:
             proc = run(RUN, args + ["--quiet"])
             if proc.returncode != code or needle not in proc.stderr:

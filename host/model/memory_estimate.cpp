@@ -1,0 +1,62 @@
+#include "host/model/memory_estimate.hpp"
+
+#include "host/quant/quantized_checkpoint.hpp"
+#include "host/spec/model_tensors.hpp"
+#include "host/util/format.hpp"
+#include "runtime/error.hpp"
+
+#include <algorithm>
+
+namespace vkf {
+
+namespace {
+
+constexpr std::uint64_t kF32 = 4;
+
+}  // namespace
+
+std::string ModelMemoryEstimate::describe() const {
+    return size_text(total()) + " (" + std::to_string(total()) + " bytes: weights " + size_text(weights) +
+           ", KV cache " + size_text(kv_cache) + ", activations " + size_text(activations) + ")";
+}
+
+std::uint64_t weight_bytes(const ModelConfig& config, WeightFormat format) {
+    std::uint64_t bytes = 0;
+    for (const ExpectedTensor& t : expected_tensors(config)) {
+        bytes += tensor_bytes(t, format);
+    }
+    return bytes;
+}
+
+ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionSize& session) {
+    ModelMemoryEstimate e;
+    if (session.max_tokens == 0) {
+        return e;
+    }
+    const std::uint64_t chunk = std::clamp<std::uint32_t>(session.chunk, 1, session.max_tokens);
+    e.kv_cache = 2ull * c.n_layer * session.max_tokens * c.hidden * element_size(session.kv_dtype);
+    // Session's buffers: hidden, normed, q and the attention output [chunk, hidden], the QKV
+    // projection's output [chunk, 3 hidden] (which a session that fuses QKV does without), the
+    // MLP's [chunk, ffn_hidden]; the ids and the step's key count; the logits.
+    e.activations = chunk * (7ull * c.hidden + c.ffn_hidden) * kF32 + chunk * 4 + 4 + chunk * c.vocab_size * kF32;
+    return e;
+}
+
+ModelMemoryEstimate estimate_model_memory(const ModelConfig& config, WeightFormat format, const SessionSize& session) {
+    ModelMemoryEstimate e = estimate_session_memory(config, session);
+    e.weights = weight_bytes(config, format);
+    return e;
+}
+
+void check_model_fits(const Context& ctx, const ModelMemoryEstimate& estimate, const std::string& what) {
+    const MemoryBudget budget = ctx.memory_budget();
+    if (estimate.total() <= budget.available()) {
+        return;
+    }
+    throw Error(what + " needs " + estimate.describe() + " of device memory, but only " +
+                size_with_bytes(budget.available()) + " are available: " + size_text(budget.device_local_available) +
+                " device-local and " + size_text(budget.host_visible_available) + " host-visible (" + budget.source() +
+                "). Nothing was uploaded; use a smaller weight format (q8_0, q4_0), fewer tokens or a larger device");
+}
+
+}  // namespace vkf

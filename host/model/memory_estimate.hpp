@@ -1,0 +1,53 @@
+#pragma once
+// The device memory a model needs, estimated from its configuration before anything is
+// uploaded: the weights in their WeightFormat (the tensors of expected_tensors, each as
+// tensor_bytes counts it), and a Session's KV cache and activations for a number of tokens.
+// Model's constructor checks it against the Context's memory budget and refuses a model
+// that cannot fit; vkf-bench sizes its model cases with it.
+
+#include "host/quant/quant_format.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/util/dtype.hpp"
+#include "runtime/context.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace vkf {
+
+// The sessions a model is loaded for (SessionOptions' fields that size its buffers).
+// max_tokens 0: none, the weights alone.
+struct SessionSize {
+    std::uint32_t max_tokens = 0;
+    std::uint32_t chunk = 128;  // clamped to 1 .. max_tokens, as Session does
+    DType kv_dtype = DType::F16;
+};
+
+struct ModelMemoryEstimate {
+    std::uint64_t weights = 0;      // every weight tensor in its WeightFormat
+    std::uint64_t kv_cache = 0;     // K and V of every layer, max_tokens rows each
+    std::uint64_t activations = 0;  // a chunk's fp32 activations, token ids and logits
+    std::uint64_t total() const { return weights + kv_cache + activations; }
+    // "1.71 MiB (1789520 bytes: weights 1.66 MiB, KV cache 6 KiB, activations 40.08 KiB)"
+    std::string describe() const;
+};
+
+// Device bytes of the weights: the sum of tensor_bytes over expected_tensors(config).
+std::uint64_t weight_bytes(const ModelConfig& config, WeightFormat format);
+
+// Device bytes of one Session: the KV cache, and the fp32 activations, token ids and logits
+// (every row of a chunk, as Logits::All needs) of a chunk; the QKV output buffer too, which a
+// session that fuses QKV (SessionOptions::fuse_qkv) does without: an upper bound. The matmuls'
+// split-K scratch and attention's split-KV partials are not counted: they depend on the
+// device's plans, and they are split only where the output is too small to fill the device.
+ModelMemoryEstimate estimate_session_memory(const ModelConfig& config, const SessionSize& session);
+
+ModelMemoryEstimate estimate_model_memory(const ModelConfig& config, WeightFormat format,
+                                          const SessionSize& session = {});
+
+// Throws vkf::Error naming both numbers when `estimate` is more than the Device buffers of
+// `ctx` can still get (Context::memory_budget: device-local memory plus the host-visible
+// memory they fall back to). `what` names the model in the message.
+void check_model_fits(const Context& ctx, const ModelMemoryEstimate& estimate, const std::string& what);
+
+}  // namespace vkf
