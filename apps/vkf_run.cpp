@@ -70,7 +70,6 @@ struct Options {
     bool profile = false;
     bool int8_activations = false;
     bool unfused = false;
-    bool fuse_layernorm = false;
     bool check = false;
     double check_tolerance = 1e-3;
     std::string logits_out;
@@ -164,13 +163,10 @@ void declare_options(CLI::App& cli, Options& o) {
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
     cli.add_flag("--unfused", o.unfused,
-                 "Q and K/V repacked by separate passes and every step recorded\n"
-                 "anew (the portable path, also taken by devices with too few\n"
-                 "storage buffers per shader stage for the fused QKV kernel)");
-    cli.add_flag("--fuse-layernorm", o.fuse_layernorm,
-                 "run LayerNorms inside the row-dot matmuls that read them (CPU\n"
-                 "devices' decoding): one dispatch fewer each, but slower on\n"
-                 "llvmpipe as measured (docs/DESIGN.md)");
+                 "LayerNorms as dispatches of their own, Q and K/V repacked by\n"
+                 "separate passes, every step recorded anew (the portable path, also\n"
+                 "taken by devices with too few storage buffers per shader stage for\n"
+                 "the fused QKV kernel)");
     cli.add_flag("--int8-activations", o.int8_activations,
                  "q8_0/q4_0 weights: round the matmuls' inputs to int8 per block\n"
                  "for the integer dot-product path where the device has it (changes\n"
@@ -367,7 +363,7 @@ int run(const Options& o) {
                                                     .chunk = o.chunk,
                                                     .profiling = o.profile,
                                                     .fuse_qkv = !o.unfused,
-                                                    .fuse_layernorm = o.fuse_layernorm,
+                                                    .fuse_layernorm = !o.unfused,
                                                     .kv_dtype = o.kv,
                                                     .int8_activations = o.int8_activations});
     if (progress) {

@@ -98,9 +98,10 @@ struct SessionOptions {
     // shader stage for the fused kernel: Q and K/V are repacked by separate passes, and each
     // chunk is recorded anew (the append position is a push constant).
     bool fuse_qkv = true;
-    // LayerNorms run inside the matmuls that read their output where the matmul's kernel can
-    // (matmul_fuses_layernorm: decoding on CPU devices), instead of as dispatches of their own.
-    bool fuse_layernorm = false;
+    // LayerNorms run inside the row-dot matmuls that read them (matmul_fuses_layernorm:
+    // decoding on CPU devices) where the rows are short enough for that to pay (hidden <=
+    // 128, docs/DESIGN.md "Decoding steps"), instead of as dispatches of their own.
+    bool fuse_layernorm = true;
     // Re-submit recorded steps (fused only); false records every chunk anew, as a check.
     bool reuse_steps = true;
     // KV-cache storage, F16 or F32. F16 halves the cache's memory and the attention's reads
