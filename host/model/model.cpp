@@ -215,6 +215,34 @@ bool Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
     return changed;
 }
 
+void Session::record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y,
+                          std::uint32_t rows) const {
+    const ModelConfig& c = model_.config();
+    record_layernorm(ctx_, list,
+                     LayerNormArgs{.x = x,
+                                   .weight = whole(norm.weight),
+                                   .bias = optional_range(norm.bias),
+                                   .y = y,
+                                   .rows = rows,
+                                   .dim = c.hidden,
+                                   .eps = static_cast<float>(c.layer_norm_epsilon),
+                                   .weight_dtype = model_.weight_format().dense});
+}
+
+XLayerNorm Session::x_norm(const NormWeights& norm) const {
+    return XLayerNorm{.weight = whole(norm.weight),
+                      .bias = optional_range(norm.bias),
+                      .eps = static_cast<float>(model_.config().layer_norm_epsilon)};
+}
+
+bool Session::fuses_layernorm(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint32_t bindings) const {
+    const WeightFormat wf = model_.weight_format();
+    return options_.fuse_layernorm && k <= kLayerNormFusionMaxK &&
+           ctx_.limits().storage_buffers >= bindings + kLayerNormFusedBindings &&
+           matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), m, n, k, wf.dense,
+                                              {.int8_activations = options_.int8_activations}, wf.quant));
+}
+
 void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, const Attention& attention) {
     const ModelConfig& c = model_.config();
     const LayerWeights& w = model_.weights().layers[layer];
@@ -228,29 +256,13 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     const BufferRange mlp = rows(mlp_, 0, tokens, c.ffn_hidden);
     const BufferRange scratch = optional_range(scratch_);
     const auto layernorm = [&](const NormWeights& norm, BufferRange x, BufferRange y) {
-        record_layernorm(ctx_, list,
-                         LayerNormArgs{.x = x,
-                                       .weight = whole(norm.weight),
-                                       .bias = optional_range(norm.bias),
-                                       .y = y,
-                                       .rows = tokens,
-                                       .dim = h,
-                                       .eps = static_cast<float>(c.layer_norm_epsilon),
-                                       .weight_dtype = dt});
+        record_norm(list, norm, x, y, tokens);
     };
-    const MatmulOptions matmul_options{.int8_activations = options_.int8_activations};
     // A LayerNorm whose only reader is this matmul runs inside it where the kernel can.
     const auto fuses_norm = [&](const LinearWeights& lw, std::uint32_t bindings) {
-        return options_.fuse_layernorm && lw.in <= kLayerNormFusionMaxK &&
-               ctx_.limits().storage_buffers >= bindings + kLayerNormFusedBindings &&
-               matmul_fuses_layernorm(
-                   plan_matmul(matmul_device(ctx_), tokens, lw.out, lw.in, dt, matmul_options, wf.quant));
+        return fuses_layernorm(tokens, lw.out, lw.in, bindings);
     };
-    const auto norm_of = [&](const NormWeights& norm) {
-        return XLayerNorm{.weight = whole(norm.weight),
-                          .bias = optional_range(norm.bias),
-                          .eps = static_cast<float>(c.layer_norm_epsilon)};
-    };
+    const auto norm_of = [&](const NormWeights& norm) { return x_norm(norm); };
     const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual, Activation act,
                             std::optional<QkvScatter> scatter = std::nullopt, std::optional<float> clamp = std::nullopt,
                             std::optional<XLayerNorm> x_norm = std::nullopt) {
@@ -379,15 +391,7 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                                    .quant = wf.quant,
                                    .scales = optional_range(w.embedding_scales)});
     if (w.embedding_norm.weight.valid()) {
-        record_layernorm(ctx_, list,
-                         LayerNormArgs{.x = hidden,
-                                       .weight = whole(w.embedding_norm.weight),
-                                       .bias = optional_range(w.embedding_norm.bias),
-                                       .y = hidden,
-                                       .rows = tokens,
-                                       .dim = h,
-                                       .eps = static_cast<float>(c.layer_norm_epsilon),
-                                       .weight_dtype = dt});
+        record_norm(list, w.embedding_norm, hidden, hidden, tokens);
     }
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
         record_layer(list, l, tokens, *step->attention);
@@ -399,21 +403,9 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
         const BufferRange last_normed = rows(normed_, first, logit_rows, h);
         const bool tied = !w.lm_head.valid();
         const Buffer& head = tied ? w.embedding : w.lm_head;
-        const MatmulOptions head_options{.int8_activations = options_.int8_activations};
-        const bool head_norm = options_.fuse_layernorm && h <= kLayerNormFusionMaxK &&
-                               ctx_.limits().storage_buffers >= kMatmulBindings + kLayerNormFusedBindings &&
-                               matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), logit_rows, c.vocab_size, h, dt,
-                                                                  head_options, wf.quant));
+        const bool head_norm = fuses_layernorm(logit_rows, c.vocab_size, h, kMatmulBindings);
         if (!head_norm) {
-            record_layernorm(ctx_, list,
-                             LayerNormArgs{.x = last_hidden,
-                                           .weight = whole(w.final_norm.weight),
-                                           .bias = optional_range(w.final_norm.bias),
-                                           .y = last_normed,
-                                           .rows = logit_rows,
-                                           .dim = h,
-                                           .eps = static_cast<float>(c.layer_norm_epsilon),
-                                           .weight_dtype = dt});
+            record_norm(list, w.final_norm, last_hidden, last_normed, logit_rows);
         }
         record_matmul(ctx_, list,
                       MatmulArgs{.x = head_norm ? last_hidden : last_normed,
@@ -426,14 +418,10 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                                  .n = c.vocab_size,
                                  .k = h,
                                  .weight_dtype = dt,
-                                 .options = head_options,
+                                 .options = {.int8_activations = options_.int8_activations},
                                  .quant = wf.quant,
                                  .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales),
-                                 .x_norm = head_norm ? std::optional<XLayerNorm>(
-                                                           XLayerNorm{.weight = whole(w.final_norm.weight),
-                                                                      .bias = optional_range(w.final_norm.bias),
-                                                                      .eps = static_cast<float>(c.layer_norm_epsilon)})
-                                                     : std::nullopt});
+                                 .x_norm = head_norm ? std::optional<XLayerNorm>(x_norm(w.final_norm)) : std::nullopt});
     }
     list.finish();
     ++stats_.recordings;

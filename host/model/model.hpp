@@ -23,6 +23,7 @@
 #include "host/model/memory_estimate.hpp"
 #include "host/model/weights.hpp"
 #include "host/ops/attention.hpp"
+#include "host/ops/matmul.hpp"
 
 #include <filesystem>
 #include <map>
@@ -168,6 +169,11 @@ private:
     void run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out);
     std::unique_ptr<Step> record_step(std::uint32_t tokens, std::uint32_t logit_rows);
     void record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, const Attention& attention);
+    void record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y,
+                     std::uint32_t rows) const;
+    XLayerNorm x_norm(const NormWeights& norm) const;
+    // Whether the LayerNorm before an [m, n, k] matmul binding `bindings` buffers runs inside it.
+    bool fuses_layernorm(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint32_t bindings) const;
     // True when a buffer was (re)allocated: recorded steps that bound the old one are dropped.
     bool ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows);
 

@@ -142,6 +142,17 @@ def main():
             if error is None or not error < BOUNDS["f32"]:
                 fail("device_heap=1M: --check error %r" % error)
 
+        # --unfused (LayerNorm, Q repack and K/V append as passes of their own, every step
+        # recorded anew): the same greedy ids, and as close to the reference.
+        unfused = run_json(bloom, ["--prompt-ids", ",".join(map(str, prompt)), "--n-predict", "6", "--check",
+                                   "--kv", "f32", "--unfused"])
+        if unfused and bloom_kv32:
+            if unfused["generated_ids"] != bloom_kv32["generated_ids"]:
+                fail("--unfused gave ids %s, expected %s" % (unfused["generated_ids"], bloom_kv32["generated_ids"]))
+            error = unfused.get("check", {}).get("max_rel_logit_error")
+            if error is None or not error < BOUNDS["f32"]:
+                fail("--unfused: --check error %r" % error)
+
         # Seeded sampling: reproducible, and the seed matters.
         sampling = ["--prompt-ids", "1,2,3", "--n-predict", "12", "--temp", "1.5", "--top-k", "50", "--top-p", "0.95"]
         a = run_json(bloom, sampling + ["--seed", "5"])
