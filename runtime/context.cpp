@@ -17,6 +17,10 @@ std::optional<std::string> env(const char* name) {
 }  // namespace
 
 Context::Context(ContextOptions options) : staging_size_(options.staging_size), force_staging_(options.force_staging) {
+    if (staging_size_ < 64) {
+        throw Error("ContextOptions::staging_size of " + std::to_string(staging_size_) +
+                    " bytes: the staging buffer needs at least 64 (two halves)");
+    }
     const bool validation = options.validation.value_or(env("VKF_VALIDATION").value_or("0") == "1");
     if (options.external_instance != VK_NULL_HANDLE) {
         if (!options.external_device) {
@@ -76,10 +80,13 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
     const VkCommandBufferAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                             .commandPool = transfer_pool_,
                                             .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                            .commandBufferCount = 1};
-    check(vkAllocateCommandBuffers(dev, &alloc, &transfer_cmd_), "vkAllocateCommandBuffers");
+                                            .commandBufferCount = 2};
+    check(vkAllocateCommandBuffers(dev, &alloc, transfer_cmds_.data()), "vkAllocateCommandBuffers");
     const VkFenceCreateInfo fence_info{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     check(vkCreateFence(dev, &fence_info, nullptr, &fence_), "vkCreateFence");
+    for (VkFence& f : transfer_fences_) {
+        check(vkCreateFence(dev, &fence_info, nullptr, &f), "vkCreateFence");
+    }
 }
 
 Context::~Context() {
@@ -90,6 +97,9 @@ Context::~Context() {
     cache_.reset();
     allocator_.reset();
     vkDestroyFence(dev, fence_, nullptr);
+    for (VkFence f : transfer_fences_) {
+        vkDestroyFence(dev, f, nullptr);
+    }
     vkDestroyCommandPool(dev, transfer_pool_, nullptr);
 }
 
@@ -110,16 +120,18 @@ std::unique_ptr<CommandList> Context::command_list(bool profiling) const {
     return std::make_unique<CommandList>(*device_, limits_, profiling);
 }
 
-void Context::submit_and_wait(VkCommandBuffer cmd, const char* what) {
+void Context::submit(VkCommandBuffer cmd, VkFence fence) {
     if (lost_) {
         throw DeviceLostError("the device timed out or was lost earlier; this context cannot submit work");
     }
-    const VkDevice dev = device_->handle();
-    check(vkResetFences(dev, 1, &fence_), "vkResetFences");
+    check(vkResetFences(device_->handle(), 1, &fence), "vkResetFences");
     const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
-    check(vkQueueSubmit(device_->queue(), 1, &submit, fence_), "vkQueueSubmit");
+    check(vkQueueSubmit(device_->queue(), 1, &submit, fence), "vkQueueSubmit");
+}
+
+void Context::wait(VkFence fence, const char* what) {
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
-    const VkResult r = vkWaitForFences(dev, 1, &fence_, VK_TRUE, static_cast<std::uint64_t>(ns));
+    const VkResult r = vkWaitForFences(device_->handle(), 1, &fence, VK_TRUE, static_cast<std::uint64_t>(ns));
     if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
         lost_ = true;
     }
@@ -130,6 +142,11 @@ void Context::submit_and_wait(VkCommandBuffer cmd, const char* what) {
     check(r, "vkWaitForFences");
 }
 
+void Context::submit_and_wait(VkCommandBuffer cmd, const char* what) {
+    submit(cmd, fence_);
+    wait(fence_, what);
+}
+
 void Context::submit(CommandList& list) {
     list.finish();
     if (list.command_buffer() == VK_NULL_HANDLE) {
@@ -138,32 +155,38 @@ void Context::submit(CommandList& list) {
     submit_and_wait(list.command_buffer(), "GPU work");
 }
 
-void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device) {
-    check(vkResetCommandBuffer(transfer_cmd_, 0), "vkResetCommandBuffer");
+void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device, std::uint32_t slot,
+                       bool wait_for_it) {
+    const VkCommandBuffer cmd = transfer_cmds_[slot];
+    const VkDeviceSize staged = slot * (staging_size_ / 2);  // the half's first byte
+    check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
     const VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                          .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    check(vkBeginCommandBuffer(transfer_cmd_, &begin), "vkBeginCommandBuffer");
+    check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
     // Earlier GPU writes become visible to the copy; the copy's writes to later work.
     const VkMemoryBarrier before{
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
     vkCmdPipelineBarrier(
-        transfer_cmd_,
-        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+        cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-    const VkBufferCopy region{.srcOffset = to_device ? 0 : offset, .dstOffset = to_device ? offset : 0, .size = size};
-    vkCmdCopyBuffer(transfer_cmd_, to_device ? staging_.handle() : buffer.handle(),
+    const VkBufferCopy region{
+        .srcOffset = to_device ? staged : offset, .dstOffset = to_device ? offset : staged, .size = size};
+    vkCmdCopyBuffer(cmd, to_device ? staging_.handle() : buffer.handle(),
                     to_device ? buffer.handle() : staging_.handle(), 1, &region);
     const VkMemoryBarrier after{
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-    vkCmdPipelineBarrier(transfer_cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, nullptr, 0,
                          nullptr);
-    check(vkEndCommandBuffer(transfer_cmd_), "vkEndCommandBuffer");
-    submit_and_wait(transfer_cmd_, to_device ? "an upload" : "a download");
+    check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    submit(cmd, transfer_fences_[slot]);
+    if (wait_for_it) {
+        wait(transfer_fences_[slot], to_device ? "an upload" : "a download");
+    }
 }
 
 void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDeviceSize offset) {
@@ -178,10 +201,25 @@ void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDevi
     if (!staging_.valid()) {
         staging_ = create_buffer(staging_size_, MemoryKind::Host, "staging");
     }
-    for (VkDeviceSize done = 0; done < bytes.size(); done += staging_size_) {
-        const VkDeviceSize n = std::min<VkDeviceSize>(staging_size_, bytes.size() - done);
-        std::memcpy(staging_.mapped(), bytes.data() + done, n);
-        transfer(dst, offset + done, n, true);
+    // Double-buffered: the host fills one half of the staging buffer while the copy of the
+    // other half runs (large uploads, the weights, move at the slower of the two rates, not
+    // their sum). Every copy has finished when upload returns.
+    const VkDeviceSize half = staging_size_ / 2;
+    bool pending[2] = {false, false};
+    std::uint32_t slot = 0;
+    for (VkDeviceSize done = 0; done < bytes.size(); done += half, slot ^= 1u) {
+        if (pending[slot]) {
+            wait(transfer_fences_[slot], "an upload");
+        }
+        const VkDeviceSize n = std::min<VkDeviceSize>(half, bytes.size() - done);
+        std::memcpy(staging_.mapped() + slot * half, bytes.data() + done, n);
+        transfer(dst, offset + done, n, true, slot, false);
+        pending[slot] = true;
+    }
+    for (std::uint32_t s = 0; s < 2; ++s) {
+        if (pending[s]) {
+            wait(transfer_fences_[s], "an upload");
+        }
     }
 }
 
@@ -199,7 +237,7 @@ void Context::download(const Buffer& src, std::span<std::byte> bytes, VkDeviceSi
     }
     for (VkDeviceSize done = 0; done < bytes.size(); done += staging_size_) {
         const VkDeviceSize n = std::min<VkDeviceSize>(staging_size_, bytes.size() - done);
-        transfer(src, offset + done, n, false);
+        transfer(src, offset + done, n, false, 0, true);
         std::memcpy(bytes.data() + done, staging_.mapped(), n);
     }
 }

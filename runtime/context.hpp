@@ -12,6 +12,7 @@
 #include "runtime/pipeline_cache.hpp"
 #include "runtime/quirks.hpp"
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -90,7 +91,12 @@ public:
 
 private:
     void submit_and_wait(VkCommandBuffer cmd, const char* what);
-    void transfer(const Buffer& device_buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device);
+    // Records and submits one copy between the staging buffer's half `slot` and the buffer,
+    // signalling transfer_fences_[slot]; waits for it when `wait`.
+    void transfer(const Buffer& device_buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device,
+                  std::uint32_t slot, bool wait);
+    void submit(VkCommandBuffer cmd, VkFence fence);
+    void wait(VkFence fence, const char* what);
 
     std::unique_ptr<Instance> instance_;
     std::unique_ptr<Device> device_;
@@ -106,7 +112,10 @@ private:
     bool lost_ = false;  // a submission timed out or the device was lost
     Buffer staging_;
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
-    VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
+    // Two of each: an upload fills one half of the staging buffer while the other half's
+    // copy runs.
+    std::array<VkCommandBuffer, 2> transfer_cmds_{};
+    std::array<VkFence, 2> transfer_fences_{};
     VkFence fence_ = VK_NULL_HANDLE;
 };
 

@@ -54,13 +54,20 @@ TEST(BuffersStaged, RoundTripsThroughTheStagingBuffer) {
     MessageSink sink;
     ContextOptions options = test_options(sink);
     options.force_staging = true;
-    options.staging_size = 1 << 20;  // several chunks per transfer
-    Context ctx(options);
     std::uint64_t seed = 100;
-    for (VkDeviceSize s : {VkDeviceSize{1}, VkDeviceSize{4093}, VkDeviceSize{1 << 20}, VkDeviceSize{(5 << 20) + 1}}) {
-        round_trip(ctx, s, MemoryKind::Device, seed++);
+    // Several chunks per transfer; uploads alternate between the staging buffer's halves
+    // (odd halves too: copies need no alignment).
+    for (const VkDeviceSize staging : {VkDeviceSize{1} << 20, (VkDeviceSize{1} << 20) + 7}) {
+        options.staging_size = staging;
+        Context ctx(options);
+        for (VkDeviceSize s :
+             {VkDeviceSize{1}, VkDeviceSize{4093}, VkDeviceSize{1 << 20}, VkDeviceSize{(5 << 20) + 1}}) {
+            round_trip(ctx, s, MemoryKind::Device, seed++);
+        }
     }
     EXPECT_EQ(sink.validation_count(), 0u);
+    options.staging_size = 8;
+    EXPECT_THROW(Context{options}, Error);
 }
 
 TEST_F(Buffers, OutOfRangeTransfersAreRefused) {
