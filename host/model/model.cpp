@@ -126,8 +126,8 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
         v_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
     }
     const std::uint64_t n = options_.chunk;
-    const bool watchdog = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
-    chunk_limit_ = watchdog ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
+    adaptive_chunks_ = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
+    chunk_limit_ = adaptive_chunks_ ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
     ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
     step_ = ctx_.create_buffer(4, MemoryKind::Host, "step key count");
     hidden_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "hidden");
@@ -255,14 +255,10 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     const BufferRange attn = rows(attn_, 0, tokens, h);
     const BufferRange mlp = rows(mlp_, 0, tokens, c.ffn_hidden);
     const BufferRange scratch = optional_range(scratch_);
-    const auto layernorm = [&](const NormWeights& norm, BufferRange x, BufferRange y) {
-        record_norm(list, norm, x, y, tokens);
-    };
     // A LayerNorm whose only reader is this matmul runs inside it where the kernel can.
     const auto fuses_norm = [&](const LinearWeights& lw, std::uint32_t bindings) {
         return fuses_layernorm(tokens, lw.out, lw.in, bindings);
     };
-    const auto norm_of = [&](const NormWeights& norm) { return x_norm(norm); };
     const auto linear = [&](const LinearWeights& lw, BufferRange x, BufferRange y, BufferRange residual, Activation act,
                             std::optional<QkvScatter> scatter = std::nullopt, std::optional<float> clamp = std::nullopt,
                             std::optional<XLayerNorm> x_norm = std::nullopt) {
@@ -291,10 +287,10 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     // Attention half: h += out_proj(attention(qkv(norm(h)))).
     const bool qkv_norm = fuses_norm(w.qkv, fused_ ? kScatterMatmulBindings : kMatmulBindings);
     const std::optional<XLayerNorm> attn_norm =
-        qkv_norm ? std::optional<XLayerNorm>(norm_of(w.attn_norm)) : std::nullopt;
+        qkv_norm ? std::optional<XLayerNorm>(x_norm(w.attn_norm)) : std::nullopt;
     const BufferRange qkv_in = qkv_norm ? hidden : normed;
     if (!qkv_norm) {
-        layernorm(w.attn_norm, hidden, normed);
+        record_norm(list, w.attn_norm, hidden, normed, tokens);
     }
     if (fused_) {
         // Q, K and V go straight where attention reads them.
@@ -340,9 +336,9 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     // MLP half: h += down(gelu(up(norm(h)))).
     const Activation gelu = c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf;
     if (fuses_norm(w.up, kMatmulBindings)) {
-        linear(w.up, hidden, mlp, {}, gelu, std::nullopt, std::nullopt, norm_of(w.mlp_norm));
+        linear(w.up, hidden, mlp, {}, gelu, std::nullopt, std::nullopt, x_norm(w.mlp_norm));
     } else {
-        layernorm(w.mlp_norm, hidden, normed);
+        record_norm(list, w.mlp_norm, hidden, normed, tokens);
         linear(w.up, normed, mlp, {}, gelu);
     }
     linear(w.down, mlp, hidden, hidden, Activation::None);
@@ -354,8 +350,6 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
     const WeightFormat wf = model_.weight_format();
     const DType dt = wf.dense;
     auto step = std::make_unique<Step>();
-    step->tokens = tokens;
-    step->logit_rows = logit_rows;
 
     // Fused: planned for the whole cache, the key count read from step_ when it runs.
     const AttentionParams params{
@@ -465,18 +459,21 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     stats_.barriers += list.barrier_count();
     stats_.tokens += tokens;
     position_ += tokens;
-    if (options_.profiling) {
-        for (const OpTiming& t : list.timings()) {
-            OpProfile& p = profile_[t.label];
-            p.ms += t.ms;
-            ++p.dispatches;
-        }
-    }
     if (list.times_total()) {
-        const double ms = list.total_ms();
+        // Profiling reads every op's timestamps once; their sum is the submission's GPU time.
+        double ms = 0.0;
+        if (options_.profiling) {
+            for (const OpTiming& t : list.timings()) {
+                OpProfile& p = profile_[t.label];
+                p.ms += t.ms;
+                ++p.dispatches;
+                ms += t.ms;
+            }
+        } else {
+            ms = list.total_ms();
+        }
         stats_.gpu_ms += ms;
-        const bool watchdog = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
-        if (watchdog && tokens > 1) {
+        if (adaptive_chunks_ && tokens > 1) {
             chunk_limit_ = prompt_chunk_after(ms, tokens, options_.submission_target_ms, options_.chunk);
         }
     }

@@ -161,8 +161,6 @@ public:
 private:
     // One recorded forward pass of `tokens` tokens: its attention op and its command list.
     struct Step {
-        std::uint32_t tokens = 0;
-        std::uint32_t logit_rows = 0;
         std::unique_ptr<Attention> attention;
         std::unique_ptr<CommandList> list;
     };
@@ -186,7 +184,9 @@ private:
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
     Buffer logits_;
     Buffer scratch_;
-    Buffer step_;                    // host-visible uint32: the key count after the chunk being run
+    Buffer step_;  // host-visible uint32: the key count after the chunk being run
+    // GPUs with a submission target: prompt chunks follow the measured time per token.
+    bool adaptive_chunks_ = false;
     std::uint32_t chunk_limit_ = 0;  // prompt tokens per submission now (submission_target_ms)
     bool fused_ = true;
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<Step>> steps_;  // by (tokens, logit rows)
