@@ -343,18 +343,17 @@ std::vector<SpecConstant> scatter_constants(const MatmulArgs& a) {
     return {{VKF_MATMUL_SPEC_SCATTER_HEAD_DIM, a.scatter->head_dim}};
 }
 
-ReducePass reduce_pass(Context& ctx, bool bias_f16, std::uint32_t scatter_head_dim) {
-    const bool scatter = scatter_head_dim > 0;
+ReducePass reduce_pass(Context& ctx, bool bias_f16, const MatmulArgs& a) {
+    const bool scatter = a.scatter.has_value();
     const ComputeLimits& limits = ctx.limits();
     ReducePass pass;
     pass.workgroup_size = std::min({kReduceWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]});
-    pass.pipeline = &ctx.pipeline(PipelineDesc{
-        .code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}, {"SCATTER", scatter}}),
-        .workgroup_size = {pass.workgroup_size, 1, 1},
-        .constants = scatter ? std::vector<SpecConstant>{{VKF_MATMUL_SPEC_SCATTER_HEAD_DIM, scatter_head_dim}}
-                             : std::vector<SpecConstant>{},
-        .push_constant_layout = MatmulPush::layout,
-        .binding_count = scatter ? 6u : 4u});
+    pass.pipeline = &ctx.pipeline(
+        PipelineDesc{.code = &shaders::variant("matmul", {"REDUCE", {"WEIGHTS_F16", bias_f16}, {"SCATTER", scatter}}),
+                     .workgroup_size = {pass.workgroup_size, 1, 1},
+                     .constants = scatter_constants(a),
+                     .push_constant_layout = MatmulPush::layout,
+                     .binding_count = scatter ? 6u : 4u});
     return pass;
 }
 
@@ -365,9 +364,8 @@ void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push,
                                      {bias != nullptr ? *bias : partials.range, Access::Read},
                                      {residual != nullptr ? *residual : partials.range, Access::Read},
                                      {y, Access::Write}};
-    for (const Binding& b : scatter_bindings(a)) {
-        bindings.push_back(b);
-    }
+    const std::vector<Binding> scatter = scatter_bindings(a);
+    bindings.insert(bindings.end(), scatter.begin(), scatter.end());
     list.dispatch(Dispatch{.pipeline = pass.pipeline,
                            .bindings = bindings,
                            .push_constants = push_bytes(push),
@@ -587,7 +585,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
         .shared_memory_bytes = plan.shared_bytes,
         .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
     const matmul_detail::ReducePass reduce =
-        split ? matmul_detail::reduce_pass(ctx, f16, a.scatter ? a.scatter->head_dim : 0) : matmul_detail::ReducePass{};
+        split ? matmul_detail::reduce_pass(ctx, f16, a) : matmul_detail::ReducePass{};
     const std::vector<Binding> scatter = matmul_detail::scatter_bindings(a);
     // Fused work shows in GPU profiles under its own name.
     const char* label = a.scatter ? (layernorm ? "matmul (LayerNorm, QKV scatter)" : "matmul (QKV scatter)")
@@ -678,10 +676,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .groups = groups,
                                    .label = label});
             matmul_detail::dispatch_reduce(list, reduce, push, partials, has_bias ? &bias.range : nullptr,
-                                           a.scatter      ? &res.range
-                                           : has_residual ? &res.range
-                                                          : nullptr,
-                                           y.range, a);
+                                           (a.scatter || has_residual) ? &res.range : nullptr, y.range, a);
         }
     }
 }

@@ -107,8 +107,8 @@ std::uint64_t matmul_scratch_bytes(const Context& ctx, std::uint32_t m, std::uin
 
 // MatmulPush (push constants), VKF_MATMUL_FLAG_* and VKF_MATMUL_SPEC_*: shaders/interface/matmul.h;
 // MatmulQuantPush and VKF_MATMUL_QUANT_*: shaders/interface/matmul_quant.h.
-static_assert(sizeof(MatmulPush) == 80);
-static_assert(sizeof(MatmulQuantPush) == 80);
+static_assert(sizeof(MatmulPush) == 76);
+static_assert(sizeof(MatmulQuantPush) == 76);
 
 // What the plan needs to know of the device.
 struct MatmulDevice {

@@ -75,7 +75,6 @@ void set_epilogue_push(Push& push, const MatmulArgs& a, std::uint32_t m0, std::u
     push.clamp_to = a.clamp.value_or(0.0f);
     push.ln_eps = a.x_norm ? a.x_norm->eps : 0.0f;
     if (a.scatter) {
-        push.head_dim = a.scatter->head_dim;
         push.q_heads = a.scatter->q_heads;
         push.kv_heads = a.scatter->kv_heads;
     }
@@ -91,9 +90,9 @@ struct ReducePass {
     const Pipeline* pipeline = nullptr;
     std::uint32_t workgroup_size = 0;
 };
-// `scatter_head_dim` > 0: the SCATTER variant for that head size (its residual binding is
-// the step, and K and V follow Y).
-ReducePass reduce_pass(Context& ctx, bool bias_f16, std::uint32_t scatter_head_dim);
+// The SCATTER variant when `a` scatters (its residual binding is the step, and K and V
+// follow Y).
+ReducePass reduce_pass(Context& ctx, bool bias_f16, const MatmulArgs& a);
 
 // The SCATTER variants' specialization constant (none without a scatter).
 std::vector<SpecConstant> scatter_constants(const MatmulArgs& a);

@@ -204,7 +204,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
         }
         return *p;
     };
-    const ReducePass reduce = split ? reduce_pass(ctx, f16, a.scatter ? a.scatter->head_dim : 0) : ReducePass{};
+    const ReducePass reduce = split ? reduce_pass(ctx, f16, a) : ReducePass{};
     const std::uint32_t flags = epilogue_flags(a);
     // The integer dot-product path quantizes each row piece of X into scratch first (the
     // pre-pass runs once per row piece, not per column piece). Its pipelines are made only
@@ -301,10 +301,7 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                    .flags = flags};
             set_epilogue_push(reduce_push, a, m0, n0);
             dispatch_reduce(list, reduce, reduce_push, partials, has_bias ? &bias.range : nullptr,
-                            a.scatter      ? &res.range
-                            : has_residual ? &res.range
-                                           : nullptr,
-                            y.range, a);
+                            (a.scatter || has_residual) ? &res.range : nullptr, y.range, a);
         }
     }
 }

@@ -30,15 +30,15 @@
 // ([capacity, kv_heads, head_dim]) at positions step[0] - rows + row: step[0] is the key
 // count after these rows, written by the host before each submission, so one recorded
 // command list serves every decoding step. Zero where unused.
-// SCATTER variants: head_dim as a specialization constant, so that finding an output
-// column's head is a multiply, not a division (llvmpipe runs integer division per lane).
+// head_dim is not a member: the SCATTER variants take it as a specialization constant, so
+// that finding an output column's head is a multiply, not a division (llvmpipe runs integer
+// division per lane).
 #define VKF_MATMUL_SPEC_SCATTER_HEAD_DIM 8
 
 #define VKF_MATMUL_EPILOGUE_PUSH(F)                                       \
     F(uint, row0) /* the dispatch's first row and column in the output */ \
     F(uint, col0)                                                         \
     F(uint, rows) /* rows of the whole output: the new tokens */          \
-    F(uint, head_dim)                                                     \
     F(uint, q_heads)                                                      \
     F(uint, kv_heads)                                                     \
     F(float, clamp_to)                                                    \
