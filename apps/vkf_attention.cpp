@@ -213,10 +213,17 @@ std::vector<float> stored_values(const vkf::NpyArray& array, vkf::DType dtype) {
 
 // --- running -------------------------------------------------------------------------
 
+// The array's dtype and shape from its header, its data still unread: shapes and device
+// limits are checked before gigabytes are read.
+vkf::NpyArray header_of(const std::string& path) {
+    vkf::NpyInfo info = vkf::read_npy_header(path);
+    return vkf::NpyArray{.dtype = info.dtype, .shape = std::move(info.shape), .data = {}};
+}
+
 int run(const Options& options) {
-    const Tensor q{"Q", vkf::read_npy(options.q_path)};
-    const Tensor k{"K", vkf::read_npy(options.k_path)};
-    const Tensor v{"V", vkf::read_npy(options.v_path)};
+    Tensor q{"Q", header_of(options.q_path)};
+    Tensor k{"K", header_of(options.k_path)};
+    Tensor v{"V", header_of(options.v_path)};
     const vkf::AttentionShape shape = attention_shape(q, k, v);
 
     const vkf::DType input_dtype = q.array.dtype == vkf::DType::F16 ? vkf::DType::F16 : vkf::DType::F32;
@@ -255,6 +262,13 @@ int run(const Options& options) {
         method = fmt::format("tiled ({})", tiled->plan().describe());
     }
 
+    for (auto [t, path] : {std::pair{&q, &options.q_path}, {&k, &options.k_path}, {&v, &options.v_path}}) {
+        vkf::NpyArray full = vkf::read_npy(*path);
+        if (full.dtype != t->array.dtype || full.shape != t->array.shape) {
+            throw vkf::Error(fmt::format("{} ({}) changed while it was being read", t->name, *path));
+        }
+        t->array = std::move(full);
+    }
     const std::vector<float> q_values = stored_values(q.array, dtype);
     const std::vector<float> k_values = stored_values(k.array, dtype);
     const std::vector<float> v_values = stored_values(v.array, dtype);

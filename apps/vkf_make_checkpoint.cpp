@@ -6,6 +6,7 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/ops/attention.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/format.hpp"
@@ -49,8 +50,8 @@ void declare_options(CLI::App& cli, Options& o) {
     add_choice(cli, "--preset", o.preset, {{"bloom-560m", "bloom-560m"}, {"tiny", "tiny"}},
                "bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,\n"
                "vocab 250880; about 1 GiB in f16)\n"
-               "tiny: 2 layers, hidden 64 and 4 heads (BLOOM) or hidden 96 and\n"
-               "6 heads (MPT), vocab 512");
+               "tiny: 2 layers, hidden 64 and 2 heads (BLOOM) or hidden 192 and\n"
+               "6 heads (MPT), head size 32, vocab 512");
     add_integer(cli, "--layers", "N", o.layers, 1u, "transformer blocks");
     add_integer(cli, "--hidden", "H", o.hidden, 1u, "model width (BLOOM hidden_size, MPT d_model)");
     add_integer(cli, "--heads", "N", o.heads, 1u, "attention heads; must divide the width");
@@ -97,8 +98,10 @@ vkf::ModelConfig build_config(const Options& options) {
         config.vocab_size = 250880;
     } else if (options.preset == "tiny") {
         config.n_layer = 2;
-        config.hidden = mpt ? 96 : 64;
-        config.n_head = mpt ? 6 : 4;  // MPT's slope order differs for non-power-of-two counts
+        // Head size 32, the smallest vkf-run runs; MPT's slope order differs for
+        // non-power-of-two head counts, so its preset has 6.
+        config.hidden = mpt ? 192 : 64;
+        config.n_head = mpt ? 6 : 2;
         config.vocab_size = 512;
     }
     config.n_layer = options.layers.value_or(config.n_layer);
@@ -114,6 +117,15 @@ vkf::ModelConfig build_config(const Options& options) {
     }
     config.n_kv_head = config.n_head;
     config.head_dim = config.hidden / config.n_head;
+    // A checkpoint vkf-run would refuse is of no use to anybody here.
+    try {
+        vkf::check_head_dim(config.head_dim);
+    } catch (const vkf::Error& e) {
+        throw vkf::app::UsageError(
+            fmt::format("--hidden {} / --heads {} gives {}; choose the heads so that "
+                        "the head size is one of those",
+                        config.hidden, config.n_head, e.what()));
+    }
     config.ffn_hidden = options.ffn.value_or(4 * config.hidden);
     config.max_seq_len = options.max_seq_len.value_or(2048);
     if (mpt) {

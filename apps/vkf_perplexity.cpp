@@ -10,6 +10,7 @@
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/perplexity.hpp"
+#include "host/util/files.hpp"
 #include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
@@ -18,7 +19,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,12 +90,7 @@ void write_plot(const std::string& path, const std::string& title, const std::ve
             }
         }
     }
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << vkf::app::svg_line_chart(chart);
-    out.close();
-    if (!out) {
-        throw vkf::Error("cannot write the plot '" + path + "'");
-    }
+    vkf::write_file_atomically(path, vkf::app::svg_line_chart(chart), "plot");
 }
 
 int run(const Options& o) {

@@ -17,6 +17,7 @@
 #include "host/model/generation.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/model.hpp"
+#include "host/spec/model_config.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
@@ -70,6 +71,7 @@ struct Options {
     bool profile = false;
     bool int8_activations = false;
     bool unfused = false;
+    bool skip_weight_check = false;
     bool check = false;
     double check_tolerance = 1e-3;
     std::string logits_out;
@@ -162,6 +164,8 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
+    cli.add_flag("--skip-weight-check", o.skip_weight_check,
+                 "load weights without refusing NaN or infinite values (checked by default)");
     cli.add_flag("--unfused", o.unfused,
                  "LayerNorms as dispatches of their own, Q and K/V repacked by\n"
                  "separate passes, every step recorded anew (the portable path, also\n"
@@ -339,11 +343,18 @@ int run(const Options& o) {
             throw vkf::Error("--prompt: the text encodes to no tokens");
         }
     }
-    const std::uint32_t max_tokens =
-        o.interactive ? o.ctx : static_cast<std::uint32_t>(prompt.size() + o.n_predict - 1);
+    // Counted in 64 bits: a 2-token prompt and --n-predict 4294967295 would wrap to 0 in 32.
+    const std::uint64_t positions = o.interactive ? o.ctx : std::uint64_t{prompt.size()} + o.n_predict - 1;
+    if (positions > vkf::ModelLimits::max_seq_len) {
+        throw vkf::app::UsageError(
+            fmt::format("a {}-token prompt and --n-predict {} need {} positions; vkformer's sessions hold at most {}",
+                        prompt.size(), o.n_predict, positions, vkf::ModelLimits::max_seq_len));
+    }
+    const auto max_tokens = static_cast<std::uint32_t>(positions);
 
     const auto load_start = std::chrono::steady_clock::now();
     vkf::ModelOptions model_options{.weights = o.weights,
+                                    .check_finite_weights = !o.skip_weight_check,
                                     .session = {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv}};
     auto load_line = std::make_shared<vkf::app::ProgressLine>(progress);
     model_options.progress = [load_line, last = -1](const vkf::WeightUploadProgress& p) mutable {

@@ -2,16 +2,21 @@
 
 #include <fmt/format.h>
 
+#include "host/util/files.hpp"
 #include "runtime/error.hpp"
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <optional>
+#include <span>
 #include <system_error>
 
 namespace vkf {
 
 namespace {
+
+// Driver caches are kilobytes to tens of megabytes; anything larger is not ours.
+constexpr std::uint64_t kPipelineCacheMaxBytes = std::uint64_t{512} << 20;
 
 constexpr char kMagic[8] = {'V', 'K', 'F', 'P', 'I', 'P', 'E', '1'};
 
@@ -67,9 +72,18 @@ PipelineCache::PipelineCache(const Device& device, const Instance& instance,
         stats_.file = *directory / file_name(device.info());
         std::error_code ec;
         if (std::filesystem::exists(stats_.file, ec)) {
-            std::ifstream in(stats_.file, std::ios::binary);
-            std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            if (auto reason = validate(bytes, payload)) {
+            // A cache that cannot be read (a directory or a FIFO in its place, over the size
+            // limit) is ignored with a warning like a corrupt one: it only saves time.
+            std::vector<char> bytes;
+            std::optional<std::string> reason;
+            try {
+                const std::string text = read_file(stats_.file, kPipelineCacheMaxBytes, "pipeline cache");
+                bytes.assign(text.begin(), text.end());
+                reason = validate(bytes, payload);
+            } catch (const Error& e) {
+                reason = e.what();
+            }
+            if (reason) {
                 stats_.rejected = *reason;
                 payload.clear();
                 instance.report(MessageSeverity::Warning,
@@ -163,21 +177,16 @@ void PipelineCache::save() {
 
     std::error_code ec;
     std::filesystem::create_directories(stats_.file.parent_path(), ec);
-    // Write then rename, so a concurrent reader never sees half a file.
-    const auto tmp = stats_.file.string() + ".tmp" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out.write(reinterpret_cast<const char*>(&h), sizeof h);
-        out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-        if (!out) {
-            throw Error("cannot write pipeline cache " + tmp);
-        }
-    }
-    std::filesystem::rename(tmp, stats_.file, ec);
     if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw Error("cannot write pipeline cache " + stats_.file.string());
+        throw Error("cannot create the pipeline cache directory '" + stats_.file.parent_path().string() +
+                    "': " + ec.message());
     }
+    // Written under a temporary name and renamed, so a concurrent reader never sees half a
+    // file and a full disk leaves the previous cache in place.
+    AtomicFile out(stats_.file, "pipeline cache");
+    out.write(std::as_bytes(std::span<const FileHeader>(&h, 1)));
+    out.write(std::as_bytes(std::span<const char>(payload)));
+    out.commit();
     stats_.saved_bytes = payload.size();
     dirty_ = false;
 }

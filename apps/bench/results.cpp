@@ -1,5 +1,6 @@
 #include "apps/bench/results.hpp"
 
+#include "host/util/files.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
@@ -8,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 
 namespace vkf::bench {
 
@@ -154,24 +154,7 @@ Json run_json(const Run& run) {
 }
 
 void write_run_file(const std::filesystem::path& path, const Run& run) {
-    // Written next to the target and renamed: an interrupted write never leaves half a file.
-    const std::filesystem::path temporary = path.string() + ".partial";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            throw Error("cannot write the result file '" + temporary.string() + "'");
-        }
-        out << json_text(run_json(run)) << '\n';
-        out.flush();
-        if (!out) {
-            throw Error("writing the result file '" + temporary.string() + "' failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(temporary, path, ec);
-    if (ec) {
-        throw Error("cannot rename '" + temporary.string() + "' to '" + path.string() + "': " + ec.message());
-    }
+    write_file_atomically(path, json_text(run_json(run)) + "\n", "result file");
 }
 
 // --- reading ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include "apps/bench/comparison.hpp"
 #include "apps/common/svg_chart.hpp"
+#include "host/util/files.hpp"
 #include "host/util/format.hpp"
 #include "runtime/error.hpp"
 
@@ -11,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -196,11 +196,7 @@ std::vector<std::filesystem::path> write_plots(const std::filesystem::path& dir,
             continue;
         }
         const std::filesystem::path path = dir / ("vkf-bench-" + suite.name + ".svg");
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out << svg_plot(suite, runs, labels);
-        if (!out) {
-            throw Error("cannot write the plot '" + path.string() + "'");
-        }
+        write_file_atomically(path, svg_plot(suite, runs, labels), "plot");
         written.push_back(path);
     }
     return written;

@@ -1,5 +1,6 @@
 #include "host/io/json.hpp"
 
+#include "host/util/files.hpp"
 #include "runtime/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -8,7 +9,6 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <system_error>
@@ -144,7 +144,95 @@ private:
     std::vector<std::size_t> slots_;  // member index + 1; 0: empty
 };
 
+// Walks a document again to name the value at a given position in document order (the
+// position JsonParser numbered it with): the path only an error message needs.
+class PathFinder {
+public:
+    explicit PathFinder(std::uint64_t ordinal) : target_(ordinal) {}
+
+    // nlohmann's SAX interface; returning false ends the walk once the value is reached.
+    bool null() { return value(); }
+    bool boolean(bool /*unused*/) { return value(); }
+    bool number_integer(std::int64_t /*unused*/) { return value(); }
+    bool number_unsigned(std::uint64_t /*unused*/) { return value(); }
+    bool number_float(double /*unused*/, const std::string& /*unused*/) { return value(); }
+    bool string(std::string& /*unused*/) { return value(); }
+    bool binary(nlohmann::json::binary_t& /*unused*/) { return value(); }
+    bool start_object(std::size_t /*unused*/) { return open(false); }
+    bool start_array(std::size_t /*unused*/) { return open(true); }
+    bool key(std::string& k) {
+        stack_.back().key = std::move(k);
+        return true;
+    }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+    bool parse_error(std::size_t /*unused*/, const std::string& /*unused*/,
+                     const nlohmann::detail::exception& /*unused*/) {
+        return false;
+    }
+
+    const std::string& path() const { return path_; }
+
+private:
+    struct Frame {
+        bool array = false;
+        std::uint64_t next_index = 0;
+        std::string key;
+        std::string path;  // the container's own path
+    };
+
+    std::string next_path() const {
+        if (stack_.empty()) {
+            return "";
+        }
+        const Frame& frame = stack_.back();
+        return frame.array ? element_path(frame.path, frame.next_index) : child_path(frame.path, frame.key);
+    }
+
+    bool found() {
+        path_ = next_path();
+        return false;
+    }
+
+    bool value() {
+        if (seen_++ == target_) {
+            return found();
+        }
+        if (!stack_.empty()) {
+            stack_.back().next_index += 1;
+        }
+        return true;
+    }
+
+    bool open(bool array) {
+        if (seen_++ == target_) {
+            return found();
+        }
+        stack_.push_back(Frame{.array = array, .path = next_path()});
+        return true;
+    }
+
+    bool close() {
+        stack_.pop_back();
+        if (!stack_.empty()) {
+            stack_.back().next_index += 1;
+        }
+        return true;
+    }
+
+    std::uint64_t target_;
+    std::uint64_t seen_ = 0;
+    std::vector<Frame> stack_;  // only the ancestors of the value being read: bounded by the depth limit
+    std::string path_;
+};
+
 }  // namespace
+
+// A parsed document's source name and text, shared by its values for their messages.
+struct JsonDocument {
+    std::string source;
+    std::string text;
+};
 
 // Builds the JsonValue tree from nlohmann's SAX events (nlohmann parses: RFC 8259 syntax,
 // escapes and surrogates, UTF-8 validation, number ranges). What nlohmann lets through
@@ -152,8 +240,8 @@ private:
 // order mark and NUL bytes.
 class JsonParser {
 public:
-    JsonParser(std::string_view text, std::shared_ptr<const std::string> source, std::size_t max_depth)
-        : text_(text), source_(std::move(source)), max_depth_(max_depth) {}
+    JsonParser(std::shared_ptr<const JsonDocument> document, std::size_t max_depth)
+        : text_(document->text), document_(std::move(document)), max_depth_(max_depth) {}
 
     JsonValue parse_document() {
         if (text_.starts_with("\xef\xbb\xbf")) {
@@ -232,21 +320,9 @@ private:
         return v;
     }
 
-    // The path of the next value: the open object's current key or the array's next index.
-    std::string next_path() const {
-        if (stack_.empty()) {
-            return "";
-        }
-        const Frame& frame = stack_.back();
-        if (frame.value.is_object()) {
-            return child_path(frame.value.path_, frame.key);
-        }
-        return element_path(frame.value.path_, std::get<JsonValue::Array>(frame.value.data_).size());
-    }
-
     bool add(JsonValue value) {
-        value.path_ = next_path();
-        value.source_ = source_;
+        value.document_ = document_;
+        value.ordinal_ = next_ordinal_++;
         return attach(std::move(value));
     }
 
@@ -268,8 +344,8 @@ private:
             fail_here("nesting deeper than " + std::to_string(max_depth_) + " levels");
         }
         JsonValue value = make(std::move(empty));
-        value.path_ = next_path();
-        value.source_ = source_;
+        value.document_ = document_;
+        value.ordinal_ = next_ordinal_++;
         stack_.push_back(Frame{.value = std::move(value)});
         return true;
     }
@@ -277,6 +353,15 @@ private:
     bool close() {
         JsonValue value = std::move(stack_.back().value);
         stack_.pop_back();
+        // Growth leaves up to half of a large container's capacity unused.
+        std::visit(
+            [](auto& data) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(data)>, JsonValue::Array> ||
+                              std::is_same_v<std::decay_t<decltype(data)>, JsonValue::Object>) {
+                    data.shrink_to_fit();
+                }
+            },
+            value.data_);
         return attach(std::move(value));
     }
 
@@ -305,12 +390,13 @@ private:
 
     // Throws out of nlohmann's parser, which holds nothing that needs more than unwinding.
     [[noreturn]] void fail_at(std::size_t offset, const std::string& problem) const {
-        throw Error(*source_ + ": " + line_and_column(text_, offset) + ": " + problem);
+        throw Error(document_->source + ": " + line_and_column(text_, offset) + ": " + problem);
     }
 
     std::string_view text_;
-    std::shared_ptr<const std::string> source_;
+    std::shared_ptr<const JsonDocument> document_;
     std::size_t max_depth_;
+    std::uint64_t next_ordinal_ = 0;
     std::size_t consumed_ = 0;
     std::vector<Frame> stack_;
     JsonValue root_;
@@ -359,14 +445,24 @@ JsonKind JsonValue::kind() const {
 }
 
 std::string_view JsonValue::source() const {
-    return source_ ? std::string_view(*source_) : std::string_view();
+    return document_ ? std::string_view(document_->source) : std::string_view();
+}
+
+std::string JsonValue::path() const {
+    if (!document_) {
+        return "";
+    }
+    PathFinder finder(ordinal_);
+    nlohmann::json::sax_parse(document_->text, &finder);
+    return finder.path();
 }
 
 std::string JsonValue::location() const {
+    const std::string where = path();
     if (source().empty()) {
-        return path_.empty() ? std::string("JSON value") : path_;
+        return where.empty() ? std::string("JSON value") : where;
     }
-    return path_.empty() ? std::string(source()) : std::string(source()) + ": " + path_;
+    return where.empty() ? std::string(source()) : std::string(source()) + ": " + where;
 }
 
 void JsonValue::fail(std::string_view problem) const {
@@ -470,29 +566,22 @@ std::size_t JsonValue::size() const {
     fail_expected("an array or an object");
 }
 
+namespace {
+
+JsonValue parse_document(std::string text, std::string_view source_name, std::size_t max_depth) {
+    auto document = std::make_shared<JsonDocument>(JsonDocument{.source = std::string(source_name), .text = {}});
+    document->text = std::move(text);
+    return JsonParser(std::move(document), max_depth).parse_document();
+}
+
+}  // namespace
+
 JsonValue parse_json(std::string_view text, std::string_view source_name, std::size_t max_depth) {
-    return JsonParser(text, std::make_shared<const std::string>(source_name), max_depth).parse_document();
+    return parse_document(std::string(text), source_name, max_depth);
 }
 
 JsonValue read_json_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-        throw Error(path.string() + ": cannot open for reading");
-    }
-    std::error_code size_error;
-    const std::uintmax_t size = std::filesystem::file_size(path, size_error);
-    if (size_error) {
-        throw Error(path.string() + ": cannot determine the file size: " + size_error.message());
-    }
-    if (size > max_bytes) {
-        throw Error(path.string() + ": " + std::to_string(size) + " bytes is too large for a JSON file (limit " +
-                    std::to_string(max_bytes) + ")");
-    }
-    std::string text(static_cast<std::size_t>(size), '\0');
-    if (!file.read(text.data(), static_cast<std::streamsize>(size))) {
-        throw Error(path.string() + ": read error");
-    }
-    return parse_json(text, path.string());
+    return parse_document(read_file(path, max_bytes, "JSON file"), path.string(), kJsonMaxDepth);
 }
 
 nlohmann::ordered_json to_nlohmann(const JsonValue& value) {

@@ -38,6 +38,7 @@ enum class JsonKind { Null, Bool, Number, String, Array, Object };
 std::string_view json_kind_name(JsonKind kind);
 
 struct JsonMember;
+struct JsonDocument;
 
 // One parsed value. It remembers where it came from (the source name given to the
 // parser, usually a file name, and its key path in the document) so that every accessor
@@ -96,8 +97,11 @@ public:
     std::size_t size() const;
 
     // Where the value sits: "" for the document itself, "attn_config.clip_qkv",
-    // "shape[1]". Keys are joined with '.', array indices written as [i].
-    const std::string& path() const { return path_; }
+    // "shape[1]". Keys are joined with '.', array indices written as [i]. Worked out when
+    // asked, by walking the document's text again: values carry no copy of their path, so a
+    // parsed document costs a bounded multiple of its text (a path per value would cost the
+    // text's size again for every element under a long key).
+    std::string path() const;
     // The source name given to the parser ("config.json"), or "" for a default value.
     std::string_view source() const;
     // "<source>: <path>" (or less when either is empty), for messages about this value.
@@ -114,8 +118,8 @@ private:
     [[noreturn]] void fail_range(std::int64_t min, std::uint64_t max) const;
 
     std::variant<std::monostate, bool, Number, std::string, Array, Object> data_;
-    std::string path_;
-    std::shared_ptr<const std::string> source_;
+    std::shared_ptr<const JsonDocument> document_;  // the source name and text; null for a default value
+    std::uint64_t ordinal_ = 0;                     // the value's position in document order
 };
 
 struct JsonMember {

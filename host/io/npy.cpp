@@ -4,11 +4,12 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <new>
 #include <optional>
 
 #include "host/util/endian.hpp"
+#include "host/util/files.hpp"
 #include "host/util/format.hpp"
 #include "host/util/half.hpp"
 #include "runtime/error.hpp"
@@ -237,22 +238,76 @@ private:
     std::size_t pos_ = 0;
 };
 
-std::vector<std::byte> read_whole_file(const std::filesystem::path& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-        fail(path, "cannot open for reading");
+// Largest header accepted: numpy writes a few hundred bytes; a megabyte is absurd already.
+constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t{1} << 20;
+
+// Reads and checks everything but the data: magic, version, header, dtype, and that the file
+// holds exactly the bytes the shape needs.
+NpyInfo read_header(const ReadableFile& file) {
+    const std::filesystem::path& path = file.path();
+    std::array<std::byte, 12> start{};
+    const std::size_t start_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), start.size()));
+    file.read_at(0, std::span(start.data(), start_bytes));
+
+    const std::size_t magic_bytes = std::min(start_bytes, kMagic.size());
+    for (std::size_t i = 0; i < magic_bytes; ++i) {
+        if (start[i] != static_cast<std::byte>(kMagic[i])) {
+            fail(path, "bad magic: not a .npy file");
+        }
     }
-    file.seekg(0, std::ios::end);
-    const std::streamoff size = file.tellg();
-    file.seekg(0, std::ios::beg);
-    if (size < 0) {
-        fail(path, "cannot determine the file size");
+    if (start_bytes < kMagic.size() + 2) {
+        fail(path, "truncated header: the file has only " + std::to_string(file.size()) + " bytes");
     }
-    std::vector<std::byte> bytes(static_cast<std::size_t>(size));
-    if (!file.read(reinterpret_cast<char*>(bytes.data()), size)) {
-        fail(path, "read error");
+    const auto major = static_cast<unsigned>(start[6]);
+    const auto minor = static_cast<unsigned>(start[7]);
+    if (minor != 0 || major < 1 || major > 3) {
+        fail(path, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
+                       " (1.0, 2.0 and 3.0 are supported)");
     }
-    return bytes;
+    // Version 1.0 stores the header length in 2 bytes, versions 2.0 and 3.0 in 4.
+    const std::size_t length_bytes = major == 1 ? 2 : 4;
+    const std::size_t preamble = kMagic.size() + 2 + length_bytes;
+    if (start_bytes < preamble) {
+        fail(path, "truncated header: the file has only " + std::to_string(file.size()) + " bytes");
+    }
+    const std::uint64_t header_length = load_le<std::uint32_t>(start.data() + 8, length_bytes);
+    if (header_length > file.size() - preamble) {
+        fail(path, "header length " + std::to_string(header_length) + " extends beyond the end of the file (" +
+                       std::to_string(file.size()) + " bytes)");
+    }
+    if (header_length > kMaxHeaderBytes) {
+        fail(path, "header length " + std::to_string(header_length) + " is absurdly large (the limit is " +
+                       std::to_string(kMaxHeaderBytes) + " bytes)");
+    }
+    std::string header_text(static_cast<std::size_t>(header_length), '\0');
+    file.read_at(preamble, std::as_writable_bytes(std::span<char>(header_text)));
+    const NpyHeader header = HeaderParser(path, header_text).parse();
+
+    const std::optional<DType> dtype = dtype_from_descr(header.descr);
+    if (!dtype) {
+        if (!header.descr.empty() && header.descr[0] == '>') {
+            fail(path, "big-endian dtype '" + header.descr + "' is not supported");
+        }
+        fail(path, "unsupported dtype '" + header.descr + "' (supported: <f4, <f2, <i4, <u4, <i8)");
+    }
+    if (header.fortran_order) {
+        fail(path, "Fortran-order (column-major) arrays are not supported");
+    }
+
+    const std::optional<std::size_t> count = checked_element_count(header.shape);
+    const std::size_t element_bytes = element_size(*dtype);
+    if (!count || *count > std::numeric_limits<std::size_t>::max() / element_bytes) {
+        fail(path, "shape " + shape_text(header.shape) + " is too large");
+    }
+    const std::uint64_t expected = std::uint64_t{*count} * element_bytes;
+    const std::uint64_t data_offset = preamble + header_length;
+    const std::uint64_t actual = file.size() - data_offset;
+    if (actual != expected) {
+        fail(path, "data section has " + std::to_string(actual) + " bytes but shape " + shape_text(header.shape) +
+                       " of " + header.descr + " needs " + std::to_string(expected) +
+                       (actual < expected ? " (truncated)" : " (trailing bytes)"));
+    }
+    return NpyInfo{.dtype = *dtype, .shape = header.shape, .data_offset = data_offset, .data_bytes = expected};
 }
 
 std::string shape_tuple(std::span<const std::size_t> shape) {
@@ -283,69 +338,26 @@ std::string_view npy_descr(DType dtype) {
     throw Error(std::string("npy: dtype ") + to_string(dtype) + " cannot be stored in a .npy file by vkformer");
 }
 
-NpyArray read_npy(const std::filesystem::path& path) {
-    const std::vector<std::byte> bytes = read_whole_file(path);
+NpyInfo read_npy_header(const std::filesystem::path& path) {
+    const ReadableFile file(path, "npy file");
+    return read_header(file);
+}
 
-    const std::size_t magic_bytes = std::min(bytes.size(), kMagic.size());
-    for (std::size_t i = 0; i < magic_bytes; ++i) {
-        if (bytes[i] != static_cast<std::byte>(kMagic[i])) {
-            fail(path, "bad magic: not a .npy file");
-        }
+NpyArray read_npy(const std::filesystem::path& path, std::uint64_t max_data_bytes) {
+    const ReadableFile file(path, "npy file");
+    const NpyInfo info = read_header(file);
+    if (info.data_bytes > max_data_bytes) {
+        fail(path, "its " + shape_text(info.shape) + " array of " + std::string(npy_descr(info.dtype)) + " holds " +
+                       size_text(info.data_bytes) + ", more than the " + size_text(max_data_bytes) + " allowed here");
     }
-    if (bytes.size() < kMagic.size() + 2) {
-        fail(path, "truncated header: the file has only " + std::to_string(bytes.size()) + " bytes");
+    NpyArray array{.dtype = info.dtype, .shape = info.shape, .data = {}};
+    try {
+        array.data.resize(static_cast<std::size_t>(info.data_bytes));
+    } catch (const std::bad_alloc&) {
+        fail(path, "cannot allocate " + size_text(info.data_bytes) + " of host memory for its data");
     }
-    const auto major = static_cast<unsigned>(bytes[6]);
-    const auto minor = static_cast<unsigned>(bytes[7]);
-    if (minor != 0 || major < 1 || major > 3) {
-        fail(path, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
-                       " (1.0, 2.0 and 3.0 are supported)");
-    }
-    // Version 1.0 stores the header length in 2 bytes, versions 2.0 and 3.0 in 4.
-    const std::size_t length_bytes = major == 1 ? 2 : 4;
-    const std::size_t preamble = kMagic.size() + 2 + length_bytes;
-    if (bytes.size() < preamble) {
-        fail(path, "truncated header: the file has only " + std::to_string(bytes.size()) + " bytes");
-    }
-    const std::size_t header_length = load_le<std::uint32_t>(bytes.data() + 8, length_bytes);
-    if (header_length > bytes.size() - preamble) {
-        fail(path, "header length " + std::to_string(header_length) + " extends beyond the end of the file (" +
-                       std::to_string(bytes.size()) + " bytes)");
-    }
-
-    const std::string_view header_text(reinterpret_cast<const char*>(bytes.data() + preamble), header_length);
-    const NpyHeader header = HeaderParser(path, header_text).parse();
-
-    const std::optional<DType> dtype = dtype_from_descr(header.descr);
-    if (!dtype) {
-        if (!header.descr.empty() && header.descr[0] == '>') {
-            fail(path, "big-endian dtype '" + header.descr + "' is not supported");
-        }
-        fail(path, "unsupported dtype '" + header.descr + "' (supported: <f4, <f2, <i4, <u4, <i8)");
-    }
-    if (header.fortran_order) {
-        fail(path, "Fortran-order (column-major) arrays are not supported");
-    }
-
-    const std::optional<std::size_t> count = checked_element_count(header.shape);
-    const std::size_t element_bytes = element_size(*dtype);
-    if (!count || *count > std::numeric_limits<std::size_t>::max() / element_bytes) {
-        fail(path, "shape " + shape_text(header.shape) + " is too large");
-    }
-    const std::size_t expected = *count * element_bytes;
-    const std::size_t data_offset = preamble + header_length;
-    const std::size_t actual = bytes.size() - data_offset;
-    if (actual != expected) {
-        fail(path, "data section has " + std::to_string(actual) + " bytes but shape " + shape_text(header.shape) +
-                       " of " + header.descr + " needs " + std::to_string(expected) +
-                       (actual < expected ? " (truncated)" : " (trailing bytes)"));
-    }
-
-    return NpyArray{
-        .dtype = *dtype,
-        .shape = header.shape,
-        .data = std::vector<std::byte>(bytes.begin() + static_cast<std::ptrdiff_t>(data_offset), bytes.end()),
-    };
+    file.read_at(info.data_offset, array.data);
+    return array;
 }
 
 void write_npy(const std::filesystem::path& path, DType dtype, std::span<const std::size_t> shape,
@@ -381,17 +393,11 @@ void write_npy(const std::filesystem::path& path, DType dtype, std::span<const s
         preamble_bytes.push_back(static_cast<char>((header_length >> (8 * i)) & 0xff));
     }
 
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    if (!file) {
-        throw Error("write_npy '" + path.string() + "': cannot open for writing");
-    }
-    file.write(preamble_bytes.data(), static_cast<std::streamsize>(preamble_bytes.size()));
-    file.write(header.data(), static_cast<std::streamsize>(header.size()));
-    file.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    file.close();
-    if (!file) {
-        throw Error("write_npy '" + path.string() + "': write error");
-    }
+    AtomicFile file(path, "npy file");
+    file.write(preamble_bytes);
+    file.write(header);
+    file.write(data);
+    file.commit();
 }
 
 void write_npy_f32(const std::filesystem::path& path, std::span<const std::size_t> shape,

@@ -6,7 +6,9 @@
 #include "host/util/dtype.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,11 +28,26 @@ struct NpyArray {
 // reads and writes (others are refused with a vkf::Error).
 std::string_view npy_descr(DType dtype);
 
+// What a .npy file holds, read from its header alone.
+struct NpyInfo {
+    DType dtype;
+    std::vector<std::size_t> shape;
+    std::uint64_t data_offset = 0;  // where the data section starts in the file
+    std::uint64_t data_bytes = 0;   // its size, which the shape and dtype need exactly
+};
+
 // Throws vkf::Error naming the file and the problem for anything malformed or
-// unsupported: bad magic, unknown version, truncated header, header length beyond the
-// file, unparsable header dictionary, unsupported dtype, big-endian data, Fortran order,
-// or a data section shorter or longer than the shape implies.
-NpyArray read_npy(const std::filesystem::path& path);
+// unsupported: not a regular file, bad magic, unknown version, truncated header, header
+// length beyond the file or over 1 MiB, unparsable header dictionary, unsupported dtype,
+// big-endian data, Fortran order, or a data section shorter or longer than the shape
+// implies. Reads only the header: shapes can be checked against limits before any data
+// is read.
+NpyInfo read_npy_header(const std::filesystem::path& path);
+
+// The header checks of read_npy_header, then the data; an array of more than
+// max_data_bytes is refused before its data is read.
+NpyArray read_npy(const std::filesystem::path& path,
+                  std::uint64_t max_data_bytes = std::numeric_limits<std::uint64_t>::max());
 
 // Writes format 1.0 (2.0 only if the header would not fit 1.0's 16-bit length), header
 // padded with spaces so that the data starts at a multiple of 64 bytes. Throws vkf::Error

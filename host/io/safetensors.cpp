@@ -1,15 +1,8 @@
 #include "host/io/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -39,6 +32,9 @@ std::string file_label(const std::filesystem::path& path) {
 
 // Product of the dimensions times the element size, or nullopt on overflow.
 std::optional<std::uint64_t> checked_byte_size(std::span<const std::size_t> shape, std::size_t element_bytes) {
+    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) {
+        return 0;  // [2^63, 2, 0] holds nothing, whatever the other dimensions
+    }
     std::uint64_t bytes = element_bytes;
     for (std::size_t dim : shape) {
         if (dim != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / dim) {
@@ -135,10 +131,6 @@ void check_tiling(const std::filesystem::path& path, std::vector<TensorInfo>& te
     }
 }
 
-std::string errno_text() {
-    return std::strerror(errno);
-}
-
 }  // namespace
 
 std::size_t TensorInfo::element_count() const {
@@ -149,24 +141,13 @@ std::size_t TensorInfo::element_count() const {
     return count;
 }
 
-struct SafetensorsFile::Mapping {
-    const std::byte* base = nullptr;
-    std::size_t size = 0;
-
-    Mapping(const std::byte* mapped, std::size_t bytes) : base(mapped), size(bytes) {}
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    ~Mapping() { munmap(const_cast<std::byte*>(base), size); }
-};
-
-SafetensorsFile::SafetensorsFile(std::filesystem::path path, std::unique_ptr<Mapping> mapping)
-    : path_(std::move(path)), mapping_(std::move(mapping)) {}
+SafetensorsFile::SafetensorsFile(ReadableFile file) : file_(std::move(file)) {}
 SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
 SafetensorsFile::~SafetensorsFile() = default;
 
 std::uint64_t SafetensorsFile::file_size() const {
-    return mapping_->size;
+    return file_.size();
 }
 
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
@@ -177,21 +158,36 @@ const TensorInfo* SafetensorsFile::find(std::string_view name) const {
 const TensorInfo& SafetensorsFile::tensor_info(std::string_view name) const {
     const TensorInfo* info = find(name);
     if (info == nullptr) {
-        fail_tensor(path_, name, "no such tensor in the file");
+        fail_tensor(path(), name, "no such tensor in the file");
     }
     return *info;
 }
 
-std::span<const std::byte> SafetensorsFile::read_raw(std::string_view name) const {
+std::vector<std::byte> SafetensorsFile::read_raw(std::string_view name) const {
     return read_raw(tensor_info(name));
 }
 
-std::span<const std::byte> SafetensorsFile::read_raw(const TensorInfo& info) const {
-    // Guards against a TensorInfo taken from another file.
-    if (info.data_end < info.data_begin || info.data_end > mapping_->size - data_start_) {
-        fail_tensor(path_, info.name, "data_offsets lie outside this file's data section");
+std::vector<std::byte> SafetensorsFile::read_raw(const TensorInfo& info) const {
+    std::vector<std::byte> bytes(info.byte_size());
+    read_raw_into(info, 0, bytes);
+    return bytes;
+}
+
+void SafetensorsFile::read_raw_into(const TensorInfo& info, std::uint64_t offset, std::span<std::byte> out) const {
+    // Guards against a TensorInfo taken from another file, and ranges beyond the tensor.
+    if (info.data_end < info.data_begin || info.data_end > file_.size() - data_start_) {
+        fail_tensor(path(), info.name, "data_offsets lie outside this file's data section");
     }
-    return {mapping_->base + data_start_ + info.data_begin, info.byte_size()};
+    if (offset > info.byte_size() || out.size() > info.byte_size() - offset) {
+        fail_tensor(path(), info.name,
+                    "bytes " + std::to_string(offset) + " to " + std::to_string(offset + out.size()) +
+                        " lie beyond the tensor's " + std::to_string(info.byte_size()));
+    }
+    try {
+        file_.read_at(data_start_ + info.data_begin + offset, out);
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " (reading tensor '" + info.name + "')");
+    }
 }
 
 std::vector<float> SafetensorsFile::read_as_f32(std::string_view name) const {
@@ -200,51 +196,26 @@ std::vector<float> SafetensorsFile::read_as_f32(std::string_view name) const {
 
 std::vector<float> SafetensorsFile::read_as_f32(const TensorInfo& info) const {
     if (!is_supported_float(info.dtype)) {
-        fail_tensor(path_, info.name,
+        fail_tensor(path(), info.name,
                     "dtype " + std::string(dtype_name(info.dtype)) +
                         " cannot be read as floats (vkformer reads F32, F16 and BF16 tensors)");
     }
-    const std::span<const std::byte> raw = read_raw(info);
+    const std::vector<std::byte> raw = read_raw(info);
     std::vector<float> values(raw.size() / element_size(info.dtype));
     convert_to_f32(info.dtype, raw, values);
     return values;
 }
 
 SafetensorsFile open_safetensors(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fail(path, "cannot open for reading: " + errno_text());
-    }
-    struct stat status {};
-    if (::fstat(fd, &status) != 0) {
-        const std::string reason = errno_text();
-        ::close(fd);
-        fail(path, "cannot stat: " + reason);
-    }
-    if (!S_ISREG(status.st_mode)) {
-        ::close(fd);
-        fail(path, "not a regular file");
-    }
-    const auto file_size = static_cast<std::uint64_t>(status.st_size);
+    ReadableFile source(path, "safetensors file");
+    const std::uint64_t file_size = source.size();
     if (file_size < 8) {
-        ::close(fd);
         fail(path, "the file has only " + std::to_string(file_size) +
                        " bytes; a safetensors file starts with an 8-byte header length");
     }
-    if (file_size > std::numeric_limits<std::size_t>::max()) {
-        ::close(fd);
-        fail(path, std::to_string(file_size) + " bytes cannot be mapped in this process's address space");
-    }
-    void* mapped = ::mmap(nullptr, static_cast<std::size_t>(file_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    const std::string map_error = mapped == MAP_FAILED ? errno_text() : std::string();
-    ::close(fd);  // the mapping keeps the file
-    if (mapped == MAP_FAILED) {
-        fail(path, "cannot memory-map " + std::to_string(file_size) + " bytes: " + map_error);
-    }
-    auto mapping = std::make_unique<SafetensorsFile::Mapping>(static_cast<const std::byte*>(mapped),
-                                                              static_cast<std::size_t>(file_size));
-
-    const std::uint64_t header_size = load_le<std::uint64_t>(mapping->base);
+    std::byte length[8];
+    source.read_at(0, length);
+    const std::uint64_t header_size = load_le<std::uint64_t>(length);
     if (header_size > kSafetensorsMaxHeaderBytes) {
         fail(path, "header length " + std::to_string(header_size) + " is absurdly large (the limit is " +
                        std::to_string(kSafetensorsMaxHeaderBytes) + " bytes)");
@@ -253,9 +224,9 @@ SafetensorsFile open_safetensors(const std::filesystem::path& path) {
         fail(path, "header length " + std::to_string(header_size) + " extends beyond the end of the file (" +
                        std::to_string(file_size) + " bytes)");
     }
-    const std::string_view header_text(reinterpret_cast<const char*>(mapping->base + 8),
-                                       static_cast<std::size_t>(header_size));
-    const JsonValue header = parse_json(header_text, file_label(path) + ": header");
+    std::string header_bytes(static_cast<std::size_t>(header_size), '\0');
+    source.read_at(8, std::as_writable_bytes(std::span<char>(header_bytes)));
+    const JsonValue header = parse_json(header_bytes, file_label(path) + ": header");
     if (!header.is_object()) {
         fail(path, "the header must be a JSON object, got " + std::string(json_kind_name(header.kind())));
     }
@@ -283,7 +254,7 @@ SafetensorsFile open_safetensors(const std::filesystem::path& path) {
     }
     check_tiling(path, tensors, data_size);
 
-    SafetensorsFile file(path, std::move(mapping));
+    SafetensorsFile file(std::move(source));
     file.data_start_ = data_start;
     file.tensors_ = std::move(tensors);
     file.metadata_ = std::move(metadata);
@@ -326,7 +297,7 @@ const CheckpointTensor& ShardedCheckpoint::at(std::string_view name) const {
     return *tensor;
 }
 
-std::span<const std::byte> ShardedCheckpoint::read_raw(std::string_view name) const {
+std::vector<std::byte> ShardedCheckpoint::read_raw(std::string_view name) const {
     const CheckpointTensor& tensor = at(name);
     return tensor.file->read_raw(*tensor.info);
 }
@@ -354,6 +325,27 @@ bool is_safe_relative_path(const std::string& name) {
         }
     }
     return true;
+}
+
+// The lexical check above cannot see symbolic links: a shard "escape/model.safetensors"
+// where "escape" links to a directory elsewhere would leave the checkpoint. The directory a
+// shard resolves to must lie inside the checkpoint's. The shard file itself may be a link:
+// the Hugging Face cache stores every file of a snapshot as a link to its blob store.
+void check_shard_directory(const std::string& index_label, const std::string& tensor,
+                           const std::filesystem::path& checkpoint_dir, const std::filesystem::path& shard_path) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    const fs::path base = fs::canonical(checkpoint_dir.empty() ? fs::path(".") : checkpoint_dir, error);
+    const fs::path parent = error ? fs::path() : fs::canonical(shard_path.parent_path(), error);
+    if (error) {
+        throw Error(index_label + ": tensor '" + tensor + "': cannot resolve the directory of shard '" +
+                    shard_path.string() + "': " + error.message());
+    }
+    if (std::mismatch(base.begin(), base.end(), parent.begin(), parent.end()).first != base.end()) {
+        throw Error(index_label + ": tensor '" + tensor + "': shard '" + shard_path.string() + "' lies in '" +
+                    parent.string() + "', outside the checkpoint directory '" + base.string() +
+                    "' (through a symbolic link)");
+    }
 }
 
 }  // namespace
@@ -406,6 +398,7 @@ ShardedCheckpoint open_checkpoint(const std::filesystem::path& path) {
                 throw Error(index_label + ": tensor '" + member.key + "': shard file '" + shard_path.string() +
                             "' does not exist");
             }
+            check_shard_directory(index_label, member.key, index_file.parent_path(), shard_path);
             shard =
                 checkpoint.files_.emplace_back(std::make_unique<SafetensorsFile>(open_safetensors(shard_path))).get();
         }

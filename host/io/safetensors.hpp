@@ -5,8 +5,11 @@
 // A safetensors file is an 8-byte little-endian header length N, N bytes of JSON
 // ({"__metadata__": {...}, "name": {"dtype": "F16", "shape": [..], "data_offsets":
 // [begin, end]}, ...}), then the data section, which the tensors must cover exactly,
-// back to back. Files are memory-mapped: opening one reads only its header, and tensor
-// bytes are paged in when read, so multi-gigabyte checkpoints cost no memory up front.
+// back to back. Opening a file reads only its header; tensor bytes are read by offset when
+// asked for (whole, or a range at a time), so multi-gigabyte checkpoints cost no memory up
+// front. Files are read with pread, never memory-mapped: a mapped checkpoint that another
+// process truncates during a load would kill the process with SIGBUS, where a short read
+// becomes an error naming the file.
 //
 // Checkpoints come from anywhere, so open_safetensors validates the whole header before
 // returning and refuses, naming the file and the tensor, anything malformed: a header
@@ -15,6 +18,7 @@
 // does not match shape x dtype, tensors that overlap or leave holes, repeated names.
 
 #include "host/util/dtype.hpp"
+#include "host/util/files.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -40,15 +44,14 @@ struct TensorInfo {
     std::size_t byte_size() const { return static_cast<std::size_t>(data_end - data_begin); }
 };
 
-// One memory-mapped safetensors file. Move-only; the spans it hands out stay valid as long
-// as it lives.
+// One open safetensors file. Move-only.
 class SafetensorsFile {
 public:
     SafetensorsFile(SafetensorsFile&&) noexcept;
     SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
     ~SafetensorsFile();
 
-    const std::filesystem::path& path() const { return path_; }
+    const std::filesystem::path& path() const { return file_.path(); }
     // Tensors in data-section order.
     std::span<const TensorInfo> tensors() const { return tensors_; }
     std::uint64_t file_size() const;
@@ -62,9 +65,13 @@ public:
     // As find, but throws vkf::Error naming the file and the tensor when absent.
     const TensorInfo& tensor_info(std::string_view name) const;
 
-    // The tensor's bytes, straight from the mapping (little-endian, C order, any dtype).
-    std::span<const std::byte> read_raw(std::string_view name) const;
-    std::span<const std::byte> read_raw(const TensorInfo& info) const;
+    // The tensor's bytes (little-endian, C order, any dtype). Throws vkf::Error naming the
+    // file and the tensor when the file was truncated since it was opened.
+    std::vector<std::byte> read_raw(std::string_view name) const;
+    std::vector<std::byte> read_raw(const TensorInfo& info) const;
+    // Bytes [offset, offset + out.size()) of the tensor, for reading large tensors a chunk at
+    // a time.
+    void read_raw_into(const TensorInfo& info, std::uint64_t offset, std::span<std::byte> out) const;
     // The tensor as float32; F16 and BF16 are converted. Throws vkf::Error naming the file,
     // the tensor and its dtype for any other dtype.
     std::vector<float> read_as_f32(std::string_view name) const;
@@ -72,12 +79,9 @@ public:
 
 private:
     friend SafetensorsFile open_safetensors(const std::filesystem::path& path);
-    struct Mapping;
+    explicit SafetensorsFile(ReadableFile file);
 
-    SafetensorsFile(std::filesystem::path path, std::unique_ptr<Mapping> mapping);
-
-    std::filesystem::path path_;
-    std::unique_ptr<Mapping> mapping_;
+    ReadableFile file_;
     std::uint64_t data_start_ = 0;  // file offset of the data section
     std::vector<TensorInfo> tensors_;
     std::unordered_map<std::string, std::size_t> index_;  // name -> position in tensors_
@@ -115,7 +119,7 @@ public:
     const CheckpointTensor& at(std::string_view name) const;
     const TensorInfo& tensor_info(std::string_view name) const { return *at(name).info; }
     const std::filesystem::path& file_of(std::string_view name) const { return at(name).file->path(); }
-    std::span<const std::byte> read_raw(std::string_view name) const;
+    std::vector<std::byte> read_raw(std::string_view name) const;
     std::vector<float> read_as_f32(std::string_view name) const;
 
 private:

@@ -1,6 +1,8 @@
 #include "host/io/safetensors_writer.hpp"
 
 #include "host/util/endian.hpp"
+#include "host/util/files.hpp"
+#include "host/util/format.hpp"
 #include "host/util/half.hpp"
 #include "runtime/error.hpp"
 
@@ -9,7 +11,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <fstream>
+#include <limits>
 #include <map>
 
 namespace vkf {
@@ -23,6 +25,19 @@ constexpr std::string_view kIndexFileName = "model.safetensors.index.json";
 constexpr std::size_t kChunkElements = std::size_t{1} << 20;
 // safetensors pads its header with spaces so that the data section starts 8-aligned.
 constexpr std::size_t kHeaderAlignment = 8;
+
+// Bytes of a tensor to write; throws when the shape's size does not fit 64 bits.
+std::uint64_t checked_tensor_bytes(const std::string& name, std::span<const std::size_t> shape, std::size_t element) {
+    std::uint64_t bytes = element;
+    for (const std::size_t dim : shape) {
+        if (dim != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / dim) {
+            throw Error(fmt::format("checkpoint writer: tensor '{}' of shape {} needs more than 2^64 bytes", name,
+                                    shape_text(shape)));
+        }
+        bytes *= dim;
+    }
+    return bytes;
+}
 
 struct PlannedTensor {
     const TensorSource* source;
@@ -78,7 +93,7 @@ std::string safetensors_header(std::span<const PlannedTensor* const> tensors, DT
 // Produces the tensor's values chunk by chunk, converts them to `dtype` and writes them;
 // after_chunk(bytes) follows every chunk.
 template <class AfterChunk>
-void write_tensor_data(std::ofstream& out, const PlannedTensor& tensor, DType dtype, AfterChunk&& after_chunk) {
+void write_tensor_data(AtomicFile& out, const PlannedTensor& tensor, DType dtype, AfterChunk&& after_chunk) {
     const std::size_t size = element_size(dtype);
     const std::uint64_t count = tensor.bytes / size;
     const auto capacity = static_cast<std::size_t>(std::min<std::uint64_t>(count, kChunkElements));
@@ -104,7 +119,7 @@ void write_tensor_data(std::ofstream& out, const PlannedTensor& tensor, DType dt
                 store_le(bytes.data() + 2 * i, chunk_halves[i]);
             }
         }
-        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(chunk * size));
+        out.write(std::span<const std::byte>(bytes.data(), chunk * size));
         after_chunk(chunk * size);
     }
 }
@@ -123,15 +138,7 @@ std::string index_json(std::span<const PlannedTensor> tensors, int shards) {
 }  // namespace
 
 void write_text_file(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) {
-        throw Error("checkpoint writer: cannot open '" + path.string() + "' for writing");
-    }
-    out << text;
-    out.close();
-    if (!out) {
-        throw Error("checkpoint writer: write error on '" + path.string() + "'");
-    }
+    write_file_atomically(path, text, "checkpoint file");
 }
 
 void write_safetensors_file(const fs::path& path, std::span<const RawTensorSource> tensors,
@@ -146,10 +153,7 @@ void write_safetensors_file(const fs::path& path, std::span<const RawTensorSourc
     std::vector<std::uint64_t> sizes;
     std::uint64_t offset = 0;
     for (const RawTensorSource& tensor : tensors) {
-        std::uint64_t bytes = element_size(tensor.dtype);
-        for (const std::size_t dim : tensor.shape) {
-            bytes *= dim;
-        }
+        const std::uint64_t bytes = checked_tensor_bytes(tensor.name, tensor.shape, element_size(tensor.dtype));
         header[tensor.name] = {
             {"dtype", dtype_name(tensor.dtype)}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
         sizes.push_back(bytes);
@@ -158,24 +162,18 @@ void write_safetensors_file(const fs::path& path, std::span<const RawTensorSourc
     std::string text = header.dump();
     text.append((kHeaderAlignment - text.size() % kHeaderAlignment) % kHeaderAlignment, ' ');
 
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) {
-        throw Error("checkpoint writer: cannot open '" + path.string() + "' for writing");
-    }
+    check_free_space(path.parent_path(), 8 + text.size() + offset, "safetensors file '" + path.string() + "'");
+    AtomicFile out(path, "safetensors file");
     std::byte length[8];
     store_le(length, static_cast<std::uint64_t>(text.size()));
-    out.write(reinterpret_cast<const char*>(length), sizeof length);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.write(length);
+    out.write(text);
     std::vector<std::byte> bytes;
     std::uint64_t done = 0;
     for (std::size_t t = 0; t < tensors.size(); ++t) {
         bytes.assign(sizes[t], std::byte{0});
         tensors[t].bytes(bytes);
-        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        if (!out) {
-            throw Error("checkpoint writer: write error on '" + path.string() + "' in tensor '" + tensors[t].name +
-                        "'");
-        }
+        out.write(bytes);
         done += sizes[t];
         if (progress) {
             progress(CheckpointWriteProgress{.tensor = tensors[t].name,
@@ -185,10 +183,7 @@ void write_safetensors_file(const fs::path& path, std::span<const RawTensorSourc
                                              .total_bytes = offset});
         }
     }
-    out.close();
-    if (!out) {
-        throw Error("checkpoint writer: write error on '" + path.string() + "'");
-    }
+    out.commit();
 }
 
 void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSource> sources, DType dtype, int shards,
@@ -198,10 +193,7 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
     }
     std::vector<PlannedTensor> tensors;
     for (const TensorSource& source : sources) {
-        std::uint64_t bytes = element_size(dtype);
-        for (std::size_t dim : source.shape) {
-            bytes *= dim;
-        }
+        const std::uint64_t bytes = checked_tensor_bytes(source.name, source.shape, element_size(dtype));
         tensors.push_back(PlannedTensor{.source = &source, .bytes = bytes});
     }
     if (shards < 1 || static_cast<std::size_t>(shards) > tensors.size()) {
@@ -223,6 +215,22 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
     for (const PlannedTensor& tensor : tensors) {
         total_bytes += tensor.bytes;
     }
+    check_free_space(dir, total_bytes, "checkpoint '" + dir.string() + "'");
+    // Shards written by this call are removed again when a later one fails: a checkpoint
+    // is complete or absent.
+    std::vector<fs::path> written;
+    struct RemoveOnFailure {
+        std::vector<fs::path>& paths;
+        bool done = false;
+        ~RemoveOnFailure() {
+            if (!done) {
+                std::error_code ignored;
+                for (const fs::path& p : paths) {
+                    fs::remove(p, ignored);
+                }
+            }
+        }
+    } cleanup{written};
     std::uint64_t bytes_done = 0;
     std::size_t tensors_done = 0;
     for (int shard = 0; shard < shards; ++shard) {
@@ -234,14 +242,11 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
         }
         const fs::path path = dir / (shards == 1 ? std::string(kSingleFileName) : shard_file_name(shard, shards));
         const std::string header = safetensors_header(members, dtype);
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            throw Error("checkpoint writer: cannot open '" + path.string() + "' for writing");
-        }
+        AtomicFile out(path, "safetensors file");
         std::byte length[8];
         store_le(length, static_cast<std::uint64_t>(header.size()));
-        out.write(reinterpret_cast<const char*>(length), sizeof length);
-        out.write(header.data(), static_cast<std::streamsize>(header.size()));
+        out.write(length);
+        out.write(header);
         for (const PlannedTensor* tensor : members) {
             const auto report = [&] {
                 if (progress) {
@@ -259,21 +264,16 @@ void write_safetensors_checkpoint(const fs::path& dir, std::span<const TensorSou
                     report();  // inside a large tensor
                 }
             });
-            if (!out) {
-                throw Error("checkpoint writer: write error on '" + path.string() + "' in tensor '" +
-                            tensor->source->name + "'");
-            }
             ++tensors_done;
             report();
         }
-        out.close();
-        if (!out) {
-            throw Error("checkpoint writer: write error on '" + path.string() + "'");
-        }
+        out.commit();
+        written.push_back(path);
     }
     if (shards > 1) {
         write_text_file(dir / kIndexFileName, index_json(tensors, shards));
     }
+    cleanup.done = true;
 }
 
 }  // namespace vkf

@@ -1,22 +1,11 @@
 #include "host/io/text_file.hpp"
 
-#include "runtime/error.hpp"
-
-#include <fstream>
-#include <iterator>
+#include "host/util/files.hpp"
 
 namespace vkf {
 
-std::string read_text_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw Error(path.string() + ": cannot open for reading");
-    }
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) {
-        throw Error(path.string() + ": read error");
-    }
-    return bytes;
+std::string read_text_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
+    return read_file(path, max_bytes, "text file");
 }
 
 }  // namespace vkf

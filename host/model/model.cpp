@@ -65,7 +65,7 @@ Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions option
     check_head_dim(config_.head_dim);
     const WeightFormat format = options.weights.value_or(default_weight_format(*checkpoint_, config_));
     check_model_fits(ctx, estimate_model_memory(config_, format, options.session), "model '" + dir.string() + "'");
-    weights_ = upload_weights(ctx, config_, *checkpoint_, format, options.progress);
+    weights_ = upload_weights(ctx, config_, *checkpoint_, format, options.progress, options.check_finite_weights);
     slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
                                                  : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
 }

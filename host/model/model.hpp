@@ -40,6 +40,9 @@ struct ModelOptions {
     // matrices quantized at load time for q8_0/q4_0); a quantized one only in its own.
     std::optional<WeightFormat> weights = std::nullopt;
     std::function<void(const WeightUploadProgress&)> progress = {};
+    // Refuse, naming the tensor and the element, a checkpoint holding a NaN or infinite weight
+    // (costs one look at every value as it is uploaded).
+    bool check_finite_weights = true;
     // The session the model is loaded for: before uploading anything, the constructor refuses
     // (vkf::Error naming the numbers) a model whose weights plus this session's KV cache and
     // activations do not fit the device's memory budget (memory_estimate.hpp). Default: the

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -21,6 +22,8 @@ namespace {
 
 // Elements converted per upload: bounds the host memory a 250880 x 1024 table needs.
 constexpr std::size_t kChunkElements = std::size_t{1} << 22;
+// Bytes read per upload of a tensor stored as it is (fp16 weights, quantized planes).
+constexpr std::uint64_t kChunkBytes = std::uint64_t{8} << 20;
 
 // A tensor's device buffers: the values (a quantized matrix's values plane) and, for a
 // quantized matrix, its scales.
@@ -36,8 +39,14 @@ Buffer device_buffer(Context& ctx, std::uint64_t bytes, const std::string& name)
 class Uploader {
 public:
     Uploader(Context& ctx, const ShardedCheckpoint& checkpoint, QuantFormat source_quant, WeightFormat format,
-             const std::function<void(const WeightUploadProgress&)>& progress, std::uint64_t total_bytes)
-        : ctx_(ctx), checkpoint_(checkpoint), source_quant_(source_quant), format_(format), progress_(progress) {
+             const std::function<void(const WeightUploadProgress&)>& progress, std::uint64_t total_bytes,
+             bool check_finite)
+        : ctx_(ctx),
+          checkpoint_(checkpoint),
+          source_quant_(source_quant),
+          format_(format),
+          progress_(progress),
+          check_finite_(check_finite) {
         state_.total_bytes = total_bytes;
     }
 
@@ -57,23 +66,60 @@ public:
     }
 
 private:
+    // Element `first + i` of the tensor is NaN or infinite: the checkpoint is corrupt.
+    [[noreturn]] static void fail_non_finite(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t index,
+                                             double value) {
+        throw Error("safetensors file '" + file.path().string() + "': tensor '" + info.name + "': element " +
+                    std::to_string(index) + " is " + (std::isnan(value) ? "NaN" : "infinite") +
+                    ": the checkpoint is corrupt (ModelOptions::check_finite_weights, vkf-run "
+                    "--skip-weight-check, loads it anyway)");
+    }
+
+    void check_floats(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t first,
+                      std::span<const float> values) const {
+        if (!check_finite_) {
+            return;
+        }
+        const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+        if (bad != values.end()) {
+            fail_non_finite(file, info, first + static_cast<std::uint64_t>(bad - values.begin()), *bad);
+        }
+    }
+
+    // Little-endian fp16 values: all-ones exponent bits mean infinity or NaN.
+    void check_halves(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t first,
+                      std::span<const std::byte> bytes) const {
+        if (!check_finite_) {
+            return;
+        }
+        for (std::size_t i = 0; i + 1 < bytes.size(); i += 2) {
+            const std::uint16_t bits = load_le<std::uint16_t>(bytes.data() + i);
+            if ((bits & 0x7c00u) == 0x7c00u) {
+                fail_non_finite(file, info, first + i / 2, half_to_float(bits));
+            }
+        }
+    }
+
     Buffer dense(const std::string& name) {
         const CheckpointTensor& t = checkpoint_.at(name);
         const TensorInfo& info = *t.info;
         const DType dtype = format_.dense;
         const std::size_t count = info.element_count();
-        const std::span<const std::byte> raw = t.file->read_raw(info);
         Buffer buffer = device_buffer(ctx_, count * element_size(dtype), name);
         const std::size_t in_size = element_size(info.dtype);
         if (dtype == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little) {
-            ctx_.upload(buffer, raw);  // already the storage format
+            copy_raw(*t.file, info, buffer, false, true);  // already the storage format
         } else {
             std::vector<float> values(std::min(count, kChunkElements));
+            std::vector<std::byte> raw(values.size() * in_size);
             std::vector<std::uint16_t> halves(dtype == DType::F16 ? values.size() : 0);
             for (std::size_t first = 0; first < count; first += kChunkElements) {
                 const std::size_t n = std::min(kChunkElements, count - first);
                 const std::span<float> chunk(values.data(), n);
-                convert_to_f32(info.dtype, raw.subspan(first * in_size, n * in_size), chunk);
+                const std::span<std::byte> chunk_raw(raw.data(), n * in_size);
+                t.file->read_raw_into(info, first * in_size, chunk_raw);
+                convert_to_f32(info.dtype, chunk_raw, chunk);
+                check_floats(*t.file, info, first, chunk);
                 if (dtype == DType::F32) {
                     ctx_.upload(buffer, std::span<const float>(chunk), first * 4);
                     continue;
@@ -92,23 +138,40 @@ private:
         return buffer;
     }
 
-    // A quantized checkpoint's planes, uploaded as they are mapped: no re-quantization.
+    // A quantized checkpoint's planes, uploaded as they are stored: no re-quantization.
     TensorBuffers stored_planes(const ExpectedTensor& expected) {
-        const QuantizedTensorBytes q = read_quantized(checkpoint_, expected.name);
-        TensorBuffers out{device_buffer(ctx_, q.values.size(), expected.name),
-                          device_buffer(ctx_, q.scales.size(), expected.name + " scales")};
-        ctx_.upload(out.values, q.values);
-        if (std::endian::native == std::endian::little) {
-            ctx_.upload(out.scales, q.scales);
-        } else {
-            std::vector<std::uint16_t> scales(q.scales.size() / 2);
-            for (std::size_t i = 0; i < scales.size(); ++i) {
-                scales[i] = load_le<std::uint16_t>(q.scales.data() + 2 * i);
-            }
-            ctx_.upload(out.scales, std::span<const std::uint16_t>(scales));
-        }
-        state_.bytes_done += q.values.size() + q.scales.size();
+        const CheckpointTensor& values = checkpoint_.at(expected.name);
+        const CheckpointTensor& scales = checkpoint_.at(expected.name + std::string(kScalesSuffix));
+        TensorBuffers out{device_buffer(ctx_, values.info->byte_size(), expected.name),
+                          device_buffer(ctx_, scales.info->byte_size(), expected.name + " scales")};
+        copy_raw(*values.file, *values.info, out.values, false, false);
+        copy_raw(*scales.file, *scales.info, out.scales, std::endian::native != std::endian::little, true);
+        state_.bytes_done += values.info->byte_size() + scales.info->byte_size();
         return out;
+    }
+
+    // A tensor's stored bytes into `buffer`, a bounded chunk at a time; `swap_halves` turns
+    // little-endian 16-bit values into the host's order; `halves` says they are fp16 values
+    // to check.
+    void copy_raw(const SafetensorsFile& file, const TensorInfo& info, const Buffer& buffer, bool swap_halves,
+                  bool halves) {
+        const std::uint64_t total = info.byte_size();
+        std::vector<std::byte> chunk(static_cast<std::size_t>(std::min<std::uint64_t>(total, kChunkBytes)));
+        for (std::uint64_t first = 0; first < total; first += kChunkBytes) {
+            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunkBytes, total - first));
+            const std::span<std::byte> bytes(chunk.data(), n);
+            file.read_raw_into(info, first, bytes);
+            if (halves) {
+                check_halves(file, info, first / 2, bytes);
+            }
+            if (swap_halves) {
+                for (std::size_t i = 0; i + 1 < n; i += 2) {
+                    const std::uint16_t v = load_le<std::uint16_t>(bytes.data() + i);
+                    std::memcpy(bytes.data() + i, &v, 2);
+                }
+            }
+            ctx_.upload(buffer, std::span<const std::byte>(bytes), first);
+        }
     }
 
     // An ordinary checkpoint's matrix quantized at load time, a band of rows at a time.
@@ -122,14 +185,17 @@ private:
         const std::uint64_t row_scales = quant_row_scales(k, what);
         TensorBuffers out{device_buffer(ctx_, rows * row_bytes, expected.name),
                           device_buffer(ctx_, rows * row_scales * 2, expected.name + " scales")};
-        const std::span<const std::byte> raw = t.file->read_raw(info);
         const std::size_t in_size = element_size(info.dtype);
         const std::uint64_t band = std::max<std::uint64_t>(1, kChunkElements / k);
         std::vector<float> values(std::min(rows, band) * k);
+        std::vector<std::byte> raw(values.size() * in_size);
         for (std::uint64_t r0 = 0; r0 < rows; r0 += band) {
             const std::uint64_t n = std::min(band, rows - r0);
             const std::span<float> chunk(values.data(), n * k);
-            convert_to_f32(info.dtype, raw.subspan(r0 * k * in_size, n * k * in_size), chunk);
+            const std::span<std::byte> chunk_raw(raw.data(), n * k * in_size);
+            t.file->read_raw_into(info, r0 * k * in_size, chunk_raw);
+            convert_to_f32(info.dtype, chunk_raw, chunk);
+            check_floats(*t.file, info, r0 * k, chunk);
             const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + std::to_string(r0));
             ctx_.upload(out.values, std::span<const std::uint8_t>(m.values), r0 * row_bytes);
             ctx_.upload(out.scales, std::span<const std::uint16_t>(m.scales), r0 * row_scales * 2);
@@ -143,6 +209,7 @@ private:
     QuantFormat source_quant_;
     WeightFormat format_;
     const std::function<void(const WeightUploadProgress&)>& progress_;
+    bool check_finite_;
     WeightUploadProgress state_;
 };
 
@@ -215,7 +282,8 @@ WeightFormat default_weight_format(const ShardedCheckpoint& checkpoint, const Mo
 }
 
 ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint,
-                            WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress) {
+                            WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress,
+                            bool check_finite) {
     validate(config);
     const QuantFormat source = check_model_checkpoint(checkpoint, config);
     if (source != QuantFormat::None && format != WeightFormat{.dense = DType::F16, .quant = source}) {
@@ -236,7 +304,7 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
         }
     }
 
-    Uploader up(ctx, checkpoint, source, format, progress, total);
+    Uploader up(ctx, checkpoint, source, format, progress, total, check_finite);
     std::vector<TensorBuffers> flat;
     for (const ExpectedTensor& expected : tensors) {
         flat.push_back(up.tensor(expected));

@@ -71,9 +71,12 @@ struct WeightUploadProgress {
 // every tensor in `format`: dense tensors converted through fp32, matrices of an ordinary
 // checkpoint quantized row by row at load time, a quantized checkpoint's planes as they are
 // (it loads only in its own format). A value that does not fit fp16 is refused naming the
-// tensor. `progress` is called after each tensor.
+// tensor, and with check_finite so is a NaN or infinite weight (or quantization scale): a
+// corrupt checkpoint is named at load, not found as non-finite logits at sampling time.
+// `progress` is called after each tensor.
 ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint,
-                            WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress = {});
+                            WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress = {},
+                            bool check_finite = true);
 
 // Weights of the right shapes filled with seeded random values (weight_distribution's
 // ranges), without a checkpoint: for benchmarks of model shapes no file exists for

@@ -50,10 +50,10 @@ QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint);
 // F32 or BF16). Throws one vkf::Error listing the problems, each naming file and tensor.
 QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& config);
 
-// The planes of a quantized matrix in a checkpoint, straight from the file mapping.
+// The planes of a quantized matrix in a checkpoint, as stored.
 struct QuantizedTensorBytes {
-    std::span<const std::byte> values;  // [rows, row bytes]
-    std::span<const std::byte> scales;  // [rows, k / 32] little-endian fp16
+    std::vector<std::byte> values;  // [rows, row bytes]
+    std::vector<std::byte> scales;  // [rows, k / 32] little-endian fp16
 };
 QuantizedTensorBytes read_quantized(const ShardedCheckpoint& checkpoint, std::string_view name);
 

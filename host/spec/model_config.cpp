@@ -92,7 +92,14 @@ ModelConfig parse_bloom(const JsonValue& root) {
     config.n_layer = positive_dimension(required_key(root, {"n_layer", "num_hidden_layers"}));
     config.n_head = positive_dimension(required_key(root, {"n_head", "num_attention_heads"}));
     require_divisible(root, config, "hidden_size", "n_head");
-    config.ffn_hidden = 4 * config.hidden;  // BloomMLP is always 4h; n_inner is unused
+    // BloomMLP is always 4h; n_inner is unused. Computed wide: 4 * 2^30 wraps in 32 bits.
+    const std::uint64_t ffn = 4 * std::uint64_t{config.hidden};
+    if (ffn > ModelLimits::max_ffn_hidden) {
+        required_key(root, {"n_embed", "hidden_size"})
+            .fail("BLOOM's MLP width 4 * " + std::to_string(config.hidden) + " = " + std::to_string(ffn) +
+                  " is over vkformer's limit of " + std::to_string(ModelLimits::max_ffn_hidden));
+    }
+    config.ffn_hidden = static_cast<std::uint32_t>(ffn);
     if (const JsonValue* epsilon = optional_key(root, "layer_norm_epsilon")) {
         config.layer_norm_epsilon = positive_number(*epsilon);
     }
@@ -263,6 +270,18 @@ void validate(const ModelConfig& config) {
         config.ffn_hidden == 0 || config.max_seq_len == 0) {
         fail("vocab_size, hidden, n_layer, n_head, ffn_hidden and max_seq_len must all be positive");
     }
+    const auto bound = [&](std::string_view name, std::uint32_t value, std::uint32_t limit) {
+        if (value > limit) {
+            fail(std::string(name) + " " + std::to_string(value) + " is over vkformer's limit of " +
+                 std::to_string(limit) + " (no real checkpoint comes near it)");
+        }
+    };
+    bound("n_layer", config.n_layer, ModelLimits::max_layers);
+    bound("hidden", config.hidden, ModelLimits::max_hidden);
+    bound("n_head", config.n_head, ModelLimits::max_heads);
+    bound("ffn_hidden", config.ffn_hidden, ModelLimits::max_ffn_hidden);
+    bound("vocab_size", config.vocab_size, ModelLimits::max_vocab);
+    bound("max_seq_len", config.max_seq_len, ModelLimits::max_seq_len);
     if (config.hidden % config.n_head != 0) {
         fail("hidden " + std::to_string(config.hidden) + " is not a multiple of n_head " +
              std::to_string(config.n_head));

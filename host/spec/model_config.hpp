@@ -47,7 +47,20 @@ struct ModelConfig {
     bool operator==(const ModelConfig&) const = default;
 };
 
-// Throws vkf::Error naming the first inconsistency: a zero dimension, hidden not a
+// Bounds on a config's sizes, checked before anything is derived from them: far beyond any
+// real checkpoint (the largest ALiBi models have 70 layers, width 14336, vocabulary 250880),
+// far below what would let one small config.json cost minutes and gigabytes (a million
+// layers would make the loader list twelve million tensors before finding the first missing).
+struct ModelLimits {
+    static constexpr std::uint32_t max_layers = 1024;
+    static constexpr std::uint32_t max_hidden = 1u << 17;
+    static constexpr std::uint32_t max_heads = 4096;
+    static constexpr std::uint32_t max_ffn_hidden = 1u << 20;
+    static constexpr std::uint32_t max_vocab = 1u << 24;
+    static constexpr std::uint32_t max_seq_len = 1u << 24;
+};
+
+// Throws vkf::Error naming the first inconsistency: a dimension over ModelLimits, a zero dimension, hidden not a
 // multiple of n_head, head_dim != hidden / n_head, n_kv_head != n_head, BLOOM with
 // ffn_hidden != 4 * hidden or no_bias or clip_qkv, a non-positive or non-finite epsilon,
 // alibi_bias_max or clip_qkv, or an unknown family.

@@ -56,7 +56,7 @@ def main():
             f.write(b"ok \xff")
         expect(["--tokenizer", BYTE_BPE, "--file", text], 1, stderr="not valid UTF-8 (byte 3, 0xff)")
         expect(["--tokenizer", BYTE_BPE, "--file", os.path.join(tmp, "none.txt")], 1, stderr="cannot open")
-        expect(["--tokenizer", os.path.join(tmp, "none.json"), "--text", "a"], 1, stderr="none.json: cannot open")
+        expect(["--tokenizer", os.path.join(tmp, "none.json"), "--text", "a"], 1, stderr="none.json': cannot open")
         with open(BYTE_BPE, encoding="utf-8") as f:
             document = json.load(f)
         document["model"]["type"] = "Unigram"

@@ -1,0 +1,234 @@
+#include "host/util/files.hpp"
+
+#include "host/util/format.hpp"
+#include "runtime/error.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+
+namespace vkf {
+
+namespace {
+
+std::string errno_text(int error) {
+    return std::strerror(error);
+}
+
+std::string quoted(std::string_view what, const std::filesystem::path& path) {
+    return std::string(what) + " '" + path.string() + "'";
+}
+
+std::string_view file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) {
+        return "a directory";
+    }
+    if (S_ISFIFO(mode)) {
+        return "a FIFO (named pipe)";
+    }
+    if (S_ISSOCK(mode)) {
+        return "a socket";
+    }
+    if (S_ISCHR(mode) || S_ISBLK(mode)) {
+        return "a device";
+    }
+    return "not a regular file";
+}
+
+}  // namespace
+
+ReadableFile::ReadableFile(const std::filesystem::path& path, std::string_view what) : path_(path), what_(what) {
+    // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd_ < 0) {
+        const int error = errno;
+        throw Error(label() + ": cannot open for reading: " + errno_text(error));
+    }
+    struct stat status {};
+    if (::fstat(fd_, &status) != 0) {
+        const int error = errno;
+        ::close(fd_);
+        throw Error(label() + ": cannot stat: " + errno_text(error));
+    }
+    if (!S_ISREG(status.st_mode)) {
+        ::close(fd_);
+        throw Error(label() + " is " + std::string(file_kind(status.st_mode)) + ", not a regular file");
+    }
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    size_ = static_cast<std::uint64_t>(status.st_size);
+}
+
+ReadableFile::ReadableFile(ReadableFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      what_(std::move(other.what_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_) {}
+
+ReadableFile& ReadableFile::operator=(ReadableFile&& other) noexcept {
+    if (this != &other) {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+        path_ = std::move(other.path_);
+        what_ = std::move(other.what_);
+        fd_ = std::exchange(other.fd_, -1);
+        size_ = other.size_;
+    }
+    return *this;
+}
+
+ReadableFile::~ReadableFile() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+    }
+}
+
+std::string ReadableFile::label() const {
+    return quoted(what_, path_);
+}
+
+void ReadableFile::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+    if (offset > size_ || out.size() > size_ - offset) {
+        throw Error(label() + ": bytes " + std::to_string(offset) + " to " + std::to_string(offset + out.size()) +
+                    " lie beyond its " + std::to_string(size_) + " bytes");
+    }
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            const int error = errno;
+            throw Error(label() + ": read error at byte " + std::to_string(offset + done) + ": " + errno_text(error));
+        }
+        if (n == 0) {
+            throw Error(label() + " ends at byte " + std::to_string(offset + done) + " although it had " +
+                        std::to_string(size_) + " bytes when opened: it was truncated while being read");
+        }
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+std::string read_file(const std::filesystem::path& path, std::uint64_t max_bytes, std::string_view what) {
+    const ReadableFile file(path, what);
+    if (file.size() > max_bytes) {
+        throw Error(file.label() + ": " + size_text(file.size()) + " is too large for " + std::string(what) +
+                    " (the limit is " + size_text(max_bytes) + ")");
+    }
+    std::string bytes(static_cast<std::size_t>(file.size()), '\0');
+    file.read_at(0, std::as_writable_bytes(std::span<char>(bytes)));
+    return bytes;
+}
+
+AtomicFile::AtomicFile(std::filesystem::path target, std::string_view what)
+    : target_(std::move(target)), what_(what) {
+    // A hidden name in the same directory (rename never crosses file systems), unique per
+    // process and attempt.
+    std::random_device entropy;
+    for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
+        temporary_ = target_.parent_path() / ("." + target_.filename().string() + ".tmp-" +
+                                              std::to_string(::getpid()) + "-" + std::to_string(entropy()));
+        fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd_ < 0 && errno != EEXIST) {
+            break;
+        }
+    }
+    if (fd_ < 0) {
+        const int error = errno;
+        throw Error(quoted(what_, target_) + ": cannot create '" + temporary_.string() + "': " + errno_text(error));
+    }
+}
+
+AtomicFile::~AtomicFile() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+        ::unlink(temporary_.c_str());
+    }
+}
+
+void AtomicFile::fail(const std::string& problem, int error) {
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(temporary_.c_str());
+    std::string reason = errno_text(error);
+    if (error == ENOSPC || error == EDQUOT || error == EFBIG) {
+        reason += " (nothing was written under that name)";
+    }
+    throw Error(quoted(what_, target_) + ": " + problem + ": " + reason);
+}
+
+void AtomicFile::write(std::span<const std::byte> bytes) {
+    if (fd_ < 0) {
+        throw Error(quoted(what_, target_) + ": written after it was committed or failed");
+    }
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            fail("write failed", n < 0 ? errno : ENOSPC);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+void AtomicFile::write(std::string_view text) {
+    write(std::as_bytes(std::span<const char>(text)));
+}
+
+void AtomicFile::commit() {
+    if (fd_ < 0) {
+        throw Error(quoted(what_, target_) + ": committed twice or after a failure");
+    }
+    if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) {
+        fail("flushing to disk failed", errno);
+    }
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) {
+        const int error = errno;
+        ::unlink(temporary_.c_str());
+        throw Error(quoted(what_, target_) + ": closing failed: " + errno_text(error));
+    }
+    if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(temporary_.c_str());
+        throw Error(quoted(what_, target_) + ": cannot rename '" + temporary_.string() + "' to it: " +
+                    errno_text(error));
+    }
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes, std::string_view what) {
+    AtomicFile file(path, what);
+    file.write(bytes);
+    file.commit();
+}
+
+void check_free_space(const std::filesystem::path& dir, std::uint64_t bytes, std::string_view what) {
+    std::filesystem::path existing = dir.empty() ? std::filesystem::path(".") : dir;
+    std::error_code ignored;
+    while (!std::filesystem::exists(existing, ignored) && existing.has_parent_path() &&
+           existing.parent_path() != existing) {
+        existing = existing.parent_path();
+    }
+    struct statvfs fs {};
+    if (::statvfs(existing.c_str(), &fs) != 0) {
+        return;
+    }
+    const std::uint64_t block = fs.f_frsize != 0 ? fs.f_frsize : fs.f_bsize;
+    const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * block;
+    if (bytes > free_bytes) {
+        throw Error(std::string(what) + ": needs " + size_text(bytes) + " but the file system of '" +
+                    existing.string() + "' has " + size_text(free_bytes) + " free");
+    }
+}
+
+}  // namespace vkf
