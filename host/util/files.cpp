@@ -127,14 +127,13 @@ std::string read_file(const std::filesystem::path& path, std::uint64_t max_bytes
     return bytes;
 }
 
-AtomicFile::AtomicFile(std::filesystem::path target, std::string_view what)
-    : target_(std::move(target)), what_(what) {
+AtomicFile::AtomicFile(std::filesystem::path target, std::string_view what) : target_(std::move(target)), what_(what) {
     // A hidden name in the same directory (rename never crosses file systems), unique per
     // process and attempt.
     std::random_device entropy;
     for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
-        temporary_ = target_.parent_path() / ("." + target_.filename().string() + ".tmp-" +
-                                              std::to_string(::getpid()) + "-" + std::to_string(entropy()));
+        temporary_ = target_.parent_path() / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                                              "-" + std::to_string(entropy()));
         fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ < 0 && errno != EEXIST) {
             break;
@@ -201,8 +200,8 @@ void AtomicFile::commit() {
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
         const int error = errno;
         ::unlink(temporary_.c_str());
-        throw Error(quoted(what_, target_) + ": cannot rename '" + temporary_.string() + "' to it: " +
-                    errno_text(error));
+        throw Error(quoted(what_, target_) + ": cannot rename '" + temporary_.string() +
+                    "' to it: " + errno_text(error));
     }
 }
 

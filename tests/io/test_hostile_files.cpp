@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <functional>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -219,9 +219,8 @@ TEST(HostileFiles, FullDiskLeavesNoTruncatedFileUnderAnyName) {
     EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"config.json"});
 
     const fs::path model = dir.path() / "model";
-    e = with_full_disk(300000, [&] {
-        vkf::write_random_checkpoint(model, vkf::test::small_bloom(), 1, vkf::DType::F32, 3);
-    });
+    e = with_full_disk(300000,
+                       [&] { vkf::write_random_checkpoint(model, vkf::test::small_bloom(), 1, vkf::DType::F32, 3); });
     EXPECT_TRUE(contains(e, "safetensors file '") && contains(e, "write failed: File too large")) << e;
     EXPECT_TRUE(listing(model).empty()) << fmt::format("{}", fmt::join(listing(model), ", "));
 }
