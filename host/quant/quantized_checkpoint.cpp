@@ -1,6 +1,7 @@
 #include "host/quant/quantized_checkpoint.hpp"
 
 #include "host/util/endian.hpp"
+#include "host/util/files.hpp"
 #include "host/util/format.hpp"
 #include "host/util/half.hpp"
 #include "runtime/error.hpp"
@@ -264,11 +265,8 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
     for (const char* file : {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
         const fs::path from = source_dir / file;
         if (fs::exists(from)) {
-            fs::copy_file(from, out_dir / file, fs::copy_options::overwrite_existing, error);
-            if (error) {
-                throw Error("vkf-quantize: cannot copy '" + from.string() + "' to '" + out_dir.string() +
-                            "': " + error.message());
-            }
+            // Through a temporary name, like every file written: a full disk leaves no half copy.
+            write_file_atomically(out_dir / file, read_file(from, std::uint64_t{256} << 20, file), file);
         }
     }
 }

@@ -48,7 +48,8 @@ TEST_F(ModelFiles, ACheckpointTruncatedDuringTheLoadIsAnErrorNamingTheFile) {
 void poison(const std::filesystem::path& file, const std::string& name, std::size_t index, float value) {
     const ShardedCheckpoint checkpoint = open_checkpoint(file);
     const TensorInfo& info = checkpoint.tensor_info(name);  // with or without "transformer."
-    const std::uint64_t data_start = checkpoint.files()[0]->file_size() - checkpoint.files()[0]->tensors().back().data_end;
+    const std::uint64_t data_start =
+        checkpoint.files()[0]->file_size() - checkpoint.files()[0]->tensors().back().data_end;
     std::fstream out(file, std::ios::in | std::ios::out | std::ios::binary);
     const std::size_t size = element_size(info.dtype);
     out.seekp(static_cast<std::streamoff>(data_start + info.data_begin + index * size));
