@@ -104,6 +104,21 @@ TEST(BenchResults, RunRoundTripsThroughAFile) {
     std::filesystem::remove(path);
 }
 
+// On a full disk the result file is an error and the previous file stays as it was (the
+// stream used to be checked before it was flushed, never at close).
+TEST(BenchResults, AFullDiskKeepsThePreviousResultFile) {
+    const vkf::test::TempDir dir("vkf_test_bench_full");
+    const std::filesystem::path path = dir.path() / "result.json";
+    write_run_file(path, sample_run());
+    const auto before = std::filesystem::file_size(path);
+    BenchRun bigger = sample_run();
+    bigger.results.insert(bigger.results.end(), 50, bigger.results.front());
+    const std::string e = vkf::test::full_disk_error(before, [&] { write_run_file(path, bigger); });
+    EXPECT_NE(e.find("result file '" + path.string() + "': write failed"), std::string::npos) << e;
+    EXPECT_TRUE(read_run_file(path) == sample_run());
+    EXPECT_EQ(vkf::test::directory_listing(dir.path()), std::vector<std::string>{"result.json"});
+}
+
 TEST(BenchResults, ReaderNamesWhatIsWrong) {
     const std::string doc = json_text(run_json(sample_run()));
     const auto replace = [](std::string s, const std::string& from, const std::string& to) {

@@ -8,13 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <malloc.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -37,7 +35,9 @@
 namespace {
 
 namespace fs = std::filesystem;
+using vkf::test::directory_listing;
 using vkf::test::error_message;
+using vkf::test::full_disk_error;
 using vkf::test::TempDir;
 
 bool contains(const std::string& text, const std::string& part) {
@@ -171,36 +171,6 @@ TEST(HostileFiles, SizesThatWrapAreRefusedWithTheRightNumbers) {
     EXPECT_EQ(st.tensor_info("empty").byte_size(), 0u);
 }
 
-// Runs `write` with files limited to `limit` bytes (RLIMIT_FSIZE: writes past it fail with
-// EFBIG, as they fail with ENOSPC on a full disk), then lifts the limit again.
-std::string with_full_disk(std::uint64_t limit, const std::function<void()>& write) {
-    struct rlimit saved {};
-    EXPECT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-    const auto previous = std::signal(SIGXFSZ, SIG_IGN);  // an error from write(), not a signal
-    struct rlimit limited = saved;
-    limited.rlim_cur = limit;
-    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
-    std::string message;
-    try {
-        write();
-    } catch (const vkf::Error& e) {
-        message = e.what();
-    }
-    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
-    std::signal(SIGXFSZ, previous);
-    return message;
-}
-
-// The files in `dir` (temporaries included: none may be left behind).
-std::vector<std::string> listing(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-        names.push_back(entry.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 // Every writer on a full disk: an error naming the file, no file under the final name (or
 // the previous one intact) and no temporary left behind. Saving used to report nothing and
 // leave truncated files.
@@ -208,21 +178,21 @@ TEST(HostileFiles, FullDiskLeavesNoTruncatedFileUnderAnyName) {
     TempDir dir("vkf_hostile_full");
     const std::vector<float> values(100000, 1.5f);
     const std::size_t shape[] = {values.size()};
-    std::string e = with_full_disk(4096, [&] { vkf::write_npy_f32(dir.path() / "out.npy", shape, values); });
+    std::string e = full_disk_error(4096, [&] { vkf::write_npy_f32(dir.path() / "out.npy", shape, values); });
     EXPECT_TRUE(contains(e, "npy file '" + (dir.path() / "out.npy").string() + "': write failed: File too large")) << e;
-    EXPECT_TRUE(listing(dir.path()).empty());
+    EXPECT_TRUE(directory_listing(dir.path()).empty());
 
     vkf::write_file_atomically(dir.path() / "config.json", "{\"old\": true}", "config");
-    e = with_full_disk(4, [&] { vkf::write_text_file(dir.path() / "config.json", std::string(100, ' ')); });
+    e = full_disk_error(4, [&] { vkf::write_text_file(dir.path() / "config.json", std::string(100, ' ')); });
     EXPECT_TRUE(contains(e, "write failed")) << e;
     EXPECT_EQ(slurp(dir.path() / "config.json"), "{\"old\": true}");
-    EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"config.json"});
+    EXPECT_EQ(directory_listing(dir.path()), std::vector<std::string>{"config.json"});
 
     const fs::path model = dir.path() / "model";
-    e = with_full_disk(300000,
-                       [&] { vkf::write_random_checkpoint(model, vkf::test::small_bloom(), 1, vkf::DType::F32, 3); });
+    e = full_disk_error(300000,
+                        [&] { vkf::write_random_checkpoint(model, vkf::test::small_bloom(), 1, vkf::DType::F32, 3); });
     EXPECT_TRUE(contains(e, "safetensors file '") && contains(e, "write failed: File too large")) << e;
-    EXPECT_TRUE(listing(model).empty()) << fmt::format("{}", fmt::join(listing(model), ", "));
+    EXPECT_TRUE(directory_listing(model).empty()) << fmt::format("{}", fmt::join(directory_listing(model), ", "));
 }
 
 // A request the disk cannot hold is refused before anything is written (a 35 TB checkpoint

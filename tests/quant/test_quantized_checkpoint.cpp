@@ -73,6 +73,15 @@ protected:
     TempDir quantized_{"vkf_test_qckpt_q"};
 };
 
+// On a full disk: an error naming the file, and no model.safetensors or temporary left.
+TEST_P(QuantizedCheckpoint, AFullDiskLeavesNoPartialCheckpoint) {
+    const TempDir out("vkf_test_qckpt_full");
+    const std::string e =
+        full_disk_error(100000, [&] { write_quantized_checkpoint(original_.path(), out.path(), GetParam()); });
+    EXPECT_NE(e.find("model.safetensors': write failed"), std::string::npos) << e;
+    EXPECT_TRUE(directory_listing(out.path()).empty());
+}
+
 TEST_P(QuantizedCheckpoint, HoldsExactlyTheRowByRowQuantizationOfTheOriginal) {
     const QuantFormat f = GetParam();
     const ShardedCheckpoint original = open_checkpoint(original_.path());

@@ -1,6 +1,10 @@
 #include "tests/support/test_support.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <random>
 
 namespace vkf::test {
@@ -26,6 +30,34 @@ std::string error_message(const std::function<void()>& action) {
     }
     ADD_FAILURE() << "no vkf::Error thrown";
     return {};
+}
+
+std::string full_disk_error(std::uint64_t limit, const std::function<void()>& write) {
+    struct rlimit saved {};
+    EXPECT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limited = saved;
+    limited.rlim_cur = limit;
+    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+    std::string message;
+    try {
+        write();
+        ADD_FAILURE() << "no vkf::Error thrown on a full disk";
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+    std::signal(SIGXFSZ, previous);
+    return message;
+}
+
+std::vector<std::string> directory_listing(const std::filesystem::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
 std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed) {

@@ -31,6 +31,13 @@ private:
 // The message of the vkf::Error `action` throws; a test failure and "" when it throws none.
 std::string error_message(const std::function<void()>& action);
 
+// error_message of `write` run as on a full disk: files may grow to `limit` bytes
+// (RLIMIT_FSIZE; write() then fails with EFBIG as it fails with ENOSPC when the disk is full,
+// SIGXFSZ ignored meanwhile), lifted again afterwards.
+std::string full_disk_error(std::uint64_t limit, const std::function<void()>& write);
+// The names in `dir`, sorted (temporaries included: a failed write must leave none).
+std::vector<std::string> directory_listing(const std::filesystem::path& dir);
+
 // Random 32-bit words / floats for round trips and kernels.
 std::vector<std::uint32_t> random_words(std::size_t n, std::uint64_t seed);
 // Seeded token ids below `vocab`, for prompts and texts of model tests.
