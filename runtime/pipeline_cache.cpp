@@ -69,7 +69,7 @@ PipelineCache::PipelineCache(const Device& device, const Instance& instance,
         if (std::filesystem::exists(stats_.file, ec)) {
             std::ifstream in(stats_.file, std::ios::binary);
             std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            if (auto reason = validate(bytes, payload)) {
+            if (auto reason = validate_pipeline_cache_file(bytes, device.info(), payload)) {
                 stats_.rejected = *reason;
                 payload.clear();
                 instance.report(MessageSeverity::Warning,
@@ -95,8 +95,8 @@ PipelineCache::~PipelineCache() {
     vkDestroyPipelineCache(device_.handle(), cache_, nullptr);
 }
 
-std::optional<std::string> PipelineCache::validate(const std::vector<char>& bytes, std::vector<char>& payload) const {
-    const DeviceInfo& info = device_.info();
+std::optional<std::string> validate_pipeline_cache_file(std::span<const char> bytes, const DeviceInfo& info,
+                                                        std::vector<char>& payload) {
     if (bytes.size() < sizeof(FileHeader)) {
         return "file is " + std::to_string(bytes.size()) + " bytes, shorter than its header";
     }
