@@ -159,7 +159,7 @@ for t in "${targets[@]}"; do
   fi
   rm -rf "${findings:?}/$t" && mkdir -p "$findings/$t"
   log="$findings/$t/fuzz.log"
-  echo "fuzz.sh: $t (${runs:+$runs runs}${runs:-$seconds s})"
+  echo "fuzz.sh: $t ($([ -n "$runs" ] && echo "$runs runs" || echo "$seconds s"))"
   start=$(date +%s%N)
   status=0
   (cd "$work" && "$bin/fuzz_$t" "${common_flags[@]}" "${limit_flag[@]}" -max_len="${max_len[$t]}" "${dict[@]}" \

@@ -31,9 +31,9 @@ const fs::path& checkpoint_dir() {
         using vkf::DType;
         const fs::path d = vkf::fuzz::scratch_dir() / "checkpoint";
         fs::create_directories(d / "sub");
-        const std::vector<vkf::RawTensorSource> first = {tensor("transformer.word_embeddings.weight", DType::F16, {4, 2}),
-                                                         tensor("transformer.h.0.bias", DType::F32, {3}),
-                                                         tensor("lm_head.weight", DType::BF16, {2, 2})};
+        const std::vector<vkf::RawTensorSource> first = {
+            tensor("transformer.word_embeddings.weight", DType::F16, {4, 2}),
+            tensor("transformer.h.0.bias", DType::F32, {3}), tensor("lm_head.weight", DType::BF16, {2, 2})};
         const std::vector<vkf::RawTensorSource> second = {tensor("h.1.weight", DType::U8, {5}),
                                                           tensor("transformer.ln_f.weight", DType::F16, {2})};
         const std::vector<vkf::RawTensorSource> nested = {tensor("scalar", DType::F32, {}),
@@ -70,9 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                             "read_as_f32 returns every element");
             }
             // The other spelling finds a tensor too (this one, or one stored under that name).
-            const std::string other = name.starts_with(kTransformerPrefix)
-                                          ? name.substr(kTransformerPrefix.size())
-                                          : std::string(kTransformerPrefix) + name;
+            const std::string other = name.starts_with(kTransformerPrefix) ? name.substr(kTransformerPrefix.size())
+                                                                           : std::string(kTransformerPrefix) + name;
             fuzz::check(checkpoint.find(other) != nullptr, "the other spelling of a name finds a tensor");
             sum += checkpoint.file_of(name).string().size();
         }

@@ -47,8 +47,7 @@ void run_parser(F&& parse) {
     } catch (const vkf::Error&) {
         // the input was refused with a message: the expected outcome for bad input
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "fuzz: an exception other than vkf::Error escaped: %s: %s\n", typeid(e).name(),
-                     e.what());
+        std::fprintf(stderr, "fuzz: an exception other than vkf::Error escaped: %s: %s\n", typeid(e).name(), e.what());
         std::abort();
     } catch (...) {
         std::fprintf(stderr, "fuzz: an exception of unknown type escaped\n");

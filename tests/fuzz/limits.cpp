@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         LimitOverrides::phone().merged_with(overrides).describe(),
                     "merging the same overrides twice changes nothing");
         const ComputeLimits limits = effective_limits(info, quirks_for(info), overrides);
-        fuzz::check(limits.shared_memory <= base.shared_memory && limits.workgroup_invocations <= base.workgroup_invocations &&
+        fuzz::check(limits.shared_memory <= base.shared_memory &&
+                        limits.workgroup_invocations <= base.workgroup_invocations &&
                         limits.storage_buffer_range <= base.storage_buffer_range &&
                         limits.push_constants <= base.push_constants && limits.storage_buffers <= base.storage_buffers,
                     "overrides only lower limits");

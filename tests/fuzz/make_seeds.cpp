@@ -101,9 +101,9 @@ void safetensors_seeds() {
         bytes_of(checkpoint("st-f32", config(ModelFamily::Mpt, 4, 4, 1, 1), DType::F32) / "model.safetensors"));
     const fs::path scratch = g_out / ".scratch";
     std::vector<RawTensorSource> every;
-    for (const DType d : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::F8_E4M3, DType::F8_E5M2, DType::I8,
-                          DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64,
-                          DType::Bool}) {
+    for (const DType d :
+         {DType::F32, DType::F16, DType::BF16, DType::F64, DType::F8_E4M3, DType::F8_E5M2, DType::I8, DType::U8,
+          DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64, DType::Bool}) {
         every.push_back(raw(std::string("t_") + std::string(dtype_name(d)), d, {2, 1}));
     }
     every.push_back(raw("scalar", DType::F32, {}));
@@ -112,8 +112,7 @@ void safetensors_seeds() {
     put(t, "every-dtype.safetensors", bytes_of(scratch / "every.safetensors"));
     // Near-valid: one check fails in each.
     const std::string data(8, '\x3c');
-    put(t, "hole.safetensors",
-        safetensors_bytes(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}})", data));
+    put(t, "hole.safetensors", safetensors_bytes(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}})", data));
     put(t, "overlap.safetensors",
         safetensors_bytes(R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},)"
                           R"("b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]}})",
@@ -142,7 +141,8 @@ void index_seeds() {
         R"({"metadata": {"total_size": 55}, "weight_map": {"transformer.word_embeddings.weight": ")" + one +
             R"(", "transformer.h.0.bias": ")" + one + R"(", "lm_head.weight": ")" + one + R"(", "h.1.weight": ")" +
             two + R"(", "transformer.ln_f.weight": ")" + two + R"("}})");
-    put(t, "nested-shard.json", R"({"weight_map": {"scalar": "sub/extra.safetensors", "empty": "sub/extra.safetensors"}})");
+    put(t, "nested-shard.json",
+        R"({"weight_map": {"scalar": "sub/extra.safetensors", "empty": "sub/extra.safetensors"}})");
     put(t, "other-spelling.json", R"({"weight_map": {"word_embeddings.weight": ")" + one + R"("}})");
     put(t, "escape.json", R"({"weight_map": {"scalar": "../checkpoint/sub/extra.safetensors"}})");
     put(t, "absolute.json", R"({"weight_map": {"scalar": "/etc/passwd"}})");
@@ -212,8 +212,10 @@ void npy_seeds() {
         DType dtype;
         std::vector<std::size_t> shape;
     };
-    const std::vector<Case> cases = {{"f32-2x3.npy", DType::F32, {2, 3}}, {"f16-4.npy", DType::F16, {4}},
-                                     {"i32-scalar.npy", DType::I32, {}},  {"u32-0x5.npy", DType::U32, {0, 5}},
+    const std::vector<Case> cases = {{"f32-2x3.npy", DType::F32, {2, 3}},
+                                     {"f16-4.npy", DType::F16, {4}},
+                                     {"i32-scalar.npy", DType::I32, {}},
+                                     {"u32-0x5.npy", DType::U32, {0, 5}},
                                      {"i64-3x1x2.npy", DType::I64, {3, 1, 2}}};
     for (const Case& c : cases) {
         std::size_t count = 1;
@@ -370,8 +372,8 @@ void environment_seeds() {
     for (std::size_t i = 0; i < limits.size(); ++i) {
         put("limits", "spec-" + std::to_string(i), limits[i]);
     }
-    const std::vector<std::string> selectors = {"0", "1", "3", "99", "-1", "radv", "LLVMPIPE", "mali-g78 \xc3\x9c",
-                                                "intel", "18446744073709551616"};
+    const std::vector<std::string> selectors = {
+        "0", "1", "3", "99", "-1", "radv", "LLVMPIPE", "mali-g78 \xc3\x9c", "intel", "18446744073709551616"};
     for (std::size_t i = 0; i < selectors.size(); ++i) {
         put("device_selector", "selector-" + std::to_string(i), selectors[i]);
     }
@@ -381,8 +383,9 @@ void environment_seeds() {
 
 void json_seeds() {
     const std::string t = "json";
-    put(t, "numbers.json", R"([0, -0, 1, -1, 1.5, 2.0, 1e3, 1E-3, 9007199254740993, 18446744073709551615,)"
-                           R"( -9223372036854775808, 18446744073709551616, 1e308, 5e-324, 123456789012345678901234567890])");
+    put(t, "numbers.json",
+        R"([0, -0, 1, -1, 1.5, 2.0, 1e3, 1E-3, 9007199254740993, 18446744073709551615,)"
+        R"( -9223372036854775808, 18446744073709551616, 1e308, 5e-324, 123456789012345678901234567890])");
     put(t, "strings.json", R"({"a": "\u00e9\ud83d\ude00\n\t\"\\\/", "b": "caf\u00e9", "": null, "c": [true, false]})");
     put(t, "nested.json", R"({"a": {"b": {"c": [[[[{"d": []}]]]]}}})");
     put(t, "index.json", R"({"metadata": {"total_size": 12}, "weight_map": {"a": "x.safetensors"}})");
