@@ -74,12 +74,10 @@ PipelineCache::PipelineCache(const Device& device, const Instance& instance,
         if (std::filesystem::exists(stats_.file, ec)) {
             // A cache that cannot be read (a directory or a FIFO in its place, over the size
             // limit) is ignored with a warning like a corrupt one: it only saves time.
-            std::vector<char> bytes;
             std::optional<std::string> reason;
             try {
                 const std::string text = read_file(stats_.file, kPipelineCacheMaxBytes, "pipeline cache");
-                bytes.assign(text.begin(), text.end());
-                reason = validate(bytes, payload);
+                reason = validate_pipeline_cache_file(text, device.info(), payload);
             } catch (const Error& e) {
                 reason = e.what();
             }
@@ -109,8 +107,8 @@ PipelineCache::~PipelineCache() {
     vkDestroyPipelineCache(device_.handle(), cache_, nullptr);
 }
 
-std::optional<std::string> PipelineCache::validate(const std::vector<char>& bytes, std::vector<char>& payload) const {
-    const DeviceInfo& info = device_.info();
+std::optional<std::string> validate_pipeline_cache_file(std::span<const char> bytes, const DeviceInfo& info,
+                                                        std::vector<char>& payload) {
     if (bytes.size() < sizeof(FileHeader)) {
         return "file is " + std::to_string(bytes.size()) + " bytes, shorter than its header";
     }

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace vkf {
 
@@ -21,6 +23,14 @@ struct PipelineCacheStats {
     std::uint32_t cache_hits = 0;  // reported by VK_EXT_pipeline_creation_feedback
     bool hits_reported = false;    // the driver reports hits at all
 };
+
+// Checks a pipeline cache file's bytes before they reach the driver: vkformer's header
+// (magic, payload size, checksum, vendor, device, driver version, device UUID against
+// `device`) and the driver's own (VkPipelineCacheHeaderVersionOne against `device`). Returns
+// why the file must be ignored, or nullopt with `payload` holding the driver data. No Vulkan
+// call: the file is the input a fuzzer feeds it (tests/fuzz/pipeline_cache.cpp).
+std::optional<std::string> validate_pipeline_cache_file(std::span<const char> bytes, const DeviceInfo& device,
+                                                        std::vector<char>& payload);
 
 class PipelineCache {
 public:
@@ -40,8 +50,6 @@ public:
     static std::string file_name(const DeviceInfo& info);
 
 private:
-    std::optional<std::string> validate(const std::vector<char>& bytes, std::vector<char>& payload) const;
-
     const Device& device_;
     const Instance& instance_;
     VkPipelineCache cache_ = VK_NULL_HANDLE;

@@ -1,8 +1,10 @@
 // The on-disk pipeline cache across process starts, and files it must not trust.
 
+#include "runtime/pipeline_cache.hpp"
 #include "tests/support/test_support.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -119,6 +121,110 @@ TEST_F(PipelineCacheFiles, CorruptTruncatedAndForeignFilesAreIgnored) {
         auto again = run_probe(dir_);
         EXPECT_EQ(again["loaded"], "1");
     }
+}
+
+// The file check alone (validate_pipeline_cache_file, also fuzzed: tests/fuzz/pipeline_cache.cpp),
+// on files written here as PipelineCache::save writes them.
+class PipelineCacheFileCheck : public ::testing::Test {
+protected:
+    PipelineCacheFileCheck() {
+        device_.vendor_id = 0x10005;
+        device_.device_id = 7;
+        device_.driver_version = 0x5803000;
+        for (std::size_t i = 0; i < 16; ++i) {
+            device_.device_uuid[i] = static_cast<std::uint8_t>(0x10 + i);
+            device_.pipeline_cache_uuid[i] = static_cast<std::uint8_t>(0xa0 + i);
+        }
+    }
+
+    template <class T>
+    static void append(std::vector<char>& out, T value) {
+        const auto* bytes = reinterpret_cast<const char*>(&value);
+        out.insert(out.end(), bytes, bytes + sizeof value);
+    }
+
+    // vkformer's 56-byte header for this device, then `payload`.
+    std::vector<char> wrap(const std::vector<char>& payload) const {
+        std::uint64_t checksum = 0xcbf29ce484222325ull;  // FNV-1a 64
+        for (const char c : payload) {
+            checksum = (checksum ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+        }
+        std::vector<char> out = {'V', 'K', 'F', 'P', 'I', 'P', 'E', '1'};
+        append<std::uint64_t>(out, payload.size());
+        append<std::uint64_t>(out, checksum);
+        append<std::uint32_t>(out, device_.vendor_id);
+        append<std::uint32_t>(out, device_.device_id);
+        append<std::uint32_t>(out, device_.driver_version);
+        append<std::uint32_t>(out, 0);
+        out.insert(out.end(), device_.device_uuid.begin(), device_.device_uuid.end());
+        out.insert(out.end(), payload.begin(), payload.end());
+        return out;
+    }
+
+    // A whole file: the driver's 32-byte header for this device and `blob`, wrapped.
+    std::vector<char> file(const std::string& blob) const {
+        std::vector<char> payload;
+        append<std::uint32_t>(payload, 32);
+        append<std::uint32_t>(payload, VK_PIPELINE_CACHE_HEADER_VERSION_ONE);
+        append<std::uint32_t>(payload, device_.vendor_id);
+        append<std::uint32_t>(payload, device_.device_id);
+        payload.insert(payload.end(), device_.pipeline_cache_uuid.begin(), device_.pipeline_cache_uuid.end());
+        payload.insert(payload.end(), blob.begin(), blob.end());
+        return wrap(payload);
+    }
+
+    // Why the file is refused, or "" when it is accepted.
+    std::string refusal(const std::vector<char>& bytes) const {
+        std::vector<char> payload;
+        const std::optional<std::string> reason = validate_pipeline_cache_file(bytes, device_, payload);
+        return reason.value_or("");
+    }
+
+    static ::testing::AssertionResult says(const std::string& reason, const std::string& words) {
+        if (reason.find(words) != std::string::npos) {
+            return ::testing::AssertionSuccess();
+        }
+        return ::testing::AssertionFailure() << "refused with '" << reason << "', not '" << words << "'";
+    }
+
+    DeviceInfo device_;
+};
+
+TEST_F(PipelineCacheFileCheck, AcceptsAFileForThisDeviceAndHandsOverThePayload) {
+    const std::vector<char> bytes = file("driver data");
+    std::vector<char> payload;
+    EXPECT_EQ(validate_pipeline_cache_file(bytes, device_, payload), std::nullopt);
+    EXPECT_EQ(payload, std::vector<char>(bytes.begin() + 56, bytes.end()));
+    EXPECT_EQ(refusal(file("")), "");  // the driver's header alone
+}
+
+TEST_F(PipelineCacheFileCheck, RefusesWhatItMustNotTrust) {
+    const std::vector<char> good = file("0123456789");
+    EXPECT_TRUE(says(refusal({}), "shorter than its header"));
+    EXPECT_TRUE(says(refusal(std::vector<char>(good.begin(), good.begin() + 55)), "shorter than its header"));
+    std::vector<char> magic = good;
+    magic[0] = 'X';
+    EXPECT_TRUE(says(refusal(magic), "bad magic"));
+    EXPECT_TRUE(says(refusal(std::vector<char>(good.begin(), good.end() - 1)), "payload size"));
+    std::vector<char> longer = good;
+    longer.push_back('x');
+    EXPECT_TRUE(says(refusal(longer), "payload size"));
+    std::vector<char> flipped = good;
+    flipped.back() ^= 0x5a;
+    EXPECT_TRUE(says(refusal(flipped), "checksum"));
+    for (const std::size_t field : {24u, 28u, 32u, 40u, 55u}) {  // vendor, device, driver, UUID
+        std::vector<char> foreign = good;
+        foreign[field] ^= 0x01;
+        EXPECT_TRUE(says(refusal(foreign), "another device or driver version")) << field;
+    }
+    // vkformer's header is right, the driver's is too short or not for this device.
+    EXPECT_TRUE(says(refusal(wrap(std::vector<char>(31, 'x'))), "driver data too short"));
+    DeviceInfo other = device_;
+    other.pipeline_cache_uuid[3] ^= 0xff;
+    std::vector<char> payload;
+    EXPECT_TRUE(
+        says(validate_pipeline_cache_file(good, other, payload).value_or(""), "driver data is for another device"));
+    EXPECT_TRUE(payload.empty());
 }
 
 }  // namespace

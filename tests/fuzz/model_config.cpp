@@ -1,0 +1,27 @@
+// Fuzzes config.json (parse_model_config, host/spec/model_config.hpp) for both families,
+// BLOOM and MPT. An accepted configuration must pass validate, write back as config.json
+// (hf_config_json) and parse back to itself, and list the tensors its checkpoint must hold
+// (expected_tensors, which every checkpoint check starts from).
+
+#include "host/spec/model_config.hpp"
+#include "host/spec/model_tensors.hpp"
+#include "tests/fuzz/fuzz_support.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace vkf;
+    fuzz::run_parser([&] {
+        const ModelConfig config = parse_model_config(fuzz::as_text(data, size), "config.json");
+        validate(config);  // parse_model_config validated it: throwing here is a finding
+        for (const DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+            const std::string text = hf_config_json(config, dtype);
+            fuzz::check(parse_model_config(text, "written config.json") == config,
+                        "hf_config_json parses back to the same configuration");
+        }
+        const std::vector<ExpectedTensor> tensors = expected_tensors(config);
+        fuzz::check(!tensors.empty(), "a model has tensors");
+    });
+    return 0;
+}
