@@ -54,7 +54,7 @@ void check(VkResult result, const char* call) {
         throw DeviceLostError(message + "; the GPU reset or the driver gave up on this device");
     }
     if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY) {
-        message += "; the device has no memory left for this request";
+        throw OutOfMemoryError(message + "; the device has no memory left for this request");
     }
     throw Error(message);
 }
