@@ -155,10 +155,14 @@ bool Context::injected_device_loss() {
     return true;
 }
 
-void Context::submit(VkCommandBuffer cmd, VkFence fence) {
+void Context::throw_if_lost() const {
     if (device_->lost()) {
         throw DeviceLostError("the device timed out or was lost earlier; this context cannot submit work");
     }
+}
+
+void Context::submit(VkCommandBuffer cmd, VkFence fence) {
+    throw_if_lost();
     check(vkResetFences(device_->handle(), 1, &fence), "vkResetFences");
     const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
     const std::lock_guard lock(queue_mutex_);
@@ -196,6 +200,8 @@ void Context::submit(CommandList& list) {
 
 void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device, std::uint32_t slot,
                        bool wait_for_it) {
+    // After a loss the command buffer may still be pending: not even reset it.
+    throw_if_lost();
     const VkCommandBuffer cmd = transfer_cmds_[slot];
     const VkDeviceSize staged = slot * (staging_size_ / 2);  // the half's first byte
     check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");

@@ -129,6 +129,7 @@ private:
     // signalling transfer_fences_[slot]; waits for it when `wait`.
     void transfer(const Buffer& device_buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device,
                   std::uint32_t slot, bool wait);
+    void throw_if_lost() const;
     void submit(VkCommandBuffer cmd, VkFence fence);
     void wait(VkFence fence, const char* what);
     bool injected_device_loss();
