@@ -157,7 +157,8 @@ bool Context::injected_device_loss() {
 
 void Context::throw_if_lost() const {
     if (device_->lost()) {
-        throw DeviceLostError("the device timed out or was lost earlier; this context cannot submit work");
+        throw DeviceLostError(
+            "the device timed out or was lost earlier; this context cannot submit work or transfer data");
     }
 }
 
@@ -239,6 +240,8 @@ void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDevi
         throw Error("upload of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
                     " into buffer '" + dst.name() + "' of " + std::to_string(dst.size()) + " bytes");
     }
+    // Work that timed out may still read the buffer or the staging buffer: leave both alone.
+    throw_if_lost();
     if (std::byte* p = dst.mapped(); p != nullptr && !force_staging_) {
         std::memcpy(p + offset, bytes.data(), bytes.size());
         return;
@@ -274,6 +277,8 @@ void Context::download(const Buffer& src, std::span<std::byte> bytes, VkDeviceSi
         throw Error("download of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
                     " from buffer '" + src.name() + "' of " + std::to_string(src.size()) + " bytes");
     }
+    // Work that timed out may still write the buffer or read the staging buffer.
+    throw_if_lost();
     if (const std::byte* p = src.mapped(); p != nullptr && !force_staging_) {
         std::memcpy(bytes.data(), p + offset, bytes.size());
         return;

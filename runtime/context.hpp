@@ -14,7 +14,8 @@
 // the Context. docs/DESIGN.md "Threads".
 //
 // Faults: a submission that does not finish within the timeout, or a lost device, throws
-// DeviceLostError; the Context then refuses further submissions, and the device defers the
+// DeviceLostError; the Context then refuses further submissions, uploads and downloads (the
+// work that timed out may still use any buffer), and the device defers the
 // destruction of buffers, command lists and memory until it is idle (the Context's
 // destructor waits for it), since the GPU may still be running the work that timed out.
 

@@ -70,6 +70,30 @@ void load_vulkan_loader() {
     }
 }
 
+namespace {
+
+// The state behind volk's process-wide table: not vkformer's own, but guarded here.
+std::mutex& instance_functions_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+std::size_t live_instances = 0;  // guarded by instance_functions_mutex()
+
+}  // namespace
+
+void register_instance_functions(VkInstance instance) {
+    const std::lock_guard lock(instance_functions_mutex());
+    if (live_instances == 0) {
+        volkLoadInstance(instance);
+    }
+    ++live_instances;
+}
+
+void unregister_instance_functions() {
+    const std::lock_guard lock(instance_functions_mutex());
+    --live_instances;
+}
+
 std::string format_version(std::uint32_t v) {
     return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
 }

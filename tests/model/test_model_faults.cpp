@@ -405,6 +405,11 @@ TEST(ModelFaults, DestructionWaitsForWorkThatTimedOut) {
             EXPECT_THROW(run_sequence(session), DeviceLostError);
         }
         EXPECT_GT(ctx.device().deferred_releases(), 0u) << "the session's objects were destroyed at once";
+        // The work may still use any buffer: no data moves either, mapped or staged.
+        const Buffer buffer = ctx.create_buffer(16, MemoryKind::Device, "after the loss");
+        std::vector<std::uint32_t> words(4);
+        EXPECT_THROW(ctx.upload(buffer, std::span<const std::uint32_t>(words)), DeviceLostError);
+        EXPECT_THROW(ctx.download(buffer, std::span(words)), DeviceLostError);
         EXPECT_THROW(Session(model, session_options(true)).forward(std::vector<std::uint32_t>{1}), DeviceLostError);
     }
     EXPECT_EQ(sink.validation_count(), 0u);
