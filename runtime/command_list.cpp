@@ -27,21 +27,34 @@ bool writes(Access a) {
 }  // namespace
 
 CommandList::CommandList(const Device& device, const ComputeLimits& limits, bool profiling)
-    : device_(device), limits_(limits), profiling_(profiling), descriptors_(device.handle()) {
+    : device_(device), limits_(limits), profiling_(profiling), descriptors_(device) {
     if (profiling_ && !limits.timestamps) {
         throw Error("GPU timing was requested but the device's compute queue has no timestamp support");
     }
     const VkCommandPoolCreateInfo pool_info{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                             .queueFamilyIndex = device.queue_family()};
     check(vkCreateCommandPool(device.handle(), &pool_info, nullptr, &pool_), "vkCreateCommandPool");
+    // Each list has its own fence, so that lists can be submitted from several threads.
+    const VkFenceCreateInfo fence_info{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    const VkResult r = vkCreateFence(device.handle(), &fence_info, nullptr, &fence_);
+    if (r != VK_SUCCESS) {
+        vkDestroyCommandPool(device.handle(), pool_, nullptr);
+        check(r, "vkCreateFence");
+    }
 }
 
 CommandList::~CommandList() {
-    if (query_pool_ != VK_NULL_HANDLE)
-        vkDestroyQueryPool(device_.handle(), query_pool_, nullptr);
-    if (total_pool_ != VK_NULL_HANDLE)
-        vkDestroyQueryPool(device_.handle(), total_pool_, nullptr);
-    vkDestroyCommandPool(device_.handle(), pool_, nullptr);  // frees cmd_
+    // A submission of this list that timed out may still be running: the device defers this
+    // then (runtime/deferred_release.hpp).
+    device_.release(
+        [dev = device_.handle(), query = query_pool_, total = total_pool_, pool = pool_, fence = fence_]() noexcept {
+            if (query != VK_NULL_HANDLE)
+                vkDestroyQueryPool(dev, query, nullptr);
+            if (total != VK_NULL_HANDLE)
+                vkDestroyQueryPool(dev, total, nullptr);
+            vkDestroyFence(dev, fence, nullptr);
+            vkDestroyCommandPool(dev, pool, nullptr);  // frees cmd_
+        });
 }
 
 void CommandList::check_range(const BufferRange& r, std::string_view label, bool storage) const {

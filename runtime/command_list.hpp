@@ -2,6 +2,8 @@
 // Records dispatches and copies, then encodes them into a command buffer with the barriers
 // their hazards need (read-after-write, write-after-read, write-after-write on overlapping
 // buffer ranges) and nothing more. A finished list can be submitted any number of times.
+// A list is used by one thread at a time; lists of one Context may be recorded and submitted
+// from different threads at once.
 
 #include "runtime/descriptor_allocator.hpp"
 #include "runtime/limits.hpp"
@@ -73,6 +75,8 @@ public:
     void encode_into(VkCommandBuffer cmd);
 
     VkCommandBuffer command_buffer() const { return cmd_; }
+    // Signalled by the list's submissions (Context::submit), one at a time.
+    VkFence fence() const { return fence_; }
     std::size_t op_count() const { return ops_.size(); }
     std::size_t barrier_count() const { return barriers_; }                    // hazard barriers, known after encoding
     std::size_t dispatch_command_count() const { return dispatch_commands_; }  // after group-count splitting
@@ -115,6 +119,7 @@ private:
     DescriptorAllocator descriptors_;
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
     VkQueryPool query_pool_ = VK_NULL_HANDLE;
     bool total_timing_ = false;
     VkQueryPool total_pool_ = VK_NULL_HANDLE;

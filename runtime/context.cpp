@@ -56,12 +56,10 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
         timeout_ = std::chrono::milliseconds(600000);
     }
     if (options.timeout) {
+        check_timeout(*options.timeout, "ContextOptions::timeout");
         timeout_ = *options.timeout;
     } else if (const auto t = env("VKF_TIMEOUT_MS")) {
-        timeout_ = std::chrono::milliseconds(std::strtoll(t->c_str(), nullptr, 10));
-        if (timeout_.count() <= 0) {
-            throw Error("VKF_TIMEOUT_MS=" + *t + " is not a positive number of milliseconds");
-        }
+        timeout_ = parse_timeout_ms(*t, "VKF_TIMEOUT_MS");
     }
 
     allocator_ = std::make_unique<MemoryAllocator>(
@@ -83,7 +81,6 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
                                             .commandBufferCount = 2};
     check(vkAllocateCommandBuffers(dev, &alloc, transfer_cmds_.data()), "vkAllocateCommandBuffers");
     const VkFenceCreateInfo fence_info{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    check(vkCreateFence(dev, &fence_info, nullptr, &fence_), "vkCreateFence");
     for (VkFence& f : transfer_fences_) {
         check(vkCreateFence(dev, &fence_info, nullptr, &f), "vkCreateFence");
     }
@@ -91,12 +88,14 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
 
 Context::~Context() {
     const VkDevice dev = device_->handle();
-    vkDeviceWaitIdle(dev);  // a failure here leaves nothing to do but release
+    // Waits for the device (after a timeout, for the work still running; a lost device
+    // answers at once), then destroys what owners deferred meanwhile. A failure here leaves
+    // nothing to do but release.
+    device_->wait_idle_and_release();
     staging_ = Buffer{};
     pipelines_.clear();
     cache_.reset();
     allocator_.reset();
-    vkDestroyFence(dev, fence_, nullptr);
     for (VkFence f : transfer_fences_) {
         vkDestroyFence(dev, f, nullptr);
     }
@@ -109,6 +108,8 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryKind kind, std::string na
 
 const Pipeline& Context::pipeline(const PipelineDesc& desc) {
     const std::string key = desc.key();
+    // Held while a pipeline is created: the cache's statistics and file are shared too.
+    const std::lock_guard lock(pipeline_mutex_);
     auto it = pipelines_.find(key);
     if (it == pipelines_.end()) {
         it = pipelines_.emplace(key, std::make_unique<Pipeline>(*device_, *cache_, limits_, desc)).first;
@@ -116,35 +117,77 @@ const Pipeline& Context::pipeline(const PipelineDesc& desc) {
     return *it->second;
 }
 
+std::size_t Context::pipeline_count() const {
+    const std::lock_guard lock(pipeline_mutex_);
+    return pipelines_.size();
+}
+
+PipelineCacheStats Context::pipeline_cache_stats() const {
+    const std::lock_guard lock(pipeline_mutex_);
+    return cache_->stats();
+}
+
+void Context::save_pipeline_cache() {
+    const std::lock_guard lock(pipeline_mutex_);
+    cache_->save();
+}
+
 std::unique_ptr<CommandList> Context::command_list(bool profiling) const {
     return std::make_unique<CommandList>(*device_, limits_, profiling);
 }
 
-void Context::submit(VkCommandBuffer cmd, VkFence fence) {
-    if (lost_) {
-        throw DeviceLostError("the device timed out or was lost earlier; this context cannot submit work");
+void Context::inject_faults(const FaultInjection& faults) {
+    allocator_->inject_faults(faults.allocations);
+    const std::lock_guard lock(fault_mutex_);
+    lose_device_after_waits_ = faults.lose_device_after_waits;
+}
+
+bool Context::injected_device_loss() {
+    const std::lock_guard lock(fault_mutex_);
+    if (!lose_device_after_waits_) {
+        return false;
     }
+    if (*lose_device_after_waits_ > 0) {
+        --*lose_device_after_waits_;
+        return false;
+    }
+    lose_device_after_waits_.reset();
+    return true;
+}
+
+void Context::throw_if_lost() const {
+    if (device_->lost()) {
+        throw DeviceLostError(
+            "the device timed out or was lost earlier; this context cannot submit work or transfer data");
+    }
+}
+
+void Context::submit(VkCommandBuffer cmd, VkFence fence) {
+    throw_if_lost();
     check(vkResetFences(device_->handle(), 1, &fence), "vkResetFences");
     const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    const std::lock_guard lock(queue_mutex_);
     check(vkQueueSubmit(device_->queue(), 1, &submit, fence), "vkQueueSubmit");
 }
 
 void Context::wait(VkFence fence, const char* what) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
-    const VkResult r = vkWaitForFences(device_->handle(), 1, &fence, VK_TRUE, static_cast<std::uint64_t>(ns));
+    const VkResult r = injected_device_loss()
+                           ? VK_ERROR_DEVICE_LOST
+                           : vkWaitForFences(device_->handle(), 1, &fence, VK_TRUE, timeout_nanoseconds(timeout_));
     if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
-        lost_ = true;
+        // The work may still be running: what it uses must outlive it (Device::release).
+        device_->mark_lost();
     }
     if (r == VK_TIMEOUT) {
         throw DeviceLostError(std::string(what) + " did not finish within " + std::to_string(timeout_.count()) +
                               " ms: the GPU may be hung (raise VKF_TIMEOUT_MS for very long work)");
     }
+    if (r == VK_ERROR_DEVICE_LOST) {
+        throw DeviceLostError(std::string(what) +
+                              ": vkWaitForFences failed: VK_ERROR_DEVICE_LOST; the GPU reset or the driver gave up "
+                              "on this device");
+    }
     check(r, "vkWaitForFences");
-}
-
-void Context::submit_and_wait(VkCommandBuffer cmd, const char* what) {
-    submit(cmd, fence_);
-    wait(fence_, what);
 }
 
 void Context::submit(CommandList& list) {
@@ -152,11 +195,14 @@ void Context::submit(CommandList& list) {
     if (list.command_buffer() == VK_NULL_HANDLE) {
         throw Error("submit: the command list was encoded into an application's command buffer");
     }
-    submit_and_wait(list.command_buffer(), "GPU work");
+    submit(list.command_buffer(), list.fence());
+    wait(list.fence(), "GPU work");
 }
 
 void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device, std::uint32_t slot,
                        bool wait_for_it) {
+    // After a loss the command buffer may still be pending: not even reset it.
+    throw_if_lost();
     const VkCommandBuffer cmd = transfer_cmds_[slot];
     const VkDeviceSize staged = slot * (staging_size_ / 2);  // the half's first byte
     check(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer");
@@ -194,10 +240,13 @@ void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDevi
         throw Error("upload of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
                     " into buffer '" + dst.name() + "' of " + std::to_string(dst.size()) + " bytes");
     }
+    // Work that timed out may still read the buffer or the staging buffer: leave both alone.
+    throw_if_lost();
     if (std::byte* p = dst.mapped(); p != nullptr && !force_staging_) {
         std::memcpy(p + offset, bytes.data(), bytes.size());
         return;
     }
+    const std::lock_guard lock(transfer_mutex_);
     if (!staging_.valid()) {
         staging_ = create_buffer(staging_size_, MemoryKind::Host, "staging");
     }
@@ -228,10 +277,13 @@ void Context::download(const Buffer& src, std::span<std::byte> bytes, VkDeviceSi
         throw Error("download of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
                     " from buffer '" + src.name() + "' of " + std::to_string(src.size()) + " bytes");
     }
+    // Work that timed out may still write the buffer or read the staging buffer.
+    throw_if_lost();
     if (const std::byte* p = src.mapped(); p != nullptr && !force_staging_) {
         std::memcpy(bytes.data(), p + offset, bytes.size());
         return;
     }
+    const std::lock_guard lock(transfer_mutex_);
     if (!staging_.valid()) {
         staging_ = create_buffer(staging_size_, MemoryKind::Host, "staging");
     }

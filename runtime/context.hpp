@@ -1,7 +1,23 @@
 #pragma once
 // Everything vkformer needs on one device: instance, device, limits, memory, pipelines,
-// transfers and submission. Not thread-safe: use one Context per thread, or lock.
-// Command lists, buffers and pipelines must not outlive their Context.
+// transfers and submission. Command lists, buffers and pipelines must not outlive their
+// Context.
+//
+// Threads: a Context may be used from several threads at once. Submission (the queue is
+// externally synchronized in Vulkan), staged transfers, the pipeline map and the memory
+// allocator each take a lock of their own; every command list has its own fence, so threads
+// wait for their own work. What is not shared is used by one thread at a time: a
+// CommandList, a Buffer's contents while it is written, a Session (host/model/model.hpp).
+// Constructing and destroying the Context itself is not concurrent with its use. Several
+// Contexts may live in one process and in different threads (each has its own VkInstance
+// and VkDevice). A `ContextOptions::on_message` callback may be called from any thread using
+// the Context. docs/DESIGN.md "Threads".
+//
+// Faults: a submission that does not finish within the timeout, or a lost device, throws
+// DeviceLostError; the Context then refuses further submissions, uploads and downloads (the
+// work that timed out may still use any buffer), and the device defers the
+// destruction of buffers, command lists and memory until it is idle (the Context's
+// destructor waits for it), since the GPU may still be running the work that timed out.
 
 #include "runtime/command_list.hpp"
 #include "runtime/device.hpp"
@@ -11,17 +27,30 @@
 #include "runtime/pipeline.hpp"
 #include "runtime/pipeline_cache.hpp"
 #include "runtime/quirks.hpp"
+#include "runtime/timeout.hpp"
 
 #include <array>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 
 namespace vkf {
+
+// Test hooks: device faults on purpose (Context::inject_faults), so that tests can check what
+// an error leaves behind. vkformer never sets them itself.
+struct FaultInjection {
+    // Device-memory requests (vkCreateBuffer, vkAllocateMemory) that fail as if the driver
+    // returned VK_ERROR_OUT_OF_DEVICE_MEMORY.
+    std::optional<AllocationFaults> allocations;
+    // After this many more fence waits, the next one reports VK_ERROR_DEVICE_LOST at once,
+    // without waiting: the work it was for goes on running, as after a real timeout.
+    std::optional<std::uint64_t> lose_device_after_waits;
+};
 
 struct ContextOptions {
     std::optional<bool> validation;                           // default: VKF_VALIDATION=1 turns it on
@@ -29,7 +58,8 @@ struct ContextOptions {
     std::optional<std::string> device;                        // index or name substring; default: VKF_DEVICE
     LimitOverrides limits;                                    // applied over VKF_LIMITS
     std::optional<std::filesystem::path> pipeline_cache_dir;  // default PipelineCache::default_directory(); "" = off
-    // Per submission; default VKF_TIMEOUT_MS, else 120 s (600 s on CPU drivers such as lavapipe).
+    // Per submission, 1 ms to kMaxTimeout (runtime/timeout.hpp); default VKF_TIMEOUT_MS (a
+    // whole number of milliseconds), else 120 s (600 s on CPU drivers such as lavapipe).
     std::optional<std::chrono::milliseconds> timeout;
     VkDeviceSize staging_size = 16ull << 20;
     VkDeviceSize memory_block_size = 64ull << 20;
@@ -73,15 +103,18 @@ public:
 
     // Created once per PipelineDesc::key() and reused.
     const Pipeline& pipeline(const PipelineDesc& desc);
-    std::size_t pipeline_count() const { return pipelines_.size(); }
+    std::size_t pipeline_count() const;
 
     std::unique_ptr<CommandList> command_list(bool profiling = false) const;
     // Finishes the list if needed, submits it and waits. Throws DeviceLostError when the
-    // work does not finish within the timeout or the device is lost.
+    // work does not finish within the timeout or the device is lost; later submissions then
+    // throw DeviceLostError too.
     void submit(CommandList& list);
+    // A submission timed out or the device was lost: this context submits nothing more.
+    bool lost() const { return device_->lost(); }
 
-    PipelineCacheStats pipeline_cache_stats() const { return cache_->stats(); }
-    void save_pipeline_cache() { cache_->save(); }
+    PipelineCacheStats pipeline_cache_stats() const;
+    void save_pipeline_cache();
     MemoryStats memory_stats() const { return allocator_->stats(); }
     // Every heap's budget and usage now (VK_EXT_memory_budget where the device has it, else
     // the heap sizes and vkformer's own blocks), and what Device buffers can still get in
@@ -89,14 +122,18 @@ public:
     MemoryBudget memory_budget() const { return allocator_->budget(); }
     std::chrono::milliseconds timeout() const { return timeout_; }
 
+    // Tests only: replaces the faults injected before (FaultInjection{}: none).
+    void inject_faults(const FaultInjection& faults);
+
 private:
-    void submit_and_wait(VkCommandBuffer cmd, const char* what);
     // Records and submits one copy between the staging buffer's half `slot` and the buffer,
     // signalling transfer_fences_[slot]; waits for it when `wait`.
     void transfer(const Buffer& device_buffer, VkDeviceSize offset, VkDeviceSize size, bool to_device,
                   std::uint32_t slot, bool wait);
+    void throw_if_lost() const;
     void submit(VkCommandBuffer cmd, VkFence fence);
     void wait(VkFence fence, const char* what);
+    bool injected_device_loss();
 
     std::unique_ptr<Instance> instance_;
     std::unique_ptr<Device> device_;
@@ -105,18 +142,21 @@ private:
     ComputeLimits limits_;
     std::unique_ptr<MemoryAllocator> allocator_;
     std::unique_ptr<PipelineCache> cache_;
+    mutable std::mutex pipeline_mutex_;  // pipelines_ and cache_
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
     std::chrono::milliseconds timeout_{120000};
     VkDeviceSize staging_size_;
     bool force_staging_ = false;
-    bool lost_ = false;  // a submission timed out or the device was lost
+    std::mutex queue_mutex_;  // vkQueueSubmit: the queue is externally synchronized
+    std::mutex fault_mutex_;
+    std::optional<std::uint64_t> lose_device_after_waits_;
+    std::mutex transfer_mutex_;  // staged uploads and downloads: staging_ and the transfer_ members
     Buffer staging_;
     VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
     // Two of each: an upload fills one half of the staging buffer while the other half's
     // copy runs.
     std::array<VkCommandBuffer, 2> transfer_cmds_{};
     std::array<VkFence, 2> transfer_fences_{};
-    VkFence fence_ = VK_NULL_HANDLE;
 };
 
 // The optional process-wide context (created on first use, never during static

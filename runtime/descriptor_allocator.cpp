@@ -4,13 +4,19 @@
 
 namespace vkf {
 
-DescriptorAllocator::DescriptorAllocator(VkDevice device, std::uint32_t sets_per_pool)
+DescriptorAllocator::DescriptorAllocator(const Device& device, std::uint32_t sets_per_pool)
     : device_(device), sets_per_pool_(sets_per_pool) {}
 
 DescriptorAllocator::~DescriptorAllocator() {
-    for (VkDescriptorPool pool : pools_) {
-        vkDestroyDescriptorPool(device_, pool, nullptr);
+    if (pools_.empty()) {
+        return;
     }
+    // Sets of a submission that timed out may still be read: the device defers this then.
+    device_.release([dev = device_.handle(), pools = std::move(pools_)]() noexcept {
+        for (VkDescriptorPool pool : pools) {
+            vkDestroyDescriptorPool(dev, pool, nullptr);
+        }
+    });
 }
 
 void DescriptorAllocator::add_pool(std::uint32_t min_descriptors) {
@@ -23,7 +29,7 @@ void DescriptorAllocator::add_pool(std::uint32_t min_descriptors) {
                                           .poolSizeCount = 1,
                                           .pPoolSizes = &size};
     VkDescriptorPool pool = VK_NULL_HANDLE;
-    check(vkCreateDescriptorPool(device_, &info, nullptr, &pool), "vkCreateDescriptorPool");
+    check(vkCreateDescriptorPool(device_.handle(), &info, nullptr, &pool), "vkCreateDescriptorPool");
     pools_.push_back(pool);
     sets_left_ = sets_per_pool_;
     descriptors_left_ = descriptors;
@@ -38,11 +44,11 @@ VkDescriptorSet DescriptorAllocator::allocate(VkDescriptorSetLayout layout, std:
                                      .descriptorSetCount = 1,
                                      .pSetLayouts = &layout};
     VkDescriptorSet set = VK_NULL_HANDLE;
-    VkResult r = vkAllocateDescriptorSets(device_, &info, &set);
+    VkResult r = vkAllocateDescriptorSets(device_.handle(), &info, &set);
     if (r == VK_ERROR_OUT_OF_POOL_MEMORY || r == VK_ERROR_FRAGMENTED_POOL) {
         add_pool(descriptors);
         info.descriptorPool = pools_.back();
-        r = vkAllocateDescriptorSets(device_, &info, &set);
+        r = vkAllocateDescriptorSets(device_.handle(), &info, &set);
     }
     check(r, "vkAllocateDescriptorSets");
     sets_left_ -= 1;

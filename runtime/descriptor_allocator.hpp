@@ -3,7 +3,7 @@
 // Capacity is counted here rather than left to VK_ERROR_OUT_OF_POOL_MEMORY, which some
 // drivers (lavapipe) never return.
 
-#include "runtime/vk.hpp"
+#include "runtime/device.hpp"
 
 #include <vector>
 
@@ -11,7 +11,7 @@ namespace vkf {
 
 class DescriptorAllocator {
 public:
-    explicit DescriptorAllocator(VkDevice device, std::uint32_t sets_per_pool = 64);
+    explicit DescriptorAllocator(const Device& device, std::uint32_t sets_per_pool = 64);
     ~DescriptorAllocator();
     DescriptorAllocator(const DescriptorAllocator&) = delete;
     DescriptorAllocator& operator=(const DescriptorAllocator&) = delete;
@@ -23,7 +23,7 @@ public:
 private:
     void add_pool(std::uint32_t min_descriptors);
 
-    VkDevice device_;
+    const Device& device_;
     std::uint32_t sets_per_pool_;
     std::vector<VkDescriptorPool> pools_;
     std::uint32_t sets_left_ = 0;

@@ -187,10 +187,20 @@ Device::Device(const ExternalDevice& external, DeviceInfo info)
     info_.compute_queue_family = queue_family_;
 }
 
+VkResult Device::wait_idle_and_release() const noexcept {
+    const VkResult r = vkDeviceWaitIdle(device_);
+    deferred_.run_deferred();
+    return r;
+}
+
 Device::~Device() {
-    if (owned_ && device_ != VK_NULL_HANDLE) {
-        vkDeviceWaitIdle(device_);  // nothing to report from a destructor; the device goes either way
-        vkDestroyDevice(device_, nullptr);
+    // An application's device is left alone unless destruction was deferred. Nothing to
+    // report from a destructor: the device goes either way.
+    if (device_ != VK_NULL_HANDLE && (owned_ || lost())) {
+        wait_idle_and_release();
+        if (owned_) {
+            vkDestroyDevice(device_, nullptr);
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // The logical device and its compute queue. Only features the device has are enabled.
 
+#include "runtime/deferred_release.hpp"
 #include "runtime/device_info.hpp"
 #include "runtime/instance.hpp"
 
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vkf {
@@ -45,6 +47,21 @@ public:
     const DeviceInfo& info() const { return info_; }
     const EnabledFeatures& enabled() const { return enabled_; }
 
+    // A submission timed out or the device was lost: the GPU may still be running work that
+    // nobody waits for. From then on release() defers (runtime/deferred_release.hpp).
+    void mark_lost() const noexcept { deferred_.start_deferring(); }
+    bool lost() const noexcept { return deferred_.deferring(); }
+    // How every owner of a device object destroys it: `destroy` (noexcept) runs now, or,
+    // once the device is lost, after wait_idle_and_release()'s wait.
+    template <class F>
+    void release(F&& destroy) const noexcept {
+        deferred_.release(std::forward<F>(destroy));
+    }
+    // vkDeviceWaitIdle, then the destruction that was deferred. Returns the wait's result
+    // (VK_ERROR_DEVICE_LOST on a lost device; what was deferred is destroyed either way).
+    VkResult wait_idle_and_release() const noexcept;
+    std::size_t deferred_releases() const { return deferred_.deferred_count(); }
+
 private:
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkDevice device_ = VK_NULL_HANDLE;
@@ -53,6 +70,9 @@ private:
     bool owned_ = true;
     DeviceInfo info_;
     EnabledFeatures enabled_;
+    // Mutable: deferring destruction changes no property of the device, and every owner
+    // holds it const.
+    mutable DeferredRelease deferred_;
 };
 
 std::vector<DeviceInfo> list_devices(const Instance& instance);

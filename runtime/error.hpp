@@ -20,4 +20,13 @@ public:
     using Error::Error;
 };
 
+// Thrown when device memory runs out (the driver's VK_ERROR_OUT_OF_DEVICE_MEMORY or
+// VK_ERROR_OUT_OF_HOST_MEMORY, or a forced memory size); the message names the buffer and its
+// size. Everything allocated before is released as the exception unwinds, and the context
+// stays usable: smaller work may still fit.
+class OutOfMemoryError : public Error {
+public:
+    using Error::Error;
+};
+
 }  // namespace vkf

@@ -139,11 +139,20 @@ Instance::Instance(InstanceOptions options) : on_message_(std::move(options.on_m
         .ppEnabledExtensionNames = extensions.data(),
     };
     check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
-    volkLoadInstance(instance_);
+    register_instance_functions(instance_);
     if (debug_utils) {
-        const VkResult r = vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_);
+        // This instance's own pointers: the shared table may come from an instance without
+        // the extension (an application's).
+        const auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+        destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+        const VkResult r = create != nullptr && destroy_messenger_ != nullptr
+                               ? create(instance_, &messenger_info, nullptr, &messenger_)
+                               : VK_ERROR_EXTENSION_NOT_PRESENT;
         if (r != VK_SUCCESS) {
             vkDestroyInstance(instance_, nullptr);
+            unregister_instance_functions();
             check(r, "vkCreateDebugUtilsMessengerEXT");
         }
     }
@@ -158,16 +167,17 @@ Instance::Instance(VkInstance external, std::uint32_t api_version, MessageCallba
         on_message_ = print_message;
     }
     load_vulkan_loader();
-    volkLoadInstance(instance_);
+    register_instance_functions(instance_);
 }
 
 Instance::~Instance() {
     if (messenger_ != VK_NULL_HANDLE) {
-        vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+        destroy_messenger_(instance_, messenger_, nullptr);
     }
     if (owned_ && instance_ != VK_NULL_HANDLE) {
         vkDestroyInstance(instance_, nullptr);
     }
+    unregister_instance_functions();  // after this instance's last call
 }
 
 std::vector<VkPhysicalDevice> Instance::physical_devices() const {

@@ -37,6 +37,8 @@ public:
     std::uint32_t api_version() const { return api_version_; }
     bool validation_enabled() const { return validation_enabled_; }
     bool debug_utils_enabled() const { return messenger_ != VK_NULL_HANDLE; }
+    // The messenger's callback runs in whichever thread makes the Vulkan call it reports on:
+    // with a Context used from several threads, `on_message` must be thread-safe.
     std::vector<VkPhysicalDevice> physical_devices() const;
 
     // Sends a vkformer message through the same callback as the validation layer's.
@@ -51,6 +53,7 @@ private:
 
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
     std::uint32_t api_version_ = VK_API_VERSION_1_1;
     bool owned_ = true;
     bool validation_enabled_ = false;

@@ -206,6 +206,11 @@ MemoryAllocator::MemoryAllocator(const Device& device, VkDeviceSize block_size, 
 }
 
 MemoryAllocator::~MemoryAllocator() {
+    // After a timeout, buffers released since are waiting for the device to be idle, and
+    // they return their memory to this allocator: let them before the blocks go.
+    if (device_.lost()) {
+        device_.wait_idle_and_release();
+    }
     for (auto& b : blocks_) {
         if (b->mapped != nullptr) {
             vkUnmapMemory(device_.handle(), b->memory);
@@ -231,11 +236,37 @@ MemoryBudget MemoryAllocator::budget(std::uint32_t type_bits) const {
 }
 
 MemoryBudget MemoryAllocator::budget() const {
+    const std::lock_guard lock(mutex_);
     return budget(UINT32_MAX);
 }
 
-Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const std::string& name, BlockUse use,
-                                  bool may_fail) {
+MemoryStats MemoryAllocator::stats() const {
+    const std::lock_guard lock(mutex_);
+    return stats_;
+}
+
+void MemoryAllocator::inject_faults(std::optional<AllocationFaults> faults) {
+    const std::lock_guard lock(mutex_);
+    faults_ = faults;
+    requests_ = 0;
+}
+
+VkResult MemoryAllocator::injected_result() {
+    const std::lock_guard lock(mutex_);
+    return injected_result_locked();
+}
+
+VkResult MemoryAllocator::injected_result_locked() {
+    if (!faults_) {
+        return VK_SUCCESS;
+    }
+    const std::uint64_t n = requests_++;
+    const bool fail = n >= faults_->after && n - faults_->after < faults_->count;
+    return fail ? VK_ERROR_OUT_OF_DEVICE_MEMORY : VK_SUCCESS;
+}
+
+Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const std::string& name,
+                                  VkDeviceSize buffer_size, BlockUse use, bool may_fail) {
     const DeviceInfo& info = device_.info();
     if (size > info.max_memory_allocation_size) {
         throw Error("buffer '" + name + "' needs " + std::to_string(size) +
@@ -253,14 +284,17 @@ Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const s
     block->host = use == BlockUse::Host;
     const VkMemoryAllocateInfo alloc{
         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = size, .memoryTypeIndex = type};
-    const VkResult r = vkAllocateMemory(device_.handle(), &alloc, nullptr, &block->memory);
+    VkResult r = injected_result_locked();
+    if (r == VK_SUCCESS) {
+        r = vkAllocateMemory(device_.handle(), &alloc, nullptr, &block->memory);
+    }
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
         if (may_fail) {
             return nullptr;
         }
-        throw Error("out of device memory: allocating " + std::to_string(size) + " bytes for buffer '" + name +
-                    "' failed with " + to_string(r) + " (" + std::to_string(stats_.block_bytes) +
-                    " bytes already allocated by vkformer)");
+        throw OutOfMemoryError("out of device memory: buffer '" + name + "' (" + mib(buffer_size) +
+                               "): allocating a block of " + mib(size) + " failed with " + to_string(r) + " (" +
+                               mib(stats_.block_bytes) + " already allocated by vkformer)");
     }
     check(r, "vkAllocateMemory");
     // Only coherent memory is mapped: vkformer never flushes or invalidates by hand.
@@ -347,7 +381,7 @@ Allocation MemoryAllocator::allocate_device(const VkMemoryRequirements& req, std
     // Device-local memory while its heap's budget (and the cap) has room for the block.
     bool out_of_memory = false;
     if (const VkDeviceSize size = fitting_block(want, req.size, now.device_local_available)) {
-        if (Block* b = new_block(type, size, name, BlockUse::Device, true)) {
+        if (Block* b = new_block(type, size, name, req.size, BlockUse::Device, true)) {
             return placed(b);
         }
         out_of_memory = true;
@@ -359,19 +393,20 @@ Allocation MemoryAllocator::allocate_device(const VkMemoryRequirements& req, std
         got = from_blocks(req, fallback, BlockUse::Fallback);
     }
     if (!got && fallback != UINT32_MAX && now.host_visible_available >= req.size) {
-        got = placed(
-            new_block(fallback, fitting_block(want, req.size, now.host_visible_available), name, BlockUse::Fallback));
+        got = placed(new_block(fallback, fitting_block(want, req.size, now.host_visible_available), name, req.size,
+                               BlockUse::Fallback));
     }
     if (!got) {
         if (now.caps.device_local || now.caps.host_visible) {
             // Forced sizes are hard limits: they stand for a device that has no more.
-            throw Error("out of device memory: buffer '" + name + "' needs " + mib(req.size) + " but only " +
-                        mib(now.device_local_available) + " of device-local and " + mib(now.host_visible_available) +
-                        " of host-visible memory are left (" + now.source() + ")");
+            throw OutOfMemoryError("out of device memory: buffer '" + name + "' needs " + mib(req.size) + " but only " +
+                                   mib(now.device_local_available) + " of device-local and " +
+                                   mib(now.host_visible_available) + " of host-visible memory are left (" +
+                                   now.source() + ")");
         }
         // Nowhere else to go: the device-local heap as before, and the driver's verdict (a
         // budget is advice; an allocation past it may still succeed).
-        return placed(new_block(type, want, name, BlockUse::Device));
+        return placed(new_block(type, want, name, req.size, BlockUse::Device));
     }
     if (stats_.note.empty()) {
         const std::uint32_t heap = props_.memoryTypes[type].heapIndex;
@@ -394,18 +429,19 @@ Allocation MemoryAllocator::allocate_device(const VkMemoryRequirements& req, std
 }
 
 Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryKind kind, const std::string& name) {
+    const std::lock_guard lock(mutex_);
     const std::uint32_t type = memory_type(req.memoryTypeBits, kind, name);
     Allocation a;
     if (kind == MemoryKind::Device) {
         a = allocate_device(req, type, name);
     } else if (req.size > block_size_ / 2) {
-        Block* b = new_block(type, req.size, name, BlockUse::Host);
+        Block* b = new_block(type, req.size, name, req.size, BlockUse::Host);
         b->dedicated = true;
         a = *take(*b, req.size, 1);
     } else if (auto got = from_blocks(req, type, BlockUse::Host)) {
         a = *got;
     } else {
-        a = *take(*new_block(type, block_size_, name, BlockUse::Host), req.size, 1);
+        a = *take(*new_block(type, block_size_, name, req.size, BlockUse::Host), req.size, 1);
     }
     stats_.buffer_bytes += a.size;
     stats_.buffer_count += 1;
@@ -417,6 +453,7 @@ Allocation MemoryAllocator::allocate(const VkMemoryRequirements& req, MemoryKind
 }
 
 void MemoryAllocator::free(const Allocation& a) noexcept {
+    const std::lock_guard lock(mutex_);
     Block& b = *a.block;
     stats_.buffer_bytes -= a.size;
     stats_.buffer_count -= 1;
@@ -474,17 +511,35 @@ Buffer::Buffer(MemoryAllocator& allocator, VkDeviceSize size, MemoryKind kind, s
         throw Error("buffer '" + name_ + "': size is 0");
     }
     const VkDevice dev = allocator.device().handle();
+    const auto failed = [&](VkResult r, const char* call) {
+        const std::string what = std::string(call) + " for buffer '" + name_ + "' (" + mib(size) + ") failed with " +
+                                 to_string(r) + " (" + std::to_string(static_cast<int>(r)) + ")";
+        if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+            throw OutOfMemoryError("out of device memory: " + what);
+        }
+        check(r, what.c_str());
+    };
     const VkBufferCreateInfo info{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                                   .size = size,
                                   .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                            VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                   .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    check(vkCreateBuffer(dev, &info, nullptr, &buffer_), "vkCreateBuffer");
+    VkResult r = allocator.injected_result();
+    if (r == VK_SUCCESS) {
+        r = vkCreateBuffer(dev, &info, nullptr, &buffer_);
+    }
+    if (r != VK_SUCCESS) {
+        buffer_ = VK_NULL_HANDLE;
+        failed(r, "vkCreateBuffer");
+    }
     try {
         VkMemoryRequirements req{};
         vkGetBufferMemoryRequirements(dev, buffer_, &req);
         allocation_ = allocator.allocate(req, kind, name_);
-        check(vkBindBufferMemory(dev, buffer_, allocation_.block->memory, allocation_.offset), "vkBindBufferMemory");
+        r = vkBindBufferMemory(dev, buffer_, allocation_.block->memory, allocation_.offset);
+        if (r != VK_SUCCESS) {
+            failed(r, "vkBindBufferMemory");
+        }
     } catch (...) {
         release();
         throw;
@@ -523,14 +578,20 @@ std::byte* Buffer::mapped() const {
 }
 
 void Buffer::release() noexcept {
-    if (buffer_ != VK_NULL_HANDLE) {
-        vkDestroyBuffer(allocator_->device().handle(), buffer_, nullptr);
-        buffer_ = VK_NULL_HANDLE;
+    if (buffer_ == VK_NULL_HANDLE && allocation_.block == nullptr) {
+        return;
     }
-    if (allocation_.block != nullptr) {
-        allocator_->free(allocation_);
-        allocation_ = Allocation{};
-    }
+    // After a timeout the GPU may still read this buffer: then the device defers this.
+    allocator_->device().release([allocator = allocator_, buffer = buffer_, allocation = allocation_]() noexcept {
+        if (buffer != VK_NULL_HANDLE) {
+            vkDestroyBuffer(allocator->device().handle(), buffer, nullptr);
+        }
+        if (allocation.block != nullptr) {
+            allocator->free(allocation);
+        }
+    });
+    buffer_ = VK_NULL_HANDLE;
+    allocation_ = Allocation{};
 }
 
 }  // namespace vkf

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -124,6 +125,15 @@ private:
     std::string name_;
 };
 
+// A test hook (Context::inject_faults): device-memory requests fail on purpose, as if the
+// driver returned VK_ERROR_OUT_OF_DEVICE_MEMORY. Requests are counted from when the faults are
+// injected: every vkCreateBuffer and every vkAllocateMemory of a block is one.
+struct AllocationFaults {
+    std::uint64_t after = 0;           // requests that succeed first
+    std::uint64_t count = UINT64_MAX;  // then this many fail (default: every later one)
+};
+
+// Thread-safe: buffers may be created and destroyed from several threads at once.
 class MemoryAllocator {
 public:
     explicit MemoryAllocator(const Device& device, VkDeviceSize block_size = 64ull << 20, MemoryCaps caps = {});
@@ -132,22 +142,29 @@ public:
     MemoryAllocator& operator=(const MemoryAllocator&) = delete;
 
     const Device& device() const { return device_; }
-    MemoryStats stats() const { return stats_; }
+    MemoryStats stats() const;
     VkDeviceSize block_size() const { return block_size_; }
     // The heaps' budget and usage now, and what Device buffers can still get.
     MemoryBudget budget() const;
+    // Tests only: from now on, fail requests as `faults` says (nullopt: none fail).
+    void inject_faults(std::optional<AllocationFaults> faults);
 
 private:
     friend class Buffer;
     Allocation allocate(const VkMemoryRequirements& req, MemoryKind kind, const std::string& name);
     void free(const Allocation& a) noexcept;
+    // VK_ERROR_OUT_OF_DEVICE_MEMORY when an injected fault makes this request fail, else
+    // VK_SUCCESS; counts the request. The locked variant for Buffer's vkCreateBuffer.
+    VkResult injected_result();
+    VkResult injected_result_locked();
     std::uint32_t memory_type(std::uint32_t type_bits, MemoryKind kind, const std::string& name) const;
     // What a block was made for: Device buffers (counted against MemoryCaps::device_local when
     // device-local), Host buffers, or Device buffers that fell back to host-visible memory.
     enum class BlockUse { Device, Host, Fallback };
-    // A block of `size` bytes, or nullptr when `may_fail` and the driver is out of memory.
-    struct Block* new_block(std::uint32_t type, VkDeviceSize size, const std::string& name, BlockUse use,
-                            bool may_fail = false);
+    // A block of `size` bytes for buffer `name` of `buffer_size` bytes, or nullptr when
+    // `may_fail` and the driver is out of memory.
+    struct Block* new_block(std::uint32_t type, VkDeviceSize size, const std::string& name, VkDeviceSize buffer_size,
+                            BlockUse use, bool may_fail = false);
     // Room for `req` in a block of `type` that buffers of `use` may share.
     std::optional<Allocation> from_blocks(const VkMemoryRequirements& req, std::uint32_t type, BlockUse use);
     Allocation allocate_device(const VkMemoryRequirements& req, std::uint32_t type, const std::string& name);
@@ -157,9 +174,13 @@ private:
     VkDeviceSize block_size_;
     MemoryCaps caps_;
     VkPhysicalDeviceMemoryProperties props_{};
+    // Guards everything below; private functions other than injected_result() expect it held.
+    mutable std::mutex mutex_;
     std::vector<std::unique_ptr<struct Block>> blocks_;
     std::vector<std::uint64_t> heap_bytes_;  // vkformer's blocks per heap
     MemoryStats stats_;
+    std::optional<AllocationFaults> faults_;
+    std::uint64_t requests_ = 0;  // since the faults were injected
 };
 
 }  // namespace vkf

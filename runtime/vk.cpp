@@ -54,7 +54,7 @@ void check(VkResult result, const char* call) {
         throw DeviceLostError(message + "; the GPU reset or the driver gave up on this device");
     }
     if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY) {
-        message += "; the device has no memory left for this request";
+        throw OutOfMemoryError(message + "; the device has no memory left for this request");
     }
     throw Error(message);
 }
@@ -68,6 +68,30 @@ void load_vulkan_loader() {
             "cannot open the Vulkan loader (libvulkan.so.1): install libvulkan1 and a Vulkan "
             "driver, e.g. mesa-vulkan-drivers for the CPU driver lavapipe");
     }
+}
+
+namespace {
+
+// The state behind volk's process-wide table: not vkformer's own, but guarded here.
+std::mutex& instance_functions_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+std::size_t live_instances = 0;  // guarded by instance_functions_mutex()
+
+}  // namespace
+
+void register_instance_functions(VkInstance instance) {
+    const std::lock_guard lock(instance_functions_mutex());
+    if (live_instances == 0) {
+        volkLoadInstance(instance);
+    }
+    ++live_instances;
+}
+
+void unregister_instance_functions() {
+    const std::lock_guard lock(instance_functions_mutex());
+    --live_instances;
 }
 
 std::string format_version(std::uint32_t v) {

@@ -21,6 +21,15 @@ void check(VkResult result, const char* call);
 // Opens the Vulkan loader once per process; throws when no loader is installed.
 void load_vulkan_loader();
 
+// volk keeps one process-wide table of Vulkan function pointers, which every Vulkan call in
+// every thread reads. Each Instance registers while it lives: the table is loaded from the
+// first instance, and again only from an instance created while no other is alive, so it is
+// never rewritten under another thread's calls. The pointers are the loader's trampolines,
+// which dispatch on the handle they are given, so one instance's table serves all; instance
+// extension functions (debug utils) are fetched per instance instead (Instance).
+void register_instance_functions(VkInstance instance);
+void unregister_instance_functions();
+
 std::string format_version(std::uint32_t vk_version);
 
 }  // namespace vkf

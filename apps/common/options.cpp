@@ -129,10 +129,20 @@ void add_device_options(CLI::App& cli, DeviceOptions& options, bool with_timeout
              "device index or name substring (default: VKF_DEVICE, else the best)");
     add_limits(cli, options.limits);
     if (with_timeout) {
-        // Whole seconds are plenty: the limit is there to catch a hung device.
-        add_integer(cli, "--timeout", "S", options.timeout_s, 1u,
-                    "seconds one submission may take before the device counts as hung\n"
-                    "(default VKF_TIMEOUT_MS, else 120; 600 on CPU drivers)");
+        // Whole seconds are plenty: the limit is there to catch a hung device. At most
+        // kMaxTimeout, like VKF_TIMEOUT_MS (runtime/timeout.hpp).
+        const std::uint32_t max_s = static_cast<std::uint32_t>(kMaxTimeout.count() / 1000);
+        add_parsed_option(cli, "--timeout", "S",
+                          "seconds one submission may take before the device counts as hung, 1 to " +
+                              std::to_string(max_s) + "\n(default VKF_TIMEOUT_MS, else 120; 600 on CPU drivers)",
+                          [&options, max_s](const std::string& text) {
+                              const auto s = parse_integer<std::uint32_t>("--timeout", text, 1u);
+                              if (s > max_s) {
+                                  throw UsageError("--timeout needs a whole number of seconds from 1 to " +
+                                                   std::to_string(max_s) + ", not '" + text + "'");
+                              }
+                              options.timeout_s = s;
+                          });
     }
 }
 

@@ -190,7 +190,7 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
     return logits;
 }
 
-bool Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
+void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
     const ModelConfig& c = model_.config();
     const WeightFormat wf = model_.weight_format();
     std::uint64_t need = 0;
@@ -202,17 +202,17 @@ bool Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
                                                        {.int8_activations = options_.int8_activations}, wf.quant));
         }
     }
-    bool changed = false;
+    // Recorded steps bind these buffers: they go before a buffer is replaced, so that when
+    // creating the next one fails, no step is left bound to the one just freed.
     if (need > 0 && (!scratch_.valid() || scratch_.size() < need)) {
+        steps_.clear();
         scratch_ = ctx_.create_buffer(need, MemoryKind::Device, "matmul scratch");
-        changed = true;
     }
     const std::uint64_t logit_bytes = std::uint64_t{logit_rows} * c.vocab_size * kF32;
     if (logit_bytes > logits_.size()) {
+        steps_.clear();
         logits_ = ctx_.create_buffer(logit_bytes, MemoryKind::Host, "logits");
-        changed = true;
     }
-    return changed;
 }
 
 void Session::record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y,
@@ -426,9 +426,7 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     const auto tokens = static_cast<std::uint32_t>(ids.size());
     const bool want_logits = !logits_out.empty();
     const std::uint32_t logit_rows = want_logits ? (all_logits ? tokens : 1) : 0;
-    if (ensure_scratch(tokens, logit_rows)) {
-        steps_.clear();  // they bound the buffers just replaced
-    }
+    ensure_scratch(tokens, logit_rows);
     ctx_.upload(ids_, ids);
     const std::uint32_t key_count = position_ + tokens;
     ctx_.upload(step_, std::span(&key_count, 1));

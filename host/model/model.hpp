@@ -175,8 +175,9 @@ private:
     XLayerNorm x_norm(const NormWeights& norm) const;
     // Whether the LayerNorm before an [m, n, k] matmul binding `bindings` buffers runs inside it.
     bool fuses_layernorm(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint32_t bindings) const;
-    // True when a buffer was (re)allocated: recorded steps that bound the old one are dropped.
-    bool ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows);
+    // Grows the matmul scratch and the logits for a chunk; recorded steps, which bound the old
+    // buffers, are dropped first.
+    void ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows);
 
     const Model& model_;
     Context& ctx_;
