@@ -1,12 +1,17 @@
-// Fuzzes VKF_LIMITS and --limits (LimitOverrides::parse, runtime/limits.hpp) and the size
+// Fuzzes the environment values: VKF_TIMEOUT_MS and --timeout (parse_timeout_ms,
+// runtime/timeout.hpp: an accepted value is within [1 ms, kMaxTimeout], prints back to the
+// same value and converts to nanoseconds without overflow), VKF_LIMITS and --limits
+// (LimitOverrides::parse, runtime/limits.hpp) and the size
 // parser under it (parse_byte_size, also behind --max-memory and the like). Accepted
 // overrides must describe themselves in a form that parses back to the same overrides,
 // merge with the phone preset, and lower a device's limits (effective_limits) without
 // raising any.
 
 #include "runtime/limits.hpp"
+#include "runtime/timeout.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -52,6 +57,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (const std::optional<std::uint64_t> bytes = parse_byte_size(text)) {
         fuzz::check(*bytes > 0, "a parsed size is positive");
     }
+    fuzz::run_parser([&] {
+        const std::chrono::milliseconds timeout = parse_timeout_ms(text, "VKF_TIMEOUT_MS");
+        fuzz::check(timeout.count() >= 1 && timeout <= kMaxTimeout, "an accepted timeout is within its range");
+        fuzz::check(text.find_first_not_of("0123456789") == std::string_view::npos,
+                    "an accepted timeout is digits only");
+        fuzz::check(parse_timeout_ms(std::to_string(timeout.count()), "VKF_TIMEOUT_MS") == timeout,
+                    "an accepted timeout prints back to itself");
+        fuzz::check(timeout_nanoseconds(timeout) / 1000000 == static_cast<std::uint64_t>(timeout.count()),
+                    "the nanoseconds do not overflow");
+    });
     fuzz::run_parser([&] {
         const LimitOverrides overrides = LimitOverrides::parse(text);
         const std::string described = overrides.describe();
