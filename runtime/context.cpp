@@ -167,15 +167,20 @@ void Context::submit(VkCommandBuffer cmd, VkFence fence) {
     check(vkResetFences(device_->handle(), 1, &fence), "vkResetFences");
     const VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
     const std::lock_guard lock(queue_mutex_);
-    check(vkQueueSubmit(device_->queue(), 1, &submit, fence), "vkQueueSubmit");
+    const VkResult r = vkQueueSubmit(device_->queue(), 1, &submit, fence);
+    if (r == VK_ERROR_DEVICE_LOST) {
+        device_->mark_lost();  // the command buffer may be left pending
+    }
+    check(r, "vkQueueSubmit");
 }
 
 void Context::wait(VkFence fence, const char* what) {
     const VkResult r = injected_device_loss()
                            ? VK_ERROR_DEVICE_LOST
                            : vkWaitForFences(device_->handle(), 1, &fence, VK_TRUE, timeout_nanoseconds(timeout_));
-    if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
-        // The work may still be running: what it uses must outlive it (Device::release).
+    if (r != VK_SUCCESS) {
+        // Timed out, lost, or the wait itself failed: the work may still be running, and what
+        // it uses must outlive it (Device::release).
         device_->mark_lost();
     }
     if (r == VK_TIMEOUT) {
