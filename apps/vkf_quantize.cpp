@@ -1,5 +1,5 @@
 // vkf-quantize: writes a block-quantized copy (q8_0 or q4_0, docs/QUANTIZATION.md) of a
-// BLOOM or MPT checkpoint, which vkf-run then loads directly (memory-mapped, no
+// BLOOM or MPT checkpoint, which vkf-run then loads directly (read a chunk at a time, no
 // re-quantization, no fp16 original needed): what a phone ships.
 
 #include "apps/common/app_main.hpp"
