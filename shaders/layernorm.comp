@@ -1,5 +1,8 @@
 #version 450
-// LayerNorm over the last dimension: y = (x - mean) / sqrt(var + eps) * weight (+ bias).
+// LayerNorm over the last dimension: y = (x - mean) / sqrt(var + eps) * weight (+ bias),
+// or with VKF_LAYERNORM_FLAG_RMS the RMSNorm y = x / sqrt(mean(x^2) + eps) * weight. Rows
+// are strided (x_stride, y_stride), so a norm can read and write a slice of wider rows
+// (MPT's qk_ln over the Q and K columns of the fused QKV output).
 // One workgroup per row. Two passes over the row in fp32 (the mean, then the variance of
 // x - mean), each finished by a tree reduction in shared memory: no E[x^2] - E[x]^2
 // cancellation when |mean| >> std. Both passes work on x shifted by the row's first element. Weight and bias are fp32 or fp16 (WEIGHTS_F16).
@@ -42,15 +45,19 @@ void main() {
     if (row >= params.rows) {
         return; // uniform across the workgroup: no barrier is skipped by part of it
     }
-    const uint x_row = params.x_base + row * params.dim;
-    const uint y_row = params.y_base + row * params.dim;
+    const uint x_row = params.x_base + row * params.x_stride;
+    const uint y_row = params.y_base + row * params.y_stride;
+    const bool rms = (params.flags & VKF_LAYERNORM_FLAG_RMS) != 0u;
 
     // Shifting by the row's first element makes x - shift exact for values near the mean
     // (Sterbenz), so a mean far larger than the spread costs no precision in x - mean.
-    const float shift = x_data[x_row];
+    // RMSNorm takes no mean: shift and mean stay 0 (uniform branch, the barriers are kept).
+    const float shift = rms ? 0.0 : x_data[x_row];
     float s = 0.0;
-    for (uint i = tid; i < params.dim; i += WG) {
-        s += x_data[x_row + i] - shift;
+    if (!rms) {
+        for (uint i = tid; i < params.dim; i += WG) {
+            s += x_data[x_row + i] - shift;
+        }
     }
     const float mean = workgroup_sum(s) / float(params.dim); // of x - shift
 

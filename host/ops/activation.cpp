@@ -55,7 +55,8 @@ void record_activation(Context& ctx, CommandList& list, Activation activation, B
             record_unary(ctx, list, shaders::variant("activation", {"GELU_ERF"}), src, dst, "gelu_erf");
             break;
         default:
-            throw Error("record_activation: no activation given (Activation::None)");
+            throw Error(std::string("record_activation: applies a GELU form, not ") + to_string(activation) +
+                        " (gated units run as record_gated_activation)");
     }
 }
 

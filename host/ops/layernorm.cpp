@@ -50,14 +50,28 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
     const auto wsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
     const char* wtype = to_string(a.weight_dtype);
     const bool has_bias = a.bias.buffer != nullptr;
-    check_tensor(a.x, std::uint64_t{a.rows} * a.dim, 4, "layernorm", "x", shape_text({a.rows, a.dim}, "f32"));
-    check_tensor(a.y, std::uint64_t{a.rows} * a.dim, 4, "layernorm", "y", shape_text({a.rows, a.dim}, "f32"));
-    check_tensor(a.weight, a.dim, wsize, "layernorm", "weight", shape_text({a.dim}, wtype));
+    const char* op = a.rms ? "rmsnorm" : "layernorm";
+    const std::uint32_t x_stride = a.x_stride == 0 ? a.dim : a.x_stride;
+    const std::uint32_t y_stride = a.y_stride == 0 ? a.dim : a.y_stride;
+    if (x_stride < a.dim || y_stride < a.dim) {
+        throw Error(std::string(op) + ": row strides " + std::to_string(x_stride) + " (x) and " +
+                    std::to_string(y_stride) + " (y) must be at least dim " + std::to_string(a.dim));
+    }
+    // A strided view of `rows` rows: the last row needs only dim elements.
+    const auto view = [&](std::uint64_t rows, std::uint32_t stride) {
+        return rows == 0 ? 0 : (rows - 1) * stride + a.dim;
+    };
+    check_tensor(a.x, view(a.rows, x_stride), 4, op, "x", shape_text({a.rows, a.dim}, "f32"));
+    check_tensor(a.y, view(a.rows, y_stride), 4, op, "y", shape_text({a.rows, a.dim}, "f32"));
+    check_tensor(a.weight, a.dim, wsize, op, "weight", shape_text({a.dim}, wtype));
     if (has_bias) {
-        check_tensor(a.bias, a.dim, wsize, "layernorm", "bias", shape_text({a.dim}, wtype));
+        if (a.rms) {
+            throw Error("rmsnorm: RMSNorm has no bias");
+        }
+        check_tensor(a.bias, a.dim, wsize, op, "bias", shape_text({a.dim}, wtype));
     }
     if (!(a.eps > 0.0f)) {
-        throw Error("layernorm: eps must be positive, got " + std::to_string(a.eps));
+        throw Error(std::string(op) + ": eps must be positive, got " + std::to_string(a.eps));
     }
     const std::uint32_t wg = layernorm_workgroup_size(limits, a.dim);
     const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("layernorm", {{"WEIGHTS_F16", f16}}),
@@ -66,24 +80,29 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
                                                          .push_constant_layout = LayerNormPush::layout,
                                                          .binding_count = 4,
                                                          .shared_memory_bytes = 4 * wg});
-    const std::uint64_t max_rows = max_bound_elements(limits, 4) / a.dim;
+    const std::uint64_t max_rows = max_bound_elements(limits, 4) / std::max(x_stride, y_stride);
     if (max_rows == 0) {
-        throw Error("layernorm: one row of " + std::to_string(a.dim) + " elements exceeds maxStorageBufferRange");
+        throw Error(std::string(op) + ": one row of " + std::to_string(std::max(x_stride, y_stride)) +
+                    " elements exceeds maxStorageBufferRange");
     }
-    const ElementBinding weight = bind_elements(limits, a.weight, 0, a.dim, wsize, "layernorm", "weight");
-    const ElementBinding bias = has_bias ? bind_elements(limits, a.bias, 0, a.dim, wsize, "layernorm", "bias") : weight;
+    const ElementBinding weight = bind_elements(limits, a.weight, 0, a.dim, wsize, op, "weight");
+    const ElementBinding bias = has_bias ? bind_elements(limits, a.bias, 0, a.dim, wsize, op, "bias") : weight;
+    std::uint32_t flags = has_bias ? VKF_LAYERNORM_FLAG_BIAS : 0;
+    flags |= a.rms ? VKF_LAYERNORM_FLAG_RMS : 0;
     for (std::uint64_t r0 = 0; r0 < a.rows; r0 += max_rows) {
         const auto rc = static_cast<std::uint32_t>(std::min<std::uint64_t>(max_rows, a.rows - r0));
-        const ElementBinding x = bind_elements(limits, a.x, r0 * a.dim, std::uint64_t{rc} * a.dim, 4, "layernorm", "x");
-        const ElementBinding y = bind_elements(limits, a.y, r0 * a.dim, std::uint64_t{rc} * a.dim, 4, "layernorm", "y");
+        const ElementBinding x = bind_elements(limits, a.x, r0 * x_stride, view(rc, x_stride), 4, op, "x");
+        const ElementBinding y = bind_elements(limits, a.y, r0 * y_stride, view(rc, y_stride), 4, op, "y");
         const LayerNormPush push{.rows = rc,
                                  .dim = a.dim,
                                  .x_base = x.base,
                                  .y_base = y.base,
                                  .weight_base = weight.base,
                                  .bias_base = has_bias ? bias.base : 0,
-                                 .flags = has_bias ? VKF_LAYERNORM_FLAG_BIAS : 0,
-                                 .eps = a.eps};
+                                 .flags = flags,
+                                 .eps = a.eps,
+                                 .x_stride = x_stride,
+                                 .y_stride = y_stride};
         const Binding bindings[] = {{x.range, Access::Read},
                                     {weight.range, Access::Read},
                                     {bias.range, Access::Read},
@@ -92,7 +111,7 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
                                .bindings = bindings,
                                .push_constants = push_bytes(push),
                                .groups = {rc, 1, 1},
-                               .label = "layernorm"});
+                               .label = op});
     }
 }
 

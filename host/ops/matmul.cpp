@@ -291,6 +291,11 @@ void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m,
 }
 
 void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
+    if (a.activation != Activation::None && a.activation != Activation::GeluTanh &&
+        a.activation != Activation::GeluErf) {
+        throw Error(std::string("matmul: the epilogue applies no ") + to_string(a.activation) +
+                    " (gated units run as record_gated_activation)");
+    }
     const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
     if (a.scatter) {
         check_scatter(a);

@@ -12,6 +12,7 @@
 #include "host/ops/attention.hpp"
 #include "host/ops/elementwise.hpp"
 #include "host/ops/embedding.hpp"
+#include "host/ops/gated_activation.hpp"
 #include "host/ops/kv_append.hpp"
 #include "host/ops/layernorm.hpp"
 #include "host/ops/matmul.hpp"

@@ -31,12 +31,18 @@ double gelu_erf(double x) {
     return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
 }
 
+double silu(double x) {
+    return x / (1.0 + std::exp(-x));
+}
+
 double activation(Activation activation, double x) {
     switch (activation) {
         case Activation::GeluTanh:
             return gelu_tanh(x);
         case Activation::GeluErf:
             return gelu_erf(x);
+        case Activation::Silu:
+            return silu(x);
         default:
             return x;
     }
@@ -187,6 +193,41 @@ std::vector<double> kv_append(std::span<const float> cache, std::span<const floa
         }
     }
     return out;
+}
+
+std::vector<double> gated_activation(std::span<const double> gate, std::span<const double> up, std::uint32_t rows,
+                                     std::uint32_t cols, std::uint32_t gate_stride, std::uint32_t up_stride,
+                                     Activation act) {
+    const auto view = [&](std::uint32_t stride) { return rows == 0 ? 0 : std::uint64_t{rows - 1} * stride + cols; };
+    if (gate.size() < view(gate_stride) || up.size() < view(up_stride) || gate_stride < cols || up_stride < cols) {
+        throw Error("reference::gated_activation: gate or up is smaller than its strided view");
+    }
+    std::vector<double> y(std::size_t{rows} * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) {
+            y[r * cols + c] = activation(act, gate[r * gate_stride + c]) * up[r * up_stride + c];
+        }
+    }
+    return y;
+}
+
+std::vector<double> rmsnorm(std::span<const double> x, std::span<const float> weight, std::uint32_t rows,
+                            std::uint32_t dim, double eps) {
+    check_size(x.size(), std::uint64_t{rows} * dim, "reference::rmsnorm", "x");
+    check_size(weight.size(), dim, "reference::rmsnorm", "weight");
+    std::vector<double> y(x.size());
+    for (std::size_t r = 0; r < rows; ++r) {
+        const double* row = x.data() + r * dim;
+        double sq = 0.0;
+        for (std::size_t i = 0; i < dim; ++i) {
+            sq += row[i] * row[i];
+        }
+        const double inv = 1.0 / std::sqrt(sq / dim + eps);
+        for (std::size_t i = 0; i < dim; ++i) {
+            y[r * dim + i] = row[i] * inv * weight[i];
+        }
+    }
+    return y;
 }
 
 }  // namespace vkf::reference

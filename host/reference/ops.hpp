@@ -16,7 +16,19 @@ namespace vkf::reference {
 
 double gelu_tanh(double x);
 double gelu_erf(double x);
+double silu(double x);                               // x sigmoid(x)
 double activation(Activation activation, double x);  // None: x
+
+// y[r, c] = act(gate[r * gate_stride + c]) * up[r * up_stride + c]: a gated linear unit
+// (SwiGLU with Silu, GEGLU with GeluErf). Returns [rows, cols].
+std::vector<double> gated_activation(std::span<const double> gate, std::span<const double> up, std::uint32_t rows,
+                                     std::uint32_t cols, std::uint32_t gate_stride, std::uint32_t up_stride,
+                                     Activation act);
+
+// x / sqrt(mean(x^2) + eps) * weight over each row of [rows, dim] (T5/LLaMA RMSNorm, no
+// mean subtraction, no bias).
+std::vector<double> rmsnorm(std::span<const double> x, std::span<const float> weight, std::uint32_t rows,
+                            std::uint32_t dim, double eps);
 
 // x[m, k] . w[n, k]^T + bias[n] (bias may be empty). Every output is one sequential sum
 // over k, so the result does not depend on `threads`.

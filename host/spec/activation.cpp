@@ -8,6 +8,8 @@ const char* to_string(Activation a) {
             return "gelu_tanh";
         case Activation::GeluErf:
             return "gelu_erf";
+        case Activation::Silu:
+            return "silu";
         default:
             return "none";
     }

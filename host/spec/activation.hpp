@@ -6,9 +6,11 @@
 
 namespace vkf {
 
-enum class Activation : std::uint32_t { None = 0, GeluTanh = 1, GeluErf = 2 };
+// Silu (x sigmoid(x)) gates SwiGLU units only (record_gated_activation); the matmul
+// epilogue and record_activation refuse it.
+enum class Activation : std::uint32_t { None = 0, GeluTanh = 1, GeluErf = 2, Silu = 3 };
 
-// "none", "gelu_tanh", "gelu_erf".
+// "none", "gelu_tanh", "gelu_erf", "silu".
 const char* to_string(Activation a);
 
 }  // namespace vkf

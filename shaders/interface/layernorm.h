@@ -5,6 +5,8 @@
 #include "interface.h"
 
 #define VKF_LAYERNORM_FLAG_BIAS 1u  // params.flags
+// RMSNorm (Baichuan): y = x / sqrt(mean(x^2) + eps) * weight; no mean, no bias.
+#define VKF_LAYERNORM_FLAG_RMS 2u
 
 #define VKF_LAYERNORM_SPEC_WG 3  // == local_size_x, a power of two
 
@@ -16,7 +18,9 @@
     F(uint, weight_base)                                                        \
     F(uint, bias_base)                                                          \
     F(uint, flags) /* VKF_LAYERNORM_FLAG_* */                                   \
-    F(float, eps)
+    F(float, eps)                                                               \
+    F(uint, x_stride) /* elements from one row to the next (>= dim) */          \
+    F(uint, y_stride)
 VKF_PUSH_CONSTANTS(LayerNormParams, LayerNormPush, VKF_LAYERNORM_PUSH)
 
 #endif

@@ -9,6 +9,7 @@
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
+#include "tests/support/test_support.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -316,6 +317,92 @@ TEST_F(Activations_, KvAppendRefusesRowsPastTheCache) {
     a.shape.pos = 2;
     a.shape.new_len = 3;
     EXPECT_THROW(record_kv_append(ctx(), *list, a), Error);  // the source is too short
+}
+
+// Gated units (SwiGLU, GEGLU): gate and up as the two halves of one fused projection's rows
+// (JinaBERT's gated_layers) and as separate tensors, odd sizes, against the reference.
+void check_gated(Context& ctx, Activation act, std::uint32_t rows, std::uint32_t cols, bool halves,
+                 std::uint64_t seed) {
+    SCOPED_TRACE(std::string(to_string(act)) + " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) +
+                 (halves ? " halves" : " separate"));
+    const std::uint32_t stride = halves ? 2 * cols : cols + 3;
+    const std::size_t view = std::size_t{rows - 1} * stride + cols;
+    const auto a = activation_inputs(view + (halves ? cols : 0), seed);
+    const auto b = random_uniform(halves ? 0 : view, seed + 1, -3.0f, 3.0f);
+    const DeviceTensor ab = upload_tensor(ctx, a, DType::F32, "a", 1);
+    std::optional<DeviceTensor> bb;
+    if (!halves)
+        bb = upload_tensor(ctx, b, DType::F32, "b", 2);
+    const DeviceTensor y = nan_tensor(ctx, std::size_t{rows} * cols, DType::F32, "y", 3);
+    const BufferRange gate = ab.range();
+    BufferRange up = halves ? ab.range() : bb->range();
+    if (halves) {
+        up.offset += 4ull * cols;
+        up.size -= 4ull * cols;
+    }
+    auto list = ctx.command_list();
+    record_gated_activation(ctx, *list,
+                            GatedActivationArgs{.gate = gate,
+                                                .up = up,
+                                                .y = y.range(),
+                                                .rows = rows,
+                                                .cols = cols,
+                                                .gate_stride = stride,
+                                                .up_stride = stride,
+                                                .activation = act});
+    ctx.submit(*list);
+    const auto got = download_tensor(ctx, y);
+    const std::vector<double> ad(a.begin(), a.end());
+    std::vector<double> bd(b.begin(), b.end());
+    if (halves) {
+        bd.assign(a.begin() + cols, a.end());
+    }
+    const auto ref = reference::gated_activation(ad, bd, rows, cols, stride, stride, act);
+    double worst = 0.0;  // relative to max(1, |ref|): the products of tiny gates are tiny
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, std::abs(got[i] - ref[i]) / std::max(1.0, std::abs(ref[i])));
+    }
+    const ErrorStats e = compare_to_reference(got, ref);
+    EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
+    EXPECT_LT(e.rel_l2, 1e-5) << describe(e);
+    EXPECT_LT(worst, 2e-6);
+}
+
+TEST_F(Activations_, GatedUnitsMatchTheReference) {
+    std::uint64_t seed = 700;
+    for (Activation act : {Activation::Silu, Activation::GeluErf, Activation::GeluTanh}) {
+        check_gated(ctx(), act, 1, 1, true, seed++);
+        check_gated(ctx(), act, 7, 113, true, seed++);
+        check_gated(ctx(), act, 130, 67, false, seed++);
+        check_gated(ctx(), act, 3, 3001, true, seed++);
+    }
+}
+
+TEST_F(Activations_, GatedUnitsRefuseBadArguments) {
+    const DeviceTensor a = upload_tensor(ctx(), std::vector<float>(64, 1.0f), DType::F32, "a");
+    const DeviceTensor y = nan_tensor(ctx(), 32, DType::F32, "y");
+    auto list = ctx().command_list();
+    GatedActivationArgs args{.gate = a.range(),
+                             .up = a.range(),
+                             .y = y.range(),
+                             .rows = 4,
+                             .cols = 8,
+                             .gate_stride = 16,
+                             .up_stride = 16,
+                             .activation = Activation::None};
+    EXPECT_NE(error_message([&] { record_gated_activation(ctx(), *list, args); }).find("no activation"),
+              std::string::npos);
+    args.activation = Activation::Silu;
+    args.up_stride = 7;
+    EXPECT_NE(error_message([&] { record_gated_activation(ctx(), *list, args); }).find("must be at least cols"),
+              std::string::npos);
+    args.up_stride = 20;  // the view needs 3 * 20 + 8 = 68 elements
+    EXPECT_NE(error_message([&] { record_gated_activation(ctx(), *list, args); }).find("needs 68 fp32 elements"),
+              std::string::npos);
+    EXPECT_NE(error_message([&] {
+                  record_activation(ctx(), *list, Activation::Silu, a.range(), a.range());
+              }).find("not silu"),
+              std::string::npos);
 }
 
 }  // namespace

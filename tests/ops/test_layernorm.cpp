@@ -10,8 +10,10 @@
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
+#include "tests/support/test_support.hpp"
 #include "tests/support/vulkan_test.hpp"
 
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -178,6 +180,92 @@ TEST(LayerNormPlans, WorkgroupsGrowForLongRowsUnderALoopLimit) {
     limits.workgroup_invocations = 64;
     limits.workgroup_size = {64, 64, 64};
     EXPECT_THROW((void)layernorm_workgroup_size(limits, 4u << 20), Error);
+}
+
+// RMSNorm (Baichuan) and strided rows (MPT's qk_ln normalizes the Q and K columns of the
+// fused QKV output in place), against the double-precision references.
+void run_strided(Context& ctx, bool rms, std::uint32_t rows, std::uint32_t dim, std::uint32_t x_stride,
+                 std::uint32_t y_stride, DType dtype, bool bias, std::uint64_t seed) {
+    SCOPED_TRACE(std::string(rms ? "rmsnorm" : "layernorm") + " rows" + std::to_string(rows) + " dim" +
+                 std::to_string(dim) + " strides " + std::to_string(x_stride) + "," + std::to_string(y_stride) + " " +
+                 to_string(dtype) + (bias ? " bias" : ""));
+    const std::size_t x_count = std::size_t{rows - 1} * x_stride + dim;
+    const std::size_t y_count = std::size_t{rows - 1} * y_stride + dim;
+    auto x = random_uniform(x_count, seed, -2.0f, 2.0f);
+    for (std::size_t i = 0; i < x_count; i += 3) {
+        x[i] += 0.75f;  // a mean RMSNorm must not subtract
+    }
+    const auto weight = rounded_to(dtype, random_uniform(dim, seed + 1, 0.5f, 1.5f));
+    const auto bias_values =
+        bias ? rounded_to(dtype, random_uniform(dim, seed + 2, -0.5f, 0.5f)) : std::vector<float>{};
+    const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "x", 3);
+    const DeviceTensor wb = upload_tensor(ctx, weight, dtype, "weight", 1);
+    std::optional<DeviceTensor> bb;
+    if (bias)
+        bb = upload_tensor(ctx, bias_values, dtype, "bias");
+    const DeviceTensor yb = nan_tensor(ctx, y_count, DType::F32, "y", 5);
+    auto list = ctx.command_list();
+    record_layernorm(ctx, *list,
+                     LayerNormArgs{.x = xb.range(),
+                                   .weight = wb.range(),
+                                   .bias = bb ? bb->range() : BufferRange{},
+                                   .y = yb.range(),
+                                   .rows = rows,
+                                   .dim = dim,
+                                   .eps = 1e-6f,
+                                   .weight_dtype = dtype,
+                                   .rms = rms,
+                                   .x_stride = x_stride,
+                                   .y_stride = y_stride});
+    ctx.submit(*list);
+    const std::vector<float> y = download_tensor(ctx, yb);
+    std::vector<double> dense(std::size_t{rows} * dim);
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t i = 0; i < dim; ++i) {
+            dense[r * dim + i] = x[r * x_stride + i];
+        }
+    }
+    const auto ref = rms ? reference::rmsnorm(dense, weight, rows, dim, 1e-6)
+                         : reference::layernorm(dense, weight, bias_values, rows, dim, 1e-6);
+    std::vector<float> got(ref.size());
+    for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t i = 0; i < dim; ++i) {
+            got[r * dim + i] = y[r * y_stride + i];
+        }
+        // The gaps between strided rows are not written: they keep their poison.
+        for (std::size_t i = dim; r + 1 < rows && i < y_stride; ++i) {
+            ASSERT_TRUE(std::isnan(y[r * y_stride + i])) << "row " << r << " gap element " << i << " was written";
+        }
+    }
+    const ErrorStats e = compare_to_reference(got, ref);
+    EXPECT_EQ(e.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << e.first_nonfinite;
+    EXPECT_LT(e.max_rel, 1e-5) << describe(e);
+}
+
+TEST_F(LayerNorm_, RmsNormAndStridedRowsMatchTheReference) {
+    std::uint64_t seed = 900;
+    for (DType dtype : {DType::F32, DType::F16}) {
+        for (std::uint32_t dim : {1u, 5u, 64u, 113u, 1000u, 5120u}) {
+            run_strided(ctx(), true, 7, dim, dim, dim, dtype, false, seed++);
+            run_strided(ctx(), true, 3, dim, 3 * dim + 1, 2 * dim, dtype, false, seed++);
+            run_strided(ctx(), false, 5, dim, 3 * dim, 3 * dim, dtype, true, seed++);
+        }
+    }
+}
+
+TEST_F(LayerNorm_, RefusesAnRmsNormBiasAndShortStrides) {
+    const DeviceTensor x = upload_tensor(ctx(), std::vector<float>(64, 1.0f), DType::F32, "x");
+    const DeviceTensor w = upload_tensor(ctx(), std::vector<float>(8, 1.0f), DType::F32, "w");
+    auto list = ctx().command_list();
+    LayerNormArgs args{.x = x.range(), .weight = w.range(), .bias = w.range(), .y = x.range(), .rows = 8, .dim = 8};
+    args.rms = true;
+    EXPECT_NE(error_message([&] { record_layernorm(ctx(), *list, args); }).find("RMSNorm has no bias"),
+              std::string::npos);
+    args.rms = false;
+    args.bias = {};
+    args.x_stride = 7;
+    EXPECT_NE(error_message([&] { record_layernorm(ctx(), *list, args); }).find("must be at least dim 8"),
+              std::string::npos);
 }
 
 }  // namespace
