@@ -95,7 +95,7 @@ void main() {
     const uint row = row0 + row_local;
     const bool row_valid = row < params.q_len;
     const int qpos = int(L) - int(params.q_len) + int(row);
-    const float slope = alibi_slope_of_head(head);
+    const float slope = alibi_slope_of_head(head, L);
 
     // Keys this workgroup visits; causal tiles past the group's last row are skipped.
     const uint split_len = split_length(L, BC);

@@ -75,7 +75,7 @@ void main() {
         }
         score = params.scale * acc;
         if ((params.flags & (VKF_ATTN_FLAG_ALIBI_CAUSAL | VKF_ATTN_FLAG_ALIBI_SYMMETRIC)) != 0u) {
-            score += alibi_bias(alibi_slope_of_head(h), qpos, int(j));
+            score += alibi_bias(alibi_slope_of_head(h, valid_keys), qpos, int(j));
         }
     }
     scores[score_row_offset(b, h, i) + j] = score;

@@ -76,7 +76,7 @@ void main() {
     [[unroll]] for (uint r = 0u; r < R; ++r) {
         qpos[r] = int(L) - int(params.q_len) + int(min(my_row0 + r, params.q_len - 1u));
     }
-    const float slope = alibi_slope_of_head(head);
+    const float slope = alibi_slope_of_head(head, L);
 
     // Keys of this split; causal: none past the group's last row.
     const uint split_len = split_length(L, BK);

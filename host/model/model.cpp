@@ -38,10 +38,16 @@ struct QkvLayouts {
     HeadLayout q, k, v;
 };
 
+// Elements of one token's fused QKV output: n_head query heads and n_kv_head key and value
+// heads.
+std::uint64_t qkv_width(const ModelConfig& c) {
+    return c.hidden + 2ull * c.n_kv_head * c.head_dim;
+}
+
 QkvLayouts qkv_layouts(const ModelConfig& c, std::uint32_t tokens) {
-    const std::uint64_t row = 3ull * c.hidden;
+    const std::uint64_t row = qkv_width(c);
     const std::uint64_t batch_stride = row * tokens;
-    if (c.family == ModelFamily::Bloom) {
+    if (family_traits(c.family).interleaved_qkv) {
         // [n_head, 3, head_dim]: the heads interleave their q, k and v.
         const std::uint64_t head = 3ull * c.head_dim;
         return {
@@ -49,11 +55,11 @@ QkvLayouts qkv_layouts(const ModelConfig& c, std::uint32_t tokens) {
             .k = {.offset = c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head},
             .v = {.offset = 2ull * c.head_dim, .batch_stride = batch_stride, .token_stride = row, .head_stride = head}};
     }
-    // [q | k | v], each [n_head, head_dim].
-    return {
-        .q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
-        .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
-        .v = {.offset = 2ull * c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
+    // [q | k | v]: n_head query heads, then n_kv_head key heads and as many value heads.
+    const std::uint64_t kv = std::uint64_t{c.n_kv_head} * c.head_dim;
+    return {.q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+            .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+            .v = {.offset = c.hidden + kv, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
 }
 
 }  // namespace
@@ -62,12 +68,12 @@ Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions option
     : ctx_(ctx),
       config_(read_model_config(dir)),
       checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
+    config_ = resolve_with_checkpoint(config_, *checkpoint_);
     check_head_dim(config_.head_dim);
     const WeightFormat format = options.weights.value_or(default_weight_format(*checkpoint_, config_));
     check_model_fits(ctx, estimate_model_memory(config_, format, options.session), "model '" + dir.string() + "'");
     weights_ = upload_weights(ctx, config_, *checkpoint_, format, options.progress, options.check_finite_weights);
-    slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
-                                                 : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
+    slopes_ = model_alibi_slopes(config_);
 }
 
 Model::Model(Context& ctx, const ModelConfig& config, WeightFormat format) : ctx_(ctx), config_(config) {
@@ -75,8 +81,7 @@ Model::Model(Context& ctx, const ModelConfig& config, WeightFormat format) : ctx
     check_head_dim(config_.head_dim);
     check_model_fits(ctx, estimate_model_memory(config_, format), "a model of this configuration");
     weights_ = synthetic_weights(ctx, config_, format);
-    slopes_ = config_.family == ModelFamily::Mpt ? vkf::mpt_alibi_slopes(config_.n_head, config_.alibi_bias_max)
-                                                 : vkf::alibi_slopes(config_.n_head, config_.alibi_bias_max);
+    slopes_ = model_alibi_slopes(config_);
 }
 
 const ShardedCheckpoint& Model::checkpoint() const {
@@ -106,13 +111,18 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
         throw Error("session: max_tokens must be at least 1");
     }
     options_.chunk = std::clamp<std::uint32_t>(options_.chunk, 1, options_.max_tokens);
+    if (c.learned_pos_emb && options_.max_tokens > c.max_seq_len) {
+        throw Error("session: " + std::to_string(options_.max_tokens) + " tokens, but the model's learned positions (" +
+                    "wpe) cover " + std::to_string(c.max_seq_len) + " (max_seq_len)");
+    }
     if (options_.kv_dtype != DType::F32 && options_.kv_dtype != DType::F16) {
         throw Error(std::string("session: the KV cache is f32 or f16, not ") + to_string(options_.kv_dtype));
     }
-    const std::uint64_t cache_bytes = std::uint64_t{options_.max_tokens} * c.hidden * element_size(options_.kv_dtype);
+    const std::uint64_t kv_dim = std::uint64_t{c.n_kv_head} * c.head_dim;
+    const std::uint64_t cache_bytes = std::uint64_t{options_.max_tokens} * kv_dim * element_size(options_.kv_dtype);
     if (cache_bytes > ctx_.limits().storage_buffer_range) {
         throw Error("session: a KV cache of " + std::to_string(options_.max_tokens) + " tokens x " +
-                    std::to_string(c.hidden) + " " + to_string(options_.kv_dtype) + " values per layer is " +
+                    std::to_string(kv_dim) + " " + to_string(options_.kv_dtype) + " values per layer is " +
                     std::to_string(cache_bytes) + " bytes, over the device's maxStorageBufferRange of " +
                     std::to_string(ctx_.limits().storage_buffer_range) + "; use fewer tokens");
     }
@@ -120,7 +130,8 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
     // more with a fused LayerNorm): devices that allow fewer take the separate passes.
     const std::uint32_t scatter_bindings =
         model.weight_format().quant != QuantFormat::None ? kScatterMatmulQuantBindings : kScatterMatmulBindings;
-    fused_ = options_.fuse_qkv && ctx_.limits().storage_buffers >= scatter_bindings;
+    // MPT's qk_ln normalizes Q and K between the projection and the cache: separate passes.
+    fused_ = options_.fuse_qkv && !c.qk_ln && ctx_.limits().storage_buffers >= scatter_bindings;
     for (std::uint32_t l = 0; l < c.n_layer; ++l) {
         k_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
         v_cache_.push_back(ctx_.create_buffer(cache_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
@@ -129,15 +140,21 @@ Session::Session(const Model& model, SessionOptions options) : model_(model), ct
     adaptive_chunks_ = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
     chunk_limit_ = adaptive_chunks_ ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
     ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
+    if (c.learned_pos_emb) {
+        positions_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token positions");
+    }
     step_ = ctx_.create_buffer(4, MemoryKind::Host, "step key count");
     hidden_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "hidden");
     normed_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "normed");
     if (!fused_) {
-        qkv_ = ctx_.create_buffer(n * 3 * c.hidden * kF32, MemoryKind::Device, "qkv");
+        qkv_ = ctx_.create_buffer(n * qkv_width(c) * kF32, MemoryKind::Device, "qkv");
     }
     q_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "q");
     attn_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "attention output");
     mlp_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp");
+    if (family_traits(c.family).mlp == MlpKind::Gated) {
+        gate_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp gate");
+    }
     logits_ = ctx_.create_buffer(std::uint64_t{c.vocab_size} * kF32, MemoryKind::Host, "logits");
 }
 
@@ -147,7 +164,8 @@ std::uint64_t Session::device_bytes() const {
         total += b.size();
     for (const Buffer& b : v_cache_)
         total += b.size();
-    for (const Buffer* b : {&ids_, &step_, &hidden_, &normed_, &qkv_, &q_, &attn_, &mlp_, &logits_, &scratch_}) {
+    for (const Buffer* b :
+         {&ids_, &positions_, &step_, &hidden_, &normed_, &qkv_, &q_, &attn_, &mlp_, &gate_, &logits_, &scratch_}) {
         total += b->valid() ? b->size() : 0;
     }
     for (const auto& [key, step] : steps_) {
@@ -194,7 +212,8 @@ void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
     const ModelConfig& c = model_.config();
     const WeightFormat wf = model_.weight_format();
     std::uint64_t need = 0;
-    for (auto [m, n, k] : {std::array{tokens, 3 * c.hidden, c.hidden}, std::array{tokens, c.hidden, c.hidden},
+    const auto qkv_n = static_cast<std::uint32_t>(qkv_width(c));
+    for (auto [m, n, k] : {std::array{tokens, qkv_n, c.hidden}, std::array{tokens, c.hidden, c.hidden},
                            std::array{tokens, c.ffn_hidden, c.hidden}, std::array{tokens, c.hidden, c.ffn_hidden},
                            std::array{logit_rows, c.vocab_size, c.hidden}}) {
         if (m > 0) {
@@ -215,8 +234,8 @@ void Session::ensure_scratch(std::uint32_t tokens, std::uint32_t logit_rows) {
     }
 }
 
-void Session::record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y,
-                          std::uint32_t rows) const {
+void Session::record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y, std::uint32_t rows,
+                          std::uint32_t dim, std::uint32_t stride) const {
     const ModelConfig& c = model_.config();
     record_layernorm(ctx_, list,
                      LayerNormArgs{.x = x,
@@ -224,9 +243,12 @@ void Session::record_norm(CommandList& list, const NormWeights& norm, BufferRang
                                    .bias = optional_range(norm.bias),
                                    .y = y,
                                    .rows = rows,
-                                   .dim = c.hidden,
+                                   .dim = dim == 0 ? c.hidden : dim,
                                    .eps = static_cast<float>(c.layer_norm_epsilon),
-                                   .weight_dtype = model_.weight_format().dense});
+                                   .weight_dtype = model_.weight_format().dense,
+                                   .rms = family_traits(c.family).norm == NormKind::RmsNorm,
+                                   .x_stride = stride,
+                                   .y_stride = stride});
 }
 
 XLayerNorm Session::x_norm(const NormWeights& norm) const {
@@ -237,6 +259,11 @@ XLayerNorm Session::x_norm(const NormWeights& norm) const {
 
 bool Session::fuses_layernorm(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint32_t bindings) const {
     const WeightFormat wf = model_.weight_format();
+    const ModelConfig& c = model_.config();
+    // The matmul's fused norm is a LayerNorm; BLOOM's post-LN residuals need the norm's output.
+    if (family_traits(c.family).norm != NormKind::LayerNorm || c.post_layernorm_residual) {
+        return false;
+    }
     return options_.fuse_layernorm && k <= kLayerNormFusionMaxK &&
            ctx_.limits().storage_buffers >= bindings + kLayerNormFusedBindings &&
            matmul_fuses_layernorm(plan_matmul(matmul_device(ctx_), m, n, k, wf.dense,
@@ -283,8 +310,11 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
     };
     const std::optional<float> clip =
         c.clip_qkv ? std::optional<float>(static_cast<float>(*c.clip_qkv)) : std::optional<float>();
+    const FamilyTraits traits = family_traits(c.family);
+    const std::uint64_t kv_dim = std::uint64_t{c.n_kv_head} * c.head_dim;
 
-    // Attention half: h += out_proj(attention(qkv(norm(h)))).
+    // Attention half: h += out_proj(attention(qkv(norm(h)))); BLOOM's post-LN residual form
+    // adds norm(h) instead of h.
     const bool qkv_norm = fuses_norm(w.qkv, fused_ ? kScatterMatmulBindings : kMatmulBindings);
     const std::optional<XLayerNorm> attn_norm =
         qkv_norm ? std::optional<XLayerNorm>(x_norm(w.attn_norm)) : std::nullopt;
@@ -302,46 +332,73 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
                           .head_dim = c.head_dim,
                           .q_heads = c.n_head,
                           .kv_heads = c.n_kv_head,
-                          .interleaved = c.family == ModelFamily::Bloom},
+                          .interleaved = traits.interleaved_qkv},
                clip, attn_norm);
         attention.record(list, q, whole(k_cache_[layer]), whole(v_cache_[layer]), attn, whole(step_));
     } else {
-        const BufferRange qkv = rows(qkv_, 0, tokens, 3ull * h);
+        const std::uint64_t width = qkv_width(c);
+        const BufferRange qkv = rows(qkv_, 0, tokens, width);
         linear(w.qkv, qkv_in, qkv, {}, Activation::None, std::nullopt, clip, attn_norm);
+        if (c.qk_ln) {
+            // llm-foundry normalizes Q and K after the clamp, in place in the fused output.
+            record_norm(list, w.q_norm, qkv, qkv, tokens, c.hidden, static_cast<std::uint32_t>(width));
+            const BufferRange k_part{.buffer = qkv.buffer,
+                                     .offset = qkv.offset + std::uint64_t{c.hidden} * kF32,
+                                     .size = qkv.size - std::uint64_t{c.hidden} * kF32};
+            record_norm(list, w.k_norm, k_part, k_part, tokens, static_cast<std::uint32_t>(kv_dim),
+                        static_cast<std::uint32_t>(width));
+        }
         const QkvLayouts layout = qkv_layouts(c, tokens);
-        const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t max_len, std::uint32_t pos,
-                                DType dst_dtype) {
+        const auto append = [&](const HeadLayout& src_layout, BufferRange dst, std::uint32_t heads,
+                                std::uint32_t max_len, std::uint32_t pos, DType dst_dtype) {
             record_kv_append(ctx_, list,
                              KvAppendArgs{.src = qkv,
                                           .src_layout = src_layout,
                                           .cache = dst,
                                           .shape = {.batch = 1,
                                                     .new_len = tokens,
-                                                    .n_kv_head = c.n_head,
+                                                    .n_kv_head = heads,
                                                     .head_dim = c.head_dim,
                                                     .max_len = max_len,
                                                     .pos = pos},
                                           .cache_dtype = dst_dtype});
         };
-        append(layout.q, q, tokens, 0, DType::F32);  // Q repacked densely (fp32) for the attention kernel
-        append(layout.k, whole(k_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
-        append(layout.v, whole(v_cache_[layer]), options_.max_tokens, position_, options_.kv_dtype);
+        append(layout.q, q, c.n_head, tokens, 0, DType::F32);  // Q repacked densely (fp32) for the attention kernel
+        append(layout.k, whole(k_cache_[layer]), c.n_kv_head, options_.max_tokens, position_, options_.kv_dtype);
+        append(layout.v, whole(v_cache_[layer]), c.n_kv_head, options_.max_tokens, position_, options_.kv_dtype);
         const std::uint32_t kv_len = position_ + tokens;
         const std::uint64_t kv_bytes = element_size(options_.kv_dtype);
-        attention.record(list, q, rows(k_cache_[layer], 0, kv_len, h, kv_bytes),
-                         rows(v_cache_[layer], 0, kv_len, h, kv_bytes), attn);
+        attention.record(list, q, rows(k_cache_[layer], 0, kv_len, kv_dim, kv_bytes),
+                         rows(v_cache_[layer], 0, kv_len, kv_dim, kv_bytes), attn);
     }
-    linear(w.attn_out, attn, hidden, hidden, Activation::None);
+    linear(w.attn_out, attn, hidden, c.post_layernorm_residual ? normed : hidden, Activation::None);
 
-    // MLP half: h += down(gelu(up(norm(h)))).
-    const Activation gelu = c.family == ModelFamily::Bloom ? Activation::GeluTanh : Activation::GeluErf;
-    if (fuses_norm(w.up, kMatmulBindings)) {
-        linear(w.up, hidden, mlp, {}, gelu, std::nullopt, std::nullopt, x_norm(w.mlp_norm));
-    } else {
+    // MLP half: h += down(act(up(norm(h)))), or down(act(gate(norm(h))) * up(norm(h))).
+    const bool mlp_norm_fused = traits.mlp == MlpKind::Plain && fuses_norm(w.up, kMatmulBindings);
+    if (!mlp_norm_fused) {
         record_norm(list, w.mlp_norm, hidden, normed, tokens);
-        linear(w.up, normed, mlp, {}, gelu);
     }
-    linear(w.down, mlp, hidden, hidden, Activation::None);
+    BufferRange down_in = mlp;
+    if (traits.mlp == MlpKind::Gated) {
+        const BufferRange gate = rows(gate_, 0, tokens, c.ffn_hidden);
+        linear(w.gate, normed, gate, {}, Activation::None);
+        linear(w.up, normed, mlp, {}, Activation::None);
+        record_gated_activation(ctx_, list,
+                                GatedActivationArgs{.gate = gate,
+                                                    .up = mlp,
+                                                    .y = gate,
+                                                    .rows = tokens,
+                                                    .cols = c.ffn_hidden,
+                                                    .gate_stride = c.ffn_hidden,
+                                                    .up_stride = c.ffn_hidden,
+                                                    .activation = traits.activation});
+        down_in = gate;
+    } else if (mlp_norm_fused) {
+        linear(w.up, hidden, mlp, {}, traits.activation, std::nullopt, std::nullopt, x_norm(w.mlp_norm));
+    } else {
+        linear(w.up, normed, mlp, {}, traits.activation);
+    }
+    linear(w.down, down_in, hidden, c.post_layernorm_residual ? normed : hidden, Activation::None);
 }
 
 std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::uint32_t logit_rows) {
@@ -360,9 +417,13 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                   .n_kv_head = c.n_kv_head,
                   .head_dim = c.head_dim},
         .mask = MaskMode::Causal,
-        .alibi = AlibiMode::Causal,
+        .alibi = !c.alibi                                                        ? AlibiMode::Off
+                 : family_traits(c.family).alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
+                                                                                 : AlibiMode::Causal,
         .max_bias = static_cast<float>(c.alibi_bias_max),
+        .scale = static_cast<float>(attention_scale(c)),
         .slopes = model_.alibi_slopes(),
+        .alibi_train_len = c.alibi_train_seq_len.value_or(0),
     };
     step->attention = std::make_unique<Attention>(
         ctx_, params, DType::F32, AttentionOptions{.kv_dtype = options_.kv_dtype, .external_kv_lens = fused_});
@@ -384,6 +445,22 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                                    .table_dtype = dt,
                                    .quant = wf.quant,
                                    .scales = optional_range(w.embedding_scales)});
+    if (w.position_embedding.valid()) {
+        // MPT's wpe: the rows of the tokens' positions, added (positions_ is written per chunk).
+        const BufferRange positions = rows(normed_, 0, tokens, h);
+        record_embedding(ctx_, list,
+                         EmbeddingArgs{.ids = BufferRange{.buffer = &positions_, .offset = 0, .size = tokens * 4ull},
+                                       .table = whole(w.position_embedding),
+                                       .out = positions,
+                                       .tokens = tokens,
+                                       .vocab = c.max_seq_len,
+                                       .hidden = h,
+                                       .table_dtype = dt});
+        record_add(ctx_, list, hidden, positions, hidden);
+    }
+    if (c.embedding_scale != 1.0) {
+        record_scale(ctx_, list, hidden, hidden, static_cast<float>(c.embedding_scale));  // Jais' muP
+    }
     if (w.embedding_norm.weight.valid()) {
         record_norm(list, w.embedding_norm, hidden, hidden, tokens);
     }
@@ -416,6 +493,15 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                                  .quant = wf.quant,
                                  .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales),
                                  .x_norm = head_norm ? std::optional<XLayerNorm>(x_norm(w.final_norm)) : std::nullopt});
+        if (c.logit_scale || w.lm_head_row_scales.valid()) {
+            const BufferRange logits = rows(logits_, 0, logit_rows, c.vocab_size);
+            const auto scale = static_cast<float>(c.logit_scale.value_or(1.0));
+            if (w.lm_head_row_scales.valid()) {
+                record_scale_columns(ctx_, list, logits, whole(w.lm_head_row_scales), logits, scale);
+            } else {
+                record_scale(ctx_, list, logits, logits, scale);
+            }
+        }
     }
     list.finish();
     ++stats_.recordings;
@@ -428,6 +514,13 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     const std::uint32_t logit_rows = want_logits ? (all_logits ? tokens : 1) : 0;
     ensure_scratch(tokens, logit_rows);
     ctx_.upload(ids_, ids);
+    if (positions_.valid()) {
+        std::vector<std::uint32_t> positions(tokens);
+        for (std::uint32_t t = 0; t < tokens; ++t) {
+            positions[t] = position_ + t;
+        }
+        ctx_.upload(positions_, std::span<const std::uint32_t>(positions));
+    }
     const std::uint32_t key_count = position_ + tokens;
     ctx_.upload(step_, std::span(&key_count, 1));
 

@@ -1,5 +1,5 @@
 #pragma once
-// A BLOOM or MPT model on the device (Model: configuration and weights) and one sequence
+// An ALiBi decoder (BLOOM, MPT, Falcon-RW, Baichuan, Jais) on the device (Model: configuration and weights) and one sequence
 // running through it (Session: the KV cache and activations). Every token chunk's forward
 // pass, all layers and the logits, is one command list submitted once. A Session records
 // the list of a chunk size once, with its ops planned and its descriptor sets written, and
@@ -7,15 +7,18 @@
 // one-token list): what changes from step to step, the key count, sits in a small
 // host-visible buffer the kernels read (QkvScatter, AttentionOptions::external_kv_lens).
 //
-// Block structure (Hugging Face's BloomForCausalLM / MPTForCausalLM, inference):
-//   BLOOM  h = LN(embed(ids)); per layer: h += dense(attn(qkv(LN1(h))));
-//          h += down(gelu_tanh(up(LN2(h)))); logits = LN_f(h) . embed^T
-//   MPT    h = embed(ids); per block: h += out_proj(attn(clip(Wqkv(norm_1(h)))));
-//          h += down(gelu_erf(up(norm_2(h)))); logits = norm_f(h) . wte^T
-// Attention is causal with ALiBi (BLOOM: the paper's slopes with maximum bias 8; MPT:
-// gen_slopes with alibi_bias_max, passed as a slope table), softmax scale 1/sqrt(head_dim).
-// BLOOM's fused QKV output is [n_head, 3, head_dim] per token, MPT's is [q | k | v]; the
-// KV-append kernel reads either layout straight into the cache.
+// Block structure (each family's Hugging Face modeling code, inference; host/reference/
+// model.hpp spells out every family):
+//   h = embed(ids) (+ MPT's learned positions) (* Jais' embedding scale) (BLOOM: then LN)
+//   per layer: h += out(attn(qkv(norm1(h)))); h += down(mlp(norm2(h)))
+//   logits = head(norm_f(h)) (* MPT's or Jais' logit scale, * Baichuan2's 1 / |head row|)
+// where norm is a LayerNorm or (Baichuan) an RMSNorm, mlp is act(up(x)) or the gated
+// act(gate(x)) * up(x) (Baichuan, Jais), and BLOOM's post-LN variant adds norm1(h) and
+// norm2(h) as the residuals. Attention is causal with ALiBi (the family's slopes as a slope
+// table; Falcon's bias bf16-rounded and added before the scale; Jais' alibi_scaling), or
+// without it (MPT alibi false). The fused QKV output is [n_head, 3, head_dim] per token
+// (BLOOM, Falcon) or [q | k | v] with n_kv_head key and value heads; the KV-append kernel
+// reads either layout straight into the cache.
 //
 // Activations are fp32, the KV cache fp16 (or fp32, SessionOptions::kv_dtype); weights fp32,
 // fp16, or q8_0/q4_0 matrices with fp16 norms and biases (ModelWeights).
@@ -170,8 +173,10 @@ private:
     void run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std::span<float> logits_out);
     std::unique_ptr<Step> record_step(std::uint32_t tokens, std::uint32_t logit_rows);
     void record_layer(CommandList& list, std::uint32_t layer, std::uint32_t tokens, const Attention& attention);
-    void record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y,
-                     std::uint32_t rows) const;
+    // The family's norm (LayerNorm or RMSNorm) over `rows` rows of `dim` elements (0: hidden),
+    // `stride` apart (0: dense).
+    void record_norm(CommandList& list, const NormWeights& norm, BufferRange x, BufferRange y, std::uint32_t rows,
+                     std::uint32_t dim = 0, std::uint32_t stride = 0) const;
     XLayerNorm x_norm(const NormWeights& norm) const;
     // Whether the LayerNorm before an [m, n, k] matmul binding `bindings` buffers runs inside it.
     bool fuses_layernorm(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint32_t bindings) const;
@@ -183,9 +188,11 @@ private:
     Context& ctx_;
     SessionOptions options_;
     std::uint32_t position_ = 0;
-    std::vector<Buffer> k_cache_, v_cache_;  // per layer [max_tokens, n_head, head_dim] kv_dtype
+    std::vector<Buffer> k_cache_, v_cache_;  // per layer [max_tokens, n_kv_head, head_dim] kv_dtype
     Buffer ids_;                             // [chunk] uint32, host-visible
+    Buffer positions_;                       // [chunk] uint32, host-visible: MPT's learned positions
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_;
+    Buffer gate_;  // gated MLPs: the gate's output, then the gated product
     Buffer logits_;
     Buffer scratch_;
     Buffer step_;  // host-visible uint32: the key count after the chunk being run

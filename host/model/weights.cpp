@@ -50,12 +50,22 @@ public:
         state_.total_bytes = total_bytes;
     }
 
-    TensorBuffers tensor(const ExpectedTensor& expected) {
+    // `row_sumsq`, when given, receives the sum of squares of every row of the matrix as
+    // the GPU reads it (after rounding to fp16 or quantizing): Baichuan2's NormHead.
+    TensorBuffers tensor(const ExpectedTensor& expected, std::vector<double>* row_sumsq = nullptr) {
+        row_sumsq_ = row_sumsq;
+        row_length_ = expected.shape.back();
+        if (row_sumsq_ != nullptr) {
+            row_sumsq_->assign(expected.shape.size() == 2 ? expected.shape[0] : 1, 0.0);
+        }
         TensorBuffers out;
-        if (!quantized_role(expected.role) || format_.quant == QuantFormat::None) {
-            out.values = dense(expected.name);
-        } else if (source_quant_ != QuantFormat::None) {
+        const bool matrix = quantized_role(expected.role) && format_.quant != QuantFormat::None;
+        if (matrix && source_quant_ != QuantFormat::None) {
             out = stored_planes(expected);
+        } else if (expected.transposed) {
+            out = turned(expected, matrix);
+        } else if (!matrix) {
+            out.values = dense(expected.name);
         } else {
             out = quantized(expected);
         }
@@ -107,7 +117,8 @@ private:
         const std::size_t count = info.element_count();
         Buffer buffer = device_buffer(ctx_, count * element_size(dtype), name);
         const std::size_t in_size = element_size(info.dtype);
-        if (dtype == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little) {
+        if (dtype == DType::F16 && info.dtype == DType::F16 && std::endian::native == std::endian::little &&
+            row_sumsq_ == nullptr) {
             copy_raw(*t.file, info, buffer, false, true);  // already the storage format
         } else {
             std::vector<float> values(std::min(count, kChunkElements));
@@ -120,22 +131,80 @@ private:
                 t.file->read_raw_into(info, first * in_size, chunk_raw);
                 convert_to_f32(info.dtype, chunk_raw, chunk);
                 check_floats(*t.file, info, first, chunk);
-                if (dtype == DType::F32) {
-                    ctx_.upload(buffer, std::span<const float>(chunk), first * 4);
-                    continue;
-                }
-                const std::span<std::uint16_t> out(halves.data(), n);
-                floats_to_halves(chunk, out);
-                if (const std::optional<std::size_t> i = first_half_overflow(chunk, out)) {
-                    throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name +
-                                "': element " + std::to_string(first + *i) + " (" + std::to_string(chunk[*i]) +
-                                ") does not fit fp16 weight storage; load the weights as fp32");
-                }
-                ctx_.upload(buffer, std::span<const std::uint16_t>(out), first * 2);
+                upload_dense(t, info, buffer, first, chunk, halves);
             }
         }
         state_.bytes_done += info.byte_size();
         return buffer;
+    }
+
+    // Elements [first, first + values.size()) of a dense tensor, in the storage dtype.
+    void upload_dense(const CheckpointTensor& t, const TensorInfo& info, const Buffer& buffer, std::size_t first,
+                      std::span<const float> values, std::vector<std::uint16_t>& halves) {
+        if (format_.dense == DType::F32) {
+            add_row_sums(first, values);
+            ctx_.upload(buffer, values, first * 4);
+            return;
+        }
+        halves.resize(std::max(halves.size(), values.size()));
+        const std::span<std::uint16_t> out(halves.data(), values.size());
+        floats_to_halves(values, out);
+        if (const std::optional<std::size_t> i = first_half_overflow(values, out)) {
+            throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "': element " +
+                        std::to_string(first + *i) + " (" + std::to_string(values[*i]) +
+                        ") does not fit fp16 weight storage; load the weights as fp32");
+        }
+        if (row_sumsq_ != nullptr) {
+            std::vector<float> rounded(values.size());
+            halves_to_floats(out, rounded);
+            add_row_sums(first, rounded);
+        }
+        ctx_.upload(buffer, std::span<const std::uint16_t>(out), first * 2);
+    }
+
+    void add_row_sums(std::size_t first, std::span<const float> values) {
+        if (row_sumsq_ == nullptr) {
+            return;
+        }
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            (*row_sumsq_)[(first + i) / row_length_] += static_cast<double>(values[i]) * values[i];
+        }
+    }
+
+    // A tensor stored the other way round ([in, out], GPT-2's Conv1D): read whole and turned
+    // around on the host (its size in fp32 is the cost), then uploaded like any other.
+    TensorBuffers turned(const ExpectedTensor& expected, bool quantize) {
+        const CheckpointTensor& t = checkpoint_.at(expected.name);
+        const TensorInfo& info = *t.info;
+        const std::vector<float> values = read_tensor_f32(checkpoint_, expected);
+        if (check_finite_) {
+            const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+            if (bad != values.end()) {
+                // Report the element's index in the file, which is stored [in, out].
+                const std::size_t logical = static_cast<std::size_t>(bad - values.begin());
+                const std::size_t out = expected.shape[0], in = expected.shape[1];
+                fail_non_finite(*t.file, info, (logical % in) * out + logical / in, *bad);
+            }
+        }
+        TensorBuffers result;
+        if (quantize) {
+            const std::uint64_t rows = expected.shape[0], k = expected.shape[1];
+            const std::string what = "safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "'";
+            const QuantizedMatrix m = quantize_matrix(format_.quant, values, rows, k, what);
+            result.values = device_buffer(ctx_, m.values.size(), expected.name);
+            result.scales = device_buffer(ctx_, m.scales.size() * 2, expected.name + " scales");
+            ctx_.upload(result.values, std::span<const std::uint8_t>(m.values));
+            ctx_.upload(result.scales, std::span<const std::uint16_t>(m.scales));
+            if (row_sumsq_ != nullptr) {
+                add_row_sums(0, dequantize_matrix(format_.quant, m.values, m.scales, rows, k));
+            }
+        } else {
+            result.values = device_buffer(ctx_, values.size() * element_size(format_.dense), expected.name);
+            std::vector<std::uint16_t> halves;
+            upload_dense(t, info, result.values, 0, values, halves);
+        }
+        state_.bytes_done += info.byte_size();
+        return result;
     }
 
     // A quantized checkpoint's planes, uploaded as they are stored: no re-quantization.
@@ -147,6 +216,9 @@ private:
         copy_raw(*values.file, *values.info, out.values, false, false);
         copy_raw(*scales.file, *scales.info, out.scales, std::endian::native != std::endian::little, true);
         state_.bytes_done += values.info->byte_size() + scales.info->byte_size();
+        if (row_sumsq_ != nullptr) {
+            add_row_sums(0, read_weights_f32(checkpoint_, expected, source_quant_));
+        }
         return out;
     }
 
@@ -197,6 +269,9 @@ private:
             convert_to_f32(info.dtype, chunk_raw, chunk);
             check_floats(*t.file, info, r0 * k, chunk);
             const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + std::to_string(r0));
+            if (row_sumsq_ != nullptr) {
+                add_row_sums(r0 * k, dequantize_matrix(q, m.values, m.scales, n, k));
+            }
             ctx_.upload(out.values, std::span<const std::uint8_t>(m.values), r0 * row_bytes);
             ctx_.upload(out.scales, std::span<const std::uint16_t>(m.scales), r0 * row_scales * 2);
         }
@@ -211,58 +286,90 @@ private:
     const std::function<void(const WeightUploadProgress&)>& progress_;
     bool check_finite_;
     WeightUploadProgress state_;
+    std::vector<double>* row_sumsq_ = nullptr;
+    std::size_t row_length_ = 1;
 };
 
-// Hands the buffers of expected_tensors(config), in that order, to the slots of the
-// blocks: the one place that knows how the family's tensors map onto a block.
-ModelWeights assemble(const ModelConfig& config, WeightFormat format, std::vector<TensorBuffers> flat) {
+// Hands the buffers of expected_tensors(config), in that order, to their slots.
+ModelWeights assemble(const ModelConfig& config, WeightFormat format, const std::vector<ExpectedTensor>& tensors,
+                      std::vector<TensorBuffers> flat) {
     ModelWeights w{.format = format};
-    for (const TensorBuffers& b : flat) {
+    w.layers.resize(config.n_layer);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const ExpectedTensor& t = tensors[i];
+        TensorBuffers& b = flat.at(i);
         w.bytes += b.values.size() + (b.scales.valid() ? b.scales.size() : 0);
-    }
-    std::size_t next = 0;
-    const auto take = [&]() { return std::move(flat.at(next++)); };
-    const bool bias = config.family == ModelFamily::Bloom || !config.no_bias;
-    const std::uint32_t h = config.hidden, ffn = config.ffn_hidden;
-    const auto norm = [&](bool has_bias) {
-        NormWeights n{.weight = take().values};
-        if (has_bias)
-            n.bias = take().values;
-        return n;
-    };
-    const auto linear = [&](std::uint32_t out, std::uint32_t in) {
-        TensorBuffers weight = take();
-        LinearWeights l{.weight = std::move(weight.values), .scales = std::move(weight.scales), .out = out, .in = in};
-        if (bias)
-            l.bias = take().values;
-        return l;
-    };
-    TensorBuffers embedding = take();
-    w.embedding = std::move(embedding.values);
-    w.embedding_scales = std::move(embedding.scales);
-    if (config.family == ModelFamily::Bloom) {
-        w.embedding_norm = norm(true);
-    }
-    for (std::uint32_t i = 0; i < config.n_layer; ++i) {
-        LayerWeights layer;
-        layer.attn_norm = norm(bias);
-        layer.qkv = linear(3 * h, h);
-        layer.attn_out = linear(h, h);
-        layer.mlp_norm = norm(bias);
-        layer.up = linear(ffn, h);
-        layer.down = linear(h, ffn);
-        w.layers.push_back(std::move(layer));
-    }
-    w.final_norm = norm(bias);
-    if (!config.tie_word_embeddings) {
-        TensorBuffers head = take();
-        w.lm_head = std::move(head.values);
-        w.lm_head_scales = std::move(head.scales);
-    }
-    if (next != flat.size()) {
-        throw Error("model weights: internal error, " + std::to_string(flat.size() - next) + " tensors unused");
+        LayerWeights& layer = w.layers.at(t.layer);
+        const auto norm = [&](NormWeights& n) { (t.bias ? n.bias : n.weight) = std::move(b.values); };
+        const auto linear = [&](LinearWeights& l) {
+            if (t.bias) {
+                l.bias = std::move(b.values);
+                return;
+            }
+            l.weight = std::move(b.values);
+            l.scales = std::move(b.scales);
+            l.out = static_cast<std::uint32_t>(t.shape.at(0));
+            l.in = static_cast<std::uint32_t>(t.shape.at(1));
+        };
+        switch (t.slot) {
+            case TensorSlot::Embedding:
+                w.embedding = std::move(b.values);
+                w.embedding_scales = std::move(b.scales);
+                break;
+            case TensorSlot::PositionEmbedding:
+                w.position_embedding = std::move(b.values);
+                break;
+            case TensorSlot::EmbeddingNorm:
+                norm(w.embedding_norm);
+                break;
+            case TensorSlot::AttnNorm:
+                norm(layer.attn_norm);
+                break;
+            case TensorSlot::Qkv:
+                linear(layer.qkv);
+                break;
+            case TensorSlot::QNorm:
+                norm(layer.q_norm);
+                break;
+            case TensorSlot::KNorm:
+                norm(layer.k_norm);
+                break;
+            case TensorSlot::AttnOut:
+                linear(layer.attn_out);
+                break;
+            case TensorSlot::MlpNorm:
+                norm(layer.mlp_norm);
+                break;
+            case TensorSlot::Gate:
+                linear(layer.gate);
+                break;
+            case TensorSlot::Up:
+                linear(layer.up);
+                break;
+            case TensorSlot::Down:
+                linear(layer.down);
+                break;
+            case TensorSlot::FinalNorm:
+                norm(w.final_norm);
+                break;
+            case TensorSlot::LmHead:
+                w.lm_head = std::move(b.values);
+                w.lm_head_scales = std::move(b.scales);
+                break;
+        }
     }
     return w;
+}
+
+// Baichuan2's NormHead: 1 / max(|row|, 1e-12) per row (torch.nn.functional.normalize).
+Buffer row_scales_buffer(Context& ctx, const std::vector<double>& sumsq) {
+    std::vector<float> scales(sumsq.size());
+    for (std::size_t i = 0; i < sumsq.size(); ++i) {
+        scales[i] = static_cast<float>(1.0 / std::max(std::sqrt(sumsq[i]), 1e-12));
+    }
+    Buffer b = device_buffer(ctx, scales.size() * 4, "lm_head row scales");
+    ctx.upload(b, std::span<const float>(scales));
+    return b;
 }
 
 }  // namespace
@@ -306,10 +413,17 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
 
     Uploader up(ctx, checkpoint, source, format, progress, total, check_finite);
     std::vector<TensorBuffers> flat;
+    std::vector<double> head_sumsq;
     for (const ExpectedTensor& expected : tensors) {
-        flat.push_back(up.tensor(expected));
+        const bool head = expected.slot == TensorSlot::LmHead && config.normalized_lm_head;
+        flat.push_back(up.tensor(expected, head ? &head_sumsq : nullptr));
     }
-    return assemble(config, format, std::move(flat));
+    ModelWeights w = assemble(config, format, tensors, std::move(flat));
+    if (config.normalized_lm_head) {
+        w.lm_head_row_scales = row_scales_buffer(ctx, head_sumsq);
+        w.bytes += w.lm_head_row_scales.size();
+    }
+    return w;
 }
 
 ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format) {
@@ -348,11 +462,18 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFo
         upload_repeated(ctx, b, block, format.dense, count);
         return TensorBuffers{.values = std::move(b)};
     };
+    const std::vector<ExpectedTensor> tensors = expected_tensors(config);
     std::vector<TensorBuffers> flat;
-    for (const ExpectedTensor& t : expected_tensors(config)) {
+    for (const ExpectedTensor& t : tensors) {
         flat.push_back(make(t));
     }
-    return assemble(config, format, std::move(flat));
+    ModelWeights w = assemble(config, format, tensors, std::move(flat));
+    if (config.normalized_lm_head) {
+        // Synthetic rows are uniform: any positive norm keeps the benchmark's work the same.
+        w.lm_head_row_scales = row_scales_buffer(ctx, std::vector<double>(config.vocab_size, 1.0));
+        w.bytes += w.lm_head_row_scales.size();
+    }
+    return w;
 }
 
 }  // namespace vkf

@@ -1,5 +1,5 @@
 #pragma once
-// A BLOOM or MPT checkpoint's weights on the device, one buffer per tensor (two per
+// A model checkpoint's weights on the device, one buffer per tensor (two per
 // quantized matrix: values and scales), in one WeightFormat: fp32, fp16, or q8_0/q4_0
 // matrices with fp16 norms and biases. The tensors are named by what they do in a block, so
 // the forward pass does not care which family they came from.
@@ -32,16 +32,15 @@ struct NormWeights {
     Buffer bias;  // !valid() for MPT's no_bias
 };
 
-// BLOOM:  attn_norm = input_layernorm, qkv = self_attention.query_key_value
-//         ([n_head, 3, head_dim] per token), attn_out = self_attention.dense,
-//         mlp_norm = post_attention_layernorm, up = mlp.dense_h_to_4h, down = mlp.dense_4h_to_h.
-// MPT:    attn_norm = norm_1, qkv = attn.Wqkv ([q | k | v] per token), attn_out =
-//         attn.out_proj, mlp_norm = norm_2, up = ffn.up_proj, down = ffn.down_proj.
+// One block's tensors by what they do (TensorSlot in host/spec/model_tensors.hpp names each
+// family's tensor for each): e.g. BLOOM's attn_norm is input_layernorm, MPT's norm_1.
 struct LayerWeights {
     NormWeights attn_norm;
     LinearWeights qkv;
+    NormWeights q_norm, k_norm;  // MPT qk_ln only
     LinearWeights attn_out;
     NormWeights mlp_norm;
+    LinearWeights gate;  // gated MLPs only (SwiGLU)
     LinearWeights up;
     LinearWeights down;
 };
@@ -50,11 +49,15 @@ struct ModelWeights {
     WeightFormat format;
     Buffer embedding;            // [vocab, hidden]: BLOOM word_embeddings, MPT wte
     Buffer embedding_scales;     // quantized only
-    NormWeights embedding_norm;  // BLOOM word_embeddings_layernorm; absent for MPT
+    NormWeights embedding_norm;  // BLOOM word_embeddings_layernorm; absent elsewhere
+    Buffer position_embedding;   // MPT wpe [max_seq_len, hidden] with learned_pos_emb
     std::vector<LayerWeights> layers;
     NormWeights final_norm;   // BLOOM ln_f, MPT norm_f
     Buffer lm_head;           // [vocab, hidden] when not tied to the embedding
     Buffer lm_head_scales;    // quantized only
+    // Baichuan2's NormHead: 1 / |row| of the head as the GPU reads it, [vocab] fp32; the
+    // logits are scaled by it, which is multiplying by the row-normalized matrix.
+    Buffer lm_head_row_scales;
     std::uint64_t bytes = 0;  // device bytes of all of the above
 };
 

@@ -205,7 +205,10 @@ AttentionPush make_attention_push(const AttentionParams& params) {
     flags |= params.mask == MaskMode::Causal ? VKF_ATTN_FLAG_CAUSAL_MASK : 0;
     flags |= !params.slopes.empty() ? VKF_ATTN_FLAG_SLOPE_TABLE : 0;
     flags |= !params.kv_lens.empty() ? VKF_ATTN_FLAG_KV_LENS : 0;
-    flags |= params.alibi == AlibiMode::Causal ? VKF_ATTN_FLAG_ALIBI_CAUSAL : 0;
+    flags |= params.alibi == AlibiMode::Causal || params.alibi == AlibiMode::FalconBf16 ? VKF_ATTN_FLAG_ALIBI_CAUSAL
+                                                                                        : 0;
+    flags |= params.alibi == AlibiMode::FalconBf16 ? VKF_ATTN_FLAG_ALIBI_KEY_BF16 : 0;
+    flags |= params.alibi_train_len != 0 ? VKF_ATTN_FLAG_ALIBI_DYNAMIC : 0;
     flags |= params.alibi == AlibiMode::Symmetric ? VKF_ATTN_FLAG_ALIBI_SYMMETRIC : 0;
     return AttentionPush{.batch = s.batch,
                          .q_len = s.q_len,
@@ -218,7 +221,7 @@ AttentionPush make_attention_push(const AttentionParams& params) {
                          .alibi_pow2 = alibi_pow2_floor(s.n_head),
                          .kv_split_len = s.kv_len,
                          .n_splits = 1,
-                         .reserved = 0};
+                         .alibi_train_len = params.alibi_train_len};
 }
 
 const char* to_string(AttentionKernel kernel) {

@@ -13,7 +13,9 @@ namespace vkf {
 struct GatedActivationArgs {
     BufferRange gate;  // fp32, row r at element r * gate_stride, cols elements used
     BufferRange up;    // fp32, row r at element r * up_stride
-    BufferRange y;     // [rows, cols] fp32, dense; must not overlap gate or up
+    // [rows, cols] fp32, dense; may be the same range as a dense gate (each element is read
+    // before it is written by the same invocation), must not overlap up otherwise.
+    BufferRange y;
     std::uint32_t rows = 0, cols = 0;
     std::uint32_t gate_stride = 0, up_stride = 0;  // elements; >= cols
     Activation activation = Activation::Silu;

@@ -134,7 +134,7 @@ QuantizedTensorBytes read_quantized(const ShardedCheckpoint& checkpoint, std::st
 std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const ExpectedTensor& tensor,
                                     QuantFormat format) {
     if (format == QuantFormat::None || !quantized_role(tensor.role)) {
-        return checkpoint.read_as_f32(tensor.name);
+        return read_tensor_f32(checkpoint, tensor);
     }
     const std::size_t rows = tensor.shape.at(0), k = tensor.shape.at(1);
     const QuantizedTensorBytes q = read_quantized(checkpoint, tensor.name);
@@ -191,9 +191,9 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
     if (format == QuantFormat::None) {
         throw Error("vkf-quantize: no block format given");
     }
-    const ModelConfig config = read_model_config(model_dir);
-    validate(config);
     const ShardedCheckpoint checkpoint = open_checkpoint(model_dir);
+    const ModelConfig config = resolve_with_checkpoint(read_model_config(model_dir), checkpoint);
+    validate(config);
     const QuantFormat already = checkpoint_quantization(checkpoint);
     if (already != QuantFormat::None) {
         throw Error("checkpoint '" + checkpoint.source().string() + "' is already quantized (" + to_string(already) +
@@ -218,7 +218,7 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
                 .dtype = DType::F16,
                 .shape = e.shape,
                 .bytes = [&checkpoint, e](std::span<std::byte> out) {
-                    const std::vector<float> values = checkpoint.read_as_f32(e.name);
+                    const std::vector<float> values = read_tensor_f32(checkpoint, e);
                     const std::vector<std::uint16_t> halves = floats_to_halves(values);
                     if (const std::optional<std::size_t> i = first_half_overflow(values, halves)) {
                         throw Error("vkf-quantize: tensor '" + e.name + "': element " + std::to_string(*i) + " (" +
@@ -235,7 +235,7 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
                                           .dtype = DType::U8,
                                           .shape = {rows, static_cast<std::size_t>(quant_row_bytes(format, k))},
                                           .bytes = [&checkpoint, e, format, rows, k, last](std::span<std::byte> out) {
-                                              const std::vector<float> weights = checkpoint.read_as_f32(e.name);
+                                              const std::vector<float> weights = read_tensor_f32(checkpoint, e);
                                               *last =
                                                   quantize_matrix(format, weights, rows, k, "tensor '" + e.name + "'");
                                               std::memcpy(out.data(), last->values.data(), out.size());

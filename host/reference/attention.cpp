@@ -129,7 +129,9 @@ void attend_row(const AttentionParams& params, Scratch& scratch, double scale, d
 
     double row_max = -std::numeric_limits<double>::infinity();
     for (std::size_t j = 0; j < n_keys; ++j) {
-        weights[j] = scale * weights[j] + alibi_bias(params.alibi, slope, position, static_cast<std::int64_t>(j));
+        const double bias = alibi_bias(params.alibi, slope, position, static_cast<std::int64_t>(j));
+        // Falcon adds its bias to q.k and scales the sum.
+        weights[j] = scale * weights[j] + (params.alibi == AlibiMode::FalconBf16 ? scale * bias : bias);
         row_max = std::max(row_max, weights[j]);
     }
     double sum = 0.0;
@@ -178,7 +180,9 @@ std::vector<double> attention(const AttentionParams& params, std::span<const dou
                 gather_kv_head_transposed(v, s, b, kv_head, valid_keys, scratch.values_transposed);
 
                 for (std::uint32_t h = kv_head * heads_per_kv_head; h < (kv_head + 1) * heads_per_kv_head; ++h) {
-                    const double slope = params.alibi == AlibiMode::Off ? 0.0 : head_slope(params, h);
+                    const double slope = params.alibi == AlibiMode::Off
+                                             ? 0.0
+                                             : head_slope(params, h) * alibi_length_factor(params, valid_keys);
 
                     for (std::uint32_t i = 0; i < s.q_len; ++i) {
                         const std::int64_t position = first_position + i;

@@ -32,20 +32,26 @@ struct RefNorm {
 };
 
 struct RefBlock {
-    RefNorm norm_1;  // BLOOM input_layernorm
+    RefNorm norm_1;  // BLOOM input_layernorm, MPT norm_1, ...
     RefLinear qkv;
-    RefLinear out;   // BLOOM self_attention.dense
-    RefNorm norm_2;  // BLOOM post_attention_layernorm
-    RefLinear up;    // BLOOM mlp.dense_h_to_4h
-    RefLinear down;  // BLOOM mlp.dense_4h_to_h
+    RefNorm q_norm, k_norm;  // MPT qk_ln
+    RefLinear out;           // BLOOM self_attention.dense
+    RefNorm norm_2;          // BLOOM post_attention_layernorm
+    RefLinear gate;          // gated MLPs: the activated half
+    RefLinear up;            // BLOOM mlp.dense_h_to_4h; gated: the multiplied half
+    RefLinear down;          // BLOOM mlp.dense_4h_to_h
 };
 
 std::vector<double> linear(std::span<const double> x, std::uint32_t m, const RefLinear& layer, unsigned threads) {
     return reference::linear(x, layer.weight, layer.bias, m, layer.out, layer.in, threads);
 }
 
+// LayerNorm, or Baichuan's RMSNorm.
 std::vector<double> layer_norm(std::span<const double> x, std::uint32_t rows, std::uint32_t dim, const RefNorm& norm,
-                               double eps) {
+                               double eps, NormKind kind) {
+    if (kind == NormKind::RmsNorm) {
+        return rmsnorm(x, norm.weight, rows, dim, eps);
+    }
     return layernorm(x, norm.weight, norm.bias, rows, dim, eps);
 }
 
@@ -58,8 +64,9 @@ void add_in_place(std::vector<double>& y, std::span<const double> residual) {
 }  // namespace
 
 struct Model::Weights {
-    std::vector<float> embedding;  // [vocab, hidden]
-    RefNorm embedding_norm;        // BLOOM only
+    std::vector<float> embedding;           // [vocab, hidden]
+    std::vector<float> position_embedding;  // MPT wpe [max_seq_len, hidden], or empty
+    RefNorm embedding_norm;                 // BLOOM only
     std::vector<RefBlock> blocks;
     RefNorm final_norm;
     RefLinear lm_head;  // empty when tied to the embedding
@@ -108,26 +115,6 @@ public:
         return values;
     }
 
-    RefNorm norm(const std::string& prefix, bool bias) const {
-        RefNorm n;
-        n.weight = read(prefix + ".weight");
-        if (bias) {
-            n.bias = read(prefix + ".bias");
-        }
-        return n;
-    }
-
-    RefLinear linear(const std::string& prefix, std::uint32_t out, std::uint32_t in, bool bias) const {
-        RefLinear l;
-        l.weight = read(prefix + ".weight");
-        if (bias) {
-            l.bias = read(prefix + ".bias");
-        }
-        l.out = out;
-        l.in = in;
-        return l;
-    }
-
 private:
     const ShardedCheckpoint& checkpoint_;
     QuantFormat format_;  // of the checkpoint
@@ -139,7 +126,7 @@ private:
 }  // namespace
 
 Model::Model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, ModelOptions options)
-    : config_(config), options_(std::move(options)) {
+    : config_(resolve_with_checkpoint(config, checkpoint)), options_(std::move(options)) {
     validate(config_);
     if (options_.threads == 0) {
         options_.threads = std::max(1u, std::thread::hardware_concurrency());
@@ -147,40 +134,64 @@ Model::Model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, Mod
 
     const WeightReader reader(checkpoint, config_, options_);
     auto weights = std::make_unique<Weights>();
-    const std::uint32_t h = config_.hidden;
-    const std::uint32_t ffn = config_.ffn_hidden;
-    const bool bloom = config_.family == ModelFamily::Bloom;
-    const bool bias = bloom || !config_.no_bias;
-
-    weights->embedding = reader.read(bloom ? "word_embeddings.weight" : "wte.weight");
-    if (bloom) {
-        weights->embedding_norm = reader.norm("word_embeddings_layernorm", true);
-    }
-    weights->blocks.reserve(config_.n_layer);
-    for (std::uint32_t i = 0; i < config_.n_layer; ++i) {
-        RefBlock b;
-        if (bloom) {
-            const std::string p = "h." + std::to_string(i);
-            b.norm_1 = reader.norm(p + ".input_layernorm", true);
-            b.qkv = reader.linear(p + ".self_attention.query_key_value", 3 * h, h, true);
-            b.out = reader.linear(p + ".self_attention.dense", h, h, true);
-            b.norm_2 = reader.norm(p + ".post_attention_layernorm", true);
-            b.up = reader.linear(p + ".mlp.dense_h_to_4h", ffn, h, true);
-            b.down = reader.linear(p + ".mlp.dense_4h_to_h", h, ffn, true);
-        } else {
-            const std::string p = "blocks." + std::to_string(i);
-            b.norm_1 = reader.norm(p + ".norm_1", bias);
-            b.qkv = reader.linear(p + ".attn.Wqkv", 3 * h, h, bias);
-            b.out = reader.linear(p + ".attn.out_proj", h, h, bias);
-            b.norm_2 = reader.norm(p + ".norm_2", bias);
-            b.up = reader.linear(p + ".ffn.up_proj", ffn, h, bias);
-            b.down = reader.linear(p + ".ffn.down_proj", h, ffn, bias);
+    weights->blocks.resize(config_.n_layer);
+    for (const ExpectedTensor& t : expected_tensors(config_)) {
+        std::vector<float> values = reader.read(t.name);
+        RefBlock& block = weights->blocks.at(t.layer);
+        const auto norm = [&](RefNorm& n) { (t.bias ? n.bias : n.weight) = std::move(values); };
+        const auto linear = [&](RefLinear& l) {
+            if (t.bias) {
+                l.bias = std::move(values);
+                return;
+            }
+            l.weight = std::move(values);
+            l.out = static_cast<std::uint32_t>(t.shape.at(0));
+            l.in = static_cast<std::uint32_t>(t.shape.at(1));
+        };
+        switch (t.slot) {
+            case TensorSlot::Embedding:
+                weights->embedding = std::move(values);
+                break;
+            case TensorSlot::PositionEmbedding:
+                weights->position_embedding = std::move(values);
+                break;
+            case TensorSlot::EmbeddingNorm:
+                norm(weights->embedding_norm);
+                break;
+            case TensorSlot::AttnNorm:
+                norm(block.norm_1);
+                break;
+            case TensorSlot::Qkv:
+                linear(block.qkv);
+                break;
+            case TensorSlot::QNorm:
+                norm(block.q_norm);
+                break;
+            case TensorSlot::KNorm:
+                norm(block.k_norm);
+                break;
+            case TensorSlot::AttnOut:
+                linear(block.out);
+                break;
+            case TensorSlot::MlpNorm:
+                norm(block.norm_2);
+                break;
+            case TensorSlot::Gate:
+                linear(block.gate);
+                break;
+            case TensorSlot::Up:
+                linear(block.up);
+                break;
+            case TensorSlot::Down:
+                linear(block.down);
+                break;
+            case TensorSlot::FinalNorm:
+                norm(weights->final_norm);
+                break;
+            case TensorSlot::LmHead:
+                linear(weights->lm_head);
+                break;
         }
-        weights->blocks.push_back(std::move(b));
-    }
-    weights->final_norm = reader.norm(bloom ? "ln_f" : "norm_f", bias);
-    if (!config_.tie_word_embeddings) {
-        weights->lm_head = reader.linear("lm_head", config_.vocab_size, h, false);
     }
 
     weights_ = std::move(weights);
@@ -193,7 +204,7 @@ Model& Model::operator=(Model&&) noexcept = default;
 std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
     const ModelConfig& c = config_;
     const Weights& w = *weights_;
-    const bool bloom = c.family == ModelFamily::Bloom;
+    const FamilyTraits traits = family_traits(c.family);
     const unsigned threads = options_.threads;
     for (std::size_t t = 0; t < ids.size(); ++t) {
         if (ids[t] >= c.vocab_size) {
@@ -205,24 +216,39 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
     if (tokens == 0) {
         return {};
     }
+    if (c.learned_pos_emb && tokens > c.max_seq_len) {
+        throw Error("reference model: " + std::to_string(tokens) + " tokens, but the learned positions cover " +
+                    std::to_string(c.max_seq_len));
+    }
     const std::size_t h = c.hidden;
     const std::size_t d = c.head_dim;
+    const std::size_t kv = std::size_t{c.n_kv_head} * d;
+    const std::size_t width = h + 2 * kv;
+    const NormKind norm_kind = traits.norm;
+    const double eps = c.layer_norm_epsilon;
 
+    // Embedding: MPT adds wpe rows of positions 0.., Jais multiplies by its muP scale, BLOOM
+    // normalizes.
     std::vector<double> x(tokens * h);
     for (std::size_t t = 0; t < tokens; ++t) {
         const float* row = w.embedding.data() + std::size_t{ids[t]} * h;
         for (std::size_t i = 0; i < h; ++i) {
-            x[t * h + i] = static_cast<double>(row[i]);
+            double value = static_cast<double>(row[i]);
+            if (!w.position_embedding.empty()) {
+                value += static_cast<double>(w.position_embedding[t * h + i]);
+            }
+            x[t * h + i] = value * c.embedding_scale;
         }
     }
-    if (bloom) {
-        x = layer_norm(x, tokens, c.hidden, w.embedding_norm, c.layer_norm_epsilon);
+    if (traits.embedding_norm) {
+        x = layer_norm(x, tokens, c.hidden, w.embedding_norm, eps, norm_kind);
     }
 
-    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    const double scale = attention_scale(c);
+    const std::vector<float> slopes = model_alibi_slopes(c);
     for (std::uint32_t layer = 0; layer < c.n_layer; ++layer) {
         const RefBlock& b = w.blocks[layer];
-        const std::vector<double> normed = layer_norm(x, tokens, c.hidden, b.norm_1, c.layer_norm_epsilon);
+        const std::vector<double> normed = layer_norm(x, tokens, c.hidden, b.norm_1, eps, norm_kind);
         std::vector<double> qkv = linear(normed, tokens, b.qkv, threads);
         if (c.clip_qkv) {
             const double clip = *c.clip_qkv;
@@ -230,54 +256,94 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
                 value = std::clamp(value, -clip, clip);
             }
         }
-        // Q, K and V of every head, dense [tokens, n_head, head_dim], out of the fused output:
-        // BLOOM stores [n_head, 3, head_dim] per token, MPT [q | k | v].
-        std::vector<double> q(tokens * h), k(tokens * h), v(tokens * h);
+        // Q [tokens, n_head, head_dim] and K, V [tokens, n_kv_head, head_dim] out of the fused
+        // output: BLOOM and Falcon store [n_head, 3, head_dim] per token, the others [q | k | v].
+        std::vector<double> q(tokens * h), k(tokens * kv), v(tokens * kv);
         for (std::size_t t = 0; t < tokens; ++t) {
-            for (std::size_t head = 0; head < c.n_head; ++head) {
-                for (std::size_t which = 0; which < 3; ++which) {
-                    const double* from =
-                        qkv.data() + t * 3 * h + (bloom ? (head * 3 + which) * d : which * h + head * d);
-                    double* to = (which == 0 ? q : which == 1 ? k : v).data() + t * h + head * d;
-                    std::copy(from, from + d, to);
+            const double* row = qkv.data() + t * width;
+            if (traits.interleaved_qkv) {
+                for (std::size_t head = 0; head < c.n_head; ++head) {
+                    std::copy_n(row + (head * 3 + 0) * d, d, q.data() + t * h + head * d);
+                    std::copy_n(row + (head * 3 + 1) * d, d, k.data() + t * kv + head * d);
+                    std::copy_n(row + (head * 3 + 2) * d, d, v.data() + t * kv + head * d);
                 }
+            } else {
+                std::copy_n(row, h, q.data() + t * h);
+                std::copy_n(row + h, kv, k.data() + t * kv);
+                std::copy_n(row + h + kv, kv, v.data() + t * kv);
             }
         }
-        // Causal ALiBi, slope * (j - i): BLOOM's slope * j up to a per-row constant. BLOOM's
-        // build_alibi_tensor and MPT's gen_slopes give the paper's slopes in the same order
-        // (mpt_alibi_slopes in host/spec/alibi.cpp), BLOOM with maximum bias 8.
-        const AttentionParams params{.shape = {.batch = 1,
-                                               .q_len = tokens,
-                                               .kv_len = tokens,
-                                               .n_head = c.n_head,
-                                               .n_kv_head = c.n_head,
-                                               .head_dim = c.head_dim},
-                                     .mask = MaskMode::Causal,
-                                     .alibi = AlibiMode::Causal,
-                                     .max_bias = bloom ? 8.0f : static_cast<float>(c.alibi_bias_max)};
+        if (c.qk_ln) {
+            q = layer_norm(q, tokens, c.hidden, b.q_norm, eps, NormKind::LayerNorm);
+            k = layer_norm(k, tokens, static_cast<std::uint32_t>(kv), b.k_norm, eps, NormKind::LayerNorm);
+        }
+        // Causal attention with the family's ALiBi: slope * (j - i) (BLOOM's, Baichuan's and
+        // Jais' slope * j up to a per-row constant), Falcon's bf16(slope * j) added before the
+        // scale, none for MPT without ALiBi; Jais' dynamic scaling through alibi_train_len.
+        const AttentionParams params{
+            .shape = {.batch = 1,
+                      .q_len = tokens,
+                      .kv_len = tokens,
+                      .n_head = c.n_head,
+                      .n_kv_head = c.n_kv_head,
+                      .head_dim = c.head_dim},
+            .mask = MaskMode::Causal,
+            .alibi = !c.alibi                                         ? AlibiMode::Off
+                     : traits.alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
+                                                                      : AlibiMode::Causal,
+            .slopes = slopes,
+            .alibi_train_len = c.alibi_train_seq_len.value_or(0)};
         const std::vector<double> context = attention(params, q, k, v, scale, threads);
         std::vector<double> attn = linear(context, tokens, b.out, threads);
-        add_in_place(attn, x);
+        // BLOOM's apply_residual_connection_post_layernorm: the residual is the norm's output.
+        add_in_place(attn, c.post_layernorm_residual ? std::span<const double>(normed) : std::span<const double>(x));
         x = std::move(attn);
 
-        const std::vector<double> normed_2 = layer_norm(x, tokens, c.hidden, b.norm_2, c.layer_norm_epsilon);
-        std::vector<double> up = linear(normed_2, tokens, b.up, threads);
-        for (double& value : up) {
-            // BLOOM's bloom_gelu_forward writes sqrt(2 / pi) as 0.79788456 (1e-10 relative off).
-            value = bloom ? gelu_tanh(value) : gelu_erf(value);
+        const std::vector<double> normed_2 = layer_norm(x, tokens, c.hidden, b.norm_2, eps, norm_kind);
+        std::vector<double> hidden_mlp;
+        if (traits.mlp == MlpKind::Gated) {
+            // Baichuan: down(silu(gate_proj(x)) * up_proj(x)); Jais: c_proj(c_fc(x) * silu(c_fc2(x))).
+            const std::vector<double> gate = linear(normed_2, tokens, b.gate, threads);
+            const std::vector<double> up = linear(normed_2, tokens, b.up, threads);
+            hidden_mlp = gated_activation(gate, up, tokens, c.ffn_hidden, c.ffn_hidden, c.ffn_hidden, traits.activation);
+        } else {
+            hidden_mlp = linear(normed_2, tokens, b.up, threads);
+            for (double& value : hidden_mlp) {
+                // BLOOM's bloom_gelu_forward writes sqrt(2 / pi) as 0.79788456 (1e-10 relative off).
+                value = activation(traits.activation, value);
+            }
         }
-        std::vector<double> down = linear(up, tokens, b.down, threads);
-        add_in_place(down, x);
+        std::vector<double> down = linear(hidden_mlp, tokens, b.down, threads);
+        add_in_place(down, c.post_layernorm_residual ? std::span<const double>(normed_2) : std::span<const double>(x));
         x = std::move(down);
         if (options_.progress) {
             options_.progress(layer, c.n_layer);
         }
     }
 
-    const std::vector<double> final_x = layer_norm(x, tokens, c.hidden, w.final_norm, c.layer_norm_epsilon);
+    const std::vector<double> final_x = layer_norm(x, tokens, c.hidden, w.final_norm, eps, norm_kind);
     const std::span<const float> head =
         c.tie_word_embeddings ? std::span<const float>(w.embedding) : std::span<const float>(w.lm_head.weight);
-    return reference::linear(final_x, head, {}, tokens, c.vocab_size, c.hidden, threads);
+    std::vector<double> logits = reference::linear(final_x, head, {}, tokens, c.vocab_size, c.hidden, threads);
+    // Baichuan2's NormHead (each head row divided by its L2 norm), MPT's logit_scale, Jais'
+    // mup_output_alpha * mup_width_scale.
+    std::vector<double> column_scale(c.vocab_size, c.logit_scale.value_or(1.0));
+    if (c.normalized_lm_head) {
+        for (std::size_t v = 0; v < c.vocab_size; ++v) {
+            double sumsq = 0.0;
+            for (std::size_t i = 0; i < h; ++i) {
+                const double value = head[v * h + i];
+                sumsq += value * value;
+            }
+            column_scale[v] /= std::max(std::sqrt(sumsq), 1e-12);
+        }
+    }
+    for (std::size_t t = 0; t < tokens; ++t) {
+        for (std::size_t v = 0; v < c.vocab_size; ++v) {
+            logits[t * c.vocab_size + v] *= column_scale[v];
+        }
+    }
+    return logits;
 }
 
 }  // namespace vkf::reference

@@ -3,6 +3,8 @@
 // attention mask modes, as described in docs/DESIGN.md. The GPU op receives these enums
 // unchanged in its push constants, hence the fixed underlying type and values.
 
+#include "host/util/half.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +14,10 @@ enum class AlibiMode : std::uint32_t {
     Off = 0,
     Causal = 1,     // slope * (j - i): decoders, used together with a causal mask
     Symmetric = 2,  // -slope * |i - j|: encoders
+    // Falcon: bf16(slope * j), added to q.k before the softmax scale (so it is scaled with
+    // it); slope * j rounded to bfloat16 as Hugging Face's build_alibi_tensor computes it.
+    // Decoders (with a causal mask); the slopes are the bf16-rounded ones.
+    FalconBf16 = 3,
 };
 
 enum class MaskMode : std::uint32_t {
@@ -35,13 +41,15 @@ std::vector<float> alibi_slopes(std::uint32_t n_head, double max_bias = 8.0);
 std::vector<float> mpt_alibi_slopes(std::uint32_t n_head, double alibi_bias_max = 8.0);
 
 // Bias added to the scaled score of query position i and key position j (absolute
-// positions). Inline because the CPU reference calls it for every score.
+// positions); FalconBf16's is added before the scale (the caller scales it). Inline because the CPU reference calls it for every score.
 inline double alibi_bias(AlibiMode mode, double slope, std::int64_t i, std::int64_t j) {
     switch (mode) {
         case AlibiMode::Causal:
             return slope * static_cast<double>(j - i);
         case AlibiMode::Symmetric:
             return -slope * static_cast<double>(i > j ? i - j : j - i);
+        case AlibiMode::FalconBf16:
+            return bfloat16_to_float(float_to_bfloat16(static_cast<float>(slope * static_cast<double>(j))));
         case AlibiMode::Off:
             break;
     }

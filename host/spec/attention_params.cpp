@@ -62,7 +62,8 @@ void validate(const AttentionParams& params) {
     if (params.mask != MaskMode::None && params.mask != MaskMode::Causal) {
         throw Error("attention: unknown mask mode " + std::to_string(static_cast<std::uint32_t>(params.mask)));
     }
-    if (params.alibi != AlibiMode::Off && params.alibi != AlibiMode::Causal && params.alibi != AlibiMode::Symmetric) {
+    if (params.alibi != AlibiMode::Off && params.alibi != AlibiMode::Causal && params.alibi != AlibiMode::Symmetric &&
+        params.alibi != AlibiMode::FalconBf16) {
         throw Error("attention: unknown ALiBi mode " + std::to_string(static_cast<std::uint32_t>(params.alibi)));
     }
     if (params.scale && !std::isfinite(*params.scale)) {
@@ -112,6 +113,12 @@ std::uint32_t kv_head_of(const AttentionShape& shape, std::uint32_t head) {
 
 std::uint32_t kv_len_of(const AttentionParams& params, std::uint32_t batch) {
     return params.kv_lens.empty() ? params.shape.kv_len : params.kv_lens[batch];
+}
+
+double alibi_length_factor(const AttentionParams& params, std::uint32_t valid_keys) {
+    return params.alibi_train_len != 0 && valid_keys > params.alibi_train_len
+               ? static_cast<double>(params.alibi_train_len) / static_cast<double>(valid_keys)
+               : 1.0;
 }
 
 double head_slope(const AttentionParams& params, std::uint32_t head) {

@@ -38,6 +38,9 @@ struct AttentionParams {
     std::span<const float> slopes = {};
     // Per-batch valid key lengths; empty = kv_len for every batch.
     std::span<const std::uint32_t> kv_lens = {};
+    // Jais' dynamic alibi_scaling: with L valid keys, every slope is multiplied by
+    // train_len / L when L > train_len. 0: off.
+    std::uint32_t alibi_train_len = 0;
 };
 
 // The softmax scale: params.scale when given, else 1/sqrt(head_dim) rounded to float.
@@ -63,5 +66,7 @@ std::uint32_t kv_len_of(const AttentionParams& params, std::uint32_t batch);
 
 // ALiBi slope of `head`: the table entry when a table is given, else the formula.
 double head_slope(const AttentionParams& params, std::uint32_t head);
+// The factor alibi_train_len applies with `valid_keys` keys: train_len / L past it, else 1.
+double alibi_length_factor(const AttentionParams& params, std::uint32_t valid_keys);
 
 }  // namespace vkf

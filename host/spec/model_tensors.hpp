@@ -13,22 +13,59 @@ namespace vkf {
 
 class ShardedCheckpoint;
 
-// What a weight is for; the checkpoint writer picks its random distribution from it.
-enum class TensorRole { Embedding, NormWeight, NormBias, LinearWeight, LinearBias };
+// What a weight is; the checkpoint writer picks its random distribution from it, and block
+// quantization takes the Embedding and LinearWeight matrices (the position table stays dense).
+enum class TensorRole { Embedding, NormWeight, NormBias, LinearWeight, LinearBias, PositionEmbedding };
+
+// Where a tensor goes in the forward pass, whatever its family calls it.
+enum class TensorSlot {
+    Embedding,          // [vocab, hidden]
+    PositionEmbedding,  // MPT wpe [max_seq_len, hidden]
+    EmbeddingNorm,      // BLOOM word_embeddings_layernorm
+    AttnNorm,
+    Qkv,  // the fused projection, [(n_head + 2 n_kv_head) head_dim, hidden]
+    QNorm,
+    KNorm,  // MPT qk_ln
+    AttnOut,
+    MlpNorm,
+    Up,    // the plain MLP's first matrix, or the gated MLP's multiplied (linear) half
+    Gate,  // the gated MLP's activated half (Baichuan gate_proj, Jais c_fc2)
+    Down,
+    FinalNorm,
+    LmHead,  // only when untied
+};
 
 struct ExpectedTensor {
-    std::string name;  // as Hugging Face names it, without the "transformer." prefix
-    std::vector<std::size_t> shape;
+    // As the checkpoint names it, without the "transformer." prefix of BLOOM, MPT, Falcon
+    // and Jais checkpoints (Baichuan's names start with "model." and are complete).
+    std::string name;
+    std::vector<std::size_t> shape;  // as the model uses it: [out, in] for a linear weight
     TensorRole role;
+    TensorSlot slot = TensorSlot::Embedding;
+    std::uint32_t layer = 0;  // of the per-layer slots
+    bool bias = false;        // the bias (or a norm's bias) of its slot, not the weight
+    // Stored as [in, out] (GPT-2's Conv1D: Jais): readers transpose it to `shape`.
+    bool transposed = false;
+    // The shape in the file: `shape`, reversed when transposed.
+    std::vector<std::size_t> stored_shape() const;
 };
 
 // Every tensor a checkpoint of this configuration holds, in the order of the forward
 // pass. lm_head.weight [vocab, hidden] is listed only when tie_word_embeddings is false.
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 
-// The name a Hugging Face *ForCausalLM checkpoint stores a tensor under:
-// "transformer." + name, except lm_head.weight, which sits outside the transformer.
+// A config settled against its checkpoint where the config alone is ambiguous: MPT's
+// learned_pos_emb with ALiBi is dropped when the checkpoint holds no wpe (mosaicml/mpt-7b's
+// own code adds wpe only without ALiBi, and its configs say true anyway).
+ModelConfig resolve_with_checkpoint(ModelConfig config, const ShardedCheckpoint& checkpoint);
+
+// The name a Hugging Face checkpoint stores a tensor under: "transformer." + name, except
+// lm_head.weight, which sits outside the transformer, and Baichuan's "model." names.
 std::string checkpoint_tensor_name(std::string_view name);
+
+// A float tensor read as float32 in the model's orientation (`shape`): transposed tensors
+// are turned around. Throws vkf::Error naming the file on a short or unreadable tensor.
+std::vector<float> read_tensor_f32(const ShardedCheckpoint& checkpoint, const ExpectedTensor& tensor);
 
 // Checks that every expected tensor is present (with or without the "transformer."
 // prefix) with the expected shape and a dtype vkformer reads (F32, F16, BF16). Throws one

@@ -39,6 +39,7 @@ WeightDistribution weight_distribution(TensorRole role) {
     const float std_002 = 0.02f * std::sqrt(3.0f);
     switch (role) {
         case TensorRole::Embedding:
+        case TensorRole::PositionEmbedding:
         case TensorRole::LinearWeight:
             return {.offset = 0.0f, .scale = std_002};
         case TensorRole::NormWeight:
@@ -57,7 +58,7 @@ void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig
         const WeightDistribution distribution = weight_distribution(expected.role);
         const std::uint64_t key = mix64(seed ^ mix64(hash_name(expected.name)));
         tensors.push_back(TensorSource{.name = checkpoint_tensor_name(expected.name),
-                                       .shape = std::move(expected.shape),
+                                       .shape = expected.stored_shape(),
                                        .values = [distribution, key](std::uint64_t first, std::span<float> out) {
                                            for (std::size_t i = 0; i < out.size(); ++i) {
                                                const std::uint64_t bits =

@@ -16,6 +16,10 @@
 // sequence grows): each split takes ceil(L / n_splits) keys rounded up to the kernel's key
 // block, at most kv_split_len, so that the work stays spread over the splits at any length.
 #define VKF_ATTN_FLAG_SPLIT_BY_LENGTH 32u
+// With ALIBI_CAUSAL, Falcon's form: bf16(slope * key position) added to q.k before the scale.
+#define VKF_ATTN_FLAG_ALIBI_KEY_BF16 64u
+// Jais' dynamic alibi_scaling: slopes times alibi_train_len / L once L keys exceed it.
+#define VKF_ATTN_FLAG_ALIBI_DYNAMIC 128u
 
 // Specialization constants (0-2: the workgroup size).
 #define VKF_ATTN_SPEC_D 6  // head_dim, in every attention kernel that needs it
@@ -41,7 +45,7 @@
     F(uint, alibi_pow2)   /* largest power of two <= n_head */         \
     F(uint, kv_split_len) /* keys per split (split-KV), else kv_len */ \
     F(uint, n_splits)     /* 1 without split-KV */                     \
-    F(uint, reserved)
+    F(uint, alibi_train_len) /* VKF_ATTN_FLAG_ALIBI_DYNAMIC */
 VKF_PUSH_CONSTANTS(AttentionParams, AttentionPush, VKF_ATTENTION_PUSH)
 
 #endif

@@ -119,6 +119,10 @@ BiasFunction design_bias(const AttentionParams& params) {
                 return slope * distance;
             case AlibiMode::Symmetric:
                 return -slope * std::abs(distance);
+            case AlibiMode::FalconBf16:
+                // Added to q.k before the scale, rounded to bfloat16 first.
+                return static_cast<double>(vkf::bfloat16_to_float(vkf::float_to_bfloat16(static_cast<float>(slope * key)))) *
+                       vkf::effective_scale(params);
             case AlibiMode::Off:
                 break;
         }
