@@ -208,6 +208,11 @@ TEST(WordPiece, ModelAlone) {
     ids.clear();
     wide.tokenize("\u00e9\u00e9\u00e9\u00e9", ids);  // 4 characters > 3
     EXPECT_EQ(ids, (Ids{0}));
+    // The longest token of the vocabulary, at the start of a piece, is found.
+    const WordPieceModel longest({"[UNK]", "abcdefgh", "##i"}, {.unk = 0});
+    ids.clear();
+    longest.tokenize("abcdefghi", ids);
+    EXPECT_EQ(ids, (Ids{1, 2}));
     ids = {7};
     wide.tokenize("\U0001F642", ids);  // already there ids stay; 🙂 is [UNK]
     EXPECT_EQ(ids, (Ids{7, 0}));
