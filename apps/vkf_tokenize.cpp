@@ -18,9 +18,10 @@ namespace {
 
 constexpr const char* kAbout =
     "Encodes text with a Hugging Face tokenizer.json (byte-level BPE: BLOOM, MPT, GPT-2 and most\n"
-    "current models) and prints the token ids separated by spaces, or with --decode prints the\n"
-    "text of ids. Special tokens (BOS/EOS) are added as the tokenizer's post-processor says\n"
-    "unless --no-special. A component the library does not implement is refused by name.\n";
+    "current models; WordPiece: BERT) and prints the token ids separated by spaces, or with\n"
+    "--decode prints the text of ids. Special tokens (BOS/EOS, CLS/SEP) are added as the\n"
+    "tokenizer's post-processor says unless --no-special. A component the library does not\n"
+    "implement is refused by name.\n";
 
 struct Options {
     std::string tokenizer;

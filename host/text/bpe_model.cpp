@@ -2,7 +2,6 @@
 
 #include "host/text/utf8.hpp"
 
-#include <bit>
 #include <cstdio>
 #include <queue>
 
@@ -16,32 +15,6 @@ struct BpeModel::Cache {
     std::mutex mutex;
     std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> ids;
 };
-
-VocabIndex::VocabIndex(const std::vector<std::string>& tokens)
-    : slots_(std::bit_ceil(2 * tokens.size() + 2), 0), mask_(slots_.size() - 1) {
-    for (std::size_t id = 0; id < tokens.size(); ++id) {
-        const std::uint64_t hash = std::hash<std::string_view>{}(tokens[id]);
-        std::size_t slot = hash & mask_;
-        while (slots_[slot] != 0) {
-            slot = (slot + 1) & mask_;
-        }
-        slots_[slot] = (hash & 0xFFFFFFFF00000000ull) | (id + 1);
-    }
-}
-
-std::optional<TokenId> VocabIndex::find(const std::vector<std::string>& tokens, std::string_view token) const {
-    const std::uint64_t hash = std::hash<std::string_view>{}(token);
-    for (std::size_t slot = hash & mask_; slots_[slot] != 0; slot = (slot + 1) & mask_) {
-        const std::uint64_t entry = slots_[slot];
-        if ((entry >> 32) == (hash >> 32)) {
-            const auto id = static_cast<TokenId>((entry & 0xFFFFFFFFull) - 1);
-            if (tokens[id] == token) {
-                return id;
-            }
-        }
-    }
-    return std::nullopt;
-}
 
 BpeModel::BpeModel(std::vector<std::string> tokens)
     : tokens_(std::move(tokens)), index_(tokens_), cache_(std::make_unique<Cache>()) {}

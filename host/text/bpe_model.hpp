@@ -4,7 +4,8 @@
 // merge (the leftmost among equals) is merged, again and again, until no pair has a merge.
 // Results are cached per piece, so repeated words cost one lookup.
 
-#include "host/text/tokenizer.hpp"
+#include "host/text/model.hpp"
+#include "host/text/vocab_index.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -26,27 +27,7 @@ struct BpeOptions {
     bool ignore_merges = false;             // a piece that is a token is that token
 };
 
-// Hashing of strings that std::unordered_map can look up with a std::string_view.
-struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using TokenIndex = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
-
-// Token string -> id for strings held in a vector (id -> string): open addressing over 64-bit
-// slots (hash bits, id + 1), so a lookup reads one slot and one string. Loading a 250k-token
-// vocabulary and its merges makes a million lookups.
-class VocabIndex {
-public:
-    explicit VocabIndex(const std::vector<std::string>& tokens);
-    std::optional<TokenId> find(const std::vector<std::string>& tokens, std::string_view token) const;
-
-private:
-    std::vector<std::uint64_t> slots_;  // 0: empty
-    std::size_t mask_ = 0;
-};
-
-class BpeModel {
+class BpeModel final : public Model {
 public:
     // `tokens[i]` is the string of id i; every string is distinct.
     explicit BpeModel(std::vector<std::string> tokens);
@@ -60,12 +41,11 @@ public:
     void set_options(BpeOptions options) { options_ = std::move(options); }
     const BpeOptions& options() const { return options_; }
 
-    std::size_t size() const { return tokens_.size(); }
-    std::optional<TokenId> find(std::string_view token) const;
-    const std::string& token(TokenId id) const { return tokens_[id]; }
+    std::size_t size() const override { return tokens_.size(); }
+    std::optional<TokenId> find(std::string_view token) const override;
+    std::string_view token(TokenId id) const override { return tokens_[id]; }
 
-    // Appends the ids of `piece` (not empty).
-    void tokenize(std::string_view piece, std::vector<TokenId>& out) const;
+    void tokenize(std::string_view piece, std::vector<TokenId>& out) const override;
 
 private:
     struct Merge {

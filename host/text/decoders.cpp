@@ -4,9 +4,23 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace vkf::text {
 namespace {
+
+// Every occurrence of `pattern` (not empty) replaced by `content`, left to right.
+std::string replace_all(std::string_view text, std::string_view pattern, std::string_view content) {
+    std::string out;
+    std::size_t last = 0;
+    for (std::size_t at = text.find(pattern); at != std::string_view::npos; at = text.find(pattern, last)) {
+        out.append(text, last, at - last);
+        out += content;
+        last = at + pattern.size();
+    }
+    out.append(text, last);
+    return out;
+}
 
 class ByteLevelDecoder final : public Decoder {
 public:
@@ -26,15 +40,7 @@ public:
         : pattern_(std::move(pattern)), content_(std::move(content)) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
         for (std::string& token : tokens) {
-            std::string out;
-            std::size_t last = 0;
-            for (std::size_t at = token.find(pattern_); at != std::string::npos; at = token.find(pattern_, last)) {
-                out.append(token, last, at - last);
-                out += content_;
-                last = at + pattern_.size();
-            }
-            out.append(token, last);
-            token = std::move(out);
+            token = replace_all(token, pattern_, content_);
         }
     }
 
@@ -81,6 +87,37 @@ public:
     }
 };
 
+class WordPieceDecoder final : public Decoder {
+public:
+    WordPieceDecoder(std::string prefix, bool cleanup) : prefix_(std::move(prefix)), cleanup_(cleanup) {}
+    void decode_chain(std::vector<std::string>& tokens) const override {
+        // Hugging Face's list, in its order (each replacement sees the result of the ones before).
+        static constexpr std::pair<std::string_view, std::string_view> kCleanup[] = {
+            {" .", "."},   {" ?", "?"},           {" !", "!"},   {" ,", ","},     {" ' ", "'"},    {" n't", "n't"},
+            {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+        };
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            std::string& token = tokens[i];
+            if (i != 0) {
+                if (token.starts_with(prefix_)) {
+                    token.erase(0, prefix_.size());
+                } else {
+                    token.insert(0, 1, ' ');
+                }
+            }
+            if (cleanup_) {
+                for (const auto& [from, to] : kCleanup) {
+                    token = replace_all(token, from, to);
+                }
+            }
+        }
+    }
+
+private:
+    std::string prefix_;
+    bool cleanup_;
+};
+
 class SequenceDecoder final : public Decoder {
 public:
     explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> decoders) : decoders_(std::move(decoders)) {}
@@ -110,6 +147,10 @@ std::unique_ptr<Decoder> make_strip_decoder(std::string content, std::size_t sta
 
 std::unique_ptr<Decoder> make_fuse_decoder() {
     return std::make_unique<FuseDecoder>();
+}
+
+std::unique_ptr<Decoder> make_wordpiece_decoder(std::string prefix, bool cleanup) {
+    return std::make_unique<WordPieceDecoder>(std::move(prefix), cleanup);
 }
 
 std::unique_ptr<Decoder> make_sequence_decoder(std::vector<std::unique_ptr<Decoder>> decoders) {

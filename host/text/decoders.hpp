@@ -26,6 +26,11 @@ std::unique_ptr<Decoder> make_replace_decoder(std::string pattern, std::string c
 std::unique_ptr<Decoder> make_strip_decoder(std::string content, std::size_t start, std::size_t stop);
 // Fuse: all tokens joined into one.
 std::unique_ptr<Decoder> make_fuse_decoder();
+// WordPiece: every token but the first loses the continuing-subword `prefix` if it starts with it
+// and gets a space in front if it does not; with `cleanup`, each token then has the spaces of
+// BERT's tokenization taken out (" ." -> ".", " n't" -> "n't", " do not" -> " don't"...). As in
+// Hugging Face, cleanup works on one token at a time, not across tokens.
+std::unique_ptr<Decoder> make_wordpiece_decoder(std::string prefix, bool cleanup);
 // Sequence: each in order.
 std::unique_ptr<Decoder> make_sequence_decoder(std::vector<std::unique_ptr<Decoder>> decoders);
 

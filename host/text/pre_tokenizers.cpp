@@ -72,6 +72,17 @@ public:
     }
 };
 
+class BertPreTokenizer final : public PreTokenizer {
+public:
+    void pre_tokenize(std::string_view text, std::vector<std::string>& out) const override {
+        std::vector<std::string> words;
+        split_segments(text, char_segments(text, is_white_space), SplitBehavior::Removed, false, words);
+        for (const std::string& word : words) {
+            split_segments(word, char_segments(word, is_punctuation), SplitBehavior::Isolated, false, out);
+        }
+    }
+};
+
 class SequencePreTokenizer final : public PreTokenizer {
 public:
     explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers)
@@ -120,6 +131,10 @@ std::unique_ptr<PreTokenizer> make_whitespace_pre_tokenizer() {
 
 std::unique_ptr<PreTokenizer> make_whitespace_split_pre_tokenizer() {
     return std::make_unique<CharSplitPreTokenizer<is_white_space>>(SplitBehavior::Removed);
+}
+
+std::unique_ptr<PreTokenizer> make_bert_pre_tokenizer() {
+    return std::make_unique<BertPreTokenizer>();
 }
 
 std::unique_ptr<PreTokenizer> make_sequence_pre_tokenizer(std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers) {

@@ -38,6 +38,9 @@ std::unique_ptr<PreTokenizer> make_punctuation_pre_tokenizer(SplitBehavior behav
 std::unique_ptr<PreTokenizer> make_whitespace_pre_tokenizer();
 // WhitespaceSplit: split on White_Space, which is dropped.
 std::unique_ptr<PreTokenizer> make_whitespace_split_pre_tokenizer();
+// BertPreTokenizer: split on White_Space, which is dropped, then every punctuation character
+// (unicode.hpp's is_punctuation, which is BERT's: ASCII punctuation or P*) a piece of its own.
+std::unique_ptr<PreTokenizer> make_bert_pre_tokenizer();
 // Sequence: each in order, on every piece the previous one made.
 std::unique_ptr<PreTokenizer> make_sequence_pre_tokenizer(std::vector<std::unique_ptr<PreTokenizer>> pre_tokenizers);
 

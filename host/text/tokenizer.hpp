@@ -1,10 +1,10 @@
 #pragma once
-// Hugging Face tokenizers (tokenizer.json, as BLOOM, MPT, Falcon and most current models ship
-// them): text to token ids and back, with the same ids Hugging Face's own library gives.
+// Hugging Face tokenizers (tokenizer.json, as BLOOM, MPT, Falcon, BERT and most current models
+// ship them): text to token ids and back, with the same ids Hugging Face's own library gives.
 // No Vulkan.
 //
 // A tokenizer.json is a pipeline: added (special) tokens are split out first, then the
-// normalizer, the pre-tokenizer, the model (byte-level BPE), the post-processor (BOS/EOS)
+// normalizer, the pre-tokenizer, the model (BPE or WordPiece), the post-processor (BOS/EOS, CLS/SEP)
 // and, going back, the decoder. A component this file does not implement is refused by
 // name when the file is loaded, never skipped: silently different ids are worse than none.
 
@@ -23,8 +23,8 @@ using TokenId = std::uint32_t;
 
 class Tokenizer {
 public:
-    // Throws vkf::Error naming the file and the component or value that is wrong or
-    // unsupported ("tokenizer.json: model.type: 'Unigram' is not supported (only BPE)").
+    // Throws vkf::Error naming the file and the component or value that is wrong or unsupported
+    // ("tokenizer.json: model.type: 'Unigram' is not supported (only BPE and WordPiece)").
     static Tokenizer load(const std::filesystem::path& file);
     // The same from a document in memory; `origin` names it in errors.
     static Tokenizer parse(std::string_view json, std::string_view origin);
@@ -46,7 +46,8 @@ public:
     // The raw bytes `ids` decode to, without replacing incomplete UTF-8 (for streaming).
     std::string decode_bytes(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
 
-    // A token's string in the vocabulary ("Ġthe" in byte-level BPE); throws when out of range.
+    // A token's string in the vocabulary ("Ġthe" in byte-level BPE, "##ing" in WordPiece); throws
+    // when out of range.
     std::string_view token(TokenId id) const;
     // The id of a vocabulary or added token's string, if there is one.
     std::optional<TokenId> find(std::string_view token) const;

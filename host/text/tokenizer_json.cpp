@@ -1,6 +1,9 @@
 #include "host/text/tokenizer_json.hpp"
 
+#include "host/text/bert_normalizer.hpp"
+#include "host/text/bpe_model.hpp"
 #include "host/text/utf8.hpp"
+#include "host/text/wordpiece_model.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -96,12 +99,22 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonValue& v) {
     if (name == "ByteLevel") {
         return make_byte_level_normalizer();
     }
+    if (name == "BertNormalizer") {
+        // Hugging Face requires all but strip_accents, whose absence or null follows lowercase.
+        const bool lowercase = v.at("lowercase").as_bool();
+        return make_bert_normalizer({
+            .clean_text = v.at("clean_text").as_bool(),
+            .handle_chinese_chars = v.at("handle_chinese_chars").as_bool(),
+            .strip_accents = flag(v, "strip_accents", lowercase),
+            .lowercase = lowercase,
+        });
+    }
     if (name == "Sequence") {
         return make_sequence_normalizer(parse_each(v.at("normalizers"), parse_normalizer));
     }
     refuse_type(type,
                 "supported normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, "
-                "ByteLevel, Sequence");
+                "ByteLevel, BertNormalizer, Sequence");
 }
 
 // --- pre-tokenizers ---
@@ -129,30 +142,21 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonValue& v) {
     if (name == "WhitespaceSplit") {
         return make_whitespace_split_pre_tokenizer();
     }
+    if (name == "BertPreTokenizer") {
+        return make_bert_pre_tokenizer();
+    }
     if (name == "Sequence") {
         return make_sequence_pre_tokenizer(parse_each(v.at("pretokenizers"), parse_pre_tokenizer));
     }
     refuse_type(type,
                 "supported pre-tokenizers: ByteLevel, Split, Digits, Punctuation, Whitespace, "
-                "WhitespaceSplit, Sequence");
+                "WhitespaceSplit, BertPreTokenizer, Sequence");
 }
 
-// --- the model ---
+// --- the models ---
 
-std::unique_ptr<BpeModel> parse_model(const JsonValue& v) {
-    const JsonValue& type = v.at("type");
-    if (type.as_string() != "BPE") {
-        refuse_type(type, "only BPE");
-    }
-    if (const JsonValue* dropout = v.find("dropout"); dropout != nullptr && !dropout->is_null()) {
-        if (dropout->as_double() != 0.0) {
-            dropout->fail("dropout " + std::to_string(dropout->as_double()) +
-                          " is not supported (it makes encoding random); only null or 0");
-        }
-    }
-
-    // The vocabulary: ids 0..n-1, each given to one token.
-    const JsonValue& vocab = v.at("vocab");
+// model.vocab: ids 0..n-1, each given to one token; tokens[id] is its string.
+std::vector<std::string> parse_vocab(const JsonValue& vocab) {
     const std::size_t n = vocab.size();
     std::vector<std::string> tokens(n);
     std::vector<const JsonMember*> owner(n, nullptr);
@@ -168,7 +172,35 @@ std::unique_ptr<BpeModel> parse_model(const JsonValue& v) {
         owner[id] = &member;
         tokens[id] = member.key;
     }
-    auto model = std::make_unique<BpeModel>(std::move(tokens));
+    return tokens;
+}
+
+std::unique_ptr<Model> parse_wordpiece_model(const JsonValue& v) {
+    // Hugging Face requires all four.
+    std::vector<std::string> tokens = parse_vocab(v.at("vocab"));
+    const JsonValue& unk = v.at("unk_token");
+    WordPieceOptions options{
+        .continuing_subword_prefix = v.at("continuing_subword_prefix").as_string(),
+        .max_input_chars_per_word = v.at("max_input_chars_per_word").as_integer<std::size_t>(),
+    };
+    // Hugging Face only fails when a piece needs the unk token; a tokenizer that cannot encode
+    // every text is refused here instead.
+    const auto it = std::find(tokens.begin(), tokens.end(), unk.as_string());
+    if (it == tokens.end()) {
+        unk.fail("unk_token '" + unk.as_string() + "' is not in model.vocab");
+    }
+    options.unk = static_cast<TokenId>(it - tokens.begin());
+    return std::make_unique<WordPieceModel>(std::move(tokens), std::move(options));
+}
+
+std::unique_ptr<Model> parse_bpe_model(const JsonValue& v) {
+    if (const JsonValue* dropout = v.find("dropout"); dropout != nullptr && !dropout->is_null()) {
+        if (dropout->as_double() != 0.0) {
+            dropout->fail("dropout " + std::to_string(dropout->as_double()) +
+                          " is not supported (it makes encoding random); only null or 0");
+        }
+    }
+    auto model = std::make_unique<BpeModel>(parse_vocab(v.at("vocab")));
     const auto require_token = [&](const JsonValue& where, const std::string& token, std::string_view what) {
         const std::optional<TokenId> id = model->find(token);
         if (!id) {
@@ -221,6 +253,17 @@ std::unique_ptr<BpeModel> parse_model(const JsonValue& v) {
     }
     model->set_options(std::move(options));
     return model;
+}
+
+std::unique_ptr<Model> parse_model(const JsonValue& v) {
+    const JsonValue& type = v.at("type");
+    if (type.as_string() == "BPE") {
+        return parse_bpe_model(v);
+    }
+    if (type.as_string() == "WordPiece") {
+        return parse_wordpiece_model(v);
+    }
+    refuse_type(type, "only BPE and WordPiece");
 }
 
 // --- added tokens ---
@@ -382,10 +425,14 @@ std::unique_ptr<Decoder> parse_decoder(const JsonValue& v) {
     if (name == "Fuse") {
         return make_fuse_decoder();
     }
+    if (name == "WordPiece") {
+        // Hugging Face requires both.
+        return make_wordpiece_decoder(v.at("prefix").as_string(), v.at("cleanup").as_bool());
+    }
     if (name == "Sequence") {
         return make_sequence_decoder(parse_each(v.at("decoders"), parse_decoder));
     }
-    refuse_type(type, "supported decoders: ByteLevel, Replace, Strip, Fuse, Sequence");
+    refuse_type(type, "supported decoders: ByteLevel, Replace, Strip, Fuse, WordPiece, Sequence");
 }
 
 // A component that may be absent or null.

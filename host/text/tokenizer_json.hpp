@@ -5,11 +5,12 @@
 
 #include "host/io/json.hpp"
 #include "host/text/added_tokens.hpp"
-#include "host/text/bpe_model.hpp"
 #include "host/text/decoders.hpp"
+#include "host/text/model.hpp"
 #include "host/text/normalizers.hpp"
 #include "host/text/post_processors.hpp"
 #include "host/text/pre_tokenizers.hpp"
+#include "host/text/vocab_index.hpp"
 
 #include <memory>
 #include <unordered_map>
@@ -18,9 +19,9 @@
 namespace vkf::text {
 
 struct TokenizerParts {
-    std::unique_ptr<Normalizer> normalizer;       // null: none
-    std::unique_ptr<PreTokenizer> pre_tokenizer;  // null: the text is one piece
-    std::unique_ptr<BpeModel> model;
+    std::unique_ptr<Normalizer> normalizer;         // null: none
+    std::unique_ptr<PreTokenizer> pre_tokenizer;    // null: the text is one piece
+    std::unique_ptr<Model> model;                   // BPE or WordPiece
     std::unique_ptr<PostProcessor> post_processor;  // null: none
     std::unique_ptr<Decoder> decoder;               // null: tokens joined with spaces
     AddedVocabulary added;

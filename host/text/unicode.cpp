@@ -58,6 +58,15 @@ bool is_punctuation(char32_t c) {
     return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
 }
 
+bool is_control_format_or_private_use(char32_t c) {
+    const utf8proc_category_t cat = category(c);
+    return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CO;
+}
+
+bool is_nonspacing_mark(char32_t c) {
+    return category(c) == UTF8PROC_CATEGORY_MN;
+}
+
 std::string normalize(std::string_view text, NormalForm form) {
     int options = UTF8PROC_STABLE;
     switch (form) {

@@ -19,6 +19,11 @@ bool is_numeric(char32_t c);
 // The Punctuation pre-tokenizer's test: an ASCII punctuation character (which includes $+<=>^`|~)
 // or general category P*.
 bool is_punctuation(char32_t c);
+// The `unicode_categories` crate's is_other, which BERT's text cleaning removes: general categories
+// Cc, Cf and Co (not Cn or Cs).
+bool is_control_format_or_private_use(char32_t c);
+// General category Mn: the accents BERT's accent stripping removes after NFD.
+bool is_nonspacing_mark(char32_t c);
 
 enum class NormalForm { NFC, NFD, NFKC, NFKD };
 

@@ -16,6 +16,7 @@ from cli_checks import fail, finish, run
 TOKENIZE, FIXTURES = sys.argv[1], sys.argv[2]
 BYTE_BPE = os.path.join(FIXTURES, "byte_bpe.json")
 TEMPLATE = os.path.join(FIXTURES, "template_bos_eos.json")  # <s> 287, </s> 288
+BERT = os.path.join(FIXTURES, "bert_wordpiece.json")  # [CLS] 2, [SEP] 3 (make_fixtures.py's WORDPIECE_VOCAB)
 
 
 def expect(args, code, stdout=None, stderr=None):
@@ -39,6 +40,10 @@ def main():
     expect(["--tokenizer", TEMPLATE, "--decode", "287,32,271,267,288", "--skip-special"], 0, "Hello world\n")
     expect(["--tokenizer", TEMPLATE, "--decode", "287,32,271", "--skip-special", "--json"], 0,
            '{"text":"Hello"}\n')
+    # BERT: lowercased, punctuation alone, un ##aff ##able, [CLS] ... [SEP]; decoded with cleanup.
+    expect(["--tokenizer", BERT, "--text", "Hello, World! unaffable"], 0, "2 16 6 17 5 15 28 29 3\n")
+    expect(["--tokenizer", BERT, "--decode", "2,16,6,17,5,15,28,29,3", "--skip-special"], 0,
+           "hello, world! unaffable\n")
     expect(["--help"], 0)
     expect(["--tokenizer", BYTE_BPE], 2, stderr="give one of --text, --file and --decode")
     expect(["--tokenizer", BYTE_BPE, "--text", "a", "--decode", "1"], 2, stderr="give one of")
@@ -64,7 +69,7 @@ def main():
         with open(bad, "w", encoding="utf-8") as f:
             json.dump(document, f)
         expect(["--tokenizer", bad, "--text", "a"], 1,
-               stderr="unigram.json: model.type: 'Unigram' is not supported (only BPE)")
+               stderr="unigram.json: model.type: 'Unigram' is not supported (only BPE and WordPiece)")
     return finish("ok")
 
 

@@ -268,6 +268,9 @@ void tokenizer_seeds(const fs::path& repo) {
             "And God said, Let there be light: and there was light. \xe2\x80\x94 \xf0\x9f\x98\x80 <s>\n");
     put(t, "byte-bpe-with-text.json",
         bytes_of(repo / "tests/text/data/byte_bpe.json") + std::string(1, '\0') + "lowest newer wider\t 123");
+    put(t, "bert-wordpiece-with-text.json",
+        bytes_of(repo / "tests/text/data/bert_wordpiece.json") + std::string(1, '\0') +
+            "[CLS] Unaffable CAF\xc3\x89S\x0b\xe4\xb8\xad\xe5\x9b\xbd, don't [MASK]! " + std::string(101, 'a'));
 }
 
 // --- quantized checkpoints ----------------------------------------------------------------

@@ -41,20 +41,20 @@ struct Case {
 TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
     const std::vector<Case> cases = {
         {"model type", [](ordered_json& d) { d["model"]["type"] = "Unigram"; },
-         "model.type: 'Unigram' is not supported (only BPE)"},
+         "model.type: 'Unigram' is not supported (only BPE and WordPiece)"},
         {"normalizer",
          [](ordered_json& d) {
-             d["normalizer"] = {{"type", "BertNormalizer"}};
+             d["normalizer"] = {{"type", "Precompiled"}};
          },
-         "normalizer.type: 'BertNormalizer' is not supported (supported normalizers: NFC, NFD, NFKC, NFKD, "
-         "Lowercase, Strip, Prepend, Replace, ByteLevel, Sequence)"},
+         "normalizer.type: 'Precompiled' is not supported (supported normalizers: NFC, NFD, NFKC, NFKD, "
+         "Lowercase, Strip, Prepend, Replace, ByteLevel, BertNormalizer, Sequence)"},
         {"pre-tokenizer in a sequence",
          [](ordered_json& d) {
              d["pre_tokenizer"] = {{"type", "Sequence"},
                                    {"pretokenizers", {d["pre_tokenizer"], {{"type", "Metaspace"}}}}};
          },
          "pre_tokenizer.pretokenizers[1].type: 'Metaspace' is not supported (supported pre-tokenizers: ByteLevel, "
-         "Split, Digits, Punctuation, Whitespace, WhitespaceSplit, Sequence)"},
+         "Split, Digits, Punctuation, Whitespace, WhitespaceSplit, BertPreTokenizer, Sequence)"},
         {"post-processor",
          [](ordered_json& d) {
              d["post_processor"] = {{"type", "Custom"}};
@@ -63,9 +63,9 @@ TEST(TokenizerErrors, UnsupportedComponentsAreRefusedByName) {
          "BertProcessing, RobertaProcessing, Sequence)"},
         {"decoder",
          [](ordered_json& d) {
-             d["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}};
+             d["decoder"] = {{"type", "CTC"}, {"pad_token", "<pad>"}};
          },
-         "decoder.type: 'WordPiece' is not supported (supported decoders: ByteLevel, Replace, Strip, Fuse, "
+         "decoder.type: 'CTC' is not supported (supported decoders: ByteLevel, Replace, Strip, Fuse, WordPiece, "
          "Sequence)"},
         {"a regex Replace decoder",
          [](ordered_json& d) {
@@ -205,6 +205,56 @@ TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {
     }
 }
 
+// BERT's tokenizer.json (bert_wordpiece.json) with one thing changed.
+std::string bert_refusal(const std::function<void(ordered_json&)>& edit) {
+    std::ifstream in(std::string(VKF_TEXT_DATA) + "/bert_wordpiece.json");
+    ordered_json document = ordered_json::parse(in);
+    edit(document);
+    return error_message([&] { Tokenizer::parse(document.dump(), "bad.json"); });
+}
+
+TEST(TokenizerErrors, MalformedBertTokenizersAreRefused) {
+    const std::vector<Case> cases = {
+        {"WordPiece without vocab", [](ordered_json& d) { d["model"].erase("vocab"); }, "model: missing key 'vocab'"},
+        {"WordPiece without unk_token", [](ordered_json& d) { d["model"].erase("unk_token"); },
+         "model: missing key 'unk_token'"},
+        {"unk_token not in the vocabulary", [](ordered_json& d) { d["model"]["unk_token"] = "<unk>"; },
+         "model.unk_token: unk_token '<unk>' is not in model.vocab"},
+        {"unk_token null", [](ordered_json& d) { d["model"]["unk_token"] = nullptr; },
+         "model.unk_token: expected a string, got null"},
+        {"WordPiece without max_input_chars_per_word",
+         [](ordered_json& d) { d["model"].erase("max_input_chars_per_word"); },
+         "model: missing key 'max_input_chars_per_word'"},
+        {"negative max_input_chars_per_word", [](ordered_json& d) { d["model"]["max_input_chars_per_word"] = -1; },
+         "model.max_input_chars_per_word: expected a non-negative integer, got number -1"},
+        {"WordPiece without continuing_subword_prefix",
+         [](ordered_json& d) { d["model"].erase("continuing_subword_prefix"); },
+         "model: missing key 'continuing_subword_prefix'"},
+        {"duplicate WordPiece ids", [](ordered_json& d) { d["model"]["vocab"]["##s"] = 16; },
+         "model.vocab.##s: id 16 is also the id of 'hello'"},
+        {"WordPiece id out of range", [](ordered_json& d) { d["model"]["vocab"]["##s"] = 59; },
+         "model.vocab.##s: id 59 is out of range: 59 tokens need the ids 0..58"},
+        {"another model type", [](ordered_json& d) { d["model"]["type"] = "WordLevel"; },
+         "model.type: 'WordLevel' is not supported (only BPE and WordPiece)"},
+        {"BertNormalizer without lowercase", [](ordered_json& d) { d["normalizer"].erase("lowercase"); },
+         "normalizer: missing key 'lowercase'"},
+        {"BertNormalizer strip_accents not a boolean",
+         [](ordered_json& d) { d["normalizer"]["strip_accents"] = "yes"; },
+         "normalizer.strip_accents: expected a boolean, got string"},
+        {"WordPiece decoder without cleanup", [](ordered_json& d) { d["decoder"].erase("cleanup"); },
+         "decoder: missing key 'cleanup'"},
+        {"template [CLS] id out of range",
+         [](ordered_json& d) { d["post_processor"]["special_tokens"]["[CLS]"]["ids"][0] = 59; },
+         "post_processor.special_tokens.[CLS].ids[0]: id 59 is out of range for a vocabulary of 59 tokens"},
+        {"another pre-tokenizer", [](ordered_json& d) { d["pre_tokenizer"]["type"] = "Metaspace"; },
+         "pre_tokenizer.type: 'Metaspace' is not supported (supported pre-tokenizers: ByteLevel, Split, Digits, "
+         "Punctuation, Whitespace, WhitespaceSplit, BertPreTokenizer, Sequence)"},
+    };
+    for (const Case& c : cases) {
+        EXPECT_EQ(bert_refusal(c.edit), std::string("bad.json: ") + c.expected) << c.what;
+    }
+}
+
 TEST(TokenizerErrors, FilesThatAreNotJsonOrNotUtf8) {
     const std::string truncated = error_message([] { Tokenizer::parse("{\"model\": ", "bad.json"); });
     EXPECT_EQ(truncated.rfind("bad.json: line 1, column ", 0), 0u) << truncated;
@@ -221,11 +271,11 @@ TEST(TokenizerErrors, FilesThatAreNotJsonOrNotUtf8) {
     const std::string file = (dir.path() / "tokenizer.json").string();
     {
         ordered_json document = base();
-        document["model"]["type"] = "WordPiece";
+        document["model"]["type"] = "Unigram";
         std::ofstream(file) << document.dump();
     }
     EXPECT_EQ(error_message([&] { Tokenizer::load(file); }),
-              file + ": model.type: 'WordPiece' is not supported (only BPE)");
+              file + ": model.type: 'Unigram' is not supported (only BPE and WordPiece)");
 }
 
 }  // namespace

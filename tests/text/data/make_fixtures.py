@@ -176,6 +176,21 @@ def special(content, id):
     return added(content, id, special=True)
 
 
+# BERT's arrangement (bert-base-uncased, jina-embeddings-v2): BertNormalizer, BertPreTokenizer,
+# WordPiece with "##" and its decoder, [CLS] $A [SEP]. A token's id is its index here.
+WORDPIECE_VOCAB = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",                       # 0..4
+    "!", ",", ".", "?", "'", "(", ")", "-",                              # 5..12
+    "the", "a", "un", "hello", "world", "cafe", "caf\u00e9", "naive",    # 13..20 (19: café, NFC)
+    "play", "don", "t", "ab", "\u00f8", "\u4e2d", "\u56fd",              # 21..27 (ø, 中, 国)
+    "##aff", "##able", "##s", "##ing", "##ed", "##a", "##world", "##bx",  # 28..35
+    "##\u00f8",                                                          # 36 (##ø)
+    "quick", "brown", "fox", "jump", "over", "dog", "is", "it", "i",      # 37..45
+    "you", "we", "and", "or", "of", "to", "in", "not", "do",              # 46..54
+    "##ly", "##er", "##est", "fun",                                      # 55..58
+]
+
+
 FIXTURES = {
     # GPT-2's arrangement: ByteLevel pre-tokenizer with its regex, no normalizer.
     "byte_bpe.json": tokenizer(byte_level(), BYTE_BPE_ADDED),
@@ -267,6 +282,23 @@ FIXTURES = {
             {"type": "Fuse"}]},
         "model": bpe(["<unk>", "<s>", "</s>"] + LETTERS + [c + "</w>" for c in LETTERS] + [".</w>", ",</w>", "!</w>", "cat"],
                      SUFFIX_MERGES, unk_token="<unk>", end_of_word_suffix="</w>", ignore_merges=True),
+    },
+    # BERT's WordPiece tokenizer.json (ids: WORDPIECE_VOCAB), as bert-base-uncased and
+    # jina-embeddings-v2 ship it.
+    "bert_wordpiece.json": {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [special(t, i) for i, t in enumerate(WORDPIECE_VOCAB[:5])],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing", "single": template("[CLS]", "$A", "[SEP]"),
+                           "pair": template("[CLS]", "$A", "[SEP]") + [{"Sequence": {"id": "B", "type_id": 1}},
+                                                                      {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                           "special_tokens": {t: {"id": t, "ids": [WORDPIECE_VOCAB.index(t)], "tokens": [t]}
+                                              for t in ("[CLS]", "[SEP]")}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(WORDPIECE_VOCAB)}},
     },
     # Hugging Face's ByteLevel normalizer: the byte-level characters before the split, a
     # normalized added token matched (and decoded) as its byte-level form "NewĠYork", and a
