@@ -16,3 +16,4 @@
 #include "host/ops/kv_append.hpp"
 #include "host/ops/layernorm.hpp"
 #include "host/ops/matmul.hpp"
+#include "host/ops/pooling.hpp"
