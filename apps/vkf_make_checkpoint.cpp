@@ -4,6 +4,7 @@
 // checkpoint of the same shape.
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/encoder_checkpoint_cli.hpp"
 #include "apps/common/options.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/ops/attention.hpp"
@@ -46,7 +47,8 @@ void declare_options(CLI::App& cli, Options& o) {
     using namespace vkf::app;
     add_text(cli, "--out", "DIR", o.out, "where to write (created when needed)")->required();
     add_choice(cli, "--family", o.family, {{"bloom", vkf::ModelFamily::Bloom}, {"mpt", vkf::ModelFamily::Mpt}},
-               "the model family (implied by a preset)");
+               "the model family (implied by a preset); --family jina-bert writes an\n"
+               "encoder (its options: --family jina-bert --help)");
     add_choice(cli, "--preset", o.preset, {{"bloom-560m", "bloom-560m"}, {"tiny", "tiny"}},
                "bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,\n"
                "vocab 250880; about 1 GiB in f16)\n"
@@ -174,6 +176,9 @@ int run(const Options& options, const vkf::ModelConfig& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (vkf::app::names_encoder_family(argc, argv)) {
+        return vkf::app::make_encoder_checkpoint_main(argc, argv);
+    }
     vkf::app::CommandLine cli("vkf-make-checkpoint", kAbout);
     Options options;
     declare_options(cli, options);

@@ -17,3 +17,4 @@
 #include "host/ops/layernorm.hpp"
 #include "host/ops/matmul.hpp"
 #include "host/ops/scale.hpp"
+#include "host/ops/pooling.hpp"
