@@ -245,7 +245,12 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
     }
 
     const double scale = attention_scale(c);
-    const std::vector<float> slopes = model_alibi_slopes(c);
+    // The paper's slopes in double where the family's code computes them from the formula
+    // (MPT's gen_slopes gives them in the same order); Falcon's bf16-rounded slopes and Jais'
+    // divided ones as the float table the modeling code builds.
+    const bool formula_slopes =
+        traits.alibi_form == AlibiForm::Standard && c.alibi_scaling_factor == 1.0 && c.alibi;
+    const std::vector<float> slopes = formula_slopes ? std::vector<float>{} : model_alibi_slopes(c);
     for (std::uint32_t layer = 0; layer < c.n_layer; ++layer) {
         const RefBlock& b = w.blocks[layer];
         const std::vector<double> normed = layer_norm(x, tokens, c.hidden, b.norm_1, eps, norm_kind);
@@ -291,6 +296,7 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
             .alibi = !c.alibi                                         ? AlibiMode::Off
                      : traits.alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
                                                                       : AlibiMode::Causal,
+            .max_bias = static_cast<float>(c.alibi_bias_max),
             .slopes = slopes,
             .alibi_train_len = c.alibi_train_seq_len.value_or(0)};
         const std::vector<double> context = attention(params, q, k, v, scale, threads);

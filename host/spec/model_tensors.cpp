@@ -155,9 +155,9 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
 }
 
 ModelConfig resolve_with_checkpoint(ModelConfig config, const ShardedCheckpoint& checkpoint) {
-    if (config.family == ModelFamily::Mpt && config.learned_pos_emb && config.alibi &&
-        checkpoint.find(names_of(config.family).position_embedding + ".weight") == nullptr) {
-        config.learned_pos_emb = false;
+    if (config.family == ModelFamily::Mpt && !config.learned_pos_emb && config.alibi &&
+        checkpoint.find(names_of(config.family).position_embedding + ".weight") != nullptr) {
+        config.learned_pos_emb = true;
     }
     return config;
 }

@@ -54,9 +54,10 @@ struct ExpectedTensor {
 // pass. lm_head.weight [vocab, hidden] is listed only when tie_word_embeddings is false.
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
 
-// A config settled against its checkpoint where the config alone is ambiguous: MPT's
-// learned_pos_emb with ALiBi is dropped when the checkpoint holds no wpe (mosaicml/mpt-7b's
-// own code adds wpe only without ALiBi, and its configs say true anyway).
+// A config settled against its checkpoint where the config alone is ambiguous: MPT with
+// ALiBi gets learned positions when the checkpoint holds wpe (llm-foundry's modeling code adds
+// both when learned_pos_emb is set; mosaicml/mpt-7b's adds wpe only without ALiBi, and its
+// checkpoints, whose configs say true, hold none).
 ModelConfig resolve_with_checkpoint(ModelConfig config, const ShardedCheckpoint& checkpoint);
 
 // The name a Hugging Face checkpoint stores a tensor under: "transformer." + name, except

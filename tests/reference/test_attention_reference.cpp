@@ -511,8 +511,8 @@ TEST(AttentionParamsValidate, ScalarsAndEnums) {
     expect_error_mentions(
         [&] { vkf::validate(AttentionParams{.shape = kValidShape, .mask = static_cast<MaskMode>(7)}); }, "mask mode 7");
     expect_error_mentions(
-        [&] { vkf::validate(AttentionParams{.shape = kValidShape, .alibi = static_cast<AlibiMode>(3)}); },
-        "ALiBi mode 3");
+        [&] { vkf::validate(AttentionParams{.shape = kValidShape, .alibi = static_cast<AlibiMode>(4)}); },
+        "ALiBi mode 4");
 }
 
 TEST(AttentionParamsValidate, ElementCountOverflow) {

@@ -127,15 +127,16 @@ ModelConfig parse_mpt(const JsonValue& root) {
             config.logit_scale = scale;
         }
     }
-    // llm-foundry adds wpe whenever learned_pos_emb is set (its default); mosaicml/mpt-7b's
-    // own modeling code adds it only without ALiBi, and its checkpoints hold no wpe although
-    // their config says true. resolve_with_checkpoint (model_tensors.hpp) settles which.
-    config.learned_pos_emb = bool_or(root, "learned_pos_emb", true);
     const JsonValue* embedding_fraction = optional_key(root, "embedding_fraction");
     refuse_if(embedding_fraction != nullptr && embedding_fraction->as_double() != 1.0,
               embedding_fraction != nullptr ? *embedding_fraction : root,
               "only 1 is supported (other values only change training)");
     read_attention(required_key(root, {"attn_config"}), config);
+    // llm-foundry adds wpe whenever learned_pos_emb is set (its default); mosaicml/mpt-7b's
+    // own modeling code adds it only without ALiBi, and its checkpoints hold no wpe although
+    // their config says true. With ALiBi the config alone therefore means no wpe, and
+    // resolve_with_checkpoint (model_tensors.hpp) turns it on when the checkpoint has one.
+    config.learned_pos_emb = !config.alibi && bool_or(root, "learned_pos_emb", true);
     return config;
 }
 
