@@ -69,11 +69,11 @@ void declare_options(CLI::App& cli, Options& o) {
                "encoder (its options: --family jina-bert --help)")
         ->each([&o](const std::string& name) {
             o.baichuan2 = name == "baichuan2";
-            o.family = name == "bloom"                           ? vkf::ModelFamily::Bloom
-                       : name == "mpt"                           ? vkf::ModelFamily::Mpt
-                       : name == "falcon"                        ? vkf::ModelFamily::Falcon
-                       : name == "jais"                          ? vkf::ModelFamily::Jais
-                                                                 : vkf::ModelFamily::Baichuan;
+            o.family = name == "bloom"    ? vkf::ModelFamily::Bloom
+                       : name == "mpt"    ? vkf::ModelFamily::Mpt
+                       : name == "falcon" ? vkf::ModelFamily::Falcon
+                       : name == "jais"   ? vkf::ModelFamily::Jais
+                                          : vkf::ModelFamily::Baichuan;
         });
     add_choice(cli, "--preset", o.preset, {{"bloom-560m", "bloom-560m"}, {"tiny", "tiny"}},
                "bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,\n"
@@ -99,7 +99,8 @@ void declare_options(CLI::App& cli, Options& o) {
     add_number(cli, "--alibi-bias-max", "B", o.alibi_bias_max, "ALiBi maximum bias (default 8)", true)->group(mpt_only);
     add_number(cli, "--clip-qkv", "C", o.clip_qkv, "clamp the QKV projection to [-C, C] (default: no clamp)", true)
         ->group(mpt_only);
-    add_integer(cli, "--kv-heads", "N", o.kv_heads, 1u, "grouped-query attention with N key/value heads")->group(mpt_only);
+    add_integer(cli, "--kv-heads", "N", o.kv_heads, 1u, "grouped-query attention with N key/value heads")
+        ->group(mpt_only);
     cli.add_flag("--qk-ln", o.qk_ln, "LayerNorms on queries and keys (attn_config.qk_ln)")->group(mpt_only);
     add_number(cli, "--softmax-scale", "S", o.softmax_scale, "the factor of q.k (default 1/sqrt(head size))", true)
         ->group(mpt_only);
@@ -143,7 +144,8 @@ vkf::ModelConfig build_config(const Options& options) {
     std::optional<ModelFamily> family = options.family;
     if (options.preset == "bloom-560m") {
         if (family && family != ModelFamily::Bloom) {
-            throw vkf::app::UsageError("--preset bloom-560m is a BLOOM shape; it cannot be combined with another --family");
+            throw vkf::app::UsageError(
+                "--preset bloom-560m is a BLOOM shape; it cannot be combined with another --family");
         }
         family = ModelFamily::Bloom;
     }
@@ -189,9 +191,10 @@ vkf::ModelConfig build_config(const Options& options) {
             fmt::format("--hidden {} is not a multiple of --heads {}", config.hidden, config.n_head));
     }
     if (options.baichuan2 && config.vocab_size != kBaichuan2Vocabulary) {
-        throw vkf::app::UsageError(fmt::format("Baichuan2 is recognized by its vocabulary of {} (its NormHead); --vocab "
-                                               "{} would make a Baichuan 1 model",
-                                               kBaichuan2Vocabulary, config.vocab_size));
+        throw vkf::app::UsageError(
+            fmt::format("Baichuan2 is recognized by its vocabulary of {} (its NormHead); --vocab "
+                        "{} would make a Baichuan 1 model",
+                        kBaichuan2Vocabulary, config.vocab_size));
     }
     config.n_kv_head = options.kv_heads.value_or(config.n_head);
     config.head_dim = config.hidden / config.n_head;

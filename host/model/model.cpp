@@ -57,9 +57,10 @@ QkvLayouts qkv_layouts(const ModelConfig& c, std::uint32_t tokens) {
     }
     // [q | k | v]: n_head query heads, then n_kv_head key heads and as many value heads.
     const std::uint64_t kv = std::uint64_t{c.n_kv_head} * c.head_dim;
-    return {.q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
-            .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
-            .v = {.offset = c.hidden + kv, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
+    return {
+        .q = {.offset = 0, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+        .k = {.offset = c.hidden, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim},
+        .v = {.offset = c.hidden + kv, .batch_stride = batch_stride, .token_stride = row, .head_stride = c.head_dim}};
 }
 
 }  // namespace
@@ -341,10 +342,15 @@ void Session::record_layer(CommandList& list, std::uint32_t layer, std::uint32_t
         linear(w.qkv, qkv_in, qkv, {}, Activation::None, std::nullopt, clip, attn_norm);
         if (c.qk_ln) {
             // llm-foundry normalizes Q and K after the clamp, in place in the fused output.
-            record_norm(list, w.q_norm, qkv, qkv, tokens, c.hidden, static_cast<std::uint32_t>(width));
-            const BufferRange k_part{.buffer = qkv.buffer,
-                                     .offset = qkv.offset + std::uint64_t{c.hidden} * kF32,
-                                     .size = qkv.size - std::uint64_t{c.hidden} * kF32};
+            // Strided views: every row's first `dim` columns, from the Q or the K column on.
+            const auto view = [&](std::uint64_t first_column, std::uint64_t dim) {
+                return BufferRange{.buffer = qkv.buffer,
+                                   .offset = qkv.offset + first_column * kF32,
+                                   .size = ((tokens - 1) * width + dim) * kF32};
+            };
+            const BufferRange q_part = view(0, c.hidden);
+            record_norm(list, w.q_norm, q_part, q_part, tokens, c.hidden, static_cast<std::uint32_t>(width));
+            const BufferRange k_part = view(c.hidden, kv_dim);
             record_norm(list, w.k_norm, k_part, k_part, tokens, static_cast<std::uint32_t>(kv_dim),
                         static_cast<std::uint32_t>(width));
         }
@@ -417,9 +423,9 @@ std::unique_ptr<Session::Step> Session::record_step(std::uint32_t tokens, std::u
                   .n_kv_head = c.n_kv_head,
                   .head_dim = c.head_dim},
         .mask = MaskMode::Causal,
-        .alibi = !c.alibi                                                        ? AlibiMode::Off
+        .alibi = !c.alibi                                                      ? AlibiMode::Off
                  : family_traits(c.family).alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
-                                                                                 : AlibiMode::Causal,
+                                                                               : AlibiMode::Causal,
         .max_bias = static_cast<float>(c.alibi_bias_max),
         .scale = static_cast<float>(attention_scale(c)),
         .slopes = model_.alibi_slopes(),

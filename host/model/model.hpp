@@ -1,11 +1,10 @@
 #pragma once
-// An ALiBi decoder (BLOOM, MPT, Falcon-RW, Baichuan, Jais) on the device (Model: configuration and weights) and one sequence
-// running through it (Session: the KV cache and activations). Every token chunk's forward
-// pass, all layers and the logits, is one command list submitted once. A Session records
-// the list of a chunk size once, with its ops planned and its descriptor sets written, and
-// submits it again for every later chunk of that size (every decoding step is the same
-// one-token list): what changes from step to step, the key count, sits in a small
-// host-visible buffer the kernels read (QkvScatter, AttentionOptions::external_kv_lens).
+// An ALiBi decoder (BLOOM, MPT, Falcon-RW, Baichuan, Jais) on the device (Model: configuration and weights) and one
+// sequence running through it (Session: the KV cache and activations). Every token chunk's forward pass, all layers and
+// the logits, is one command list submitted once. A Session records the list of a chunk size once, with its ops planned
+// and its descriptor sets written, and submits it again for every later chunk of that size (every decoding step is the
+// same one-token list): what changes from step to step, the key count, sits in a small host-visible buffer the kernels
+// read (QkvScatter, AttentionOptions::external_kv_lens).
 //
 // Block structure (each family's Hugging Face modeling code, inference; host/reference/
 // model.hpp spells out every family):

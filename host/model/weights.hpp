@@ -52,9 +52,9 @@ struct ModelWeights {
     NormWeights embedding_norm;  // BLOOM word_embeddings_layernorm; absent elsewhere
     Buffer position_embedding;   // MPT wpe [max_seq_len, hidden] with learned_pos_emb
     std::vector<LayerWeights> layers;
-    NormWeights final_norm;   // BLOOM ln_f, MPT norm_f
-    Buffer lm_head;           // [vocab, hidden] when not tied to the embedding
-    Buffer lm_head_scales;    // quantized only
+    NormWeights final_norm;  // BLOOM ln_f, MPT norm_f
+    Buffer lm_head;          // [vocab, hidden] when not tied to the embedding
+    Buffer lm_head_scales;   // quantized only
     // Baichuan2's NormHead: 1 / |row| of the head as the GPU reads it, [vocab] fp32; the
     // logits are scaled by it, which is multiplying by the row-normalized matrix.
     Buffer lm_head_row_scales;

@@ -205,8 +205,8 @@ AttentionPush make_attention_push(const AttentionParams& params) {
     flags |= params.mask == MaskMode::Causal ? VKF_ATTN_FLAG_CAUSAL_MASK : 0;
     flags |= !params.slopes.empty() ? VKF_ATTN_FLAG_SLOPE_TABLE : 0;
     flags |= !params.kv_lens.empty() ? VKF_ATTN_FLAG_KV_LENS : 0;
-    flags |= params.alibi == AlibiMode::Causal || params.alibi == AlibiMode::FalconBf16 ? VKF_ATTN_FLAG_ALIBI_CAUSAL
-                                                                                        : 0;
+    flags |=
+        params.alibi == AlibiMode::Causal || params.alibi == AlibiMode::FalconBf16 ? VKF_ATTN_FLAG_ALIBI_CAUSAL : 0;
     flags |= params.alibi == AlibiMode::FalconBf16 ? VKF_ATTN_FLAG_ALIBI_KEY_BF16 : 0;
     flags |= params.alibi_train_len != 0 ? VKF_ATTN_FLAG_ALIBI_DYNAMIC : 0;
     flags |= params.alibi == AlibiMode::Symmetric ? VKF_ATTN_FLAG_ALIBI_SYMMETRIC : 0;

@@ -31,8 +31,8 @@ std::uint64_t view_elements(std::uint32_t rows, std::uint32_t cols, std::uint32_
     return rows == 0 ? 0 : std::uint64_t{rows - 1} * stride + cols;
 }
 
-ElementBinding bind_view(const ComputeLimits& limits, const BufferRange& range, std::uint32_t rows,
-                         std::uint32_t cols, std::uint32_t stride, const char* name) {
+ElementBinding bind_view(const ComputeLimits& limits, const BufferRange& range, std::uint32_t rows, std::uint32_t cols,
+                         std::uint32_t stride, const char* name) {
     const std::uint64_t need = view_elements(rows, cols, stride);
     if (range.buffer == nullptr || range.size < need * 4) {
         throw Error(std::string("gated_activation: ") + name + " needs " + std::to_string(need) + " fp32 elements (" +
@@ -54,8 +54,7 @@ void record_gated_activation(Context& ctx, CommandList& list, const GatedActivat
                     std::to_string(a.up_stride) + " (up) must be at least cols " + std::to_string(a.cols));
     }
     const ComputeLimits& limits = ctx.limits();
-    check_tensor(a.y, std::uint64_t{a.rows} * a.cols, 4, "gated_activation", "y",
-                 shape_text({a.rows, a.cols}, "f32"));
+    check_tensor(a.y, std::uint64_t{a.rows} * a.cols, 4, "gated_activation", "y", shape_text({a.rows, a.cols}, "f32"));
     const ElementBinding gate = bind_view(limits, a.gate, a.rows, a.cols, a.gate_stride, "gate");
     const ElementBinding up = bind_view(limits, a.up, a.rows, a.cols, a.up_stride, "up");
     const ElementBinding y = bind_elements(limits, a.y, 0, std::uint64_t{a.rows} * a.cols, 4, "gated_activation", "y");
@@ -68,11 +67,10 @@ void record_gated_activation(Context& ctx, CommandList& list, const GatedActivat
         throw Error("gated_activation: [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
                     "] needs more workgroups than maxComputeWorkGroupCount allows");
     }
-    const Pipeline& pipeline =
-        ctx.pipeline(PipelineDesc{.code = &shaders::variant("gated_activation", {define}),
-                                  .workgroup_size = {wg_x, wg_y, 1},
-                                  .push_constant_layout = GatedActivationPush::layout,
-                                  .binding_count = 3});
+    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("gated_activation", {define}),
+                                                         .workgroup_size = {wg_x, wg_y, 1},
+                                                         .push_constant_layout = GatedActivationPush::layout,
+                                                         .binding_count = 3});
     const GatedActivationPush push{.rows = a.rows,
                                    .cols = a.cols,
                                    .gate_base = gate.base,

@@ -16,5 +16,5 @@
 #include "host/ops/kv_append.hpp"
 #include "host/ops/layernorm.hpp"
 #include "host/ops/matmul.hpp"
-#include "host/ops/scale.hpp"
 #include "host/ops/pooling.hpp"
+#include "host/ops/scale.hpp"

@@ -47,7 +47,8 @@ void record(Context& ctx, CommandList& list, BufferRange x, BufferRange y, const
     // Pieces of whole rows, so that every piece's first element starts a row.
     std::uint64_t piece = max_bound_elements(limits, 4) / cols * cols;
     if (piece == 0) {
-        throw Error(std::string(op) + ": one row of " + std::to_string(cols) + " elements exceeds maxStorageBufferRange");
+        throw Error(std::string(op) + ": one row of " + std::to_string(cols) +
+                    " elements exceeds maxStorageBufferRange");
     }
     for (std::uint64_t first = 0; first < count; first += piece) {
         const std::uint64_t n = std::min(piece, count - first);

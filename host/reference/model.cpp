@@ -202,6 +202,12 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 
 std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
+    const auto all = static_cast<std::uint32_t>(ids.size());
+    return forward(ids, std::span(&all, 1));
+}
+
+std::vector<double> Model::forward(std::span<const std::uint32_t> ids,
+                                   std::span<const std::uint32_t> chunk_ends) const {
     const ModelConfig& c = config_;
     const Weights& w = *weights_;
     const FamilyTraits traits = family_traits(c.family);
@@ -215,6 +221,12 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
     const auto tokens = static_cast<std::uint32_t>(ids.size());
     if (tokens == 0) {
         return {};
+    }
+    for (std::size_t i = 0; i < chunk_ends.size(); ++i) {
+        if (chunk_ends[i] == 0 || (i > 0 && chunk_ends[i] <= chunk_ends[i - 1]) || chunk_ends[i] > tokens ||
+            (i + 1 == chunk_ends.size() && chunk_ends[i] != tokens)) {
+            throw Error("reference model: chunk ends must increase to the token count " + std::to_string(tokens));
+        }
     }
     if (c.learned_pos_emb && tokens > c.max_seq_len) {
         throw Error("reference model: " + std::to_string(tokens) + " tokens, but the learned positions cover " +
@@ -248,8 +260,7 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
     // The paper's slopes in double where the family's code computes them from the formula
     // (MPT's gen_slopes gives them in the same order); Falcon's bf16-rounded slopes and Jais'
     // divided ones as the float table the modeling code builds.
-    const bool formula_slopes =
-        traits.alibi_form == AlibiForm::Standard && c.alibi_scaling_factor == 1.0 && c.alibi;
+    const bool formula_slopes = traits.alibi_form == AlibiForm::Standard && c.alibi_scaling_factor == 1.0 && c.alibi;
     const std::vector<float> slopes = formula_slopes ? std::vector<float>{} : model_alibi_slopes(c);
     for (std::uint32_t layer = 0; layer < c.n_layer; ++layer) {
         const RefBlock& b = w.blocks[layer];
@@ -285,21 +296,28 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
         // Causal attention with the family's ALiBi: slope * (j - i) (BLOOM's, Baichuan's and
         // Jais' slope * j up to a per-row constant), Falcon's bf16(slope * j) added before the
         // scale, none for MPT without ALiBi; Jais' dynamic scaling through alibi_train_len.
-        const AttentionParams params{
-            .shape = {.batch = 1,
-                      .q_len = tokens,
-                      .kv_len = tokens,
-                      .n_head = c.n_head,
-                      .n_kv_head = c.n_kv_head,
-                      .head_dim = c.head_dim},
-            .mask = MaskMode::Causal,
-            .alibi = !c.alibi                                         ? AlibiMode::Off
-                     : traits.alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
-                                                                      : AlibiMode::Causal,
-            .max_bias = static_cast<float>(c.alibi_bias_max),
-            .slopes = slopes,
-            .alibi_train_len = c.alibi_train_seq_len.value_or(0)};
-        const std::vector<double> context = attention(params, q, k, v, scale, threads);
+        // Chunk by chunk: rows [first, end) against keys [0, end), as a KV-cached run.
+        std::vector<double> context(tokens * h);
+        for (std::uint32_t chunk = 0, first = 0; chunk < chunk_ends.size(); first = chunk_ends[chunk++]) {
+            const std::uint32_t end = chunk_ends[chunk];
+            const AttentionParams params{.shape = {.batch = 1,
+                                                   .q_len = end - first,
+                                                   .kv_len = end,
+                                                   .n_head = c.n_head,
+                                                   .n_kv_head = c.n_kv_head,
+                                                   .head_dim = c.head_dim},
+                                         .mask = MaskMode::Causal,
+                                         .alibi = !c.alibi                                     ? AlibiMode::Off
+                                                  : traits.alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
+                                                                                               : AlibiMode::Causal,
+                                         .max_bias = static_cast<float>(c.alibi_bias_max),
+                                         .slopes = slopes,
+                                         .alibi_train_len = c.alibi_train_seq_len.value_or(0)};
+            const std::vector<double> part =
+                attention(params, std::span(q).subspan(first * h, (end - first) * h), std::span(k).first(end * kv),
+                          std::span(v).first(end * kv), scale, threads);
+            std::copy(part.begin(), part.end(), context.begin() + static_cast<std::ptrdiff_t>(first * h));
+        }
         std::vector<double> attn = linear(context, tokens, b.out, threads);
         // BLOOM's apply_residual_connection_post_layernorm: the residual is the norm's output.
         add_in_place(attn, c.post_layernorm_residual ? std::span<const double>(normed) : std::span<const double>(x));
@@ -311,7 +329,8 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids) const {
             // Baichuan: down(silu(gate_proj(x)) * up_proj(x)); Jais: c_proj(c_fc(x) * silu(c_fc2(x))).
             const std::vector<double> gate = linear(normed_2, tokens, b.gate, threads);
             const std::vector<double> up = linear(normed_2, tokens, b.up, threads);
-            hidden_mlp = gated_activation(gate, up, tokens, c.ffn_hidden, c.ffn_hidden, c.ffn_hidden, traits.activation);
+            hidden_mlp =
+                gated_activation(gate, up, tokens, c.ffn_hidden, c.ffn_hidden, c.ffn_hidden, traits.activation);
         } else {
             hidden_mlp = linear(normed_2, tokens, b.up, threads);
             for (double& value : hidden_mlp) {

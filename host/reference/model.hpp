@@ -63,6 +63,11 @@ public:
     // Logits [ids.size(), vocab_size], row-major, for every position of the sequence (causal;
     // position of token t is t). Ids >= vocab_size throw vkf::Error naming the id.
     std::vector<double> forward(std::span<const std::uint32_t> ids) const;
+    // The same as a KV-cached run computes it when the tokens arrive in chunks ending at
+    // `chunk_ends` (increasing, the last one ids.size()): each chunk's rows attend with the
+    // key count at its end. Only Jais' dynamic alibi_scaling depends on that count, so for
+    // every other model this equals forward(ids).
+    std::vector<double> forward(std::span<const std::uint32_t> ids, std::span<const std::uint32_t> chunk_ends) const;
 
 private:
     struct Weights;

@@ -41,7 +41,8 @@ std::vector<float> alibi_slopes(std::uint32_t n_head, double max_bias = 8.0);
 std::vector<float> mpt_alibi_slopes(std::uint32_t n_head, double alibi_bias_max = 8.0);
 
 // Bias added to the scaled score of query position i and key position j (absolute
-// positions); FalconBf16's is added before the scale (the caller scales it). Inline because the CPU reference calls it for every score.
+// positions); FalconBf16's is added before the scale (the caller scales it). Inline because the CPU reference calls it
+// for every score.
 inline double alibi_bias(AlibiMode mode, double slope, std::int64_t i, std::int64_t j) {
     switch (mode) {
         case AlibiMode::Causal:

@@ -62,8 +62,8 @@ void refuse_true(const JsonValue& object, std::string_view key, std::string_view
 
 void require_string(const JsonValue& object, std::string_view key, std::string_view wanted, std::string_view why) {
     if (const JsonValue* value = optional_key(object, key)) {
-        refuse_if(value->as_string() != wanted, *value, "'" + value->as_string() + "' is not supported (" +
-                                                            std::string(why) + ")");
+        refuse_if(value->as_string() != wanted, *value,
+                  "'" + value->as_string() + "' is not supported (" + std::string(why) + ")");
     }
 }
 

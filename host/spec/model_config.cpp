@@ -6,12 +6,12 @@
 #include <system_error>
 
 #include "host/io/json.hpp"
+#include "host/io/npy.hpp"
+#include "host/io/safetensors.hpp"
 #include "host/spec/alibi.hpp"
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 #include "host/util/half.hpp"
-#include "host/io/npy.hpp"
-#include "host/io/safetensors.hpp"
 #include "runtime/error.hpp"
 
 namespace vkf {

@@ -34,9 +34,9 @@ struct ModelConfig {
     std::uint32_t hidden = 0;  // BLOOM hidden_size (or n_embed), MPT d_model, Jais n_embd
     std::uint32_t n_layer = 0;
     std::uint32_t n_head = 0;
-    std::uint32_t n_kv_head = 0;   // MPT attn_config.kv_n_heads (grouped-query); n_head elsewhere
-    std::uint32_t head_dim = 0;    // hidden / n_head
-    std::uint32_t ffn_hidden = 0;  // BLOOM 4 * hidden; MPT expansion_ratio * d_model; ...
+    std::uint32_t n_kv_head = 0;       // MPT attn_config.kv_n_heads (grouped-query); n_head elsewhere
+    std::uint32_t head_dim = 0;        // hidden / n_head
+    std::uint32_t ffn_hidden = 0;      // BLOOM 4 * hidden; MPT expansion_ratio * d_model; ...
     double layer_norm_epsilon = 1e-5;  // Baichuan: rms_norm_eps (its norms are RMSNorms)
     bool alibi = true;                 // MPT attn_config.alibi; every other family always
     double alibi_bias_max = 8.0;       // MPT attn_config.alibi_bias_max; 8 elsewhere
@@ -50,15 +50,15 @@ struct ModelConfig {
     // No bias in any linear layer (MPT no_bias also drops the LayerNorms' biases; Falcon
     // "bias": false only the linear layers'; Baichuan has none anywhere).
     bool no_bias = false;
-    std::optional<double> clip_qkv = std::nullopt;  // MPT: clamp Wqkv's output to [-c, c]
-    bool qk_ln = false;                             // MPT: LayerNorms on Q and on K
-    bool learned_pos_emb = false;                   // MPT: wpe [max_seq_len, d_model] added
-    bool post_layernorm_residual = false;           // BLOOM apply_residual_connection_post_layernorm
+    std::optional<double> clip_qkv = std::nullopt;     // MPT: clamp Wqkv's output to [-c, c]
+    bool qk_ln = false;                                // MPT: LayerNorms on Q and on K
+    bool learned_pos_emb = false;                      // MPT: wpe [max_seq_len, d_model] added
+    bool post_layernorm_residual = false;              // BLOOM apply_residual_connection_post_layernorm
     std::optional<double> logit_scale = std::nullopt;  // MPT logit_scale; Jais mup_output_alpha * mup_width_scale
     double embedding_scale = 1.0;                      // Jais mup_embeddings_scale
     bool normalized_lm_head = false;                   // Baichuan2's NormHead: rows L2-normalized
-    std::uint32_t max_seq_len = 2048;  // BLOOM seq_length (2048 when absent); MPT max_seq_len; ...
-    bool tie_word_embeddings = true;   // lm_head shares the token embedding matrix
+    std::uint32_t max_seq_len = 2048;                  // BLOOM seq_length (2048 when absent); MPT max_seq_len; ...
+    bool tie_word_embeddings = true;                   // lm_head shares the token embedding matrix
     // config.json's bos_token_id, and eos_token_id (an integer or a list: generation stops at
     // any of them). Absent or null: none.
     std::optional<std::uint32_t> bos_token_id = std::nullopt;
@@ -80,12 +80,12 @@ struct FamilyTraits {
     std::string_view architecture;  // the Hugging Face architectures[0]
     NormKind norm;
     MlpKind mlp;
-    Activation activation;     // of the plain MLP, or the gate's
-    bool interleaved_qkv;      // fused QKV output [n_head, 3, head_dim] (else [q | k | v])
-    bool embedding_norm;       // a LayerNorm right after the embedding (BLOOM)
-    bool norm_bias;            // LayerNorms carry a bias (unless MPT's no_bias)
+    Activation activation;  // of the plain MLP, or the gate's
+    bool interleaved_qkv;   // fused QKV output [n_head, 3, head_dim] (else [q | k | v])
+    bool embedding_norm;    // a LayerNorm right after the embedding (BLOOM)
+    bool norm_bias;         // LayerNorms carry a bias (unless MPT's no_bias)
     AlibiForm alibi_form;
-    bool mpt_slopes;           // MPT's gen_slopes order (else the paper's, as BLOOM builds them)
+    bool mpt_slopes;  // MPT's gen_slopes order (else the paper's, as BLOOM builds them)
 };
 FamilyTraits family_traits(ModelFamily family);
 

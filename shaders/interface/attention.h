@@ -33,18 +33,18 @@
 #define VKF_ATTN_ROWS_SPEC_R 5            // query rows per invocation
 #define VKF_ATTN_ROWS_SPEC_SG 7           // SUBGROUP_LOADS: the subgroup size
 
-#define VKF_ATTENTION_PUSH(F)                                          \
-    F(uint, batch)                                                     \
-    F(uint, q_len)                                                     \
-    F(uint, kv_len)                                                    \
-    F(uint, n_head)                                                    \
-    F(uint, n_kv_head)                                                 \
-    F(uint, flags) /* VKF_ATTN_FLAG_* */                               \
-    F(float, scale)                                                    \
-    F(float, max_bias)                                                 \
-    F(uint, alibi_pow2)   /* largest power of two <= n_head */         \
-    F(uint, kv_split_len) /* keys per split (split-KV), else kv_len */ \
-    F(uint, n_splits)     /* 1 without split-KV */                     \
+#define VKF_ATTENTION_PUSH(F)                                             \
+    F(uint, batch)                                                        \
+    F(uint, q_len)                                                        \
+    F(uint, kv_len)                                                       \
+    F(uint, n_head)                                                       \
+    F(uint, n_kv_head)                                                    \
+    F(uint, flags) /* VKF_ATTN_FLAG_* */                                  \
+    F(float, scale)                                                       \
+    F(float, max_bias)                                                    \
+    F(uint, alibi_pow2)      /* largest power of two <= n_head */         \
+    F(uint, kv_split_len)    /* keys per split (split-KV), else kv_len */ \
+    F(uint, n_splits)        /* 1 without split-KV */                     \
     F(uint, alibi_train_len) /* VKF_ATTN_FLAG_ALIBI_DYNAMIC */
 VKF_PUSH_CONSTANTS(AttentionParams, AttentionPush, VKF_ATTENTION_PUSH)
 

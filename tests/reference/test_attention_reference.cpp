@@ -121,7 +121,8 @@ BiasFunction design_bias(const AttentionParams& params) {
                 return -slope * std::abs(distance);
             case AlibiMode::FalconBf16:
                 // Added to q.k before the scale, rounded to bfloat16 first.
-                return static_cast<double>(vkf::bfloat16_to_float(vkf::float_to_bfloat16(static_cast<float>(slope * key)))) *
+                return static_cast<double>(
+                           vkf::bfloat16_to_float(vkf::float_to_bfloat16(static_cast<float>(slope * key)))) *
                        vkf::effective_scale(params);
             case AlibiMode::Off:
                 break;

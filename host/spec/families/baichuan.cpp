@@ -44,8 +44,9 @@ ModelConfig parse_baichuan(const JsonValue& root) {
     config.normalized_lm_head = config.vocab_size == kBaichuan2Vocabulary;
     if (config.normalized_lm_head && config.tie_word_embeddings) {
         root.at("tie_word_embeddings")
-            .fail("Baichuan2's normalized LM head cannot share the embedding matrix (it would normalize the embeddings "
-                  "too)");
+            .fail(
+                "Baichuan2's normalized LM head cannot share the embedding matrix (it would normalize the embeddings "
+                "too)");
     }
     return config;
 }

@@ -15,8 +15,9 @@ ModelConfig parse_falcon(const JsonValue& root) {
     refuse_if(alibi == nullptr || !alibi->as_bool(), alibi != nullptr ? *alibi : root,
               "Falcon with rotary positions (alibi false: Falcon-7B, 40B, 180B) is not supported; vkformer runs the "
               "ALiBi Falcons (Falcon-RW, alibi true)");
-    refuse_true(root, "new_decoder_architecture", "Falcon's new decoder architecture (grouped KV heads, parallel "
-                                                  "attention) is not supported");
+    refuse_true(root, "new_decoder_architecture",
+                "Falcon's new decoder architecture (grouped KV heads, parallel "
+                "attention) is not supported");
     refuse_true(root, "multi_query", "multi-query Falcon attention is not supported (Falcon-RW is multi-head)");
     refuse_true(root, "parallel_attn", "parallel attention and MLP is not supported (Falcon-RW runs them in turn)");
     refuse_true(root, "apply_residual_connection_post_layernorm",

@@ -46,8 +46,9 @@ ModelConfig parse_jais(const JsonValue& root) {
     ModelConfig config{.family = ModelFamily::Jais};
     require_string(root, "position_embedding_type", "alibi", "vkformer runs the ALiBi Jais models");
     if (optional_key(root, "position_embedding_type") == nullptr) {
-        root.fail("missing key 'position_embedding_type' (JAISConfig's default is learned positions, which vkformer "
-                  "does not run)");
+        root.fail(
+            "missing key 'position_embedding_type' (JAISConfig's default is learned positions, which vkformer "
+            "does not run)");
     }
     require_string(root, "activation_function", "swiglu", "Jais' MLP is SwiGLU");
     refuse_true(root, "scale_attn_by_inverse_layer_idx", "per-layer attention scaling is not supported");

@@ -37,9 +37,10 @@ void read_attention(const JsonValue& attn, ModelConfig& config) {
                      std::to_string(config.n_kv_head));
         }
     } else if (type != "multihead_attention") {
-        attn.at("attn_type").fail("'" + type +
-                                  "' is not supported (multihead_attention, multiquery_attention, "
-                                  "grouped_query_attention)");
+        attn.at("attn_type")
+            .fail("'" + type +
+                  "' is not supported (multihead_attention, multiquery_attention, "
+                  "grouped_query_attention)");
     }
     config.qk_ln = bool_or(attn, "qk_ln", false);
     refuse_true(attn, "qk_gn", "group norms on queries and keys are not supported (qk_ln is)");
