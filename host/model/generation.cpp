@@ -64,6 +64,7 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
         }
     }
     result.decode_time = clock::now() - start;
+    result.chunk_ends = session.chunk_ends();
     return result;
 }
 

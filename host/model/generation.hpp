@@ -31,6 +31,8 @@ struct GenerationResult {
     std::vector<std::uint32_t> tokens;  // the generated ids: n_predict, or fewer when stopped
     std::vector<float> logits;          // [tokens.size(), vocab] when keep_logits
     std::uint32_t prompt_tokens = 0;
+    // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
+    std::vector<std::uint32_t> chunk_ends;
     StopReason stop = StopReason::Length;
     // Wall time of the prompt's forward pass and of the decode steps (the last token is
     // sampled but not fed back), including sampling and logit read-back.

@@ -556,6 +556,7 @@ void Session::run_chunk(std::span<const std::uint32_t> ids, bool all_logits, std
     stats_.barriers += list.barrier_count();
     stats_.tokens += tokens;
     position_ += tokens;
+    chunk_ends_.push_back(position_);
     if (list.times_total()) {
         // Profiling reads every op's timestamps once; their sum is the submission's GPU time.
         double ms = 0.0;

@@ -153,7 +153,14 @@ public:
     std::uint32_t position() const { return position_; }
     std::uint32_t max_tokens() const { return options_.max_tokens; }
     DType kv_dtype() const { return options_.kv_dtype; }
-    void reset() { position_ = 0; }
+    void reset() {
+        position_ = 0;
+        chunk_ends_.clear();
+    }
+    // The key count after each submission since the last reset(): where the chunks the
+    // tokens ran in ended (a reference run in the same chunks, reference::Model::forward,
+    // gives the same numerics even under Jais' length-dependent ALiBi scaling).
+    const std::vector<std::uint32_t>& chunk_ends() const { return chunk_ends_; }
     const Profile& profile() const { return profile_; }
     std::uint64_t submissions() const { return stats_.submissions; }
     const SessionStats& stats() const { return stats_; }
@@ -187,6 +194,7 @@ private:
     Context& ctx_;
     SessionOptions options_;
     std::uint32_t position_ = 0;
+    std::vector<std::uint32_t> chunk_ends_;
     std::vector<Buffer> k_cache_, v_cache_;  // per layer [max_tokens, n_kv_head, head_dim] kv_dtype
     Buffer ids_;                             // [chunk] uint32, host-visible
     Buffer positions_;                       // [chunk] uint32, host-visible: MPT's learned positions
