@@ -235,7 +235,8 @@ CheckResult check_logits(const vkf::Model& model, std::span<const std::uint32_t>
         const vkf::reference::Model reference(model.config(), model.checkpoint(), options);
         // In the session's chunks where they cover exactly these tokens (a first turn).
         const bool same_chunks = !result.chunk_ends.empty() && result.chunk_ends.back() == ids.size();
-        const std::vector<double> ref = same_chunks ? reference.forward(ids, result.chunk_ends) : reference.forward(ids);
+        const std::vector<double> ref =
+            same_chunks ? reference.forward(ids, result.chunk_ends) : reference.forward(ids);
         std::pair<double, std::uint32_t> worst{0.0, 0};
         for (std::uint32_t s = 0; s < result.tokens.size(); ++s) {
             const std::size_t row = prompt.size() - 1 + s;

@@ -148,10 +148,10 @@ Outcome check_family(Context& ctx, const char* name, const ModelConfig& config, 
     const std::uint32_t vocab = config.vocab_size;
     Outcome out;
     out.ids = random_token_ids(kPrompt, vocab, 31);
-    Session session(model, SessionOptions{.max_tokens = kPrompt + kSteps,
-                                          .fuse_qkv = run.fused,
-                                          .fuse_layernorm = run.fused,
-                                          .kv_dtype = run.kv});
+    Session session(
+        model,
+        SessionOptions{
+            .max_tokens = kPrompt + kSteps, .fuse_qkv = run.fused, .fuse_layernorm = run.fused, .kv_dtype = run.kv});
     out.logits = session.forward(out.ids, Session::Logits::All);
     for (std::uint32_t s = 0; s < kSteps; ++s) {
         const std::uint32_t next = argmax(std::span(out.logits).last(vocab));

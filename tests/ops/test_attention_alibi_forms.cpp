@@ -47,11 +47,8 @@ class AttentionAlibiForms_ : public VulkanTest {};
 std::vector<float> run_form(Context& ctx, const FormCase& c, std::uint64_t seed) {
     SCOPED_TRACE(c.name);
     const std::vector<float> slopes = falcon_slopes(c.shape.n_head);
-    const AttentionParams params{.shape = c.shape,
-                                 .mask = MaskMode::Causal,
-                                 .alibi = c.alibi,
-                                 .slopes = slopes,
-                                 .alibi_train_len = c.train_len};
+    const AttentionParams params{
+        .shape = c.shape, .mask = MaskMode::Causal, .alibi = c.alibi, .slopes = slopes, .alibi_train_len = c.train_len};
     const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
     // Large Q and K: scores of several units, so that bias differences show.
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(c.shape), seed, -2.0f, 2.0f));
@@ -67,8 +64,9 @@ std::vector<float> run_form(Context& ctx, const FormCase& c, std::uint64_t seed)
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
         ctx.submit(*list);
     } else {
-        const Attention op(ctx, params, c.dtype,
-                           AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel, .kv_dtype = c.kv_dtype});
+        const Attention op(
+            ctx, params, c.dtype,
+            AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel, .kv_dtype = c.kv_dtype});
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
         ctx.submit(*list);
         if (c.force_splits > 1) {
