@@ -34,11 +34,16 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
         return e;
     }
     const std::uint64_t chunk = std::clamp<std::uint32_t>(session.chunk, 1, session.max_tokens);
-    e.kv_cache = 2ull * c.n_layer * session.max_tokens * c.hidden * element_size(session.kv_dtype);
+    const std::uint64_t kv_dim = std::uint64_t{c.n_kv_head} * c.head_dim;
+    e.kv_cache = 2ull * c.n_layer * session.max_tokens * kv_dim * element_size(session.kv_dtype);
     // Session's buffers: hidden, normed, q and the attention output [chunk, hidden], the QKV
-    // projection's output [chunk, 3 hidden] (which a session that fuses QKV does without), the
-    // MLP's [chunk, ffn_hidden]; the ids and the step's key count; the logits.
-    e.activations = chunk * (7ull * c.hidden + c.ffn_hidden) * kF32 + chunk * 4 + 4 + chunk * c.vocab_size * kF32;
+    // projection's output [chunk, hidden + 2 kv_dim] (which a session that fuses QKV does
+    // without), the MLP's [chunk, ffn_hidden] (twice for a gated MLP); the ids, the positions
+    // (learned ones) and the step's key count; the logits.
+    const std::uint64_t mlp = family_traits(c.family).mlp == MlpKind::Gated ? 2ull * c.ffn_hidden : c.ffn_hidden;
+    const std::uint64_t id_buffers = c.learned_pos_emb ? 2 : 1;
+    e.activations = chunk * (4ull * c.hidden + c.hidden + 2 * kv_dim + mlp) * kF32 + id_buffers * chunk * 4 + 4 +
+                    chunk * c.vocab_size * kF32;
     return e;
 }
 
