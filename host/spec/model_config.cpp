@@ -265,6 +265,9 @@ void validate(const ModelConfig& config) {
     positive(config.layer_norm_epsilon, "layer_norm_epsilon");
     positive(config.alibi_bias_max, "alibi_bias_max");
     positive(config.alibi_scaling_factor, "the alibi_scaling factor");
+    if (config.alibi_scaling_factor < 1.0) {
+        fail("the alibi_scaling factor must be at least 1 (JAISConfig: > 1, or none)");
+    }
     positive(config.embedding_scale, "the embedding scale");
     if (config.clip_qkv) {
         positive(*config.clip_qkv, "clip_qkv");

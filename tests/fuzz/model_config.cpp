@@ -1,5 +1,5 @@
-// Fuzzes config.json (parse_model_config, host/spec/model_config.hpp) for both families,
-// BLOOM and MPT. An accepted configuration must pass validate, write back as config.json
+// Fuzzes config.json (parse_model_config, host/spec/model_config.hpp) for every decoder
+// family (BLOOM, MPT, Falcon, Baichuan, Jais). An accepted configuration must pass validate, write back as config.json
 // (hf_config_json) and parse back to itself, and list the tensors its checkpoint must hold
 // (expected_tensors, which every checkpoint check starts from).
 

@@ -168,11 +168,13 @@ TEST(FamilyConfigs, Jais13b) {
     EXPECT_EQ(c.embedding_scale, 14.6);
     EXPECT_EQ(c.logit_scale, 2.22 * 0.0625);
     EXPECT_FALSE(c.alibi_train_seq_len);
-    const ModelConfig dynamic = vkf::parse_model_config(replaced(
-        kJais13b, R"("n_positions": 2048)", R"("n_positions": 2048, "alibi_scaling": {"type": "linear", "train_seq_len": 2048})"));
+    const ModelConfig dynamic = vkf::parse_model_config(
+        replaced(kJais13b, R"("n_positions": 2048)",
+                 R"("n_positions": 2048, "alibi_scaling": {"type": "linear", "train_seq_len": 2048})"));
     EXPECT_EQ(dynamic.alibi_train_seq_len, 2048u);
-    const ModelConfig fixed = vkf::parse_model_config(replaced(
-        kJais13b, R"("n_positions": 2048)", R"("n_positions": 2048, "alibi_scaling": {"type": "linear", "factor": 2.0})"));
+    const ModelConfig fixed =
+        vkf::parse_model_config(replaced(kJais13b, R"("n_positions": 2048)",
+                                         R"("n_positions": 2048, "alibi_scaling": {"type": "linear", "factor": 2.0})"));
     EXPECT_EQ(fixed.alibi_scaling_factor, 2.0);
     const ModelConfig unscaled = vkf::parse_model_config(
         replaced(kJais13b, R"("mup_scale_qk_dot_by_d": true)", R"("mup_scale_qk_dot_by_d": false)"));
@@ -188,8 +190,7 @@ TEST(FamilyConfigs, MptGroupedQueryWithEveryOption) {
     EXPECT_EQ(c.clip_qkv, 8.0);
     EXPECT_EQ(c.logit_scale, 1.0 / std::sqrt(7168.0));
     EXPECT_FALSE(c.learned_pos_emb) << "with ALiBi, wpe only when the checkpoint holds it";
-    const ModelConfig no_alibi =
-        vkf::parse_model_config(replaced(kMpt30bGqa, R"("alibi": true)", R"("alibi": false)"));
+    const ModelConfig no_alibi = vkf::parse_model_config(replaced(kMpt30bGqa, R"("alibi": true)", R"("alibi": false)"));
     EXPECT_FALSE(no_alibi.alibi);
     EXPECT_TRUE(no_alibi.learned_pos_emb);
     const ModelConfig mqa = vkf::parse_model_config(
@@ -219,11 +220,14 @@ TEST(FamilyConfigs, UnsupportedSettingsAreRefusedByName) {
          "config.json: position_embedding_type: 'learned' is not supported"},
         {replaced(kJais13b, R"("activation_function": "swiglu")", R"("activation_function": "gelu_new")"),
          "config.json: activation_function: 'gelu_new' is not supported"},
-        {replaced(kJais13b, R"("scale_attn_by_inverse_layer_idx": false)", R"("scale_attn_by_inverse_layer_idx": true)"),
+        {replaced(kJais13b, R"("scale_attn_by_inverse_layer_idx": false)",
+                  R"("scale_attn_by_inverse_layer_idx": true)"),
          "config.json: scale_attn_by_inverse_layer_idx: per-layer attention scaling"},
-        {replaced(kJais13b, R"("n_positions": 2048)", R"("n_positions": 2048, "alibi_scaling": {"type": "dynamic", "factor": 2})"),
+        {replaced(kJais13b, R"("n_positions": 2048)",
+                  R"("n_positions": 2048, "alibi_scaling": {"type": "dynamic", "factor": 2})"),
          "config.json: alibi_scaling.type: 'dynamic' is not supported"},
-        {replaced(kJais13b, R"("n_positions": 2048)", R"("n_positions": 2048, "alibi_scaling": {"type": "linear", "factor": 0.5})"),
+        {replaced(kJais13b, R"("n_positions": 2048)",
+                  R"("n_positions": 2048, "alibi_scaling": {"type": "linear", "factor": 0.5})"),
          "config.json: alibi_scaling.factor: must be a number > 1"},
         {replaced(kJais13b, R"("n_positions": 2048)", R"("n_positions": 2048, "alibi_scaling": {"type": "linear"})"),
          "config.json: alibi_scaling: needs exactly one of 'factor' and 'train_seq_len'"},
