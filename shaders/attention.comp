@@ -34,8 +34,7 @@ const bool PAIRS_SPLIT_EVENLY = DP % TPR == 0u; // no lane has a pair slot past 
 const uint KEYS_PER_LANE = BC / TPR;  // the host keeps BC a multiple of TPR
 const uint WG = BR * TPR;            // must equal local_size_x
 const uint DQ = (D + 3u) / 4u;       // vec4 quads per head row, the last zero-padded if D % 4 == 2
-const uint DQP = 2u * DQ;            // pairs of a padded row: DP, or DP + 1 (a zero pair)
-const bool NO_PAD_PAIR = DQP == DP;
+const bool NO_PAD_PAIR = 2u * DQ == DP; // else the last quad's upper pair lies past the row
 // In quads, odd: consecutive tile rows start in different banks (DQ + 1 for the tuned sizes,
 // whose DQ is even; DQ itself when it is odd, e.g. 63 quads for D = 250).
 const uint KV_STRIDE = DQ + 1u - DQ % 2u;
@@ -72,12 +71,12 @@ shared float p_tile[BR * PS];
 shared float lane_stats[BR * TPR];   // per-lane maxima, then per-lane sums
 
 void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
-    for (uint e = gl_LocalInvocationID.x; e < BC * DQP; e += WG) {
-        const uint c = e / DQP;
-        const uint p = e % DQP;
+    for (uint e = gl_LocalInvocationID.x; e < BC * DP; e += WG) {
+        const uint c = e / DP;
+        const uint p = e % DP;
         const uint key = key0 + c;
-        vec2 value = vec2(0.0); // the pad pair must be zero: the scores' dot products read it
-        if (key < key_end && (NO_PAD_PAIR || p < DP)) {
+        vec2 value = vec2(0.0);
+        if (key < key_end) {
             const uint index = ((b * params.kv_len + key) * params.n_kv_head + kv_head) * DP + p;
             value = load_v ? pair_to_vec2(v_data[index]) : pair_to_vec2(k_data[index]);
         }
@@ -116,11 +115,21 @@ void main() {
         key_end = min(key_end, uint(max(last_pos + 1, 0)));
     }
 
-    for (uint e = tid; e < BR * DQP; e += WG) {
-        const uint r = e / DQP;
-        const uint p = e % DQP;
+    // The pad pairs (D % 4 == 2) are zero, so that they add nothing to the scores' dot products;
+    // the tile loads never write them. The first tile's barrier orders these stores.
+    if (!NO_PAD_PAIR) {
+        for (uint r = tid; r < BR; r += WG) {
+            q_tile[r * DQ + DQ - 1u].zw = vec2(0.0);
+        }
+        for (uint c = tid; c < BC; c += WG) {
+            kv_tile[c * KV_STRIDE + DQ - 1u].zw = vec2(0.0);
+        }
+    }
+    for (uint e = tid; e < BR * DP; e += WG) {
+        const uint r = e / DP;
+        const uint p = e % DP;
         vec2 value = vec2(0.0);
-        if (row0 + r < params.q_len && (NO_PAD_PAIR || p < DP)) {
+        if (row0 + r < params.q_len) {
             value = pair_to_vec2(q_data[((b * params.q_len + row0 + r) * params.n_head + head) * DP + p]);
         }
         if ((p & 1u) == 0u) {
