@@ -6,7 +6,12 @@
 // slice of the keys. It streams K and V through one shared tile of BC keys, keeps each
 // row's running max and sum (online softmax) in registers, and writes every output row
 // once: no score or bias matrix exists in memory. TPR invocations share a query row: each
-// scores BC/TPR keys of the tile and accumulates D/(2*TPR) pairs of output dimensions.
+// scores BC/TPR keys of the tile and accumulates ceil(D/(2*TPR)) pairs of output dimensions.
+//
+// Any even D: rows are held as vec4 quads, the last one zero-padded when D % 4 == 2, and a
+// lane's pairs past D/2 (D/2 not a multiple of TPR) are skipped. The guards test
+// specialization constants first, so for the tuned sizes (D a multiple of 4 and D/2 of TPR)
+// the driver folds them away and the code is that of a kernel without them.
 //
 // Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
 // model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
@@ -24,11 +29,15 @@ layout(constant_id = VKF_ATTN_SPEC_TPR) const uint TPR = 8; // invocations per q
 layout(constant_id = VKF_ATTN_SPEC_D) const uint D = 64;    // head_dim
 
 const uint DP = D / 2u;              // element pairs per head row
-const uint PAIRS_PER_THREAD = DP / TPR;
+const uint PAIRS_PER_THREAD = (DP + TPR - 1u) / TPR;
+const bool PAIRS_SPLIT_EVENLY = DP % TPR == 0u; // no lane has a pair slot past DP
 const uint KEYS_PER_LANE = BC / TPR;  // the host keeps BC a multiple of TPR
 const uint WG = BR * TPR;            // must equal local_size_x
-const uint DQ = D / 4u;              // vec4 quads per head row (every supported D is a multiple of 4)
-const uint KV_STRIDE = DQ + 1u;      // in quads; padding: tile rows start in different banks
+const uint DQ = (D + 3u) / 4u;       // vec4 quads per head row, the last zero-padded if D % 4 == 2
+const bool NO_PAD_PAIR = 2u * DQ == DP; // else the last quad's upper pair lies past the row
+// In quads, odd: consecutive tile rows start in different banks (DQ + 1 for the tuned sizes,
+// whose DQ is even; DQ itself when it is odd, e.g. 63 quads for D = 250).
+const uint KV_STRIDE = DQ + 1u - DQ % 2u;
 const float MASKED = -3.0e38;        // finite: no reliance on infinities in exp()
 
 #include "attention_io.glsl"
@@ -106,6 +115,16 @@ void main() {
         key_end = min(key_end, uint(max(last_pos + 1, 0)));
     }
 
+    // The pad pairs (D % 4 == 2) are zero, so that they add nothing to the scores' dot products;
+    // the tile loads never write them. The first tile's barrier orders these stores.
+    if (!NO_PAD_PAIR) {
+        for (uint r = tid; r < BR; r += WG) {
+            q_tile[r * DQ + DQ - 1u].zw = vec2(0.0);
+        }
+        for (uint c = tid; c < BC; c += WG) {
+            kv_tile[c * KV_STRIDE + DQ - 1u].zw = vec2(0.0);
+        }
+    }
     for (uint e = tid; e < BR * DP; e += WG) {
         const uint r = e / DP;
         const uint p = e % DP;
@@ -182,8 +201,10 @@ void main() {
                 const float p = p_tile[row_local * PS + c];
                 for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
                     const uint pair = lane + k * TPR;
-                    const vec4 quad = kv_tile[c * KV_STRIDE + pair / 2u];
-                    acc[k] += p * ((pair & 1u) == 0u ? quad.xy : quad.zw);
+                    if (PAIRS_SPLIT_EVENLY || pair < DP) {
+                        const vec4 quad = kv_tile[c * KV_STRIDE + pair / 2u];
+                        acc[k] += p * ((pair & 1u) == 0u ? quad.xy : quad.zw);
+                    }
                 }
             }
         }
@@ -204,9 +225,11 @@ void main() {
 #if defined(SPLIT_KV)
     const uint record = (((b * params.n_head + head) * params.q_len + row) * params.n_splits + split) * (D + 2u);
     for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
-        const uint d = 2u * (lane + k * TPR);
-        partials[record + d] = acc[k].x;
-        partials[record + d + 1u] = acc[k].y;
+        const uint pair = lane + k * TPR;
+        if (PAIRS_SPLIT_EVENLY || pair < DP) {
+            partials[record + 2u * pair] = acc[k].x;
+            partials[record + 2u * pair + 1u] = acc[k].y;
+        }
     }
     if (lane == 0u) {
         partials[record + D] = row_max;
@@ -217,7 +240,9 @@ void main() {
     const float inv_sum = row_sum > 0.0 ? 1.0 / row_sum : 0.0;
     for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
         const uint p = lane + k * TPR;
-        o_data[((b * params.q_len + row) * params.n_head + head) * DP + p] = vec2_to_pair(acc[k] * inv_sum);
+        if (PAIRS_SPLIT_EVENLY || p < DP) {
+            o_data[((b * params.q_len + row) * params.n_head + head) * DP + p] = vec2_to_pair(acc[k] * inv_sum);
+        }
     }
 #endif
 }

@@ -17,7 +17,9 @@
 //
 // Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
 // model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
-// (max, sum) for attention_combine.comp instead of the output).
+// (max, sum) for attention_combine.comp instead of the output), PAIR_LOADS (D % 4 == 2: a
+// head row does not start on a quad, so the tensors are read and written as element pairs,
+// two per quad, and the last quad's upper pair is zero).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -35,23 +37,58 @@ layout(constant_id = VKF_ATTN_ROWS_SPEC_R) const uint R = 4;   // query rows per
 layout(constant_id = VKF_ATTN_SPEC_D) const uint D = 64;       // head_dim
 layout(constant_id = VKF_ATTN_ROWS_SPEC_SG) const uint SG = 8; // SUBGROUP_LOADS: the subgroup size
 
-const uint DQ = D / 4u; // vec4 quads per head row
+const uint DP = D / 2u; // element pairs per head row
+const uint DQ = (D + 3u) / 4u; // vec4 quads per head row, the last half empty if D % 4 == 2
 const uint QPL = (DQ + SG - 1u) / SG; // SUBGROUP_LOADS: quads of a key row each lane loads
 const float MASKED = -3.0e38;
 
 #include "attention_io.glsl"
 
+#if defined(PAIR_LOADS)
+layout(std430, binding = 0) readonly buffer QBuf { VKF_PAIR q_data[]; };
+layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_PAIR k_data[]; };
+layout(std430, binding = 2) readonly buffer VBuf { VKF_KV_PAIR v_data[]; };
+#else
 layout(std430, binding = 0) readonly buffer QBuf { VKF_QUAD q_data[]; };
 layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_QUAD k_data[]; };
 layout(std430, binding = 2) readonly buffer VBuf { VKF_KV_QUAD v_data[]; };
+#endif
 #if defined(SPLIT_KV)
 // Per (batch, head, row, split): D unnormalized output values, then the row max and sum.
 layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };
+#elif defined(PAIR_LOADS)
+layout(std430, binding = 3) writeonly buffer OBuf { VKF_PAIR o_data[]; };
 #else
 layout(std430, binding = 3) writeonly buffer OBuf { VKF_QUAD o_data[]; };
 #endif
 layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
 layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
+
+// Quad dq of the head row that starts at element `base` of a tensor's buffer (its own unit:
+// quads, or pairs with PAIR_LOADS).
+#if defined(PAIR_LOADS)
+const uint ROW_UNITS = DP; // buffer elements per head row
+// The upper pair of a row's last quad lies past the row when D % 4 == 2: it reads as zero
+// (the branch keeps the load of the next row's, or past the buffer's, pair from happening).
+#define VKF_READ_QUAD(data, base, dq)                                          \
+    vec2 lo = pair_to_vec2(data[(base) + 2u * (dq)]);                          \
+    vec2 hi = vec2(0.0);                                                       \
+    if (2u * (dq) + 1u < DP) {                                                 \
+        hi = pair_to_vec2(data[(base) + 2u * (dq) + 1u]);                      \
+    }                                                                          \
+    return vec4(lo, hi);
+vec4 q_quad(uint base, uint dq) { VKF_READ_QUAD(q_data, base, dq) }
+vec4 k_quad(uint base, uint dq) { VKF_READ_QUAD(k_data, base, dq) }
+vec4 v_quad(uint base, uint dq) { VKF_READ_QUAD(v_data, base, dq) }
+#define Q_QUAD(base, dq) q_quad(base, dq)
+#define K_QUAD(base, dq) k_quad(base, dq)
+#define V_QUAD(base, dq) v_quad(base, dq)
+#else
+const uint ROW_UNITS = DQ;
+#define Q_QUAD(base, dq) quad_to_vec4(q_data[(base) + (dq)])
+#define K_QUAD(base, dq) quad_to_vec4(k_data[(base) + (dq)])
+#define V_QUAD(base, dq) quad_to_vec4(v_data[(base) + (dq)])
+#endif
 
 #include "alibi.glsl"
 
@@ -92,17 +129,18 @@ void main() {
     float row_max[R];
     float row_sum[R];
     [[unroll]] for (uint r = 0u; r < R; ++r) {
-        const uint q_base = ((b * params.q_len + min(my_row0 + r, params.q_len - 1u)) * params.n_head + head) * DQ;
+        const uint q_base =
+            ((b * params.q_len + min(my_row0 + r, params.q_len - 1u)) * params.n_head + head) * ROW_UNITS;
         [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
-            q[r][dq] = quad_to_vec4(q_data[q_base + dq]) * params.scale;
+            q[r][dq] = Q_QUAD(q_base, dq) * params.scale;
             acc[r][dq] = vec4(0.0);
         }
         row_max[r] = MASKED;
         row_sum[r] = 0.0;
     }
 
-    const uint key_stride = params.n_kv_head * DQ; // quads from one key to the next
-    const uint kv_base = b * params.kv_len * key_stride + kv_head * DQ;
+    const uint key_stride = params.n_kv_head * ROW_UNITS; // buffer elements from one key to the next
+    const uint kv_base = b * params.kv_len * key_stride + kv_head * ROW_UNITS;
     for (uint key0 = key_begin; key0 < key_end; key0 += BK) {
         // Keys past key_end read the last valid key (in bounds) and are masked.
         uint at[BK];
@@ -119,7 +157,7 @@ void main() {
         vec4 shared_k[BK][QPL];
         [[unroll]] for (uint i = 0u; i < BK; ++i) {
             [[unroll]] for (uint j = 0u; j < QPL; ++j) {
-                shared_k[i][j] = quad_to_vec4(k_data[at[i] + min(j * SG + gl_SubgroupInvocationID, DQ - 1u)]);
+                shared_k[i][j] = K_QUAD(at[i], min(j * SG + gl_SubgroupInvocationID, DQ - 1u));
             }
         }
 #endif
@@ -128,7 +166,7 @@ void main() {
 #if defined(SUBGROUP_LOADS)
                 const vec4 kq = subgroupShuffle(shared_k[i][dq / SG], dq % SG);
 #else
-                const vec4 kq = quad_to_vec4(k_data[at[i] + dq]);
+                const vec4 kq = K_QUAD(at[i], dq);
 #endif
                 [[unroll]] for (uint r = 0u; r < R; ++r) {
                     s[r][i] += dot(q[r][dq], kq);
@@ -160,7 +198,7 @@ void main() {
         vec4 shared_v[BK][QPL];
         [[unroll]] for (uint i = 0u; i < BK; ++i) {
             [[unroll]] for (uint j = 0u; j < QPL; ++j) {
-                shared_v[i][j] = quad_to_vec4(v_data[at[i] + min(j * SG + gl_SubgroupInvocationID, DQ - 1u)]);
+                shared_v[i][j] = V_QUAD(at[i], min(j * SG + gl_SubgroupInvocationID, DQ - 1u));
             }
         }
 #endif
@@ -170,7 +208,7 @@ void main() {
 #if defined(SUBGROUP_LOADS)
                 vq[i] = subgroupShuffle(shared_v[i][dq / SG], dq % SG);
 #else
-                vq[i] = quad_to_vec4(v_data[at[i] + dq]);
+                vq[i] = V_QUAD(at[i], dq);
 #endif
             }
             [[unroll]] for (uint r = 0u; r < R; ++r) {
@@ -193,17 +231,31 @@ void main() {
             [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
                 partials[record + 4u * dq] = acc[r][dq].x;
                 partials[record + 4u * dq + 1u] = acc[r][dq].y;
+#if defined(PAIR_LOADS)
+                if (2u * dq + 1u < DP) { // the padded half of the last quad is not stored
+                    partials[record + 4u * dq + 2u] = acc[r][dq].z;
+                    partials[record + 4u * dq + 3u] = acc[r][dq].w;
+                }
+#else
                 partials[record + 4u * dq + 2u] = acc[r][dq].z;
                 partials[record + 4u * dq + 3u] = acc[r][dq].w;
+#endif
             }
             partials[record + D] = row_max[r];
             partials[record + D + 1u] = row_sum[r];
 #else
             // A row with no visible key has row_sum == 0 and outputs zeros.
             const float inv_sum = row_sum[r] > 0.0 ? 1.0 / row_sum[r] : 0.0;
-            const uint o_base = ((b * params.q_len + row) * params.n_head + head) * DQ;
+            const uint o_base = ((b * params.q_len + row) * params.n_head + head) * ROW_UNITS;
             [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
+#if defined(PAIR_LOADS)
+                o_data[o_base + 2u * dq] = vec2_to_pair(acc[r][dq].xy * inv_sum);
+                if (2u * dq + 1u < DP) {
+                    o_data[o_base + 2u * dq + 1u] = vec2_to_pair(acc[r][dq].zw * inv_sum);
+                }
+#else
                 o_data[o_base + dq] = vec4_to_quad(acc[r][dq] * inv_sum);
+#endif
             }
 #endif
         }

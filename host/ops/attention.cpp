@@ -26,7 +26,7 @@ struct TileCandidate {
 };
 
 // Largest first; the first that fits the device's limits (and the shape) is taken.
-constexpr std::array<TileCandidate, 14> kTileCandidates{{
+constexpr std::array<TileCandidate, 15> kTileCandidates{{
     {32, 32, 8},
     {16, 64, 8},
     {16, 32, 8},
@@ -42,24 +42,46 @@ constexpr std::array<TileCandidate, 14> kTileCandidates{{
     {1, 32, 8},
     {1, 16, 4},
     {1, 8, 2},
+    // Head sizes near 256 under a small shared memory (below Vulkan's minimum of 16 KiB,
+    // VKF_LIMITS).
+    {1, 4, 2},
 }};
+
+// The head size as attention.comp stores a row in shared memory: whole vec4 quads, the last
+// one zero-padded when d % 4 == 2.
+std::uint32_t padded_head_dim(std::uint32_t d) {
+    return static_cast<std::uint32_t>(round_up(d, 4));
+}
+
+// Whether the tile may serve head size d. The table was tuned on multiples of 16, whose pairs
+// split evenly over every row of 2..8 lanes; they keep the tiles whose lanes get the same
+// number of output pairs. Other sizes (40, 72, 250, ...) have no such tile of 8 lanes, and
+// take the first tile that fits, their lanes guarding a last pair past the row
+// (attention.comp's PAIRS_SPLIT_EVENLY): a lane or two idle in P*V costs less than the small
+// tiles an even split would force.
+bool tile_serves_head_dim(const TileCandidate& t, std::uint32_t d) {
+    return d % 16 != 0 || (d / 2) % t.threads_per_row == 0;
+}
 
 std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
     // q_tile, kv_tile (rows padded by one vec4), p_tile (rows of keys floats padded to an odd
     // multiple of threads_per_row against bank conflicts) and lane_stats of
     // shaders/attention.comp.
+    const std::uint32_t dq = padded_head_dim(d);
+    const std::uint32_t kv_stride = dq + 4 * (1 - (dq / 4) % 2);  // an odd number of vec4s
     const std::uint32_t p_stride = t.keys + t.threads_per_row * (1 - (t.keys / t.threads_per_row) % 2);
-    return 4 * (t.rows * d + t.keys * (d + 4) + t.rows * p_stride + t.rows * t.threads_per_row);
+    return 4 * (t.rows * dq + t.keys * kv_stride + t.rows * p_stride + t.rows * t.threads_per_row);
 }
 
 // Loop iterations one invocation of attention.comp runs per KV tile, counted without any
 // unrolling by the driver (an upper bound): K and V loads, scores, tile max, P*V, rescale.
 std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) {
+    const std::uint32_t dq = padded_head_dim(d);
     const std::uint32_t wg = t.rows * t.threads_per_row;
-    const std::uint32_t pairs = d / 2 / t.threads_per_row;
-    const auto loads = static_cast<std::uint32_t>(2 * ceil_div(t.keys * (d / 2), wg));
+    const auto pairs = static_cast<std::uint32_t>(ceil_div(d / 2, t.threads_per_row));
+    const auto loads = static_cast<std::uint32_t>(2 * ceil_div(t.keys * (dq / 2), wg));
     const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
-    const std::uint32_t scores = keys_per_lane * (d / 4 + 1);
+    const std::uint32_t scores = keys_per_lane * (dq / 4 + 1);
     return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
 }
 
@@ -192,10 +214,10 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
 }  // namespace
 
 void check_head_dim(std::uint32_t head_dim) {
-    if (std::find(std::begin(kSupportedHeadDims), std::end(kSupportedHeadDims), head_dim) ==
-        std::end(kSupportedHeadDims)) {
+    if (head_dim == 0 || head_dim % 2 != 0 || head_dim > kMaxHeadDim) {
         throw Error("head_dim " + std::to_string(head_dim) +
-                    " is not supported by the GPU attention kernels; supported: 32, 64, 80, 96, 128, 256");
+                    " is not supported by the GPU attention kernels; supported: even head sizes 2.." +
+                    std::to_string(kMaxHeadDim));
     }
 }
 
@@ -280,7 +302,7 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
         for (const TileCandidate& t : kTileCandidates) {
             const std::uint32_t wg = t.rows * t.threads_per_row;
             const bool fits = wg <= limits.workgroup_invocations && wg <= limits.workgroup_size[0] &&
-                              tile_shared_bytes(t, d) <= limits.shared_memory && (d / 2) % t.threads_per_row == 0 &&
+                              tile_shared_bytes(t, d) <= limits.shared_memory && tile_serves_head_dim(t, d) &&
                               t.keys % t.threads_per_row == 0;
             if (fits && (pass == 1 || t.rows <= wanted_rows)) {
                 chosen = &t;
@@ -368,10 +390,12 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     std::vector<SpecConstant> constants;
     const SpirvCode* code = nullptr;
     if (rows) {
+        // Rows of 4n + 2 elements do not start on a quad: read them as pairs.
         code = &shaders::variant("attention_rows", {{"SUBGROUP_LOADS", plan_.subgroup_loads > 0},
                                                     {"SPLIT_KV", split},
                                                     {"STORAGE_F16", f16},
-                                                    {"KV_F16", kv_f16}});
+                                                    {"KV_F16", kv_f16},
+                                                    {"PAIR_LOADS", shape_.head_dim % 4 != 0}});
         constants = {{VKF_ATTN_ROWS_SPEC_SPLIT_LANES, plan_.threads_per_row},
                      {VKF_ATTN_ROWS_SPEC_BK, plan_.keys_per_tile},
                      {VKF_ATTN_ROWS_SPEC_R, plan_.rows_per_invocation},

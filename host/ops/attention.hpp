@@ -17,9 +17,14 @@
 
 namespace vkf {
 
-// Head sizes the GPU kernels accept.
-inline constexpr std::uint32_t kSupportedHeadDims[] = {32, 64, 80, 96, 128, 256};
-// Throws vkf::Error naming the head size and the supported ones.
+// The GPU kernels accept every even head size from 2 to kMaxHeadDim: the head size is a
+// specialization constant, and tensors are read in element pairs (an fp16 pair is one 32-bit
+// word, which is why odd sizes are refused). The tile table was tuned on kTunedHeadDims
+// (multiples of 16: each lane of a row gets whole quads); other sizes take the same kernels
+// with a padded last quad and guarded lanes.
+inline constexpr std::uint32_t kMaxHeadDim = 256;
+inline constexpr std::uint32_t kTunedHeadDims[] = {32, 64, 80, 96, 128, 256};
+// Throws vkf::Error naming the head size and saying "even head sizes 2..256" unless it is one.
 void check_head_dim(std::uint32_t head_dim);
 
 // AttentionPush (push constants, shared by every attention kernel), VKF_ATTN_FLAG_* and the

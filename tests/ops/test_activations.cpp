@@ -262,10 +262,14 @@ TEST_F(Activations_, KvAppendFromDenseRows) {
     std::uint64_t seed = 500;
     const std::uint32_t steps[] = {7, 1, 1, 3};
     for (DType t : {DType::F32, DType::F16}) {
-        const KvCase c{2, 20, 3, 64, t};
-        run_kv(
-            ctx(), c, steps, [&](std::uint32_t len) { return HeadLayout::dense(len, c.n_kv_head, c.head_dim); },
-            [&](std::uint32_t len) { return std::size_t{c.batch} * len * c.n_kv_head * c.head_dim; }, seed++);
+        // 64, and head sizes off the attention's tuned table: 4n + 2 (an odd number of fp16
+        // pairs per row) and MPT-30B's 112.
+        for (const std::uint32_t d : {64u, 6u, 18u, 112u}) {
+            const KvCase c{2, 20, 3, d, t};
+            run_kv(
+                ctx(), c, steps, [&](std::uint32_t len) { return HeadLayout::dense(len, c.n_kv_head, c.head_dim); },
+                [&](std::uint32_t len) { return std::size_t{c.batch} * len * c.n_kv_head * c.head_dim; }, seed++);
+        }
     }
 }
 

@@ -115,6 +115,11 @@ AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     return op.plan();
 }
 
+// Head sizes off the tuned table: 4n + 2 (a padded last quad: 2, 6, 250), pairs that no row of
+// 8 lanes splits evenly (40, 72, 120, 200, 250), multiples of 16 between the tuned ones (48,
+// 112: MPT-30B, 160).
+const std::uint32_t kOtherHeadDims[] = {2, 6, 40, 48, 72, 112, 120, 160, 200, 250};
+
 // A deterministic walk over the grid: every length, head count, GQA ratio, batch,
 // mode and dtype appears, without the full cross product (CI has 2 cores).
 std::vector<Case> grid(bool quick) {
@@ -206,13 +211,36 @@ TEST_F(Attention_, Fp16KvMatchesTheReferenceOverTheShapeGrid) {
 
 TEST_F(Attention_, EveryHeadDimStorageAndMode) {
     std::uint64_t seed = 2000;
-    for (std::uint32_t d : kSupportedHeadDims) {
+    for (std::uint32_t d : kTunedHeadDims) {
         for (const Storage& st : kStorages) {
             const DType t = st.dtype;
             run_case(ctx(), in(st, Case{2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, t}), seed++);
             run_case(ctx(), in(st, Case{1, 70, 33, 4, 1, d, MaskMode::None, AlibiMode::Symmetric, t}), seed++);
             run_case(ctx(), in(st, Case{3, 5, 129, 3, 3, d, MaskMode::Causal, AlibiMode::Off, t, true, true}), seed++);
         }
+    }
+}
+
+// Every kernel (tiled, rows, and split-KV decoding through each) at every head size above, each
+// kernel in a different storage per size so that every size meets all three storages.
+TEST_F(Attention_, EveryEvenHeadSizeMatches) {
+    std::uint64_t seed = 8000;
+    for (std::size_t i = 0; i < std::size(kOtherHeadDims); ++i) {
+        const std::uint32_t d = kOtherHeadDims[i];
+        const Storage& s0 = kStorages[i % 3];
+        const Storage& s1 = kStorages[(i + 1) % 3];
+        const Storage& s2 = kStorages[(i + 2) % 3];
+        Case tiled = in(s0, {2, 37, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, s0.dtype});
+        tiled.kernel = AttentionKernel::Tiled;
+        run_case(ctx(), tiled, seed++);
+        Case rows = in(s1, {1, 29, 53, 4, 1, d, MaskMode::None, AlibiMode::Symmetric, s1.dtype, i % 2 == 0});
+        rows.kernel = AttentionKernel::Rows;
+        run_case(ctx(), rows, seed++);
+        Case decode = in(s2, {2, 1, 301, 3, 1, d, MaskMode::Causal, AlibiMode::Causal, s2.dtype, false, true, 3});
+        decode.kernel = i % 2 == 0 ? AttentionKernel::Rows : AttentionKernel::Tiled;
+        run_case(ctx(), decode, seed++);
+        if (HasFatalFailure())
+            return;
     }
 }
 
@@ -300,7 +328,7 @@ std::vector<Case> kernel_subset() {
          }) {
         cases.push_back(with_f16_kv(c));
     }
-    for (std::uint32_t d : kSupportedHeadDims) {
+    for (std::uint32_t d : kTunedHeadDims) {
         for (const Storage& st : kStorages) {
             cases.push_back(in(st, {2, 33, 70, 6, 3, d, M::Causal, A::Causal, st.dtype}));
         }
@@ -358,6 +386,74 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
         }
         EXPECT_EQ(sink.validation_count(), 0u);
     }
+}
+
+// The other head sizes under limits below the tuned tiles': the tiled kernel's smallest tiles
+// (a 250-wide K/V tile row in 6 KiB of shared memory) and the rows kernel's direct loads.
+TEST(AttentionForcedLimits, OtherHeadSizesFitSmallLimitsAndStayRight) {
+    const char* specs[] = {"shared_memory=6144,workgroup_invocations=32,workgroup_count=3", "no_subgroup_ops"};
+    std::uint64_t seed = 8500;
+    for (const char* spec : specs) {
+        SCOPED_TRACE(spec);
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+        // The rows kernel's direct loads take llvmpipe a minute to compile at 250 (Mesa 22.3):
+        // smaller sizes there, 4n + 2 and uneven ones.
+        const bool tiled = spec[0] == 's';
+        const std::uint32_t dims[] = {tiled ? 250u : 6u, tiled ? 6u : 18u, tiled ? 112u : 40u};
+        for (std::size_t i = 0; i < std::size(dims); ++i) {
+            const Storage& st = kStorages[i % 3];
+            Case c = in(st, {2, 19, 41, 4, 2, dims[i], MaskMode::Causal, AlibiMode::Causal, st.dtype});
+            c.kernel = tiled ? AttentionKernel::Tiled : AttentionKernel::Rows;
+            const auto plan = run_case(ctx, c, seed++);
+            EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
+            EXPECT_LE(plan.workgroup_size, ctx.limits().workgroup_invocations);
+            EXPECT_EQ(plan.subgroup_loads, 0u) << plan.describe();
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+}
+
+// Every even head size gets a tiled plan within the limits, from a desktop GPU's down to 6 KiB
+// of shared memory; the tuned sizes keep the tuned tiles: pairs split evenly over a row's
+// lanes, K/V rows padded by one vec4 (the shared bytes below).
+TEST(AttentionPlans, EveryEvenHeadSizeHasATiledPlan) {
+    ComputeLimits big{.shared_memory = 49152,
+                      .workgroup_invocations = 1024,
+                      .workgroup_size = {1024, 1024, 64},
+                      .workgroup_count = {65535, 65535, 65535},
+                      .storage_buffer_range = 1ull << 32,
+                      .storage_buffers = 8};
+    ComputeLimits phone = big;
+    phone.shared_memory = 16384;
+    phone.workgroup_invocations = 128;
+    phone.workgroup_size = {128, 128, 64};
+    ComputeLimits tiny = big;
+    tiny.shared_memory = 6144;
+    tiny.workgroup_invocations = 32;
+    tiny.workgroup_size = {32, 32, 32};
+    for (const ComputeLimits& limits : {big, phone, tiny}) {
+        for (std::uint32_t d = 2; d <= kMaxHeadDim; d += 2) {
+            for (const AttentionShape& shape :
+                 {AttentionShape{1, 512, 512, 8, 8, d}, AttentionShape{1, 1, 4096, 8, 8, d}}) {
+                SCOPED_TRACE("shared " + std::to_string(limits.shared_memory) + " d " + std::to_string(d) + " q_len " +
+                             std::to_string(shape.q_len));
+                AttentionPlan plan;
+                ASSERT_NO_THROW(plan = plan_attention(limits, shape));
+                EXPECT_LE(plan.shared_bytes, limits.shared_memory);
+                EXPECT_LE(plan.workgroup_size, limits.workgroup_invocations);
+                if (d % 16 == 0) {
+                    const std::uint32_t t = plan.threads_per_row, r = plan.rows_per_group, k = plan.keys_per_tile;
+                    EXPECT_EQ((d / 2) % t, 0u) << plan.describe();
+                    const std::uint32_t p_stride = k + t * (1 - (k / t) % 2);
+                    EXPECT_EQ(plan.shared_bytes, 4 * (r * d + k * (d + 4) + r * p_stride + r * t)) << plan.describe();
+                }
+            }
+        }
+    }
+    // MPT-30B's prefill takes the largest tile on a desktop GPU.
+    const auto mpt30b = plan_attention(big, AttentionShape{1, 2048, 2048, 56, 56, 112});
+    EXPECT_EQ(mpt30b.rows_per_group, 32u) << mpt30b.describe();
 }
 
 TEST(AttentionPlans, TilesFollowTheLimits) {
@@ -543,11 +639,19 @@ TEST_F(Attention_, BadInputsAreRefusedWithClearErrors) {
         }
     };
     const AttentionShape ok{1, 8, 8, 4, 2, 64};
-    expect_error(
-        [&] {
-            Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 4, 2, 72}}, DType::F32);
-        },
-        "head_dim 72 is not supported");
+    // Odd sizes have no fp16 pairs; past 256 the rows kernel's registers and the tiles run out.
+    for (std::uint32_t d : {63u, 113u, 1u, 258u, 512u}) {
+        expect_error(
+            [&] {
+                Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 4, 2, d}}, DType::F32);
+            },
+            "head_dim " + std::to_string(d) +
+                " is not supported by the GPU attention kernels; supported: even head sizes 2..256");
+        expect_error([&] { check_head_dim(d); }, "even head sizes 2..256");
+    }
+    for (std::uint32_t d = 2; d <= kMaxHeadDim; d += 2) {
+        EXPECT_NO_THROW(check_head_dim(d)) << d;
+    }
     expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 8, 8, 6, 4, 64}}, DType::F32); }, "n_kv_head");
     expect_error([&] { Attention(ctx(), AttentionParams{.shape = {1, 0, 8, 4, 2, 64}}, DType::F32); }, "q_len");
     const std::vector<float> three(3, 0.5f);

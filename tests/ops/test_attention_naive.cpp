@@ -64,6 +64,10 @@ const std::vector<Case>& cases() {
         {.shape = {1, 61, 61, 5, 5, 32}, .max_bias = 4.0f},
         // Symmetric ALiBi under a causal mask with a KV cache and padding.
         {.shape = {2, 9, 37, 4, 2, 64}, .alibi = AlibiMode::Symmetric, .kv_lens = {30, 37}},
+        // Head sizes off the tuned table: 4n + 2 and MPT-30B's 112.
+        {.shape = {1, 13, 13, 3, 3, 6}},
+        {.shape = {2, 3, 21, 3, 1, 112}, .kv_lens = {21, 9}},
+        {.shape = {1, 5, 11, 2, 2, 250}, .mask = MaskMode::None, .alibi = AlibiMode::Symmetric},
     };
     return all;
 }
@@ -221,7 +225,15 @@ TEST_F(NaiveAttentionTest, ConstructorThrowsWhenScoresCannotBeBound) {
 }
 
 TEST_F(NaiveAttentionTest, RejectsUnsupportedHeadDimAndInvalidParams) {
-    EXPECT_THROW(NaiveAttention(ctx(), AttentionParams{.shape = {1, 4, 4, 2, 2, 48}}, DType::F32), Error);
+    // Odd head sizes have no fp16 pairs.
+    try {
+        NaiveAttention(ctx(), AttentionParams{.shape = {1, 4, 4, 2, 2, 47}}, DType::F32);
+        ADD_FAILURE() << "head_dim 47 was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("head_dim 47 is not supported"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("even head sizes 2..256"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(NaiveAttention(ctx(), AttentionParams{.shape = {1, 4, 4, 2, 2, 258}}, DType::F32), Error);
     EXPECT_THROW(NaiveAttention(ctx(), AttentionParams{.shape = {1, 4, 4, 3, 2, 64}}, DType::F32), Error);
 }
 

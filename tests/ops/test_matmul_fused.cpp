@@ -226,6 +226,20 @@ TEST_F(MatmulScatter, QuantizedWeightsAndHeadSizes) {
         }
     }
     run_case(ctx(), Case{.m = 2, .head_dim = 128, .q_heads = 1, .kv_heads = 1}, seed++);
+    // Head sizes off the attention's tuned table, both layouts and caches: 4n + 2 (an odd number
+    // of fp16 words per cache row, so rows start on alternate 8-byte boundaries) and MPT-30B's 112.
+    for (const std::uint32_t d : {6u, 18u, 112u}) {
+        run_case(ctx(), Case{.m = 3, .head_dim = d, .q_heads = 3, .kv_heads = 3}, seed++);
+        run_case(ctx(),
+                 Case{.m = 2,
+                      .head_dim = d,
+                      .q_heads = 5,
+                      .kv_heads = 1,
+                      .interleaved = false,
+                      .weights = DType::F32,
+                      .cache = DType::F32},
+                 seed++);
+    }
 }
 
 void run_layernorm_case(Context& ctx, std::uint32_t m, std::uint32_t n, std::uint32_t k, DType dtype, bool bias,

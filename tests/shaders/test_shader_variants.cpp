@@ -42,8 +42,9 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
         EXPECT_EQ(name_of(*v.code).rfind(std::string(v.family), 0), 0u) << v.code->name;
         EXPECT_GT(v.code->words.size(), 5u);
     }
-    // SUBGROUP_LOADS x SPLIT_KV x (fp32, STORAGE_F16, KV_F16): STORAGE_F16+KV_F16 is excluded.
-    EXPECT_EQ(seen["attention_rows"].size(), 12u);
+    // SUBGROUP_LOADS x SPLIT_KV x (fp32, STORAGE_F16, KV_F16) x PAIR_LOADS: STORAGE_F16+KV_F16 is
+    // excluded.
+    EXPECT_EQ(seen["attention_rows"].size(), 24u);
     // 8 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER.
     EXPECT_EQ(seen["matmul"].size(), 32u);
     EXPECT_EQ(seen["attention_naive"].size(), 5u);  // softmax has no STORAGE_F16 variant
