@@ -4,7 +4,8 @@
 // attention, qk_ln, softmax_scale, logit_scale, clip_qkv, without ALiBi and with learned
 // positions, Falcon-RW (bf16-rounded biases added before the scale), Baichuan-13B (RMSNorm,
 // SwiGLU), Baichuan2-13B (normalized LM head) and Jais (SwiGLU, muP multipliers, 1/head_dim
-// scale, fixed and dynamic alibi_scaling). Each at a non-power-of-two head count, with fp32
+// scale, fixed and dynamic alibi_scaling). Each at a non-power-of-two head count and a head
+// size without a tuned kernel (8, 24, 40, 48, 56, 72, 112), with fp32
 // weights and KV cache (< 2e-5 relative), fp16 weights and KV cache (< 2e-3), and the
 // unfused portable path. Logits of every prefill position and of 8 greedy decode steps
 // through the KV cache, against the reference run in the same chunks (Jais' dynamic scaling
@@ -40,24 +41,23 @@ ModelConfig shape(ModelFamily family, std::uint32_t heads, std::uint32_t head_di
                        .ffn_hidden = ffn};
 }
 
-// BLOOM with apply_residual_connection_post_layernorm, 7 heads of 32 (Poro-34B has 56 heads;
-// its slope pattern, c = 32 and 24 odd powers of m1, is covered by Poro below).
+// BLOOM with apply_residual_connection_post_layernorm, 7 heads of 48.
 ModelConfig bloom_post_ln() {
-    ModelConfig c = shape(ModelFamily::Bloom, 7, 32, 4 * 7 * 32);
+    ModelConfig c = shape(ModelFamily::Bloom, 7, 48, 4 * 7 * 48);
     c.post_layernorm_residual = true;
     return c;
 }
 
-// Poro-34B's head count: 56 heads, one layer.
+// Poro-34B's head count, 56 (c = 32, then 24 odd powers of m1), of 8.
 ModelConfig bloom_56_heads() {
-    return shape(ModelFamily::Bloom, 56, 32, 4 * 56 * 32, 211, 1);
+    return shape(ModelFamily::Bloom, 56, 8, 4 * 56 * 8, 211);
 }
 
-// MPT with grouped-query attention (12 heads over 4 KV heads), qk_ln, a softmax scale, a
-// logit scale and clip_qkv, biases on.
+// MPT-30B's head size, 112, with grouped-query attention (6 heads over 2 KV heads), qk_ln, a
+// softmax scale, a logit scale and clip_qkv, biases on.
 ModelConfig mpt_gqa() {
-    ModelConfig c = shape(ModelFamily::Mpt, 12, 32, 1000);
-    c.n_kv_head = 4;
+    ModelConfig c = shape(ModelFamily::Mpt, 6, 112, 1000);
+    c.n_kv_head = 2;
     c.qk_ln = true;
     c.softmax_scale = 0.11;
     c.logit_scale = 1.7;
@@ -67,7 +67,7 @@ ModelConfig mpt_gqa() {
 
 // MPT without ALiBi, positions from wpe; no biases; multi-query (one KV head).
 ModelConfig mpt_learned_positions() {
-    ModelConfig c = shape(ModelFamily::Mpt, 6, 32, 768);
+    ModelConfig c = shape(ModelFamily::Mpt, 6, 56, 768);
     c.n_kv_head = 1;
     c.alibi = false;
     c.learned_pos_emb = true;
@@ -76,14 +76,14 @@ ModelConfig mpt_learned_positions() {
     return c;
 }
 
-// Falcon-RW: 17 heads, so that the slopes (c = 16: 2^(-h/2)) are not powers of two and the
+// Falcon-RW: 17 heads of 24, so that the slopes (c = 16: 2^(-h/2)) are not powers of two and the
 // bf16 rounding of slope * position changes the scores.
 ModelConfig falcon_rw() {
-    return shape(ModelFamily::Falcon, 17, 32, 4 * 17 * 32);
+    return shape(ModelFamily::Falcon, 17, 24, 4 * 17 * 24);
 }
 
 ModelConfig baichuan() {
-    ModelConfig c = shape(ModelFamily::Baichuan, 5, 32, 424);
+    ModelConfig c = shape(ModelFamily::Baichuan, 5, 112, 424);
     c.no_bias = true;
     c.layer_norm_epsilon = 1e-6;
     c.tie_word_embeddings = false;
@@ -92,7 +92,7 @@ ModelConfig baichuan() {
 
 // Baichuan2 is told by its vocabulary (125696); one layer keeps the reference quick.
 ModelConfig baichuan2() {
-    ModelConfig c = shape(ModelFamily::Baichuan, 3, 32, 256, 125696, 1);
+    ModelConfig c = shape(ModelFamily::Baichuan, 3, 40, 256, 125696, 1);
     c.no_bias = true;
     c.layer_norm_epsilon = 1e-6;
     c.tie_word_embeddings = false;
@@ -103,8 +103,8 @@ ModelConfig baichuan2() {
 // Jais with jais-13b's muP settings and dynamic alibi_scaling past 16 keys: the 13-token
 // prompt stays under it, the decode steps go past it.
 ModelConfig jais(std::optional<std::uint32_t> train_len, double factor) {
-    ModelConfig c = shape(ModelFamily::Jais, 3, 32, 250);
-    c.softmax_scale = 1.0 / 32;
+    ModelConfig c = shape(ModelFamily::Jais, 3, 72, 250);
+    c.softmax_scale = 1.0 / 72;
     c.embedding_scale = 14.6;
     c.logit_scale = 2.22 * 0.0625;
     c.alibi_train_seq_len = train_len;

@@ -69,7 +69,7 @@ TEST(PushConstantLayouts, DescribeTheCppStruct) {
     EXPECT_EQ(l.members[6].name, "scale");
     EXPECT_EQ(l.members[6].type, "float");
     EXPECT_EQ(l.members[6].offset, offsetof(AttentionPush, scale));
-    EXPECT_EQ(l.members[11].name, "reserved");
+    EXPECT_EQ(l.members[11].name, "alibi_train_len");
     EXPECT_EQ(l.members[11].offset + l.members[11].size, sizeof(AttentionPush));
 }
 

@@ -8,11 +8,14 @@
 #include "shaders/interface/bench_ceilings.h"
 #include "shaders/interface/elementwise.h"
 #include "shaders/interface/embedding.h"
+#include "shaders/interface/gated_activation.h"
 #include "shaders/interface/kv_append.h"
 #include "shaders/interface/layernorm.h"
 #include "shaders/interface/matmul.h"
 #include "shaders/interface/matmul_quant.h"
 #include "shaders/interface/matmul_quant_x.h"
+#include "shaders/interface/pooling.h"
+#include "shaders/interface/scale.h"
 #include "shaders/variants.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -100,13 +103,22 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
 // The C++ side of each family; a family added without one fails here.
 const std::map<std::string, PushConstantLayout>& layouts() {
     static const std::map<std::string, PushConstantLayout> all = {
-        {"elementwise", ElementwisePush::layout},     {"attention", AttentionPush::layout},
-        {"attention_rows", AttentionPush::layout},    {"attention_combine", AttentionPush::layout},
-        {"attention_naive", AttentionPush::layout},   {"matmul", MatmulPush::layout},
-        {"layernorm", LayerNormPush::layout},         {"activation", ActivationPush::layout},
-        {"embedding", EmbeddingPush::layout},         {"kv_append", KvAppendPush::layout},
-        {"bench_ceilings", CeilingPush::layout},      {"matmul_quant", MatmulQuantPush::layout},
+        {"elementwise", ElementwisePush::layout},
+        {"attention", AttentionPush::layout},
+        {"attention_rows", AttentionPush::layout},
+        {"attention_combine", AttentionPush::layout},
+        {"attention_naive", AttentionPush::layout},
+        {"matmul", MatmulPush::layout},
+        {"layernorm", LayerNormPush::layout},
+        {"activation", ActivationPush::layout},
+        {"embedding", EmbeddingPush::layout},
+        {"kv_append", KvAppendPush::layout},
+        {"bench_ceilings", CeilingPush::layout},
+        {"matmul_quant", MatmulQuantPush::layout},
         {"matmul_quant_x", MatmulQuantXPush::layout},
+        {"gated_activation", GatedActivationPush::layout},
+        {"scale", ScalePush::layout},
+        {"pooling", PoolingPush::layout},
     };
     return all;
 }
