@@ -2,6 +2,7 @@
 
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/spec/model_config.hpp"
 #include "host/util/format.hpp"
 #include "runtime/error.hpp"
 
@@ -126,19 +127,6 @@ EncoderConfig config_from_json(const JsonValue& root) {
     return config;
 }
 
-std::string_view torch_dtype(DType dtype) {
-    switch (dtype) {
-        case DType::F32:
-            return "float32";
-        case DType::F16:
-            return "float16";
-        case DType::BF16:
-            return "bfloat16";
-        default:
-            throw Error(fmt::format("checkpoint writer: dtype {} is not one of F32, F16, BF16", dtype_name(dtype)));
-    }
-}
-
 }  // namespace
 
 std::string_view encoder_family_name(EncoderFamily family) {
@@ -232,7 +220,7 @@ std::string encoder_hf_config_json(const EncoderConfig& c, DType dtype) {
         {"num_hidden_layers", c.n_layer},
         {"pad_token_id", 0},
         {"position_embedding_type", "alibi"},
-        {"torch_dtype", torch_dtype(dtype)},
+        {"torch_dtype", torch_dtype_name(dtype)},
         {"transformers_version", "4.26.0"},
         {"type_vocab_size", c.type_vocab_size},
         {"use_cache", true},

@@ -10,9 +10,8 @@
 #include <nlohmann/json.hpp>
 
 namespace vkf {
-namespace {
 
-std::string_view torch_dtype(DType dtype) {
+std::string_view torch_dtype_name(DType dtype) {
     switch (dtype) {
         case DType::F32:
             return "float32";
@@ -25,11 +24,9 @@ std::string_view torch_dtype(DType dtype) {
     }
 }
 
-}  // namespace
-
 std::string hf_config_json(const ModelConfig& config, DType dtype) {
     validate(config);
-    const std::string_view torch = torch_dtype(dtype);
+    const std::string_view torch = torch_dtype_name(dtype);
     // nlohmann::json keeps object keys sorted, as transformers writes config.json.
     nlohmann::json json;
     switch (config.family) {

@@ -125,6 +125,10 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
 // Reads `path`, or path/config.json when path is a directory.
 ModelConfig read_model_config(const std::filesystem::path& path);
 
+// "float32", "float16", "bfloat16": config.json's torch_dtype for F32, F16, BF16; throws
+// vkf::Error for any other dtype (torch cannot name it in a checkpoint we write).
+std::string_view torch_dtype_name(DType dtype);
+
 // The config.json text for `config`, with torch_dtype naming `dtype` (F32, F16 or BF16),
 // keys sorted as transformers writes them. Parses back to `config` with parse_model_config.
 std::string hf_config_json(const ModelConfig& config, DType dtype);

@@ -51,21 +51,25 @@ WeightDistribution weight_distribution(TensorRole role) {
     return {.offset = 0.0f, .scale = 0.0f};
 }
 
+std::function<void(std::uint64_t, std::span<float>)> seeded_values(std::uint64_t seed, std::string_view name,
+                                                                   TensorRole role) {
+    const WeightDistribution distribution = weight_distribution(role);
+    const std::uint64_t key = mix64(seed ^ mix64(hash_name(name)));
+    return [distribution, key](std::uint64_t first, std::span<float> out) {
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            const std::uint64_t bits = mix64(key + (first + i) * 0x9e3779b97f4a7c15ull);
+            out[i] = distribution.offset + distribution.scale * unit_uniform(bits);
+        }
+    };
+}
+
 void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig& config, std::uint64_t seed,
                              DType dtype, int shards, const CheckpointProgressCallback& progress) {
     std::vector<TensorSource> tensors;
     for (ExpectedTensor& expected : expected_tensors(config)) {
-        const WeightDistribution distribution = weight_distribution(expected.role);
-        const std::uint64_t key = mix64(seed ^ mix64(hash_name(expected.name)));
         tensors.push_back(TensorSource{.name = checkpoint_tensor_name(expected.name),
                                        .shape = expected.stored_shape(),
-                                       .values = [distribution, key](std::uint64_t first, std::span<float> out) {
-                                           for (std::size_t i = 0; i < out.size(); ++i) {
-                                               const std::uint64_t bits =
-                                                   mix64(key + (first + i) * 0x9e3779b97f4a7c15ull);
-                                               out[i] = distribution.offset + distribution.scale * unit_uniform(bits);
-                                           }
-                                       }});
+                                       .values = seeded_values(seed, expected.name, expected.role)});
     }
     // Made first (it refuses a dtype torch cannot name) and written last: a checkpoint whose
     // writing failed has no config.json, so nothing mistakes it for a model.

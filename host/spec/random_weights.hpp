@@ -13,6 +13,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <span>
+#include <string_view>
 
 namespace vkf {
 
@@ -22,6 +25,11 @@ struct WeightDistribution {
     float scale;
 };
 WeightDistribution weight_distribution(TensorRole role);
+
+// The values of the tensor `name` (role `role`) of the checkpoint with seed `seed`, as a
+// TensorSource's values function: element i depends only on the seed, the name and i.
+std::function<void(std::uint64_t first, std::span<float> out)> seeded_values(std::uint64_t seed, std::string_view name,
+                                                                             TensorRole role);
 
 // Writes a checkpoint of `config` in exactly the Hugging Face layout into `dir`:
 // config.json (hf_config_json) and the safetensors files of write_safetensors_checkpoint,

@@ -176,8 +176,8 @@ TEST_F(Encoder_, RefusesBadInputs) {
 // A head size the attention kernels do not run is refused at load, naming it.
 TEST_F(Encoder_, RefusesUnsupportedHeadSize) {
     TempDir dir("vkf_test_encoder");
-    write_random_encoder_checkpoint(dir.path(), jina_config(84, 3, 64, 1), {.dtype = DType::F32});
-    EXPECT_NE(error_message([&] { Encoder encoder(ctx(), dir.path()); }).find("28"), std::string::npos);
+    write_random_encoder_checkpoint(dir.path(), jina_config(63, 3, 64, 1), {.dtype = DType::F32});
+    EXPECT_NE(error_message([&] { Encoder encoder(ctx(), dir.path()); }).find("head_dim 21"), std::string::npos);
 }
 
 }  // namespace
