@@ -27,8 +27,9 @@
 namespace {
 
 constexpr const char* kAbout =
-    "Perplexity of a text under a BLOOM or MPT checkpoint at each context length, on the best\n"
-    "Vulkan device. The text is tokenized with DIR/tokenizer.json (or --tokenizer) and cut into\n"
+    "Perplexity of a text under a decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais)\n"
+    "at each context length, on the best Vulkan device. The text is tokenized with DIR/tokenizer.json (or --tokenizer) "
+    "and cut into\n"
     "non-overlapping windows of each length; every window runs on its own from an empty cache,\n"
     "and only its second half is scored (each scored token sees at least half a window of\n"
     "context), as llama.cpp's perplexity tool defines it. Perplexity = exp(mean negative\n"

@@ -1,6 +1,6 @@
 // vkf-quantize: writes a block-quantized copy (q8_0 or q4_0, docs/QUANTIZATION.md) of a
-// BLOOM or MPT checkpoint, which vkf-run then loads directly (read a chunk at a time, no
-// re-quantization, no fp16 original needed): what a phone ships.
+// decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais), which vkf-run then loads
+// directly (read a chunk at a time, no re-quantization, no fp16 original needed): what a phone ships.
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
@@ -16,8 +16,8 @@
 namespace {
 
 constexpr const char* kAbout =
-    "Quantizes the matrices of a BLOOM or MPT checkpoint (DIR/config.json + safetensors,\n"
-    "F32, F16 or BF16; single file or sharded) to q8_0 or q4_0 blocks and writes\n"
+    "Quantizes the matrices of a decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais;\n"
+    "DIR/config.json + safetensors, F32, F16 or BF16; single file or sharded) to q8_0 or q4_0 blocks and writes\n"
     "OUT/model.safetensors (values as U8 plus fp16 scales, the format named in the\n"
     "metadata) and OUT/config.json. Norms and biases are stored as F16. vkf-run loads the\n"
     "result directly. Tensors are quantized one at a time.\n";

@@ -1,5 +1,5 @@
-// vkf-run: generates text or tokens with a BLOOM or MPT checkpoint (Hugging Face
-// config.json + safetensors, tokenizer.json for text) on a Vulkan device: prefill of the
+// vkf-run: generates text or tokens with a decoder checkpoint (BLOOM, MPT, Falcon-RW,
+// Baichuan, Jais; Hugging Face config.json + safetensors, tokenizer.json for text) on a Vulkan device: prefill of the
 // prompt, then decode through the KV cache. Streams the generated text (--prompt) or prints
 // the generated ids (--prompt-ids), then the prefill and decode throughput; --profile adds
 // GPU time per op kind, --check compares every step's logits with the double-precision CPU
@@ -43,8 +43,9 @@
 namespace {
 
 constexpr const char* kAbout =
-    "Runs a BLOOM or MPT checkpoint (DIR/config.json + model.safetensors or a sharded\n"
-    "checkpoint) on the best Vulkan device: the prompt in one forward pass (prefill), then one\n"
+    "Runs a decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais; DIR/config.json +\n"
+    "model.safetensors or a sharded checkpoint) on the best Vulkan device: the prompt in one forward pass (prefill), "
+    "then one\n"
     "token per step through the KV cache (decode). With --prompt, the text is tokenized with\n"
     "DIR/tokenizer.json (or --tokenizer) and the generated text is printed as it is made;\n"
     "with --prompt-ids, the generated token ids. Then the prefill and decode throughput.\n"

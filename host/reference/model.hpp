@@ -1,10 +1,18 @@
 #pragma once
-// The double-precision CPU reference of a whole BLOOM or MPT forward pass: the ground
-// truth that tests and `vkf-run --check` compare the GPU model against.
+// The double-precision CPU reference of a whole decoder forward pass: the ground truth that
+// tests and `vkf-run --check` compare the GPU model against.
 //
-// Semantics are those of Hugging Face transformers' BloomForCausalLM and llm-foundry's
-// MPTForCausalLM at inference (no dropout, no KV cache: every call runs the whole
-// sequence, token t at position t, causal attention):
+// Semantics are those of each family's Hugging Face modeling code at inference (no dropout,
+// no KV cache: every call runs the whole sequence, token t at position t, causal attention):
+// transformers' BloomForCausalLM and FalconForCausalLM (eager attention), llm-foundry's
+// MPTForCausalLM, and the modeling_baichuan.py and modeling_jais.py of those models'
+// repositories. BLOOM and MPT as below; the others, and MPT's options (grouped-query heads,
+// qk_ln, softmax_scale, logit_scale, learned positions, no ALiBi), as docs/DESIGN.md "Model
+// families" writes the forward pass: Falcon-RW like BLOOM without the embedding LayerNorm,
+// with exact GELU and its bias bf16(slope * j) added before the scale; Baichuan with
+// RMSNorms, [q | k | v] W_pack, down(silu(gate) * up) and (Baichuan2) the head's rows divided
+// by their norms; Jais with GPT-2's blocks, c_proj(c_fc(x) * silu(c_fc2(x))), q.k / head_dim,
+// the muP embedding and logit multipliers and alibi_scaling.
 //   BLOOM: word_embeddings -> word_embeddings_layernorm; per layer: input_layernorm,
 //          query_key_value (each token's output viewed as [n_head, 3, head_dim]),
 //          softmax(q.k / sqrt(head_dim) + slope_h * key position, causal) . v, dense +
