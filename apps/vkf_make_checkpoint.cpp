@@ -34,8 +34,9 @@ constexpr const char* kAbout =
 
 struct Options {
     std::string out;
-    std::optional<vkf::ModelFamily> family;
-    bool baichuan2 = false;  // --family baichuan2: Baichuan with Baichuan2's vocabulary (NormHead)
+    // --family: bloom, mpt, falcon, jais, baichuan, or baichuan2 (Baichuan with Baichuan2's
+    // vocabulary, by which its NormHead is recognized).
+    std::optional<std::string> family;
     std::optional<std::string> preset;
     std::optional<std::uint32_t> layers, hidden, heads, vocab, ffn, max_seq_len;
     vkf::DType dtype = vkf::DType::F16;
@@ -57,8 +58,7 @@ constexpr std::uint32_t kBaichuan2Vocabulary = 125696;
 void declare_options(CLI::App& cli, Options& o) {
     using namespace vkf::app;
     add_text(cli, "--out", "DIR", o.out, "where to write (created when needed)")->required();
-    static std::optional<std::string> family_name;
-    add_choice(cli, "--family", family_name,
+    add_choice(cli, "--family", o.family,
                {{"bloom", "bloom"},
                 {"mpt", "mpt"},
                 {"falcon", "falcon"},
@@ -66,15 +66,7 @@ void declare_options(CLI::App& cli, Options& o) {
                 {"baichuan2", "baichuan2"},
                 {"jais", "jais"}},
                "the model family (implied by a preset); --family jina-bert writes an\n"
-               "encoder (its options: --family jina-bert --help)")
-        ->each([&o](const std::string& name) {
-            o.baichuan2 = name == "baichuan2";
-            o.family = name == "bloom"    ? vkf::ModelFamily::Bloom
-                       : name == "mpt"    ? vkf::ModelFamily::Mpt
-                       : name == "falcon" ? vkf::ModelFamily::Falcon
-                       : name == "jais"   ? vkf::ModelFamily::Jais
-                                          : vkf::ModelFamily::Baichuan;
-        });
+               "encoder (its options: --family jina-bert --help)");
     add_choice(cli, "--preset", o.preset, {{"bloom-560m", "bloom-560m"}, {"tiny", "tiny"}},
                "bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,\n"
                "vocab 250880; about 1 GiB in f16)\n"
@@ -141,7 +133,16 @@ TinyShape tiny_shape(vkf::ModelFamily family) {
 // then explicit flags on top.
 vkf::ModelConfig build_config(const Options& options) {
     using vkf::ModelFamily;
-    std::optional<ModelFamily> family = options.family;
+    std::optional<ModelFamily> family;
+    if (options.family) {
+        const std::string& name = *options.family;
+        family = name == "bloom"    ? ModelFamily::Bloom
+                 : name == "mpt"    ? ModelFamily::Mpt
+                 : name == "falcon" ? ModelFamily::Falcon
+                 : name == "jais"   ? ModelFamily::Jais
+                                    : ModelFamily::Baichuan;
+    }
+    const bool baichuan2 = options.family == "baichuan2";
     if (options.preset == "bloom-560m") {
         if (family && family != ModelFamily::Bloom) {
             throw vkf::app::UsageError(
@@ -175,9 +176,9 @@ vkf::ModelConfig build_config(const Options& options) {
     } else if (options.preset == "tiny") {
         const TinyShape shape = tiny_shape(*family);
         config.n_layer = 2;
-        config.hidden = options.baichuan2 ? 64 : shape.hidden;
-        config.n_head = options.baichuan2 ? 2 : shape.heads;
-        config.vocab_size = options.baichuan2 ? kBaichuan2Vocabulary : 512;
+        config.hidden = baichuan2 ? 64 : shape.hidden;
+        config.n_head = baichuan2 ? 2 : shape.heads;
+        config.vocab_size = baichuan2 ? kBaichuan2Vocabulary : 512;
     }
     config.n_layer = options.layers.value_or(config.n_layer);
     config.hidden = options.hidden.value_or(config.hidden);
@@ -190,7 +191,7 @@ vkf::ModelConfig build_config(const Options& options) {
         throw vkf::app::UsageError(
             fmt::format("--hidden {} is not a multiple of --heads {}", config.hidden, config.n_head));
     }
-    if (options.baichuan2 && config.vocab_size != kBaichuan2Vocabulary) {
+    if (baichuan2 && config.vocab_size != kBaichuan2Vocabulary) {
         throw vkf::app::UsageError(
             fmt::format("Baichuan2 is recognized by its vocabulary of {} (its NormHead); --vocab "
                         "{} would make a Baichuan 1 model",
