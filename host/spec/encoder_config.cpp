@@ -2,6 +2,7 @@
 
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/spec/config_keys.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/util/format.hpp"
 #include "runtime/error.hpp"
@@ -15,22 +16,11 @@
 namespace vkf {
 namespace {
 
-// JSON null counts as absent, as for Hugging Face's optional settings ("emb_pooler": null).
-const JsonValue* optional_key(const JsonValue& object, std::string_view key) {
-    const JsonValue* value = object.find(key);
-    return value == nullptr || value->is_null() ? nullptr : value;
-}
+using config_keys::optional_key;
+using config_keys::refuse_true;
 
 std::uint32_t positive_dimension(const JsonValue& root, std::string_view key) {
-    const JsonValue* value = optional_key(root, key);
-    if (value == nullptr) {
-        root.fail("missing key '" + std::string(key) + "'");
-    }
-    const auto dimension = value->as_integer<std::uint32_t>();
-    if (dimension == 0) {
-        value->fail("must be positive");
-    }
-    return dimension;
+    return config_keys::positive_dimension(config_keys::required_key(root, {key}));
 }
 
 // A string setting that must have one value to be run faithfully; `absent` is what the
@@ -48,12 +38,6 @@ void require_string(const JsonValue& root, std::string_view key, std::string_vie
     const std::string& text = value->as_string();
     if (text != wanted) {
         value->fail("'" + text + "' " + std::string(why));
-    }
-}
-
-void refuse_true(const JsonValue& root, std::string_view key, std::string_view why) {
-    if (const JsonValue* value = optional_key(root, key); value != nullptr && value->as_bool()) {
-        value->fail(std::string(why));
     }
 }
 
