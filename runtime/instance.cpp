@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 namespace vkf {
 
@@ -193,11 +194,31 @@ void Instance::report(MessageSeverity severity, std::string_view message) const 
     on_message_(severity, message);
 }
 
+namespace {
+
+// A multiarch system lists every architecture's drivers in the same icd.d folder (Debian's
+// mesa-vulkan-drivers:i386 or :arm64 beside :amd64), and the loader reports each one it
+// cannot open as an error. Those drivers were never ours to use: not a validation failure.
+bool is_unloadable_icd_message(const VkDebugUtilsMessengerCallbackDataEXT* data) {
+    if (data == nullptr || data->pMessageIdName == nullptr || data->pMessage == nullptr ||
+        std::string_view(data->pMessageIdName) != "Loader Message") {
+        return false;
+    }
+    const std::string_view text(data->pMessage);
+    return text.find("Failed loading library associated with ICD JSON") != std::string_view::npos ||
+           (text.find("libvulkan_") != std::string_view::npos &&
+            (text.find("cannot open shared object file") != std::string_view::npos ||
+             text.find("wrong ELF class") != std::string_view::npos));
+}
+
+}  // namespace
+
 VKAPI_ATTR VkBool32 VKAPI_CALL Instance::debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                         VkDebugUtilsMessageTypeFlagsEXT /*types*/,
                                                         const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
     auto* self = static_cast<Instance*>(user);
-    const MessageSeverity s = (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)     ? MessageSeverity::Error
+    const MessageSeverity s = is_unloadable_icd_message(data)                                ? MessageSeverity::Info
+                              : (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)   ? MessageSeverity::Error
                               : (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) ? MessageSeverity::Warning
                                                                                              : MessageSeverity::Info;
     if (s != MessageSeverity::Info) {

@@ -4,6 +4,7 @@
 #include "runtime/spirv_reflect.hpp"
 
 #include <bit>
+#include <chrono>
 
 namespace vkf {
 
@@ -165,12 +166,15 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
                       .pSpecializationInfo = &spec},
             .layout = layout_,
         };
+        const auto start = std::chrono::steady_clock::now();
         check(vkCreateComputePipelines(dev, cache.handle(), 1, &info_ci, nullptr, &pipeline_),
               "vkCreateComputePipelines");
+        const double create_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         const bool reported = want_feedback && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) != 0;
         cache.record_creation(
             reported && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0,
-            reported);
+            reported, create_ms);
     } catch (...) {
         destroy();
         throw;

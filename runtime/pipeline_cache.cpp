@@ -146,8 +146,9 @@ std::optional<std::string> validate_pipeline_cache_file(std::span<const char> by
     return std::nullopt;
 }
 
-void PipelineCache::record_creation(bool hit, bool reported) {
+void PipelineCache::record_creation(bool hit, bool reported, double create_ms) {
     stats_.pipelines_created += 1;
+    stats_.create_ms += create_ms;
     stats_.cache_hits += hit ? 1 : 0;
     stats_.hits_reported |= reported;
     dirty_ |= !hit;

@@ -21,7 +21,10 @@ struct PipelineCacheStats {
     std::uint64_t saved_bytes = 0;
     std::uint32_t pipelines_created = 0;
     std::uint32_t cache_hits = 0;  // reported by VK_EXT_pipeline_creation_feedback
-    bool hits_reported = false;    // the driver reports hits at all
+    // Host time spent in vkCreateComputePipelines. Drivers that compile at the first dispatch
+    // (lavapipe: LLVM then) pay the rest there: time to first token shows it.
+    double create_ms = 0.0;
+    bool hits_reported = false;  // the driver reports hits at all
 };
 
 // Checks a pipeline cache file's bytes before they reach the driver: vkformer's header
@@ -42,7 +45,7 @@ public:
 
     VkPipelineCache handle() const { return cache_; }
     const PipelineCacheStats& stats() const { return stats_; }
-    void record_creation(bool hit, bool reported);
+    void record_creation(bool hit, bool reported, double create_ms);
     void save();
 
     // $VKF_PIPELINE_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else $HOME/.cache/vkformer.

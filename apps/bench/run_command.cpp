@@ -29,7 +29,9 @@ constexpr const char* kAbout =
     "  matmul      the presets' linear layers at m = 1 and the prefill rows, f16 weights\n"
     "  block       one transformer block: prefill of the prefill rows, one decoding step\n"
     "  model       whole models (LM head included): prefill and decoding tokens/s, in each\n"
-    "              --weights format, bytes read per token against the copy bandwidth\n";
+    "              --weights format, bytes read per token against the copy bandwidth\n"
+    "  startup     pipelines a model needs, their creation time cold and from the disk\n"
+    "              cache, time to first and second token (the first --weights format)\n";
 
 constexpr const char* kFooter =
     "A case the device cannot run (no float16 arithmetic, a buffer over a limit, more memory\n"

@@ -26,13 +26,6 @@
 
 namespace vkf::bench {
 
-namespace {
-
-struct ModelPreset {
-    std::string name;
-    ModelConfig config;
-};
-
 std::vector<ModelPreset> model_presets() {
     return {{"bloom-560m", ModelConfig{.family = ModelFamily::Bloom,
                                        .vocab_size = 250880,
@@ -62,6 +55,8 @@ std::vector<ModelPreset> model_presets() {
                                    .ffn_hidden = 16384,
                                    .no_bias = true}}};
 }
+
+namespace {
 
 std::uint64_t layer_params(const ModelConfig& c) {
     const std::uint64_t h = c.hidden, f = c.ffn_hidden;

@@ -44,6 +44,11 @@ const std::vector<Suite>& suite_registry() {
                         "decoding tokens/s",
          .cases = model_cases,
          .plot = PlotKind::Bars},
+        {.name = "startup",
+         .description = "start-up of the presets: pipelines a model needs, their creation time with an empty "
+                        "and a warm on-disk pipeline cache, time to first and second token",
+         .cases = startup_cases,
+         .plot = PlotKind::Bars},
     };
     return suites;
 }

@@ -10,6 +10,7 @@
 
 #include "apps/bench/results.hpp"
 #include "apps/bench/suite_attention.hpp"
+#include "host/spec/model_config.hpp"
 #include "runtime/context.hpp"
 
 #include <cstdint>
@@ -90,11 +91,19 @@ void check_memory(const Context& ctx, const SuiteSettings& s, std::uint64_t tota
 // random block repeated: cheap for the 500 MB LM head, never zeros or constants).
 Buffer random_buffer(Context& ctx, std::uint64_t bytes, bool f16, std::uint64_t seed, const char* name);
 
+// The model presets of the matmul, block, model and startup suites (suite_model.cpp).
+struct ModelPreset {
+    std::string name;
+    ModelConfig config;
+};
+std::vector<ModelPreset> model_presets();
+
 // The suites (each in its own file).
 std::vector<BenchCase> ceiling_cases(const Context& ctx, const SuiteSettings& s);    // suite_ceilings.cpp
 std::vector<BenchCase> attention_cases(const Context& ctx, const SuiteSettings& s);  // suite_attention.cpp
 std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);     // suite_matmul.cpp
 std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
 std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
+std::vector<BenchCase> startup_cases(const Context& ctx, const SuiteSettings& s);    // suite_startup.cpp
 
 }  // namespace vkf::bench

@@ -3,7 +3,8 @@
 device's limits and one with forced phone limits and no fp16 arithmetic, written as result
 files; checks the schema, the recorded skips (fp16 FMA without float16 arithmetic, the LM
 head over --max-memory, the naive attention whose scores exceed a lowered storage buffer
-range), then compares the files and checks the table and the SVG plots.
+range), then compares the files and checks the table and the SVG plots. A third run times
+the start-up suite on the small deep preset and checks its figures.
 
 Sizes are cut far below --quick's (attention at 64 tokens, matmul m = 1 and 8) so the
 whole test takes well under a minute on lavapipe with validation on.
@@ -46,7 +47,7 @@ def check_document(path, problems, forced):
         problems.append("%s: git_commit %r" % (path, git))
     results = results_named(document)
     suites = {suite for suite, _ in results}
-    if suites != {"ceilings", "attention", "matmul", "block", "model"}:
+    if suites != {"ceilings", "attention", "matmul", "block", "model", "startup"}:
         problems.append("%s: suites %s" % (path, sorted(suites)))
     for (suite, name), r in results.items():
         if r["status"] == "failed":
@@ -86,6 +87,9 @@ def check_document(path, problems, forced):
     model = [r for (s, n), r in results.items() if s == "model"]
     if not model or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in model):
         problems.append("%s: whole BLOOM-560m models over --max-memory are not skipped: %r" % (path, model))
+    startup = [r for (s, n), r in results.items() if s == "startup"]
+    if not startup or any(r["status"] != "skipped" or "--max-memory" not in r["message"] for r in startup):
+        problems.append("%s: BLOOM-560m start-up over --max-memory is not skipped: %r" % (path, startup))
     fp16 = results.get(("ceilings", "fp16 fma"))
     if forced:
         if not fp16 or fp16["status"] != "skipped" or "float16" not in fp16["message"]:
@@ -101,6 +105,41 @@ def check_document(path, problems, forced):
         if document["settings"]["limit_overrides"] == "none" or not document["effective_limits"]["forced"]:
             problems.append("%s: forced limits not recorded" % path)
     return document
+
+
+STARTUP_KEYS = ("pipelines", "pipelines_at_first_token", "create_ms_cold", "create_ms_warm", "cache_hits_warm",
+                "load_ms_cold", "first_token_ms_cold", "first_token_ms_warm", "second_token_ms_cold",
+                "second_token_ms_warm", "token_ms_steady")
+
+
+def check_startup(exe, tmp, problems):
+    """The start-up suite on the small deep preset: pipelines counted, cold and warm figures."""
+    path = os.path.join(tmp, "startup.json")
+    proc = run(exe, ["run", "--suites", "startup", "--presets", "bloom-24x64", "--prefill-m", "5", "--weights",
+                     "f32", "--progress", "none", "--out", path])
+    if proc.returncode != 0:
+        problems.append("run --suites startup: exit code %d\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    if len(results) != 1 or results[0]["status"] != "ok":
+        problems.append("startup: one ok result expected: %r" % results)
+        return
+    r = results[0]
+    extra = dict(r["extra"])
+    missing = [k for k in STARTUP_KEYS if k not in extra]
+    if missing:
+        problems.append("startup: no %s in %r" % (missing, extra))
+        return
+    # 24 layers share their pipelines: a forward pass needs tens, not one per layer.
+    if not 5 <= extra["pipelines_at_first_token"] <= extra["pipelines"] <= 60:
+        problems.append("startup: pipeline counts %r" % extra)
+    if not (extra["first_token_ms_cold"] > 0 and extra["first_token_ms_warm"] > 0 and extra["create_ms_cold"] > 0):
+        problems.append("startup: times %r" % extra)
+    if extra["cache_hits_warm"] > extra["pipelines"]:
+        problems.append("startup: more cache hits than pipelines %r" % extra)
+    if "bloom-24x64 start-up f32 prompt 5" not in r["name"] or "pipelines" not in r["plan"]:
+        problems.append("startup: name %r plan %r" % (r["name"], r["plan"]))
 
 
 def main():
@@ -123,6 +162,7 @@ def main():
             if "skipped" not in proc.stdout:
                 problems.append("run %s: no skip shown in the table:\n%s" % (" ".join(extra), proc.stdout))
             check_document(path, problems, forced=bool(extra))
+        check_startup(exe, tmp, problems)
         if not problems:
             plots = os.path.join(tmp, "plots")
             proc = run(exe, ["compare", a, b, "--out-dir", plots])
