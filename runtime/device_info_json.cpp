@@ -96,6 +96,7 @@ void to_json(nlohmann::ordered_json& json, const ComputeLimits& limits) {
          limits.compute_units == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(limits.compute_units)},
         {"timestamps", limits.timestamps},
         {"max_loop_iterations", limits.max_loop_iterations},
+        {"loop_unrolling", limits.loop_unrolling},
         {"forced", limits.forced},
     };
 }
@@ -104,6 +105,7 @@ void to_json(nlohmann::ordered_json& json, const DriverQuirks& quirks) {
     json = {
         {"avoid_fp16_arithmetic", quirks.avoid_fp16_arithmetic},
         {"avoid_subgroup_ops", quirks.avoid_subgroup_ops},
+        {"avoid_loop_unrolling", quirks.avoid_loop_unrolling},
         {"reasons", quirks.reasons},
     };
 }

@@ -125,6 +125,8 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             out.no_int64 = true;
         } else if (key == "no_integer_dot" && !has_value) {
             out.no_integer_dot = true;
+        } else if (key == "no_unroll" && !has_value) {
+            out.no_unroll = true;
         } else if (key == "device_heap" || key == "host_heap") {
             need_value();
             (key == "device_heap" ? out.device_heap : out.host_heap) = parse_size(key, value);
@@ -133,7 +135,7 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
                         "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, storage_buffers=N, compute_units=N, "
                         "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control, "
-                        "no_int64, no_integer_dot, device_heap=N, host_heap=N");
+                        "no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N");
         }
     }
     return out;
@@ -142,7 +144,7 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range && !push_constants &&
            !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops &&
-           !no_subgroup_size_control && !no_int64 && !no_integer_dot && !device_heap && !host_heap;
+           !no_subgroup_size_control && !no_int64 && !no_integer_dot && !no_unroll && !device_heap && !host_heap;
 }
 
 std::string LimitOverrides::describe() const {
@@ -174,6 +176,8 @@ std::string LimitOverrides::describe() const {
         add("no_int64");
     if (no_integer_dot)
         add("no_integer_dot");
+    if (no_unroll)
+        add("no_unroll");
     if (device_heap)
         add("device_heap=" + std::to_string(*device_heap));
     if (host_heap)
@@ -203,6 +207,7 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     r.no_subgroup_size_control |= o.no_subgroup_size_control;
     r.no_int64 |= o.no_int64;
     r.no_integer_dot |= o.no_integer_dot;
+    r.no_unroll |= o.no_unroll;
     if (o.device_heap)
         r.device_heap = o.device_heap;
     if (o.host_heap)
@@ -251,6 +256,7 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     }
     l.timestamps = info.timestamps;
     l.max_loop_iterations = quirks.max_loop_iterations;
+    l.loop_unrolling = !quirks.avoid_loop_unrolling && !o.no_unroll;
     forced |= (o.no_fp16_storage && info.storage_16bit) || (o.no_fp16_arithmetic && info.float16_arithmetic) ||
               o.no_subgroup_ops || (o.no_subgroup_size_control && size_control) || (o.no_int64 && info.int64) ||
               (o.no_integer_dot && info.integer_dot_product);

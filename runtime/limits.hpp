@@ -28,6 +28,7 @@ struct LimitOverrides {
     bool no_subgroup_size_control = false;  // no required subgroup sizes, hence no subgroup kernels
     bool no_int64 = false;
     bool no_integer_dot = false;
+    bool no_unroll = false;  // the kernels' unroll hints off, as the llvmpipe 25 quirk does
     // Device memory, not compute limits: the MemoryCaps (runtime/memory.hpp) of a Context.
     std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
     std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
@@ -35,7 +36,7 @@ struct LimitOverrides {
     // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
     // workgroup_count=N, storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
-    // no_subgroup_size_control, no_int64, no_integer_dot, device_heap=N, host_heap=N. Sizes
+    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N. Sizes
     // accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
@@ -74,7 +75,9 @@ struct ComputeLimits {
     std::uint32_t compute_units = 0;   // DeviceInfo::compute_units or its override; 0: unknown
     bool timestamps = false;
     std::uint32_t max_loop_iterations = 0;  // per invocation, from driver quirks; 0: unlimited
-    bool forced = false;                    // some override lowered a limit
+    // Pipelines keep the kernels' unroll hints; off by a quirk or no_unroll (pipeline.cpp).
+    bool loop_unrolling = true;
+    bool forced = false;  // some override lowered a limit
 };
 
 ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirks, const LimitOverrides& overrides);

@@ -1,6 +1,7 @@
 #include "runtime/pipeline.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/spirv_loop_control.hpp"
 #include "runtime/spirv_reflect.hpp"
 
 #include <bit>
@@ -118,9 +119,14 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
                                                      .pushConstantRangeCount = push_constant_size_ ? 1u : 0u,
                                                      .pPushConstantRanges = &range};
         check(vkCreatePipelineLayout(dev, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
+        // Where the driver is slow to compile unrolled loops (quirk) or no_unroll forces it.
+        const std::vector<std::uint32_t> rewritten =
+            limits.loop_unrolling ? std::vector<std::uint32_t>{} : without_loop_unrolling(desc.code->words);
+        const std::span<const std::uint32_t> words =
+            limits.loop_unrolling ? desc.code->words : std::span<const std::uint32_t>(rewritten);
         const VkShaderModuleCreateInfo module_info{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                   .codeSize = desc.code->words.size_bytes(),
-                                                   .pCode = desc.code->words.data()};
+                                                   .codeSize = words.size_bytes(),
+                                                   .pCode = words.data()};
         check(vkCreateShaderModule(dev, &module_info, nullptr, &module_), "vkCreateShaderModule");
 
         std::vector<VkSpecializationMapEntry> entries;

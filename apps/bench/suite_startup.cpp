@@ -19,10 +19,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <unistd.h>
 
 namespace vkf::bench {
 
@@ -61,9 +61,8 @@ StartPass start_once(const Context& outer, const std::filesystem::path& cache_di
         prompt[i] = (i * 7919u + 13u) % config.vocab_size;
     }
     const auto t1 = std::chrono::steady_clock::now();
-    Session session(model, SessionOptions{.max_tokens = prompt_tokens + 1 + kDecodeSteps,
-                                          .chunk = chunk,
-                                          .kv_dtype = kv_dtype});
+    Session session(
+        model, SessionOptions{.max_tokens = prompt_tokens + 1 + kDecodeSteps, .chunk = chunk, .kv_dtype = kv_dtype});
     session.forward(prompt, Session::Logits::Last);
     p.first_token_ms = ms_since(t1);
     p.pipelines_first_token = ctx.pipeline_count();
@@ -99,8 +98,8 @@ std::vector<BenchCase> startup_cases(const Context&, const SuiteSettings& s) {
         // A short prompt: the point is what precedes its first token, not the prefill's rate.
         const std::uint32_t m = std::min<std::uint32_t>(s.prefill_m.empty() ? 8 : s.prefill_m.front(), 8);
         BenchCase c;
-        c.name = fmt::format("{} start-up {} prompt {} kv {}", preset.name, to_string(format), m,
-                             to_string(s.kv_dtype));
+        c.name =
+            fmt::format("{} start-up {} prompt {} kv {}", preset.name, to_string(format), m, to_string(s.kv_dtype));
         c.params = {{"model", preset.name},
                     {"weights", to_string(format)},
                     {"kv", std::string(to_string(s.kv_dtype))},
@@ -117,8 +116,8 @@ std::vector<BenchCase> startup_cases(const Context&, const SuiteSettings& s) {
                 budget.max_memory = memory_budget(env.ctx, env.settings) * 2 / 10 * 9;
             }
             check_memory(env.ctx, budget,
-                         estimate_model_memory(config, format, {.max_tokens = m + 1 + kDecodeSteps, .chunk = m,
-                                                                .kv_dtype = kv_dtype})
+                         estimate_model_memory(config, format,
+                                               {.max_tokens = m + 1 + kDecodeSteps, .chunk = m, .kv_dtype = kv_dtype})
                              .total(),
                          largest);
             const std::filesystem::path dir =

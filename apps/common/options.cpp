@@ -110,7 +110,7 @@ CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
                              "workgroup_count=N, storage_buffer_range=N, push_constants=N,\n"
                              "storage_buffers=N, compute_units=N, no_fp16_storage,\n"
                              "no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control,\n"
-                             "no_int64, no_integer_dot, device_heap=N, host_heap=N (the device\n"
+                             "no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N (the device\n"
                              "memory vkformer may use; sizes accept K/M/G suffixes); merged\n"
                              "over VKF_LIMITS",
                              [&target](const std::string& text) { target = parse_limits("--limits", text, target); });

@@ -388,6 +388,28 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
     }
 }
 
+// Both kernels, split-KV decoding and the combine pass with their loops not unrolled (the
+// SPIR-V the llvmpipe 25 quirk makes), at a tuned size, an untuned one and a 4n + 2 one.
+TEST(AttentionForcedLimits, KernelsStayRightWithoutLoopUnrolling) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_unroll")));
+    EXPECT_FALSE(ctx.limits().loop_unrolling);
+    std::uint64_t seed = 4500;
+    for (std::uint32_t d : {64u, 72u, 18u}) {
+        for (const Storage& st : kStorages) {
+            const DType t = st.dtype;
+            for (AttentionKernel kernel : {AttentionKernel::Tiled, AttentionKernel::Rows}) {
+                Case c = in(st, {2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, t});
+                c.kernel = kernel;
+                run_case(ctx, c, seed++);
+            }
+            run_case(ctx, in(st, {1, 1, 300, 4, 2, d, MaskMode::Causal, AlibiMode::Symmetric, t, false, true, 3}),
+                     seed++);
+        }
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 // The other head sizes under limits below the tuned tiles': the tiled kernel's smallest tiles
 // (a 250-wide K/V tile row in 6 KiB of shared memory) and the rows kernel's direct loads.
 TEST(AttentionForcedLimits, OtherHeadSizesFitSmallLimitsAndStayRight) {

@@ -351,6 +351,12 @@ TEST(MatmulForcedLimits, PhoneAndSmallDevicesPickSmallerTilesAndStayRight) {
     run_forced("shared_memory=512,workgroup_invocations=16,workgroup_count=3", 7200);
 }
 
+// Every kernel with its loops not unrolled (the SPIR-V the llvmpipe 25 quirk makes; the Mesa 25
+// CI leg runs every suite that way), right against the reference on any driver.
+TEST(MatmulForcedLimits, EveryKernelStaysRightWithoutLoopUnrolling) {
+    run_forced("no_unroll", 7300);
+}
+
 TEST(MatmulForcedLimits, NoSharedMemoryFallsBackToTheBlockedKernel) {
     MatmulDevice gpu{.limits = [] {
         MessageSink sink;

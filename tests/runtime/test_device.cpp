@@ -221,6 +221,40 @@ TEST(Quirks, TableMatchesOnIdsAndVersionRanges) {
     EXPECT_EQ(q.reasons[0], "this one");
 }
 
+// Mesa's drivers report their release in driverInfo (lavapipe's driverVersion is 1 in 22.3
+// and in 25.0 alike): version ranges compare that, every other driver's driverVersion.
+TEST(Quirks, MesaVersionsComeFromTheDriverInfo) {
+    DeviceInfo info;
+    info.vendor_id = 0x10005;
+    info.driver_id = VK_DRIVER_ID_MESA_LLVMPIPE;
+    info.driver_version = 1;
+    info.driver_info = "Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6)";
+    EXPECT_EQ(effective_driver_version(info), VK_MAKE_API_VERSION(0, 25, 0, 7));
+    const DriverQuirks mesa25 = quirks_for(info);
+    EXPECT_TRUE(mesa25.avoid_loop_unrolling);
+    EXPECT_EQ(mesa25.max_loop_iterations, 65535u);
+    EXPECT_FALSE(effective_limits(info, mesa25, {}).loop_unrolling);
+
+    info.driver_info = "Mesa 22.3.6";
+    EXPECT_EQ(effective_driver_version(info), VK_MAKE_API_VERSION(0, 22, 3, 6));
+    const DriverQuirks mesa22 = quirks_for(info);
+    EXPECT_FALSE(mesa22.avoid_loop_unrolling);
+    EXPECT_EQ(mesa22.max_loop_iterations, 65535u);  // the loop limiter has no version range
+    EXPECT_TRUE(effective_limits(info, mesa22, {}).loop_unrolling);
+    EXPECT_FALSE(effective_limits(info, mesa22, LimitOverrides::parse("no_unroll")).loop_unrolling);
+
+    info.driver_info = "a build without a version";
+    EXPECT_EQ(effective_driver_version(info), 0u);
+    EXPECT_FALSE(quirks_for(info).avoid_loop_unrolling);
+
+    DeviceInfo other;
+    other.vendor_id = 0x10DE;
+    other.driver_id = VK_DRIVER_ID_NVIDIA_PROPRIETARY;
+    other.driver_version = 0x86a2c000;
+    other.driver_info = "Mesa 25.0.0";  // not a Mesa driver: the string is not read
+    EXPECT_EQ(effective_driver_version(other), 0x86a2c000u);
+}
+
 class Pipelines : public VulkanTest {};
 
 TEST_F(Pipelines, AreCreatedOncePerKeyAndReused) {
