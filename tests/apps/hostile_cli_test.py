@@ -30,9 +30,17 @@ def run(exe, args, env=None, file_limit=None):
         if file_limit is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, resource.RLIM_INFINITY))
+    child_env = dict(os.environ, **(env or {}))
+    if file_limit is not None and "VK_DRIVER_FILES" in child_env:
+        # The file-size limit stands in for a full disk, and it also caps the memfd files Mesa
+        # 25's lavapipe backs device memory with: that driver then faults (SIGBUS) on its own
+        # mapping, which a full disk would not cause (memfds live in memory). These runs take
+        # the system's driver (scripts/test.sh --mesa25 selects the other with VK_DRIVER_FILES).
+        for key in ("VK_DRIVER_FILES", "LD_LIBRARY_PATH"):
+            child_env.pop(key, None)
     start = time.monotonic()
     proc = subprocess.Popen([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **(env or {})), preexec_fn=limit_files)
+                            env=child_env, preexec_fn=limit_files)
     try:
         out, err = proc.communicate(timeout=TIME_LIMIT)
     except subprocess.TimeoutExpired:

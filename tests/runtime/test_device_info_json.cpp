@@ -33,7 +33,10 @@ TEST(DeviceInfoJson, WritesCompleteObjectsAndMarksAMissingQueueFamily) {
     info.compute_units = 132;
     const std::string known = nlohmann::ordered_json(info).dump();
     EXPECT_NE(known.find(R"("compute_units":132)"), std::string::npos) << known;
-    EXPECT_NE(s.find(R"("avoid_fp16_arithmetic":true,"avoid_subgroup_ops":false,"reasons":["why"])"), std::string::npos)
+    EXPECT_NE(
+        s.find(
+            R"("avoid_fp16_arithmetic":true,"avoid_subgroup_ops":false,"avoid_loop_unrolling":false,"reasons":["why"])"),
+        std::string::npos)
         << s;
 }
 

@@ -42,9 +42,9 @@ TEST(SpirvLoopControl, EveryKernelLoopBecomesDontUnrollAndNothingElseChanges) {
 TEST(SpirvLoopControl, LoopControlsWithParametersAreLeftAlone) {
     // A minimal instruction stream: header, then OpLoopMerge %merge %continue
     // Unroll|MaxIterations 16 (5 words), then OpLoopMerge with Unroll alone.
-    const std::vector<std::uint32_t> words{0x07230203u, 0x00010300u, 0u, 100u, 0u,
-                                           (5u << 16) | 246u, 10u, 11u, 0x1u | 0x20u, 16u,
-                                           (4u << 16) | 246u, 12u, 13u, 0x1u};
+    const std::vector<std::uint32_t> words{0x07230203u,       0x00010300u, 0u,  100u,         0u,
+                                           (5u << 16) | 246u, 10u,         11u, 0x1u | 0x20u, 16u,
+                                           (4u << 16) | 246u, 12u,         13u, 0x1u};
     const std::vector<std::uint32_t> out = without_loop_unrolling(words);
     EXPECT_EQ(out[8], 0x1u | 0x20u);
     EXPECT_EQ(out[9], 16u);
@@ -57,8 +57,8 @@ TEST(SpirvLoopControl, LoopControlsWithParametersAreLeftAlone) {
 
 TEST(SpirvLoopControl, WordsThatAreNoModuleAreRefused) {
     EXPECT_THROW((void)without_loop_unrolling(std::vector<std::uint32_t>{1, 2, 3}), Error);
-    EXPECT_THROW((void)without_loop_unrolling(std::vector<std::uint32_t>{0x07230203u, 0x00010300u, 0u, 1u, 0u,
-                                                                         (9u << 16) | 246u, 1u}),
+    EXPECT_THROW((void)without_loop_unrolling(
+                     std::vector<std::uint32_t>{0x07230203u, 0x00010300u, 0u, 1u, 0u, (9u << 16) | 246u, 1u}),
                  Error);
     EXPECT_THROW((void)count_loop_controls(std::vector<std::uint32_t>{0x07230203u, 0u, 0u, 1u, 0u, 0u}), Error);
 }
