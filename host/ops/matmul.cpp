@@ -300,14 +300,12 @@ void check_tensors(const ComputeLimits& limits, const MatmulArgs& a, const Matmu
     }
     const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
     if (a.scatter) {
-        if (plan.separate_epilogue) {
-            // The SCATTER kernels bind the caches and the step besides X, W (and the scales),
-            // bias and Q; a session takes the separate passes on such a device.
-            check_storage_buffers(
-                limits, plan.quant == QuantFormat::None ? kScatterMatmulBindings : kScatterMatmulQuantBindings,
-                "matmul with a QKV scatter (MatmulArgs::scatter)");
-        }
         check_scatter(a);
+        // The SCATTER kernels bind the caches and the step besides X, W (and the scales),
+        // bias and Q; a Session takes the separate passes on devices that allow fewer.
+        check_storage_buffers(limits,
+                              plan.quant == QuantFormat::None ? kScatterMatmulBindings : kScatterMatmulQuantBindings,
+                              "matmul with a QKV scatter (MatmulArgs::scatter)");
     } else {
         check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
     }
@@ -319,8 +317,10 @@ void check_tensors(const ComputeLimits& limits, const MatmulArgs& a, const Matmu
     }
     if (plan.scratch_bytes > 0 && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
         throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) + "] " +
-                    (plan.int_dot ? "quantizes X" : "splits K") + " (" + plan.describe() +
-                    ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
+                    (plan.int_dot        ? "quantizes X"
+                     : plan.n_splits > 1 ? "splits K"
+                                         : "writes partial sums for its separate epilogue") +
+                    " (" + plan.describe() + ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
                     " bytes (matmul_scratch_bytes); got " +
                     std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
     }
@@ -544,16 +544,16 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     const bool has_residual = a.residual.buffer != nullptr;
     check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
     check_tensor(a.w, std::uint64_t{a.n} * a.k, wsize, "matmul", "W", shape_text({a.n, a.k}, wtype));
+    const bool layernorm = a.x_norm.has_value();
+    if (layernorm && !matmul_fuses_layernorm(plan)) {
+        throw Error("matmul: a fused LayerNorm of X needs the row-dot kernel (and the fused epilogue); the plan is " +
+                    plan.describe() + " (run record_layernorm first)");
+    }
     matmul_detail::check_tensors(limits, a, plan);
     // The separate epilogue's kernels write partial sums, as split K does.
     const bool split = plan.n_splits > 1 || plan.separate_epilogue;
-    const bool layernorm = a.x_norm.has_value();
     std::vector<Binding> ln_bindings;
     if (layernorm) {
-        if (!matmul_fuses_layernorm(plan)) {
-            throw Error("matmul: a fused LayerNorm of X needs the row-dot kernel; the plan is " + plan.describe() +
-                        " (run record_layernorm first)");
-        }
         check_tensor(a.x_norm->weight, a.k, wsize, "matmul", "LayerNorm weight", shape_text({a.k}, wtype));
         if (a.x_norm->bias.buffer != nullptr) {
             check_tensor(a.x_norm->bias, a.k, wsize, "matmul", "LayerNorm bias", shape_text({a.k}, wtype));

@@ -388,12 +388,17 @@ TEST_F(MatmulQuant, ResidualMayBeTheOutput) {
     const DeviceTensor vb = upload_values(ctx(), q.values);
     const DeviceTensor sb = upload_scales(ctx(), q.scales);
     const DeviceTensor yb = upload_tensor(ctx(), r, DType::F32, "Y = residual");
+    // Scratch where the plan takes it (the separate epilogue of devices with 4 storage buffers).
+    const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), m, n, k, DType::F32, {}, QuantFormat::Q4_0);
+    const Buffer scratch =
+        scratch_bytes > 0 ? ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch") : Buffer{};
     auto list = ctx().command_list();
     record_matmul(ctx(), *list,
                   MatmulArgs{.x = xb.range(),
                              .w = vb.range(),
                              .residual = yb.range(),
                              .y = yb.range(),
+                             .scratch = scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                              .m = m,
                              .n = n,
                              .k = k,
@@ -421,10 +426,14 @@ TEST_F(MatmulQuant, BadArgumentsAreRefusedNamingTheTensor) {
     Buffer v = ctx().create_buffer(5 * 96, MemoryKind::Device, "values");
     Buffer s = ctx().create_buffer(32, MemoryKind::Device, "scales");  // 30 bytes, padded to whole words
     Buffer y = ctx().create_buffer(4 * 8 * 5, MemoryKind::Device, "y");
+    // Scratch only where the plan takes it (the separate epilogue of 4 storage buffers).
+    const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), 8, 5, 96, DType::F32, {}, QuantFormat::Q8_0);
+    Buffer scratch = scratch_bytes > 0 ? ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch") : Buffer{};
     auto list = ctx().command_list();
     const MatmulArgs ok{.x = whole(x),
                         .w = whole(v),
                         .y = whole(y),
+                        .scratch = scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                         .m = 8,
                         .n = 5,
                         .k = 96,

@@ -1,7 +1,7 @@
 // Every op against device limits that cut across ops: a device with Vulkan's guaranteed
-// minimum of 4 storage buffers per shader stage (attention and matmul take their fallbacks
-// that bind 4, checked against the reference; the naive kernels and the QKV scatter, which
-// bind more, and everything below 4 refuse with a message naming the op and both counts,
+// minimum of 4 storage buffers per shader stage (attention, the naive attention and matmul
+// take their fallbacks that bind 4 or fewer, checked against the reference; the QKV scatter,
+// which binds more, and everything below 4 refuse with a message naming the op and both counts,
 // before any Vulkan object is made, so no crash and no validation message), the phone preset
 // (every op still plans and creates its pipelines), and group counts over a small
 // maxComputeWorkGroupCount in the second grid dimension.
@@ -72,9 +72,10 @@ MatmulArgs matmul_args(Context& ctx, MatmulBuffers& b, std::uint32_t m, std::uin
 
 TEST(OpsForcedLimits, FourStorageBuffersPerStageRunTheFallbacks) {
     // Vulkan's minimum of 4 storage buffers per stage: attention takes its PACKED_TABLES
-    // variants (slope table and key counts after the partial rows, combine pass always) and
-    // matmul its separate epilogue (partial sums, then the reduce pass); both still match the
-    // reference. The naive kernels and the QKV scatter refuse, naming the op and both counts.
+    // variants (slope table and key counts after the partial rows, combine pass always), the
+    // naive attention its PACKED_TABLES scores pass, and matmul its separate epilogue (partial
+    // sums, then the reduce pass); all still match the reference. The QKV scatter refuses,
+    // naming the op and both counts.
     MessageSink sink;
     Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=4")));
     ASSERT_EQ(ctx.limits().storage_buffers, 4u);
@@ -113,11 +114,19 @@ TEST(OpsForcedLimits, FourStorageBuffersPerStageRunTheFallbacks) {
         ctx.submit(*list);
         EXPECT_LT(compare_to_reference(download_tensor(ctx, ot), ref).max_rel, 1e-5);
     }
-    // The naive reference kernels: their scores pass binds 5.
-    EXPECT_NE(naive_attention_impossible(ctx.limits(), params).value_or("").find("naive attention needs 5"),
-              std::string::npos);
-    expect_error([&] { NaiveAttention(ctx, params, DType::F32); },
-                 "naive attention needs 5 storage buffers per shader stage; the device allows 4");
+    // The naive kernels: their scores pass binds Q, K and the scores with the tables after them.
+    EXPECT_EQ(naive_attention_impossible(ctx.limits(), params), std::nullopt);
+    {
+        const NaiveAttention naive(ctx, params, DType::F32);
+        const DeviceTensor qt = upload_tensor(ctx, q, DType::F32, "Q");
+        const DeviceTensor kt = upload_tensor(ctx, k, DType::F32, "K");
+        const DeviceTensor vt = upload_tensor(ctx, v, DType::F32, "V");
+        const DeviceTensor ot = nan_tensor(ctx, q.size(), DType::F32, "O");
+        auto list = ctx.command_list();
+        naive.record(*list, qt.range(), kt.range(), vt.range(), ot.range());
+        ctx.submit(*list);
+        EXPECT_LT(compare_to_reference(download_tensor(ctx, ot), ref).max_rel, 1e-5);
+    }
 
     // Matmul with bias, residual and GELU, dense and block-quantized, unsplit and split-K.
     const std::uint32_t m = 3, n = 40, k_dim = 64;
@@ -167,7 +176,9 @@ TEST(OpsForcedLimits, FourStorageBuffersPerStageRunTheFallbacks) {
         const DeviceTensor cache_k = nan_tensor(ctx, 4 * 32, DType::F32, "K cache");
         const DeviceTensor cache_v = nan_tensor(ctx, 4 * 32, DType::F32, "V cache");
         const DeviceTensor step = upload_words(ctx, std::vector<std::uint32_t>{1}, "step");
+        const DeviceTensor q_out = nan_tensor(ctx, 32, DType::F32, "Q");
         MatmulArgs args = matmul_args(ctx, b, 1, 3 * 32, k_dim, quant);
+        args.y = q_out.range();
         args.scatter = QkvScatter{.k_cache = cache_k.range(),
                                   .v_cache = cache_v.range(),
                                   .step = step.range(),
@@ -223,6 +234,15 @@ TEST(OpsForcedLimits, FewerThanFourStorageBuffersPerStageGiveClearErrors) {
     }
     expect_error([&] { (void)plan_attention(attention_device(ctx), params.shape); },
                  "attention needs 4 storage buffers per shader stage; the device allows 3");
+    // The naive kernels' packed scores pass binds 3: it still runs (checked in the test above
+    // at 4); at 2 it refuses.
+    EXPECT_EQ(naive_attention_impossible(ctx.limits(), params), std::nullopt);
+    ComputeLimits two = ctx.limits();
+    two.storage_buffers = 2;
+    EXPECT_NE(naive_attention_impossible(two, params)
+                  .value_or("")
+                  .find("naive attention needs 3 storage buffers per shader stage; the device allows 2"),
+              std::string::npos);
     for (QuantFormat quant : {QuantFormat::None, QuantFormat::Q8_0, QuantFormat::Q4_0}) {
         const std::string needed = quant == QuantFormat::None ? "matmul needs 4 storage buffers"
                                                               : std::string("matmul with ") + to_string(quant) +
