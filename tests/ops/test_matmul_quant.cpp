@@ -508,6 +508,34 @@ TEST(MatmulQuantForcedLimits, PhoneAndSmallDevicesStayRight) {
     run_forced("shared_memory=512,workgroup_invocations=16,workgroup_count=3", 7200);
 }
 
+TEST(MatmulQuantForcedLimits, FourStorageBuffersTakeTheSeparateEpilogue) {
+    // Vulkan's minimum of 4 storage buffers per stage: the kernels write partial sums (X, the
+    // values, the scales, P) and the reduce pass applies bias, activation and residual; the
+    // integer dot-product path too (its quantized X and the partial sums share the scratch).
+    run_forced("storage_buffers=4", 8100);
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=4")));
+    std::uint64_t seed = 8300;
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (std::uint32_t splits : {0u, 3u}) {
+            Case c{.m = 5,
+                   .n = 70,
+                   .k = 256,
+                   .quant = f,
+                   .bias_dtype = DType::F16,
+                   .bias = true,
+                   .residual = true,
+                   .activation = Activation::GeluTanh};
+            c.options.int8_activations = true;
+            c.options.force_splits = splits;
+            const MatmulPlan plan = run_case(ctx, c, seed++);
+            EXPECT_TRUE(plan.separate_epilogue) << plan.describe();
+            EXPECT_EQ(plan.int_dot, ctx.limits().integer_dot_product) << plan.describe();
+        }
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 TEST(MatmulQuantForcedLimits, WithoutSubgroupOpsOrInt64TheFallbacksStayRight) {
     {
         MessageSink sink;
