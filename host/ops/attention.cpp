@@ -545,7 +545,7 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         .push_constants = push_bytes(push_),
         .groups = {narrow_u32(ceil_div(shape_.q_len, plan_.rows_per_group), "attention row groups"), shape_.n_head,
                    narrow_u32(std::uint64_t{shape_.batch} * split_groups, "attention batch groups")},
-        .label = split ? "attention (split-KV)" : "attention"});
+        .label = plan_.n_splits > 1 ? "attention (split-KV)" : "attention"});
     if (split) {
         const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
         list.dispatch(Dispatch{.pipeline = combine_,
