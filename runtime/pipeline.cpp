@@ -40,7 +40,6 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         throw Error(who + "the shader has " + std::to_string(iface.storage_bindings.size()) +
                     " storage buffers but the C++ side declares " + std::to_string(desc.binding_count));
     }
-    check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
     if (push_constant_size_ > limits.push_constants) {
         throw Error(who + "needs " + std::to_string(push_constant_size_) +
                     " bytes of push constants; the device allows " + std::to_string(limits.push_constants));
@@ -95,6 +94,8 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
                         " (maxComputeWorkgroupSubgroups)");
         }
     }
+    // After the shader's own requirements (subgroups), so that those are named first.
+    check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
 
     const VkDevice dev = device.handle();
     std::vector<VkDescriptorSetLayoutBinding> bindings(desc.binding_count);

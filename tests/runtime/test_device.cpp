@@ -246,8 +246,10 @@ TEST(DeviceSelection, SubgroupSizeControlAndStorageBuffersAreReadAndEnabled) {
     const DeviceInfo& d = ctx.device_info();
     EXPECT_GE(d.max_per_stage_storage_buffers, 4u);  // Vulkan's guaranteed minimums
     EXPECT_GE(d.max_descriptor_set_storage_buffers, 24u);
+    // Lowered by VKF_LIMITS where it sets storage_buffers (spec_minimum: 4).
     EXPECT_EQ(ctx.limits().storage_buffers,
-              std::min(d.max_per_stage_storage_buffers, d.max_descriptor_set_storage_buffers));
+              std::min({d.max_per_stage_storage_buffers, d.max_descriptor_set_storage_buffers,
+                        ctx.overrides().storage_buffers.value_or(UINT32_MAX)}));
     EXPECT_EQ(ctx.device().enabled().subgroup_size_control, d.subgroup_size_control);
     EXPECT_EQ(ctx.device().enabled().compute_full_subgroups, d.compute_full_subgroups);
     if (ctx.limits().subgroup_size_control) {
