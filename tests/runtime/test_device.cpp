@@ -401,6 +401,40 @@ TEST(PipelinesForcedLimits, NoSubgroupSizeControlRefusesRequiredSizes) {
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
+TEST(PipelinesForcedLimits, OptionalFeaturesAreCheckedAgainstTheForcedLimits) {
+    // A plan that ignored a forced limit would be refused by the pipeline: shaders whose
+    // SPIR-V declares Int64, subgroup arithmetic or integer dot products need the feature.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_int64,no_subgroup_ops,no_integer_dot")));
+    const ShaderInterface wide = reflect_shader(shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "WIDE64"}));
+    EXPECT_TRUE(wide.int64);
+    EXPECT_FALSE(wide.subgroup_arithmetic_or_shuffle);
+    expect_error(
+        [&] {
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "WIDE64"}),
+                                      .workgroup_size = {64, 1, 1},
+                                      .push_constant_layout = MatmulQuantPush::layout,
+                                      .binding_count = 6});
+        },
+        "uses 64-bit integers (shaderInt64; no_int64), which the device lacks or VKF_LIMITS forbids");
+    EXPECT_TRUE(reflect_shader(shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "INTDOT"})).integer_dot_product);
+    expect_error(
+        [&] {
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "INTDOT"}),
+                                      .workgroup_size = {64, 1, 1},
+                                      .push_constant_layout = MatmulQuantPush::layout,
+                                      .binding_count = 6});
+        },
+        "uses integer dot products");
+    const std::uint32_t sg = ctx.limits().subgroup_size;
+    if (ctx.limits().subgroup_size_control) {
+        EXPECT_TRUE(reflect_shader(shaders::variant("matmul", {"ROWDOT"})).subgroup_arithmetic_or_shuffle);
+        expect_error([&] { ctx.pipeline(rowdot_desc(4 * sg, sg)); }, "uses subgroup arithmetic or shuffles");
+    }
+    EXPECT_EQ(ctx.pipeline_count(), 0u);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 TEST(PipelinesForcedLimits, StorageBuffersAreCheckedAgainstTheForcedLimit) {
     MessageSink sink;
     Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=2")));
