@@ -37,7 +37,7 @@ constexpr const char* kAbout =
 constexpr const char* kEnvironment =
     "environment:\n"
     "  VKF_DEVICE      select a device by index or name substring\n"
-    "  VKF_LIMITS      limit overrides, as --limits\n"
+    "  VKF_LIMITS      limit overrides, as --limits (e.g. spec_minimum: Vulkan's guaranteed limits)\n"
     "  VKF_VALIDATION  1 enables the Khronos validation layer; any message makes vkf-info fail";
 
 struct Options {

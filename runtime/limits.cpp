@@ -26,6 +26,24 @@ std::uint32_t parse_u32(std::string_view key, std::string_view text) {
     return static_cast<std::uint32_t>(v);
 }
 
+// "XxYxZ" or "N" (all three).
+std::array<std::uint32_t, 3> parse_workgroup_size(std::string_view text) {
+    std::array<std::uint32_t, 3> out{};
+    const std::size_t x1 = text.find('x');
+    if (x1 == std::string_view::npos) {
+        out.fill(parse_u32("workgroup_size", text));
+        return out;
+    }
+    const std::size_t x2 = text.find('x', x1 + 1);
+    if (x2 == std::string_view::npos) {
+        throw Error("limit override 'workgroup_size': '" + std::string(text) + "' is not XxYxZ or N");
+    }
+    out[0] = parse_u32("workgroup_size", text.substr(0, x1));
+    out[1] = parse_u32("workgroup_size", text.substr(x1 + 1, x2 - x1 - 1));
+    out[2] = parse_u32("workgroup_size", text.substr(x2 + 1));
+    return out;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
@@ -72,6 +90,37 @@ LimitOverrides LimitOverrides::phone() {
                           .storage_buffers = 8};
 }
 
+LimitOverrides LimitOverrides::spec_minimum() {
+    // The minimums every Vulkan device reports (the specification's "Required Limits" table,
+    // chapter Limits; https://docs.vulkan.org/refpages/latest/refpages/source/Required_Limits.html):
+    // maxComputeSharedMemorySize 16384,
+    // maxComputeWorkGroupInvocations 128, maxComputeWorkGroupSize (128, 128, 64),
+    // maxComputeWorkGroupCount (65535, 65535, 65535), maxPushConstantsSize 128,
+    // maxStorageBufferRange 2^27, maxPerStageDescriptorStorageBuffers 4 (and
+    // maxDescriptorSetStorageBuffers 24, which the 4 already bound).
+    // Features the specification leaves optional are off: storageBuffer16BitAccess,
+    // shaderFloat16, shaderInt64, shaderIntegerDotProduct (and shaderInt8), subgroup size
+    // control. Subgroups: a Vulkan 1.1 device must support VK_SUBGROUP_FEATURE_BASIC_BIT in
+    // compute shaders and nothing more; ComputeLimits::subgroup_ops means basic + arithmetic +
+    // shuffle, and no vkformer kernel uses basic operations alone (the ROWDOT matmuls use
+    // subgroupAdd, attention_rows' SUBGROUP_LOADS subgroupShuffle), so no_subgroup_ops is
+    // exactly "basic only" for the kernels we have. Device memory is left as it is.
+    LimitOverrides o{.shared_memory = 16384,
+                     .workgroup_invocations = 128,
+                     .workgroup_count = 65535,
+                     .workgroup_size = std::array<std::uint32_t, 3>{128, 128, 64},
+                     .storage_buffer_range = 1ull << 27,
+                     .push_constants = 128,
+                     .storage_buffers = 4};
+    o.no_fp16_storage = true;
+    o.no_fp16_arithmetic = true;
+    o.no_subgroup_ops = true;
+    o.no_subgroup_size_control = true;
+    o.no_int64 = true;
+    o.no_integer_dot = true;
+    return o;
+}
+
 LimitOverrides LimitOverrides::parse(std::string_view spec) {
     LimitOverrides out;
     while (!spec.empty()) {
@@ -92,12 +141,17 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
         };
         if (key == "phone" && !has_value) {
             out = out.merged_with(phone());
+        } else if (key == "spec_minimum" && !has_value) {
+            out = out.merged_with(spec_minimum());
         } else if (key == "shared_memory") {
             need_value();
             out.shared_memory = parse_u32(key, value);
         } else if (key == "workgroup_invocations") {
             need_value();
             out.workgroup_invocations = parse_u32(key, value);
+        } else if (key == "workgroup_size") {
+            need_value();
+            out.workgroup_size = parse_workgroup_size(value);
         } else if (key == "workgroup_count") {
             need_value();
             out.workgroup_count = parse_u32(key, value);
@@ -132,7 +186,8 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             (key == "device_heap" ? out.device_heap : out.host_heap) = parse_size(key, value);
         } else {
             throw Error("unknown limit override '" + std::string(item) +
-                        "'; known: phone, shared_memory=N, workgroup_invocations=N, workgroup_count=N, "
+                        "'; known: phone, spec_minimum, shared_memory=N, workgroup_invocations=N, "
+                        "workgroup_size=XxYxZ, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, storage_buffers=N, compute_units=N, "
                         "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control, "
                         "no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N");
@@ -142,9 +197,10 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
 }
 
 bool LimitOverrides::empty() const {
-    return !shared_memory && !workgroup_invocations && !workgroup_count && !storage_buffer_range && !push_constants &&
-           !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic && !no_subgroup_ops &&
-           !no_subgroup_size_control && !no_int64 && !no_integer_dot && !no_unroll && !device_heap && !host_heap;
+    return !shared_memory && !workgroup_invocations && !workgroup_size && !workgroup_count && !storage_buffer_range &&
+           !push_constants && !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic &&
+           !no_subgroup_ops && !no_subgroup_size_control && !no_int64 && !no_integer_dot && !no_unroll &&
+           !device_heap && !host_heap;
 }
 
 std::string LimitOverrides::describe() const {
@@ -154,6 +210,9 @@ std::string LimitOverrides::describe() const {
         add("shared_memory=" + std::to_string(*shared_memory));
     if (workgroup_invocations)
         add("workgroup_invocations=" + std::to_string(*workgroup_invocations));
+    if (workgroup_size)
+        add("workgroup_size=" + std::to_string((*workgroup_size)[0]) + "x" + std::to_string((*workgroup_size)[1]) +
+            "x" + std::to_string((*workgroup_size)[2]));
     if (workgroup_count)
         add("workgroup_count=" + std::to_string(*workgroup_count));
     if (storage_buffer_range)
@@ -191,6 +250,8 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
         r.shared_memory = o.shared_memory;
     if (o.workgroup_invocations)
         r.workgroup_invocations = o.workgroup_invocations;
+    if (o.workgroup_size)
+        r.workgroup_size = o.workgroup_size;
     if (o.workgroup_count)
         r.workgroup_count = o.workgroup_count;
     if (o.storage_buffer_range)
@@ -229,7 +290,9 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.shared_memory = lower(info.max_shared_memory, o.shared_memory);
     l.workgroup_invocations = lower(info.max_workgroup_invocations, o.workgroup_invocations);
     for (int d = 0; d < 3; ++d) {
-        l.workgroup_size[d] = std::min(info.max_workgroup_size[d], l.workgroup_invocations);
+        const std::optional<std::uint32_t> size =
+            o.workgroup_size ? std::optional<std::uint32_t>((*o.workgroup_size)[d]) : std::nullopt;
+        l.workgroup_size[d] = std::min(lower(info.max_workgroup_size[d], size), l.workgroup_invocations);
         l.workgroup_count[d] = lower(info.max_workgroup_count[d], o.workgroup_count);
     }
     l.push_constants = lower(info.max_push_constants, o.push_constants);

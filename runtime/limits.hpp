@@ -6,6 +6,7 @@
 #include "runtime/device_info.hpp"
 #include "runtime/quirks.hpp"
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@ struct LimitOverrides {
     std::optional<std::uint32_t> shared_memory;
     std::optional<std::uint32_t> workgroup_invocations;
     std::optional<std::uint32_t> workgroup_count;  // per dimension
+    // maxComputeWorkGroupSize (x, y, z); the lower of it and workgroup_invocations applies.
+    std::optional<std::array<std::uint32_t, 3>> workgroup_size;
     std::optional<std::uint64_t> storage_buffer_range;
     std::optional<std::uint32_t> push_constants;
     std::optional<std::uint32_t> storage_buffers;  // per shader stage (and per descriptor set)
@@ -33,13 +36,17 @@ struct LimitOverrides {
     std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
     std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
 
-    // "phone" (a preset), or comma-separated keys: shared_memory=N, workgroup_invocations=N,
-    // workgroup_count=N, storage_buffer_range=N, push_constants=N, storage_buffers=N,
+    // "phone" or "spec_minimum" (presets), or comma-separated keys: shared_memory=N,
+    // workgroup_invocations=N, workgroup_size=XxYxZ (or N for all three), workgroup_count=N,
+    // storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
     // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N. Sizes
     // accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
+    // Exactly what every Vulkan 1.1+ device guarantees (the specification's "Required
+    // Limits" table, and no optional feature): see limits.cpp.
+    static LimitOverrides spec_minimum();
     bool empty() const;
     std::string describe() const;
     // Later values win where both set a limit.

@@ -42,7 +42,6 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         throw Error(who + "the shader has " + std::to_string(iface.storage_bindings.size()) +
                     " storage buffers but the C++ side declares " + std::to_string(desc.binding_count));
     }
-    check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
     if (push_constant_size_ > limits.push_constants) {
         throw Error(who + "needs " + std::to_string(push_constant_size_) +
                     " bytes of push constants; the device allows " + std::to_string(limits.push_constants));
@@ -97,6 +96,22 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
                         " (maxComputeWorkgroupSubgroups)");
         }
     }
+    // Optional features, against the limits (which VKF_LIMITS may lower below the device's):
+    // plans choose variants by the same flags, so this refuses only a plan that ignored them.
+    const auto require = [&](bool used, bool allowed, const char* what) {
+        if (used && !allowed) {
+            throw Error(who + "uses " + what + ", which the device lacks or VKF_LIMITS forbids");
+        }
+    };
+    require(iface.subgroup_arithmetic_or_shuffle, limits.subgroup_ops,
+            "subgroup arithmetic or shuffles (no_subgroup_ops)");
+    require(iface.int64, limits.int64, "64-bit integers (shaderInt64; no_int64)");
+    require(iface.float16, limits.fp16_arithmetic, "fp16 arithmetic (shaderFloat16; no_fp16_arithmetic)");
+    require(iface.storage_16bit, limits.fp16_storage, "16-bit storage (storageBuffer16BitAccess; no_fp16_storage)");
+    require(iface.integer_dot_product, limits.integer_dot_product,
+            "integer dot products (shaderIntegerDotProduct; no_integer_dot)");
+    // After the shader's own requirements (subgroups, features), so that those are named first.
+    check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
 
     const VkDevice dev = device.handle();
     std::vector<VkDescriptorSetLayoutBinding> bindings(desc.binding_count);

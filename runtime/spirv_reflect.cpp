@@ -78,6 +78,34 @@ ShaderInterface reflect_shader(const SpirvCode& code) {
         }
         const auto& capabilities = compiler.get_declared_capabilities();
         out.subgroup_operations = std::any_of(capabilities.begin(), capabilities.end(), is_subgroup_capability);
+        for (const spv::Capability c : capabilities) {
+            switch (static_cast<std::uint32_t>(c)) {
+                case spv::CapabilityGroupNonUniformArithmetic:
+                case spv::CapabilityGroupNonUniformShuffle:
+                case spv::CapabilityGroupNonUniformShuffleRelative:
+                    out.subgroup_arithmetic_or_shuffle = true;
+                    break;
+                case spv::CapabilityInt64:
+                    out.int64 = true;
+                    break;
+                case spv::CapabilityFloat16:
+                    out.float16 = true;
+                    break;
+                case spv::CapabilityStorageBuffer16BitAccess:
+                case spv::CapabilityUniformAndStorageBuffer16BitAccess:
+                case spv::CapabilityStoragePushConstant16:
+                    out.storage_16bit = true;
+                    break;
+                case 6016:  // DotProductInputAll
+                case 6017:  // DotProductInput4x8Bit
+                case 6018:  // DotProductInput4x8BitPacked
+                case 6019:  // DotProduct
+                    out.integer_dot_product = true;
+                    break;
+                default:
+                    break;
+            }
+        }
         if (!resources.uniform_buffers.empty()) {
             throw Error("shader " + shader + ": declares a uniform buffer ('" + resources.uniform_buffers[0].name +
                         "'); vkformer binds storage buffers only");

@@ -26,6 +26,13 @@ struct ShaderInterface {
     std::vector<ReflectedMember> push_constant_members;  // in declaration order
     std::vector<std::uint32_t> storage_bindings;         // sorted binding numbers in set 0
     bool subgroup_operations = false;                    // declares a GroupNonUniform* or Subgroup*KHR capability
+    // Optional features the shader's capabilities need (checked against ComputeLimits when a
+    // pipeline is created, so that a forced limit such as VKF_LIMITS=spec_minimum holds).
+    bool subgroup_arithmetic_or_shuffle = false;  // GroupNonUniformArithmetic / Shuffle(Relative)
+    bool int64 = false;                           // Int64 (shaderInt64)
+    bool float16 = false;                         // Float16 (shaderFloat16)
+    bool storage_16bit = false;                   // StorageBuffer16BitAccess and the like
+    bool integer_dot_product = false;             // DotProduct* (shaderIntegerDotProduct)
 };
 
 // Throws vkf::Error when the module is malformed, uses descriptor sets other than 0 or

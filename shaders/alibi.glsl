@@ -1,14 +1,19 @@
 // ALiBi and position conventions shared by the attention kernels (docs/DESIGN.md).
 // Needs: the push-constant block `params` with n_head, max_bias, alibi_pow2 and flags, and
-// (when VKF_ATTN_FLAG_SLOPE_TABLE is set) a buffer `slope_table` of n_head floats.
+// (when VKF_ATTN_FLAG_SLOPE_TABLE is set) a buffer `slope_table` of n_head floats, or a
+// VKF_SLOPE(h) of the including shader that reads head h's slope elsewhere.
 #ifndef VKF_ALIBI_GLSL
 #define VKF_ALIBI_GLSL
+
+#ifndef VKF_SLOPE
+#define VKF_SLOPE(h) slope_table[h]
+#endif
 
 // The paper's slopes generalized by a maximum bias b, with c the largest power of two
 // <= n_head: 2^(-b (h+1) / c) for h < c, then 2^(-b / (2c) * (2 (h - c) + 1)).
 float alibi_base_slope(uint h) {
     if ((params.flags & VKF_ATTN_FLAG_SLOPE_TABLE) != 0u) {
-        return slope_table[h];
+        return VKF_SLOPE(h);
     }
     const float c = float(params.alibi_pow2);
     if (h < params.alibi_pow2) {

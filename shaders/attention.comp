@@ -15,7 +15,8 @@
 //
 // Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
 // model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
-// (max, sum) for attention_combine.comp instead of the output).
+// (max, sum) for attention_combine.comp instead of the output), PACKED_TABLES (with SPLIT_KV:
+// 4 storage buffers, the slope table and key counts read from the partials' binding).
 
 #extension GL_GOOGLE_include_directive : require
 
@@ -51,8 +52,22 @@ layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };
 #else
 layout(std430, binding = 3) writeonly buffer OBuf { VKF_PAIR o_data[]; };
 #endif
+#if defined(PACKED_TABLES)
+// Devices with 4 storage buffers per shader stage (Vulkan's minimum): the slope table
+// (n_head floats) and the key counts (batch uints) follow the partial records in binding 3,
+// where the host put them, instead of bindings of their own. Always with SPLIT_KV.
+layout(std430, binding = 3) readonly buffer Tables { float tables_f[]; };
+layout(std430, binding = 3) readonly buffer TablesU { uint tables_u[]; };
+uint tables_base() {
+    return params.batch * params.n_head * params.q_len * params.n_splits * (D + 2u);
+}
+#define VKF_SLOPE(h) tables_f[tables_base() + (h)]
+#define VKF_KV_LEN(b) tables_u[tables_base() + params.n_head + (b)]
+#else
 layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
 layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
+#define VKF_KV_LEN(b) kv_lens[b]
+#endif
 
 #include "alibi.glsl"
 
@@ -100,7 +115,7 @@ void main() {
     const bool causal = (params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u;
 
     // Valid keys of this batch; query row i sits at position L - q_len + i.
-    const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(kv_lens[b], params.kv_len) : params.kv_len;
+    const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(VKF_KV_LEN(b), params.kv_len) : params.kv_len;
     const uint row = row0 + row_local;
     const bool row_valid = row < params.q_len;
     const int qpos = int(L) - int(params.q_len) + int(row);

@@ -45,9 +45,23 @@ uint score_row_offset(uint b, uint h, uint i) {
 
 layout(std430, binding = 0) readonly buffer QBuffer { VKF_PAIR q_data[]; };
 layout(std430, binding = 1) readonly buffer KBuffer { VKF_PAIR k_data[]; };
+#if defined(PACKED_TABLES)
+// Devices with 4 storage buffers per stage: the slope table (n_head floats) and the key
+// counts (batch uints) follow the scores in their buffer, 3 bindings in all.
+layout(std430, binding = 2) writeonly buffer ScoreBuffer { float scores[]; };
+layout(std430, binding = 2) readonly buffer Tables { float tables_f[]; };
+layout(std430, binding = 2) readonly buffer TablesU { uint tables_u[]; };
+uint tables_base() {
+    return params.batch * params.n_head * params.q_len * params.kv_len;
+}
+#define VKF_SLOPE(h) tables_f[tables_base() + (h)]
+#define VKF_KV_LEN(b) tables_u[tables_base() + params.n_head + (b)]
+#else
 layout(std430, binding = 2) readonly buffer SlopeBuffer { float slope_table[]; };
 layout(std430, binding = 3) readonly buffer KvLenBuffer { uint kv_lens[]; };
 layout(std430, binding = 4) writeonly buffer ScoreBuffer { float scores[]; };
+#define VKF_KV_LEN(b) kv_lens[b]
+#endif
 
 #include "alibi.glsl"
 
@@ -60,7 +74,7 @@ void main() {
         return;
     }
 
-    const uint valid_keys = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? kv_lens[b] : params.kv_len;
+    const uint valid_keys = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? VKF_KV_LEN(b) : params.kv_len;
     const int qpos = int(valid_keys) - int(params.q_len) + int(i);
     const bool masked = j >= valid_keys || ((params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
 

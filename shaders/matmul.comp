@@ -23,6 +23,10 @@
 //             of Y (its subgroups take groups of RN in turn) and RM rows.
 //   REDUCE    split-K second pass: sums the partial results of the K slices and applies
 //             bias, activation and residual.
+// NO_EPILOGUE (with a kernel other than REDUCE): binds X, W and the partial sums only (3
+// storage buffers) and always writes raw sums P[(slice * m + row) * n + col]; the REDUCE
+// pass (4) applies the epilogue. For devices with fewer than the 5 storage buffers per
+// shader stage the fused epilogue needs (Vulkan guarantees 4).
 // Grid: x = column tiles (of RN * WG columns for BLOCKED, RN * RG for ROWDOT), y = row
 // tiles, z = K slices (split-K). With VKF_MATMUL_FLAG_PARTIALS the kernels other than
 // REDUCE write raw sums P[(slice * m + row) * n + col] instead of Y.
@@ -58,6 +62,10 @@ layout(std430, binding = 2) readonly buffer Residual { float res_data[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };
 #define VKF_MATMUL_K_BINDING 4
 #define VKF_MATMUL_V_BINDING 5
+#elif defined(NO_EPILOGUE)
+layout(std430, binding = 0) readonly buffer X { float x_data[]; };
+layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
+layout(std430, binding = 2) writeonly buffer Y { float y_data[]; };  // the partial sums
 #else
 layout(std430, binding = 0) readonly buffer X { float x_data[]; };
 layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };

@@ -4,7 +4,8 @@
 // The including shader declares `params` (flags, m, n, ldy and the *_base members),
 // bias_data (VKF_WEIGHT, weights_io.glsl), res_data and y_data (float) before including it;
 // SCATTER variants declare step_data (uint) in place of res_data and the bindings of the K
-// and V caches, VKF_MATMUL_K_BINDING and VKF_MATMUL_V_BINDING.
+// and V caches, VKF_MATMUL_K_BINDING and VKF_MATMUL_V_BINDING. NO_EPILOGUE variants declare
+// y_data (the partial sums) alone and store raw sums only.
 //
 // SCATTER (the fused QKV projection of a transformer layer): each output element goes where
 // attention reads it, Q to Y and K and V into the caches at the step's positions, so no
@@ -23,6 +24,7 @@ layout(std430, binding = VKF_MATMUL_K_BINDING) buffer KCache { uint k_cache[]; }
 layout(std430, binding = VKF_MATMUL_V_BINDING) buffer VCache { uint v_cache[]; };
 #endif
 
+#if !defined(NO_EPILOGUE)
 float epilogue(float acc, uint row, uint col) {
     float v = acc;
     if ((params.flags & VKF_MATMUL_FLAG_BIAS) != 0u) {
@@ -101,10 +103,14 @@ void write_y(uint row, uint col, float v) {
     y_data[params.y_base + row * params.ldy + col] = v;
 #endif
 }
+#endif  // !NO_EPILOGUE
 
 #if !defined(REDUCE)
 // Callers pass only row < m and col < n.
 void store(uint row, uint col, float acc) {
+#if defined(NO_EPILOGUE)
+    y_data[params.y_base + (gl_WorkGroupID.z * params.m + row) * params.n + col] = acc;
+#else
 #if !defined(SCATTER)  // split-K slices write their sums with the plain variant
     if ((params.flags & VKF_MATMUL_FLAG_PARTIALS) != 0u) {
         y_data[params.y_base + (gl_WorkGroupID.z * params.m + row) * params.n + col] = acc;
@@ -112,6 +118,7 @@ void store(uint row, uint col, float acc) {
     }
 #endif
     write_y(row, col, epilogue(acc, row, col));
+#endif
 }
 
 void store_quad(uint row, uint col0, vec4 acc) {

@@ -66,6 +66,11 @@ layout(std430, binding = 2) readonly buffer Scales4 { uint64_t s4_data[]; }; // 
 #else
 layout(std430, binding = 2) readonly buffer Scales4 { uvec2 s4_data[]; }; // 4 scales
 #endif
+#if defined(NO_EPILOGUE)
+// As matmul.comp's NO_EPILOGUE: the raw sums only (4 storage buffers), the REDUCE pass of
+// matmul.comp applies the epilogue.
+layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };  // the partial sums
+#else
 layout(std430, binding = 3) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
 layout(std430, binding = 4) readonly buffer Step { uint step_data[]; };
@@ -73,6 +78,7 @@ layout(std430, binding = 4) readonly buffer Step { uint step_data[]; };
 layout(std430, binding = 4) readonly buffer Residual { float res_data[]; };
 #endif
 layout(std430, binding = 5) writeonly buffer Y { float y_data[]; };
+#endif
 #define VKF_MATMUL_K_BINDING 6
 #define VKF_MATMUL_V_BINDING 7
 // Vector views of X and W (the same bindings), read unless SCALAR.

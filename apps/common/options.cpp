@@ -105,12 +105,15 @@ CLI::Option* add_parsed_option(CLI::App& cli, const std::string& name, const std
 
 CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
     return add_parsed_option(cli, "--limits", "SPEC",
-                             "lower the device's limits as a smaller device's: \"phone\", or\n"
+                             "lower the device's limits as a smaller device's: \"phone\",\n"
+                             "\"spec_minimum\" (only what Vulkan guarantees: 16K shared memory,\n"
+                             "128 invocations, 4 storage buffers, no optional features), or\n"
                              "comma-separated shared_memory=N, workgroup_invocations=N,\n"
-                             "workgroup_count=N, storage_buffer_range=N, push_constants=N,\n"
-                             "storage_buffers=N, compute_units=N, no_fp16_storage,\n"
-                             "no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control,\n"
-                             "no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N (the device\n"
+                             "workgroup_size=XxYxZ, workgroup_count=N, storage_buffer_range=N,\n"
+                             "push_constants=N, storage_buffers=N, compute_units=N,\n"
+                             "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,\n"
+                             "no_subgroup_size_control, no_int64, no_integer_dot, no_unroll,\n"
+                             "device_heap=N, host_heap=N (the device\n"
                              "memory vkformer may use; sizes accept K/M/G suffixes); merged\n"
                              "over VKF_LIMITS",
                              [&target](const std::string& text) { target = parse_limits("--limits", text, target); });

@@ -14,9 +14,6 @@ namespace vkf {
 
 namespace {
 
-// Storage buffers of attention.comp and attention_rows.comp.
-constexpr std::uint32_t kAttentionBindings = 6;
-
 std::string bytes_text(std::uint64_t n) {
     return std::to_string(n) + " bytes";
 }
@@ -150,6 +147,17 @@ constexpr std::uint32_t kRowsSplitLanes = 8;
 constexpr std::uint32_t kRowsSplitLanesMinKeys = 512;
 // A CPU has few cores: split the KV only when the rows give fewer workgroups than this.
 constexpr std::uint32_t kTargetWorkgroupsCpu = 16;
+
+AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options);
+
+// The PACKED_TABLES variants' slope table (n_head floats) and key counts (batch uints).
+std::uint64_t attention_tables_bytes(const AttentionShape& shape) {
+    return std::uint64_t{4} * (shape.n_head + shape.batch);
+}
+// The split-KV partial records: D values, the row max and sum per row, head, batch and split.
+std::uint64_t attention_partials_bytes(const AttentionShape& shape, std::uint32_t n_splits) {
+    return std::uint64_t{4} * (shape.head_dim + 2) * shape.q_len * shape.n_head * shape.batch * n_splits;
+}
 
 AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
     const std::uint32_t max_wg =
@@ -286,11 +294,30 @@ AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& 
 AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
     check_head_dim(shape.head_dim);
     const ComputeLimits& limits = device.limits;
-    // No kernel binds fewer (Q, K, V, O, slopes, key lengths), so there is no fallback.
-    check_storage_buffers(limits, kAttentionBindings, "attention");
-    if (options.kernel == AttentionKernel::Rows || (options.kernel == AttentionKernel::Auto && device.cpu)) {
-        return plan_rows(limits, shape, options);
+    // The kernels bind Q, K, V, O (or the partials), slopes and key counts; their PACKED_TABLES
+    // variants 4 (the tables at the end of the partials buffer). Nothing binds fewer.
+    check_storage_buffers(limits, kPackedAttentionBindings, "attention");
+    AttentionPlan plan =
+        options.kernel == AttentionKernel::Rows || (options.kernel == AttentionKernel::Auto && device.cpu)
+            ? plan_rows(limits, shape, options)
+            : plan_tiled(limits, shape, options);
+    if (limits.storage_buffers < kAttentionBindings) {
+        plan.packed_tables = true;
+        const std::uint64_t bytes = attention_partials_bytes(shape, plan.n_splits) + attention_tables_bytes(shape);
+        if (bytes > limits.storage_buffer_range) {
+            throw Error("attention: with " + std::to_string(limits.storage_buffers) +
+                        " storage buffers per shader stage (fewer than the " + std::to_string(kAttentionBindings) +
+                        " of the fused kernels) the output rows pass through a partials buffer of " +
+                        bytes_text(bytes) + ", over maxStorageBufferRange (" + bytes_text(limits.storage_buffer_range) +
+                        "); use fewer query rows per call");
+        }
     }
+    return plan;
+}
+
+namespace {
+
+AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
     const std::uint32_t d = shape.head_dim;
     // Short query blocks (decoding) take short tiles rather than idle rows.
     std::uint32_t wanted_rows = 1;
@@ -349,6 +376,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
     return plan;
 }
 
+}  // namespace
+
 Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
     : ctx_(ctx), shape_(params.shape), dtype_(dtype), kv_dtype_(options.kv_dtype.value_or(dtype)) {
     // The kernels' storage variants: STORAGE_F16 (all fp16), KV_F16 (fp16 K/V), neither (fp32).
@@ -384,7 +413,9 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     check_tensor("K", kv_element_count(shape_), kv_dtype_);
     check_tensor("V", kv_element_count(shape_), kv_dtype_);
 
-    const bool split = plan_.n_splits > 1;
+    // PACKED_TABLES writes partial rows even unsplit (the combine pass normalizes them).
+    const bool split = plan_.n_splits > 1 || plan_.packed_tables;
+    const bool packed = plan_.packed_tables;
     const bool f16 = all_f16;  // the Q/O storage; also the combine pass's output
     const bool rows = plan_.kernel == AttentionKernel::Rows;
     std::vector<SpecConstant> constants;
@@ -393,6 +424,7 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
         // Rows of 4n + 2 elements do not start on a quad: read them as pairs.
         code = &shaders::variant("attention_rows", {{"SUBGROUP_LOADS", plan_.subgroup_loads > 0},
                                                     {"SPLIT_KV", split},
+                                                    {"PACKED_TABLES", packed},
                                                     {"STORAGE_F16", f16},
                                                     {"KV_F16", kv_f16},
                                                     {"PAIR_LOADS", shape_.head_dim % 4 != 0}});
@@ -402,7 +434,8 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                      {VKF_ATTN_SPEC_D, shape_.head_dim},
                      {VKF_ATTN_ROWS_SPEC_SG, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
     } else {
-        code = &shaders::variant("attention", {{"SPLIT_KV", split}, {"STORAGE_F16", f16}, {"KV_F16", kv_f16}});
+        code = &shaders::variant(
+            "attention", {{"SPLIT_KV", split}, {"PACKED_TABLES", packed}, {"STORAGE_F16", f16}, {"KV_F16", kv_f16}});
         constants = {{VKF_ATTN_SPEC_BR, plan_.rows_per_group},
                      {VKF_ATTN_SPEC_BC, plan_.keys_per_tile},
                      {VKF_ATTN_SPEC_TPR, plan_.threads_per_row},
@@ -412,7 +445,7 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                                             .workgroup_size = {plan_.workgroup_size, 1, 1},
                                             .constants = constants,
                                             .push_constant_layout = AttentionPush::layout,
-                                            .binding_count = kAttentionBindings,
+                                            .binding_count = packed ? kPackedAttentionBindings : kAttentionBindings,
                                             .shared_memory_bytes = plan_.shared_bytes,
                                             .required_subgroup_size = plan_.subgroup_loads});
     if (split) {
@@ -422,9 +455,22 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
             .constants = {{VKF_ATTN_SPEC_D, shape_.head_dim}},
             .push_constant_layout = AttentionPush::layout,
             .binding_count = 2});
-        const std::uint64_t partial_bytes =
-            std::uint64_t{4} * (shape_.head_dim + 2) * shape_.q_len * shape_.n_head * shape_.batch * plan_.n_splits;
-        partials_ = ctx.create_buffer(partial_bytes, MemoryKind::Device, "attention partials");
+        const std::uint64_t partial_bytes = attention_partials_bytes(shape_, plan_.n_splits);
+        partials_ = ctx.create_buffer(partial_bytes + (packed ? attention_tables_bytes(shape_) : 0), MemoryKind::Device,
+                                      "attention partials");
+    }
+    if (packed) {
+        // The slope table and the key counts after the partial records (PACKED_TABLES); the
+        // shader reads each only when its flag is set. External key counts are copied there
+        // by record().
+        tables_offset_ = attention_partials_bytes(shape_, plan_.n_splits);
+        if (!params.slopes.empty()) {
+            ctx.upload(partials_, params.slopes, tables_offset_);
+        }
+        if (!params.kv_lens.empty()) {
+            ctx.upload(partials_, params.kv_lens, tables_offset_ + std::uint64_t{4} * shape_.n_head);
+        }
+        return;
     }
 
     // Tables the shader reads only when their flag is set still need a buffer bound.
@@ -441,7 +487,8 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
 }
 
 std::uint64_t Attention::scratch_bytes() const {
-    return slopes_.size() + kv_lens_.size() + (partials_.valid() ? partials_.size() : 0);
+    return (slopes_.valid() ? slopes_.size() : 0) + (kv_lens_.valid() ? kv_lens_.size() : 0) +
+           (partials_.valid() ? partials_.size() : 0);
 }
 
 void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
@@ -471,25 +518,34 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
     check_size("V", v, kv_element_count(shape_));
     check_size("O", o, q_element_count(shape_));
 
-    const bool split = plan_.n_splits > 1;
+    const bool split = plan_.n_splits > 1 || plan_.packed_tables;
     // Rows kernel: the invocations of a row take threads_per_row consecutive splits.
     const std::uint32_t split_groups =
         plan_.kernel == AttentionKernel::Rows ? plan_.n_splits / plan_.threads_per_row : plan_.n_splits;
-    const Binding bindings[] = {
-        {q, Access::Read},
-        {k, Access::Read},
-        {v, Access::Read},
-        {split ? whole(partials_) : o, Access::Write},
-        {whole(slopes_), Access::Read},
-        {external_kv_lens_ ? kv_lens : whole(kv_lens_), Access::Read},
-    };
+    std::vector<Binding> bindings = {{q, Access::Read}, {k, Access::Read}, {v, Access::Read}};
+    if (plan_.packed_tables) {
+        // Partial rows written, the tables after them read: one binding.
+        if (external_kv_lens_) {
+            const std::uint64_t lens_offset = tables_offset_ + std::uint64_t{4} * shape_.n_head;
+            list.copy(
+                BufferRange{
+                    .buffer = kv_lens.buffer, .offset = kv_lens.offset, .size = std::uint64_t{4} * shape_.batch},
+                BufferRange{.buffer = &partials_, .offset = lens_offset, .size = std::uint64_t{4} * shape_.batch},
+                "attention key counts");
+        }
+        bindings.push_back({whole(partials_), Access::ReadWrite});
+    } else {
+        bindings.push_back({split ? whole(partials_) : o, Access::Write});
+        bindings.push_back({whole(slopes_), Access::Read});
+        bindings.push_back({external_kv_lens_ ? kv_lens : whole(kv_lens_), Access::Read});
+    }
     list.dispatch(Dispatch{
         .pipeline = attention_,
         .bindings = bindings,
         .push_constants = push_bytes(push_),
         .groups = {narrow_u32(ceil_div(shape_.q_len, plan_.rows_per_group), "attention row groups"), shape_.n_head,
                    narrow_u32(std::uint64_t{shape_.batch} * split_groups, "attention batch groups")},
-        .label = split ? "attention (split-KV)" : "attention"});
+        .label = plan_.n_splits > 1 ? "attention (split-KV)" : "attention"});
     if (split) {
         const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
         list.dispatch(Dispatch{.pipeline = combine_,

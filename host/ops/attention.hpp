@@ -60,6 +60,11 @@ struct AttentionPlan {
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;  // > 1: split-KV decode path
     std::uint32_t kv_split_len = 0;
+    // Devices with fewer than 6 storage buffers per shader stage (Vulkan guarantees 4): the
+    // kernel binds Q, K, V and the partials buffer only, reads the slope table and the key
+    // counts from that buffer's end (the PACKED_TABLES variants), and always writes partial
+    // rows that the combine pass normalizes, even unsplit (n_splits 1).
+    bool packed_tables = false;
     std::uint64_t loop_iterations = 0;  // per invocation, an upper bound (rows kernel)
     std::string describe() const;
 };
@@ -79,6 +84,11 @@ struct AttentionOptions {
     // i sits at position count - q_len + i. Split-KV spreads the counted keys over the splits.
     bool external_kv_lens = false;
 };
+
+// Storage buffers per shader stage of the attention kernels, and of their PACKED_TABLES
+// variants (AttentionPlan::packed_tables), the least a device must allow.
+inline constexpr std::uint32_t kAttentionBindings = 6;
+inline constexpr std::uint32_t kPackedAttentionBindings = 4;
 
 // Chooses the kernel and its tiles from the device (type, shared memory, workgroup
 // invocations) and the shape. Throws vkf::Error when no configuration fits the device.
@@ -118,6 +128,8 @@ private:
     Buffer slopes_;
     Buffer kv_lens_;
     Buffer partials_;  // split-KV: unnormalized outputs and (max, sum) per split
+    // packed_tables: where the slope table starts in partials_ (the key counts follow it)
+    std::uint64_t tables_offset_ = 0;
 };
 
 // Convenience: uploads Q, K, V (float32 host data, converted to `dtype`, K and V to

@@ -17,8 +17,19 @@ namespace vkf {
 namespace {
 
 constexpr std::uint64_t kScoreBytes = 4;  // scores are float32 whatever the storage dtype
-// The scores pass binds Q, K, the scores, the slopes and the key lengths (the other passes fewer).
+// The scores pass binds Q, K, the scores, the slopes and the key lengths (the other passes
+// fewer); where the device allows fewer, its PACKED_TABLES variant binds Q, K and the scores
+// with the slopes and key lengths after them.
 constexpr std::uint32_t kScoresBindings = 5;
+constexpr std::uint32_t kPackedScoresBindings = 3;
+
+bool packed_tables(const ComputeLimits& limits) {
+    return limits.storage_buffers < kScoresBindings;
+}
+
+std::uint64_t tables_bytes(const AttentionShape& shape) {
+    return 4 * (std::uint64_t{shape.n_head} + shape.batch);
+}
 
 std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
     std::uint64_t product = 1;
@@ -50,14 +61,20 @@ std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape) {
 }
 
 std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params) {
-    if (auto shortfall = storage_buffers_shortfall(limits, kScoresBindings, "naive attention")) {
+    if (auto shortfall = storage_buffers_shortfall(limits, kPackedScoresBindings, "naive attention")) {
         return shortfall;
     }
-    const std::uint64_t bytes = naive_attention_scores_bytes(params.shape);
+    const bool packed = packed_tables(limits);
+    const std::uint64_t scores = naive_attention_scores_bytes(params.shape);
+    const std::uint64_t tables = packed ? tables_bytes(params.shape) : 0;
+    const std::uint64_t bytes = scores > std::numeric_limits<std::uint64_t>::max() - tables
+                                    ? std::numeric_limits<std::uint64_t>::max()
+                                    : scores + tables;
     if (bytes > limits.storage_buffer_range) {
         const AttentionShape& s = params.shape;
         return "naive attention: scores buffer of " + std::to_string(bytes) + " bytes (float32 " +
-               shape_text({s.batch, s.n_head, s.q_len, s.kv_len}) + ") exceeds maxStorageBufferRange " +
+               shape_text({s.batch, s.n_head, s.q_len, s.kv_len}) +
+               (packed ? " and the slope and key-count tables" : "") + ") exceeds maxStorageBufferRange " +
                std::to_string(limits.storage_buffer_range);
     }
     return std::nullopt;
@@ -97,12 +114,13 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
         std::bit_floor(workgroup_width(limits, std::min<std::uint32_t>(256, limits.shared_memory / 4)));
 
     const std::vector<SpecConstant> head_dim_constant = {{VKF_ATTN_SPEC_D, shape_.head_dim}};
-    scores_pipeline_ =
-        &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"SCORES", {"STORAGE_F16", f16}}),
-                                   .workgroup_size = {scores_workgroup_, 1, 1},
-                                   .constants = head_dim_constant,
-                                   .push_constant_layout = AttentionPush::layout,
-                                   .binding_count = kScoresBindings});
+    packed_ = packed_tables(limits);
+    scores_pipeline_ = &ctx.pipeline(PipelineDesc{
+        .code = &shaders::variant("attention_naive", {"SCORES", {"PACKED_TABLES", packed_}, {"STORAGE_F16", f16}}),
+        .workgroup_size = {scores_workgroup_, 1, 1},
+        .constants = head_dim_constant,
+        .push_constant_layout = AttentionPush::layout,
+        .binding_count = packed_ ? kPackedScoresBindings : kScoresBindings});
     softmax_pipeline_ = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"SOFTMAX"}),
                                                    .workgroup_size = {softmax_workgroup_, 1, 1},
                                                    .push_constant_layout = AttentionPush::layout,
@@ -115,6 +133,18 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
                                    .push_constant_layout = AttentionPush::layout,
                                    .binding_count = 3});
 
+    if (packed_) {
+        // The tables after the scores; the shader reads each only when its flag is set.
+        const std::uint64_t scores_bytes = naive_attention_scores_bytes(shape_);
+        scores_ = ctx.create_buffer(scores_bytes + tables_bytes(shape_), MemoryKind::Device, "naive attention scores");
+        if (!params.slopes.empty()) {
+            ctx.upload(scores_, params.slopes, scores_bytes);
+        }
+        if (!params.kv_lens.empty()) {
+            ctx.upload(scores_, params.kv_lens, scores_bytes + 4 * std::uint64_t{shape_.n_head});
+        }
+        return;
+    }
     // Tables the shader reads only when their flag is set still need a buffer bound.
     slopes_ = ctx.create_buffer(4 * std::max<std::uint64_t>(params.slopes.size(), 1), MemoryKind::Device,
                                 "naive attention slopes");
@@ -146,10 +176,14 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     const BufferRange scores = whole(scores_);
     const std::uint32_t heads = shape_.batch * shape_.n_head;
 
-    const Binding scores_bindings[] = {
-        {q, Access::Read},       {k, Access::Read}, {whole(slopes_), Access::Read}, {whole(kv_lens_), Access::Read},
-        {scores, Access::Write},
-    };
+    std::vector<Binding> scores_bindings = {{q, Access::Read}, {k, Access::Read}};
+    if (packed_) {
+        scores_bindings.push_back({scores, Access::ReadWrite});  // scores written, tables read
+    } else {
+        scores_bindings.insert(
+            scores_bindings.end(),
+            {{whole(slopes_), Access::Read}, {whole(kv_lens_), Access::Read}, {scores, Access::Write}});
+    }
     list.dispatch(
         Dispatch{.pipeline = scores_pipeline_,
                  .bindings = scores_bindings,

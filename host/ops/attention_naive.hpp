@@ -18,8 +18,9 @@ namespace vkf {
 std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape);
 
 // Why the naive op cannot run `params` on a device with `limits` (its scores pass binds more
-// storage buffers than the device allows, or its scores buffer cannot be bound as one
-// storage-buffer range), or nullopt when it can. Assumes valid params.
+// storage buffers than the device allows: 5, or 3 with the slope table and key counts after
+// the scores where the device allows fewer than 5; or its scores buffer, tables included,
+// cannot be bound as one storage-buffer range), or nullopt when it can. Assumes valid params.
 std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params);
 
 class NaiveAttention {
@@ -30,7 +31,8 @@ public:
     // Q, K, V, O hold the default layout in the constructor's dtype; their sizes are checked.
     // Records three dispatches; the op's own scores buffer is reused by every recording.
     void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const;
-    std::uint64_t scores_bytes() const { return scores_.size(); }
+    // The float32 scores (naive_attention_scores_bytes), not counting tables after them.
+    std::uint64_t scores_bytes() const { return naive_attention_scores_bytes(shape_); }
 
 private:
     AttentionShape shape_;
@@ -44,7 +46,8 @@ private:
     const Pipeline* pv_pipeline_ = nullptr;
     Buffer slopes_;
     Buffer kv_lens_;
-    Buffer scores_;
+    Buffer scores_;        // with packed_, the slope table and key counts follow the scores
+    bool packed_ = false;  // fewer than 5 storage buffers per stage: the PACKED_TABLES scores pass
 };
 
 }  // namespace vkf

@@ -16,7 +16,8 @@ namespace {
 constexpr std::uint32_t kElement = 4;
 
 std::uint32_t workgroup_size(const Context& ctx) {
-    return std::min<std::uint32_t>(256, ctx.limits().workgroup_invocations);
+    // workgroup_size[0] is at most workgroup_invocations (effective_limits).
+    return std::min<std::uint32_t>(256, ctx.limits().workgroup_size[0]);
 }
 
 // Largest chunk that fits one binding and keeps the next chunk's offset aligned.

@@ -127,14 +127,15 @@ std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t
 }
 
 // The tiled kernel is matmul.comp without a kernel define.
-const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter, bool layernorm) {
+const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter, bool layernorm, bool no_epilogue) {
     return shaders::variant("matmul", {{"GEMV", kernel == MatmulKernel::Gemv},
                                        {"BLOCKED", kernel == MatmulKernel::Blocked},
                                        {"ROWDOT", kernel == MatmulKernel::RowDot},
                                        {"WIDE64", kernel == MatmulKernel::RowDot && wide},
                                        {"LN_X", layernorm},
                                        {"WEIGHTS_F16", f16},
-                                       {"SCATTER", scatter}});
+                                       {"SCATTER", scatter},
+                                       {"NO_EPILOGUE", no_epilogue}});
 }
 
 void check_scatter(const MatmulArgs& a) {
@@ -287,10 +288,11 @@ void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m,
     rows = std::min(rows, f_max / (plan.n_splits * cols));
     plan.rows_per_piece = static_cast<std::uint32_t>(rows);
     plan.cols_per_piece = static_cast<std::uint32_t>(cols);
-    plan.scratch_bytes = plan.n_splits > 1 ? 4 * std::uint64_t{plan.n_splits} * rows * cols : 0;
+    plan.scratch_bytes =
+        plan.n_splits > 1 || plan.separate_epilogue ? 4 * std::uint64_t{plan.n_splits} * rows * cols : 0;
 }
 
-void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
+void check_tensors(const ComputeLimits& limits, const MatmulArgs& a, const MatmulPlan& plan) {
     if (a.activation != Activation::None && a.activation != Activation::GeluTanh &&
         a.activation != Activation::GeluErf) {
         throw Error(std::string("matmul: the epilogue applies no ") + to_string(a.activation) +
@@ -299,6 +301,11 @@ void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
     const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
     if (a.scatter) {
         check_scatter(a);
+        // The SCATTER kernels bind the caches and the step besides X, W (and the scales),
+        // bias and Q; a Session takes the separate passes on devices that allow fewer.
+        check_storage_buffers(limits,
+                              plan.quant == QuantFormat::None ? kScatterMatmulBindings : kScatterMatmulQuantBindings,
+                              "matmul with a QKV scatter (MatmulArgs::scatter)");
     } else {
         check_tensor(a.y, std::uint64_t{a.m} * a.n, 4, "matmul", "Y", shape_text({a.m, a.n}, "f32"));
     }
@@ -310,8 +317,10 @@ void check_tensors(const MatmulArgs& a, const MatmulPlan& plan) {
     }
     if (plan.scratch_bytes > 0 && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
         throw Error("matmul [" + std::to_string(a.m) + ", " + std::to_string(a.n) + ", " + std::to_string(a.k) + "] " +
-                    (plan.int_dot ? "quantizes X" : "splits K") + " (" + plan.describe() +
-                    ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
+                    (plan.int_dot        ? "quantizes X"
+                     : plan.n_splits > 1 ? "splits K"
+                                         : "writes partial sums for its separate epilogue") +
+                    " (" + plan.describe() + ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
                     " bytes (matmul_scratch_bytes); got " +
                     std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
     }
@@ -415,13 +424,16 @@ std::string MatmulPlan::describe() const {
     if (n_splits > 1) {
         s += ", split-K " + std::to_string(n_splits) + " x " + std::to_string(k_split);
     }
+    if (separate_epilogue) {
+        s += ", epilogue in the reduce pass";
+    }
     s += ", pieces of " + std::to_string(rows_per_piece) + " rows x " + std::to_string(cols_per_piece) + " cols, ~" +
          std::to_string(loop_iterations) + " loop iterations per invocation";
     return s;
 }
 
 bool matmul_fuses_layernorm(const MatmulPlan& plan) {
-    return plan.kernel == MatmulKernel::RowDot && plan.quant == QuantFormat::None;
+    return plan.kernel == MatmulKernel::RowDot && plan.quant == QuantFormat::None && !plan.separate_epilogue;
 }
 
 MatmulDevice matmul_device(const Context& ctx) {
@@ -438,9 +450,11 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
         throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
                     " k=" + std::to_string(k));
     }
-    // Every kernel binds X, W, bias, residual and Y: there is no fallback with fewer.
-    check_storage_buffers(limits, kMatmulBindings, "matmul");
+    // Every kernel binds X, W, bias, residual and Y; with fewer storage buffers it writes
+    // partial sums (X, W, P) and the reduce pass (P, bias, residual, Y) applies the epilogue.
+    check_storage_buffers(limits, kSeparateEpilogueBindings, "matmul");
     MatmulPlan plan;
+    plan.separate_epilogue = limits.storage_buffers < kMatmulBindings;
     const Tile* tile = choose_tile(limits, m);
     const std::uint32_t gemv_wg = gemv_workgroup(limits, k);
     MatmulKernel kernel = options.kernel;
@@ -530,15 +544,16 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
     const bool has_residual = a.residual.buffer != nullptr;
     check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
     check_tensor(a.w, std::uint64_t{a.n} * a.k, wsize, "matmul", "W", shape_text({a.n, a.k}, wtype));
-    matmul_detail::check_tensors(a, plan);
-    const bool split = plan.n_splits > 1;
     const bool layernorm = a.x_norm.has_value();
+    if (layernorm && !matmul_fuses_layernorm(plan)) {
+        throw Error("matmul: a fused LayerNorm of X needs the row-dot kernel (and the fused epilogue); the plan is " +
+                    plan.describe() + " (run record_layernorm first)");
+    }
+    matmul_detail::check_tensors(limits, a, plan);
+    // The separate epilogue's kernels write partial sums, as split K does.
+    const bool split = plan.n_splits > 1 || plan.separate_epilogue;
     std::vector<Binding> ln_bindings;
     if (layernorm) {
-        if (!matmul_fuses_layernorm(plan)) {
-            throw Error("matmul: a fused LayerNorm of X needs the row-dot kernel; the plan is " + plan.describe() +
-                        " (run record_layernorm first)");
-        }
         check_tensor(a.x_norm->weight, a.k, wsize, "matmul", "LayerNorm weight", shape_text({a.k}, wtype));
         if (a.x_norm->bias.buffer != nullptr) {
             check_tensor(a.x_norm->bias, a.k, wsize, "matmul", "LayerNorm bias", shape_text({a.k}, wtype));
@@ -581,12 +596,13 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
         constants.insert(constants.end(), more.begin(), more.end());
     }
     const Pipeline& main = ctx.pipeline(PipelineDesc{
-        .code = &main_code(plan.kernel, f16, plan.wide_loads, scatter_main, layernorm),
+        .code = &main_code(plan.kernel, f16, plan.wide_loads, scatter_main, layernorm, plan.separate_epilogue),
         .workgroup_size = {plan.workgroup_size, 1, 1},
         .constants = constants,
         .push_constant_layout = MatmulPush::layout,
-        .binding_count =
-            (scatter_main ? kScatterMatmulBindings : kMatmulBindings) + static_cast<std::uint32_t>(ln_bindings.size()),
+        .binding_count = plan.separate_epilogue ? 3u
+                                                : (scatter_main ? kScatterMatmulBindings : kMatmulBindings) +
+                                                      static_cast<std::uint32_t>(ln_bindings.size()),
         .shared_memory_bytes = plan.shared_bytes,
         .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
     const matmul_detail::ReducePass reduce =
@@ -669,11 +685,11 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                 VKF_MATMUL_FLAG_LN_BIAS)) |
                                  VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
-            std::vector<Binding> bindings = {{x.range, Access::Read},
-                                             {w.range, Access::Read},
-                                             {x.range, Access::Read},
-                                             {x.range, Access::Read},
-                                             {partials.range, Access::Write}};
+            std::vector<Binding> bindings = {{x.range, Access::Read}, {w.range, Access::Read}};
+            if (!plan.separate_epilogue) {  // bias and residual: bound, not read
+                bindings.insert(bindings.end(), {{x.range, Access::Read}, {x.range, Access::Read}});
+            }
+            bindings.push_back({partials.range, Access::Write});
             bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
             list.dispatch(Dispatch{.pipeline = &main,
                                    .bindings = bindings,

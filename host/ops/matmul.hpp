@@ -60,6 +60,11 @@ inline constexpr std::uint32_t kMatmulBindings = 5;
 inline constexpr std::uint32_t kScatterMatmulBindings = 7;
 inline constexpr std::uint32_t kScatterMatmulQuantBindings = 8;
 inline constexpr std::uint32_t kLayerNormFusedBindings = 2;
+// The fused epilogue's kernels bind kMatmulBindings (dense) and 6 (quantized). Devices that
+// allow fewer (Vulkan guarantees 4) get MatmulPlan::separate_epilogue: the kernels write
+// partial sums to scratch (3 and 4 buffers) and the split-K reduce pass (4) applies the
+// epilogue. Fewer than this is refused.
+inline constexpr std::uint32_t kSeparateEpilogueBindings = 4;
 
 // LayerNorm of X fused into the matmul (MatmulArgs::x_norm): X is the raw input and the
 // kernel normalizes each row as it loads it, (x - mean) / sqrt(var + eps) * weight + bias.
@@ -133,7 +138,11 @@ struct MatmulPlan {
     bool int_dot = false;     // quantized blocked on int8 X (MatmulOptions::int8_activations)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
-    std::uint32_t n_splits = 1;        // K slices; > 1 adds the reduce pass
+    std::uint32_t n_splits = 1;  // K slices; > 1 adds the reduce pass
+    // The kernel writes partial sums to scratch (even unsplit) and the reduce pass applies
+    // bias, activation, clamp and residual: devices with fewer storage buffers per stage than
+    // the fused epilogue binds (kSeparateEpilogueBindings). No scatter, no fused LayerNorm.
+    bool separate_epilogue = false;
     std::uint32_t k_split = 0;         // K elements per slice
     std::uint32_t rows_per_piece = 0;  // rows of X and Y bound per dispatch
     std::uint32_t cols_per_piece = 0;  // rows of W (columns of Y) bound per dispatch
@@ -147,8 +156,9 @@ struct MatmulPlan {
 bool matmul_fuses_layernorm(const MatmulPlan& plan);
 
 // Throws vkf::Error when a forced kernel does not fit the device (or the weights' format),
-// when one row of W or X is longer than maxStorageBufferRange, or when quantized rows are
-// not whole blocks (k % 32 != 0).
+// when one row of W or X is longer than maxStorageBufferRange, when quantized rows are
+// not whole blocks (k % 32 != 0), or when the device allows fewer than
+// kSeparateEpilogueBindings storage buffers per shader stage.
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                        DType weight_dtype, MatmulOptions options = {}, QuantFormat quant = QuantFormat::None);
 

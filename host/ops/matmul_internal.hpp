@@ -59,8 +59,9 @@ EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a,
                                const ElementBinding& unused);
 
 // Checks X, Y, bias (bias_dtype) and residual (or the scatter's Q, caches and step), and the
-// scratch range the plan needs.
-void check_tensors(const MatmulArgs& a, const MatmulPlan& plan);
+// scratch range the plan needs; refuses a scatter where the plan has a separate epilogue
+// (too few storage buffers per stage for the SCATTER kernels).
+void check_tensors(const ComputeLimits& limits, const MatmulArgs& a, const MatmulPlan& plan);
 
 // VKF_MATMUL_FLAG_BIAS, _RESIDUAL, _CLAMP, the activation's and the scatter's flags.
 std::uint32_t epilogue_flags(const MatmulArgs& a);

@@ -93,8 +93,11 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
         throw Error(std::string("matmul: the bias of quantized weights (weight_dtype) must be f32 or f16, not ") +
                     to_string(bias_dtype));
     }
-    // Both kernels bind X, the values, the scales, bias, residual and Y: no fallback binds fewer.
-    check_storage_buffers(limits, kQuantBindings, std::string("matmul with ") + to_string(quant) + " weights");
+    // Both kernels bind X, the values, the scales, bias, residual and Y; with fewer storage
+    // buffers they write partial sums (X, values, scales, P) and matmul.comp's reduce pass
+    // (P, bias, residual, Y) applies the epilogue.
+    check_storage_buffers(limits, kSeparateEpilogueBindings,
+                          std::string("matmul with ") + to_string(quant) + " weights");
     MatmulKernel kernel = options.kernel;
     // The integer dot-product path: asked for, on a device with the feature, in the blocked kernel.
     const bool int_dot = options.int8_activations && limits.integer_dot_product &&
@@ -111,6 +114,7 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
     plan.quant = quant;
     plan.wide_loads = limits.int64;
     plan.int_dot = int_dot;
+    plan.separate_epilogue = limits.storage_buffers < kQuantBindings;
     std::uint64_t groups = 0;  // workgroups of the whole output, before splitting K
     if (kernel == MatmulKernel::RowDot) {
         groups = plan_rowdot(plan, device, m, n, kRowDotMaxRows, kRowDotCols, kRowDotGroups, " for quantized weights");
@@ -154,14 +158,15 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                  shape_text({a.n, static_cast<std::uint32_t>(row_bytes)}, "bytes (" + wtype + ")"));
     check_tensor(a.scales, a.n * row_scales, 2, "matmul", "W scales",
                  shape_text({a.n, static_cast<std::uint32_t>(row_scales)}, "f16 (" + wtype + ")"));
-    check_tensors(a, plan);
+    check_tensors(limits, a, plan);
     if (a.x_norm) {
         throw Error(
             "matmul: a fused LayerNorm of X needs dense weights (the row-dot kernel); run record_layernorm "
             "first for " +
             std::string(to_string(a.quant)));
     }
-    const bool split = plan.n_splits > 1;
+    // The separate epilogue's kernels write partial sums, as split K does.
+    const bool split = plan.n_splits > 1 || plan.separate_epilogue;
 
     // Rows of X and W that start on 16 bytes are read as vectors; others (tensors at
     // unaligned offsets) by the SCALAR variant. Scales are read blocks_per_step at a time
@@ -190,16 +195,19 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
                                                                       {"ROWDOT", plan.kernel == MatmulKernel::RowDot},
                                                                       {"BLOCKED", plan.kernel == MatmulKernel::Blocked},
                                                                       {"WIDE64", vector_loads && plan.wide_loads},
-                                                                      {"BIAS_F16", f16},
+                                                                      {"BIAS_F16", f16 && !plan.separate_epilogue},
                                                                       {"SCALAR", !vector_loads},
                                                                       {"INTDOT", plan.int_dot},
-                                                                      {"SCATTER", scatter_main}});
+                                                                      {"SCATTER", scatter_main},
+                                                                      {"NO_EPILOGUE", plan.separate_epilogue}});
             p = &ctx.pipeline(
                 PipelineDesc{.code = &code,
                              .workgroup_size = {plan.workgroup_size, 1, 1},
                              .constants = constants,
                              .push_constant_layout = MatmulQuantPush::layout,
-                             .binding_count = scatter_main ? kScatterMatmulQuantBindings : kQuantBindings,
+                             .binding_count = plan.separate_epilogue ? kSeparateEpilogueBindings
+                                              : scatter_main         ? kScatterMatmulQuantBindings
+                                                                     : kQuantBindings,
                              .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
         }
         return *p;
@@ -282,9 +290,11 @@ void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
             MatmulQuantPush partial_push = push;
             partial_push.flags = VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
-            const Binding bindings[] = {{x.range, Access::Read}, {w.range, Access::Read},
-                                        {s.range, Access::Read}, {x.range, Access::Read},
-                                        {x.range, Access::Read}, {partials.range, Access::Write}};
+            std::vector<Binding> bindings = {{x.range, Access::Read}, {w.range, Access::Read}, {s.range, Access::Read}};
+            if (!plan.separate_epilogue) {  // bias and residual: bound, not read
+                bindings.insert(bindings.end(), {{x.range, Access::Read}, {x.range, Access::Read}});
+            }
+            bindings.push_back({partials.range, Access::Write});
             list.dispatch(Dispatch{.pipeline = &main,
                                    .bindings = bindings,
                                    .push_constants = push_bytes(partial_push),

@@ -84,6 +84,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         limits.storage_buffer_range <= base.storage_buffer_range &&
                         limits.push_constants <= base.push_constants && limits.storage_buffers <= base.storage_buffers,
                     "overrides only lower limits");
+        for (int d = 0; d < 3; ++d) {
+            fuzz::check(limits.workgroup_size[d] <= base.workgroup_size[d] &&
+                            limits.workgroup_size[d] <= limits.workgroup_invocations,
+                        "the workgroup size stays within the device's and the invocations");
+        }
     });
     return 0;
 }

@@ -371,7 +371,10 @@ void environment_seeds() {
         "storage_buffer_range=18446744073709551615",
         "workgroup_invocations=4294967296",
         "phone=1,,",
-        "bogus"};
+        "bogus",
+        "spec_minimum",
+        "spec_minimum,storage_buffers=8,workgroup_size=64x32x1",
+        "workgroup_size=1x2,workgroup_size=7"};
     for (std::size_t i = 0; i < limits.size(); ++i) {
         put("limits", "spec-" + std::to_string(i), limits[i]);
     }

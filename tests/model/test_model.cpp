@@ -56,6 +56,13 @@ struct Case {
 
 class Model_ : public VulkanTest {};
 
+// Whether a Session on `ctx` fuses the QKV projection where asked: the SCATTER kernels bind 7
+// storage buffers per stage (dense weights); devices that allow fewer (Vulkan's minimum of 4,
+// VKF_LIMITS=spec_minimum) take the separate passes.
+bool can_fuse_qkv(const Context& ctx) {
+    return ctx.limits().storage_buffers >= kScatterMatmulBindings;
+}
+
 // Prefill of a 13-token prompt, then 8 greedy decode steps; every logit row against the
 // reference's forward over the same sequence. Returns the largest relative error of a row.
 double check_against_reference(Context& ctx, const Case& c, double tolerance) {
@@ -72,7 +79,7 @@ double check_against_reference(Context& ctx, const Case& c, double tolerance) {
                                           .fuse_qkv = c.fuse_qkv,
                                           .fuse_layernorm = c.fuse_qkv,
                                           .kv_dtype = c.kv_dtype});
-    EXPECT_EQ(session.fused_qkv(), c.fuse_qkv);
+    EXPECT_EQ(session.fused_qkv(), c.fuse_qkv && can_fuse_qkv(ctx));
     EXPECT_EQ(session.kv_dtype(), c.kv_dtype);
     std::vector<float> gpu = session.forward(ids, Session::Logits::All);
     EXPECT_EQ(gpu.size(), std::size_t{kPrompt} * vocab);
@@ -221,7 +228,7 @@ TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
         unfused_options.fuse_qkv = false;
         unfused_options.fuse_layernorm = false;
         Session reused(model, base), fresh(model, fresh_options), unfused(model, unfused_options);
-        ASSERT_TRUE(reused.fused_qkv());
+        ASSERT_EQ(reused.fused_qkv(), can_fuse_qkv(ctx()));
         std::vector<std::uint32_t> ids = random_token_ids(kPrompt, vocab, 3);
         std::vector<float> a = reused.forward(ids), b = fresh.forward(ids), u = unfused.forward(ids);
         for (std::uint32_t step = 0; step < kSteps; ++step) {
@@ -235,8 +242,9 @@ TEST_F(Model_, ResubmittedDecodeStepEqualsFreshlyRecordedSteps) {
             b = fresh.forward(next);
             u = unfused.forward(next);
         }
-        // Prefill chunks of 4 and 3 tokens, then one decoding list for all 64 steps.
-        EXPECT_EQ(reused.stats().recordings, 3u);
+        // Prefill chunks of 4 and 3 tokens, then one decoding list for all 64 steps (the
+        // separate passes, where the device cannot fuse, record every chunk anew).
+        EXPECT_EQ(reused.stats().recordings, can_fuse_qkv(ctx()) ? 3u : 2u + kSteps);
         EXPECT_EQ(fresh.stats().recordings, 2u + kSteps);
         EXPECT_EQ(reused.stats().submissions, 2u + kSteps);
     }
@@ -276,8 +284,8 @@ TEST_F(Model_, ProfilingCountsEveryOpKind) {
             ASSERT_TRUE(session.profile().contains(kind)) << kind;
             EXPECT_GT(session.profile().at(kind).dispatches, 0u) << kind;
         }
-        EXPECT_EQ(session.profile().contains("kv append"), !fused);
-        EXPECT_EQ(session.fused_qkv(), fused);
+        EXPECT_EQ(session.profile().contains("kv append"), !(fused && can_fuse_qkv(ctx())));
+        EXPECT_EQ(session.fused_qkv(), fused && can_fuse_qkv(ctx()));
     }
 }
 

@@ -593,9 +593,16 @@ TEST(AttentionForcedLimits, ForcedComputeUnitsChangeTheSplitsAndStayRight) {
                          << " compute units; an override only lowers it";
         }
         EXPECT_TRUE(ctx.limits().forced);
+        // Under small shared memory (VKF_LIMITS=spec_minimum: 16 KiB) the tiles are shorter and
+        // the driver's loop limit may need more splits than the compute units ask for.
+        const AttentionShape shape{decode.batch,  decode.q_len,     decode.kv_len,
+                                   decode.n_head, decode.n_kv_head, decode.head_dim};
+        const std::uint32_t loop_splits =
+            plan_attention(attention_device(ctx), shape, {.force_splits = 1, .kernel = AttentionKernel::Tiled})
+                .n_splits;
         for (const Storage& st : kStorages) {
             const auto plan = run_case(ctx, in(st, decode), seed++);
-            EXPECT_EQ(plan.n_splits, expected) << plan.describe();
+            EXPECT_EQ(plan.n_splits, std::max(expected, loop_splits)) << plan.describe();
         }
         // The rows kernel (CPU devices) keeps its own target.
         Case rows = decode;

@@ -83,6 +83,11 @@ TEST_F(Fp16Saturation, KvAppendIntoAnFp16CacheSaturatesOverflowsAndKeepsNaN) {
 // columns are scaled from 1e-3 to 1e3, some negated, so that the outputs run from about 2 to
 // about 2e6, both signs; row 1 of X holds a NaN, so every output of that row is NaN.
 TEST_F(Fp16Saturation, QkvScatterIntoAnFp16CacheSaturatesOverflowsAndKeepsNaN) {
+    if (ctx().limits().storage_buffers < kScatterMatmulBindings) {
+        // Vulkan's minimum of 4 (VKF_LIMITS=spec_minimum): the scatter is refused
+        // (test_matmul_fused checks the message) and a Session appends with KV append instead.
+        GTEST_SKIP() << "the QKV scatter needs " << kScatterMatmulBindings << " storage buffers per stage";
+    }
     constexpr std::uint32_t kD = 32, kK = 32, kRows = 2, kCapacity = 4, kPos = 1, kN = 3 * kD;
     std::vector<float> x = random_uniform(kRows * kK, 21, 50.0f, 150.0f);
     x[kK + 5] = std::numeric_limits<float>::quiet_NaN();

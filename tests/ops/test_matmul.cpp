@@ -267,12 +267,17 @@ TEST_F(Matmul_, ResidualMayBeTheOutput) {
     const DeviceTensor xb = upload_tensor(ctx(), x, DType::F32, "X");
     const DeviceTensor wb = upload_tensor(ctx(), w, DType::F16, "W");
     const DeviceTensor yb = upload_tensor(ctx(), r, DType::F32, "Y = residual");
+    // Scratch where the plan takes it (the separate epilogue of devices with 4 storage buffers).
+    const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), m, n, k, DType::F16);
+    const Buffer scratch =
+        scratch_bytes > 0 ? ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch") : Buffer{};
     auto list = ctx().command_list();
     record_matmul(ctx(), *list,
                   MatmulArgs{.x = xb.range(),
                              .w = wb.range(),
                              .residual = yb.range(),
                              .y = yb.range(),
+                             .scratch = scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                              .m = m,
                              .n = n,
                              .k = k,

@@ -388,12 +388,17 @@ TEST_F(MatmulQuant, ResidualMayBeTheOutput) {
     const DeviceTensor vb = upload_values(ctx(), q.values);
     const DeviceTensor sb = upload_scales(ctx(), q.scales);
     const DeviceTensor yb = upload_tensor(ctx(), r, DType::F32, "Y = residual");
+    // Scratch where the plan takes it (the separate epilogue of devices with 4 storage buffers).
+    const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), m, n, k, DType::F32, {}, QuantFormat::Q4_0);
+    const Buffer scratch =
+        scratch_bytes > 0 ? ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch") : Buffer{};
     auto list = ctx().command_list();
     record_matmul(ctx(), *list,
                   MatmulArgs{.x = xb.range(),
                              .w = vb.range(),
                              .residual = yb.range(),
                              .y = yb.range(),
+                             .scratch = scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                              .m = m,
                              .n = n,
                              .k = k,
@@ -421,10 +426,14 @@ TEST_F(MatmulQuant, BadArgumentsAreRefusedNamingTheTensor) {
     Buffer v = ctx().create_buffer(5 * 96, MemoryKind::Device, "values");
     Buffer s = ctx().create_buffer(32, MemoryKind::Device, "scales");  // 30 bytes, padded to whole words
     Buffer y = ctx().create_buffer(4 * 8 * 5, MemoryKind::Device, "y");
+    // Scratch only where the plan takes it (the separate epilogue of 4 storage buffers).
+    const std::uint64_t scratch_bytes = matmul_scratch_bytes(ctx(), 8, 5, 96, DType::F32, {}, QuantFormat::Q8_0);
+    Buffer scratch = scratch_bytes > 0 ? ctx().create_buffer(scratch_bytes, MemoryKind::Device, "scratch") : Buffer{};
     auto list = ctx().command_list();
     const MatmulArgs ok{.x = whole(x),
                         .w = whole(v),
                         .y = whole(y),
+                        .scratch = scratch_bytes > 0 ? whole(scratch) : BufferRange{},
                         .m = 8,
                         .n = 5,
                         .k = 96,
@@ -497,6 +506,34 @@ void run_forced(const char* spec, std::uint64_t seed) {
 TEST(MatmulQuantForcedLimits, PhoneAndSmallDevicesStayRight) {
     run_forced("phone", 7000);
     run_forced("shared_memory=512,workgroup_invocations=16,workgroup_count=3", 7200);
+}
+
+TEST(MatmulQuantForcedLimits, FourStorageBuffersTakeTheSeparateEpilogue) {
+    // Vulkan's minimum of 4 storage buffers per stage: the kernels write partial sums (X, the
+    // values, the scales, P) and the reduce pass applies bias, activation and residual; the
+    // integer dot-product path too (its quantized X and the partial sums share the scratch).
+    run_forced("storage_buffers=4", 8100);
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=4")));
+    std::uint64_t seed = 8300;
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (std::uint32_t splits : {0u, 3u}) {
+            Case c{.m = 5,
+                   .n = 70,
+                   .k = 256,
+                   .quant = f,
+                   .bias_dtype = DType::F16,
+                   .bias = true,
+                   .residual = true,
+                   .activation = Activation::GeluTanh};
+            c.options.int8_activations = true;
+            c.options.force_splits = splits;
+            const MatmulPlan plan = run_case(ctx, c, seed++);
+            EXPECT_TRUE(plan.separate_epilogue) << plan.describe();
+            EXPECT_EQ(plan.int_dot, ctx.limits().integer_dot_product) << plan.describe();
+        }
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
 }
 
 TEST(MatmulQuantForcedLimits, WithoutSubgroupOpsOrInt64TheFallbacksStayRight) {

@@ -1,8 +1,10 @@
 // Every op against device limits that cut across ops: a device with Vulkan's guaranteed
-// minimum of 4 storage buffers per shader stage (the ops that bind more refuse with a
-// message naming the op and both counts, before any Vulkan object is made, so no crash and no
-// validation message), the phone preset (every op still plans and creates its pipelines), and
-// group counts over a small maxComputeWorkGroupCount in the second grid dimension.
+// minimum of 4 storage buffers per shader stage (attention, the naive attention and matmul
+// take their fallbacks that bind 4 or fewer, checked against the reference; the QKV scatter,
+// which binds more, and everything below 4 refuse with a message naming the op and both counts,
+// before any Vulkan object is made, so no crash and no validation message), the phone preset
+// (every op still plans and creates its pipelines), and group counts over a small
+// maxComputeWorkGroupCount in the second grid dimension.
 
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_naive.hpp"
@@ -11,6 +13,11 @@
 #include "host/ops/embedding.hpp"
 #include "host/ops/layernorm.hpp"
 #include "host/ops/matmul.hpp"
+#include "host/quant/quant_format.hpp"
+#include "host/reference/attention.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/compare.hpp"
+#include "host/util/half.hpp"
 #include "host/util/random.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -63,49 +70,134 @@ MatmulArgs matmul_args(Context& ctx, MatmulBuffers& b, std::uint32_t m, std::uin
     return a;
 }
 
-TEST(OpsForcedLimits, FourStorageBuffersPerStageGiveClearErrors) {
+TEST(OpsForcedLimits, FourStorageBuffersPerStageRunTheFallbacks) {
+    // Vulkan's minimum of 4 storage buffers per stage: attention takes its PACKED_TABLES
+    // variants (slope table and key counts after the partial rows, combine pass always), the
+    // naive attention its PACKED_TABLES scores pass, and matmul its separate epilogue (partial
+    // sums, then the reduce pass); all still match the reference. The QKV scatter refuses,
+    // naming the op and both counts.
     MessageSink sink;
     Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=4")));
     ASSERT_EQ(ctx.limits().storage_buffers, 4u);
     EXPECT_TRUE(ctx.limits().forced);
-    // Attention binds Q, K, V, O, the slope table and the key lengths; no kernel binds fewer.
-    const AttentionParams params{.shape = {1, 9, 9, 4, 2, 64}};
+    // Attention: a slope table, per-batch key counts (from params and from a buffer).
+    const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    const std::vector<std::uint32_t> kv_lens = {9, 6};
+    const AttentionShape shape{2, 5, 9, 4, 2, 64};
+    const auto q = random_uniform(q_element_count(shape), 11);
+    const auto k = random_uniform(kv_element_count(shape), 12);
+    const auto v = random_uniform(kv_element_count(shape), 13);
+    const AttentionParams params{.shape = shape, .slopes = slopes, .kv_lens = kv_lens};
+    const auto ref = reference::attention(params, q, k, v);
     for (AttentionKernel kernel : {AttentionKernel::Auto, AttentionKernel::Tiled, AttentionKernel::Rows}) {
-        expect_error([&] { Attention(ctx, params, DType::F32, AttentionOptions{.kernel = kernel}); },
-                     "attention needs 6 storage buffers per shader stage; the device allows 4");
+        const AttentionOptions options{.kernel = kernel};
+        const AttentionPlan plan = plan_attention(attention_device(ctx), shape, options);
+        EXPECT_TRUE(plan.packed_tables) << plan.describe();
+        const auto out = attention(ctx, params, q, k, v, DType::F32, options);
+        const ErrorStats e = compare_to_reference(out, ref);
+        EXPECT_LT(e.max_rel, 1e-5) << to_string(kernel) << ": " << plan.describe();
     }
-    expect_error([&] { (void)plan_attention(attention_device(ctx), params.shape); },
-                 "attention needs 6 storage buffers per shader stage; the device allows 4");
-    // The naive reference kernels: their scores pass binds 5.
-    EXPECT_NE(naive_attention_impossible(ctx.limits(), params).value_or("").find("naive attention needs 5"),
-              std::string::npos);
-    expect_error([&] { NaiveAttention(ctx, params, DType::F32); },
-                 "naive attention needs 5 storage buffers per shader stage; the device allows 4");
-    // Matmul binds X, W, bias, residual and Y (block-quantized weights their scales as well).
-    for (QuantFormat quant : {QuantFormat::None, QuantFormat::Q8_0, QuantFormat::Q4_0}) {
-        const std::string needed = quant == QuantFormat::None ? "matmul needs 5 storage buffers"
-                                                              : std::string("matmul with ") + to_string(quant) +
-                                                                    " weights needs 6 storage buffers";
-        expect_error([&] { (void)matmul_scratch_bytes(ctx, 1, 64, 64, DType::F16, {}, quant); }, needed);
-        MatmulBuffers b = matmul_buffers(ctx, 1, 64, 64, quant);
-        MatmulArgs args{.x = b.x.range(),
-                        .w = b.w.range(),
-                        .y = b.y.range(),
-                        .m = 1,
-                        .n = 64,
-                        .k = 64,
-                        .weight_dtype = DType::F16,
-                        .quant = quant,
-                        .scales = quant == QuantFormat::None ? BufferRange{} : b.scales.range()};
+    {
+        // External key counts (a recorded list re-submitted as a cache grows): copied into the
+        // partials buffer's tables by the list itself.
+        AttentionParams external = params;
+        external.kv_lens = {};
+        const Attention op(ctx, external, DType::F32, AttentionOptions{.external_kv_lens = true});
+        ASSERT_TRUE(op.plan().packed_tables);
+        const DeviceTensor qt = upload_tensor(ctx, q, DType::F32, "Q");
+        const DeviceTensor kt = upload_tensor(ctx, k, DType::F32, "K");
+        const DeviceTensor vt = upload_tensor(ctx, v, DType::F32, "V");
+        const DeviceTensor lens = upload_words(ctx, kv_lens, "kv lens");
+        const DeviceTensor ot = nan_tensor(ctx, q.size(), DType::F32, "O");
         auto list = ctx.command_list();
-        expect_error([&] { record_matmul(ctx, *list, args); }, needed + " per shader stage; the device allows 4");
+        op.record(*list, qt.range(), kt.range(), vt.range(), ot.range(), lens.range());
+        ctx.submit(*list);
+        EXPECT_LT(compare_to_reference(download_tensor(ctx, ot), ref).max_rel, 1e-5);
+    }
+    // The naive kernels: their scores pass binds Q, K and the scores with the tables after them.
+    EXPECT_EQ(naive_attention_impossible(ctx.limits(), params), std::nullopt);
+    {
+        const NaiveAttention naive(ctx, params, DType::F32);
+        const DeviceTensor qt = upload_tensor(ctx, q, DType::F32, "Q");
+        const DeviceTensor kt = upload_tensor(ctx, k, DType::F32, "K");
+        const DeviceTensor vt = upload_tensor(ctx, v, DType::F32, "V");
+        const DeviceTensor ot = nan_tensor(ctx, q.size(), DType::F32, "O");
+        auto list = ctx.command_list();
+        naive.record(*list, qt.range(), kt.range(), vt.range(), ot.range());
+        ctx.submit(*list);
+        EXPECT_LT(compare_to_reference(download_tensor(ctx, ot), ref).max_rel, 1e-5);
+    }
+
+    // Matmul with bias, residual and GELU, dense and block-quantized, unsplit and split-K.
+    const std::uint32_t m = 3, n = 40, k_dim = 64;
+    for (QuantFormat quant : {QuantFormat::None, QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        for (std::uint32_t splits : {0u, 2u}) {
+            const MatmulOptions options{.force_splits = splits};
+            const MatmulPlan plan = plan_matmul(matmul_device(ctx), m, n, k_dim, DType::F16, options, quant);
+            EXPECT_TRUE(plan.separate_epilogue) << plan.describe();
+            EXPECT_FALSE(matmul_fuses_layernorm(plan));
+            EXPECT_GT(plan.scratch_bytes, 0u);
+            MatmulBuffers b = matmul_buffers(ctx, m, n, k_dim, quant);
+            const auto bias = random_uniform(n, 14);
+            const auto residual = random_uniform(std::size_t{m} * n, 15);
+            const DeviceTensor bt = upload_tensor(ctx, bias, DType::F16, "bias");
+            const DeviceTensor rt = upload_tensor(ctx, residual, DType::F32, "residual");
+            MatmulArgs args = matmul_args(ctx, b, m, n, k_dim, quant, options);
+            args.bias = bt.range();
+            args.residual = rt.range();
+            args.activation = Activation::GeluTanh;
+            auto list = ctx.command_list();
+            record_matmul(ctx, *list, args);
+            ctx.submit(*list);
+            // The weights as the GPU reads them: fp16, or dequantized blocks.
+            std::vector<float> w(std::size_t{n} * k_dim);
+            if (quant == QuantFormat::None) {
+                w = rounded_to(DType::F16, random_uniform(std::size_t{n} * k_dim, 2));
+            } else {
+                const auto words = random_words(n * quant_row_bytes(quant, k_dim) / 4, 3);
+                const std::size_t n_scales = std::size_t{n} * quant_row_scales(k_dim);
+                const auto scales = floats_to_halves(random_uniform(n_scales, 4, 0.01f, 0.1f));
+                const auto* bytes = reinterpret_cast<const std::uint8_t*>(words.data());
+                const std::size_t row_bytes = quant_row_bytes(quant, k_dim), row_scales = quant_row_scales(k_dim);
+                for (std::uint32_t r = 0; r < n; ++r) {
+                    dequantize_row(quant, {bytes + r * row_bytes, row_bytes},
+                                   {scales.data() + r * row_scales, row_scales},
+                                   {w.data() + std::size_t{r} * k_dim, k_dim});
+                }
+            }
+            const auto ref_y =
+                reference::matmul(random_uniform(std::size_t{m} * k_dim, 1), w, rounded_to(DType::F16, bias), residual,
+                                  m, n, k_dim, Activation::GeluTanh);
+            const ErrorStats e = compare_to_reference(download_tensor(ctx, b.y), ref_y);
+            EXPECT_LT(e.max_rel, 1e-5) << to_string(quant) << ": " << plan.describe();
+        }
+        // The QKV scatter's kernels bind the caches and the step as well: refused.
+        MatmulBuffers b = matmul_buffers(ctx, 1, 3 * 32, k_dim, quant);
+        const DeviceTensor cache_k = nan_tensor(ctx, 4 * 32, DType::F32, "K cache");
+        const DeviceTensor cache_v = nan_tensor(ctx, 4 * 32, DType::F32, "V cache");
+        const DeviceTensor step = upload_words(ctx, std::vector<std::uint32_t>{1}, "step");
+        const DeviceTensor q_out = nan_tensor(ctx, 32, DType::F32, "Q");
+        MatmulArgs args = matmul_args(ctx, b, 1, 3 * 32, k_dim, quant);
+        args.y = q_out.range();
+        args.scatter = QkvScatter{.k_cache = cache_k.range(),
+                                  .v_cache = cache_v.range(),
+                                  .step = step.range(),
+                                  .cache_dtype = DType::F32,
+                                  .head_dim = 32,
+                                  .q_heads = 1,
+                                  .kv_heads = 1};
+        auto list = ctx.command_list();
+        expect_error([&] { record_matmul(ctx, *list, args); },
+                     std::string("matmul with a QKV scatter (MatmulArgs::scatter) needs ") +
+                         (quant == QuantFormat::None ? "7" : "8") +
+                         " storage buffers per shader stage; the device allows 4");
         EXPECT_EQ(list->op_count(), 0u);
     }
-    // Ops that bind 4 or fewer still run.
-    const std::uint32_t n = 1000;
-    const DeviceTensor a = upload_tensor(ctx, random_uniform(n, 5), DType::F32, "a");
-    const DeviceTensor sum = nan_tensor(ctx, n, DType::F32, "a + a");
-    const DeviceTensor normed = nan_tensor(ctx, n, DType::F32, "layernorm");
+    // Ops that bind 4 or fewer run as they are.
+    const std::uint32_t count = 1000;
+    const DeviceTensor a = upload_tensor(ctx, random_uniform(count, 5), DType::F32, "a");
+    const DeviceTensor sum = nan_tensor(ctx, count, DType::F32, "a + a");
+    const DeviceTensor normed = nan_tensor(ctx, count, DType::F32, "layernorm");
     const DeviceTensor weight = upload_tensor(ctx, random_uniform(100, 6), DType::F32, "weight");
     const DeviceTensor bias = upload_tensor(ctx, random_uniform(100, 7), DType::F32, "bias");
     auto list = ctx.command_list();
@@ -120,13 +212,75 @@ TEST(OpsForcedLimits, FourStorageBuffersPerStageGiveClearErrors) {
     ctx.submit(*list);
     const auto in = download_tensor(ctx, a);
     const auto out = download_tensor(ctx, sum);
-    for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t i = 0; i < count; ++i) {
         ASSERT_EQ(out[i], in[i] + in[i]) << "element " << i;
     }
-    for (float v : download_tensor(ctx, normed)) {
-        ASSERT_TRUE(std::isfinite(v));
+    for (float x : download_tensor(ctx, normed)) {
+        ASSERT_TRUE(std::isfinite(x));
     }
     EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(OpsForcedLimits, FewerThanFourStorageBuffersPerStageGiveClearErrors) {
+    // Below Vulkan's minimum (a forced limit only): attention and matmul have nothing that
+    // binds fewer than 4 and refuse before any Vulkan object is made.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("storage_buffers=3")));
+    ASSERT_EQ(ctx.limits().storage_buffers, 3u);
+    const AttentionParams params{.shape = {1, 9, 9, 4, 2, 64}};
+    for (AttentionKernel kernel : {AttentionKernel::Auto, AttentionKernel::Tiled, AttentionKernel::Rows}) {
+        expect_error([&] { Attention(ctx, params, DType::F32, AttentionOptions{.kernel = kernel}); },
+                     "attention needs 4 storage buffers per shader stage; the device allows 3");
+    }
+    expect_error([&] { (void)plan_attention(attention_device(ctx), params.shape); },
+                 "attention needs 4 storage buffers per shader stage; the device allows 3");
+    // The naive kernels' packed scores pass binds 3: it still runs (checked in the test above
+    // at 4); at 2 it refuses.
+    EXPECT_EQ(naive_attention_impossible(ctx.limits(), params), std::nullopt);
+    ComputeLimits two = ctx.limits();
+    two.storage_buffers = 2;
+    EXPECT_NE(naive_attention_impossible(two, params)
+                  .value_or("")
+                  .find("naive attention needs 3 storage buffers per shader stage; the device allows 2"),
+              std::string::npos);
+    for (QuantFormat quant : {QuantFormat::None, QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        const std::string needed = quant == QuantFormat::None ? "matmul needs 4 storage buffers"
+                                                              : std::string("matmul with ") + to_string(quant) +
+                                                                    " weights needs 4 storage buffers";
+        expect_error([&] { (void)matmul_scratch_bytes(ctx, 1, 64, 64, DType::F16, {}, quant); }, needed);
+        MatmulBuffers b = matmul_buffers(ctx, 1, 64, 64, quant);
+        const MatmulArgs args{.x = b.x.range(),
+                              .w = b.w.range(),
+                              .y = b.y.range(),
+                              .m = 1,
+                              .n = 64,
+                              .k = 64,
+                              .weight_dtype = DType::F16,
+                              .quant = quant,
+                              .scales = quant == QuantFormat::None ? BufferRange{} : b.scales.range()};
+        auto list = ctx.command_list();
+        expect_error([&] { record_matmul(ctx, *list, args); }, needed + " per shader stage; the device allows 3");
+        EXPECT_EQ(list->op_count(), 0u);
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(OpsForcedLimits, AttentionWithPackedTablesRefusesOutputsPastTheStorageBufferRange) {
+    // The PACKED_TABLES path keeps every output row in its partials buffer, which must fit
+    // one binding: a plan past maxStorageBufferRange is refused naming both sizes.
+    ComputeLimits limits{.shared_memory = 16384,
+                         .workgroup_invocations = 128,
+                         .workgroup_size = {128, 128, 64},
+                         .storage_buffer_range = 1u << 20,
+                         .storage_buffers = 4};
+    // 1024 x 4 rows of 66 floats and the tables (4 slopes, 1 key count): 1081364 bytes.
+    const AttentionShape shape{1, 1024, 1024, 4, 4, 64};
+    expect_error([&] { (void)plan_attention(limits, shape); },
+                 "attention: with 4 storage buffers per shader stage (fewer than the 6 of the fused kernels) the "
+                 "output rows pass through a partials buffer of 1081364 bytes, over maxStorageBufferRange "
+                 "(1048576 bytes)");
+    limits.storage_buffers = 6;
+    EXPECT_FALSE(plan_attention(limits, shape).packed_tables);
 }
 
 TEST(OpsForcedLimits, FewerStorageBuffersThanAKernelBindsAreRefusedByThePipeline) {

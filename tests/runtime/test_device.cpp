@@ -172,14 +172,84 @@ TEST(Limits, StorageBuffersComputeUnitsAndSubgroupSizeControl) {
     EXPECT_FALSE(higher.forced);
 }
 
+TEST(Limits, SpecMinimumIsVulkansRequiredLimits) {
+    // The "Required Limits" table of the Vulkan specification and no optional feature.
+    const LimitOverrides o = LimitOverrides::parse("spec_minimum");
+    EXPECT_EQ(o.shared_memory, 16384u);
+    EXPECT_EQ(o.workgroup_invocations, 128u);
+    ASSERT_TRUE(o.workgroup_size.has_value());
+    EXPECT_EQ(*o.workgroup_size, (std::array<std::uint32_t, 3>{128, 128, 64}));
+    EXPECT_EQ(o.workgroup_count, 65535u);
+    EXPECT_EQ(o.push_constants, 128u);
+    EXPECT_EQ(o.storage_buffer_range, 1ull << 27);
+    EXPECT_EQ(o.storage_buffers, 4u);
+    EXPECT_TRUE(o.no_fp16_storage && o.no_fp16_arithmetic && o.no_subgroup_ops && o.no_subgroup_size_control &&
+                o.no_int64 && o.no_integer_dot);
+    EXPECT_FALSE(o.compute_units || o.device_heap || o.host_heap);
+    EXPECT_EQ(o.describe(),
+              "shared_memory=16384,workgroup_invocations=128,workgroup_size=128x128x64,workgroup_count=65535,"
+              "storage_buffer_range=134217728,push_constants=128,storage_buffers=4,no_fp16_storage,"
+              "no_fp16_arithmetic,no_subgroup_ops,no_subgroup_size_control,no_int64,no_integer_dot");
+    EXPECT_EQ(LimitOverrides::parse(o.describe()).describe(), o.describe());  // describe() parses back
+    EXPECT_EQ(LimitOverrides::spec_minimum().describe(), o.describe());
+    // Later keys win: a preset can be loosened or tightened key by key.
+    EXPECT_EQ(LimitOverrides::parse("spec_minimum,storage_buffers=8").storage_buffers, 8u);
+    EXPECT_EQ(LimitOverrides::parse("phone,spec_minimum").workgroup_invocations, 128u);
+    expect_error([] { (void)LimitOverrides::parse("spec_minimum=1"); }, "unknown limit override");
+
+    // workgroup_size on its own: XxYxZ or one N for all three.
+    EXPECT_EQ(*LimitOverrides::parse("workgroup_size=64").workgroup_size, (std::array<std::uint32_t, 3>{64, 64, 64}));
+    EXPECT_EQ(*LimitOverrides::parse("workgroup_size=32x16x1").workgroup_size,
+              (std::array<std::uint32_t, 3>{32, 16, 1}));
+    for (const char* bad : {"workgroup_size=1x2", "workgroup_size=1x2x3x4", "workgroup_size=0x1x1", "workgroup_size"}) {
+        EXPECT_THROW((void)LimitOverrides::parse(bad), Error) << bad;
+    }
+
+    // Applied to a device with more of everything, it gives exactly the minimums.
+    DeviceInfo info;
+    info.max_shared_memory = 65536;
+    info.max_workgroup_invocations = 1024;
+    info.max_workgroup_size = {1024, 1024, 1024};
+    info.max_workgroup_count = {1u << 31, 65535, 65535};
+    info.max_push_constants = 256;
+    info.max_storage_buffer_range = 1ull << 32;
+    info.max_per_stage_storage_buffers = 64;
+    info.max_descriptor_set_storage_buffers = 96;
+    info.storage_16bit = info.float16_arithmetic = info.int64 = info.integer_dot_product = true;
+    info.subgroup_size = 32;
+    info.min_subgroup_size = 8;
+    info.max_subgroup_size = 64;
+    info.subgroup_size_control = info.compute_full_subgroups = true;
+    info.subgroup_ops.basic = info.subgroup_ops.arithmetic = info.subgroup_ops.shuffle = true;
+    const ComputeLimits full = effective_limits(info, {}, {});
+    EXPECT_TRUE(full.subgroup_ops && full.subgroup_size_control && full.int64 && full.fp16_storage);
+    const ComputeLimits l = effective_limits(info, {}, o);
+    EXPECT_EQ(l.shared_memory, 16384u);
+    EXPECT_EQ(l.workgroup_invocations, 128u);
+    EXPECT_EQ(l.workgroup_size, (std::array<std::uint32_t, 3>{128, 128, 64}));
+    EXPECT_EQ(l.workgroup_count, (std::array<std::uint32_t, 3>{65535, 65535, 65535}));
+    EXPECT_EQ(l.push_constants, 128u);
+    EXPECT_EQ(l.storage_buffer_range, 1ull << 27);
+    EXPECT_EQ(l.storage_buffers, 4u);
+    EXPECT_FALSE(l.fp16_storage || l.fp16_arithmetic || l.subgroup_ops || l.subgroup_size_control || l.int64 ||
+                 l.integer_dot_product);
+    EXPECT_EQ(l.subgroup_size, 32u);  // still reported: kernels without subgroup operations ignore it
+    EXPECT_TRUE(l.forced);
+    // A device below the minimums (impossible for a conformant one) is never raised.
+    info.max_workgroup_size = {64, 64, 32};
+    EXPECT_EQ(effective_limits(info, {}, o).workgroup_size, (std::array<std::uint32_t, 3>{64, 64, 32}));
+}
+
 TEST(DeviceSelection, SubgroupSizeControlAndStorageBuffersAreReadAndEnabled) {
     MessageSink sink;
     Context ctx(test_options(sink));
     const DeviceInfo& d = ctx.device_info();
     EXPECT_GE(d.max_per_stage_storage_buffers, 4u);  // Vulkan's guaranteed minimums
     EXPECT_GE(d.max_descriptor_set_storage_buffers, 24u);
+    // Lowered by VKF_LIMITS where it sets storage_buffers (spec_minimum: 4).
     EXPECT_EQ(ctx.limits().storage_buffers,
-              std::min(d.max_per_stage_storage_buffers, d.max_descriptor_set_storage_buffers));
+              std::min({d.max_per_stage_storage_buffers, d.max_descriptor_set_storage_buffers,
+                        ctx.overrides().storage_buffers.value_or(UINT32_MAX)}));
     EXPECT_EQ(ctx.device().enabled().subgroup_size_control, d.subgroup_size_control);
     EXPECT_EQ(ctx.device().enabled().compute_full_subgroups, d.compute_full_subgroups);
     if (ctx.limits().subgroup_size_control) {
@@ -361,6 +431,40 @@ TEST(PipelinesForcedLimits, NoSubgroupSizeControlRefusesRequiredSizes) {
     EXPECT_FALSE(ctx.limits().subgroup_size_control);
     const std::uint32_t sg = ctx.limits().subgroup_size;
     expect_error([&] { ctx.pipeline(rowdot_desc(4 * sg, sg)); }, "VKF_LIMITS no_subgroup_size_control");
+    EXPECT_EQ(ctx.pipeline_count(), 0u);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(PipelinesForcedLimits, OptionalFeaturesAreCheckedAgainstTheForcedLimits) {
+    // A plan that ignored a forced limit would be refused by the pipeline: shaders whose
+    // SPIR-V declares Int64, subgroup arithmetic or integer dot products need the feature.
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_int64,no_subgroup_ops,no_integer_dot")));
+    const ShaderInterface wide = reflect_shader(shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "WIDE64"}));
+    EXPECT_TRUE(wide.int64);
+    EXPECT_FALSE(wide.subgroup_arithmetic_or_shuffle);
+    expect_error(
+        [&] {
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "WIDE64"}),
+                                      .workgroup_size = {64, 1, 1},
+                                      .push_constant_layout = MatmulQuantPush::layout,
+                                      .binding_count = 6});
+        },
+        "uses 64-bit integers (shaderInt64; no_int64), which the device lacks or VKF_LIMITS forbids");
+    EXPECT_TRUE(reflect_shader(shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "INTDOT"})).integer_dot_product);
+    expect_error(
+        [&] {
+            ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant", {"Q8_0", "BLOCKED", "INTDOT"}),
+                                      .workgroup_size = {64, 1, 1},
+                                      .push_constant_layout = MatmulQuantPush::layout,
+                                      .binding_count = 6});
+        },
+        "uses integer dot products");
+    const std::uint32_t sg = ctx.limits().subgroup_size;
+    if (ctx.limits().subgroup_size_control) {
+        EXPECT_TRUE(reflect_shader(shaders::variant("matmul", {"ROWDOT"})).subgroup_arithmetic_or_shuffle);
+        expect_error([&] { ctx.pipeline(rowdot_desc(4 * sg, sg)); }, "uses subgroup arithmetic or shuffles");
+    }
     EXPECT_EQ(ctx.pipeline_count(), 0u);
     EXPECT_EQ(sink.validation_count(), 0u);
 }
