@@ -45,12 +45,14 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
         EXPECT_EQ(name_of(*v.code).rfind(std::string(v.family), 0), 0u) << v.code->name;
         EXPECT_GT(v.code->words.size(), 5u);
     }
-    // SUBGROUP_LOADS x SPLIT_KV x (fp32, STORAGE_F16, KV_F16) x PAIR_LOADS: STORAGE_F16+KV_F16 is
-    // excluded.
-    EXPECT_EQ(seen["attention_rows"].size(), 24u);
-    // 8 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER.
-    EXPECT_EQ(seen["matmul"].size(), 32u);
-    EXPECT_EQ(seen["attention_naive"].size(), 5u);  // softmax has no STORAGE_F16 variant
+    // SUBGROUP_LOADS x (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, KV_F16) x
+    // PAIR_LOADS: STORAGE_F16+KV_F16 is excluded.
+    EXPECT_EQ(seen["attention_rows"].size(), 36u);
+    // 8 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER, and NO_EPILOGUE
+    // (4 storage buffers) of the 5 kernels without LN_X or REDUCE x WEIGHTS_F16.
+    EXPECT_EQ(seen["matmul"].size(), 42u);
+    // SCORES and SCORES+PACKED_TABLES and PV in both storages; softmax has no STORAGE_F16 variant.
+    EXPECT_EQ(seen["attention_naive"].size(), 7u);
 }
 
 TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {
@@ -79,8 +81,9 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                     "attention, attention[KV_F16], attention[STORAGE_F16], attention[SPLIT_KV], "
                     "attention[SPLIT_KV,KV_F16], attention[SPLIT_KV,STORAGE_F16]");
     expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
-                    "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[SCATTER], "
-                    "matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,SCATTER], matmul[GEMV]");
+                    "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[NO_EPILOGUE], "
+                    "matmul[SCATTER], matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,NO_EPILOGUE], "
+                    "matmul[WEIGHTS_F16,SCATTER], matmul[GEMV]");
     expect_contains(error_message([] {
                         shaders::variant("attention_naive", {"SOFTMAX", "STORAGE_F16"});
                     }),
