@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from cli_checks import fail, finish
+from cli_checks import command, fail, finish
 
 RUN, MAKE, ATTENTION = sys.argv[1], sys.argv[2], sys.argv[3]
 TIME_LIMIT = 120
@@ -31,7 +31,7 @@ def run(exe, args, env=None, file_limit=None):
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, resource.RLIM_INFINITY))
     start = time.monotonic()
-    proc = subprocess.Popen([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(command(exe, args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **(env or {})), preexec_fn=limit_files)
     try:
         out, err = proc.communicate(timeout=TIME_LIMIT)
