@@ -64,9 +64,15 @@ void load_vulkan_loader() {
     static VkResult result = VK_SUCCESS;
     std::call_once(once, [] { result = volkInitialize(); });
     if (result != VK_SUCCESS) {
+        // volk tries libvulkan.so.1, then libvulkan.so: Android's loader is the system's
+        // libvulkan.so (API level 24 and up), a Linux distribution's is libvulkan.so.1.
+#if defined(__ANDROID__)
+        throw Error("cannot open the Vulkan loader (libvulkan.so): this Android device has no Vulkan support");
+#else
         throw Error(
             "cannot open the Vulkan loader (libvulkan.so.1): install libvulkan1 and a Vulkan "
             "driver, e.g. mesa-vulkan-drivers for the CPU driver lavapipe");
+#endif
     }
 }
 

@@ -14,11 +14,13 @@ import json
 import subprocess
 import sys
 
+from cli_checks import command
+
 QUICK_ARGS = ["attention", "--quick", "--json", "--lengths", "64,256"]
 
 
 def run(exe, args):
-    return subprocess.run([exe] + args, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command(exe, args), capture_output=True, text=True, timeout=600)
 
 
 def check_quick(exe):

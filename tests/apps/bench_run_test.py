@@ -19,12 +19,14 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from cli_checks import command
+
 SMALL = ["run", "--quick", "--lengths", "64", "--decode-kv", "128", "--prefill-m", "8", "--warmup", "0",
          "--reps", "2", "--max-memory", "256M", "--progress", "lines"]
 
 
 def run(exe, args):
-    return subprocess.run([exe] + args, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command(exe, args), capture_output=True, text=True, timeout=600)
 
 
 def results_named(document):

@@ -4,6 +4,7 @@ counted as a failure, and the exit status."""
 
 import json
 import os
+import shlex
 import subprocess
 
 failures = []
@@ -14,8 +15,15 @@ def fail(message):
     print("FAIL: " + message)
 
 
+def command(exe, args=()):
+    """The command line that runs `exe args`: in a cross-build, after the emulator that runs its
+    programs (VKF_TEST_EMULATOR, set by tests/CMakeLists.txt, e.g. qemu-aarch64-static), since
+    binfmt_misc may not be there to start them by path."""
+    return shlex.split(os.environ.get("VKF_TEST_EMULATOR", "")) + [exe] + list(args)
+
+
 def run(exe, args, timeout=900):
-    proc = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(command(exe, args), capture_output=True, text=True, timeout=timeout)
     if "validation" in proc.stderr.lower():
         fail("Vulkan validation spoke during %s:\n%s" % (" ".join(args), proc.stderr))
     return proc

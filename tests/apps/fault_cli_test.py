@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from cli_checks import fail, finish
+from cli_checks import command, fail, finish
 
 RUN, MAKE, BENCH = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -21,7 +21,7 @@ RUN, MAKE, BENCH = sys.argv[1], sys.argv[2], sys.argv[3]
 def run(exe, args, env_extra=None):
     env = dict(os.environ)
     env.update(env_extra or {})
-    proc = subprocess.run([exe] + args, capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(command(exe, args), capture_output=True, text=True, timeout=600, env=env)
     if "validation" in proc.stderr.lower():
         fail("Vulkan validation spoke during %s %s:\n%s" % (os.path.basename(exe), " ".join(args), proc.stderr))
     return proc

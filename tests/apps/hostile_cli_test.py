@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from cli_checks import fail, finish
+from cli_checks import command, fail, finish
 
 RUN, MAKE, ATTENTION = sys.argv[1], sys.argv[2], sys.argv[3]
 TIME_LIMIT = 120
@@ -39,7 +39,7 @@ def run(exe, args, env=None, file_limit=None):
         for key in ("VK_DRIVER_FILES", "LD_LIBRARY_PATH"):
             child_env.pop(key, None)
     start = time.monotonic()
-    proc = subprocess.Popen([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(command(exe, args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=child_env, preexec_fn=limit_files)
     try:
         out, err = proc.communicate(timeout=TIME_LIMIT)

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
 
-from cli_checks import expect_refused, fail, finish, run, run_json
+from cli_checks import command, expect_refused, fail, finish, run, run_json
 
 RUN, PERPLEXITY, TOKENIZE, MODEL = sys.argv[1:5]
 PROMPT = "And God said unto Moses,"
@@ -86,7 +86,7 @@ def token_count(text):
 
 def check_interactive():
     turns = ["In the beginning", "And the LORD said"]
-    proc = subprocess.run([RUN, "--model", MODEL, "--interactive", "--n-predict", "8", "--ignore-eos"],
+    proc = subprocess.run(command(RUN, ["--model", MODEL, "--interactive", "--n-predict", "8", "--ignore-eos"]),
                           input="\n".join(turns) + "\n", capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         fail("--interactive exited %d: %s" % (proc.returncode, proc.stderr))

@@ -19,6 +19,7 @@ and the blocks are all written out again from the model definitions.
 import json
 import math
 import os
+import shlex
 import struct
 import subprocess
 import sys
@@ -28,6 +29,10 @@ try:
     import numpy as np
 except ImportError:  # pragma: no cover - only reached on machines without numpy
     np = None
+
+# A cross-build's programs run under its emulator (tests/CMakeLists.txt's VKF_TEST_EMULATOR,
+# as tests/apps/cli_checks.py's command() does).
+EMULATOR = shlex.split(os.environ.get("VKF_TEST_EMULATOR", ""))
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,14 +302,14 @@ def _run_test(make_checkpoint, reference_logits):
     with tempfile.TemporaryDirectory(prefix="vkf_model_numpy_") as tmp:
         for name, make_args, tokens, ref_args in cases:
             model_dir = os.path.join(tmp, name)
-            subprocess.run([make_checkpoint, "--out", model_dir] + make_args.split(), check=True,
+            subprocess.run(EMULATOR + [make_checkpoint, "--out", model_dir] + make_args.split(), check=True,
                            capture_output=True, text=True, timeout=300)
             with open(os.path.join(model_dir, "config.json")) as f:
                 vocab = json.load(f)["vocab_size"]
             ids = [int(i) for i in rng.integers(0, vocab, size=tokens)]
             ids[1] = vocab - 1  # the last row of the embedding
             out = os.path.join(tmp, name + ".npy")
-            proc = subprocess.run([reference_logits, model_dir, out] + ref_args + [str(i) for i in ids],
+            proc = subprocess.run(EMULATOR + [reference_logits, model_dir, out] + ref_args + [str(i) for i in ids],
                                   capture_output=True, text=True, timeout=300)
             if proc.returncode != 0:
                 failures.append("%s: reference_logits failed (%d): %s" % (name, proc.returncode, proc.stderr))

@@ -9,7 +9,7 @@
 #include <map>
 
 #ifndef VKF_CACHE_PROBE
-#error "VKF_CACHE_PROBE must name the cache_probe executable"
+#error "VKF_CACHE_PROBE must be the command that starts cache_probe (its path, after an emulator in a cross-build)"
 #endif
 
 namespace vkf::test {

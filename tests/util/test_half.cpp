@@ -131,8 +131,16 @@ TEST(Half, NanStaysNan) {
     EXPECT_TRUE(is_half_nan(vkf::float_to_half(std::bit_cast<float>(0x7f800001u))));
 }
 
-#if defined(__FLT16_MAX__)
-// Cross-check against the compiler's own conversion where _Float16 exists.
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// GCC before 13 defines __FLT16_MAX__ on aarch64 but has no _Float16 in C++; its __fp16 is
+// IEEE binary16 there and converts from float the same way (to nearest, ties to even).
+#define VKF_COMPILER_HALF __fp16
+#elif defined(__FLT16_MAX__)
+#define VKF_COMPILER_HALF _Float16
+#endif
+
+#if defined(VKF_COMPILER_HALF)
+// Cross-check against the compiler's own conversion where it has a binary16 type.
 TEST(Half, MatchesCompilerFloat16) {
     std::uint32_t state = 12345;
     for (int n = 0; n < 1000000; ++n) {
@@ -141,7 +149,7 @@ TEST(Half, MatchesCompilerFloat16) {
         if (std::isnan(f)) {
             continue;
         }
-        const auto expected = std::bit_cast<std::uint16_t>(static_cast<_Float16>(f));
+        const auto expected = std::bit_cast<std::uint16_t>(static_cast<VKF_COMPILER_HALF>(f));
         ASSERT_EQ(vkf::float_to_half(f), expected) << "float bits 0x" << std::hex << state;
     }
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The aarch64 leg (phones are arm64): cross-builds vkformer for aarch64 Linux with Debian's
+# cross toolchain against the arm64 libraries of dpkg multiarch, warnings as errors, into
+# build-aarch64; checks that the programs are aarch64; runs the Android portability check of the
+# library archives (scripts/check_portable_symbols.sh); then runs the test suites under
+# qemu-aarch64-static on Debian's arm64 lavapipe with the Khronos validation layer on.
+# Installs what it needs first (apt-get; sudo when not root; nothing when all is there).
+#
+# usage: scripts/test_aarch64.sh [--all]
+#   Without --all the tests run are the SUBSET below, chosen to fit about 25 minutes on 2 cores
+#   (lavapipe compiles every pipeline with LLVM, which qemu emulates too); --all runs every suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build-aarch64
+all=0
+if [ "${1:-}" = "--all" ]; then
+  all=1
+fi
+
+# The host's tools and arch-independent headers (glslangValidator, spirv-val, cmake, ninja,
+# python3-numpy, volk, nlohmann-json, CLI11): what the native build installs.
+bash scripts/deps.sh
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo=(sudo)
+fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+amd64_version() { dpkg-query -W -f='${Version}' "$1:amd64" 2>/dev/null || true; }
+
+update=0
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "vkformer: dpkg --add-architecture arm64"
+  "${sudo[@]}" dpkg --add-architecture arm64
+  update=1
+fi
+# Multi-Arch: same packages, installed beside their amd64 versions (never in their place).
+# mesa-vulkan-drivers must be the amd64 one's version exactly (Multi-Arch: same): pinned to it.
+packages=(g++-aarch64-linux-gnu qemu-user-static
+  libvulkan-dev:arm64 libvulkan1:arm64 libfmt-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64
+  libgtest-dev:arm64 mesa-vulkan-drivers:arm64 vulkan-validationlayers:arm64)
+missing=()
+for p in "${packages[@]}"; do
+  if ! installed "$p"; then
+    version=$(amd64_version "${p%:arm64}")
+    if [[ "$p" == mesa-vulkan-drivers:arm64 && -n "$version" ]]; then
+      p="$p=$version"
+    fi
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ] || [ $update -eq 1 ]; then
+  echo "vkformer: installing ${missing[*]}"
+  "${sudo[@]}" apt-get update -q
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# SPIRV-Cross's static libraries: libspirv-cross-c-shared-dev is not Multi-Arch (its arm64
+# package would replace the amd64 one the native build links), so its arm64 package is unpacked
+# into a folder of its own, which the toolchain file searches first (VKF_CROSS_ROOTS).
+sysroot=$PWD/$dir/sysroot
+if [ ! -f "$sysroot/usr/lib/aarch64-linux-gnu/libspirv-cross-core.a" ]; then
+  version=$(amd64_version libspirv-cross-c-shared-dev)
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp" # apt-get download fetches as the _apt user where it can
+  (cd "$tmp" && apt-get download -q "libspirv-cross-c-shared-dev:arm64${version:+=$version}")
+  mkdir -p "$sysroot"
+  dpkg -x "$tmp"/libspirv-cross-c-shared-dev_*_arm64.deb "$sysroot"
+  rm -rf "$tmp"
+fi
+
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKF_WERROR=ON \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DVKF_CROSS_ROOTS="$sysroot"
+cmake --build "$dir" --parallel "$(nproc)"
+
+# Every program and test suite built must be an aarch64 executable.
+checked=0
+while IFS= read -r -d '' f; do
+  header=$(readelf -h "$f" 2>/dev/null) || continue # not ELF (scripts)
+  if ! grep -q 'Machine:.*AArch64' <<<"$header"; then
+    echo "test_aarch64: $f is not an aarch64 executable:" >&2
+    grep 'Machine:' <<<"$header" >&2
+    exit 1
+  fi
+  checked=$((checked + 1))
+done < <(find "$dir/apps" "$dir/tests" -type f -perm -u+x -print0)
+echo "test_aarch64: $checked programs and test suites are aarch64 executables"
+
+bash scripts/check_portable_symbols.sh "$dir"
+
+# The tests, under qemu-user (CMAKE_CROSSCOMPILING_EMULATOR; no binfmt_misc needed) on the arm64
+# lavapipe only, with the validation layer (arm64 vulkan-validationlayers) on.
+icd=/usr/share/vulkan/icd.d/lvp_icd.aarch64.json
+if [ ! -f "$icd" ]; then
+  echo "test_aarch64: $icd missing (mesa-vulkan-drivers:arm64)" >&2
+  exit 1
+fi
+export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd
+export VKF_VALIDATION=1
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+# The attention shape grid runs its quick subset (as under the sanitizers).
+export VKF_TEST_QUICK=1
+
+# SUBSET: every suite but these, the slowest on lavapipe, whose kernel families the rest still
+# run (test_model, test_quantized_model and vkf_run_cli: whole forward passes through the
+# attention, matmul, quantized matmul, layernorm, embedding and KV kernels; test_matmul_quant's
+# and test_attention's families also in test_quantized_model, test_attention_alibi_forms,
+# test_attention_naive and test_op_limits):
+#   test_attention (the shape grid), test_matmul, test_matmul_fused, test_matmul_quant,
+#   test_model_head_sizes, test_model_faults, test_model_threads, vkf_text_cli (the shipped
+#   model's text and perplexity), hf_tokenizers_compare (npm; nothing aarch64 in it).
+skipped='^(test_attention|test_matmul|test_matmul_fused|test_matmul_quant|test_model_head_sizes'
+skipped+='|test_model_faults|test_model_threads|vkf_text_cli|hf_tokenizers_compare)$'
+selection=()
+if [ $all -eq 0 ]; then
+  selection=(-E "$skipped")
+fi
+ctest --test-dir "$dir" --output-on-failure --parallel "$(nproc)" --timeout 1500 "${selection[@]}"
