@@ -5,13 +5,18 @@
 #   eval "$(bash scripts/mesa25_driver.sh)"   # VK_DRIVER_FILES=... LD_LIBRARY_PATH=...
 # Adds bookworm-backports to the apt sources when it is missing (root or sudo); the download
 # is skipped when the folder already holds the driver.
-# usage: scripts/mesa25_driver.sh [DIR]   (default: build-mesa25)
+# usage: scripts/mesa25_driver.sh [--arch arm64] [DIR]   (default: build-mesa25)
+#   --arch arm64  the arm64 driver (for the aarch64 leg, under qemu), on an amd64 machine
 set -euo pipefail
 cd "$(dirname "$0")/.."
+arch=$(dpkg --print-architecture)
+if [ "${1:-}" = "--arch" ]; then
+  arch=$2
+  shift 2
+fi
 dir=$(realpath -m "${1:-build-mesa25}")
 root="$dir/root"
 icd="$dir/lvp_icd.json"
-arch=$(dpkg --print-architecture)
 case "$arch" in
   amd64) lib="$root/usr/lib/x86_64-linux-gnu" ;;
   arm64) lib="$root/usr/lib/aarch64-linux-gnu" ;;
@@ -37,7 +42,9 @@ if [ ! -f "$lib/libvulkan_lvp.so" ] || [ ! -f "$icd" ]; then
   mkdir -p "$dir/debs" "$root"
   # Only these two: the rest lavapipe links (LLVM 15, xcb, wayland, zstd) is the system's,
   # installed with Mesa 22.3.
-  (cd "$dir/debs" && apt-get download -q mesa-vulkan-drivers/bookworm-backports libdrm2/bookworm-backports >&2)
+  chmod 755 "$dir/debs" # apt-get download fetches as the _apt user where it can
+  (cd "$dir/debs" &&
+    apt-get download -q "mesa-vulkan-drivers:$arch/bookworm-backports" "libdrm2:$arch/bookworm-backports" >&2)
   for deb in "$dir"/debs/*.deb; do
     dpkg -x "$deb" "$root"
   done
