@@ -24,22 +24,95 @@ RUN, MAKE, ATTENTION = sys.argv[1], sys.argv[2], sys.argv[3]
 TIME_LIMIT = 120
 
 
-def run(exe, args, env=None, file_limit=None):
-    """(exit status, stderr, peak RSS in MiB, seconds); a hang or a signal is a failure."""
+# A full disk for the programs that use Vulkan: a 64 KiB tmpfs in a private mount namespace
+# (unshare: as root, or inside a user namespace), filled to the last block, holding the directory
+# the program writes to; its writes fail with ENOSPC, as on a real full disk. The file-size limit
+# (RLIMIT_FSIZE), which vkf-make-checkpoint's check uses, cannot stand in for it there: Mesa 25's
+# lavapipe backs device memory with a memfd that it grows with an unchecked ftruncate, so under
+# the limit the driver faults (SIGBUS) on its own mapping. Only processes in the namespace see the
+# mount, so the script lists the target directory into a report file after the program.
+FULL_DISK_SCRIPT = r"""mount -t tmpfs -o size=64k,mode=0755 vkf-full-disk "$1" || exit 97
+mkdir "$1/target" || exit 97
+cat /dev/zero >"$1/filler" 2>/dev/null
+mount_point=$1
+report=$2
+shift 2
+"$@"
+status=$?
+ls -A "$mount_point/target" >"$report"
+exit $status
+"""
+
+
+def namespace_prefix():
+    """The unshare command line that gives a child its own mount namespace in which it may mount a
+    tmpfs, or None where neither kind can be made here."""
+    for prefix in (["unshare", "--mount"], ["unshare", "--user", "--map-root-user", "--mount"]):
+        probe_dir = tempfile.mkdtemp(prefix="vkf_full_disk_probe_")
+        try:
+            probe = subprocess.run(prefix + ["sh", "-c", 'mount -t tmpfs -o size=64k none "$1"', "sh", probe_dir],
+                                   capture_output=True, timeout=30)
+            if probe.returncode == 0:
+                return prefix
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        finally:
+            shutil.rmtree(probe_dir, ignore_errors=True)
+    return None
+
+
+class FullDisk:
+    """Where a run finds a full disk: `target` is the directory it writes to. Without mount
+    namespaces, the fallback is the file-size limit `fallback_limit` on the system's driver (the
+    test scripts select others with VK_DRIVER_FILES or VK_ICD_FILENAMES), whose device memory is not
+    file-backed."""
+    prefix = None
+    probed = False
+
+    def __init__(self, root, fallback_limit):
+        if not FullDisk.probed:
+            FullDisk.prefix = namespace_prefix()
+            FullDisk.probed = True
+            print("full disk: %s" % ("a full tmpfs in a private mount namespace (%s)" % " ".join(FullDisk.prefix)
+                                     if FullDisk.prefix else "no mount namespace here: RLIMIT_FSIZE on the system's driver"))
+        os.mkdir(root)
+        self.mount_point = root
+        self.report = root + ".listing"
+        self.fallback_limit = fallback_limit
+        self.target = os.path.join(root, "target") if FullDisk.prefix else root
+
+    def wrap(self, cmd, env):
+        """(command line, environment, file-size limit) of a run on this full disk."""
+        if FullDisk.prefix:
+            return FullDisk.prefix + ["sh", "-c", FULL_DISK_SCRIPT, "sh", self.mount_point, self.report] + cmd, env, None
+        env = {k: v for k, v in env.items() if k not in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES", "LD_LIBRARY_PATH")}
+        return cmd, env, self.fallback_limit
+
+    def listing(self):
+        """The target directory's entries after the last run."""
+        if not FullDisk.prefix:
+            return listing(self.target)
+        try:
+            with open(self.report) as f:
+                return sorted(line for line in f.read().splitlines() if line)
+        except OSError:
+            return ["(no listing: the run did not reach its end)"]
+
+
+def run(exe, args, env=None, file_limit=None, full_disk=None):
+    """(exit status, stderr, peak RSS in MiB, seconds); a hang or a signal is a failure.
+    file_limit: RLIMIT_FSIZE in bytes (programs that use no Vulkan). full_disk: a FullDisk the
+    program runs on (its target directory is then full_disk.target)."""
     def limit_files():
         if file_limit is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() fails with EFBIG instead
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, resource.RLIM_INFINITY))
     child_env = dict(os.environ, **(env or {}))
-    if file_limit is not None and "VK_DRIVER_FILES" in child_env:
-        # The file-size limit stands in for a full disk, and it also caps the memfd files Mesa
-        # 25's lavapipe backs device memory with: that driver then faults (SIGBUS) on its own
-        # mapping, which a full disk would not cause (memfds live in memory). These runs take
-        # the system's driver (scripts/test.sh --mesa25 selects the other with VK_DRIVER_FILES).
-        for key in ("VK_DRIVER_FILES", "LD_LIBRARY_PATH"):
-            child_env.pop(key, None)
+    cmd = command(exe, args)
+    if full_disk is not None:
+        cmd, child_env, file_limit = full_disk.wrap(cmd, child_env)
     start = time.monotonic()
-    proc = subprocess.Popen(command(exe, args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=child_env, preexec_fn=limit_files)
     try:
         out, err = proc.communicate(timeout=TIME_LIMIT)
@@ -125,12 +198,11 @@ def checks(tmp):
         os.remove(path)
         os.mkdir(path)
         expect(RUN, prompt_run(tiny), 0, "is a directory", env={"VKF_PIPELINE_CACHE_DIR": cache})
-    full_cache = os.path.join(tmp, "full-cache")
-    os.mkdir(full_cache)
-    expect(RUN, prompt_run(tiny), 0, "pipeline cache not saved", env={"VKF_PIPELINE_CACHE_DIR": full_cache},
-           file_limit=60)
-    if listing(full_cache):
-        fail("a pipeline cache saved on a full disk left %s" % listing(full_cache))
+    full_cache = FullDisk(os.path.join(tmp, "full-cache"), fallback_limit=60)
+    expect(RUN, prompt_run(tiny), 0, "pipeline cache not saved", env={"VKF_PIPELINE_CACHE_DIR": full_cache.target},
+           full_disk=full_cache)
+    if full_cache.listing():
+        fail("a pipeline cache saved on a full disk left %s" % full_cache.listing())
 
     # 4: a shard whose directory is a symbolic link out of the checkpoint.
     outside = os.path.join(tmp, "outside")
@@ -215,12 +287,12 @@ def checks(tmp):
     for n in ("q", "k", "v"):
         with open(qkv[n], "r+b") as f:  # real values now: the data section exists, zeros
             f.truncate(os.path.getsize(qkv[n]))
-    out = os.path.join(tmp, "o.npy")
+    full_out = FullDisk(os.path.join(tmp, "full-out"), fallback_limit=1024)
+    out = os.path.join(full_out.target, "o.npy")
     status, err, _, _ = run(ATTENTION, ["--q", qkv["q"], "--k", qkv["k"], "--v", qkv["v"], "--out", out],
-                            file_limit=1024)
-    if status != 1 or "write failed" not in err or os.path.exists(out) or any(
-            name.startswith(".o.npy") for name in os.listdir(tmp)):
-        fail("vkf-attention --out on a full disk: exit %s: %s" % (status, err.strip()))
+                            full_disk=full_out)
+    if status != 1 or "write failed" not in err or full_out.listing():
+        fail("vkf-attention --out on a full disk: exit %s, left %s: %s" % (status, full_out.listing(), err.strip()))
 
 
 def write_npy_header(path, shape, data_bytes):
