@@ -20,6 +20,10 @@ std::string limits_text(const ComputeLimits& l) {
     if (l.max_loop_iterations != 0) {
         text += fmt::format(", at most {} loop iterations (driver quirk)", l.max_loop_iterations);
     }
+    if (!l.loop_unrolling) {
+        // Figures from two drivers compare kernels compiled differently: say so.
+        text += ", loop unrolling off";
+    }
     return text;
 }
 
