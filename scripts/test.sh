@@ -16,7 +16,11 @@ case "$mode" in
   "") ;;
   --sanitize)
     dir=build-sanitize
-    extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_SANITIZE=ON)
+    # -O1 with line tables only (-g1), as ASan's documentation suggests: it builds in half the
+    # time of -O2 -g (18 s against 10 s for test_attention.cpp), and stack traces keep their
+    # file and line.
+    extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_SANITIZE=ON
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
     # Leak checking is off: the Vulkan loader unloads lavapipe and the validation layer at
     # vkDestroyInstance, so LeakSanitizer can neither symbolize nor suppress their allocations.
     # ASan still catches every out-of-bounds access and use-after-free.
@@ -45,8 +49,14 @@ if [ "$mode" = "--mesa25" ]; then
   esac
 fi
 # On the second driver, only the suites that use Vulkan (the "host" label marks the others).
+# Instrumented, all but the comparison with Hugging Face's npm packages: it starts vkf-tokenize
+# thousands of times (23 tokenizers, 100 texts, encode and decode), which ASan's start-up made
+# 570 s on 2 cores; the tokenizer's memory safety is what its suites (instrumented here) and its
+# fuzz target check.
 selection=()
 if [ "$mode" = "--mesa25" ]; then
   selection=(-LE '^host$')
+elif [ "$mode" = "--sanitize" ]; then
+  selection=(-E '^hf_tokenizers_compare$')
 fi
 ctest --test-dir "$dir" --output-on-failure --parallel 2 --timeout 1800 "${selection[@]}"

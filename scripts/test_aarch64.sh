@@ -7,7 +7,7 @@
 # Installs what it needs first (apt-get; sudo when not root; nothing when all is there).
 #
 # usage: scripts/test_aarch64.sh [--all]
-#   Without --all the tests run are the SUBSET below, chosen to fit about 25 minutes on 2 cores
+#   Without --all the tests run are the SUBSET below, chosen to fit about 10 minutes on 2 cores
 #   (lavapipe compiles every pipeline with LLVM, which qemu emulates too); --all runs every suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -104,17 +104,21 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # The attention shape grid runs its quick subset (as under the sanitizers).
 export VKF_TEST_QUICK=1
 
-# SUBSET: every suite but these, the slowest on lavapipe, whose kernel families the rest still
-# run (test_model, test_quantized_model and vkf_run_cli: whole forward passes through the
-# attention, matmul, quantized matmul, layernorm, embedding and KV kernels; test_matmul_quant's
-# and test_attention's families also in test_quantized_model, test_attention_alibi_forms,
-# test_attention_naive and test_op_limits):
+# SUBSET: every suite but these, the slowest under qemu, whose code the rest still runs on arm64
+# (test_model, test_quantized_model, test_encoder and vkf_run_cli: whole forward passes through
+# the attention, matmul, quantized matmul, layernorm, embedding and KV kernels; the kernel suites
+# below cover their families with test_attention_alibi_forms, test_attention_naive and
+# test_op_limits), and which the two x86 legs run in full:
 #   test_attention (the shape grid), test_matmul, test_matmul_fused, test_matmul_quant,
-#   test_model_head_sizes, test_model_faults, test_model_threads, vkf_text_cli (the shipped
-#   model's text and perplexity), hf_tokenizers_compare (npm; nothing aarch64 in it), and the
-#   second runs under VKF_LIMITS=spec_minimum (the x86 legs run those).
+#   test_model_head_sizes, test_model_faults, test_model_threads, test_model_families and
+#   test_perplexity_model (more forward passes of the same kernels: per family, per head size),
+#   vkf_families_cli, vkf_quantize_cli, vkf_text_cli and the two vkf-bench runs (the same
+#   programs' other commands; test_bench covers vkf-bench's own code), hf_tokenizers_compare
+#   (npm; nothing aarch64 in it), and the second runs under VKF_LIMITS=spec_minimum.
 skipped='^(test_attention|test_matmul|test_matmul_fused|test_matmul_quant|test_model_head_sizes'
-skipped+='|test_model_faults|test_model_threads|vkf_text_cli|hf_tokenizers_compare|.*_spec_minimum)$'
+skipped+='|test_model_faults|test_model_threads|test_model_families|test_perplexity_model'
+skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
+skipped+='|hf_tokenizers_compare|.*_spec_minimum)$'
 selection=()
 if [ $all -eq 0 ]; then
   selection=(-E "$skipped")
