@@ -104,11 +104,11 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # The attention shape grid runs its quick subset (as under the sanitizers).
 export VKF_TEST_QUICK=1
 
-# SUBSET: every suite but these, the slowest under qemu, whose code the rest still runs on arm64
-# (test_model, test_quantized_model, test_encoder and vkf_run_cli: whole forward passes through
-# the attention, matmul, quantized matmul, layernorm, embedding and KV kernels; the kernel suites
-# below cover their families with test_attention_alibi_forms, test_attention_naive and
-# test_op_limits), and which the two x86 legs run in full:
+# SUBSET: every suite but these, the slowest under qemu, which the x86 legs run in full and whose
+# code the rest still runs on arm64 (test_model, test_quantized_model, test_encoder and
+# vkf_run_cli: whole forward passes through the attention, matmul, quantized matmul, layernorm,
+# embedding and KV kernels; test_attention_alibi_forms, test_attention_naive and test_op_limits:
+# the attention and matmul families of the kernel suites below):
 #   test_attention (the shape grid), test_matmul, test_matmul_fused, test_matmul_quant,
 #   test_model_head_sizes, test_model_faults, test_model_threads, test_model_families and
 #   test_perplexity_model (more forward passes of the same kernels: per family, per head size),
