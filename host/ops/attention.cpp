@@ -159,6 +159,30 @@ std::uint64_t attention_partials_bytes(const AttentionShape& shape, std::uint32_
     return std::uint64_t{4} * (shape.head_dim + 2) * shape.q_len * shape.n_head * shape.batch * n_splits;
 }
 
+// Loop iterations one invocation of attention_rows.comp runs: per block of keys (the key
+// loop's body) and outside the key loop. The kernel's other loops have constant counts and
+// [[unroll]] hints: where the driver unrolls them only the key loop is left. Without unrolling
+// (ComputeLimits::loop_unrolling false, the hints dropped) every iteration of every nested
+// loop counts, as the key loop's body nests them (an upper bound).
+struct RowsLoopCount {
+    std::uint64_t per_block, fixed;
+};
+RowsLoopCount rows_loop_count(bool unrolled, std::uint32_t bk, std::uint32_t r, std::uint32_t d,
+                              std::uint32_t subgroup_loads) {
+    if (unrolled) {
+        return {1, 8};
+    }
+    const std::uint64_t dq = ceil_div(d, 4);
+    const std::uint64_t qpl = ceil_div(dq, std::max<std::uint32_t>(subgroup_loads, 1));
+    // Scores (bk x r), the key loads (bk x qpl, twice: K and V), q.k (dq x bk x r), the
+    // softmax update (r x 2 bk), P*V (dq x (bk + r x bk)), each with its outer loop's own count.
+    const std::uint64_t per_block = 1 + (bk + bk * r) + 2 * (bk + bk * qpl) + (dq + dq * bk + dq * bk * r) +
+                                    (r + 2 * r * bk) + (dq + dq * bk + dq * r + dq * r * bk);
+    // Loading the query rows and zeroing the accumulators before, writing the rows after.
+    const std::uint64_t fixed = 16 + 4 * (r + r * dq);
+    return {per_block, fixed};
+}
+
 AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
     const std::uint32_t max_wg =
         std::bit_floor(std::min({kRowsMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
@@ -198,12 +222,13 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
     while (splits > lanes && record_bytes * splits > limits.storage_buffer_range) {
         splits /= 2;
     }
-    // One loop iteration per block of keys (the other loops have constant counts and unroll):
-    // enough splits that no invocation gets near the driver's loop limit.
-    auto iterations = [&](std::uint64_t keys) { return ceil_div(keys, bk) + 8; };
+    // Enough splits that no invocation gets near the driver's loop limit.
+    const RowsLoopCount count = rows_loop_count(limits.loop_unrolling, bk, r, shape.head_dim, plan.subgroup_loads);
+    auto iterations = [&](std::uint64_t keys) { return ceil_div(keys, bk) * count.per_block + count.fixed; };
     if (limits.max_loop_iterations != 0) {
         const std::uint64_t budget = limits.max_loop_iterations / 2;
-        splits = splits_for_loop_limit(shape, limits, record_bytes, splits, ceil_div(shape.kv_len, (budget - 8) * bk));
+        const std::uint64_t blocks = std::max<std::uint64_t>(1, (budget - count.fixed) / count.per_block);
+        splits = splits_for_loop_limit(shape, limits, record_bytes, splits, ceil_div(shape.kv_len, blocks * bk));
     }
     if (splits > 1) {
         // A multiple of the lanes per row; trailing splits may be empty (they write empty records).

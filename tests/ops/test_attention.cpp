@@ -281,7 +281,9 @@ TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
     rows.kernel = AttentionKernel::Rows;
     rows.force_splits = 1;
     const auto rows_plan = run_case(ctx(), rows, 5002);
-    EXPECT_EQ(rows_plan.n_splits, 1u) << rows_plan.describe();
+    if (ctx().limits().loop_unrolling) {
+        EXPECT_EQ(rows_plan.n_splits, 1u) << rows_plan.describe();
+    }  // else every nested loop counts too, and the plan splits (rows_loop_count)
     if (ctx().limits().max_loop_iterations != 0) {
         EXPECT_LE(rows_plan.loop_iterations, ctx().limits().max_loop_iterations / 2);
         // Past the budget the rows kernel splits as well.
