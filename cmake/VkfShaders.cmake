@@ -5,6 +5,11 @@
 # .comp or included files changed.
 
 set(VKF_SPIRV_TARGET_ENV vulkan1.1)
+# SPIR-V does not depend on the C++ compiler, its flags or the target architecture: a second
+# build of the same sources (the sanitizer and aarch64 legs of CI) may take the modules of a
+# first one instead of compiling and validating them again. VKF_SPIRV_DIR names that build's
+# shaders/spv folder; the `vkf_spirv` target brings it up to date (scripts/test.sh does both).
+set(VKF_SPIRV_DIR "" CACHE PATH "shaders/spv of another build of these sources, whose SPIR-V this build copies")
 set(VKF_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/EmbedSpirv.cmake)
 
 # vkf_shader_family(<family> SOURCE <file.comp>
@@ -138,17 +143,28 @@ function(vkf_shader_variant_ id display source defines)
   foreach(d IN LISTS defines)
     list(APPEND flags -D${d})
   endforeach()
-  add_custom_command(
-    OUTPUT ${spv}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spv
-    # -I: shaders include their family's interface as "interface/<family>.h".
-    COMMAND ${VKF_GLSLANG} --quiet --target-env ${VKF_SPIRV_TARGET_ENV} -I${CMAKE_CURRENT_SOURCE_DIR} ${flags}
-            --depfile ${spv}.d -o ${spv} ${src}
-    COMMAND ${VKF_SPIRV_VAL} --target-env ${VKF_SPIRV_TARGET_ENV} ${spv}
-    DEPENDS ${src}
-    DEPFILE ${spv}.d
-    COMMENT "GLSL ${display}"
-    VERBATIM)
+  if(VKF_SPIRV_DIR)
+    add_custom_command(
+      OUTPUT ${spv}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spv
+      COMMAND ${CMAKE_COMMAND} -E copy ${VKF_SPIRV_DIR}/${id}.spv ${spv}
+      DEPENDS ${VKF_SPIRV_DIR}/${id}.spv
+      COMMENT "SPIR-V ${display} from ${VKF_SPIRV_DIR}"
+      VERBATIM)
+  else()
+    add_custom_command(
+      OUTPUT ${spv}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spv
+      # -I: shaders include their family's interface as "interface/<family>.h".
+      COMMAND ${VKF_GLSLANG} --quiet --target-env ${VKF_SPIRV_TARGET_ENV} -I${CMAKE_CURRENT_SOURCE_DIR} ${flags}
+              --depfile ${spv}.d -o ${spv} ${src}
+      COMMAND ${VKF_SPIRV_VAL} --target-env ${VKF_SPIRV_TARGET_ENV} ${spv}
+      DEPENDS ${src}
+      DEPFILE ${spv}.d
+      COMMENT "GLSL ${display}"
+      VERBATIM)
+  endif()
+  set_property(GLOBAL APPEND PROPERTY VKF_SHADER_SPV ${spv})
   add_custom_command(
     OUTPUT ${cpp}
     COMMAND ${CMAKE_COMMAND} -DID=${id} -DNAME=${display} -DSPV=${spv} -DOUT=${cpp} -P ${VKF_EMBED_SCRIPT}
@@ -203,6 +219,8 @@ std::span<const ShaderVariant> all_variants() { return kVariants; }
 
 } // namespace vkf::shaders
 " @ONLY)
+  get_property(spvs GLOBAL PROPERTY VKF_SHADER_SPV)
+  add_custom_target(vkf_spirv DEPENDS ${spvs})
   add_library(${target} STATIC ${cpps} ${table} ${ARGN})
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(${target} PUBLIC vkf_error)

@@ -6,10 +6,11 @@
 # non-zero when any target crashed, timed out, ran out of memory or leaked. Inputs that
 # failed are kept in build-fuzz/findings/<target>/ with the target's log.
 #
-# usage: scripts/fuzz.sh [--seconds N | --runs N] [--keep DIR] [--build-dir DIR] [--list] [target...]
+# usage: scripts/fuzz.sh [--seconds N | --runs N] [--parallel N] [--keep DIR] [--build-dir DIR] [--list] [target...]
 #        scripts/fuzz.sh --make-corpus [DIR...]
 #   --seconds N     fuzz each target for N seconds (default 60)
 #   --runs N        fuzz each target for N executions instead
+#   --parallel N    fuzz N targets at once (default: the number of cores; each target is one process)
 #   --keep DIR      keep each target's grown corpus in DIR/<target> (for --make-corpus DIR)
 #   --list          print the targets and exit
 #   --make-corpus   rewrite tests/fuzz/corpus/ from the seed writer (tests/fuzz/make_seeds.cpp),
@@ -34,6 +35,7 @@ seconds=60
 runs=""
 keep=""
 build=build-fuzz
+parallel=$(nproc)
 make_corpus=0
 targets=()
 while [ $# -gt 0 ]; do
@@ -42,9 +44,10 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
     --build-dir) build=$2; shift 2 ;;
+    --parallel) parallel=$2; shift 2 ;;
     --list) printf '%s\n' "${targets_all[@]}"; exit 0 ;;
     --make-corpus) make_corpus=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -145,36 +148,38 @@ if [ -n "$runs" ]; then
   limit_flag=(-runs="$runs")
 fi
 read -r -a user_flags <<<"${VKF_FUZZ_FLAGS:-}"
-failed=()
-rows=()
-for t in "${targets[@]}"; do
-  work="$scratch/$t"
+# fuzz_target T: fuzzes T on a scratch copy of its corpus and writes its table row to
+# $scratch/row-T (and T to $scratch/failed-T on a finding). Each target is one process on one
+# core, so the targets run --parallel at a time (default: the machine's cores).
+fuzz_target() {
+  local t=$1
+  local work="$scratch/$t"
   mkdir -p "$work/corpus"
   if [ -d "tests/fuzz/corpus/$t" ]; then
     cp -r "tests/fuzz/corpus/$t/." "$work/corpus/"
   fi
-  dict=()
+  local dict=()
   if [ -f "tests/fuzz/dict/$t.dict" ]; then
     dict=(-dict="$root/tests/fuzz/dict/$t.dict")
   fi
   rm -rf "${findings:?}/$t" && mkdir -p "$findings/$t"
-  log="$findings/$t/fuzz.log"
+  local log="$findings/$t/fuzz.log"
   echo "fuzz.sh: $t ($([ -n "$runs" ] && echo "$runs runs" || echo "$seconds s"))"
+  local start status=0
   start=$(date +%s%N)
-  status=0
   (cd "$work" && "$bin/fuzz_$t" "${common_flags[@]}" "${limit_flag[@]}" -max_len="${max_len[$t]}" "${dict[@]}" \
     -artifact_prefix="$findings/$t/" "${user_flags[@]+"${user_flags[@]}"}" corpus) >"$log" 2>&1 || status=$?
-  wall_ms=$((($(date +%s%N) - start) / 1000000))
+  local wall_ms=$((($(date +%s%N) - start) / 1000000))
   if [ -n "$keep" ]; then
     rm -rf "${keep:?}/$t" && mkdir -p "$keep" && cp -r "$work/corpus" "$keep/$t"
   fi
   # libFuzzer's final statistics (summed over workers with -jobs).
   logs() { cat "$log" "$work"/fuzz-*.log 2>/dev/null || true; }
   stat_sum() { logs | awk -v key="stat::$1:" '$1 == key {s += $2} END {print s + 0}'; }
+  local execs per_second rss result=ok
   execs=$(stat_sum number_of_executed_units)
   per_second=$(stat_sum average_exec_per_sec)
   rss=$(logs | awk '$1 == "stat::peak_rss_mb:" && $2 > m {m = $2} END {print m + 0}')
-  result=ok
   if [ "$status" -ne 0 ] || ls "$findings/$t" | grep -qE '^(crash|timeout|oom|leak)-'; then
     if ls "$findings/$t" | grep -q '^oom-' || grep -q "ERROR: libFuzzer: out-of-memory" "$log"; then
       result=OOM
@@ -185,11 +190,29 @@ for t in "${targets[@]}"; do
     else
       result=CRASH
     fi
-    failed+=("$t")
+    echo "$t" >"$scratch/failed-$t"
     grep -m1 -B2 -A30 -E "ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)|runtime error:|fuzz: " "$log" || tail -n 40 "$log"
   fi
-  rows+=("$(printf '%-22s %12s %9s %8s MB %6d.%d s  %s' "$t" "$execs" "$per_second" "$rss" $((wall_ms / 1000)) \
-    $((wall_ms % 1000 / 100)) "$result")")
+  printf '%-22s %12s %9s %8s MB %6d.%d s  %s\n' "$t" "$execs" "$per_second" "$rss" $((wall_ms / 1000)) \
+    $((wall_ms % 1000 / 100)) "$result" >"$scratch/row-$t"
+}
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_target "$t" &
+  running=$((running + 1))
+done
+wait
+failed=()
+rows=()
+for t in "${targets[@]}"; do
+  rows+=("$(cat "$scratch/row-$t")")
+  if [ -f "$scratch/failed-$t" ]; then
+    failed+=("$t")
+  fi
 done
 
 printf '\n%-22s %12s %9s %11s %10s  %s\n' target executions "exec/s" "peak RSS" wall result

@@ -72,7 +72,8 @@ if [ ! -f "$sysroot/usr/lib/aarch64-linux-gnu/libspirv-cross-core.a" ]; then
 fi
 
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKF_WERROR=ON \
-  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DVKF_CROSS_ROOTS="$sysroot"
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DVKF_CROSS_ROOTS="$sysroot" \
+  -DVKF_SPIRV_DIR="$(bash scripts/spirv_dir.sh)"
 cmake --build "$dir" --parallel "$(nproc)"
 
 # Every program and test suite built must be an aarch64 executable.
@@ -114,13 +115,14 @@ export VKF_TEST_QUICK=1
 #   test_perplexity_model (more forward passes of the same kernels: per family, per head size),
 #   vkf_families_cli, vkf_quantize_cli, vkf_text_cli and the two vkf-bench runs (the same
 #   programs' other commands; test_bench covers vkf-bench's own code), hf_tokenizers_compare
-#   (npm; nothing aarch64 in it), and the second runs under VKF_LIMITS=spec_minimum.
+#   (npm; nothing aarch64 in it), and the CTest entries labelled spec_minimum (the reruns under
+#   VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
 skipped='^(test_attention|test_matmul|test_matmul_fused|test_matmul_quant|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_model_families|test_perplexity_model'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
-skipped+='|hf_tokenizers_compare|.*_spec_minimum)$'
+skipped+='|hf_tokenizers_compare)$'
 selection=()
 if [ $all -eq 0 ]; then
-  selection=(-E "$skipped")
+  selection=(-E "$skipped" -LE '^(spec_minimum|full)$')
 fi
 ctest --test-dir "$dir" --output-on-failure --parallel "$(nproc)" --timeout 1500 "${selection[@]}"

@@ -1,6 +1,8 @@
 #include "tests/support/vulkan_test.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace vkf::test {
 
@@ -26,9 +28,19 @@ std::size_t MessageSink::validation_count() const {
     return validation_;
 }
 
+namespace {
+
+// VKF_VALIDATION=0: a build configured with -DVKF_TEST_VALIDATION=OFF (tests/CMakeLists.txt).
+bool validation_turned_off() {
+    const char* validation = std::getenv("VKF_VALIDATION");
+    return validation != nullptr && std::string_view(validation) == "0";
+}
+
+}  // namespace
+
 ContextOptions test_options(MessageSink& sink, LimitOverrides limits) {
     return ContextOptions{
-        .validation = true,
+        .validation = !validation_turned_off(),
         .on_message = [&sink](MessageSeverity s, std::string_view m) { sink(s, m); },
         .limits = std::move(limits),
         .pipeline_cache_dir = std::filesystem::path(),  // no disk cache: tests stay independent
@@ -51,7 +63,7 @@ void VulkanTest::TearDownTestSuite() {
 
 void VulkanTest::SetUp() {
     ASSERT_TRUE(context_) << "no Vulkan context";
-    if (!context_->validation_enabled()) {
+    if (!context_->validation_enabled() && !validation_turned_off()) {
         // CI installs vulkan-validationlayers; elsewhere say so, loudly, once per test.
         std::printf("note: Khronos validation layer not installed; running without it\n");
     }

@@ -27,7 +27,8 @@ private:
     std::size_t validation_ = 0;
 };
 
-// Options for a test context: validation on, the sink attached, no disk pipeline cache.
+// Options for a test context: validation on (unless VKF_VALIDATION=0), the sink attached, no
+// disk pipeline cache.
 ContextOptions test_options(MessageSink& sink, LimitOverrides limits = {});
 
 // One context per suite, shared by its tests (creating one per test is slow under validation).
