@@ -302,14 +302,14 @@ TEST(Quirks, MesaVersionsComeFromTheDriverInfo) {
     EXPECT_EQ(effective_driver_version(info), VK_MAKE_API_VERSION(0, 25, 0, 7));
     const DriverQuirks mesa25 = quirks_for(info);
     EXPECT_TRUE(mesa25.avoid_loop_unrolling);
-    EXPECT_EQ(mesa25.max_loop_iterations, 65535u);
+    EXPECT_EQ(mesa25.max_loop_iterations, 0u);  // no loop limiter measured on 25.0.7
     EXPECT_FALSE(effective_limits(info, mesa25, {}).loop_unrolling);
 
     info.driver_info = "Mesa 22.3.6";
     EXPECT_EQ(effective_driver_version(info), VK_MAKE_API_VERSION(0, 22, 3, 6));
     const DriverQuirks mesa22 = quirks_for(info);
     EXPECT_FALSE(mesa22.avoid_loop_unrolling);
-    EXPECT_EQ(mesa22.max_loop_iterations, 65535u);  // the loop limiter has no version range
+    EXPECT_EQ(mesa22.max_loop_iterations, 65535u);  // the loop limiter, up to 24.x
     EXPECT_TRUE(effective_limits(info, mesa22, {}).loop_unrolling);
     EXPECT_FALSE(effective_limits(info, mesa22, LimitOverrides::parse("no_unroll")).loop_unrolling);
 
