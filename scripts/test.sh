@@ -41,9 +41,12 @@ for arg in "$@"; do
 done
 bash scripts/deps.sh
 
-# CTest selection: entries whose labels match `excluded` are left out, and those named by
+# CTest selection: entries with a label in `excluded` are left out, and those named by
 # `skipped`.
-excluded=full
+excluded=()
+if [ $full -eq 0 ]; then
+  excluded+=(full)
+fi
 skipped=""
 case "$mode" in
   "") ;;
@@ -76,19 +79,15 @@ case "$mode" in
     ;;
   --mesa25)
     # Only the suites that use Vulkan (the "host" label marks the others).
-    excluded+='|host'
+    excluded+=(host)
     if [ $full -eq 0 ]; then
-      excluded+='|spec_minimum'
+      excluded+=(spec_minimum)
     fi
     ;;
 esac
-if [ $full -eq 1 ]; then
-  excluded=${excluded#full}
-  excluded=${excluded#|}
-fi
 selection=()
-if [ -n "$excluded" ]; then
-  selection+=(-LE "^($excluded)\$")
+if [ ${#excluded[@]} -gt 0 ]; then
+  selection+=(-LE "^($(IFS='|'; echo "${excluded[*]}"))\$")
 fi
 if [ -n "$skipped" ]; then
   selection+=(-E "$skipped")
