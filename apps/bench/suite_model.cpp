@@ -15,7 +15,7 @@
 
 #include "apps/bench/suites.hpp"
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 
 #include <fmt/format.h>

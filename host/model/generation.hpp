@@ -2,7 +2,7 @@
 // Text generation over token ids: prefill the prompt, then decode one token per step
 // through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/spec/sampling.hpp"
 
 #include <chrono>
@@ -25,7 +25,9 @@ struct GenerationOptions {
     std::function<bool(std::uint32_t, std::uint32_t)> on_token = {};
 };
 
-enum class StopReason { Length, StopToken, Caller };
+// CacheFull: the batch's KV blocks ran out with every generation waiting for one; the
+// youngest ended with the tokens it had (BatchGenerator).
+enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
     std::vector<std::uint32_t> tokens;  // the generated ids: n_predict, or fewer when stopped

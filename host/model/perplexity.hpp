@@ -2,7 +2,7 @@
 // Perplexity of a token stream on the device, window by window, as host/spec/perplexity.hpp
 // defines it (llama.cpp's definition: non-overlapping windows, each scored on its second half).
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/spec/perplexity.hpp"
 
 #include <chrono>

@@ -6,7 +6,7 @@
 // are compared; the decode inputs are the greedy tokens, as generation would feed them.
 
 #include "host/model/generation.hpp"
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"

@@ -11,7 +11,7 @@
 // through the KV cache, against the reference run in the same chunks (Jais' dynamic scaling
 // depends on the key count each chunk attends with).
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/spec/random_weights.hpp"

@@ -14,7 +14,7 @@
 //   although the GPU was still running their work, and a fresh Context in the same process
 //   computing the same logits.
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/ops/elementwise.hpp"
 #include "host/spec/random_weights.hpp"
 #include "tests/support/small_models.hpp"

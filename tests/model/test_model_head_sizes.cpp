@@ -5,7 +5,7 @@
 // cache) and the separate repack and append passes, with fp32 and fp16 KV caches. Logits of
 // the prefill (every position) and of a few greedy decode steps are compared.
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"

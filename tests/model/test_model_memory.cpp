@@ -4,7 +4,7 @@
 // model loaded partly into host-visible memory (a forced tiny device-local heap) giving the
 // double-precision reference's logits.
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"

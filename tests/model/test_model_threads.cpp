@@ -6,7 +6,7 @@
 // (a queue used from two threads at once is a threading error); ThreadSanitizer (VKF_TSAN,
 // scripts/tsan.sh) checks vkformer's own locking.
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/spec/random_weights.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"

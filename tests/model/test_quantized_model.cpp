@@ -6,7 +6,7 @@
 // A checkpoint written by vkf-quantize loads to the same device bytes (and logits) as the
 // original quantized at load time.
 
-#include "host/model/model.hpp"
+#include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"

@@ -1,0 +1,448 @@
+#include "host/model/batch.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+
+namespace vkf {
+
+namespace {
+
+constexpr std::uint64_t kF32 = 4;
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
+    return (a + b - 1) / b;
+}
+
+BatchOptions checked(const Model& model, BatchOptions o) {
+    const ModelConfig& c = model.config();
+    if (o.max_tokens == 0) {
+        throw Error("batch: max_tokens must be at least 1");
+    }
+    if (o.block_size == 0) {
+        throw Error("batch: block_size must be at least 1");
+    }
+    if (o.max_sequences == 0) {
+        throw Error("batch: max_sequences must be at least 1");
+    }
+    if (o.max_sequence_tokens == 0 || o.max_sequence_tokens > o.max_tokens) {
+        o.max_sequence_tokens = o.max_tokens;
+    }
+    if (c.learned_pos_emb && o.max_sequence_tokens > c.max_seq_len) {
+        throw Error("batch: sequences of " + std::to_string(o.max_sequence_tokens) +
+                    " tokens, but the model's learned positions (wpe) cover " + std::to_string(c.max_seq_len) +
+                    " (max_seq_len)");
+    }
+    o.chunk = std::clamp<std::uint32_t>(o.chunk, 1, o.max_tokens);
+    return o;
+}
+
+}  // namespace
+
+std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms,
+                                 std::uint32_t max_chunk) {
+    if (gpu_ms <= 0.0 || tokens == 0) {
+        return max_chunk;
+    }
+    // As many tokens as fit the target at this chunk's time per token, rounded down to a
+    // power of two so that few chunk sizes (recorded lists) recur.
+    const double fit = target_ms / (gpu_ms / tokens);
+    if (fit >= max_chunk) {
+        return max_chunk;
+    }
+    return std::bit_floor(static_cast<std::uint32_t>(std::max(fit, 1.0)));
+}
+
+Batch::Batch(const Model& model, BatchOptions options)
+    : model_(model),
+      ctx_(model.context()),
+      options_(checked(model, options)),
+      settings_{.fuse_qkv = options_.fuse_qkv,
+                .fuse_layernorm = options_.fuse_layernorm,
+                .int8_activations = options_.int8_activations,
+                .kv_dtype = options_.kv_dtype,
+                .block_size = options_.block_size,
+                .blocks_per_seq = ceil_div(options_.max_sequence_tokens, options_.block_size)},
+      cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
+             options_.kv_dtype) {
+    const ModelConfig& c = model.config();
+    const std::uint64_t n = options_.chunk;
+    adaptive_chunks_ = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
+    chunk_limit_ = adaptive_chunks_ ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
+    const PagedKv paged{.block_size = settings_.block_size, .blocks_per_seq = settings_.blocks_per_seq, .q_rows = 1};
+    ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
+    if (c.learned_pos_emb) {
+        positions_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token positions");
+    }
+    slots_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "KV slots");
+    sequence_table_ = ctx_.create_buffer(paged_sequence_table_bytes(options_.max_sequences, paged), MemoryKind::Host,
+                                         "sequence table");
+    logit_index_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "logit rows");
+    hidden_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "hidden");
+    normed_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "normed");
+    q_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "q");
+    attn_ = ctx_.create_buffer(n * c.hidden * kF32, MemoryKind::Device, "attention output");
+    mlp_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp");
+    if (family_traits(c.family).mlp == MlpKind::Gated) {
+        gate_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp gate");
+    }
+    logits_ = ctx_.create_buffer(std::uint64_t{c.vocab_size} * kF32, MemoryKind::Host, "logits");
+    buffers_ = StepBuffers{.ids = &ids_,
+                           .positions = &positions_,
+                           .slots = &slots_,
+                           .sequence_table = &sequence_table_,
+                           .logit_index = &logit_index_,
+                           .hidden = &hidden_,
+                           .normed = &normed_,
+                           .qkv = &qkv_,
+                           .q = &q_,
+                           .attn = &attn_,
+                           .mlp = &mlp_,
+                           .gate = &gate_,
+                           .logit_hidden = &logit_hidden_,
+                           .logits = &logits_,
+                           .scratch = &scratch_};
+    // Plans the decode step now: a device the model cannot run on fails here, not mid-run.
+    fused_qkv_ = plan_decoder_step(ctx_, model_, settings_, StepShape{1, 1, 1, 1}).scatter;
+}
+
+Batch::Sequence& Batch::get(SequenceId id) {
+    auto it = sequences_.find(id);
+    if (it == sequences_.end()) {
+        throw Error("batch: no sequence " + std::to_string(id));
+    }
+    return it->second;
+}
+
+const Batch::Sequence& Batch::get(SequenceId id) const {
+    return const_cast<Batch*>(this)->get(id);
+}
+
+SequenceId Batch::add() {
+    const SequenceId id = next_id_++;
+    sequences_[id].order = next_order_++;
+    return id;
+}
+
+void Batch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits) {
+    Sequence& seq = get(id);
+    const ModelConfig& c = model_.config();
+    if (ids.empty()) {
+        throw Error("batch: sequence " + std::to_string(id) + " fed no token ids");
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= c.vocab_size) {
+            throw Error("batch: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
+                        " is not below the vocabulary size " + std::to_string(c.vocab_size));
+        }
+    }
+    if (ids.size() > options_.max_sequence_tokens - seq.tokens.size()) {
+        throw Error("batch: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(seq.tokens.size()) +
+                    " exceed a sequence's " + std::to_string(options_.max_sequence_tokens) + " tokens");
+    }
+    const bool fresh = seq.tokens.empty();
+    seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const bool last = i + 1 == ids.size();
+        seq.want.push_back(logits == Logits::All || (logits == Logits::Last && last) ? 1 : 0);
+    }
+    if (fresh && options_.share_prefixes) {
+        share_prefix(seq);
+    }
+}
+
+void Batch::share_prefix(Sequence& seq) {
+    // The longest run of leading tokens another sequence has computed; the last fed token is
+    // always run (its logits are wanted).
+    const Sequence* donor = nullptr;
+    std::uint32_t best = 0;
+    for (const auto& [other_id, other] : sequences_) {
+        if (&other == &seq) {
+            continue;
+        }
+        const std::uint32_t limit =
+            std::min<std::uint32_t>(other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1);
+        std::uint32_t n = 0;
+        while (n < limit && other.tokens[n] == seq.tokens[n]) {
+            ++n;
+        }
+        if (n > best) {
+            best = n;
+            donor = &other;
+        }
+    }
+    if (donor == nullptr) {
+        return;
+    }
+    const std::uint32_t blocks = ceil_div(best, options_.block_size);
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+        cache_.blocks().retain(donor->blocks[b]);
+        seq.blocks.push_back(donor->blocks[b]);
+    }
+    seq.computed = best;
+    seq.shared = best;
+    for (std::uint32_t end : donor->chunk_ends) {
+        if (end <= best) {
+            seq.chunk_ends.push_back(end);
+        }
+    }
+    if (seq.chunk_ends.empty() || seq.chunk_ends.back() != best) {
+        seq.chunk_ends.push_back(best);
+    }
+}
+
+void Batch::remove(SequenceId id) {
+    Sequence& seq = get(id);
+    for (std::uint32_t block : seq.blocks) {
+        cache_.blocks().release(block);
+    }
+    sequences_.erase(id);
+}
+
+bool Batch::has_pending() const {
+    return std::any_of(sequences_.begin(), sequences_.end(),
+                       [](const auto& entry) { return entry.second.computed < entry.second.tokens.size(); });
+}
+
+std::uint32_t Batch::position(SequenceId id) const {
+    return get(id).computed;
+}
+
+std::uint32_t Batch::pending(SequenceId id) const {
+    const Sequence& seq = get(id);
+    return static_cast<std::uint32_t>(seq.tokens.size()) - seq.computed;
+}
+
+std::uint32_t Batch::shared_prefix(SequenceId id) const {
+    return get(id).shared;
+}
+
+const std::vector<std::uint32_t>& Batch::chunk_ends(SequenceId id) const {
+    return get(id).chunk_ends;
+}
+
+std::vector<SequenceId> Batch::sequences() const {
+    std::vector<SequenceId> ids;
+    for (const auto& [id, seq] : sequences_) {
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+std::uint64_t Batch::device_bytes() const {
+    std::uint64_t total = cache_.device_bytes();
+    for (const Buffer* b : {&ids_, &positions_, &slots_, &sequence_table_, &logit_index_, &hidden_, &normed_, &qkv_,
+                            &q_, &attn_, &mlp_, &gate_, &logit_hidden_, &logits_, &scratch_}) {
+        total += b->valid() ? b->size() : 0;
+    }
+    for (const auto& [shape, step] : steps_) {
+        total += step->attention->scratch_bytes();
+    }
+    return total;
+}
+
+std::uint32_t Batch::reserve(Sequence& seq, std::uint32_t rows,
+                             std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies) {
+    KvBlocks& pool = cache_.blocks();
+    const std::uint32_t bs = options_.block_size;
+    if (seq.computed % bs != 0) {
+        // The block the next row goes into is partly filled; when another sequence holds it
+        // too, this one writes into a copy.
+        std::uint32_t& block = seq.blocks[seq.computed / bs];
+        if (pool.references(block) > 1) {
+            const std::optional<std::uint32_t> fresh = pool.allocate();
+            if (!fresh) {
+                return 0;
+            }
+            copies.emplace_back(block, *fresh);
+            pool.release(block);
+            block = *fresh;
+        }
+    }
+    while (seq.blocks.size() * bs < seq.computed + rows) {
+        const std::optional<std::uint32_t> fresh = pool.allocate();
+        if (!fresh) {
+            return static_cast<std::uint32_t>(seq.blocks.size() * bs - seq.computed);
+        }
+        seq.blocks.push_back(*fresh);
+    }
+    return rows;
+}
+
+StepResult Batch::step() {
+    const auto start = std::chrono::steady_clock::now();
+    StepResult result;
+    // Decode tokens first (they hold a user waiting token by token), then prompt chunks, each
+    // group in the order the sequences were added.
+    std::vector<std::pair<SequenceId, Sequence*>> order;
+    for (auto& [id, seq] : sequences_) {
+        if (seq.computed < seq.tokens.size()) {
+            order.emplace_back(id, &seq);
+        }
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        const bool a_decode = a.second->tokens.size() - a.second->computed == 1;
+        const bool b_decode = b.second->tokens.size() - b.second->computed == 1;
+        return a_decode != b_decode ? a_decode : a.second->order < b.second->order;
+    });
+    std::vector<Scheduled> scheduled;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> copies;
+    std::uint32_t rows = 0;
+    for (auto& [id, seq] : order) {
+        const auto want = static_cast<std::uint32_t>(seq->tokens.size()) - seq->computed;
+        if (rows == chunk_limit_ || scheduled.size() == options_.max_sequences) {
+            result.deferred.push_back(id);
+            continue;
+        }
+        const std::uint32_t n = reserve(*seq, std::min(want, chunk_limit_ - rows), copies);
+        if (n == 0) {
+            result.blocked.push_back(id);
+            continue;
+        }
+        scheduled.push_back(Scheduled{id, seq, n});
+        rows += n;
+    }
+    if (!scheduled.empty()) {
+        if (!copies.empty()) {
+            std::unique_ptr<CommandList> list = ctx_.command_list();
+            for (auto [from, to] : copies) {
+                cache_.record_copy(*list, from, to);
+            }
+            ctx_.submit(*list);
+            stats_.block_copies += copies.size();
+        }
+        run(scheduled, result);
+    }
+    stats_.wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+void Batch::ensure_buffers(const DecoderPlan& plan) {
+    const ModelConfig& c = model_.config();
+    // Recorded steps bind these buffers: they go before a buffer is replaced, so that when
+    // creating the next one fails, no step is left bound to the one just freed.
+    const auto grow = [&](Buffer& b, std::uint64_t bytes, MemoryKind kind, const char* name) {
+        if (bytes > 0 && (!b.valid() || b.size() < bytes)) {
+            steps_.clear();
+            b = Buffer();
+            b = ctx_.create_buffer(bytes, kind, name);
+        }
+    };
+    grow(scratch_, plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+    grow(logits_, std::uint64_t{plan.shape.logit_rows} * c.vocab_size * kF32, MemoryKind::Host, "logits");
+    if (plan.gather_logits) {
+        grow(logit_hidden_, std::uint64_t{plan.shape.logit_rows} * c.hidden * kF32, MemoryKind::Device, "logit rows");
+    }
+    if (!plan.scatter) {
+        grow(qkv_, std::uint64_t{options_.chunk} * (c.hidden + 2ull * c.n_kv_head * c.head_dim) * kF32,
+             MemoryKind::Device, "qkv");
+    }
+}
+
+RecordedStep& Batch::recorded(const StepShape& shape) {
+    auto it = steps_.find(shape);
+    if (it != steps_.end() && options_.reuse_steps) {
+        return *it->second;
+    }
+    const DecoderPlan plan = plan_decoder_step(ctx_, model_, settings_, shape);
+    fused_qkv_ = plan.scatter;
+    ensure_buffers(plan);
+    // A few shapes recur (decoding's n sequences, full prompt chunks); the odd mixes would
+    // otherwise pile up.
+    if (steps_.size() >= 16) {
+        std::erase_if(steps_, [](const auto& entry) { return entry.first.max_q_len != 1; });
+    }
+    std::unique_ptr<RecordedStep> step = record_decoder_step(ctx_, model_, plan, cache_, buffers_, options_.profiling);
+    ++stats_.recordings;
+    RecordedStep& ref = *step;
+    steps_[shape] = std::move(step);
+    return ref;
+}
+
+void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
+    const ModelConfig& c = model_.config();
+    const std::uint32_t bs = options_.block_size;
+    std::vector<std::uint32_t> ids, positions, slots, logit_index;
+    std::vector<PagedSequence> table;
+    StepShape shape{.sequences = static_cast<std::uint32_t>(scheduled.size())};
+    for (const Scheduled& s : scheduled) {
+        const Sequence& seq = *s.seq;
+        table.push_back(PagedSequence{.q_start = static_cast<std::uint32_t>(ids.size()),
+                                      .q_len = s.rows,
+                                      .kv_len = seq.computed + s.rows,
+                                      .blocks = seq.blocks});
+        for (std::uint32_t i = 0; i < s.rows; ++i) {
+            const std::uint32_t pos = seq.computed + i;
+            if (seq.want[pos] != 0) {
+                logit_index.push_back(static_cast<std::uint32_t>(ids.size()));
+            }
+            ids.push_back(seq.tokens[pos]);
+            positions.push_back(pos);
+            slots.push_back(seq.blocks[pos / bs] * bs + pos % bs);
+        }
+        shape.max_q_len = std::max(shape.max_q_len, s.rows);
+    }
+    shape.tokens = static_cast<std::uint32_t>(ids.size());
+    shape.logit_rows = static_cast<std::uint32_t>(logit_index.size());
+
+    RecordedStep& step = recorded(shape);
+    const PagedKv paged{.block_size = bs, .blocks_per_seq = settings_.blocks_per_seq, .q_rows = shape.tokens};
+    ctx_.upload(ids_, std::span<const std::uint32_t>(ids));
+    if (positions_.valid()) {
+        ctx_.upload(positions_, std::span<const std::uint32_t>(positions));
+    }
+    ctx_.upload(slots_, std::span<const std::uint32_t>(slots));
+    ctx_.upload(sequence_table_, std::span<const std::uint32_t>(paged_sequence_table(table, paged)));
+    if (!logit_index.empty()) {
+        ctx_.upload(logit_index_, std::span<const std::uint32_t>(logit_index));
+    }
+
+    CommandList& list = *step.list;
+    ctx_.submit(list);
+    ++stats_.submissions;
+    stats_.dispatches += list.dispatch_command_count();
+    stats_.barriers += list.barrier_count();
+    stats_.tokens += shape.tokens;
+    if (list.times_total()) {
+        // Profiling reads every op's timestamps once; their sum is the submission's GPU time.
+        double ms = 0.0;
+        if (options_.profiling) {
+            for (const OpTiming& t : list.timings()) {
+                OpProfile& p = profile_[t.label];
+                p.ms += t.ms;
+                ++p.dispatches;
+                ms += t.ms;
+            }
+        } else {
+            ms = list.total_ms();
+        }
+        stats_.gpu_ms += ms;
+        if (adaptive_chunks_ && shape.tokens > shape.sequences) {
+            chunk_limit_ = prompt_chunk_after(ms, shape.tokens, options_.submission_target_ms, options_.chunk);
+        }
+    }
+    std::vector<float> logits(std::size_t{shape.logit_rows} * c.vocab_size);
+    if (!logits.empty()) {
+        ctx_.download(logits_, std::span<float>(logits));
+    }
+    std::size_t logit_row = 0;
+    for (const Scheduled& s : scheduled) {
+        Sequence& seq = *s.seq;
+        SequenceOutput out{.id = s.id, .tokens = s.rows};
+        for (std::uint32_t i = 0; i < s.rows; ++i) {
+            if (seq.want[seq.computed + i] != 0) {
+                const auto row = std::span(logits).subspan(logit_row++ * c.vocab_size, c.vocab_size);
+                out.logits.insert(out.logits.end(), row.begin(), row.end());
+            }
+        }
+        seq.computed += s.rows;
+        seq.chunk_ends.push_back(seq.computed);
+        out.position = seq.computed;
+        out.done = seq.computed == seq.tokens.size();
+        result.ran.push_back(std::move(out));
+    }
+}
+
+}  // namespace vkf

@@ -1,0 +1,187 @@
+#pragma once
+// Many sequences through one decoder at once (continuous batching). Sequences are added, fed
+// tokens (a prompt, a chunk of one, or the token sampled last) and removed at any time,
+// independently; step() runs one forward pass over the pending tokens of as many sequences
+// as fit, any mix of prefill chunks and single decode tokens, so the weights are read once
+// for all of them. Their keys and values live in a paged KV cache (host/model/kv_cache.hpp)
+// shared by all: a sequence holds a table of fixed-size blocks that grows a block at a time
+// and is freed when it is removed. A sequence fed a prompt that starts with tokens another
+// sequence already computed takes that sequence's blocks for them (copy on write at the first
+// block it writes into), so a common system prompt is computed and stored once.
+//
+// One step: the host picks the rows (decode tokens first, then prompt chunks, in the order
+// the sequences were added, up to the step's row and sequence budget), gives every row a
+// cache slot, writes the small per-step buffers (ids, positions, slots, the sequence table
+// attention reads, the rows whose logits are wanted), and submits the step's command list,
+// recorded once per StepShape (host/model/decoder_plan.hpp) and submitted again for every
+// later step of that shape. docs/DESIGN.md "Batches" follows one decode step through it.
+
+#include "host/model/decoder_step.hpp"
+#include "host/model/kv_cache.hpp"
+#include "host/model/model.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace vkf {
+
+struct BatchOptions {
+    // KV-cache capacity over all sequences, in tokens (rounded up to whole blocks).
+    std::uint32_t max_tokens = 0;
+    // Most tokens one sequence holds (its block table's length); 0: max_tokens.
+    std::uint32_t max_sequence_tokens = 0;
+    std::uint32_t max_sequences = 16;  // most sequences one step runs
+    std::uint32_t block_size = 16;     // tokens per KV block
+    // Most rows one step runs, all sequences together: bounds one submission's time.
+    std::uint32_t chunk = 128;
+    // GPUs: milliseconds one submission with prompt rows should take at most (watchdogs reset
+    // GPUs whose work runs for about 2 s); later steps take as many prompt rows as the
+    // measured time per row allows (prompt_chunk_after). 0, and CPU devices: always `chunk`.
+    std::uint32_t submission_target_ms = 500;
+    bool profiling = false;  // time every dispatch into profile()
+    // The QKV projection scatters Q, K and V in place where the device and the family allow
+    // (DecoderPlan::scatter); off: separate repack and append passes.
+    bool fuse_qkv = true;
+    // LayerNorms run inside the matmuls that read them where the matmul op says it pays.
+    bool fuse_layernorm = true;
+    // Submit recorded steps again; false records every step anew, as a check.
+    bool reuse_steps = true;
+    DType kv_dtype = DType::F16;  // F16 or F32
+    // Quantized weights: X rounded to int8 per block for the integer dot products.
+    bool int8_activations = false;
+    // A sequence's first tokens take another sequence's computed blocks where they match.
+    bool share_prefixes = true;
+};
+
+// GPU time per op kind (the dispatch labels), summed over profiled submissions.
+struct OpProfile {
+    double ms = 0.0;
+    std::uint64_t dispatches = 0;
+};
+using Profile = std::map<std::string, OpProfile>;
+
+// What the submissions did.
+struct SessionStats {
+    std::uint64_t submissions = 0;
+    std::uint64_t recordings = 0;    // command lists recorded (the rest were re-submitted)
+    std::uint64_t dispatches = 0;    // over all submissions
+    std::uint64_t barriers = 0;      // hazard barriers, over all submissions
+    std::uint64_t tokens = 0;        // run through the layers
+    double gpu_ms = 0.0;             // GPU time of the submissions (timestamps), 0 without
+    double wall_ms = 0.0;            // host wall time of the steps, submission waits included
+    std::uint64_t block_copies = 0;  // KV blocks copied on write
+};
+
+// Which fed tokens' logits a step returns.
+enum class Logits { Last, All, None };
+
+// Prompt tokens the next submission may take after one of `tokens` tokens took `gpu_ms`:
+// what fits target_ms at that rate, a power of two, 1 .. max_chunk.
+std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms, std::uint32_t max_chunk);
+
+using SequenceId = std::uint64_t;
+
+struct SequenceOutput {
+    SequenceId id = 0;
+    std::uint32_t tokens = 0;    // rows this step ran
+    std::uint32_t position = 0;  // the sequence's tokens in the cache after the step
+    bool done = false;           // none of its fed tokens is left
+    std::vector<float> logits;   // [rows, vocab]: the step's rows whose logits were asked for
+};
+
+struct StepResult {
+    std::vector<SequenceOutput> ran;
+    std::vector<SequenceId> blocked;   // pending tokens, but no free KV block: free some (remove)
+    std::vector<SequenceId> deferred;  // pending tokens, but the step was full: the next step
+};
+
+class Batch {
+public:
+    Batch(const Model& model, BatchOptions options);
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+    SequenceId add();
+    // Queues `ids` after the sequence's tokens; `logits` says whose logits step() returns.
+    // Throws vkf::Error for an unknown sequence, no ids, ids >= vocab_size, or more tokens
+    // than max_sequence_tokens (nothing is queued then).
+    void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
+    // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds.
+    void remove(SequenceId id);
+    // One forward pass over pending tokens; a step with nothing to run submits nothing.
+    StepResult step();
+
+    bool contains(SequenceId id) const { return sequences_.contains(id); }
+    bool has_pending() const;
+    std::uint32_t position(SequenceId id) const;  // tokens whose keys are in the cache
+    std::uint32_t pending(SequenceId id) const;   // fed tokens not run yet
+    // Tokens whose blocks came from another sequence (prefix sharing).
+    std::uint32_t shared_prefix(SequenceId id) const;
+    // The key count after each step that ran the sequence (a reference run in the same chunks
+    // gives the same numerics even under Jais' length-dependent ALiBi scaling).
+    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const;
+    std::vector<SequenceId> sequences() const;
+    std::size_t size() const { return sequences_.size(); }
+
+    const KvBlocks& blocks() const { return cache_.blocks(); }
+    std::uint32_t block_size() const { return options_.block_size; }
+    std::uint32_t max_sequence_tokens() const { return options_.max_sequence_tokens; }
+    const BatchOptions& options() const { return options_; }
+    const Model& model() const { return model_; }
+    const SessionStats& stats() const { return stats_; }
+    const Profile& profile() const { return profile_; }
+    // Whether the last planned step scattered QKV in place (DecoderPlan::scatter).
+    bool fused_qkv() const { return fused_qkv_; }
+    std::uint64_t device_bytes() const;
+
+private:
+    struct Sequence {
+        std::vector<std::uint32_t> tokens;  // fed, computed ones first
+        std::vector<std::uint8_t> want;     // per token: its logits are returned
+        std::uint32_t computed = 0;         // tokens whose keys are in the cache
+        std::uint32_t shared = 0;           // of them, taken from another sequence
+        std::vector<std::uint32_t> blocks;  // block table
+        std::vector<std::uint32_t> chunk_ends;
+        std::uint64_t order = 0;  // when it was added
+    };
+    struct Scheduled {
+        SequenceId id;
+        Sequence* seq;
+        std::uint32_t rows;
+    };
+    Sequence& get(SequenceId id);
+    const Sequence& get(SequenceId id) const;
+    void share_prefix(Sequence& seq);
+    // Gives the sequence blocks for up to `rows` more tokens (copying a shared block it is
+    // about to write into); returns how many got room.
+    std::uint32_t reserve(Sequence& seq, std::uint32_t rows,
+                          std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies);
+    void ensure_buffers(const DecoderPlan& plan);
+    RecordedStep& recorded(const StepShape& shape);
+    void run(std::vector<Scheduled>& scheduled, StepResult& result);
+
+    const Model& model_;
+    Context& ctx_;
+    BatchOptions options_;
+    DecoderSettings settings_;
+    KvCache cache_;
+    std::map<SequenceId, Sequence> sequences_;
+    SequenceId next_id_ = 1;
+    std::uint64_t next_order_ = 0;
+    // Per-step inputs (host-visible) and activations, sized for `chunk` rows.
+    Buffer ids_, positions_, slots_, sequence_table_, logit_index_;
+    Buffer hidden_, normed_, qkv_, q_, attn_, mlp_, gate_, logit_hidden_, logits_, scratch_;
+    StepBuffers buffers_;
+    std::map<StepShape, std::unique_ptr<RecordedStep>> steps_;
+    bool adaptive_chunks_ = false;
+    std::uint32_t chunk_limit_ = 0;
+    bool fused_qkv_ = false;
+    SessionStats stats_;
+    Profile profile_;
+};
+
+}  // namespace vkf

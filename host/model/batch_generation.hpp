@@ -1,0 +1,53 @@
+#pragma once
+// Many generations at once over a Batch (continuous batching): each request has its own
+// prompt, sampling settings and stop conditions (GenerationOptions), joins whenever it is
+// submitted and leaves when it stops, and every step() decodes one token for each running
+// generation (and runs prompt chunks of the new ones) in one forward pass.
+
+#include "host/model/batch.hpp"
+#include "host/model/generation.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace vkf {
+
+class BatchGenerator {
+public:
+    explicit BatchGenerator(Batch& batch) : batch_(batch) {}
+    BatchGenerator(const BatchGenerator&) = delete;
+    BatchGenerator& operator=(const BatchGenerator&) = delete;
+    ~BatchGenerator();
+
+    // Starts a generation. Throws vkf::Error for an empty prompt, n_predict 0, bad sampling
+    // parameters, or prompt + n_predict - 1 tokens over the batch's max_sequence_tokens.
+    SequenceId submit(std::span<const std::uint32_t> prompt, GenerationOptions options);
+    // Ends a generation now (StopReason::Caller); its result is returned by the next step().
+    void cancel(SequenceId id);
+    // One forward step; returns the generations that ended in it (or were cancelled before).
+    std::vector<std::pair<SequenceId, GenerationResult>> step();
+    bool busy() const { return !running_.empty() || !ended_.empty(); }
+    std::size_t running() const { return running_.size(); }
+    // Steps until every generation has ended.
+    std::map<SequenceId, GenerationResult> run();
+
+private:
+    using clock = std::chrono::steady_clock;
+    struct Running {
+        GenerationOptions options;
+        Sampler sampler;
+        GenerationResult result;
+        clock::time_point start, first_token;
+    };
+    void finish(SequenceId id, StopReason why);
+
+    Batch& batch_;
+    std::map<SequenceId, Running> running_;
+    std::vector<std::pair<SequenceId, GenerationResult>> ended_;
+};
+
+}  // namespace vkf

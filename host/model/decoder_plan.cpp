@@ -1,0 +1,77 @@
+#include "host/model/decoder_plan.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace vkf {
+
+DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const DecoderSettings& settings,
+                              StepShape shape) {
+    const ModelConfig& c = model.config();
+    const FamilyTraits traits = family_traits(c.family);
+    const WeightFormat wf = model.weight_format();
+    if (shape.tokens == 0 || shape.sequences == 0 || shape.sequences > shape.tokens || shape.max_q_len > shape.tokens ||
+        shape.logit_rows > shape.tokens) {
+        throw Error("decoder plan: inconsistent step shape (" + std::to_string(shape.tokens) + " tokens, " +
+                    std::to_string(shape.sequences) + " sequences, " + std::to_string(shape.max_q_len) +
+                    " rows at most, " + std::to_string(shape.logit_rows) + " logit rows)");
+    }
+    DecoderPlan plan{.shape = shape};
+    const MatmulDevice device = matmul_device(ctx);
+    // The matmul's fused norm is a LayerNorm; BLOOM's post-LN residuals need the norm's output.
+    const bool norm_fusable =
+        settings.fuse_layernorm && traits.norm == NormKind::LayerNorm && !c.post_layernorm_residual;
+    const auto plan_linear = [&](std::uint32_t m, const LinearWeights& w, bool x_norm, bool scatter) {
+        MatmulOptions options{.int8_activations = settings.int8_activations};
+        options.x_norm = x_norm && norm_fusable;
+        options.scatter = scatter;
+        MatmulPlan p = plan_matmul(device, m, w.out, w.in, wf.dense, options, wf.quant);
+        plan.scratch_bytes = std::max(plan.scratch_bytes, p.scratch_bytes);
+        return p;
+    };
+    // Every layer has the same shapes: layer 0's weights stand for all.
+    const LayerWeights& w = model.weights().layers.at(0);
+    const std::uint32_t m = shape.tokens;
+    // MPT's qk_ln normalizes Q and K between the projection and the cache: separate passes.
+    plan.qkv = plan_linear(m, w.qkv, true, settings.fuse_qkv && !c.qk_ln);
+    plan.scatter = plan.qkv.scatter;
+    plan.attn_out = plan_linear(m, w.attn_out, false, false);
+    if (traits.mlp == MlpKind::Gated) {
+        plan.gate = plan_linear(m, w.gate, false, false);
+        plan.up = plan_linear(m, w.up, false, false);
+    } else {
+        plan.up = plan_linear(m, w.up, true, false);
+    }
+    plan.down = plan_linear(m, w.down, false, false);
+    if (shape.logit_rows > 0) {
+        const LinearWeights head{.out = c.vocab_size, .in = c.hidden};
+        plan.head = plan_linear(shape.logit_rows, head, true, false);
+        plan.gather_logits = shape.logit_rows != shape.tokens;
+    }
+
+    plan.attention = AttentionParams{
+        .shape = {.batch = shape.sequences,
+                  .q_len = shape.max_q_len,
+                  .kv_len = settings.blocks_per_seq * settings.block_size,
+                  .n_head = c.n_head,
+                  .n_kv_head = c.n_kv_head,
+                  .head_dim = c.head_dim},
+        .mask = MaskMode::Causal,
+        .alibi = !c.alibi                                     ? AlibiMode::Off
+                 : traits.alibi_form == AlibiForm::FalconBf16 ? AlibiMode::FalconBf16
+                                                              : AlibiMode::Causal,
+        .max_bias = static_cast<float>(c.alibi_bias_max),
+        .scale = static_cast<float>(attention_scale(c)),
+        .slopes = model.alibi_slopes(),
+        .alibi_train_len = c.alibi_train_seq_len.value_or(0),
+    };
+    plan.attention_options = AttentionOptions{
+        .kv_dtype = settings.kv_dtype,
+        .paged = PagedKv{
+            .block_size = settings.block_size, .blocks_per_seq = settings.blocks_per_seq, .q_rows = shape.tokens}};
+    return plan;
+}
+
+}  // namespace vkf

@@ -1,0 +1,55 @@
+#pragma once
+// What one forward step of a decoder does, decided once per step shape from the ops' own
+// answers (plan_matmul, plan_attention) and only read when the step is recorded: which
+// matmul kernels run, whether the QKV projection scatters Q, K and V in place, which
+// LayerNorms run inside the matmuls that read them, and the scratch the step needs.
+//
+// A step runs the rows of several sequences (host/model/batch.hpp): `tokens` rows in all,
+// `sequences` sequences, the longest with `max_q_len` rows; `logit_rows` of them go
+// through the final norm and the head.
+
+#include "host/model/model.hpp"
+#include "host/ops/attention.hpp"
+#include "host/ops/matmul.hpp"
+
+#include <compare>
+#include <cstdint>
+
+namespace vkf {
+
+struct StepShape {
+    std::uint32_t tokens = 0;
+    std::uint32_t sequences = 0;
+    std::uint32_t max_q_len = 0;
+    std::uint32_t logit_rows = 0;
+    auto operator<=>(const StepShape&) const = default;
+};
+
+// The settings of a Batch that decide plans (BatchOptions).
+struct DecoderSettings {
+    bool fuse_qkv = true;
+    bool fuse_layernorm = true;
+    bool int8_activations = false;
+    DType kv_dtype = DType::F16;
+    std::uint32_t block_size = 16;
+    std::uint32_t blocks_per_seq = 0;
+};
+
+struct DecoderPlan {
+    StepShape shape;
+    // The QKV projection writes Q densely and K and V into the cache through the step's slot
+    // mapping (QkvScatter); else it writes the fused QKV rows, and Q and K/V are repacked
+    // and appended by separate passes (always for MPT's qk_ln, which normalizes in between).
+    bool scatter = false;
+    // The rows whose logits are read back are gathered before the final norm (they are not
+    // simply all the step's rows).
+    bool gather_logits = false;
+    MatmulPlan qkv, attn_out, gate, up, down, head;  // gate: gated MLPs only; head: logit_rows > 0
+    AttentionParams attention;
+    AttentionOptions attention_options;
+    std::uint64_t scratch_bytes = 0;  // the most any of the matmuls needs
+};
+
+DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const DecoderSettings& settings, StepShape shape);
+
+}  // namespace vkf

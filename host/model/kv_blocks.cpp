@@ -1,0 +1,56 @@
+#include "host/model/kv_blocks.hpp"
+
+#include "runtime/error.hpp"
+
+#include <string>
+
+namespace vkf {
+
+KvBlocks::KvBlocks(std::uint32_t blocks) : refs_(blocks, 0) {
+    free_.reserve(blocks);
+    for (std::uint32_t b = blocks; b-- > 0;) {
+        free_.push_back(b);
+    }
+}
+
+void KvBlocks::check(std::uint32_t block) const {
+    if (block >= refs_.size()) {
+        throw Error("KV blocks: block " + std::to_string(block) + " is not below the pool's " +
+                    std::to_string(refs_.size()));
+    }
+}
+
+std::optional<std::uint32_t> KvBlocks::allocate() {
+    if (free_.empty()) {
+        return std::nullopt;
+    }
+    const std::uint32_t block = free_.back();
+    free_.pop_back();
+    refs_[block] = 1;
+    return block;
+}
+
+void KvBlocks::retain(std::uint32_t block) {
+    check(block);
+    if (refs_[block] == 0) {
+        throw Error("KV blocks: block " + std::to_string(block) + " is free and cannot be shared");
+    }
+    ++refs_[block];
+}
+
+void KvBlocks::release(std::uint32_t block) {
+    check(block);
+    if (refs_[block] == 0) {
+        throw Error("KV blocks: block " + std::to_string(block) + " released but not in use");
+    }
+    if (--refs_[block] == 0) {
+        free_.push_back(block);
+    }
+}
+
+std::uint32_t KvBlocks::references(std::uint32_t block) const {
+    check(block);
+    return refs_[block];
+}
+
+}  // namespace vkf

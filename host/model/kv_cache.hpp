@@ -1,0 +1,43 @@
+#pragma once
+// The paged KV cache of a decoder on the device: per layer one K and one V pool of
+// `blocks` blocks of `block_size` token rows [blocks * block_size, n_kv_head, head_dim] in
+// the cache dtype, shared by every sequence of a Batch (host/model/batch.hpp), plus the
+// host-side bookkeeping of which blocks are free and who holds the others (KvBlocks).
+
+#include "host/model/kv_blocks.hpp"
+#include "host/spec/model_config.hpp"
+#include "host/util/dtype.hpp"
+#include "runtime/context.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace vkf {
+
+class KvCache {
+public:
+    // Throws vkf::Error when one layer's pool is over the device's maxStorageBufferRange
+    // (attention binds it whole), or for a dtype other than F16 and F32.
+    KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype);
+
+    const Buffer& k(std::uint32_t layer) const { return k_[layer]; }
+    const Buffer& v(std::uint32_t layer) const { return v_[layer]; }
+    std::uint32_t block_size() const { return block_size_; }
+    DType dtype() const { return dtype_; }
+    KvBlocks& blocks() { return blocks_; }
+    const KvBlocks& blocks() const { return blocks_; }
+    std::uint64_t device_bytes() const;
+
+    // Records copies of block `from` into block `to` in every layer's K and V (copy on write).
+    void record_copy(CommandList& list, std::uint32_t from, std::uint32_t to) const;
+
+private:
+    std::uint64_t block_bytes_ = 0;
+    std::uint32_t block_size_ = 0;
+    DType dtype_;
+    std::vector<Buffer> k_, v_;
+    KvBlocks blocks_;
+};
+
+}  // namespace vkf

@@ -1,0 +1,71 @@
+#include "host/model/session.hpp"
+
+#include "runtime/error.hpp"
+
+#include <string>
+
+namespace vkf {
+
+namespace {
+
+BatchOptions batch_options(const SessionOptions& o) {
+    if (o.max_tokens == 0) {
+        throw Error("session: max_tokens must be at least 1");
+    }
+    return BatchOptions{.max_tokens = o.max_tokens,
+                        .max_sequence_tokens = o.max_tokens,
+                        .max_sequences = 1,
+                        .block_size = o.block_size,
+                        .chunk = o.chunk,
+                        .submission_target_ms = o.submission_target_ms,
+                        .profiling = o.profiling,
+                        .fuse_qkv = o.fuse_qkv,
+                        .fuse_layernorm = o.fuse_layernorm,
+                        .reuse_steps = o.reuse_steps,
+                        .kv_dtype = o.kv_dtype,
+                        .int8_activations = o.int8_activations,
+                        .share_prefixes = false};
+}
+
+}  // namespace
+
+Session::Session(const Model& model, SessionOptions options)
+    : options_(options), batch_(model, batch_options(options)), sequence_(batch_.add()) {}
+
+void Session::reset() {
+    batch_.remove(sequence_);
+    sequence_ = batch_.add();
+}
+
+std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which) {
+    const std::uint32_t vocab = batch_.model().config().vocab_size;
+    if (ids.empty()) {
+        throw Error("session: forward needs at least one token id");
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= vocab) {
+            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
+                        " is not below the vocabulary size " + std::to_string(vocab));
+        }
+    }
+    if (ids.size() > options_.max_tokens - position()) {
+        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position()) +
+                    " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
+    }
+    batch_.feed(sequence_, ids, which);
+    std::vector<float> logits;
+    logits.reserve(which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0);
+    while (batch_.pending(sequence_) > 0) {
+        StepResult step = batch_.step();
+        if (step.ran.empty()) {
+            // One sequence holding the whole pool always finds room; this is a bug, not input.
+            throw Error("session: the step ran nothing with " + std::to_string(batch_.pending(sequence_)) +
+                        " tokens pending");
+        }
+        const std::vector<float>& rows = step.ran.front().logits;
+        logits.insert(logits.end(), rows.begin(), rows.end());
+    }
+    return logits;
+}
+
+}  // namespace vkf

@@ -1,0 +1,75 @@
+#pragma once
+// One sequence running through a Model: a Batch (host/model/batch.hpp) that holds a single
+// sequence, with the forward() of a language-model session. Every chunk's forward pass, all
+// layers and the logits, is one command list, recorded once per chunk size and submitted
+// again for every later chunk of that size (every decoding step is the same one-token list).
+
+#include "host/model/batch.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace vkf {
+
+struct SessionOptions {
+    std::uint32_t max_tokens = 0;  // KV-cache capacity: prompt plus generated tokens
+    // Most tokens run through the layers per submission: bounds one submission's time (a
+    // 128-token chunk of BLOOM-560m takes about two minutes on lavapipe).
+    std::uint32_t chunk = 128;
+    // GPUs: milliseconds one prompt submission should take at most (BatchOptions).
+    std::uint32_t submission_target_ms = 500;
+    bool profiling = false;  // time every dispatch (GPU timestamps) into profile()
+    // The QKV projection writes Q, K and V where attention reads them (QkvScatter) where the
+    // device and the family allow; off: Q and K/V are repacked by separate passes.
+    bool fuse_qkv = true;
+    // LayerNorms run inside the matmuls that read them where the matmul op says it pays
+    // (docs/DESIGN.md "Decoding steps").
+    bool fuse_layernorm = true;
+    // Re-submit recorded steps; false records every chunk anew, as a check.
+    bool reuse_steps = true;
+    // KV-cache storage, F16 or F32. F16 halves the cache's memory and the attention's reads
+    // of it; Q and the attention output stay fp32 and all attention arithmetic is fp32.
+    DType kv_dtype = DType::F16;
+    // Quantized weights: X rounded to int8 per block for the integer dot-product path.
+    bool int8_activations = false;
+    std::uint32_t block_size = 16;  // tokens per KV-cache block
+};
+
+class Session {
+public:
+    Session(const Model& model, SessionOptions options);
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Runs `ids` (appended to the sequence at position() onwards) through the model,
+    // storing their keys and values in the cache, and returns the fp32 logits of the last
+    // one ([vocab]), of every one ([ids.size(), vocab]), or none (the final norm and the
+    // head are skipped: benchmarks of the layers alone). Throws vkf::Error for an empty
+    // input, ids >= vocab_size, or a sequence over max_tokens.
+    using Logits = vkf::Logits;
+    std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
+
+    std::uint32_t position() const { return batch_.position(sequence_); }
+    std::uint32_t max_tokens() const { return options_.max_tokens; }
+    DType kv_dtype() const { return options_.kv_dtype; }
+    void reset();
+    // The key count after each submission since the last reset(): where the chunks the
+    // tokens ran in ended (a reference run in the same chunks, reference::Model::forward,
+    // gives the same numerics even under Jais' length-dependent ALiBi scaling).
+    const std::vector<std::uint32_t>& chunk_ends() const { return batch_.chunk_ends(sequence_); }
+    const Profile& profile() const { return batch_.profile(); }
+    std::uint64_t submissions() const { return batch_.stats().submissions; }
+    const SessionStats& stats() const { return batch_.stats(); }
+    // Whether this session's steps fuse QKV (SessionOptions::fuse_qkv and the device's limits).
+    bool fused_qkv() const { return batch_.fused_qkv(); }
+    // Device bytes of the KV cache and the activations.
+    std::uint64_t device_bytes() const { return batch_.device_bytes(); }
+
+private:
+    SessionOptions options_;
+    Batch batch_;
+    SequenceId sequence_ = 0;
+};
+
+}  // namespace vkf
