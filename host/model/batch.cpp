@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
 
 namespace vkf {
 
@@ -104,6 +105,15 @@ Batch::Batch(const Model& model, BatchOptions options)
                            .logit_hidden = &logit_hidden_,
                            .logits = &logits_,
                            .scratch = &scratch_};
+    if (options_.poison) {
+        // Quiet NaNs: an fp32 word, or two fp16 halves.
+        const std::uint32_t nan = options_.kv_dtype == DType::F16 ? 0x7E007E00u : 0x7FC00000u;
+        for (std::uint32_t l = 0; l < c.n_layer; ++l) {
+            const std::vector<std::uint32_t> words(cache_.k(l).size() / 4, nan);
+            ctx_.upload(cache_.k(l), std::span<const std::uint32_t>(words));
+            ctx_.upload(cache_.v(l), std::span<const std::uint32_t>(words));
+        }
+    }
     // Plans the decode step now: a device the model cannot run on fails here, not mid-run.
     fused_qkv_ = plan_decoder_step(ctx_, model_, settings_, StepShape{1, 1, 1, 1}).scatter;
 }
@@ -399,6 +409,10 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
         ctx_.upload(logit_index_, std::span<const std::uint32_t>(logit_index));
     }
 
+    if (options_.poison && shape.logit_rows > 0) {
+        const std::vector<float> nan(std::size_t{shape.logit_rows} * c.vocab_size, std::nanf(""));
+        ctx_.upload(logits_, std::span<const float>(nan));
+    }
     CommandList& list = *step.list;
     ctx_.submit(list);
     ++stats_.submissions;

@@ -55,6 +55,9 @@ struct BatchOptions {
     bool int8_activations = false;
     // A sequence's first tokens take another sequence's computed blocks where they match.
     bool share_prefixes = true;
+    // Tests: NaN in every KV block at the start and in the logits before every step, so that
+    // a row read before it was written, or a logit row never written, shows.
+    bool poison = false;
 };
 
 // GPU time per op kind (the dispatch labels), summed over profiled submissions.
