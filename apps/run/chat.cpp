@@ -1,0 +1,76 @@
+#include "apps/run/chat.hpp"
+
+#include "apps/common/app_main.hpp"
+#include "apps/common/streamed_text.hpp"
+#include "host/model/generation.hpp"
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace vkf::run_cli {
+
+// --interactive: each line of stdin is a turn; the answers continue one sequence, whose KV
+// cache keeps every earlier turn, so a turn costs its own tokens, not the conversation's.
+int chat(Session& session, const text::Tokenizer& tokenizer, const Options& o,
+         const std::vector<std::uint32_t>& stop_ids) {
+    const bool tty = ::isatty(0) != 0;
+    // The last token of the previous answer: sampled, not yet run through the model.
+    std::optional<std::uint32_t> pending;
+    std::string line;
+    for (std::uint64_t turn = 0;; ++turn) {
+        if (tty) {
+            fmt::print(stderr, "> ");
+        }
+        if (!std::getline(std::cin, line)) {
+            break;
+        }
+        // Special tokens (a BOS) only where the conversation starts.
+        std::vector<std::uint32_t> ids;
+        try {
+            ids = tokenizer.encode(line, !pending.has_value());
+        } catch (const Error& e) {  // a bad line (not UTF-8) ends no conversation
+            fmt::print(stderr, "vkf-run: {}\n", e.what());
+            continue;
+        }
+        if (pending) {
+            ids.insert(ids.begin(), *pending);
+        }
+        if (ids.empty()) {
+            continue;
+        }
+        const std::uint64_t room = std::uint64_t{session.max_tokens()} - session.position();
+        if (ids.size() + 1 > room) {
+            fmt::print(stderr, "vkf-run: the conversation fills the {}-token KV cache (--ctx); ending it\n",
+                       session.max_tokens());
+            break;
+        }
+        app::StreamedText streamed(tokenizer, o.stops, stdout);
+        SamplingParams sampling = o.sampling;
+        sampling.seed += turn;  // not the same random draws every turn
+        const GenerationResult result = generate(
+            session, ids,
+            GenerationOptions{
+                .n_predict = static_cast<std::uint32_t>(std::min<std::uint64_t>(o.n_predict, room - ids.size() + 1)),
+                .sampling = sampling,
+                .stop_ids = stop_ids,
+                .on_token = [&streamed](std::uint32_t, std::uint32_t id) { return streamed.push(id); }});
+        streamed.finish();
+        fmt::print("\n");
+        std::fflush(stdout);
+        pending = result.tokens.back();
+    }
+    if (!o.quiet) {
+        fmt::print(stderr, "vkf-run: {} tokens in the session\n", session.position());
+    }
+    return app::kExitOk;
+}
+
+}  // namespace vkf::run_cli

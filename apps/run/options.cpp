@@ -1,0 +1,195 @@
+#include "apps/run/options.hpp"
+
+#include "host/io/text_file.hpp"
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+
+namespace vkf::run_cli {
+
+namespace {
+
+constexpr const char* kFooter = "exit status: 0 ok, 1 failure, 2 bad command line, 3 --check above the tolerance";
+
+// Token ids separated by commas or whitespace; `source` names where they came from.
+std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view text) {
+    std::vector<std::uint32_t> ids;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const std::size_t start = text.find_first_not_of(", \t\r\n", i);
+        if (start == std::string_view::npos) {
+            break;
+        }
+        const std::size_t end = std::min(text.find_first_of(", \t\r\n", start), text.size());
+        ids.push_back(app::parse_integer<std::uint32_t>(source, text.substr(start, end - start), 0));
+        i = end;
+    }
+    if (ids.empty()) {
+        throw app::UsageError(std::string(source) + ": no token ids given");
+    }
+    return ids;
+}
+
+// A command-line file that cannot be read is a usage error (exit status 2).
+std::string read_option_file(std::string_view option, const std::string& path) {
+    try {
+        return read_text_file(path);
+    } catch (const Error& e) {
+        throw app::UsageError(std::string(option) + ": " + e.what());
+    }
+}
+
+}  // namespace
+
+std::vector<FilePrompt> read_prompt_file(const std::string& path) {
+    const std::string text = read_option_file("--prompt-file", path);
+    std::vector<FilePrompt> prompts;
+    std::uint32_t line = 0;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        std::string_view piece(text.data() + start, end - start);
+        ++line;
+        if (piece.ends_with('\r')) {
+            piece.remove_suffix(1);
+        }
+        if (piece.find_first_not_of(" \t\r\f\v") != std::string_view::npos) {
+            prompts.push_back({line, std::string(piece)});
+        }
+        start = end + 1;
+    }
+    if (prompts.empty()) {
+        throw app::UsageError("--prompt-file: " + path + " holds no prompt (one per line; empty lines are skipped)");
+    }
+    return prompts;
+}
+
+void declare_options(CLI::App& cli, Options& o) {
+    using namespace app;
+    cli.footer(kFooter);
+    add_text(cli, "--model", "DIR", o.model, "the checkpoint directory")->required();
+    // One prompt option, once: a second prompt is more likely a mistake than an override.
+    const auto no_prompt_yet = [&o] {
+        if (!o.prompt.empty() || o.prompt_text || !o.prompt_file.empty()) {
+            throw UsageError("give the prompt once, with --prompt, --prompt-ids, --prompt-ids-file or --prompt-file");
+        }
+    };
+    const auto set_prompt = [&o, no_prompt_yet](std::vector<std::uint32_t> ids) {
+        no_prompt_yet();
+        o.prompt = std::move(ids);
+    };
+    add_parsed_option(cli, "--prompt", "TEXT", "the prompt as text (tokenized with the model's tokenizer.json)",
+                      [&o, no_prompt_yet](const std::string& text) {
+                          no_prompt_yet();
+                          o.prompt_text = text;
+                      });
+    add_parsed_option(cli, "--prompt-ids", "LIST", "prompt token ids, separated by commas",
+                      [set_prompt](const std::string& text) { set_prompt(parse_ids("--prompt-ids", text)); });
+    add_parsed_option(cli, "--prompt-ids-file", "F", "prompt token ids in a file, separated by commas or whitespace",
+                      [set_prompt](const std::string& path) {
+                          set_prompt(parse_ids(path, read_option_file("--prompt-ids-file", path)));
+                      });
+    add_parsed_option(cli, "--prompt-file", "F",
+                      "text prompts, one per line (empty lines skipped), each generated\n"
+                      "on its own and printed as a block labelled with its line number;\n"
+                      "--parallel of them run at once",
+                      [&o, no_prompt_yet](const std::string& path) {
+                          no_prompt_yet();
+                          o.file_prompts = read_prompt_file(path);
+                          o.prompt_file = path;
+                      });
+    add_integer(cli, "--parallel", "N", o.parallel, 1,
+                "--prompt-file: how many prompts run at once, as one batch over a\n"
+                "paged KV cache; the others queue and join as earlier ones finish\n"
+                "(default 1)");
+    add_integer(cli, "--n-predict", "N", o.n_predict, 1,
+                "most tokens to generate (default 32; per turn with --interactive,\nper prompt with --prompt-file)");
+    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "tokenizer.json (default: the model directory's)");
+    add_parsed_option(cli, "--stop", "STRING",
+                      "end generation where the text contains STRING (not printed;\nrepeatable)",
+                      [&o](const std::string& text) {
+                          if (text.empty()) {
+                              throw UsageError("--stop: the stop string is empty");
+                          }
+                          o.stops.push_back(text);
+                      });
+    cli.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-sequence token");
+    cli.add_flag("--interactive", o.interactive,
+                 "read prompts from stdin, one per line, and answer each in the same\n"
+                 "session: the KV cache keeps the whole conversation (until --ctx)");
+    add_integer(cli, "--ctx", "N", o.ctx, 2, "--interactive: KV-cache capacity in tokens (default 2048)");
+    add_number(cli, "--temp", "T", o.sampling.temperature, "sampling temperature (default 0: greedy)");
+    add_integer(cli, "--top-k", "K", o.sampling.top_k, 0, "sample among the K most likely tokens (default 0: all)");
+    add_number(cli, "--top-p", "P", o.sampling.top_p,
+               "sample from the smallest set whose probability reaches P (default 1)");
+    add_integer(cli, "--seed", "S", o.sampling.seed, 0,
+                "sampling seed (default 0; --prompt-file: S + the prompt's index,\n"
+                "so a prompt's draws do not depend on the others)");
+    add_choice(cli, "--weights", o.weights,
+               {{"f32", *parse_weight_format("f32")},
+                {"f16", *parse_weight_format("f16")},
+                {"q8_0", *parse_weight_format("q8_0")},
+                {"q4_0", *parse_weight_format("q4_0")}},
+               "weight storage on the device: q8_0 and q4_0 quantize the\n"
+               "matrices at load time (docs/QUANTIZATION.md); default: a\n"
+               "quantized checkpoint's own format, f16 for an all-F16\ncheckpoint, else f32");
+    add_choice(cli, "--kv", o.kv, {{"f32", DType::F32}, {"f16", DType::F16}},
+               "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
+    add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
+    add_device_options(cli, o.device);
+    cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
+    cli.add_flag("--skip-weight-check", o.skip_weight_check,
+                 "load weights without refusing NaN or infinite values (checked by default)");
+    cli.add_flag("--unfused", o.unfused,
+                 "LayerNorms as dispatches of their own, Q and K/V repacked by\n"
+                 "separate passes, every step recorded anew (the portable path, also\n"
+                 "taken by devices with too few storage buffers per shader stage for\n"
+                 "the fused QKV kernel)");
+    cli.add_flag("--int8-activations", o.int8_activations,
+                 "q8_0/q4_0 weights: round the matmuls' inputs to int8 per block\n"
+                 "for the integer dot-product path where the device has it (changes\n"
+                 "the numerics: --check then measures its error)");
+    cli.add_flag("--check", o.check,
+                 "run the double-precision CPU reference model on the same tokens\n"
+                 "and print the largest relative logit error over all steps (of\n"
+                 "every prompt); exit with status 3 when it is above --check-tolerance");
+    add_number(cli, "--check-tolerance", "E", o.check_tolerance, "(default 1e-3)", true);
+    add_text(cli, "--logits-out", "F.npy", o.logits_out,
+             "write the float32 logits of every generated step [n_predict, vocab]");
+    cli.add_flag("--json", o.json, "print one JSON object instead of text");
+    cli.add_flag("--quiet", o.quiet, "no progress output on stderr");
+}
+
+void check_options(const Options& o) {
+    using app::UsageError;
+    const bool file = !o.prompt_file.empty();
+    if (o.interactive) {
+        if (!o.prompt.empty() || o.prompt_text || file) {
+            throw UsageError(
+                "--interactive reads the prompts from stdin; give no --prompt, --prompt-ids or --prompt-file");
+        }
+        if (o.check || o.json || !o.logits_out.empty()) {
+            throw UsageError("--check, --json and --logits-out apply to one prompt, not --interactive");
+        }
+    } else if (o.prompt.empty() && !o.prompt_text && !file) {
+        throw UsageError("give the prompt with --prompt, --prompt-ids, --prompt-ids-file or --prompt-file");
+    }
+    if (o.parallel > 1 && !file) {
+        throw UsageError("--parallel runs the prompts of a --prompt-file at once; give --prompt-file");
+    }
+    if (file && !o.logits_out.empty()) {
+        throw UsageError("--logits-out writes one prompt's logits; give --prompt or --prompt-ids, not --prompt-file");
+    }
+    if (!o.stops.empty() && !o.prompt_text && !file && !o.interactive) {
+        throw UsageError("--stop needs text: give the prompt with --prompt or --prompt-file");
+    }
+    try {
+        validate(o.sampling);
+    } catch (const Error& e) {
+        throw UsageError(e.what());
+    }
+}
+
+}  // namespace vkf::run_cli

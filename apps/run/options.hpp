@@ -1,0 +1,61 @@
+#pragma once
+// vkf-run's command line: the options, their declaration on CLI11, and the checks that need
+// several of them at once. Everything wrong here is a usage error (exit status 2).
+
+#include "apps/common/options.hpp"
+#include "host/model/session.hpp"
+#include "host/quant/quant_format.hpp"
+#include "host/spec/sampling.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkf::run_cli {
+
+// A line of --prompt-file; `line` counts from 1, empty lines included, so that a result
+// names the line a reader finds in an editor.
+struct FilePrompt {
+    std::uint32_t line = 0;
+    std::string text;
+};
+
+struct Options {
+    std::string model;
+    std::vector<std::uint32_t> prompt;
+    std::optional<std::string> prompt_text;
+    std::string prompt_file;
+    std::vector<FilePrompt> file_prompts;
+    std::uint32_t parallel = 1;
+    std::string tokenizer;
+    std::vector<std::string> stops;
+    bool ignore_eos = false;
+    bool interactive = false;
+    std::uint32_t ctx = 2048;
+    std::uint32_t n_predict = 32;
+    SamplingParams sampling;
+    std::optional<WeightFormat> weights;
+    DType kv = SessionOptions{}.kv_dtype;
+    std::uint32_t chunk = 128;
+    app::DeviceOptions device;
+    bool profile = false;
+    bool int8_activations = false;
+    bool unfused = false;
+    bool skip_weight_check = false;
+    bool check = false;
+    double check_tolerance = 1e-3;
+    std::string logits_out;
+    bool json = false;
+    bool quiet = false;
+};
+
+void declare_options(CLI::App& cli, Options& o);
+// What the options cannot check one at a time.
+void check_options(const Options& o);
+
+// The prompts of a --prompt-file: one per line ('\n' or "\r\n"), lines of only whitespace
+// skipped. Throws app::UsageError for a file that cannot be read or holds no prompt.
+std::vector<FilePrompt> read_prompt_file(const std::string& path);
+
+}  // namespace vkf::run_cli

@@ -1,0 +1,117 @@
+#include "apps/run/report.hpp"
+
+#include "host/spec/model_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vkf::run_cli {
+
+std::string_view stop_reason_name(StopReason reason) {
+    switch (reason) {
+        case StopReason::Length:
+            return "length";
+        case StopReason::StopToken:
+            return "eos";
+        case StopReason::Caller:
+            return "stop string";
+        case StopReason::CacheFull:
+            return "cache full";
+    }
+    return "unknown";
+}
+
+std::string_view stop_reason_text(StopReason reason) {
+    switch (reason) {
+        case StopReason::Length:
+            return "--n-predict";
+        case StopReason::StopToken:
+            return "end-of-sequence token";
+        case StopReason::Caller:
+            return "stop string";
+        case StopReason::CacheFull:
+            return "KV cache full";
+    }
+    return "unknown";
+}
+
+nlohmann::ordered_json model_json(const Options& o, const Model& model, double load_seconds) {
+    const ModelConfig& config = model.config();
+    return {{"path", o.model},
+            {"family", family_name(config.family)},
+            {"n_layer", config.n_layer},
+            {"hidden", config.hidden},
+            {"n_head", config.n_head},
+            {"vocab_size", config.vocab_size},
+            {"weights", to_string(model.weight_format())},
+            {"weight_bytes", model.weights().bytes},
+            {"load_seconds", load_seconds}};
+}
+
+nlohmann::ordered_json sampling_json(const SamplingParams& sampling) {
+    return {{"temperature", double{sampling.temperature}},
+            {"top_k", sampling.top_k},
+            {"top_p", double{sampling.top_p}},
+            {"seed", sampling.seed}};
+}
+
+void add_memory_json(nlohmann::ordered_json& json, const Context& ctx) {
+    const MemoryStats memory = ctx.memory_stats();
+    json["host_visible_fallback_bytes"] = memory.fallback_buffer_bytes;
+    json["memory_note"] = memory.note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(memory.note);
+}
+
+nlohmann::ordered_json check_json(const CheckResult& check) {
+    nlohmann::ordered_json json = {
+        {"max_rel_logit_error", check.max_rel}, {"worst_step", check.worst_step}, {"reference_seconds", check.seconds}};
+    if (check.original_max_rel) {
+        json["max_rel_logit_error_vs_original_weights"] = *check.original_max_rel;
+    }
+    return json;
+}
+
+nlohmann::ordered_json profile_json(const Profile& profile) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();
+    for (const auto& [kind, p] : profile) {
+        json[kind] = {{"gpu_ms", p.ms}, {"dispatches", p.dispatches}};
+    }
+    return json;
+}
+
+void print_profile(const Profile& profile, std::uint64_t submissions) {
+    double total = 0.0;
+    for (const auto& [kind, p] : profile) {
+        total += p.ms;
+    }
+    fmt::print("GPU time by op kind over {} submissions ({:.1f} ms in all):\n", submissions, total);
+    std::vector<std::pair<std::string, OpProfile>> kinds(profile.begin(), profile.end());
+    std::sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    for (const auto& [kind, p] : kinds) {
+        fmt::print("  {:<22} {:>10.1f} ms {:>5.1f}% {:>8} dispatches\n", kind, p.ms,
+                   total > 0 ? 100.0 * p.ms / total : 0.0, p.dispatches);
+    }
+}
+
+bool print_check(const CheckResult& check, std::size_t steps, const Model& model, double tolerance) {
+    fmt::print(
+        "check: largest relative logit error {:.3g} (step {} of {}; max |gpu - ref| / max |ref| per "
+        "step, CPU reference in {:.1f} s)\n",
+        check.max_rel, check.worst_step, steps, check.seconds);
+    if (check.original_max_rel) {
+        fmt::print(
+            "check: largest relative logit error {:.3g} against the original (unquantized) weights: the "
+            "{} format's own error\n",
+            *check.original_max_rel, to_string(model.weight_format()));
+    }
+    if (!(check.max_rel <= tolerance)) {
+        fmt::print("check: FAILED, above the tolerance {}\n", tolerance);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace vkf::run_cli
