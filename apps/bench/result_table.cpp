@@ -65,6 +65,12 @@ std::string result_note(const Result& r) {
     if (const auto s = r.extra_value("speedup")) {
         note = fmt::format("tiled is {}x faster; {}", fixed(*s, 2), note);
     }
+    if (const auto b = r.extra_value("batch"); b && r.extra_value("per_sequence_tokens_per_second")) {
+        note = fmt::format("{} tokens/s ({} per sequence), {} of {} KV blocks; {}",
+                           significant(*r.extra_value("tokens_per_second")),
+                           significant(*r.extra_value("per_sequence_tokens_per_second")),
+                           *r.extra_value("kv_blocks_used"), *r.extra_value("kv_blocks_total"), note);
+    }
     return note;
 }
 

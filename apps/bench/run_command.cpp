@@ -29,7 +29,8 @@ constexpr const char* kAbout =
     "  matmul      the presets' linear layers at m = 1 and the prefill rows, f16 weights\n"
     "  block       one transformer block: prefill of the prefill rows, one decoding step\n"
     "  model       whole models (LM head included): prefill and decoding tokens/s, in each\n"
-    "              --weights format, bytes read per token against the copy bandwidth\n"
+    "              --weights format, bytes read per token against the copy bandwidth;\n"
+    "              --batch sequences decoding together: aggregate and per-sequence tokens/s\n"
     "  startup     pipelines a model needs, their creation time cold and from the disk\n"
     "              cache, time to first and second token (the first --weights format)\n";
 
@@ -43,7 +44,7 @@ struct RunOptions {
     std::vector<std::string> suites;
     bool quick = false;
     std::optional<std::vector<std::string>> presets;
-    std::optional<std::vector<std::uint32_t>> lengths, decode_kv, prefill_m;
+    std::optional<std::vector<std::uint32_t>> lengths, decode_kv, prefill_m, batch;
     std::optional<std::vector<std::string>> weights;
     bool no_naive = false;
     std::optional<std::uint64_t> max_memory;
@@ -92,6 +93,11 @@ void declare_options(CLI::App& cli, RunOptions& o) {
     add_counts(cli, "--prefill-m", "N,...", o.prefill_m,
                "rows of a prefill for matmul, block and model (default 512);\n"
                "m = 1 always runs, and decoding steps run after m tokens");
+    add_counts(cli, "--batch", "B,...", o.batch,
+               "model suite: B sequences decode together in one batch (paged\n"
+               "KV cache) after a prefill of m tokens each, for each B; aggregate\n"
+               "and per-sequence tokens/s, weight bytes read per token, KV blocks\n"
+               "(default 1)");
     add_parsed_option(cli, "--weights", "LIST",
                       "weight formats of the block and model suites: f32, f16,\n"
                       "q8_0, q4_0 (default f16)",
@@ -131,6 +137,7 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.max_memory = o.max_memory.value_or(0);
     s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
     s.kv_dtype = o.kv.value_or(s.kv_dtype);
+    s.batch = o.batch.value_or(s.batch);
     s.attention = AttentionSweep{
         .models = attention_presets_named(s.presets),
         .lengths = o.lengths.value_or(quick ? Counts{64, 128, 256} : Counts{512, 1024, 2048, 4096, 8192}),

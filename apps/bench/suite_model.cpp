@@ -15,6 +15,8 @@
 
 #include "apps/bench/suites.hpp"
 
+#include "apps/bench/model_work.hpp"
+
 #include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 
@@ -58,46 +60,12 @@ std::vector<ModelPreset> model_presets() {
 
 namespace {
 
-std::uint64_t layer_params(const ModelConfig& c) {
-    const std::uint64_t h = c.hidden, f = c.ffn_hidden;
-    return 3 * h * h + h * h + 2 * h * f;
-}
-
-// Arithmetic of `tokens` new tokens after `past` cached ones through the layers (an FMA
-// counts 2): the linear layers and causal attention (QK^T and PV over the visible keys).
-std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64_t tokens) {
-    const std::uint64_t visible = tokens * past + tokens * (tokens + 1) / 2;
-    return c.n_layer * (2 * tokens * layer_params(c) + 4 * visible * c.hidden);
-}
-
-// Weight bytes one forward pass reads: everything but the embedding table, of which it reads
-// a row per token, unless the table is also the (tied) LM head.
-std::uint64_t bytes_read_per_pass(const ModelConfig& c, WeightFormat format, bool with_head) {
-    std::uint64_t bytes = 0;
-    for (const ExpectedTensor& t : expected_tensors(c)) {
-        const bool table = t.role == TensorRole::Embedding;
-        const bool head = t.name == "lm_head.weight" || (table && c.tie_word_embeddings);
-        if ((table || head) && !(head && with_head)) {
-            continue;
-        }
-        bytes += tensor_bytes(t, format);
-    }
-    return bytes;
-}
-
 // Milliseconds of one call of `step`: GPU time from the session's timestamps (two per
 // submission, Session::stats()), else host time.
 double timed(Session& session, bool gpu, const std::function<void()>& step) {
     const double gpu_before = session.stats().gpu_ms, wall_before = session.stats().wall_ms;
     step();
     return gpu ? session.stats().gpu_ms - gpu_before : session.stats().wall_ms - wall_before;
-}
-
-std::vector<std::uint32_t> token_ids(std::uint32_t n, std::uint32_t vocab) {
-    std::vector<std::uint32_t> ids(n);
-    for (std::uint32_t i = 0; i < n; ++i)
-        ids[i] = (i * 7919u + 13u) % vocab;
-    return ids;
 }
 
 // The block and model cases of one preset: prefill of m tokens and a decoding step after m.
@@ -146,10 +114,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         const std::uint32_t steps = st.warmup + st.reps;
                         const std::uint32_t max_tokens = decode ? m + 1 + steps : m;
                         const std::uint32_t chunk = std::min<std::uint32_t>(m, 128);
-                        std::uint64_t largest = 0;
-                        for (const ExpectedTensor& t : expected_tensors(config)) {
-                            largest = std::max(largest, tensor_bytes(t, format));
-                        }
+                        const std::uint64_t largest = largest_tensor_bytes(config, format);
                         // A model is the one thing a run holds: it may use most of the heap, where
                         // the kernel suites keep to half of it.
                         SuiteSettings budget = st;
@@ -168,6 +133,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                                               .chunk = chunk,
                                                               .fuse_qkv = recorded,
                                                               .fuse_layernorm = recorded,
+                                                              .reuse_steps = recorded,
                                                               .kv_dtype = kv_dtype});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
@@ -256,7 +222,11 @@ std::vector<BenchCase> block_cases(const Context&, const SuiteSettings& s) {
 }
 
 std::vector<BenchCase> model_cases(const Context&, const SuiteSettings& s) {
-    return forward_cases(s, true);
+    std::vector<BenchCase> cases = forward_cases(s, true);
+    for (BenchCase& c : batch_decode_cases(s)) {
+        cases.push_back(std::move(c));
+    }
+    return cases;
 }
 
 }  // namespace vkf::bench

@@ -31,6 +31,7 @@ struct SuiteSettings {
     AttentionSweep attention;                    // what the attention suite times
     std::uint64_t max_memory = 0;                // bytes one case may allocate; 0: from the device
     DType kv_dtype = DType::F16;                 // block and model: the sessions' KV cache (SessionOptions)
+    std::vector<std::uint32_t> batch = {1};      // model: sequences decoding together (suite_model_batch.cpp)
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the
@@ -104,6 +105,7 @@ std::vector<BenchCase> attention_cases(const Context& ctx, const SuiteSettings& 
 std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);     // suite_matmul.cpp
 std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
 std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
+std::vector<BenchCase> batch_decode_cases(const SuiteSettings& s);                   // suite_model_batch.cpp
 std::vector<BenchCase> startup_cases(const Context& ctx, const SuiteSettings& s);    // suite_startup.cpp
 
 }  // namespace vkf::bench

@@ -144,6 +144,54 @@ def check_startup(exe, tmp, problems):
         problems.append("startup: name %r plan %r" % (r["name"], r["plan"]))
 
 
+def check_batch(exe, tmp, problems):
+    """--batch 1,2 on the small deep preset: B sequences decoding together, their figures."""
+    path = os.path.join(tmp, "batch.json")
+    proc = run(exe, ["run", "--suites", "model", "--presets", "bloom-24x64", "--prefill-m", "5", "--weights", "f32",
+                     "--batch", "1,2", "--warmup", "0", "--reps", "2", "--progress", "none", "--out", path])
+    if proc.returncode != 0:
+        problems.append("run --batch 1,2: exit code %d\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    batched = [r for r in results if r["params"].get("step") == "batch"]
+    if len(results) != 5 or [r["params"].get("batch") for r in batched] != [1, 2]:
+        problems.append("--batch 1,2: expected the 3 single-sequence cases and batches 1 and 2: %r" %
+                        [r["name"] for r in results])
+        return
+    for r in results:
+        if r["status"] != "ok":
+            problems.append("--batch 1,2: %s is %s: %s" % (r["name"], r["status"], r["message"]))
+    for r in batched:
+        b = r["params"]["batch"]
+        extra = dict(r["extra"])
+        missing = [k for k in ("batch", "tokens_per_second", "per_sequence_tokens_per_second", "bytes_read_per_token",
+                               "kv_blocks_used", "kv_blocks_total", "recordings_per_step", "submissions_per_step")
+                   if k not in extra]
+        if missing or r["status"] != "ok":
+            problems.append("%s: no %s in %r" % (r["name"], missing, extra))
+            continue
+        if "decode batch %d after 5 tokens f32" % b not in r["name"] or r["params"]["tokens"] != b:
+            problems.append("%s: name or params %r" % (r["name"], r["params"]))
+        if abs(extra["per_sequence_tokens_per_second"] * b - extra["tokens_per_second"]) > 1e-6 * extra[
+                "tokens_per_second"] or abs(1000.0 * b / r["stats_ms"]["median"] - extra["tokens_per_second"]) > 1e-6 * \
+                extra["tokens_per_second"]:
+            problems.append("%s: %r tokens/s, %r per sequence, median %r ms" % (
+                r["name"], extra["tokens_per_second"], extra["per_sequence_tokens_per_second"], r["stats_ms"]["median"]))
+        if extra["bytes_read_per_token"] * b != extra["bytes_read_per_pass"]:
+            problems.append("%s: %r bytes per token of %r per pass" % (r["name"], extra["bytes_read_per_token"],
+                                                                       extra["bytes_read_per_pass"]))
+        # 5 prompt tokens, an untimed step and 2 timed ones: one 16-token block per sequence.
+        if extra["kv_blocks_used"] != b or extra["kv_blocks_total"] != b:
+            problems.append("%s: KV blocks %r of %r, expected %d" % (r["name"], extra["kv_blocks_used"],
+                                                                     extra["kv_blocks_total"], b))
+        if extra["recordings_per_step"] != 0.0 or extra["submissions_per_step"] != 1.0:
+            problems.append("%s: %r recordings and %r submissions per step" % (
+                r["name"], extra["recordings_per_step"], extra["submissions_per_step"]))
+    if "per sequence)" not in proc.stdout:
+        problems.append("--batch: the table has no per-sequence tokens/s:\n%s" % proc.stdout)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -165,6 +213,7 @@ def main():
                 problems.append("run %s: no skip shown in the table:\n%s" % (" ".join(extra), proc.stdout))
             check_document(path, problems, forced=bool(extra))
         check_startup(exe, tmp, problems)
+        check_batch(exe, tmp, problems)
         if not problems:
             plots = os.path.join(tmp, "plots")
             proc = run(exe, ["compare", a, b, "--out-dir", plots])
@@ -188,7 +237,8 @@ def main():
                     except ET.ParseError as e:
                         problems.append("%s is not well-formed XML: %s" % (svg, e))
             for args, code in ((["compare"], 2), (["compare", os.path.join(tmp, "missing.json")], 1),
-                               (["run", "--suites", "nope"], 2), (["compare", a, "--labels", "x,y"], 2)):
+                               (["run", "--suites", "nope"], 2), (["compare", a, "--labels", "x,y"], 2),
+                               (["run", "--batch", "0"], 2), (["run", "--batch", "1,x"], 2)):
                 proc = run(exe, args)
                 if proc.returncode != code:
                     problems.append("%s: exit code %d, expected %d\n%s" % (" ".join(args), proc.returncode, code,
