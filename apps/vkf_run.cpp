@@ -81,6 +81,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
                                                     .profiling = o.profile,
                                                     .fuse_qkv = !o.unfused,
                                                     .fuse_layernorm = !o.unfused,
+                                                    .reuse_steps = !o.unfused,
                                                     .kv_dtype = o.kv,
                                                     .int8_activations = o.int8_activations});
     print_model_line(ctx, model, o, session.device_bytes(), "session");

@@ -145,6 +145,7 @@ int run_prompt_file(Context& ctx, const Options& o) {
                                     .profiling = o.profile,
                                     .fuse_qkv = !o.unfused,
                                     .fuse_layernorm = !o.unfused,
+                                    .reuse_steps = !o.unfused,
                                     .kv_dtype = o.kv,
                                     .int8_activations = o.int8_activations});
     print_model_line(ctx, model, o, batch.device_bytes(), fmt::format("{} sequences,", sizing.sequences).c_str());
