@@ -41,7 +41,7 @@ TEST(PushConstantReflection, ReportsTheBlockNameAndEveryMember) {
         EXPECT_EQ(m.size, 4u);
     }
     const ShaderInterface attention = reflect_shader(shaders::variant("attention", {}));
-    ASSERT_EQ(attention.push_constant_members.size(), 12u);
+    ASSERT_EQ(attention.push_constant_members.size(), 16u);
     EXPECT_EQ(attention.push_constant_members[6].name, "scale");
     EXPECT_EQ(attention.push_constant_members[6].type, "float");
     EXPECT_EQ(attention.push_constant_members[6].offset, 24u);
@@ -65,12 +65,13 @@ TEST(PushConstantLayouts, DescribeTheCppStruct) {
     EXPECT_EQ(l.cpp_struct, "AttentionPush");
     EXPECT_EQ(l.block, "AttentionParams");
     EXPECT_EQ(l.size, sizeof(AttentionPush));
-    ASSERT_EQ(l.members.size(), 12u);
+    ASSERT_EQ(l.members.size(), 16u);
     EXPECT_EQ(l.members[6].name, "scale");
     EXPECT_EQ(l.members[6].type, "float");
     EXPECT_EQ(l.members[6].offset, offsetof(AttentionPush, scale));
     EXPECT_EQ(l.members[11].name, "alibi_train_len");
-    EXPECT_EQ(l.members[11].offset + l.members[11].size, sizeof(AttentionPush));
+    EXPECT_EQ(l.members[15].name, "pool_blocks");
+    EXPECT_EQ(l.members[15].offset + l.members[15].size, sizeof(AttentionPush));
 }
 
 // A module without debug names: every OpName and OpMemberName replaced by OpNops.
