@@ -55,7 +55,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer Partials { float partials[]; };
 layout(std430, binding = 1) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
-layout(std430, binding = 2) readonly buffer Step { uint step_data[]; };
+layout(std430, binding = 2) readonly buffer Slots { uint slot_data[]; };
 #else
 layout(std430, binding = 2) readonly buffer Residual { float res_data[]; };
 #endif
@@ -71,7 +71,7 @@ layout(std430, binding = 0) readonly buffer X { float x_data[]; };
 layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
 layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
-layout(std430, binding = 3) readonly buffer Step { uint step_data[]; };
+layout(std430, binding = 3) readonly buffer Slots { uint slot_data[]; };
 #else
 layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
 #endif

@@ -14,7 +14,8 @@
     F(uint, src_batch_stride) /* in elements */                                       \
     F(uint, src_token_stride)                                                         \
     F(uint, src_head_stride)                                                          \
-    F(uint, cache_base) /* the cache's first element in its binding (even for fp16) */
+    F(uint, cache_base) /* the cache's first element in its binding (even for fp16) */ \
+    F(uint, slots_base) /* SLOTS: the first slot in its binding */
 VKF_PUSH_CONSTANTS(KvAppendParams, KvAppendPush, VKF_KV_APPEND_PUSH)
 
 #endif
