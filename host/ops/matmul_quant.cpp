@@ -176,12 +176,11 @@ public:
             bind_elements(limits_, a_.scratch, 0, quantized_x_words(mc, a_.k), 4, "matmul", "scratch (quantized X)");
         const MatmulQuantXPush push{.m = mc, .k = a_.k, .x_base = x_float.base, .q_base = xq.base};
         const Binding bindings[] = {{x_float.range, Access::Read}, {xq.range, Access::Write}};
-        list.dispatch(
-            Dispatch{.pipeline = quant_x_,
-                     .bindings = bindings,
-                     .push_constants = push_bytes(push),
-                     .groups = {static_cast<std::uint32_t>(ceil_div(a_.k / kQuantBlock, quant_x_wg_)), mc, 1},
-                     .label = "matmul quantize X"});
+        list.dispatch(Dispatch{.pipeline = quant_x_,
+                               .bindings = bindings,
+                               .push_constants = push_bytes(push),
+                               .groups = {static_cast<std::uint32_t>(ceil_div(a_.k / kQuantBlock, quant_x_wg_)), mc, 1},
+                               .label = "matmul quantize X"});
         return xq;
     }
 

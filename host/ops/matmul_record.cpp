@@ -114,8 +114,7 @@ void check_against_plan(const ComputeLimits& limits, const MatmulPlan& plan, con
         throw Error("matmul: the plan fuses a LayerNorm of X (MatmulPlan::x_norm) but MatmulArgs::x_norm is not set");
     }
     // A plan made for another device.
-    check_storage_buffers(limits, kernel_bindings(plan, plan.scatter, plan.x_norm),
-                          "matmul (" + plan.describe() + ")");
+    check_storage_buffers(limits, kernel_bindings(plan, plan.scatter, plan.x_norm), "matmul (" + plan.describe() + ")");
     const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
     check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
     if (!a.scatter) {
@@ -183,8 +182,8 @@ void set_epilogue_push(MatmulPush& push, const MatmulArgs& a, std::uint32_t m0, 
         push.q_heads = s.q_heads;
         push.kv_heads = s.kv_heads;
         // Whole rows (check_scatter), at most maxStorageBufferRange bytes: fits 32 bits.
-        push.cache_rows = static_cast<std::uint32_t>(s.k_cache.size /
-                                                     (std::uint64_t{s.kv_heads} * s.head_dim * element_size(s.cache_dtype)));
+        push.cache_rows = static_cast<std::uint32_t>(
+            s.k_cache.size / (std::uint64_t{s.kv_heads} * s.head_dim * element_size(s.cache_dtype)));
     }
 }
 
@@ -352,9 +351,9 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
             std::vector<Binding> bindings = {{x.range, Access::Read}};
             bindings.insert(bindings.end(), w.bindings.begin(), w.bindings.end());
             if (!split) {
-                bindings.insert(bindings.end(), {{e.bias.range, Access::Read},
-                                                 {e.residual.range, Access::Read},
-                                                 {e.y.range, Access::Write}});
+                bindings.insert(
+                    bindings.end(),
+                    {{e.bias.range, Access::Read}, {e.residual.range, Access::Read}, {e.y.range, Access::Write}});
                 bindings.insert(bindings.end(), scatter.begin(), scatter.end());
                 bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
                 list.dispatch(Dispatch{.pipeline = w.pipeline,
@@ -364,8 +363,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                                        .label = label});
                 continue;
             }
-            const ElementBinding partials = bind_elements(limits, a.scratch, partials_first,
-                                                          std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
+            const ElementBinding partials = bind_elements(
+                limits, a.scratch, partials_first, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
             MatmulPush partial_push = push;
             partial_push.flags = w.load_flags | (flags & VKF_MATMUL_FLAG_LN_BIAS) | VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
