@@ -126,7 +126,8 @@ TEST_F(MatmulPlanRecording, ArgsThatDoNotMatchThePlanAreRefused) {
     const MatmulPlan p = plan_matmul(d, m, n, k, DType::F32);
     auto list = ctx().command_list();
     const auto refused = [&](const MatmulPlan& plan, const MatmulArgs& a, const std::string& needle) {
-        expect_refused(*list, [&] { record_matmul(ctx(), *list, plan, a); }, needle);
+        expect_refused(
+            *list, [&] { record_matmul(ctx(), *list, plan, a); }, needle);
     };
     for (const auto& [field, value] : {std::pair{&MatmulArgs::m, 1u}, {&MatmulArgs::n, 95u}, {&MatmulArgs::k, 32u}}) {
         MatmulArgs other = args;
@@ -212,8 +213,9 @@ TEST(MatmulPlanForcedLimits, APlanForAnotherDeviceIsRefused) {
                                                 .q_heads = 1,
                                                 .kv_heads = 1},
                           .x_norm = XLayerNorm{.weight = gamma.range()}};
-    expect_refused(*list, [&] { record_matmul(ctx, *list, p, args); },
-                   "needs 9 storage buffers per shader stage; the device allows 4");
+    expect_refused(
+        *list, [&] { record_matmul(ctx, *list, p, args); },
+        "needs 9 storage buffers per shader stage; the device allows 4");
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
