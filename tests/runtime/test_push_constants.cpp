@@ -30,9 +30,9 @@ TEST(PushConstantReflection, ReportsTheBlockNameAndEveryMember) {
     EXPECT_EQ(matmul.push_constant_block, "MatmulParams");
     EXPECT_EQ(matmul.push_constant_size, 76u);
     ASSERT_EQ(matmul.push_constant_members.size(), 19u);
-    const char* names[] = {"m",        "n",       "k",        "ldy",      "x_base", "w_base", "bias_base",
-                           "res_base", "y_base",  "k_split",  "n_splits", "flags",  "row0",   "col0",
-                           "rows",     "q_heads", "kv_heads", "clamp_to", "ln_eps"};
+    const char* names[] = {"m",          "n",       "k",        "ldy",      "x_base", "w_base", "bias_base",
+                           "res_base",   "y_base",  "k_split",  "n_splits", "flags",  "row0",   "col0",
+                           "cache_rows", "q_heads", "kv_heads", "clamp_to", "ln_eps"};
     for (std::uint32_t i = 0; i < 19; ++i) {
         const ReflectedMember& m = matmul.push_constant_members[i];
         EXPECT_EQ(m.name, names[i]);
