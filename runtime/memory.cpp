@@ -1,3 +1,5 @@
+// The sub-allocator: blocks of VkDeviceMemory, their free ranges, and where a buffer goes
+// when device-local memory is full. Budgets are memory_budget.cpp, Buffer memory_buffer.cpp.
 #include "runtime/memory.hpp"
 
 #include "runtime/error.hpp"
