@@ -38,8 +38,7 @@ constexpr const char* kAbout =
 
 struct Options {
     std::string out;
-    // --family: a name of a family's CheckpointWriterSpec (host/spec/family_spec.hpp): bloom,
-    // mpt, falcon, baichuan, baichuan2, jais.
+    // --family: a CheckpointVariant's name in the family table (host/spec/family_spec.hpp).
     std::optional<std::string> family;
     std::optional<std::string> preset;
     std::optional<std::uint32_t> layers, hidden, heads, vocab, ffn, max_seq_len;

@@ -10,9 +10,13 @@ namespace vkf {
 
 std::span<const FamilySpec> families() {
     // In ModelFamily order; test_family_table checks that every value has its entry.
-    static const std::array<FamilySpec, 5> table = {
-        family_defs::bloom(), family_defs::mpt(), family_defs::falcon(), family_defs::baichuan(), family_defs::jais(),
-    };
+    static const auto table = std::to_array<FamilySpec>({
+        family_defs::bloom(),
+        family_defs::mpt(),
+        family_defs::falcon(),
+        family_defs::baichuan(),
+        family_defs::jais(),
+    });
     return table;
 }
 
