@@ -270,6 +270,8 @@ std::string_view stop_reason_name(vkf::StopReason reason) {
             return "eos";
         case vkf::StopReason::Caller:
             return "stop string";
+        case vkf::StopReason::CacheFull:
+            return "cache full";
     }
     return "unknown";
 }
