@@ -36,8 +36,8 @@ void check_paged(const AttentionShape& shape, const PagedKv& paged) {
     const std::uint64_t capacity = std::uint64_t{paged.block_size} * paged.blocks_per_seq;
     if (shape.kv_len != capacity) {
         throw Error("paged attention: the shape's kv_len " + std::to_string(shape.kv_len) + " is not blocks_per_seq " +
-                    std::to_string(paged.blocks_per_seq) + " x block_size " + std::to_string(paged.block_size) +
-                    " = " + std::to_string(capacity));
+                    std::to_string(paged.blocks_per_seq) + " x block_size " + std::to_string(paged.block_size) + " = " +
+                    std::to_string(capacity));
     }
     // The kernels index table words and Q/O rows in 32 bits.
     if (std::uint64_t{shape.batch} * (3 + std::uint64_t{paged.blocks_per_seq}) > UINT32_MAX ||
@@ -69,8 +69,8 @@ std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> s
             throw Error(sequence_text(b, s) + ": q_len must be 1 .. kv_len");
         }
         if (s.kv_len > capacity) {
-            throw Error(sequence_text(b, s) + ": kv_len exceeds blocks_per_seq x block_size = " +
-                        std::to_string(capacity));
+            throw Error(sequence_text(b, s) +
+                        ": kv_len exceeds blocks_per_seq x block_size = " + std::to_string(capacity));
         }
         if (std::uint64_t{s.q_start} + s.q_len > paged.q_rows) {
             throw Error(sequence_text(b, s) + ": rows past q_rows " + std::to_string(paged.q_rows));
@@ -93,9 +93,8 @@ std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> s
     // Two sequences writing the same rows of O would race.
     std::vector<std::uint32_t> order(batch);
     std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return seqs[a].q_start < seqs[b].q_start;
-    });
+    std::sort(order.begin(), order.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return seqs[a].q_start < seqs[b].q_start; });
     for (std::size_t i = 1; i < order.size(); ++i) {
         const PagedSequence& prev = seqs[order[i - 1]];
         if (prev.q_start + prev.q_len > seqs[order[i]].q_start) {

@@ -297,7 +297,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
             : plan_tiled(limits, shape, options);
     if (limits.storage_buffers < kAttentionBindings) {
         plan.packed_tables = true;
-        const std::uint64_t bytes = attention_partials_bytes(shape, plan.n_splits) + attention_tables_bytes(shape, options);
+        const std::uint64_t bytes =
+            attention_partials_bytes(shape, plan.n_splits) + attention_tables_bytes(shape, options);
         if (bytes > limits.storage_buffer_range) {
             throw Error("attention: with " + std::to_string(limits.storage_buffers) +
                         " storage buffers per shader stage (fewer than the " + std::to_string(kAttentionBindings) +
@@ -379,8 +380,8 @@ std::string bytes_text(std::uint64_t n) {
 }
 
 std::uint64_t attention_tables_bytes(const AttentionShape& shape, const AttentionOptions& options) {
-    const std::uint64_t words = options.paged ? VKF_ATTN_SEQ_WORDS(std::uint64_t{shape.batch}, options.paged->blocks_per_seq)
-                                              : shape.batch;
+    const std::uint64_t words =
+        options.paged ? VKF_ATTN_SEQ_WORDS(std::uint64_t{shape.batch}, options.paged->blocks_per_seq) : shape.batch;
     return std::uint64_t{4} * (shape.n_head + words);
 }
 
