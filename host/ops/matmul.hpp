@@ -55,7 +55,7 @@ struct MatmulOptions {
 // (interleaved, q_heads == kv_heads) or [q | k | v] blocks; n = (q_heads + 2 kv_heads) x head_dim.
 struct QkvScatter {
     BufferRange k_cache, v_cache;  // [capacity, kv_heads, head_dim] cache_dtype, bound whole
-    BufferRange slots;             // [m] uint32: the cache row of each X row
+    BufferRange slots;             // [m] uint32: the cache row of each X row (distinct)
     DType cache_dtype = DType::F16;
     std::uint32_t head_dim = 0, q_heads = 0, kv_heads = 0;
     bool interleaved = false;

@@ -156,7 +156,8 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const DeviceTensor vc = upload_tensor(ctx, v_init, c.cache, "V cache");
     const DeviceTensor qb = nan_tensor(ctx, std::uint64_t{c.m} * q_cols, DType::F32, "Q");
     std::vector<std::uint32_t> slots = random_slots(c.m, kCapacity, seed + 5);
-    const DeviceTensor slot_buffer = upload_words(ctx, slots, "slots");
+    // One word in, so that the kernels find the first slot past the binding's start.
+    const DeviceTensor slot_buffer = upload_words(ctx, slots, "slots", 1);
 
     MatmulOptions options = c.options;
     options.scatter = true;
@@ -213,7 +214,7 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
             if (c.m > 1) {
                 slots.back() = 0xFFFFFFFFu;  // a padding row: Q only
             }
-            ctx.upload(slot_buffer.buffer(), std::span<const std::uint32_t>(slots));
+            ctx.upload(slot_buffer.buffer(), std::span<const std::uint32_t>(slots), slot_buffer.range().offset);
             poison(ctx, qb.buffer());
         }
         const std::vector<float> k_before = download_tensor(ctx, kc), v_before = download_tensor(ctx, vc);

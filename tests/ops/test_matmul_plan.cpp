@@ -1,8 +1,9 @@
-// The matmul plan's answers to fused work (MatmulOptions::scatter and x_norm) over made-up
-// devices: the scatter where the storage buffers per stage allow its kernels (7 dense, 8
-// quantized), the fused LayerNorm only on the row-dot kernel of dense weights, for short rows
-// unless the kernel is forced, and with the buffers it adds. And record_matmul(plan, args)
-// refusing args that do not match the plan, before anything is recorded.
+// The matmul's plans over made-up devices: kernels, tiles, K slices and pieces, and the
+// answers to fused work (MatmulOptions::scatter and x_norm): the scatter where the storage
+// buffers per stage allow its kernels (7 dense, 8 quantized), the fused LayerNorm only on
+// the row-dot kernel of dense weights, for short rows unless the kernel is forced, and with
+// the buffers it adds. And record_matmul(plan, args) refusing args that do not match the
+// plan, before anything is recorded.
 
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
@@ -102,6 +103,140 @@ TEST(MatmulPlanAnswers, TheLayerNormOnlyWhereTheRowDotKernelDoesItAndItPays) {
     }
     const MatmulPlan p = plan(device(9, true), 1, 64, both);
     EXPECT_TRUE(p.scatter && p.x_norm) << p.describe();
+}
+
+// Kernels, tiles, slices and pieces (moved from test_matmul.cpp, which runs them).
+TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
+    const ComputeLimits gpu_limits{.shared_memory = 49152,
+                                   .workgroup_invocations = 1024,
+                                   .workgroup_size = {1024, 1024, 64},
+                                   .workgroup_count = {65535, 65535, 65535},
+                                   .storage_buffer_range = 1ull << 32,
+                                   .storage_offset_alignment = 16,
+                                   .storage_buffers = 8};
+    const MatmulDevice big{.limits = gpu_limits};
+    const auto prefill = plan_matmul(big, 512, 4096, 1024, DType::F16);
+    EXPECT_EQ(prefill.kernel, MatmulKernel::Tiled);
+    EXPECT_EQ(prefill.tile_m * prefill.tile_n, 64u * 64u);
+    EXPECT_EQ(prefill.n_splits, 1u);
+    EXPECT_EQ(plan_matmul(big, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
+    EXPECT_EQ(plan_matmul(big, 12, 4096, 1024, DType::F16).tile_m, 16u);  // no 64-row tiles for 12 rows
+
+    // A CPU device takes register blocks: one row for decoding, four otherwise.
+    const MatmulDevice cpu{.limits = gpu_limits, .cpu = true};
+    const auto blocked = plan_matmul(cpu, 3, 4096, 1024, DType::F16);
+    EXPECT_EQ(blocked.kernel, MatmulKernel::Blocked);
+    EXPECT_EQ(blocked.block_m, 4u);
+    EXPECT_EQ(plan_matmul(cpu, 1, 4096, 1024, DType::F16).block_m, 1u);
+    // With subgroup arithmetic, row dots for single rows; GPUs keep their kernels.
+    MatmulDevice cpu_subgroups = cpu;
+    cpu_subgroups.limits.subgroup_ops = true;
+    cpu_subgroups.limits.subgroup_size_control = true;
+    cpu_subgroups.limits.subgroup_size = 8;
+    const auto rowdot = plan_matmul(cpu_subgroups, 1, 4096, 1024, DType::F16);
+    EXPECT_EQ(rowdot.kernel, MatmulKernel::RowDot);
+    EXPECT_EQ(rowdot.block_m, 1u);
+    EXPECT_EQ(rowdot.workgroup_size, rowdot.column_groups * 8);
+    EXPECT_EQ(plan_matmul(cpu_subgroups, 2, 4096, 1024, DType::F16).kernel, MatmulKernel::Blocked);
+    // Without full subgroups of a required size: register blocks, and a forced row-dot kernel
+    // is refused.
+    MatmulDevice cpu_no_size_control = cpu_subgroups;
+    cpu_no_size_control.limits.subgroup_size_control = false;
+    EXPECT_EQ(plan_matmul(cpu_no_size_control, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Blocked);
+    EXPECT_THROW((void)plan_matmul(cpu_no_size_control, 1, 4096, 1024, DType::F16, {.kernel = MatmulKernel::RowDot}),
+                 Error);
+    MatmulDevice gpu_subgroups = big;
+    gpu_subgroups.limits.subgroup_ops = true;
+    gpu_subgroups.limits.subgroup_size_control = true;
+    gpu_subgroups.limits.subgroup_size = 32;
+    EXPECT_EQ(plan_matmul(gpu_subgroups, 1, 4096, 1024, DType::F16).kernel, MatmulKernel::Gemv);
+
+    // A loop limit like llvmpipe's: every plan keeps each invocation under half of it.
+    MatmulDevice limited = big;
+    limited.limits.max_loop_iterations = 65535;
+    for (std::uint32_t k : {16384u, 70000u, 1u << 20}) {
+        MatmulDevice limited_subgroups = limited;
+        limited_subgroups.limits.subgroup_ops = true;
+        limited_subgroups.limits.subgroup_size_control = true;
+        limited_subgroups.limits.subgroup_size = 8;
+        for (MatmulKernel kernel :
+             {MatmulKernel::Tiled, MatmulKernel::Gemv, MatmulKernel::Blocked, MatmulKernel::RowDot}) {
+            for (std::uint32_t m : {1u, 300u}) {
+                const auto p = plan_matmul(limited_subgroups, m, 4096, k, DType::F32, {.kernel = kernel});
+                EXPECT_LE(p.loop_iterations, 65535u / 2) << p.describe();
+                EXPECT_GE(std::uint64_t{p.k_split} * p.n_splits, k);
+            }
+        }
+        EXPECT_EQ(plan_matmul(big, 300, 4096, k, DType::F32, {.kernel = MatmulKernel::Blocked}).n_splits, 1u);
+    }
+    // lm_head of BLOOM-560m on lavapipe: pieces of W rows under 128 MiB.
+    MatmulDevice lavapipe = limited;
+    lavapipe.cpu = true;
+    lavapipe.limits.storage_buffer_range = 128ull << 20;
+    const auto lm_head = plan_matmul(lavapipe, 1, 250880, 1024, DType::F16);
+    EXPECT_LE(std::uint64_t{lm_head.cols_per_piece} * 1024 * 2, 128ull << 20);
+    EXPECT_GE(lm_head.cols_per_piece * 4ull, 250880u);
+}
+
+// Quantized weights' kernels, slices and pieces (moved from test_matmul_quant.cpp).
+TEST(MatmulQuantPlans, KernelsSlicesAndPiecesFollowTheLimits) {
+    const ComputeLimits gpu_limits{.shared_memory = 49152,
+                                   .workgroup_invocations = 1024,
+                                   .workgroup_size = {1024, 1024, 64},
+                                   .workgroup_count = {65535, 65535, 65535},
+                                   .storage_buffer_range = 1ull << 32,
+                                   .storage_offset_alignment = 16,
+                                   .storage_buffers = 8,
+                                   .subgroup_size = 32,
+                                   .subgroup_ops = true,
+                                   .subgroup_size_control = true};
+    const MatmulDevice gpu{.limits = gpu_limits};
+    for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
+        EXPECT_EQ(plan_matmul(gpu, 1, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::RowDot);
+        EXPECT_EQ(plan_matmul(gpu, 4, 4096, 1024, DType::F16, {}, f).block_m, 4u);
+        EXPECT_EQ(plan_matmul(gpu, 5, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::Blocked);
+        MatmulDevice no_subgroups = gpu;
+        no_subgroups.limits.subgroup_ops = false;
+        EXPECT_EQ(plan_matmul(no_subgroups, 1, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::Blocked);
+        MatmulDevice no_size_control = gpu;
+        no_size_control.limits.subgroup_size_control = false;
+        EXPECT_EQ(plan_matmul(no_size_control, 1, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::Blocked);
+        MatmulDevice cpu = gpu;
+        cpu.cpu = true;
+        cpu.limits.subgroup_size = 8;
+        const auto cpu_decode = plan_matmul(cpu, 1, 4096, 1024, DType::F16, {}, f);
+        EXPECT_EQ(cpu_decode.kernel, MatmulKernel::Blocked);
+        EXPECT_EQ(cpu_decode.block_m, 1u);
+        EXPECT_EQ(cpu_decode.blocks_per_step, 4u);
+        EXPECT_EQ(plan_matmul(cpu, 1, 64, 96, DType::F16, {}, f).blocks_per_step, 1u);
+        EXPECT_EQ(plan_matmul(cpu, 1, 64, 1056, DType::F16, {}, f).blocks_per_step, 1u);
+        EXPECT_EQ(plan_matmul(cpu, 1, 64, 64, DType::F16, {}, f).blocks_per_step, 2u);
+        EXPECT_EQ(plan_matmul(cpu, 2, 4096, 1024, DType::F16, {}, f).kernel, MatmulKernel::Blocked);
+        EXPECT_THROW((void)plan_matmul(cpu, 1, 64, 64, DType::F16, {.kernel = MatmulKernel::Gemv}, f), Error);
+
+        // A loop limit like llvmpipe's: every plan keeps each invocation under half of it.
+        MatmulDevice limited = cpu;
+        limited.limits.max_loop_iterations = 65535;
+        for (std::uint32_t k : {16384u, 1u << 20, 1u << 24}) {
+            for (MatmulKernel kernel : {MatmulKernel::RowDot, MatmulKernel::Blocked}) {
+                for (std::uint32_t m : {1u, 300u}) {
+                    const auto p = plan_matmul(limited, m, 4096, k, DType::F32, {.kernel = kernel}, f);
+                    EXPECT_LE(p.loop_iterations, 65535u / 2) << p.describe();
+                    EXPECT_GE(std::uint64_t{p.k_split} * p.n_splits, k);
+                    EXPECT_EQ(p.k_split % 32, 0u);
+                }
+            }
+        }
+        // lm_head of BLOOM-560m on lavapipe: pieces of W rows under 128 MiB (245 MiB of q8_0
+        // values; q4_0's 122.5 MiB fit one binding).
+        MatmulDevice lavapipe = limited;
+        lavapipe.limits.storage_buffer_range = 128ull << 20;
+        const auto lm_head = plan_matmul(lavapipe, 1, 250880, 1024, DType::F16, {}, f);
+        EXPECT_LE(std::uint64_t{lm_head.cols_per_piece} * quant_row_bytes(f, 1024), 128ull << 20);
+        if (f == QuantFormat::Q8_0) {
+            EXPECT_LT(lm_head.cols_per_piece, 250880u);
+        }
+    }
 }
 
 class MatmulPlanRecording : public VulkanTest {};
