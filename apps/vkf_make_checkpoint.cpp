@@ -8,6 +8,7 @@
 #include "apps/common/options.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/ops/attention.hpp"
+#include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/format.hpp"
@@ -15,11 +16,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -34,44 +38,97 @@ constexpr const char* kAbout =
 
 struct Options {
     std::string out;
-    // --family: bloom, mpt, falcon, jais, baichuan, or baichuan2 (Baichuan with Baichuan2's
-    // vocabulary, by which its NormHead is recognized).
+    // --family: a CheckpointVariant's name in the family table (host/spec/family_spec.hpp).
     std::optional<std::string> family;
     std::optional<std::string> preset;
     std::optional<std::uint32_t> layers, hidden, heads, vocab, ffn, max_seq_len;
     vkf::DType dtype = vkf::DType::F16;
     int shards = 1;
     std::uint64_t seed = 1;
-    bool bias = false;
-    std::optional<double> alibi_bias_max;
-    std::optional<double> clip_qkv;
-    std::optional<std::uint32_t> kv_heads;
-    bool qk_ln = false, no_alibi = false, learned_pos_emb = false, post_ln = false;
-    std::optional<double> softmax_scale, logit_scale;
-    std::optional<std::uint32_t> alibi_train_len;
-    std::optional<double> alibi_factor;
+    vkf::CheckpointOptionValues family_options;  // the family-only options given
 };
 
-// The Baichuan2 vocabulary, by which its NormHead is recognized (host/spec/families/baichuan.cpp).
-constexpr std::uint32_t kBaichuan2Vocabulary = 125696;
+std::string shape_words(const vkf::CheckpointShape& shape) {
+    return fmt::format("{} layers, hidden {}, {} heads,\nvocab {}", shape.n_layer, shape.hidden, shape.n_head,
+                       shape.vocab_size);
+}
+
+// --preset's help, from the table: each named preset, then what tiny is for each --family.
+std::string preset_help() {
+    std::string help;
+    for (const vkf::FamilySpec& spec : vkf::families()) {
+        for (const vkf::CheckpointPreset& preset : spec.writer.presets) {
+            help += fmt::format("{}: {}'s shape: {}{}\n", preset.name, spec.display_name, shape_words(preset.shape),
+                                preset.note.empty() ? "" : fmt::format(" ({})", preset.note));
+        }
+    }
+    const vkf::CheckpointShape& usual = vkf::families().front().writer.variants.front().tiny;
+    help += fmt::format("tiny: {} layers, head size {}, vocab {}; heads:\n", usual.n_layer, usual.hidden / usual.n_head,
+                        usual.vocab_size);
+    std::string separator;
+    for (const vkf::FamilySpec& spec : vkf::families()) {
+        for (const vkf::CheckpointVariant& variant : spec.writer.variants) {
+            help += fmt::format("{}{} {}", separator, variant.name, variant.tiny.n_head);
+            if (variant.tiny.vocab_size != usual.vocab_size) {
+                help += fmt::format(" (vocab {})", variant.tiny.vocab_size);
+            }
+            separator = ", ";
+        }
+    }
+    return help;
+}
+
+// Each family's own options, in a group of its own ("MPT only"); an option that several
+// families take is declared once.
+void declare_family_options(CLI::App& cli, vkf::CheckpointOptionValues& values) {
+    using Kind = vkf::CheckpointOption::Kind;
+    std::vector<std::string_view> declared;
+    for (const vkf::FamilySpec& spec : vkf::families()) {
+        const std::string group = std::string(spec.display_name) + " only";
+        for (const vkf::CheckpointOption& option : spec.writer.options) {
+            if (std::find(declared.begin(), declared.end(), option.flag) != declared.end()) {
+                continue;
+            }
+            declared.push_back(option.flag);
+            const std::string flag(option.flag);
+            const std::string help(option.help);
+            CLI::Option* declared_option = nullptr;
+            if (option.kind == Kind::Flag) {
+                declared_option = cli.add_flag_callback(
+                    flag, [&values, flag] { values.set(flag, 1.0); }, help);
+            } else {
+                const std::uint32_t min = option.min;
+                const bool positive = option.kind == Kind::Positive;
+                declared_option = vkf::app::add_parsed_option(
+                    cli, flag, std::string(option.value_name), help,
+                    [&values, flag, min, positive](const std::string& text) {
+                        values.set(flag, positive ? vkf::app::parse_positive(flag, text)
+                                                  : vkf::app::parse_integer<std::uint32_t>(flag, text, min));
+                    });
+            }
+            declared_option->group(group);
+        }
+    }
+}
 
 void declare_options(CLI::App& cli, Options& o) {
     using namespace vkf::app;
     add_text(cli, "--out", "DIR", o.out, "where to write (created when needed)")->required();
-    add_choice(cli, "--family", o.family,
-               {{"bloom", "bloom"},
-                {"mpt", "mpt"},
-                {"falcon", "falcon"},
-                {"baichuan", "baichuan"},
-                {"baichuan2", "baichuan2"},
-                {"jais", "jais"}},
+    std::vector<std::pair<std::string, std::string>> family_names;
+    std::vector<std::pair<std::string, std::string>> preset_names;
+    for (const vkf::FamilySpec& spec : vkf::families()) {
+        for (const vkf::CheckpointVariant& variant : spec.writer.variants) {
+            family_names.emplace_back(variant.name, variant.name);
+        }
+        for (const vkf::CheckpointPreset& preset : spec.writer.presets) {
+            preset_names.emplace_back(preset.name, preset.name);
+        }
+    }
+    preset_names.emplace_back("tiny", "tiny");
+    add_choice(cli, "--family", o.family, family_names,
                "the model family (implied by a preset); --family jina-bert writes an\n"
                "encoder (its options: --family jina-bert --help)");
-    add_choice(cli, "--preset", o.preset, {{"bloom-560m", "bloom-560m"}, {"tiny", "tiny"}},
-               "bloom-560m: BLOOM-560m's shape (24 layers, hidden 1024, 16 heads,\n"
-               "vocab 250880; about 1 GiB in f16)\n"
-               "tiny: 2 layers, head size 32, vocab 512 (Baichuan2: its own 125696);\n"
-               "BLOOM and Baichuan2 2 heads, Falcon and Jais 3, Baichuan 5, MPT 6");
+    add_choice(cli, "--preset", o.preset, preset_names, preset_help());
     add_integer(cli, "--layers", "N", o.layers, 1u, "transformer blocks");
     add_integer(cli, "--hidden", "H", o.hidden, 1u, "model width (BLOOM hidden_size, MPT d_model)");
     add_integer(cli, "--heads", "N", o.heads, 1u, "attention heads; must divide the width");
@@ -85,105 +142,84 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--shards", "N", o.shards, 1, "split the weights over N files (default 1)");
     add_integer(cli, "--seed", "S", o.seed, std::uint64_t{0},
                 "random seed (default 1); the same seed gives the same weights in\nevery dtype and sharding");
-    const std::string mpt_only = "MPT only";
-    cli.add_flag("--bias", o.bias, "give every linear layer and LayerNorm a bias (default: no_bias,\nas mpt-7b)")
-        ->group(mpt_only);
-    add_number(cli, "--alibi-bias-max", "B", o.alibi_bias_max, "ALiBi maximum bias (default 8)", true)->group(mpt_only);
-    add_number(cli, "--clip-qkv", "C", o.clip_qkv, "clamp the QKV projection to [-C, C] (default: no clamp)", true)
-        ->group(mpt_only);
-    add_integer(cli, "--kv-heads", "N", o.kv_heads, 1u, "grouped-query attention with N key/value heads")
-        ->group(mpt_only);
-    cli.add_flag("--qk-ln", o.qk_ln, "LayerNorms on queries and keys (attn_config.qk_ln)")->group(mpt_only);
-    add_number(cli, "--softmax-scale", "S", o.softmax_scale, "the factor of q.k (default 1/sqrt(head size))", true)
-        ->group(mpt_only);
-    add_number(cli, "--logit-scale", "S", o.logit_scale, "multiply the logits by S", true)->group(mpt_only);
-    cli.add_flag("--no-alibi", o.no_alibi, "attention without ALiBi (give --learned-pos-emb for positions)")
-        ->group(mpt_only);
-    cli.add_flag("--learned-pos-emb", o.learned_pos_emb, "learned position embeddings (wpe)")->group(mpt_only);
-    cli.add_flag("--post-ln", o.post_ln, "apply_residual_connection_post_layernorm: residuals after the LayerNorm")
-        ->group("BLOOM only");
-    add_integer(cli, "--alibi-train-len", "N", o.alibi_train_len, 2u,
-                "alibi_scaling {train_seq_len: N}: slopes shrink past N keys")
-        ->group("Jais only");
-    add_number(cli, "--alibi-factor", "F", o.alibi_factor, "alibi_scaling {factor: F} (F > 1)", true)
-        ->group("Jais only");
+    declare_family_options(cli, o.family_options);
 }
 
-// Head size 32 in every tiny preset (the smallest vkf-run ran before any even size did), and
-// non-power-of-two head counts where the family's slope order differs for them.
-struct TinyShape {
-    std::uint32_t hidden, heads;
-};
-TinyShape tiny_shape(vkf::ModelFamily family) {
-    switch (family) {
-        case vkf::ModelFamily::Mpt:
-            return {192, 6};
-        case vkf::ModelFamily::Falcon:
-        case vkf::ModelFamily::Jais:
-            return {96, 3};
-        case vkf::ModelFamily::Baichuan:
-            return {160, 5};
-        case vkf::ModelFamily::Bloom:
-            break;
+// The family --family or --preset names.
+vkf::CheckpointFamily chosen_family(const Options& options, const vkf::CheckpointFamilyPreset& preset) {
+    vkf::CheckpointFamily family;
+    if (options.family) {
+        family = vkf::find_checkpoint_family(*options.family);  // add_choice took only the table's names
     }
-    return {64, 2};
+    if (preset.spec != nullptr) {
+        if (family.spec != nullptr && family.spec != preset.spec) {
+            throw vkf::app::UsageError(
+                fmt::format("--preset {} is a {} shape; it cannot be combined with another --family",
+                            preset.preset->name, preset.spec->display_name));
+        }
+        if (family.spec == nullptr) {
+            family = {.spec = preset.spec, .variant = &preset.spec->writer.variants.front()};
+        }
+    }
+    if (family.spec == nullptr) {
+        std::vector<std::string_view> presets;
+        for (const vkf::FamilySpec& spec : vkf::families()) {
+            for (const vkf::CheckpointPreset& named : spec.writer.presets) {
+                presets.push_back(named.name);
+            }
+        }
+        throw vkf::app::UsageError("--family is required (or --preset " + vkf::and_list(presets) + ")");
+    }
+    return family;
+}
+
+// Options of another family are refused, naming all of that family's options.
+void refuse_other_families_options(const vkf::FamilySpec& chosen, const vkf::CheckpointOptionValues& given) {
+    const auto takes = [&](std::string_view flag) {
+        for (const vkf::CheckpointOption& option : chosen.writer.options) {
+            if (option.flag == flag) {
+                return true;
+            }
+        }
+        return false;
+    };
+    for (const vkf::FamilySpec& other : vkf::families()) {
+        std::vector<std::string_view> flags;
+        bool refused = false;
+        for (const vkf::CheckpointOption& option : other.writer.options) {
+            flags.push_back(option.flag);
+            refused = refused || (given.given(option.flag) && !takes(option.flag));
+        }
+        if (refused) {
+            const bool one = flags.size() == 1;
+            throw vkf::app::UsageError(fmt::format("{} {} {} setting{}", vkf::and_list(flags), one ? "is a" : "are",
+                                                   other.display_name, one ? "" : "s"));
+        }
+    }
 }
 
 // The configuration the options describe: a preset's shape, the family's usual settings,
 // then explicit flags on top.
 vkf::ModelConfig build_config(const Options& options) {
-    using vkf::ModelFamily;
-    std::optional<ModelFamily> family;
-    if (options.family) {
-        const std::string& name = *options.family;
-        family = name == "bloom"    ? ModelFamily::Bloom
-                 : name == "mpt"    ? ModelFamily::Mpt
-                 : name == "falcon" ? ModelFamily::Falcon
-                 : name == "jais"   ? ModelFamily::Jais
-                                    : ModelFamily::Baichuan;
+    vkf::CheckpointFamilyPreset preset;
+    if (options.preset && *options.preset != "tiny") {
+        preset = vkf::find_checkpoint_preset(*options.preset);
     }
-    const bool baichuan2 = options.family == "baichuan2";
-    if (options.preset == "bloom-560m") {
-        if (family && family != ModelFamily::Bloom) {
-            throw vkf::app::UsageError(
-                "--preset bloom-560m is a BLOOM shape; it cannot be combined with another --family");
-        }
-        family = ModelFamily::Bloom;
-    }
-    if (!family) {
-        throw vkf::app::UsageError("--family is required (or --preset bloom-560m)");
-    }
-    const bool mpt = *family == ModelFamily::Mpt;
-    if (!mpt && (options.bias || options.alibi_bias_max || options.clip_qkv || options.kv_heads || options.qk_ln ||
-                 options.softmax_scale || options.logit_scale || options.no_alibi || options.learned_pos_emb)) {
-        throw vkf::app::UsageError(
-            "--bias, --alibi-bias-max, --clip-qkv, --kv-heads, --qk-ln, --softmax-scale, --logit-scale, --no-alibi "
-            "and --learned-pos-emb are MPT settings");
-    }
-    if (options.post_ln && *family != ModelFamily::Bloom) {
-        throw vkf::app::UsageError("--post-ln is a BLOOM setting");
-    }
-    if ((options.alibi_train_len || options.alibi_factor) && *family != ModelFamily::Jais) {
-        throw vkf::app::UsageError("--alibi-train-len and --alibi-factor are Jais settings");
-    }
+    const vkf::CheckpointFamily family = chosen_family(options, preset);
+    const vkf::FamilySpec& spec = *family.spec;
+    refuse_other_families_options(spec, options.family_options);
 
-    vkf::ModelConfig config{.family = *family};
-    if (options.preset == "bloom-560m") {
-        config.n_layer = 24;
-        config.hidden = 1024;
-        config.n_head = 16;
-        config.vocab_size = 250880;
+    vkf::ModelConfig config{.family = spec.family};
+    vkf::CheckpointShape shape;
+    if (preset.preset != nullptr) {
+        shape = preset.preset->shape;
     } else if (options.preset == "tiny") {
-        const TinyShape shape = tiny_shape(*family);
-        config.n_layer = 2;
-        config.hidden = baichuan2 ? 64 : shape.hidden;
-        config.n_head = baichuan2 ? 2 : shape.heads;
-        config.vocab_size = baichuan2 ? kBaichuan2Vocabulary : 512;
+        shape = family.variant->tiny;
     }
-    config.n_layer = options.layers.value_or(config.n_layer);
-    config.hidden = options.hidden.value_or(config.hidden);
-    config.n_head = options.heads.value_or(config.n_head);
-    config.vocab_size = options.vocab.value_or(config.vocab_size);
+    config.n_layer = options.layers.value_or(shape.n_layer);
+    config.hidden = options.hidden.value_or(shape.hidden);
+    config.n_head = options.heads.value_or(shape.n_head);
+    config.vocab_size = options.vocab.value_or(shape.vocab_size);
     if (config.n_layer == 0 || config.hidden == 0 || config.n_head == 0 || config.vocab_size == 0) {
         throw vkf::app::UsageError("without a preset, --layers, --hidden, --heads and --vocab are required");
     }
@@ -191,13 +227,14 @@ vkf::ModelConfig build_config(const Options& options) {
         throw vkf::app::UsageError(
             fmt::format("--hidden {} is not a multiple of --heads {}", config.hidden, config.n_head));
     }
-    if (baichuan2 && config.vocab_size != kBaichuan2Vocabulary) {
-        throw vkf::app::UsageError(
-            fmt::format("Baichuan2 is recognized by its vocabulary of {} (its NormHead); --vocab "
-                        "{} would make a Baichuan 1 model",
-                        kBaichuan2Vocabulary, config.vocab_size));
+    if (family.variant->check != nullptr) {
+        try {
+            family.variant->check(config);
+        } catch (const vkf::Error& e) {
+            throw vkf::app::UsageError(e.what());
+        }
     }
-    config.n_kv_head = options.kv_heads.value_or(config.n_head);
+    config.n_kv_head = config.n_head;
     config.head_dim = config.hidden / config.n_head;
     // Written anyway (the CPU references and other engines read any head size), but said,
     // so that nobody waits for a checkpoint vkf-run will refuse.
@@ -211,39 +248,10 @@ vkf::ModelConfig build_config(const Options& options) {
     }
     config.ffn_hidden = options.ffn.value_or(4 * config.hidden);
     config.max_seq_len = options.max_seq_len.value_or(2048);
-    switch (*family) {
-        case ModelFamily::Mpt:
-            config.no_bias = !options.bias;
-            config.alibi_bias_max = options.alibi_bias_max.value_or(8.0);
-            config.clip_qkv = options.clip_qkv;
-            config.qk_ln = options.qk_ln;
-            config.softmax_scale = options.softmax_scale;
-            config.logit_scale = options.logit_scale;
-            config.alibi = !options.no_alibi;
-            config.learned_pos_emb = options.learned_pos_emb;
-            break;
-        case ModelFamily::Bloom:
-            config.post_layernorm_residual = options.post_ln;
-            break;
-        case ModelFamily::Falcon:
-            break;  // Falcon-RW: biases everywhere
-        case ModelFamily::Baichuan:
-            config.no_bias = true;
-            config.layer_norm_epsilon = 1e-6;
-            config.tie_word_embeddings = false;
-            config.normalized_lm_head = config.vocab_size == kBaichuan2Vocabulary;
-            break;
-        case ModelFamily::Jais:
-            // jais-13b's muP settings: q.k / head size, embeddings times 14.6, logits times
-            // mup_output_alpha 2.22 * mup_width_scale 0.0625.
-            config.softmax_scale = 1.0 / config.head_dim;
-            config.embedding_scale = 14.6;
-            config.logit_scale = 2.22 * 0.0625;
-            config.alibi_train_seq_len = options.alibi_train_len;
-            config.alibi_scaling_factor = options.alibi_factor.value_or(1.0);
-            break;
-    }
     try {
+        if (spec.writer.configure != nullptr) {
+            spec.writer.configure(config, options.family_options);
+        }
         vkf::validate(config);
     } catch (const vkf::Error& e) {
         throw vkf::app::UsageError(e.what());

@@ -1,148 +1,33 @@
+// The sub-allocator: blocks of VkDeviceMemory, their free ranges, and where a buffer goes
+// when device-local memory is full. Budgets are memory_budget.cpp, Buffer memory_buffer.cpp.
 #include "runtime/memory.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/memory_internal.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <mutex>
 #include <optional>
-#include <utility>
+#include <string>
 
 namespace vkf {
 
-struct Block {
-    VkDeviceMemory memory = VK_NULL_HANDLE;
-    VkDeviceSize size = 0;
-    std::uint32_t type = 0;
-    std::byte* mapped = nullptr;
-    bool dedicated = false;
-    bool fallback = false;  // holds MemoryKind::Device buffers in host-visible memory
-    // Made for a MemoryKind::Host buffer: also holds later Host buffers, never Device ones,
-    // and is not counted against MemoryCaps::device_local even when its type is device-local.
-    bool host = false;
-    std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size, coalesced
-    std::uint32_t live = 0;
-};
+std::string memory_detail::mib(std::uint64_t bytes) {
+    return fmt::format("{:.1f} MiB ({} bytes)", static_cast<double>(bytes) / (1 << 20), bytes);
+}
 
 namespace {
 
-constexpr VkMemoryPropertyFlags kHostCoherent =
-    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+using memory_detail::find_fallback_type;
+using memory_detail::find_type;
+using memory_detail::kHostCoherent;
+using memory_detail::mib;
 
 VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) {
     return (v + a - 1) / a * a;
-}
-
-std::uint64_t minus(std::uint64_t a, std::uint64_t b) {
-    return a > b ? a - b : 0;
-}
-
-bool usable(VkMemoryPropertyFlags f) {
-    return (f & (VK_MEMORY_PROPERTY_PROTECTED_BIT | VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT)) == 0;
-}
-
-// The memory type of a kind's buffers; UINT32_MAX when none qualifies.
-std::uint32_t find_type(const VkPhysicalDeviceMemoryProperties& props, std::uint32_t type_bits, MemoryKind kind) {
-    const VkMemoryPropertyFlags required = kind == MemoryKind::Host ? kHostCoherent : 0;
-    const VkMemoryPropertyFlags preferred =
-        kind == MemoryKind::Host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    std::uint32_t best = UINT32_MAX;
-    for (std::uint32_t t = 0; t < props.memoryTypeCount; ++t) {
-        const VkMemoryPropertyFlags f = props.memoryTypes[t].propertyFlags;
-        if (!(type_bits & (1u << t)) || (f & required) != required || !usable(f)) {
-            continue;
-        }
-        if (best == UINT32_MAX ||
-            ((f & preferred) == preferred && (props.memoryTypes[best].propertyFlags & preferred) != preferred)) {
-            best = t;
-        }
-    }
-    return best;
-}
-
-// Where MemoryKind::Device buffers go when device-local memory is full: a host-visible
-// coherent type, best on a heap of its own that is not device-local (system memory next to
-// a discrete GPU), then on any other heap, then on the device type's own heap (unified
-// memory: a fallback only under MemoryCaps::device_local). UINT32_MAX when there is none.
-std::uint32_t find_fallback_type(const VkPhysicalDeviceMemoryProperties& props, std::uint32_t type_bits,
-                                 std::uint32_t device_type) {
-    const std::uint32_t device_heap = props.memoryTypes[device_type].heapIndex;
-    const auto rank = [&](std::uint32_t t) {
-        const std::uint32_t heap = props.memoryTypes[t].heapIndex;
-        if (heap == device_heap) {
-            return 1;
-        }
-        return (props.memoryHeaps[heap].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0 ? 2 : 3;
-    };
-    std::uint32_t best = UINT32_MAX;
-    for (std::uint32_t t = 0; t < props.memoryTypeCount; ++t) {
-        const VkMemoryPropertyFlags f = props.memoryTypes[t].propertyFlags;
-        if ((type_bits & (1u << t)) && (f & kHostCoherent) == kHostCoherent && usable(f) &&
-            (best == UINT32_MAX || rank(t) > rank(best))) {
-            best = t;
-        }
-    }
-    return best;
-}
-
-// Every heap's budget and usage: VK_EXT_memory_budget's, else the heap's size and `own`
-// (vkformer's blocks per heap; empty: none).
-MemoryBudget read_heaps(VkPhysicalDevice physical, bool use_extension, const std::vector<std::uint64_t>& own) {
-    VkPhysicalDeviceMemoryBudgetPropertiesEXT ext{.sType =
-                                                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
-    VkPhysicalDeviceMemoryProperties2 props{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
-                                            .pNext = use_extension ? &ext : nullptr};
-    vkGetPhysicalDeviceMemoryProperties2(physical, &props);
-    const VkPhysicalDeviceMemoryProperties& mem = props.memoryProperties;
-    MemoryBudget out{.from_extension = use_extension};
-    for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h) {
-        HeapBudget heap{.index = h,
-                        .size = mem.memoryHeaps[h].size,
-                        .device_local = (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0};
-        for (std::uint32_t t = 0; t < mem.memoryTypeCount; ++t) {
-            if (mem.memoryTypes[t].heapIndex == h &&
-                (mem.memoryTypes[t].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0) {
-                heap.host_visible = true;
-            }
-        }
-        // The specification has heapBudget non-zero for every heap; a driver that says 0
-        // gets its heap's size rather than a budget nothing fits in.
-        heap.budget = use_extension && ext.heapBudget[h] != 0 ? ext.heapBudget[h] : heap.size;
-        heap.usage = use_extension ? ext.heapUsage[h] : (h < own.size() ? own[h] : 0);
-        out.heaps.push_back(heap);
-    }
-    return out;
-}
-
-// Fills in what Device buffers of `type_bits` can still get, given vkformer's device-local
-// and fallback block bytes (what the caps count).
-void fill_available(MemoryBudget& b, const VkPhysicalDeviceMemoryProperties& props, std::uint32_t type_bits,
-                    std::uint64_t device_local_bytes, std::uint64_t fallback_bytes) {
-    const std::uint32_t type = find_type(props, type_bits, MemoryKind::Device);
-    if (type == UINT32_MAX) {
-        return;
-    }
-    const HeapBudget& heap = b.heaps.at(props.memoryTypes[type].heapIndex);
-    const bool device_local = (props.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0;
-    const std::uint64_t heap_room = minus(heap.budget, heap.usage);
-    const bool capped = device_local && b.caps.device_local.has_value();
-    b.device_local_available =
-        capped ? std::min(heap_room, minus(*b.caps.device_local, device_local_bytes)) : heap_room;
-    b.host_visible_available = 0;
-    const std::uint32_t fallback = find_fallback_type(props, type_bits, type);
-    if (fallback == UINT32_MAX) {
-        return;
-    }
-    const HeapBudget& fallback_heap = b.heaps.at(props.memoryTypes[fallback].heapIndex);
-    if (fallback_heap.index != heap.index) {
-        b.host_visible_available = minus(fallback_heap.budget, fallback_heap.usage);
-    } else if (capped) {
-        // One heap for both (unified memory): what the device-local cap leaves of it.
-        b.host_visible_available = heap_room - b.device_local_available;
-    }
-    if (b.caps.host_visible) {
-        b.host_visible_available = std::min(b.host_visible_available, minus(*b.caps.host_visible, fallback_bytes));
-    }
 }
 
 // A block size for a buffer of `need` bytes within `room`: `want`, halved while it does not
@@ -159,32 +44,27 @@ VkDeviceSize fitting_block(VkDeviceSize want, VkDeviceSize need, std::uint64_t r
     return size <= room ? size : need;
 }
 
-std::string mib(std::uint64_t bytes) {
-    return fmt::format("{:.1f} MiB ({} bytes)", static_cast<double>(bytes) / (1 << 20), bytes);
+// The first free range of `b` that holds `size` bytes at `alignment`.
+std::optional<Allocation> take(Block& b, VkDeviceSize size, VkDeviceSize alignment) {
+    for (auto it = b.free_ranges.begin(); it != b.free_ranges.end(); ++it) {
+        const VkDeviceSize start = align_up(it->first, alignment);
+        const VkDeviceSize end = it->first + it->second;
+        if (start + size > end) {
+            continue;
+        }
+        const VkDeviceSize range_offset = it->first;
+        b.free_ranges.erase(it);
+        if (start > range_offset)
+            b.free_ranges.emplace(range_offset, start - range_offset);
+        if (start + size < end)
+            b.free_ranges.emplace(start + size, end - start - size);
+        b.live += 1;
+        return Allocation{.block = &b, .offset = start, .size = size};
+    }
+    return std::nullopt;
 }
 
 }  // namespace
-
-std::string MemoryBudget::source() const {
-    std::string out = from_extension ? "VK_EXT_memory_budget" : "heap sizes";
-    std::string forced;
-    if (caps.device_local) {
-        forced = "device_heap=" + std::to_string(*caps.device_local);
-    }
-    if (caps.host_visible) {
-        forced += (forced.empty() ? "" : ",") + std::string("host_heap=") + std::to_string(*caps.host_visible);
-    }
-    return forced.empty() ? out : out + "; forced: VKF_LIMITS " + forced;
-}
-
-MemoryBudget query_memory_budget(VkPhysicalDevice physical, bool use_extension, const MemoryCaps& caps) {
-    MemoryBudget b = read_heaps(physical, use_extension, {});
-    b.caps = caps;
-    VkPhysicalDeviceMemoryProperties props{};
-    vkGetPhysicalDeviceMemoryProperties(physical, &props);
-    fill_available(b, props, UINT32_MAX, 0, 0);
-    return b;
-}
 
 MemoryAllocator::MemoryAllocator(const Device& device, VkDeviceSize block_size, MemoryCaps caps)
     : device_(device), caps_(caps) {
@@ -226,18 +106,6 @@ std::uint32_t MemoryAllocator::memory_type(std::uint32_t type_bits, MemoryKind k
                     (kind == MemoryKind::Host ? "host-visible coherent" : "usable") + " memory type for it");
     }
     return type;
-}
-
-MemoryBudget MemoryAllocator::budget(std::uint32_t type_bits) const {
-    MemoryBudget b = read_heaps(device_.physical(), device_.info().memory_budget, heap_bytes_);
-    b.caps = caps_;
-    fill_available(b, props_, type_bits, stats_.device_local_block_bytes, stats_.fallback_block_bytes);
-    return b;
-}
-
-MemoryBudget MemoryAllocator::budget() const {
-    const std::lock_guard lock(mutex_);
-    return budget(UINT32_MAX);
 }
 
 MemoryStats MemoryAllocator::stats() const {
@@ -320,30 +188,6 @@ Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const s
     blocks_.push_back(std::move(block));
     return blocks_.back().get();
 }
-
-namespace {
-
-// The first free range of `b` that holds `size` bytes at `alignment`.
-std::optional<Allocation> take(Block& b, VkDeviceSize size, VkDeviceSize alignment) {
-    for (auto it = b.free_ranges.begin(); it != b.free_ranges.end(); ++it) {
-        const VkDeviceSize start = align_up(it->first, alignment);
-        const VkDeviceSize end = it->first + it->second;
-        if (start + size > end) {
-            continue;
-        }
-        const VkDeviceSize range_offset = it->first;
-        b.free_ranges.erase(it);
-        if (start > range_offset)
-            b.free_ranges.emplace(range_offset, start - range_offset);
-        if (start + size < end)
-            b.free_ranges.emplace(start + size, end - start - size);
-        b.live += 1;
-        return Allocation{.block = &b, .offset = start, .size = size};
-    }
-    return std::nullopt;
-}
-
-}  // namespace
 
 std::optional<Allocation> MemoryAllocator::from_blocks(const VkMemoryRequirements& req, std::uint32_t type,
                                                        BlockUse use) {
@@ -503,95 +347,6 @@ void MemoryAllocator::free(const Allocation& a) noexcept {
             blocks_.erase(std::find_if(blocks_.begin(), blocks_.end(), [&](const auto& p) { return p.get() == &b; }));
         }
     }
-}
-
-Buffer::Buffer(MemoryAllocator& allocator, VkDeviceSize size, MemoryKind kind, std::string name)
-    : allocator_(&allocator), size_(size), kind_(kind), name_(std::move(name)) {
-    if (size == 0) {
-        throw Error("buffer '" + name_ + "': size is 0");
-    }
-    const VkDevice dev = allocator.device().handle();
-    const auto failed = [&](VkResult r, const char* call) {
-        const std::string what = std::string(call) + " for buffer '" + name_ + "' (" + mib(size) + ") failed with " +
-                                 to_string(r) + " (" + std::to_string(static_cast<int>(r)) + ")";
-        if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
-            throw OutOfMemoryError("out of device memory: " + what);
-        }
-        check(r, what.c_str());
-    };
-    const VkBufferCreateInfo info{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-                                  .size = size,
-                                  .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                           VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                  .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-    VkResult r = allocator.injected_result();
-    if (r == VK_SUCCESS) {
-        r = vkCreateBuffer(dev, &info, nullptr, &buffer_);
-    }
-    if (r != VK_SUCCESS) {
-        buffer_ = VK_NULL_HANDLE;
-        failed(r, "vkCreateBuffer");
-    }
-    try {
-        VkMemoryRequirements req{};
-        vkGetBufferMemoryRequirements(dev, buffer_, &req);
-        allocation_ = allocator.allocate(req, kind, name_);
-        r = vkBindBufferMemory(dev, buffer_, allocation_.block->memory, allocation_.offset);
-        if (r != VK_SUCCESS) {
-            failed(r, "vkBindBufferMemory");
-        }
-    } catch (...) {
-        release();
-        throw;
-    }
-}
-
-Buffer::~Buffer() {
-    release();
-}
-
-Buffer::Buffer(Buffer&& other) noexcept {
-    *this = std::move(other);
-}
-
-Buffer& Buffer::operator=(Buffer&& other) noexcept {
-    if (this != &other) {
-        release();
-        allocator_ = std::exchange(other.allocator_, nullptr);
-        buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
-        allocation_ = std::exchange(other.allocation_, Allocation{});
-        size_ = std::exchange(other.size_, 0);
-        kind_ = other.kind_;
-        name_ = std::move(other.name_);
-    }
-    return *this;
-}
-
-bool Buffer::host_visible_fallback() const {
-    return allocation_.block != nullptr && allocation_.block->fallback;
-}
-
-std::byte* Buffer::mapped() const {
-    return allocation_.block != nullptr && allocation_.block->mapped != nullptr
-               ? allocation_.block->mapped + allocation_.offset
-               : nullptr;
-}
-
-void Buffer::release() noexcept {
-    if (buffer_ == VK_NULL_HANDLE && allocation_.block == nullptr) {
-        return;
-    }
-    // After a timeout the GPU may still read this buffer: then the device defers this.
-    allocator_->device().release([allocator = allocator_, buffer = buffer_, allocation = allocation_]() noexcept {
-        if (buffer != VK_NULL_HANDLE) {
-            vkDestroyBuffer(allocator->device().handle(), buffer, nullptr);
-        }
-        if (allocation.block != nullptr) {
-            allocator->free(allocation);
-        }
-    });
-    buffer_ = VK_NULL_HANDLE;
-    allocation_ = Allocation{};
 }
 
 }  // namespace vkf

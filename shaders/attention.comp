@@ -17,6 +17,10 @@
 // model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
 // (max, sum) for attention_combine.comp instead of the output), PACKED_TABLES (with SPLIT_KV:
 // 4 storage buffers, the slope table and key counts read from the partials' binding).
+//
+// Paged batches (VKF_ATTN_FLAG_PAGED): z's batch index is a sequence of the table, whose
+// rows are packed in Q and O and whose keys are read through its block table; the query
+// tiles past its row count leave at once (the grid is sized for the longest).
 
 #extension GL_GOOGLE_include_directive : require
 
@@ -62,12 +66,14 @@ uint tables_base() {
     return params.batch * params.n_head * params.q_len * params.n_splits * (D + 2u);
 }
 #define VKF_SLOPE(h) tables_f[tables_base() + (h)]
-#define VKF_KV_LEN(b) tables_u[tables_base() + params.n_head + (b)]
+uint seq_word(uint i) { return tables_u[tables_base() + params.n_head + i]; }
 #else
 layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
+// The key counts ([batch]), or the sequence table of a paged batch (which starts with them).
 layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
-#define VKF_KV_LEN(b) kv_lens[b]
+uint seq_word(uint i) { return kv_lens[i]; }
 #endif
+#define VKF_KV_LEN(b) seq_word(b)
 
 #include "alibi.glsl"
 
@@ -92,7 +98,7 @@ void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
         const uint key = key0 + c;
         vec2 value = vec2(0.0);
         if (key < key_end) {
-            const uint index = ((b * params.kv_len + key) * params.n_kv_head + kv_head) * DP + p;
+            const uint index = (kv_row(b, key) * params.n_kv_head + kv_head) * DP + p;
             value = load_v ? pair_to_vec2(v_data[index]) : pair_to_vec2(k_data[index]);
         }
         if ((p & 1u) == 0u) {
@@ -114,11 +120,19 @@ void main() {
     const uint kv_head = head / (params.n_head / params.n_kv_head);
     const bool causal = (params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u;
 
+    // This sequence's rows: first_row .. first_row + q_len - 1 of Q and O. The test is uniform
+    // over the workgroup, so that no invocation leaves before a barrier the others reach.
+    const uint first_row = seq_first_row(b);
+    const uint q_len = seq_row_count(b, first_row);
+    if (row0 >= q_len) {
+        return;
+    }
+
     // Valid keys of this batch; query row i sits at position L - q_len + i.
     const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(VKF_KV_LEN(b), params.kv_len) : params.kv_len;
     const uint row = row0 + row_local;
-    const bool row_valid = row < params.q_len;
-    const int qpos = int(L) - int(params.q_len) + int(row);
+    const bool row_valid = row < q_len;
+    const int qpos = int(L) - int(q_len) + int(row);
     const float slope = alibi_slope_of_head(head, L);
 
     // Keys this workgroup visits; causal tiles past the group's last row are skipped.
@@ -126,7 +140,7 @@ void main() {
     const uint key_begin = split * split_len;
     uint key_end = min(L, key_begin + split_len);
     if (causal) {
-        const int last_pos = int(L) - int(params.q_len) + int(min(row0 + BR, params.q_len)) - 1;
+        const int last_pos = int(L) - int(q_len) + int(min(row0 + BR, q_len)) - 1;
         key_end = min(key_end, uint(max(last_pos + 1, 0)));
     }
 
@@ -144,8 +158,8 @@ void main() {
         const uint r = e / DP;
         const uint p = e % DP;
         vec2 value = vec2(0.0);
-        if (row0 + r < params.q_len) {
-            value = pair_to_vec2(q_data[((b * params.q_len + row0 + r) * params.n_head + head) * DP + p]);
+        if (row0 + r < q_len) {
+            value = pair_to_vec2(q_data[((first_row + row0 + r) * params.n_head + head) * DP + p]);
         }
         if ((p & 1u) == 0u) {
             q_tile[r * DQ + p / 2u].xy = value * params.scale;
@@ -256,7 +270,7 @@ void main() {
     for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
         const uint p = lane + k * TPR;
         if (PAIRS_SPLIT_EVENLY || p < DP) {
-            o_data[((b * params.q_len + row) * params.n_head + head) * DP + p] = vec2_to_pair(acc[k] * inv_sum);
+            o_data[((first_row + row) * params.n_head + head) * DP + p] = vec2_to_pair(acc[k] * inv_sum);
         }
     }
 #endif

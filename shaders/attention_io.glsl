@@ -50,4 +50,37 @@ uint split_length(uint L, uint granule) {
     return min(params.kv_split_len, (per_split + granule - 1u) / granule * granule);
 }
 
+// Paged, ragged batches (VKF_ATTN_FLAG_PAGED). seq_word(i) is word i of the sequence table
+// (interface/attention.h); the kernels that read one define it after their bindings.
+uint seq_word(uint i);
+
+bool paged_batch() { return (params.flags & VKF_ATTN_FLAG_PAGED) != 0u; }
+
+// Where sequence b's rows start in Q and O: b * q_len in the batch layout, else the table's,
+// clamped (as the counts below) so that no table can send a kernel past the q_rows rows.
+uint seq_first_row(uint b) {
+    if (!paged_batch()) {
+        return b * params.q_len;
+    }
+    return min(seq_word(VKF_ATTN_SEQ_Q_START(params.batch, b)), params.q_rows);
+}
+
+// Sequence b's query rows, which start at first_row (seq_first_row).
+uint seq_row_count(uint b, uint first_row) {
+    if (!paged_batch()) {
+        return params.q_len;
+    }
+    return min(min(seq_word(VKF_ATTN_SEQ_Q_LEN(params.batch, b)), params.q_len), params.q_rows - first_row);
+}
+
+// The row of K and V that holds key `key` (< kv_len) of sequence b: through its block table
+// when paged, a block id past the pool reading the pool's last block instead of past it.
+uint kv_row(uint b, uint key) {
+    if (!paged_batch()) {
+        return b * params.kv_len + key;
+    }
+    const uint block = seq_word(VKF_ATTN_SEQ_BLOCK(params.batch, params.blocks_per_seq, b, key / params.block_size));
+    return min(block, params.pool_blocks - 1u) * params.block_size + key % params.block_size;
+}
+
 #endif

@@ -13,6 +13,11 @@
 // Conventions (positions p_i = L_b - q_len + i, GQA head mapping, masks, slopes) are those
 // of host/spec/attention_params.hpp. Storage is float32, or fp16 with STORAGE_F16; arithmetic
 // is fp32 either way.
+//
+// Paged batches (VKF_ATTN_FLAG_PAGED, host/ops/attention.hpp): b is a sequence of the table,
+// its rows packed in Q and O, its keys read through its block table. The scores of rows past
+// its row count are all masked (zeros after the softmax) and PV writes none of them. PV reads
+// the table after the scores and the slope table, where the host copies it.
 
 #extension GL_GOOGLE_include_directive : require
 
@@ -28,14 +33,24 @@ const uint HEAD_PAIRS = HEAD_DIM / 2u;
 // glslang does not fold uintBitsToFloat in a global const initializer.
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-// Offsets, in element pairs, of head rows in the default layouts (docs/DESIGN.md).
-uint q_row_pair(uint b, uint i, uint h) {
-    return ((b * params.q_len + i) * params.n_head + h) * HEAD_PAIRS;
+// Offsets, in element pairs, of head rows in the default layouts (docs/DESIGN.md), or of
+// row `first_row + i` of Q and O and key j of sequence b in a paged batch.
+uint q_row_pair(uint first_row, uint i, uint h) {
+    return ((first_row + i) * params.n_head + h) * HEAD_PAIRS;
 }
 
 uint kv_row_pair(uint b, uint j, uint kv_h) {
-    return ((b * params.kv_len + j) * params.n_kv_head + kv_h) * HEAD_PAIRS;
+    return (kv_row(b, j) * params.n_kv_head + kv_h) * HEAD_PAIRS;
 }
+
+// Words of the scores, after which the PACKED_TABLES variant and PV (paged) find the tables.
+uint tables_base() {
+    return params.batch * params.n_head * params.q_len * params.kv_len;
+}
+
+// Valid keys of sequence (or batch) b.
+#define VKF_VALID_KEYS(b) \
+    ((params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(seq_word(b), params.kv_len) : params.kv_len)
 
 uint score_row_offset(uint b, uint h, uint i) {
     return ((b * params.n_head + h) * params.q_len + i) * params.kv_len;
@@ -51,16 +66,14 @@ layout(std430, binding = 1) readonly buffer KBuffer { VKF_PAIR k_data[]; };
 layout(std430, binding = 2) writeonly buffer ScoreBuffer { float scores[]; };
 layout(std430, binding = 2) readonly buffer Tables { float tables_f[]; };
 layout(std430, binding = 2) readonly buffer TablesU { uint tables_u[]; };
-uint tables_base() {
-    return params.batch * params.n_head * params.q_len * params.kv_len;
-}
 #define VKF_SLOPE(h) tables_f[tables_base() + (h)]
-#define VKF_KV_LEN(b) tables_u[tables_base() + params.n_head + (b)]
+uint seq_word(uint i) { return tables_u[tables_base() + params.n_head + i]; }
 #else
 layout(std430, binding = 2) readonly buffer SlopeBuffer { float slope_table[]; };
+// The key counts, or the sequence table of a paged batch (which starts with them).
 layout(std430, binding = 3) readonly buffer KvLenBuffer { uint kv_lens[]; };
 layout(std430, binding = 4) writeonly buffer ScoreBuffer { float scores[]; };
-#define VKF_KV_LEN(b) kv_lens[b]
+uint seq_word(uint i) { return kv_lens[i]; }
 #endif
 
 #include "alibi.glsl"
@@ -74,14 +87,17 @@ void main() {
         return;
     }
 
-    const uint valid_keys = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? VKF_KV_LEN(b) : params.kv_len;
-    const int qpos = int(valid_keys) - int(params.q_len) + int(i);
-    const bool masked = j >= valid_keys || ((params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
+    const uint first_row = seq_first_row(b);
+    const uint q_len = seq_row_count(b, first_row);
+    const uint valid_keys = VKF_VALID_KEYS(b);
+    const int qpos = int(valid_keys) - int(q_len) + int(i);
+    const bool masked =
+        i >= q_len || j >= valid_keys || ((params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
 
     float score = NEG_INF;
     if (!masked) {
         const uint kv_h = h / (params.n_head / params.n_kv_head);
-        const uint q_row = q_row_pair(b, i, h);
+        const uint q_row = q_row_pair(first_row, i, h);
         const uint k_row = kv_row_pair(b, j, kv_h);
         float acc = 0.0;
         for (uint p = 0u; p < HEAD_PAIRS; ++p) {
@@ -174,8 +190,10 @@ void main() {
 #elif defined(PV)
 
 layout(std430, binding = 0) readonly buffer ProbBuffer { float probs[]; };
+layout(std430, binding = 0) readonly buffer TableBuffer { uint tables_u[]; };
 layout(std430, binding = 1) readonly buffer VBuffer { VKF_PAIR v_data[]; };
 layout(std430, binding = 2) writeonly buffer OBuffer { VKF_PAIR o_data[]; };
+uint seq_word(uint i) { return tables_u[tables_base() + params.n_head + i]; }
 
 void main() {
     const uint p = gl_GlobalInvocationID.x; // the pair of dimensions 2p, 2p + 1
@@ -186,13 +204,21 @@ void main() {
         return;
     }
 
+    const uint first_row = seq_first_row(b);
+    if (i >= seq_row_count(b, first_row)) {
+        return;
+    }
+
     const uint kv_h = h / (params.n_head / params.n_kv_head);
     const uint row = score_row_offset(b, h, i);
+    // A paged sequence's keys past its count are no rows of its own (the pool's other
+    // contents, which even a zero probability must not multiply: NaN * 0 is NaN).
+    const uint keys = paged_batch() ? VKF_VALID_KEYS(b) : params.kv_len;
     vec2 acc = vec2(0.0);
-    for (uint j = 0u; j < params.kv_len; ++j) {
+    for (uint j = 0u; j < keys; ++j) {
         acc += probs[row + j] * pair_to_vec2(v_data[kv_row_pair(b, j, kv_h) + p]);
     }
-    o_data[q_row_pair(b, i, h) + p] = vec2_to_pair(acc);
+    o_data[q_row_pair(first_row, i, h) + p] = vec2_to_pair(acc);
 }
 
 #else

@@ -21,6 +21,10 @@
 // 4 storage buffers, the slope table and key counts read from the partials' binding),
 // PAIR_LOADS (D % 4 == 2: a head row does not start on a quad, so the tensors are read and
 // written as element pairs, two per quad, and the last quad's upper pair is zero).
+//
+// Paged batches (VKF_ATTN_FLAG_PAGED): z's batch index is a sequence of the table, whose
+// rows are packed in Q and O and whose keys are read through its block table; the query
+// blocks past its row count leave at once (the grid is sized for the longest).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -64,20 +68,23 @@ layout(std430, binding = 3) writeonly buffer OBuf { VKF_QUAD o_data[]; };
 #endif
 #if defined(PACKED_TABLES)
 // Devices with 4 storage buffers per shader stage (Vulkan's minimum): the slope table
-// (n_head floats) and the key counts (batch uints) follow the partial records in binding 3,
-// where the host put them, instead of bindings of their own. Always with SPLIT_KV.
+// (n_head floats) and the key counts (batch uints, or a paged batch's sequence table) follow
+// the partial records in binding 3, where the host put them, instead of bindings of their
+// own. Always with SPLIT_KV.
 layout(std430, binding = 3) readonly buffer Tables { float tables_f[]; };
 layout(std430, binding = 3) readonly buffer TablesU { uint tables_u[]; };
 uint tables_base() {
     return params.batch * params.n_head * params.q_len * params.n_splits * (D + 2u);
 }
 #define VKF_SLOPE(h) tables_f[tables_base() + (h)]
-#define VKF_KV_LEN(b) tables_u[tables_base() + params.n_head + (b)]
+uint seq_word(uint i) { return tables_u[tables_base() + params.n_head + i]; }
 #else
 layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
+// The key counts ([batch]), or the sequence table of a paged batch (which starts with them).
 layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
-#define VKF_KV_LEN(b) kv_lens[b]
+uint seq_word(uint i) { return kv_lens[i]; }
 #endif
+#define VKF_KV_LEN(b) seq_word(b)
 
 // Quad dq of the head row that starts at element `base` of a tensor's buffer (its own unit:
 // quads, or pairs with PAIR_LOADS).
@@ -120,13 +127,21 @@ void main() {
     const uint kv_head = head / (params.n_head / params.n_kv_head);
     const bool causal = (params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u;
 
+    // This sequence's rows: first_row .. first_row + q_len - 1 of Q and O. The test is uniform
+    // over the workgroup, so that the subgroups that share loads stay whole.
+    const uint first_row = seq_first_row(b);
+    const uint q_len = seq_row_count(b, first_row);
+    if (row0 >= q_len) {
+        return;
+    }
+
     // Valid keys of this batch; query row i sits at position L - q_len + i. Rows past q_len
     // compute on the last row (so that loads stay in bounds) and store nothing.
     const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(VKF_KV_LEN(b), params.kv_len) : params.kv_len;
     const uint my_row0 = row0 + inv * R; // this invocation's rows: my_row0 .. my_row0 + R - 1
     int qpos[R];
     [[unroll]] for (uint r = 0u; r < R; ++r) {
-        qpos[r] = int(L) - int(params.q_len) + int(min(my_row0 + r, params.q_len - 1u));
+        qpos[r] = int(L) - int(q_len) + int(min(my_row0 + r, q_len - 1u));
     }
     const float slope = alibi_slope_of_head(head, L);
 
@@ -135,7 +150,7 @@ void main() {
     const uint key_begin = split * split_len;
     uint key_end = min(L, key_begin + split_len);
     if (causal) {
-        const int last_pos = int(L) - int(params.q_len) + int(min(row0 + rows_per_group, params.q_len)) - 1;
+        const int last_pos = int(L) - int(q_len) + int(min(row0 + rows_per_group, q_len)) - 1;
         key_end = min(key_end, uint(max(last_pos + 1, 0)));
     }
 
@@ -144,8 +159,7 @@ void main() {
     float row_max[R];
     float row_sum[R];
     [[unroll]] for (uint r = 0u; r < R; ++r) {
-        const uint q_base =
-            ((b * params.q_len + min(my_row0 + r, params.q_len - 1u)) * params.n_head + head) * ROW_UNITS;
+        const uint q_base = ((first_row + min(my_row0 + r, q_len - 1u)) * params.n_head + head) * ROW_UNITS;
         [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
             q[r][dq] = Q_QUAD(q_base, dq) * params.scale;
             acc[r][dq] = vec4(0.0);
@@ -155,13 +169,13 @@ void main() {
     }
 
     const uint key_stride = params.n_kv_head * ROW_UNITS; // buffer elements from one key to the next
-    const uint kv_base = b * params.kv_len * key_stride + kv_head * ROW_UNITS;
+    const uint kv_base = kv_head * ROW_UNITS;
     for (uint key0 = key_begin; key0 < key_end; key0 += BK) {
         // Keys past key_end read the last valid key (in bounds) and are masked.
         uint at[BK];
         float s[R][BK];
         [[unroll]] for (uint i = 0u; i < BK; ++i) {
-            at[i] = kv_base + min(key0 + i, key_end - 1u) * key_stride;
+            at[i] = kv_base + kv_row(b, min(key0 + i, key_end - 1u)) * key_stride;
             [[unroll]] for (uint r = 0u; r < R; ++r) {
                 s[r][i] = 0.0;
             }
@@ -238,7 +252,7 @@ void main() {
 
     [[unroll]] for (uint r = 0u; r < R; ++r) {
         const uint row = my_row0 + r;
-        if (row < params.q_len) {
+        if (row < q_len) {
 #if defined(SPLIT_KV)
             // Every split writes its record, an empty one (sum 0) included: the combine reads all.
             const uint record =
@@ -261,7 +275,7 @@ void main() {
 #else
             // A row with no visible key has row_sum == 0 and outputs zeros.
             const float inv_sum = row_sum[r] > 0.0 ? 1.0 / row_sum[r] : 0.0;
-            const uint o_base = ((b * params.q_len + row) * params.n_head + head) * ROW_UNITS;
+            const uint o_base = ((first_row + row) * params.n_head + head) * ROW_UNITS;
             [[unroll]] for (uint dq = 0u; dq < DQ; ++dq) {
 #if defined(PAIR_LOADS)
                 o_data[o_base + 2u * dq] = vec2_to_pair(acc[r][dq].xy * inv_sum);

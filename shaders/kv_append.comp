@@ -4,7 +4,10 @@
 // The source is fp32 with explicit strides, so the K or V part of a fused QKV projection
 // can be read in place: BLOOM's per-token [n_head, 3, head_dim] and MPT's [q | k | v]
 // layouts are both strided views. With max_len = new_len and pos = 0 the same kernel
-// repacks Q into attention's [batch, q_len, n_head, head_dim].
+// repacks Q into attention's [batch, q_len, n_head, head_dim]. SLOTS (batch 1): row t goes
+// to cache row slots[t] instead (a paged cache's slot mapping), and a slot >= max_len
+// writes nothing: the slots are written after recording, and a padding row's must not
+// reach memory past the cache.
 // One invocation per pair of elements (head_dim is even). Grid: x = pairs of a token's
 // heads / WG, y = new rows, z = batch.
 
@@ -21,6 +24,9 @@ layout(std430, binding = 1) writeonly buffer Cache { uint cache[]; };
 #else
 layout(std430, binding = 1) writeonly buffer Cache { float cache[]; };
 #endif
+#if defined(SLOTS)
+layout(std430, binding = 2) readonly buffer Slots { uint slot_data[]; };
+#endif
 
 void main() {
     const uint pair = gl_GlobalInvocationID.x;
@@ -34,9 +40,16 @@ void main() {
     const uint d = 2u * (pair % pairs_per_head);
     const uint s = params.src_base + b * params.src_batch_stride + t * params.src_token_stride +
                    h * params.src_head_stride + d;
+#if defined(SLOTS)
+    const uint row = slot_data[params.slots_base + t];
+    if (row >= params.max_len) {
+        return;
+    }
+#else
+    const uint row = params.pos + t;
+#endif
     const vec2 v = vec2(src[s], src[s + 1u]);
-    const uint dst = params.cache_base +
-                     ((b * params.max_len + params.pos + t) * params.n_kv_head + h) * params.head_dim + d;
+    const uint dst = params.cache_base + ((b * params.max_len + row) * params.n_kv_head + h) * params.head_dim + d;
 #if defined(CACHE_F16)
     cache[dst >> 1u] = pack_half2_finite(v); // saturated: an overflow stays finite
 #else

@@ -3,13 +3,13 @@
 // the raw sums of a K slice, P[(slice * m + row) * n + col], for the reduce pass.
 // The including shader declares `params` (flags, m, n, ldy and the *_base members),
 // bias_data (VKF_WEIGHT, weights_io.glsl), res_data and y_data (float) before including it;
-// SCATTER variants declare step_data (uint) in place of res_data and the bindings of the K
+// SCATTER variants declare slot_data (uint) in place of res_data and the bindings of the K
 // and V caches, VKF_MATMUL_K_BINDING and VKF_MATMUL_V_BINDING. NO_EPILOGUE variants declare
 // y_data (the partial sums) alone and store raw sums only.
 //
 // SCATTER (the fused QKV projection of a transformer layer): each output element goes where
-// attention reads it, Q to Y and K and V into the caches at the step's positions, so no
-// separate pass repacks Q or appends to the cache (interface/matmul_flags.h). An fp16 cache
+// attention reads it, Q to Y and K and V into the caches at the rows' slots, so no separate
+// pass repacks Q or appends to the cache (interface/matmul_flags.h). An fp16 cache
 // is written one half of a 32-bit word at a time with atomics: the invocation owning the
 // other half of the word may write it concurrently, and neither may overwrite the other.
 #ifndef VKF_MATMUL_EPILOGUE_GLSL
@@ -77,8 +77,13 @@ void scatter(uint row, uint col, float v) {
         y_data[params.y_base + (row * params.q_heads + head) * D + d] = v;
         return;
     }
-    const uint pos = step_data[0] - params.rows + row;
-    const uint index = (pos * params.kv_heads + head) * D + d;
+    // The slots are written by the host before each submission, after recording: one past
+    // the cache (a padding row's) must not reach memory beyond it.
+    const uint slot = slot_data[params.res_base + row];
+    if (slot >= params.cache_rows) {
+        return;
+    }
+    const uint index = (slot * params.kv_heads + head) * D + d;
     if ((params.flags & VKF_MATMUL_FLAG_CACHE_F16) != 0u) {
         if (part == 1u) {
             atomicAnd(k_cache[index >> 1u], other_half(index));

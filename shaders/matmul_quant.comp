@@ -73,7 +73,7 @@ layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };  // the part
 #else
 layout(std430, binding = 3) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
-layout(std430, binding = 4) readonly buffer Step { uint step_data[]; };
+layout(std430, binding = 4) readonly buffer Slots { uint slot_data[]; };
 #else
 layout(std430, binding = 4) readonly buffer Residual { float res_data[]; };
 #endif

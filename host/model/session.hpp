@@ -24,7 +24,7 @@ struct SessionOptions {
     // device and the family allow; off: Q and K/V are repacked by separate passes.
     bool fuse_qkv = true;
     // LayerNorms run inside the matmuls that read them where the matmul op says it pays
-    // (docs/DESIGN.md "Decoding steps").
+    // (docs/DESIGN.md "Batches and decoding steps").
     bool fuse_layernorm = true;
     // Re-submit recorded steps; false records every chunk anew, as a check.
     bool reuse_steps = true;

@@ -1,4 +1,7 @@
+// The attention op (host/ops/attention.hpp): pipelines, buffers and recording. Its planning
+// is in attention_plan.cpp, the paged batches' sequence table in attention_paged.cpp.
 #include "host/ops/attention.hpp"
+#include "host/ops/attention_detail.hpp"
 
 #include "host/ops/device_tensor.hpp"
 #include "host/util/math.hpp"
@@ -6,253 +9,42 @@
 #include "shaders/variants.hpp"
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cmath>
 
 namespace vkf {
 
+using attention_detail::attention_partials_bytes;
+using attention_detail::attention_tables_bytes;
+using attention_detail::bytes_text;
+
 namespace {
 
-std::string bytes_text(std::uint64_t n) {
-    return std::to_string(n) + " bytes";
+// Elements of Q (and O) in a paged batch: its q_rows packed rows.
+std::uint64_t paged_q_elements(const AttentionShape& shape, const PagedKv& paged) {
+    return std::uint64_t{paged.q_rows} * shape.n_head * shape.head_dim;
 }
 
-struct TileCandidate {
-    std::uint32_t rows, keys, threads_per_row;
-};
-
-// Largest first; the first that fits the device's limits (and the shape) is taken.
-constexpr std::array<TileCandidate, 15> kTileCandidates{{
-    {32, 32, 8},
-    {16, 64, 8},
-    {16, 32, 8},
-    {16, 16, 8},
-    {8, 32, 8},
-    {8, 16, 8},
-    {4, 16, 8},
-    {4, 8, 4},
-    {2, 8, 4},
-    // Decoding: one query row, many lanes on it.
-    {1, 64, 32},
-    {1, 64, 16},
-    {1, 32, 8},
-    {1, 16, 4},
-    {1, 8, 2},
-    // Head sizes near 256 under a small shared memory (below Vulkan's minimum of 16 KiB,
-    // VKF_LIMITS).
-    {1, 4, 2},
-}};
-
-// The head size as attention.comp stores a row in shared memory: whole vec4 quads, the last
-// one zero-padded when d % 4 == 2.
-std::uint32_t padded_head_dim(std::uint32_t d) {
-    return static_cast<std::uint32_t>(round_up(d, 4));
-}
-
-// Whether the tile may serve head size d. The table was tuned on multiples of 16, whose pairs
-// split evenly over every row of 2..8 lanes; they keep the tiles whose lanes get the same
-// number of output pairs. Other sizes (40, 72, 250, ...) have no such tile of 8 lanes, and
-// take the first tile that fits, their lanes guarding a last pair past the row
-// (attention.comp's PAIRS_SPLIT_EVENLY): a lane or two idle in P*V costs less than the small
-// tiles an even split would force.
-bool tile_serves_head_dim(const TileCandidate& t, std::uint32_t d) {
-    return d % 16 != 0 || (d / 2) % t.threads_per_row == 0;
-}
-
-std::uint32_t tile_shared_bytes(const TileCandidate& t, std::uint32_t d) {
-    // q_tile, kv_tile (rows padded by one vec4), p_tile (rows of keys floats padded to an odd
-    // multiple of threads_per_row against bank conflicts) and lane_stats of
-    // shaders/attention.comp.
-    const std::uint32_t dq = padded_head_dim(d);
-    const std::uint32_t kv_stride = dq + 4 * (1 - (dq / 4) % 2);  // an odd number of vec4s
-    const std::uint32_t p_stride = t.keys + t.threads_per_row * (1 - (t.keys / t.threads_per_row) % 2);
-    return 4 * (t.rows * dq + t.keys * kv_stride + t.rows * p_stride + t.rows * t.threads_per_row);
-}
-
-// Loop iterations one invocation of attention.comp runs per KV tile, counted without any
-// unrolling by the driver (an upper bound): K and V loads, scores, tile max, P*V, rescale.
-std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) {
-    const std::uint32_t dq = padded_head_dim(d);
-    const std::uint32_t wg = t.rows * t.threads_per_row;
-    const auto pairs = static_cast<std::uint32_t>(ceil_div(d / 2, t.threads_per_row));
-    const auto loads = static_cast<std::uint32_t>(2 * ceil_div(t.keys * (dq / 2), wg));
-    const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
-    const std::uint32_t scores = keys_per_lane * (dq / 4 + 1);
-    return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
-}
-
-// Workgroups that keep a GPU busy; fewer than this on a long KV means splitting. Where the
-// device reports its compute units (ComputeLimits::compute_units: NVIDIA SMs, AMD CUs, Arm
-// shader cores), kWorkgroupsPerComputeUnit per unit: a unit holds several of these small
-// workgroups at once, and more waves leave less of the last one idle, while every split adds
-// a partial row to write and combine. Elsewhere kDefaultTargetWorkgroups, enough for a large
-// desktop GPU (64 units x 4).
-constexpr std::uint32_t kWorkgroupsPerComputeUnit = 4;
-constexpr std::uint32_t kDefaultTargetWorkgroups = 256;
-constexpr std::uint32_t kMinSplitKeys = 256;
-constexpr std::uint32_t kMaxSplits = 64;
-
-std::uint64_t gpu_target_workgroups(const ComputeLimits& limits) {
-    return limits.compute_units > 0 ? std::uint64_t{limits.compute_units} * kWorkgroupsPerComputeUnit
-                                    : kDefaultTargetWorkgroups;
-}
-
-// KV splits for parallelism: enough workgroups to keep the device busy when the query rows
-// alone give fewer than `target`, never slices under kMinSplitKeys; `force_splits` wins.
-std::uint64_t parallel_splits(std::uint64_t groups, std::uint32_t kv_len, std::uint64_t target,
-                              const AttentionOptions& options) {
-    if (options.force_splits > 0) {
-        return options.force_splits;
+// Blocks in a paged batch's K or V range; throws unless it is a whole, nonzero number of them
+// that one storage-buffer range can bind.
+std::uint32_t pool_blocks(const char* name, const BufferRange& r, const AttentionShape& shape, const PagedKv& paged,
+                          DType type, std::uint64_t max_range) {
+    const std::uint64_t block_bytes =
+        std::uint64_t{paged.block_size} * shape.n_kv_head * shape.head_dim * element_size(type);
+    const std::uint64_t blocks = r.size / block_bytes;
+    if (r.size == 0 || r.size % block_bytes != 0 || blocks > UINT32_MAX) {
+        throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) +
+                    ", not a whole number of blocks of " + std::to_string(paged.block_size) + " keys x " +
+                    std::to_string(shape.n_kv_head) + " heads x " + std::to_string(shape.head_dim) + " in " +
+                    to_string(type) + " (" + bytes_text(block_bytes) + ")");
     }
-    if (groups < target && kv_len >= 2 * kMinSplitKeys) {
-        return std::min<std::uint64_t>({ceil_div(target, groups), kv_len / kMinSplitKeys, kMaxSplits});
+    if (r.size > max_range) {
+        throw Error("attention: paged " + std::string(name) + " pool is " + bytes_text(r.size) +
+                    ", over the device's maxStorageBufferRange of " + bytes_text(max_range));
     }
-    return 1;
-}
-
-// `splits`, raised to `needed` where the driver's loop limit needs that many; throws when
-// their partial results (record_bytes each) could not be bound in one range.
-std::uint64_t splits_for_loop_limit(const AttentionShape& shape, const ComputeLimits& limits,
-                                    std::uint64_t record_bytes, std::uint64_t splits, std::uint64_t needed) {
-    if (needed <= splits) {
-        return splits;
-    }
-    if (record_bytes * needed > limits.storage_buffer_range) {
-        throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
-                    " KV splits on this driver (its shaders may run at most " +
-                    std::to_string(limits.max_loop_iterations) +
-                    " loop iterations), and their partial results would exceed maxStorageBufferRange; "
-                    "use fewer query rows per call");
-    }
-    return needed;
-}
-
-// Rows kernel (shaders/attention_rows.comp).
-// On llvmpipe (Mesa 22.3, 2 cores) every storage-buffer load costs a loop over the SIMD
-// lanes, so loads per multiply-add decide everything. Causal prefill 512, 16 heads: with
-// subgroup loads, 4 rows per invocation ran 1.2x faster than 2 and 2x faster than 1;
-// without them 8 rows ran 4x faster than 1; subgroup loads won 3.5x over the best of those.
-// 4 keys per softmax update beat 1, 2 and 8. Larger blocks also take llvmpipe long to compile
-// (4 rows of head_dim 128: ~13 s), hence 2 rows at head_dim 256.
-constexpr std::uint32_t kRowsMaxWorkgroup = 32;
-constexpr std::uint32_t kRowsKeysPerBlock = 4;
-constexpr std::uint32_t kRowsPerInvocation = 4;
-constexpr std::uint32_t kRowsPerInvocationLargeHead = 2;  // head_dim > 128
-// Decoding (a few query rows): the SIMD lanes of a row take consecutive KV splits, so that
-// every lane loads keys of its own instead of idling; 2-2.8x the naive kernel at kv 4096,
-// 1.2-2x one lane per row.
-constexpr std::uint32_t kRowsDecodeMaxRows = 4;
-constexpr std::uint32_t kRowsSplitLanes = 8;
-constexpr std::uint32_t kRowsSplitLanesMinKeys = 512;
-// A CPU has few cores: split the KV only when the rows give fewer workgroups than this.
-constexpr std::uint32_t kTargetWorkgroupsCpu = 16;
-
-AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options);
-
-// The PACKED_TABLES variants' slope table (n_head floats) and key counts (batch uints).
-std::uint64_t attention_tables_bytes(const AttentionShape& shape) {
-    return std::uint64_t{4} * (shape.n_head + shape.batch);
-}
-// The split-KV partial records: D values, the row max and sum per row, head, batch and split.
-std::uint64_t attention_partials_bytes(const AttentionShape& shape, std::uint32_t n_splits) {
-    return std::uint64_t{4} * (shape.head_dim + 2) * shape.q_len * shape.n_head * shape.batch * n_splits;
-}
-
-// Loop iterations one invocation of attention_rows.comp runs: per block of keys (the key
-// loop's body) and outside the key loop. The kernel's other loops have constant counts and
-// [[unroll]] hints: where the driver unrolls them only the key loop is left. Without unrolling
-// (ComputeLimits::loop_unrolling false, the hints dropped) every iteration of every nested
-// loop counts, as the key loop's body nests them (an upper bound).
-struct RowsLoopCount {
-    std::uint64_t per_block, fixed;
-};
-RowsLoopCount rows_loop_count(bool unrolled, std::uint32_t bk, std::uint32_t r, std::uint32_t d,
-                              std::uint32_t subgroup_loads) {
-    if (unrolled) {
-        return {1, 8};
-    }
-    const std::uint64_t dq = ceil_div(d, 4);
-    const std::uint64_t qpl = ceil_div(dq, std::max<std::uint32_t>(subgroup_loads, 1));
-    // Scores (bk x r), the key loads (bk x qpl, twice: K and V), q.k (dq x bk x r), the
-    // softmax update (r x 2 bk), P*V (dq x (bk + r x bk)), each with its outer loop's own count.
-    const std::uint64_t per_block = 1 + (bk + bk * r) + 2 * (bk + bk * qpl) + (dq + dq * bk + dq * bk * r) +
-                                    (r + 2 * r * bk) + (dq + dq * bk + dq * r + dq * r * bk);
-    // Loading the query rows and zeroing the accumulators before, writing the rows after.
-    const std::uint64_t fixed = 16 + 4 * (r + r * dq);
-    return {per_block, fixed};
-}
-
-AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
-    const std::uint32_t max_wg =
-        std::bit_floor(std::min({kRowsMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0]}));
-    const std::uint32_t bk = kRowsKeysPerBlock;
-    const std::uint32_t sg = limits.subgroup_size;
-    const std::uint64_t record_bytes =
-        std::uint64_t{4} * (shape.head_dim + 2) * shape.q_len * shape.n_head * shape.batch;
-    const bool decode = shape.q_len <= kRowsDecodeMaxRows;
-    std::uint32_t lanes = 1;
-    if (decode && shape.kv_len >= kRowsSplitLanesMinKeys && options.force_splits != 1 &&
-        record_bytes * kRowsSplitLanes <= limits.storage_buffer_range) {
-        lanes = std::min(kRowsSplitLanes, max_wg);
-    }
-    const std::uint32_t r = decode ? 1 : (shape.head_dim > 128 ? kRowsPerInvocationLargeHead : kRowsPerInvocation);
-    std::uint32_t inv = std::min(std::bit_ceil(static_cast<std::uint32_t>(ceil_div(shape.q_len, r))), max_wg / lanes);
-    std::uint32_t subgroup_loads = 0;
-    // Shuffles assume full subgroups of sg lanes: only where the pipeline can require them.
-    if (!decode && limits.subgroup_ops && limits.subgroup_size_control && sg > 1 && std::has_single_bit(sg) &&
-        sg <= max_wg) {
-        inv = std::max(inv, sg);  // whole subgroups
-        subgroup_loads = sg;
-    }
-    const std::uint32_t rows = inv * r;
-    AttentionPlan plan{.kernel = AttentionKernel::Rows,
-                       .rows_per_group = rows,
-                       .keys_per_tile = bk,
-                       .threads_per_row = lanes,
-                       .workgroup_size = inv * lanes,
-                       .rows_per_invocation = r,
-                       .subgroup_loads = subgroup_loads,
-                       .shared_bytes = 0,
-                       .n_splits = 1,
-                       .kv_split_len = shape.kv_len};
-    const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, rows)} * shape.n_head * shape.batch;
-    std::uint64_t splits =
-        std::max<std::uint64_t>(parallel_splits(groups, shape.kv_len, kTargetWorkgroupsCpu, options), lanes);
-    while (splits > lanes && record_bytes * splits > limits.storage_buffer_range) {
-        splits /= 2;
-    }
-    // Enough splits that no invocation gets near the driver's loop limit.
-    const RowsLoopCount count = rows_loop_count(limits.loop_unrolling, bk, r, shape.head_dim, plan.subgroup_loads);
-    auto iterations = [&](std::uint64_t keys) { return ceil_div(keys, bk) * count.per_block + count.fixed; };
-    if (limits.max_loop_iterations != 0) {
-        const std::uint64_t budget = limits.max_loop_iterations / 2;
-        const std::uint64_t blocks = std::max<std::uint64_t>(1, (budget - count.fixed) / count.per_block);
-        splits = splits_for_loop_limit(shape, limits, record_bytes, splits, ceil_div(shape.kv_len, blocks * bk));
-    }
-    if (splits > 1) {
-        // A multiple of the lanes per row; trailing splits may be empty (they write empty records).
-        const std::uint64_t total = ceil_div(splits, lanes) * lanes;
-        plan.kv_split_len = static_cast<std::uint32_t>(round_up(ceil_div(shape.kv_len, total), bk));
-        plan.n_splits = static_cast<std::uint32_t>(lanes > 1 ? total : ceil_div(shape.kv_len, plan.kv_split_len));
-    }
-    if (plan.n_splits <= 1) {
-        plan.n_splits = 1;
-        plan.kv_split_len = shape.kv_len;
-    }
-    plan.loop_iterations = iterations(plan.kv_split_len);
-    return plan;
+    return static_cast<std::uint32_t>(blocks);
 }
 
 }  // namespace
-
-void check_head_dim(std::uint32_t head_dim) {
-    if (head_dim == 0 || head_dim % 2 != 0 || head_dim > kMaxHeadDim) {
-        throw Error("head_dim " + std::to_string(head_dim) +
-                    " is not supported by the GPU attention kernels; supported: even head sizes 2.." +
-                    std::to_string(kMaxHeadDim));
-    }
-}
 
 AttentionPush make_attention_push(const AttentionParams& params) {
     const AttentionShape& s = params.shape;
@@ -276,132 +68,12 @@ AttentionPush make_attention_push(const AttentionParams& params) {
                          .alibi_pow2 = alibi_pow2_floor(s.n_head),
                          .kv_split_len = s.kv_len,
                          .n_splits = 1,
-                         .alibi_train_len = params.alibi_train_len};
+                         .alibi_train_len = params.alibi_train_len,
+                         .block_size = 0,
+                         .blocks_per_seq = 0,
+                         .q_rows = s.batch * s.q_len,
+                         .pool_blocks = 0};
 }
-
-const char* to_string(AttentionKernel kernel) {
-    switch (kernel) {
-        case AttentionKernel::Tiled:
-            return "tiled";
-        case AttentionKernel::Rows:
-            return "rows";
-        default:
-            return "auto";
-    }
-}
-
-AttentionDevice attention_device(const Context& ctx) {
-    return AttentionDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
-}
-
-std::string AttentionPlan::describe() const {
-    std::string s;
-    if (kernel == AttentionKernel::Rows) {
-        s = "rows kernel, " + std::to_string(workgroup_size) + " invocations of " +
-            std::to_string(rows_per_invocation) + " rows x " + std::to_string(keys_per_tile) + " keys, " +
-            std::to_string(threads_per_row) + " splits per row in a workgroup, " +
-            (subgroup_loads > 0 ? "K/V shared by subgroup shuffles" : "direct K/V loads") + ", no shared memory";
-    } else {
-        s = "tiled kernel, tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
-            std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) + " per row), " +
-            std::to_string(shared_bytes) + " B shared";
-    }
-    if (n_splits > 1) {
-        s += ", split-KV " + std::to_string(n_splits) + " x " + std::to_string(kv_split_len) + " keys";
-    }
-    return s;
-}
-
-AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
-    return plan_attention(AttentionDevice{.limits = limits, .cpu = false}, shape, options);
-}
-
-AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
-    check_head_dim(shape.head_dim);
-    const ComputeLimits& limits = device.limits;
-    // The kernels bind Q, K, V, O (or the partials), slopes and key counts; their PACKED_TABLES
-    // variants 4 (the tables at the end of the partials buffer). Nothing binds fewer.
-    check_storage_buffers(limits, kPackedAttentionBindings, "attention");
-    AttentionPlan plan =
-        options.kernel == AttentionKernel::Rows || (options.kernel == AttentionKernel::Auto && device.cpu)
-            ? plan_rows(limits, shape, options)
-            : plan_tiled(limits, shape, options);
-    if (limits.storage_buffers < kAttentionBindings) {
-        plan.packed_tables = true;
-        const std::uint64_t bytes = attention_partials_bytes(shape, plan.n_splits) + attention_tables_bytes(shape);
-        if (bytes > limits.storage_buffer_range) {
-            throw Error("attention: with " + std::to_string(limits.storage_buffers) +
-                        " storage buffers per shader stage (fewer than the " + std::to_string(kAttentionBindings) +
-                        " of the fused kernels) the output rows pass through a partials buffer of " +
-                        bytes_text(bytes) + ", over maxStorageBufferRange (" + bytes_text(limits.storage_buffer_range) +
-                        "); use fewer query rows per call");
-        }
-    }
-    return plan;
-}
-
-namespace {
-
-AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
-    const std::uint32_t d = shape.head_dim;
-    // Short query blocks (decoding) take short tiles rather than idle rows.
-    std::uint32_t wanted_rows = 1;
-    while (wanted_rows < shape.q_len && wanted_rows < 32) {
-        wanted_rows *= 2;
-    }
-    const TileCandidate* chosen = nullptr;
-    for (int pass = 0; pass < 2 && chosen == nullptr; ++pass) {
-        for (const TileCandidate& t : kTileCandidates) {
-            const std::uint32_t wg = t.rows * t.threads_per_row;
-            const bool fits = wg <= limits.workgroup_invocations && wg <= limits.workgroup_size[0] &&
-                              tile_shared_bytes(t, d) <= limits.shared_memory && tile_serves_head_dim(t, d) &&
-                              t.keys % t.threads_per_row == 0;
-            if (fits && (pass == 1 || t.rows <= wanted_rows)) {
-                chosen = &t;
-                break;
-            }
-        }
-    }
-    if (chosen == nullptr) {
-        throw Error("no attention tile configuration for head_dim " + std::to_string(d) +
-                    " fits the device: " + std::to_string(limits.shared_memory) + " bytes of shared memory, " +
-                    std::to_string(limits.workgroup_invocations) + " invocations per workgroup");
-    }
-    AttentionPlan plan{.rows_per_group = chosen->rows,
-                       .keys_per_tile = chosen->keys,
-                       .threads_per_row = chosen->threads_per_row,
-                       .workgroup_size = chosen->rows * chosen->threads_per_row,
-                       .shared_bytes = tile_shared_bytes(*chosen, d),
-                       .n_splits = 1,
-                       .kv_split_len = shape.kv_len};
-
-    const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
-    std::uint64_t splits = parallel_splits(groups, shape.kv_len, gpu_target_workgroups(limits), options);
-    // The partials buffer must be bindable in one range.
-    const std::uint64_t record_bytes = std::uint64_t{4} * (d + 2) * shape.q_len * shape.n_head * shape.batch;
-    while (splits > 1 && record_bytes * splits > limits.storage_buffer_range) {
-        splits /= 2;
-    }
-    // Drivers with a per-invocation loop limit (llvmpipe) get enough splits to stay well
-    // inside it; the split-KV path is exact, only slower.
-    if (limits.max_loop_iterations != 0) {
-        const std::uint32_t budget = limits.max_loop_iterations / 2;
-        const std::uint32_t max_tiles = std::max<std::uint32_t>(1, budget / loop_iterations_per_tile(*chosen, d));
-        splits = splits_for_loop_limit(shape, limits, record_bytes, splits,
-                                       ceil_div(shape.kv_len, std::uint64_t{max_tiles} * plan.keys_per_tile));
-    }
-    if (splits > 1) {
-        plan.kv_split_len = static_cast<std::uint32_t>(round_up(ceil_div(shape.kv_len, splits), plan.keys_per_tile));
-        plan.n_splits = static_cast<std::uint32_t>(ceil_div(shape.kv_len, plan.kv_split_len));
-    }
-    if (plan.n_splits <= 1) {
-        plan.n_splits = 1;
-        plan.kv_split_len = shape.kv_len;
-    }
-    return plan;
-}
-
-}  // namespace
 
 Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
     : ctx_(ctx), shape_(params.shape), dtype_(dtype), kv_dtype_(options.kv_dtype.value_or(dtype)) {
@@ -417,7 +89,14 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;
-    external_kv_lens_ = options.external_kv_lens;
+    paged_ = options.paged;
+    external_kv_lens_ = options.external_kv_lens || paged_.has_value();
+    if (paged_) {
+        push_.flags |= VKF_ATTN_FLAG_PAGED;
+        push_.block_size = paged_->block_size;
+        push_.blocks_per_seq = paged_->blocks_per_seq;
+        push_.q_rows = paged_->q_rows;
+    }
     if (external_kv_lens_) {
         if (!params.kv_lens.empty()) {
             throw Error("attention: key counts come either from params.kv_lens or from a buffer given to record()");
@@ -434,9 +113,12 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                         "; split the batch or the sequence");
         }
     };
-    check_tensor("Q", q_element_count(shape_), dtype_);
-    check_tensor("K", kv_element_count(shape_), kv_dtype_);
-    check_tensor("V", kv_element_count(shape_), kv_dtype_);
+    // A paged batch's pool has the size record() is given (checked there).
+    check_tensor("Q", paged_ ? paged_q_elements(shape_, *paged_) : q_element_count(shape_), dtype_);
+    if (!paged_) {
+        check_tensor("K", kv_element_count(shape_), kv_dtype_);
+        check_tensor("V", kv_element_count(shape_), kv_dtype_);
+    }
 
     // PACKED_TABLES writes partial rows even unsplit (the combine pass normalizes them).
     const bool split = plan_.n_splits > 1 || plan_.packed_tables;
@@ -479,15 +161,15 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
             .workgroup_size = {std::min<std::uint32_t>(shape_.head_dim / 2, ctx.limits().workgroup_invocations), 1, 1},
             .constants = {{VKF_ATTN_SPEC_D, shape_.head_dim}},
             .push_constant_layout = AttentionPush::layout,
-            .binding_count = 2});
+            .binding_count = 3});
         const std::uint64_t partial_bytes = attention_partials_bytes(shape_, plan_.n_splits);
-        partials_ = ctx.create_buffer(partial_bytes + (packed ? attention_tables_bytes(shape_) : 0), MemoryKind::Device,
-                                      "attention partials");
+        partials_ = ctx.create_buffer(partial_bytes + (packed ? attention_tables_bytes(shape_, options) : 0),
+                                      MemoryKind::Device, "attention partials");
     }
     if (packed) {
         // The slope table and the key counts after the partial records (PACKED_TABLES); the
-        // shader reads each only when its flag is set. External key counts are copied there
-        // by record().
+        // shader reads each only when its flag is set. External key counts (or a sequence
+        // table) are copied there by record().
         tables_offset_ = attention_partials_bytes(shape_, plan_.n_splits);
         if (!params.slopes.empty()) {
             ctx.upload(partials_, params.slopes, tables_offset_);
@@ -523,9 +205,12 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
                                       : "attention: record() got a key-count buffer the plan does not use "
                                         "(AttentionOptions::external_kv_lens)");
     }
-    if (external_kv_lens_ && kv_lens.size < std::uint64_t{4} * shape_.batch) {
-        throw Error("attention: the key-count range holds " + bytes_text(kv_lens.size) + "; " +
-                    std::to_string(shape_.batch) + " batches need " + bytes_text(std::uint64_t{4} * shape_.batch));
+    const std::uint64_t table_bytes =
+        paged_ ? paged_sequence_table_bytes(shape_.batch, *paged_) : std::uint64_t{4} * shape_.batch;
+    if (external_kv_lens_ && kv_lens.size < table_bytes) {
+        throw Error("attention: the " + std::string(paged_ ? "sequence-table" : "key-count") + " range holds " +
+                    bytes_text(kv_lens.size) + "; " + std::to_string(shape_.batch) +
+                    (paged_ ? " sequences need " : " batches need ") + bytes_text(table_bytes));
     }
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
         const bool q_or_o = name[0] == 'Q' || name[0] == 'O';
@@ -538,10 +223,29 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
                         std::to_string(shape_.head_dim) + "] in " + to_string(type) + " needs " + bytes_text(bytes));
         }
     };
-    check_size("Q", q, q_element_count(shape_));
-    check_size("K", k, kv_element_count(shape_));
-    check_size("V", v, kv_element_count(shape_));
-    check_size("O", o, q_element_count(shape_));
+    AttentionPush push = push_;
+    if (paged_) {
+        const std::uint64_t q_bytes = paged_q_elements(shape_, *paged_) * element_size(dtype_);
+        for (const auto& [name, r] : {std::pair{"Q", q}, std::pair{"O", o}}) {
+            if (r.size != q_bytes) {
+                throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) + " but [" +
+                            std::to_string(paged_->q_rows) + " rows, " + std::to_string(shape_.n_head) + ", " +
+                            std::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
+                            bytes_text(q_bytes));
+            }
+        }
+        if (k.size != v.size) {
+            throw Error("attention: paged K and V pools differ: " + bytes_text(k.size) + " and " + bytes_text(v.size));
+        }
+        const std::uint64_t range = ctx_.limits().storage_buffer_range;
+        push.pool_blocks = pool_blocks("K", k, shape_, *paged_, kv_dtype_, range);
+        pool_blocks("V", v, shape_, *paged_, kv_dtype_, range);
+    } else {
+        check_size("Q", q, q_element_count(shape_));
+        check_size("K", k, kv_element_count(shape_));
+        check_size("V", v, kv_element_count(shape_));
+        check_size("O", o, q_element_count(shape_));
+    }
 
     const bool split = plan_.n_splits > 1 || plan_.packed_tables;
     // Rows kernel: the invocations of a row take threads_per_row consecutive splits.
@@ -552,11 +256,9 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         // Partial rows written, the tables after them read: one binding.
         if (external_kv_lens_) {
             const std::uint64_t lens_offset = tables_offset_ + std::uint64_t{4} * shape_.n_head;
-            list.copy(
-                BufferRange{
-                    .buffer = kv_lens.buffer, .offset = kv_lens.offset, .size = std::uint64_t{4} * shape_.batch},
-                BufferRange{.buffer = &partials_, .offset = lens_offset, .size = std::uint64_t{4} * shape_.batch},
-                "attention key counts");
+            list.copy(BufferRange{.buffer = kv_lens.buffer, .offset = kv_lens.offset, .size = table_bytes},
+                      BufferRange{.buffer = &partials_, .offset = lens_offset, .size = table_bytes},
+                      paged_ ? "attention sequence table" : "attention key counts");
         }
         bindings.push_back({whole(partials_), Access::ReadWrite});
     } else {
@@ -567,15 +269,17 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
     list.dispatch(Dispatch{
         .pipeline = attention_,
         .bindings = bindings,
-        .push_constants = push_bytes(push_),
+        .push_constants = push_bytes(push),
         .groups = {narrow_u32(ceil_div(shape_.q_len, plan_.rows_per_group), "attention row groups"), shape_.n_head,
                    narrow_u32(std::uint64_t{shape_.batch} * split_groups, "attention batch groups")},
         .label = plan_.n_splits > 1 ? "attention (split-KV)" : "attention"});
     if (split) {
-        const Binding combine_bindings[] = {{whole(partials_), Access::Read}, {o, Access::Write}};
+        // The sequence table places a paged batch's rows; otherwise the binding is unread.
+        const Binding combine_bindings[] = {
+            {whole(partials_), Access::Read}, {o, Access::Write}, {paged_ ? kv_lens : whole(partials_), Access::Read}};
         list.dispatch(Dispatch{.pipeline = combine_,
                                .bindings = combine_bindings,
-                               .push_constants = push_bytes(push_),
+                               .push_constants = push_bytes(push),
                                .groups = {shape_.q_len, shape_.n_head, shape_.batch},
                                .label = "attention combine"});
     }

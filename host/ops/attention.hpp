@@ -29,7 +29,7 @@ void check_head_dim(std::uint32_t head_dim);
 
 // AttentionPush (push constants, shared by every attention kernel), VKF_ATTN_FLAG_* and the
 // specialization-constant ids: shaders/interface/attention.h.
-static_assert(sizeof(AttentionPush) == 48);
+static_assert(sizeof(AttentionPush) == 64);
 
 AttentionPush make_attention_push(const AttentionParams& params);
 
@@ -69,6 +69,42 @@ struct AttentionPlan {
     std::string describe() const;
 };
 
+// Paged, ragged batches: `shape.batch` sequences in one call. K and V are a block pool
+// [n_blocks * block_size, n_kv_head, head_dim] (kv dtype) bound whole; Q and O are packed rows
+// [q_rows, n_head, head_dim] (sequence b's rows start at its q_start); shape.q_len is the most
+// rows any sequence has in a call (the grid), shape.kv_len the most keys a sequence can hold
+// (blocks_per_seq * block_size). The key counts, row ranges and block tables come from the
+// sequence table (record()'s kv_lens range), written by the caller before every submission.
+// Query row i of sequence b sits at position kv_len[b] - q_len[b] + i (masks and ALiBi as in
+// host/spec/attention_params.hpp, Jais' L = kv_len[b]); key j is pool row
+// blocks[b][j / block_size] * block_size + j % block_size. Rows of O that belong to no
+// sequence are not written. The kernels clamp what they read from the table (row ranges to
+// q_rows and shape.q_len, key counts to shape.kv_len, block ids to the pool) so that a bad
+// table gives wrong rows, never an access out of bounds.
+struct PagedKv {
+    std::uint32_t block_size = 16;     // keys per block (any value >= 1; the lead uses 16)
+    std::uint32_t blocks_per_seq = 0;  // entries of each sequence's block table
+    std::uint32_t q_rows = 0;          // rows of Q and O (sum of the sequences' q_len)
+};
+
+struct PagedSequence {
+    std::uint32_t q_start = 0;              // its first row in Q and O
+    std::uint32_t q_len = 0;                // its rows in this call, 1 .. shape.q_len
+    std::uint32_t kv_len = 0;               // its keys after this call (q_len <= kv_len <= shape.kv_len)
+    std::span<const std::uint32_t> blocks;  // its block table: ceil(kv_len / block_size) used entries
+};
+
+// The uint32 words of the sequence table for these sequences, in the layout the kernels read:
+// kv_len[batch], q_start[batch], q_len[batch], then batch tables of blocks_per_seq entries
+// (VKF_ATTN_SEQ_* in shaders/interface/attention.h; unused entries 0). Throws vkf::Error on
+// inconsistent input (no sequences, too many or too few blocks, q_len 0 or > kv_len, kv_len
+// past blocks_per_seq * block_size, rows out of range or shared by two sequences...).
+std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> seqs, const PagedKv& paged);
+std::uint64_t paged_sequence_table_bytes(std::uint32_t batch, const PagedKv& paged);
+// Throws vkf::Error unless `paged` fits `shape`: block_size, blocks_per_seq and q_rows >= 1,
+// shape.kv_len == blocks_per_seq * block_size.
+void check_paged(const AttentionShape& shape, const PagedKv& paged);
+
 struct AttentionOptions {
     // 0: chosen from the shape; 1: no split unless the driver's loop limit needs one;
     // n > 1: at least n splits.
@@ -83,6 +119,10 @@ struct AttentionOptions {
     // cache: the shape's kv_len is then the capacity (K and V are bound whole) and query row
     // i sits at position count - q_len + i. Split-KV spreads the counted keys over the splits.
     bool external_kv_lens = false;
+    // A paged, ragged batch (PagedKv); implies key counts from the buffer, like
+    // external_kv_lens (which may be left false). The shape's kv_len is then
+    // paged->blocks_per_seq * paged->block_size.
+    std::optional<PagedKv> paged = std::nullopt;
 };
 
 // Storage buffers per shader stage of the attention kernels, and of their PACKED_TABLES
@@ -105,8 +145,9 @@ public:
     Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options = {});
     // Records the attention (and the combine pass when split). Q, K, V, O hold the default
     // layout, Q and O in dtype(), K and V in kv_dtype(); their sizes are checked.
-    // kv_lens: the key counts ([batch] uint32) with AttentionOptions::external_kv_lens, else
-    // no buffer.
+    // kv_lens: the key counts ([batch] uint32) with AttentionOptions::external_kv_lens, the
+    // sequence table (paged_sequence_table_bytes) with AttentionOptions::paged, else no buffer.
+    // Paged: Q and O hold q_rows rows, K and V a whole number of blocks.
     void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
                 BufferRange kv_lens = {}) const;
     const AttentionPlan& plan() const { return plan_; }
@@ -123,12 +164,14 @@ private:
     AttentionPush push_;
     AttentionPlan plan_;
     bool external_kv_lens_ = false;
+    std::optional<PagedKv> paged_;
     const Pipeline* attention_ = nullptr;
     const Pipeline* combine_ = nullptr;
     Buffer slopes_;
     Buffer kv_lens_;
     Buffer partials_;  // split-KV: unnormalized outputs and (max, sum) per split
-    // packed_tables: where the slope table starts in partials_ (the key counts follow it)
+    // packed_tables: where the slope table starts in partials_ (the key counts, or the
+    // sequence table, follow it)
     std::uint64_t tables_offset_ = 0;
 };
 

@@ -27,8 +27,15 @@ bool packed_tables(const ComputeLimits& limits) {
     return limits.storage_buffers < kScoresBindings;
 }
 
-std::uint64_t tables_bytes(const AttentionShape& shape) {
-    return 4 * (std::uint64_t{shape.n_head} + shape.batch);
+// The tables after the scores (PACKED_TABLES, or any paged batch): the slope table (n_head
+// floats), then the key counts or the sequence table.
+std::uint64_t tables_bytes(const AttentionShape& shape, const std::optional<PagedKv>& paged) {
+    return 4 * std::uint64_t{shape.n_head} +
+           (paged ? paged_sequence_table_bytes(shape.batch, *paged) : 4 * std::uint64_t{shape.batch});
+}
+
+bool tables_after_scores(const ComputeLimits& limits, const std::optional<PagedKv>& paged) {
+    return packed_tables(limits) || paged.has_value();
 }
 
 std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
@@ -60,13 +67,14 @@ std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape) {
     return saturating_product({shape.batch, shape.n_head, shape.q_len, shape.kv_len, kScoreBytes});
 }
 
-std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params) {
+std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params,
+                                                      const std::optional<PagedKv>& paged) {
     if (auto shortfall = storage_buffers_shortfall(limits, kPackedScoresBindings, "naive attention")) {
         return shortfall;
     }
-    const bool packed = packed_tables(limits);
+    const bool packed = tables_after_scores(limits, paged);
     const std::uint64_t scores = naive_attention_scores_bytes(params.shape);
-    const std::uint64_t tables = packed ? tables_bytes(params.shape) : 0;
+    const std::uint64_t tables = packed ? tables_bytes(params.shape, paged) : 0;
     const std::uint64_t bytes = scores > std::numeric_limits<std::uint64_t>::max() - tables
                                     ? std::numeric_limits<std::uint64_t>::max()
                                     : scores + tables;
@@ -80,12 +88,19 @@ std::optional<std::string> naive_attention_impossible(const ComputeLimits& limit
     return std::nullopt;
 }
 
-NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype)
-    : shape_(params.shape), dtype_(dtype) {
+NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype, std::optional<PagedKv> paged)
+    : shape_(params.shape), dtype_(dtype), paged_(paged) {
     validate(params);
     check_head_dim(shape_.head_dim);
+    if (paged_) {
+        check_paged(shape_, *paged_);
+        if (!params.kv_lens.empty()) {
+            throw Error("naive attention: a paged batch's key counts come from its sequence table, not params.kv_lens");
+        }
+    }
     const ComputeLimits& limits = ctx.limits();
-    if (const auto reason = naive_attention_impossible(limits, params)) {
+    max_range_ = limits.storage_buffer_range;
+    if (const auto reason = naive_attention_impossible(limits, params, paged_)) {
         throw Error(*reason);
     }
     // Each tensor is bound whole, so each must fit one range too.
@@ -98,11 +113,23 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
                         std::to_string(limits.storage_buffer_range));
         }
     };
-    check_tensor("Q", q_element_count(shape_), q_shape_text(shape_));
-    check_tensor("K", kv_element_count(shape_), kv_shape_text(shape_));
-    check_tensor("V", kv_element_count(shape_), kv_shape_text(shape_));
+    if (paged_) {
+        // The pool's size is record()'s to check.
+        check_tensor("Q", std::uint64_t{paged_->q_rows} * shape_.n_head * shape_.head_dim,
+                     shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim}));
+    } else {
+        check_tensor("Q", q_element_count(shape_), q_shape_text(shape_));
+        check_tensor("K", kv_element_count(shape_), kv_shape_text(shape_));
+        check_tensor("V", kv_element_count(shape_), kv_shape_text(shape_));
+    }
 
     push_ = make_attention_push(params);
+    if (paged_) {
+        push_.flags |= VKF_ATTN_FLAG_PAGED | VKF_ATTN_FLAG_KV_LENS;
+        push_.block_size = paged_->block_size;
+        push_.blocks_per_seq = paged_->blocks_per_seq;
+        push_.q_rows = paged_->q_rows;
+    }
 
     const bool f16 = dtype == DType::F16;
     const std::uint32_t head_pairs = shape_.head_dim / 2;
@@ -133,17 +160,23 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
                                    .push_constant_layout = AttentionPush::layout,
                                    .binding_count = 3});
 
-    if (packed_) {
-        // The tables after the scores; the shader reads each only when its flag is set.
+    if (tables_after_scores(limits, paged_)) {
+        // The tables after the scores; the shader reads each only when its flag is set. A
+        // paged batch's sequence table is copied there by record().
         const std::uint64_t scores_bytes = naive_attention_scores_bytes(shape_);
-        scores_ = ctx.create_buffer(scores_bytes + tables_bytes(shape_), MemoryKind::Device, "naive attention scores");
+        scores_ = ctx.create_buffer(scores_bytes + tables_bytes(shape_, paged_), MemoryKind::Device,
+                                    "naive attention scores");
         if (!params.slopes.empty()) {
             ctx.upload(scores_, params.slopes, scores_bytes);
         }
         if (!params.kv_lens.empty()) {
             ctx.upload(scores_, params.kv_lens, scores_bytes + 4 * std::uint64_t{shape_.n_head});
         }
-        return;
+        if (packed_) {
+            return;
+        }
+    } else {
+        scores_ = ctx.create_buffer(naive_attention_scores_bytes(shape_), MemoryKind::Device, "naive attention scores");
     }
     // Tables the shader reads only when their flag is set still need a buffer bound.
     slopes_ = ctx.create_buffer(4 * std::max<std::uint64_t>(params.slopes.size(), 1), MemoryKind::Device,
@@ -156,10 +189,10 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
     if (!params.kv_lens.empty()) {
         ctx.upload(kv_lens_, params.kv_lens);
     }
-    scores_ = ctx.create_buffer(naive_attention_scores_bytes(shape_), MemoryKind::Device, "naive attention scores");
 }
 
-void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const {
+void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
+                            BufferRange sequences) const {
     const std::uint64_t esize = element_size(dtype_);
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements, const std::string& shape) {
         if (r.size != elements * esize) {
@@ -168,10 +201,42 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
                         std::to_string(elements * esize));
         }
     };
-    check_size("Q", q, q_element_count(shape_), q_shape_text(shape_));
-    check_size("K", k, kv_element_count(shape_), kv_shape_text(shape_));
-    check_size("V", v, kv_element_count(shape_), kv_shape_text(shape_));
-    check_size("O", o, q_element_count(shape_), q_shape_text(shape_));
+    if (paged_.has_value() != (sequences.buffer != nullptr)) {
+        throw Error(paged_ ? "naive attention: planned for a paged batch, but record() got no sequence table"
+                           : "naive attention: record() got a sequence table, but the op is not paged");
+    }
+    AttentionPush push = push_;
+    if (paged_) {
+        const std::uint64_t table_bytes = paged_sequence_table_bytes(shape_.batch, *paged_);
+        if (sequences.size < table_bytes) {
+            throw Error("naive attention: the sequence-table range holds " + std::to_string(sequences.size) +
+                        " bytes; " + std::to_string(shape_.batch) + " sequences need " + std::to_string(table_bytes));
+        }
+        const std::uint64_t rows = paged_->q_rows;
+        const std::string q_shape = shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim});
+        check_size("Q", q, rows * shape_.n_head * shape_.head_dim, q_shape);
+        check_size("O", o, rows * shape_.n_head * shape_.head_dim, q_shape);
+        const std::uint64_t block_elements = std::uint64_t{paged_->block_size} * shape_.n_kv_head * shape_.head_dim;
+        const std::uint64_t blocks = k.size / (block_elements * esize);
+        if (blocks == 0 || blocks > UINT32_MAX || k.size % (block_elements * esize) != 0 || v.size != k.size ||
+            k.size > max_range_) {
+            throw Error("naive attention: paged K and V ranges of " + std::to_string(k.size) + " and " +
+                        std::to_string(v.size) + " bytes are not one pool of whole blocks of " +
+                        shape_text({paged_->block_size, shape_.n_kv_head, shape_.head_dim}) + " in " +
+                        to_string(dtype_) + " within maxStorageBufferRange " + std::to_string(max_range_));
+        }
+        push.pool_blocks = static_cast<std::uint32_t>(blocks);
+        // PV reads the table after the scores and the slope table.
+        const std::uint64_t offset = naive_attention_scores_bytes(shape_) + 4 * std::uint64_t{shape_.n_head};
+        list.copy(BufferRange{.buffer = sequences.buffer, .offset = sequences.offset, .size = table_bytes},
+                  BufferRange{.buffer = &scores_, .offset = offset, .size = table_bytes},
+                  "naive attention sequence table");
+    } else {
+        check_size("Q", q, q_element_count(shape_), q_shape_text(shape_));
+        check_size("K", k, kv_element_count(shape_), kv_shape_text(shape_));
+        check_size("V", v, kv_element_count(shape_), kv_shape_text(shape_));
+        check_size("O", o, q_element_count(shape_), q_shape_text(shape_));
+    }
 
     const BufferRange scores = whole(scores_);
     const std::uint32_t heads = shape_.batch * shape_.n_head;
@@ -180,14 +245,14 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     if (packed_) {
         scores_bindings.push_back({scores, Access::ReadWrite});  // scores written, tables read
     } else {
-        scores_bindings.insert(
-            scores_bindings.end(),
-            {{whole(slopes_), Access::Read}, {whole(kv_lens_), Access::Read}, {scores, Access::Write}});
+        scores_bindings.insert(scores_bindings.end(), {{whole(slopes_), Access::Read},
+                                                       {paged_ ? sequences : whole(kv_lens_), Access::Read},
+                                                       {scores, Access::Write}});
     }
     list.dispatch(
         Dispatch{.pipeline = scores_pipeline_,
                  .bindings = scores_bindings,
-                 .push_constants = push_bytes(push_),
+                 .push_constants = push_bytes(push),
                  .groups = {narrow_u32(ceil_div(shape_.kv_len, scores_workgroup_), "naive attention key groups"),
                             shape_.q_len, heads},
                  .label = "naive attention scores"});
@@ -195,7 +260,7 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     const Binding softmax_bindings[] = {{scores, Access::ReadWrite}};
     list.dispatch(Dispatch{.pipeline = softmax_pipeline_,
                            .bindings = softmax_bindings,
-                           .push_constants = push_bytes(push_),
+                           .push_constants = push_bytes(push),
                            .groups = {shape_.q_len, shape_.n_head, shape_.batch},
                            .label = "naive attention softmax"});
 
@@ -207,7 +272,7 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     list.dispatch(
         Dispatch{.pipeline = pv_pipeline_,
                  .bindings = pv_bindings,
-                 .push_constants = push_bytes(push_),
+                 .push_constants = push_bytes(push),
                  .groups = {narrow_u32(ceil_div(shape_.head_dim / 2, pv_workgroup_), "naive attention column groups"),
                             shape_.q_len, heads},
                  .label = "naive attention P.V"});

@@ -21,16 +21,23 @@ std::uint64_t naive_attention_scores_bytes(const AttentionShape& shape);
 // storage buffers than the device allows: 5, or 3 with the slope table and key counts after
 // the scores where the device allows fewer than 5; or its scores buffer, tables included,
 // cannot be bound as one storage-buffer range), or nullopt when it can. Assumes valid params.
-std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params);
+std::optional<std::string> naive_attention_impossible(const ComputeLimits& limits, const AttentionParams& params,
+                                                      const std::optional<PagedKv>& paged = std::nullopt);
 
 class NaiveAttention {
 public:
     // Validates params and head_dim; throws vkf::Error with naive_attention_impossible's
-    // reason, or naming a tensor that does not fit one storage-buffer range.
-    NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype);
-    // Q, K, V, O hold the default layout in the constructor's dtype; their sizes are checked.
-    // Records three dispatches; the op's own scores buffer is reused by every recording.
-    void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o) const;
+    // reason, or naming a tensor that does not fit one storage-buffer range. `paged`: a paged,
+    // ragged batch as the Attention op takes it (AttentionOptions::paged, same conventions).
+    NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype,
+                   std::optional<PagedKv> paged = std::nullopt);
+    // Q, K, V, O hold the default layout in the constructor's dtype (paged: Q and O q_rows
+    // rows, K and V a pool of whole blocks); their sizes are checked. `sequences`: a paged
+    // batch's sequence table (paged_sequence_table), else none. Records three dispatches (and
+    // a copy of the sequence table after the scores, where PV reads it); the op's own scores
+    // buffer is reused by every recording.
+    void record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
+                BufferRange sequences = {}) const;
     // The float32 scores (naive_attention_scores_bytes), not counting tables after them.
     std::uint64_t scores_bytes() const { return naive_attention_scores_bytes(shape_); }
 
@@ -46,8 +53,12 @@ private:
     const Pipeline* pv_pipeline_ = nullptr;
     Buffer slopes_;
     Buffer kv_lens_;
-    Buffer scores_;        // with packed_, the slope table and key counts follow the scores
+    // With packed_ or paged_, the slope table and the key counts (or the sequence table)
+    // follow the scores.
+    Buffer scores_;
     bool packed_ = false;  // fewer than 5 storage buffers per stage: the PACKED_TABLES scores pass
+    std::optional<PagedKv> paged_;
+    std::uint64_t max_range_ = 0;  // maxStorageBufferRange: a paged pool must fit one range
 };
 
 }  // namespace vkf

@@ -20,7 +20,14 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                     std::to_string(c.batch) + ", " + std::to_string(c.new_len) + ", " + std::to_string(c.n_kv_head) +
                     ", " + std::to_string(c.head_dim));
     }
-    if (std::uint64_t{c.pos} + c.new_len > c.max_len) {
+    const bool slots = a.slots.buffer != nullptr;
+    if (slots && c.batch != 1) {
+        throw Error("kv_append: slots place the rows of one sequence's step (batch 1); got batch " +
+                    std::to_string(c.batch));
+    }
+    if (slots) {
+        check_tensor(a.slots, c.new_len, 4, "kv_append", "slots", shape_text({c.new_len}, "u32"));
+    } else if (std::uint64_t{c.pos} + c.new_len > c.max_len) {
         throw Error("kv_append: rows " + std::to_string(c.pos) + ".." + std::to_string(c.pos + c.new_len - 1) +
                     " do not fit the cache " + shape + " (max_len " + std::to_string(c.max_len) + ")");
     }
@@ -48,10 +55,13 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
         }
     }
     const std::uint32_t wg = std::min<std::uint32_t>({64, limits.workgroup_invocations, limits.workgroup_size[0]});
-    const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("kv_append", {{"CACHE_F16", f16}}),
-                                                         .workgroup_size = {wg, 1, 1},
-                                                         .push_constant_layout = KvAppendPush::layout,
-                                                         .binding_count = 2});
+    const Pipeline& pipeline =
+        ctx.pipeline(PipelineDesc{.code = &shaders::variant("kv_append", {{"CACHE_F16", f16}, {"SLOTS", slots}}),
+                                  .workgroup_size = {wg, 1, 1},
+                                  .push_constant_layout = KvAppendPush::layout,
+                                  .binding_count = slots ? 3u : 2u});
+    const ElementBinding slot_binding =
+        slots ? bind_elements(limits, a.slots, 0, c.new_len, 4, "kv_append", "slots") : ElementBinding{};
     const KvAppendPush push{.new_len = c.new_len,
                             .n_kv_head = c.n_kv_head,
                             .head_dim = c.head_dim,
@@ -61,11 +71,13 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                             .src_batch_stride = static_cast<std::uint32_t>(s.batch_stride),
                             .src_token_stride = static_cast<std::uint32_t>(s.token_stride),
                             .src_head_stride = static_cast<std::uint32_t>(s.head_stride),
-                            .cache_base = cache.base};
-    const Binding bindings[] = {{src.range, Access::Read}, {cache.range, Access::Write}};
+                            .cache_base = cache.base,
+                            .slots_base = slot_binding.base};
+    const Binding bindings[] = {
+        {src.range, Access::Read}, {cache.range, Access::Write}, {slot_binding.range, Access::Read}};
     const std::uint32_t pairs = c.n_kv_head * c.head_dim / 2;
     list.dispatch(Dispatch{.pipeline = &pipeline,
-                           .bindings = bindings,
+                           .bindings = std::span(bindings, slots ? 3 : 2),
                            .push_constants = push_bytes(push),
                            .groups = {narrow_u32(ceil_div(pairs, wg), "kv_append groups"), c.new_len, c.batch},
                            .label = "kv append"});

@@ -15,13 +15,17 @@ struct KvAppendArgs {
     BufferRange cache;    // [batch, max_len, n_kv_head, head_dim] cache_dtype
     KvAppendShape shape;  // cache [batch, max_len, n_kv_head, head_dim], rows pos..pos+new_len-1
     DType cache_dtype = DType::F32;
+    // Optional [new_len] uint32 cache rows; set: row t goes to cache row slots[t] (shape.batch
+    // must be 1, pos ignored). The slots may be written after recording, before each
+    // submission; a slot >= max_len (a padding row's) writes nothing.
+    BufferRange slots;
 };
 
-// Writes cache rows pos..pos+new_len-1 of every batch. With max_len = new_len and pos = 0
-// it repacks strided heads densely (Q out of a fused QKV output, for attention).
+// Writes cache rows pos..pos+new_len-1 (or the slots) of every batch. With max_len = new_len
+// and pos = 0 it repacks strided heads densely (Q out of a fused QKV output, for attention).
 void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& args);
 
 // KvAppendPush (push constants): shaders/interface/kv_append.h.
-static_assert(sizeof(KvAppendPush) == 40);
+static_assert(sizeof(KvAppendPush) == 44);
 
 }  // namespace vkf

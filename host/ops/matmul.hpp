@@ -2,8 +2,9 @@
 // Matrix multiply of activations by weights^T with a fused epilogue (shaders/matmul.comp):
 // Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + residual[m, n], and the plan (kernel,
 // tiles, K slices, pieces) chosen from the device limits. W may be block-quantized (q8_0,
-// q4_0: host/quant/quant_format.hpp), then the kernels of shaders/matmul_quant.comp run
-// (host/ops/matmul_quant.cpp).
+// q4_0: host/quant/quant_format.hpp), then the kernels of shaders/matmul_quant.comp run.
+// The plan also answers whether fused work the caller asks for (MatmulOptions::scatter,
+// x_norm) runs inside the matmul; record_matmul(ctx, list, plan, args) records that plan.
 
 #include "host/quant/quant_format.hpp"
 #include "host/spec/activation.hpp"
@@ -38,29 +39,29 @@ struct MatmulOptions {
     // no_integer_dot turns it off) and the kernel is Auto or Blocked; the float kernels run
     // otherwise (MatmulPlan::int_dot says which).
     bool int8_activations = false;
+    // Fused work the caller asks for; the plan answers in MatmulPlan::scatter and x_norm, and
+    // where it refuses, the caller runs the separate passes (KV append, LayerNorm).
+    bool scatter = false;  // the caller wants the fused QKV scatter epilogue
+    bool x_norm = false;   // the caller would like its LayerNorm fused (XLayerNorm)
 };
 
 // The fused QKV projection of a transformer layer (SCATTER kernels, shaders/matmul_epilogue.glsl):
 // the epilogue writes the Q columns to MatmulArgs::y as [m, q_heads, head_dim] fp32 and the
-// K and V columns into the caches at positions step - m .. step - 1, where step (a uint32 in
-// a buffer) is the key count after these m rows, written by the caller before each
-// submission: one recorded list serves every decoding step, and no pass repacks Q or
-// appends to the cache. W's rows (the output columns) are BLOOM's [n_head, 3, head_dim]
+// K and V columns of X row r into cache row slots[r] (vLLM's slot_mapping: a paged cache's
+// slot = block * block_size + offset), so no pass repacks Q or appends to the cache. The
+// slots are read when the list runs: the caller writes them before each submission, and one
+// recorded list serves every step. A slot >= the caches' rows (e.g. 0xFFFFFFFF for a padding
+// row) writes nothing. W's rows (the output columns) are BLOOM's [n_head, 3, head_dim]
 // (interleaved, q_heads == kv_heads) or [q | k | v] blocks; n = (q_heads + 2 kv_heads) x head_dim.
 struct QkvScatter {
     BufferRange k_cache, v_cache;  // [capacity, kv_heads, head_dim] cache_dtype, bound whole
-    BufferRange step;              // uint32 key count after these rows
+    BufferRange slots;             // [m] uint32: the cache row of each X row (distinct)
     DType cache_dtype = DType::F16;
     std::uint32_t head_dim = 0, q_heads = 0, kv_heads = 0;
     bool interleaved = false;
 };
-// Storage buffers a matmul binds per shader stage: dense, SCATTER dense and quantized, and
-// the ones a fused LayerNorm adds. Devices that allow fewer take the separate passes.
-inline constexpr std::uint32_t kMatmulBindings = 5;
-inline constexpr std::uint32_t kScatterMatmulBindings = 7;
-inline constexpr std::uint32_t kScatterMatmulQuantBindings = 8;
-inline constexpr std::uint32_t kLayerNormFusedBindings = 2;
-// The fused epilogue's kernels bind kMatmulBindings (dense) and 6 (quantized). Devices that
+
+// The fused epilogue's kernels bind 5 storage buffers (dense; 6 quantized). Devices that
 // allow fewer (Vulkan guarantees 4) get MatmulPlan::separate_epilogue: the kernels write
 // partial sums to scratch (3 and 4 buffers) and the split-K reduce pass (4) applies the
 // epilogue. Fewer than this is refused.
@@ -68,9 +69,8 @@ inline constexpr std::uint32_t kSeparateEpilogueBindings = 4;
 
 // LayerNorm of X fused into the matmul (MatmulArgs::x_norm): X is the raw input and the
 // kernel normalizes each row as it loads it, (x - mean) / sqrt(var + eps) * weight + bias.
-// Only the row-dot kernel of dense weights does it (plan_matmul's kernel RowDot: decoding
-// on CPU devices, where a LayerNorm dispatch costs as much as the matmul); check with
-// matmul_fuses_layernorm() and run record_layernorm first otherwise.
+// Only the row-dot kernel of dense weights does it, and it pays only for short rows: ask
+// with MatmulOptions::x_norm, and run record_layernorm first where MatmulPlan::x_norm is false.
 struct XLayerNorm {
     BufferRange weight;  // [k] in MatmulArgs::weight_dtype
     BufferRange bias;    // [k] likewise, or no buffer
@@ -94,14 +94,17 @@ struct MatmulArgs {
     // words; 16-byte aligned rows of X and W are read as vectors, which is faster).
     QuantFormat quant = QuantFormat::None;
     BufferRange scales;
-    // Set: y is Q and the epilogue scatters (QkvScatter); no residual.
+    // Set: y is Q and the epilogue scatters (QkvScatter); no residual. Needs MatmulPlan::scatter.
     std::optional<QkvScatter> scatter = std::nullopt;
     // Set: the epilogue clamps to [-clamp, clamp] after bias and activation (MPT's clip_qkv).
     std::optional<float> clamp = std::nullopt;
-    // Set: X is normalized by the kernel (XLayerNorm); needs the row-dot kernel.
+    // Set: X is normalized by the kernel (XLayerNorm). Needs MatmulPlan::x_norm.
     std::optional<XLayerNorm> x_norm = std::nullopt;
 };
 
+// Plans (with MatmulOptions::scatter and x_norm set from args) and records that plan: a
+// convenience for callers that do not look at the plan. Throws vkf::Error, saying why, where
+// the plan refuses the scatter or the fused LayerNorm that args ask for.
 void record_matmul(Context& ctx, CommandList& list, const MatmulArgs& args);
 // Bytes of scratch record_matmul needs for this shape on this device (0: none). The plan
 // splits K for long reductions on drivers with a loop limit and for parallelism when the
@@ -126,6 +129,8 @@ struct MatmulDevice {
 MatmulDevice matmul_device(const Context& ctx);
 
 struct MatmulPlan {
+    std::uint32_t m = 0, n = 0, k = 0;  // the shape planned for
+    DType weight_dtype = DType::F32;    // as MatmulArgs::weight_dtype
     MatmulKernel kernel = MatmulKernel::Tiled;
     QuantFormat quant = QuantFormat::None;             // the weights' block format, or None
     std::uint32_t tile_m = 0, tile_n = 0, tile_k = 0;  // tiled: Y tile and K step
@@ -149,17 +154,36 @@ struct MatmulPlan {
     std::uint64_t scratch_bytes = 0;
     std::uint64_t xq_scratch_bytes = 0;  // int_dot: quantized X of one row piece, at the start of scratch
     std::uint64_t loop_iterations = 0;   // per invocation, counted without unrolling (an upper bound)
+    // The answers to MatmulOptions::scatter and x_norm. scatter: asked for, and the device
+    // allows the storage buffers the SCATTER kernels bind (7 dense, 8 quantized; with a
+    // fused LayerNorm 2 more). x_norm: asked for, the row-dot kernel of dense weights with
+    // the fused epilogue and the storage buffers it binds, and rows short enough for it to
+    // pay (k <= kLayerNormFusionMaxK) unless MatmulOptions::kernel was forced.
+    bool scatter = false;
+    bool x_norm = false;
     std::string describe() const;
 };
 
-// Whether record_matmul can fuse a LayerNorm of X (XLayerNorm) into this matmul's plan.
-bool matmul_fuses_layernorm(const MatmulPlan& plan);
+// The longest rows whose LayerNorm a plan fuses when the kernel is chosen (MatmulPlan::x_norm).
+// Each workgroup takes the row's statistics and each column group normalizes its X chunks
+// again, so the cost grows with k while the dispatch it saves does not: on llvmpipe (2
+// cores) a 24-layer hidden-64 BLOOM decoded in 8.9 ms of GPU time a token fused against 9.8
+// ms unfused, BLOOM-560m (k = 1024) in 356 ms against 251 ms.
+inline constexpr std::uint32_t kLayerNormFusionMaxK = 128;
 
 // Throws vkf::Error when a forced kernel does not fit the device (or the weights' format),
 // when one row of W or X is longer than maxStorageBufferRange, when quantized rows are
 // not whole blocks (k % 32 != 0), or when the device allows fewer than
-// kSeparateEpilogueBindings storage buffers per shader stage.
+// kSeparateEpilogueBindings storage buffers per shader stage. Fused work asked for and not
+// possible is refused in the plan's answers (scatter, x_norm), not thrown.
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                        DType weight_dtype, MatmulOptions options = {}, QuantFormat quant = QuantFormat::None);
+
+// Records exactly `plan` (from plan_matmul on this context's device) without planning again;
+// args.options is not read. Throws vkf::Error where args do not match the plan: m, n, k,
+// weight_dtype or quant differ, args.scatter is set and plan.scatter is not (or the other
+// way round), likewise args.x_norm and plan.x_norm, or the scratch range is smaller than
+// plan.scratch_bytes; and on bad tensors.
+void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, const MatmulArgs& args);
 
 }  // namespace vkf

@@ -1,15 +1,23 @@
 #pragma once
-// What the dense (host/ops/matmul.cpp) and the quantized (host/ops/matmul_quant.cpp)
-// matmuls share: the K split, the pieces, the argument checks of the fp32 tensors and the
-// split-K reduce pass. Not part of the API.
+// What the matmul's files share; not part of the API. The plans: matmul_plan.cpp (the K
+// split, the pieces, the fused work granted), matmul_dense.cpp and matmul_quant.cpp (each
+// weight format's kernels). The recording: matmul_record.cpp, one routine for every format,
+// which asks the format's WeightSource (matmul_dense.cpp, matmul_quant.cpp) for what differs.
 
 #include "host/ops/matmul.hpp"
 #include "host/ops/tensor_binding.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 namespace vkf::matmul_detail {
+
+// Storage buffers of the main kernel of `plan`: X, the weights' (W; or the values and the
+// scales), and bias, residual and Y (the separate epilogue's partial sums instead), then
+// the caches of a scatter and a fused LayerNorm's weight and bias.
+std::uint32_t kernel_bindings(const MatmulPlan& plan, bool scatter, bool x_norm);
 
 // Workgroups the output should give before K is split for parallelism (a CPU device has
 // a thread per core, a GPU many more lanes to fill).
@@ -48,62 +56,53 @@ void split_k(MatmulPlan& plan, const MatmulDevice& device, std::uint32_t k, std:
 void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                  std::uint64_t max_w_rows);
 
-// Y, bias and residual of the piece of rows m0..m0+mc and columns n0..n0+nc: Y and the
-// residual a span with row stride n. An absent bias or residual gets `unused` (a binding
-// the shader never reads) and base 0.
-struct EpilogueBindings {
-    ElementBinding y, bias, residual;
-};
-EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a, std::uint32_t m0, std::uint32_t mc,
-                               std::uint32_t n0, std::uint32_t nc, std::uint32_t bias_bytes,
-                               const ElementBinding& unused);
-
-// Checks X, Y, bias (bias_dtype) and residual (or the scatter's Q, caches and step), and the
-// scratch range the plan needs; refuses a scatter where the plan has a separate epilogue
-// (too few storage buffers per stage for the SCATTER kernels).
-void check_tensors(const ComputeLimits& limits, const MatmulArgs& a, const MatmulPlan& plan);
-
-// VKF_MATMUL_FLAG_BIAS, _RESIDUAL, _CLAMP, the activation's and the scatter's flags.
-std::uint32_t epilogue_flags(const MatmulArgs& a);
-
-// The epilogue's push members (interface/matmul_flags.h) for the piece whose first row and
-// column are m0 and n0.
-template <class Push>
-void set_epilogue_push(Push& push, const MatmulArgs& a, std::uint32_t m0, std::uint32_t n0) {
-    push.row0 = m0;
-    push.col0 = n0;
-    push.rows = a.m;
-    push.clamp_to = a.clamp.value_or(0.0f);
-    push.ln_eps = a.x_norm ? a.x_norm->eps : 0.0f;
-    if (a.scatter) {
-        push.q_heads = a.scatter->q_heads;
-        push.kv_heads = a.scatter->kv_heads;
-    }
-}
-
-// The scatter's K and V cache bindings, appended after Y (none without a scatter).
-std::vector<Binding> scatter_bindings(const MatmulArgs& a);
-
-// The split-K second pass (matmul.comp REDUCE) for one piece: adds the partial sums and
-// applies the epilogue. `push` holds the piece's epilogue (m, n, ldy, bias_base, res_base,
-// y_base, n_splits, flags).
-struct ReducePass {
-    const Pipeline* pipeline = nullptr;
-    std::uint32_t workgroup_size = 0;
-};
-// The SCATTER variant when `a` scatters (its residual binding is the step, and K and V
-// follow Y).
-ReducePass reduce_pass(Context& ctx, bool bias_f16, const MatmulArgs& a);
-
-// The SCATTER variants' specialization constant (none without a scatter).
-std::vector<SpecConstant> scatter_constants(const MatmulArgs& a);
-void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
-                     const BufferRange* bias, const BufferRange* residual, const BufferRange& y, const MatmulArgs& a);
-
-// The quantized matmul (host/ops/matmul_quant.cpp), reached through plan_matmul and
-// record_matmul.
+// Each weight format's plan (the shape is checked non-empty).
+MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                             DType weight_dtype, const MatmulOptions& options);
 MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                              DType bias_dtype, const MatmulOptions& options, QuantFormat quant);
-void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& args);
+
+// The workgroups of one piece of mc rows and nc columns (z: the K slices).
+GroupCount piece_groups(const MatmulPlan& plan, std::uint32_t mc, std::uint32_t nc);
+
+// The weights of one piece (rows n0 .. n0 + nc of W, columns of Y) as a kernel reads them.
+struct WeightPiece {
+    std::vector<Binding> bindings;  // bound after X: W, or the values and the scales
+    std::uint32_t w_base = 0;       // the first element (dense) or word (quantized) of W
+    std::uint32_t s_base = 0;       // quantized: the first scale
+    // The kernel's load paths the piece's alignment allows (VKF_MATMUL_FLAG_PAIRS, VEC8,
+    // VEC16), kept by its partial-sum passes.
+    std::uint32_t load_flags = 0;
+    const Pipeline* pipeline = nullptr;  // the main kernel for this piece
+};
+
+// What differs between weight formats when recording: their tensors, bindings, kernels
+// and push blocks. The recorder (matmul_record.cpp) does the rest: pieces, epilogue,
+// scatter, fused LayerNorm, partial sums and the reduce pass.
+class WeightSource {
+public:
+    virtual ~WeightSource() = default;
+    // The X the kernel reads for a row piece: `x` itself, or (the integer dot-product path)
+    // X quantized into scratch by a pass recorded here.
+    virtual ElementBinding prepare_x(CommandList& list, const ElementBinding& x, std::uint32_t mc);
+    // `x` is the binding the kernel reads (the vector loads need its alignment).
+    virtual WeightPiece piece(const ElementBinding& x, std::uint32_t n0, std::uint32_t nc) = 0;
+    // The kernel's push block from the fields every format has (`push`; its w_base and
+    // flags already the piece's), valid until the next call.
+    virtual std::span<const std::byte> push(const MatmulPush& push, const WeightPiece& piece) = 0;
+};
+
+// Checks W (and the scales) against the plan's shape and makes the source; `scatter_main`:
+// the main kernel scatters (not split).
+std::unique_ptr<WeightSource> dense_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                            bool scatter_main);
+std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                            bool scatter_main);
+
+// The main kernel's pipeline: the code, the plan's workgroup and subgroup sizes, and its
+// storage buffers (kernel_bindings), specialization constants and push layout.
+const Pipeline& kernel_pipeline(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args, const SpirvCode& code,
+                                std::vector<SpecConstant> constants, const PushConstantLayout& layout,
+                                bool scatter_main);
 
 }  // namespace vkf::matmul_detail

@@ -1,6 +1,6 @@
-// The matmul with block-quantized weights (shaders/matmul_quant.comp): its plan and its
-// recording, reached through plan_matmul and record_matmul (host/ops/matmul.hpp). The K
-// split, the pieces and the reduce pass are the dense matmul's (matmul_internal.hpp).
+// The matmul with block-quantized weights (shaders/matmul_quant.comp): its kernels' plan
+// and its WeightSource, recorded by matmul_record.cpp. The K split, the pieces and the
+// reduce pass are the dense matmul's (matmul_internal.hpp).
 
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
@@ -77,10 +77,6 @@ std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
 MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                              DType bias_dtype, const MatmulOptions& options, QuantFormat quant) {
     const ComputeLimits& limits = device.limits;
-    if (m == 0 || n == 0 || k == 0) {
-        throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                    " k=" + std::to_string(k));
-    }
     if (quant != QuantFormat::Q8_0 && quant != QuantFormat::Q4_0) {
         throw Error("matmul: unknown block format " + std::to_string(static_cast<std::uint32_t>(quant)));
     }
@@ -141,179 +137,139 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
     return plan;
 }
 
-void record_matmul_quant(Context& ctx, CommandList& list, const MatmulArgs& a) {
-    const ComputeLimits& limits = ctx.limits();
-    const MatmulPlan plan = plan_matmul_quant(matmul_device(ctx), a.m, a.n, a.k, a.weight_dtype, a.options, a.quant);
-    const bool f16 = a.weight_dtype == DType::F16;
-    const auto bsize = static_cast<std::uint32_t>(element_size(a.weight_dtype));
-    const bool has_bias = a.bias.buffer != nullptr;
-    const bool has_residual = a.residual.buffer != nullptr;
-    const std::uint64_t row_bytes = quant_row_bytes(a.quant, a.k);
-    const std::uint64_t row_words = row_bytes / 4;
-    const std::uint64_t row_scales = quant_row_scales(a.k);
-    const std::string wtype = to_string(a.quant);
-    check_tensor(a.x, std::uint64_t{a.m} * a.k, 4, "matmul", "X", shape_text({a.m, a.k}, "f32"));
-    // The values plane is bound and read in 32-bit words: its offset must be a multiple of 4.
-    check_tensor(a.w, a.n * row_words, 4, "matmul", "W values",
-                 shape_text({a.n, static_cast<std::uint32_t>(row_bytes)}, "bytes (" + wtype + ")"));
-    check_tensor(a.scales, a.n * row_scales, 2, "matmul", "W scales",
-                 shape_text({a.n, static_cast<std::uint32_t>(row_scales)}, "f16 (" + wtype + ")"));
-    check_tensors(limits, a, plan);
-    if (a.x_norm) {
-        throw Error(
-            "matmul: a fused LayerNorm of X needs dense weights (the row-dot kernel); run record_layernorm "
-            "first for " +
-            std::string(to_string(a.quant)));
-    }
-    // The separate epilogue's kernels write partial sums, as split K does.
-    const bool split = plan.n_splits > 1 || plan.separate_epilogue;
+namespace {
 
+class QuantWeights final : public WeightSource {
+public:
+    QuantWeights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& a, bool scatter_main)
+        : ctx_(ctx),
+          limits_(ctx.limits()),
+          plan_(plan),
+          a_(a),
+          scatter_main_(scatter_main),
+          row_words_(quant_row_bytes(a.quant, a.k) / 4),
+          row_scales_(quant_row_scales(a.k)) {
+        const std::string wtype = to_string(a.quant);
+        // The values plane is bound and read in 32-bit words: its offset must be a multiple of 4.
+        check_tensor(a.w, a.n * row_words_, 4, "matmul", "W values",
+                     shape_text({a.n, static_cast<std::uint32_t>(4 * row_words_)}, "bytes (" + wtype + ")"));
+        check_tensor(a.scales, a.n * row_scales_, 2, "matmul", "W scales",
+                     shape_text({a.n, static_cast<std::uint32_t>(row_scales_)}, "f16 (" + wtype + ")"));
+        // Its pipelines are made only where the plan took the integer dot-product path, that
+        // is where shaderIntegerDotProduct is enabled.
+        if (plan.int_dot) {
+            quant_x_wg_ = std::min({kQuantXWorkgroup, limits_.workgroup_invocations, limits_.workgroup_size[0],
+                                    std::bit_ceil(a.k / kQuantBlock)});
+            quant_x_ = &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant_x", {}),
+                                                  .workgroup_size = {quant_x_wg_, 1, 1},
+                                                  .push_constant_layout = MatmulQuantXPush::layout,
+                                                  .binding_count = 2});
+        }
+    }
+
+    // The pre-pass runs once per row piece, not per column piece.
+    ElementBinding prepare_x(CommandList& list, const ElementBinding& x_float, std::uint32_t mc) override {
+        if (!plan_.int_dot) {
+            return x_float;
+        }
+        const ElementBinding xq =
+            bind_elements(limits_, a_.scratch, 0, quantized_x_words(mc, a_.k), 4, "matmul", "scratch (quantized X)");
+        const MatmulQuantXPush push{.m = mc, .k = a_.k, .x_base = x_float.base, .q_base = xq.base};
+        const Binding bindings[] = {{x_float.range, Access::Read}, {xq.range, Access::Write}};
+        list.dispatch(Dispatch{.pipeline = quant_x_,
+                               .bindings = bindings,
+                               .push_constants = push_bytes(push),
+                               .groups = {static_cast<std::uint32_t>(ceil_div(a_.k / kQuantBlock, quant_x_wg_)), mc, 1},
+                               .label = "matmul quantize X"});
+        return xq;
+    }
+
+    WeightPiece piece(const ElementBinding& x, std::uint32_t n0, std::uint32_t nc) override {
+        const ElementBinding w =
+            bind_elements(limits_, a_.w, n0 * row_words_, nc * row_words_, 4, "matmul", "W values");
+        const ElementBinding s =
+            bind_elements(limits_, a_.scales, n0 * row_scales_, nc * row_scales_, 2, "matmul", "W scales");
+        // Scales are read blocks_per_step at a time where a piece's scales start on a
+        // multiple of it, else fewer.
+        std::uint32_t bg = plan_.blocks_per_step;
+        while (s.base % bg != 0) {
+            bg /= 2;
+        }
+        return WeightPiece{.bindings = {{w.range, Access::Read}, {s.range, Access::Read}},
+                           .w_base = w.base,
+                           .s_base = s.base,
+                           .pipeline = &pipeline(x.base % 4 == 0 && w.base % 4 == 0, bg)};
+    }
+
+    std::span<const std::byte> push(const MatmulPush& p, const WeightPiece& piece) override {
+        push_ = MatmulQuantPush{.m = p.m,
+                                .n = p.n,
+                                .k = p.k,
+                                .ldy = p.ldy,
+                                .x_base = p.x_base,
+                                .w_base = p.w_base,
+                                .s_base = piece.s_base,
+                                .bias_base = p.bias_base,
+                                .res_base = p.res_base,
+                                .y_base = p.y_base,
+                                .k_split = p.k_split,
+                                .flags = p.flags,
+                                .row0 = p.row0,
+                                .col0 = p.col0,
+                                .cache_rows = p.cache_rows,
+                                .q_heads = p.q_heads,
+                                .kv_heads = p.kv_heads,
+                                .clamp_to = p.clamp_to,
+                                .ln_eps = p.ln_eps};
+        return push_bytes(push_);
+    }
+
+private:
     // Rows of X and W that start on 16 bytes are read as vectors; others (tensors at
-    // unaligned offsets) by the SCALAR variant. Scales are read blocks_per_step at a time
-    // where a piece's scales start on a multiple of it, else fewer. Pipelines are made when
-    // a piece needs them.
-    // Split K: the slices write plain partial sums and the reduce pass scatters.
-    const bool scatter_main = a.scatter.has_value() && !split;
-    const std::vector<Binding> scatter = scatter_bindings(a);
-    const char* label = a.scatter ? "matmul (QKV scatter)" : "matmul";  // fused work under its own name
-    const Pipeline* pipelines[2][3] = {};
-    const auto pipeline = [&](bool vector_loads, std::uint32_t bg) -> const Pipeline& {
-        const Pipeline*& p = pipelines[vector_loads ? 1 : 0][std::countr_zero(bg)];
+    // unaligned offsets) by the SCALAR variant. Pipelines are made when a piece needs them.
+    const Pipeline& pipeline(bool vector_loads, std::uint32_t bg) {
+        const Pipeline*& p = pipelines_[vector_loads ? 1 : 0][std::countr_zero(bg)];
         if (p == nullptr) {
-            std::vector<SpecConstant> constants = {{VKF_MATMUL_QUANT_SPEC_RM, plan.block_m},
-                                                   {VKF_MATMUL_QUANT_SPEC_RN, plan.block_n},
+            std::vector<SpecConstant> constants = {{VKF_MATMUL_QUANT_SPEC_RM, plan_.block_m},
+                                                   {VKF_MATMUL_QUANT_SPEC_RN, plan_.block_n},
                                                    {VKF_MATMUL_QUANT_SPEC_BG, bg}};
-            if (plan.kernel == MatmulKernel::RowDot) {
-                constants.push_back({VKF_MATMUL_QUANT_SPEC_RG, plan.column_groups});
+            if (plan_.kernel == MatmulKernel::RowDot) {
+                constants.push_back({VKF_MATMUL_QUANT_SPEC_RG, plan_.column_groups});
             }
-            if (scatter_main) {
-                const std::vector<SpecConstant> more = scatter_constants(a);
-                constants.insert(constants.end(), more.begin(), more.end());
-            }
-            const SpirvCode& code = shaders::variant("matmul_quant", {{"Q8_0", a.quant == QuantFormat::Q8_0},
-                                                                      {"Q4_0", a.quant == QuantFormat::Q4_0},
-                                                                      {"ROWDOT", plan.kernel == MatmulKernel::RowDot},
-                                                                      {"BLOCKED", plan.kernel == MatmulKernel::Blocked},
-                                                                      {"WIDE64", vector_loads && plan.wide_loads},
-                                                                      {"BIAS_F16", f16 && !plan.separate_epilogue},
-                                                                      {"SCALAR", !vector_loads},
-                                                                      {"INTDOT", plan.int_dot},
-                                                                      {"SCATTER", scatter_main},
-                                                                      {"NO_EPILOGUE", plan.separate_epilogue}});
-            p = &ctx.pipeline(
-                PipelineDesc{.code = &code,
-                             .workgroup_size = {plan.workgroup_size, 1, 1},
-                             .constants = constants,
-                             .push_constant_layout = MatmulQuantPush::layout,
-                             .binding_count = plan.separate_epilogue ? kSeparateEpilogueBindings
-                                              : scatter_main         ? kScatterMatmulQuantBindings
-                                                                     : kQuantBindings,
-                             .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
+            const bool f16 = a_.weight_dtype == DType::F16;
+            const SpirvCode& code =
+                shaders::variant("matmul_quant", {{"Q8_0", a_.quant == QuantFormat::Q8_0},
+                                                  {"Q4_0", a_.quant == QuantFormat::Q4_0},
+                                                  {"ROWDOT", plan_.kernel == MatmulKernel::RowDot},
+                                                  {"BLOCKED", plan_.kernel == MatmulKernel::Blocked},
+                                                  {"WIDE64", vector_loads && plan_.wide_loads},
+                                                  {"BIAS_F16", f16 && !plan_.separate_epilogue},
+                                                  {"SCALAR", !vector_loads},
+                                                  {"INTDOT", plan_.int_dot},
+                                                  {"SCATTER", scatter_main_},
+                                                  {"NO_EPILOGUE", plan_.separate_epilogue}});
+            p = &kernel_pipeline(ctx_, plan_, a_, code, std::move(constants), MatmulQuantPush::layout, scatter_main_);
         }
         return *p;
-    };
-    const ReducePass reduce = split ? reduce_pass(ctx, f16, a) : ReducePass{};
-    const std::uint32_t flags = epilogue_flags(a);
-    // The integer dot-product path quantizes each row piece of X into scratch first (the
-    // pre-pass runs once per row piece, not per column piece). Its pipelines are made only
-    // when the plan took it, that is where shaderIntegerDotProduct is enabled.
-    const std::uint32_t row_blocks = a.k / kQuantBlock;
-    const std::uint32_t quant_x_wg =
-        std::min({kQuantXWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0], std::bit_ceil(row_blocks)});
-    const Pipeline* quant_x = plan.int_dot
-                                  ? &ctx.pipeline(PipelineDesc{.code = &shaders::variant("matmul_quant_x", {}),
-                                                               .workgroup_size = {quant_x_wg, 1, 1},
-                                                               .push_constant_layout = MatmulQuantXPush::layout,
-                                                               .binding_count = 2})
-                                  : nullptr;
-    const std::uint64_t partials_first = plan.xq_scratch_bytes / 4;
-
-    for (std::uint32_t m0 = 0; m0 < a.m; m0 += plan.rows_per_piece) {
-        const std::uint32_t mc = std::min(plan.rows_per_piece, a.m - m0);
-        const ElementBinding x_float =
-            bind_elements(limits, a.x, std::uint64_t{m0} * a.k, std::uint64_t{mc} * a.k, 4, "matmul", "X");
-        ElementBinding x = x_float;  // what the matmul reads: X, or X quantized
-        if (plan.int_dot) {
-            x = bind_elements(limits, a.scratch, 0, quantized_x_words(mc, a.k), 4, "matmul", "scratch (quantized X)");
-            const MatmulQuantXPush qpush{.m = mc, .k = a.k, .x_base = x_float.base, .q_base = x.base};
-            const Binding qbindings[] = {{x_float.range, Access::Read}, {x.range, Access::Write}};
-            list.dispatch(Dispatch{.pipeline = quant_x,
-                                   .bindings = qbindings,
-                                   .push_constants = push_bytes(qpush),
-                                   .groups = {static_cast<std::uint32_t>(ceil_div(row_blocks, quant_x_wg)), mc, 1},
-                                   .label = "matmul quantize X"});
-        }
-        for (std::uint32_t n0 = 0; n0 < a.n; n0 += plan.cols_per_piece) {
-            const std::uint32_t nc = std::min(plan.cols_per_piece, a.n - n0);
-            const ElementBinding w =
-                bind_elements(limits, a.w, n0 * row_words, nc * row_words, 4, "matmul", "W values");
-            const ElementBinding s =
-                bind_elements(limits, a.scales, n0 * row_scales, nc * row_scales, 2, "matmul", "W scales");
-            const EpilogueBindings e = bind_epilogue(limits, a, m0, mc, n0, nc, bsize, x);
-            const ElementBinding &y = e.y, &bias = e.bias, &res = e.residual;
-            std::uint32_t bg = plan.blocks_per_step;
-            while (s.base % bg != 0) {
-                bg /= 2;
-            }
-            const Pipeline& main = pipeline(x.base % 4 == 0 && w.base % 4 == 0, bg);
-            MatmulQuantPush push{.m = mc,
-                                 .n = nc,
-                                 .k = a.k,
-                                 .ldy = a.n,
-                                 .x_base = x.base,
-                                 .w_base = w.base,
-                                 .s_base = s.base,
-                                 .bias_base = has_bias ? bias.base : 0,
-                                 .res_base = has_residual ? res.base : 0,
-                                 .y_base = y.base,
-                                 .k_split = plan.k_split,
-                                 .flags = flags};
-            set_epilogue_push(push, a, m0, n0);
-            const std::uint32_t column_tile = plan.kernel == MatmulKernel::RowDot ? plan.block_n * plan.column_groups
-                                                                                  : plan.block_n * plan.workgroup_size;
-            const GroupCount groups{static_cast<std::uint32_t>(ceil_div(nc, column_tile)),
-                                    static_cast<std::uint32_t>(ceil_div(mc, plan.block_m)), plan.n_splits};
-            if (!split) {
-                std::vector<Binding> bindings = {{x.range, Access::Read},   {w.range, Access::Read},
-                                                 {s.range, Access::Read},   {bias.range, Access::Read},
-                                                 {res.range, Access::Read}, {y.range, Access::Write}};
-                bindings.insert(bindings.end(), scatter.begin(), scatter.end());
-                list.dispatch(Dispatch{.pipeline = &main,
-                                       .bindings = bindings,
-                                       .push_constants = push_bytes(push),
-                                       .groups = groups,
-                                       .label = label});
-                continue;
-            }
-            const ElementBinding partials = bind_elements(
-                limits, a.scratch, partials_first, std::uint64_t{plan.n_splits} * mc * nc, 4, "matmul", "scratch");
-            MatmulQuantPush partial_push = push;
-            partial_push.flags = VKF_MATMUL_FLAG_PARTIALS;
-            partial_push.y_base = partials.base;
-            std::vector<Binding> bindings = {{x.range, Access::Read}, {w.range, Access::Read}, {s.range, Access::Read}};
-            if (!plan.separate_epilogue) {  // bias and residual: bound, not read
-                bindings.insert(bindings.end(), {{x.range, Access::Read}, {x.range, Access::Read}});
-            }
-            bindings.push_back({partials.range, Access::Write});
-            list.dispatch(Dispatch{.pipeline = &main,
-                                   .bindings = bindings,
-                                   .push_constants = push_bytes(partial_push),
-                                   .groups = groups,
-                                   .label = label});
-            MatmulPush reduce_push{.m = mc,
-                                   .n = nc,
-                                   .k = a.k,
-                                   .ldy = a.n,
-                                   .bias_base = push.bias_base,
-                                   .res_base = push.res_base,
-                                   .y_base = y.base,
-                                   .n_splits = plan.n_splits,
-                                   .flags = flags};
-            set_epilogue_push(reduce_push, a, m0, n0);
-            dispatch_reduce(list, reduce, reduce_push, partials, has_bias ? &bias.range : nullptr,
-                            (a.scatter || has_residual) ? &res.range : nullptr, y.range, a);
-        }
     }
+
+    Context& ctx_;
+    const ComputeLimits& limits_;
+    const MatmulPlan& plan_;
+    const MatmulArgs& a_;
+    bool scatter_main_;
+    std::uint64_t row_words_, row_scales_;
+    const Pipeline* pipelines_[2][3] = {};
+    const Pipeline* quant_x_ = nullptr;
+    std::uint32_t quant_x_wg_ = 0;
+    MatmulQuantPush push_{};
+};
+
+}  // namespace
+
+std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                            bool scatter_main) {
+    return std::make_unique<QuantWeights>(ctx, plan, args, scatter_main);
 }
 
 }  // namespace vkf::matmul_detail

@@ -67,6 +67,15 @@ void require_string(const JsonValue& object, std::string_view key, std::string_v
     }
 }
 
+void require_string_or_absent(const JsonValue& object, std::string_view key, std::string_view wanted,
+                              std::string_view absent, std::string_view why) {
+    if (optional_key(object, key) == nullptr && absent != wanted) {
+        object.fail("missing key '" + std::string(key) + "' means '" + std::string(absent) +
+                    "', which is not supported (" + std::string(why) + ")");
+    }
+    require_string(object, key, wanted, why);
+}
+
 void require_divisible(const JsonValue& root, std::uint32_t hidden, std::uint32_t n_head, std::string_view hidden_key,
                        std::string_view head_key) {
     if (hidden % n_head != 0) {

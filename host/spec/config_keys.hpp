@@ -31,6 +31,10 @@ void refuse_if(bool condition, const JsonValue& value, std::string_view why);
 void refuse_true(const JsonValue& object, std::string_view key, std::string_view why);
 // Refuses an optional string key whose value is not `wanted`.
 void require_string(const JsonValue& object, std::string_view key, std::string_view wanted, std::string_view why);
+// The same, where a missing key means `absent` (the modeling code's default), refused too
+// when it is not `wanted`: "missing key 'K' means 'ABSENT', which is not supported (WHY)".
+void require_string_or_absent(const JsonValue& object, std::string_view key, std::string_view wanted,
+                              std::string_view absent, std::string_view why);
 
 // hidden % n_head == 0, naming both keys.
 void require_divisible(const JsonValue& root, std::uint32_t hidden, std::uint32_t n_head, std::string_view hidden_key,

@@ -2,6 +2,7 @@
 
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/spec/config_checks.hpp"
 #include "host/spec/config_keys.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/util/format.hpp"
@@ -10,64 +11,35 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <system_error>
 
 namespace vkf {
 namespace {
 
 using config_keys::optional_key;
+using config_keys::positive_dimension;
+using config_keys::refuse_if;
 using config_keys::refuse_true;
-
-std::uint32_t positive_dimension(const JsonValue& root, std::string_view key) {
-    return config_keys::positive_dimension(config_keys::required_key(root, {key}));
-}
-
-// A string setting that must have one value to be run faithfully; `absent` is what the
-// modeling code assumes when the key is missing.
-void require_string(const JsonValue& root, std::string_view key, std::string_view wanted, std::string_view absent,
-                    std::string_view why) {
-    const JsonValue* value = optional_key(root, key);
-    if (value == nullptr) {
-        if (absent != wanted) {
-            root.fail("missing key '" + std::string(key) + "' means '" + std::string(absent) + "', which " +
-                      std::string(why));
-        }
-        return;
-    }
-    const std::string& text = value->as_string();
-    if (text != wanted) {
-        value->fail("'" + text + "' " + std::string(why));
-    }
-}
+using config_keys::require_string;
+using config_keys::required_key;
 
 EncoderConfig config_from_json(const JsonValue& root) {
     root.as_object();
-    const JsonValue* model_type = optional_key(root, "model_type");
-    if (model_type == nullptr) {
-        root.fail("missing key 'model_type'");
-    }
-    if (model_type->as_string() != "bert") {
-        model_type->fail("'" + model_type->as_string() + "' is not an encoder vkformer runs (only JinaBERT: bert)");
-    }
-    require_string(root, "position_embedding_type", "alibi", "absolute",
-                   "is not supported (only alibi: JinaBERT's symmetric ALiBi; BERT's learned positions are not)");
-    require_string(root, "feed_forward_type", "geglu", "original",
-                   "is not supported (only geglu: JinaBERT's GELU-gated MLP, mlp.gated_layers and mlp.wo)");
+    const JsonValue& model_type = required_key(root, {"model_type"});
+    refuse_if(model_type.as_string() != "bert", model_type,
+              "'" + model_type.as_string() + "' is not an encoder vkformer runs (only JinaBERT: bert)");
+    config_keys::require_string_or_absent(root, "position_embedding_type", "alibi", "absolute",
+                                          "only alibi: JinaBERT's symmetric ALiBi; BERT's learned positions are not");
+    config_keys::require_string_or_absent(root, "feed_forward_type", "geglu", "original",
+                                          "only geglu: JinaBERT's GELU-gated MLP, mlp.gated_layers and mlp.wo");
     // The GEGLU MLP takes its GELU (exact, erf) from feed_forward_type; any other hidden_act
     // says the checkpoint was made for a model that is not the one run here.
-    require_string(root, "hidden_act", "gelu", "gelu", "is not supported (only gelu, the exact erf form)");
-    if (const JsonValue* pooler = optional_key(root, "emb_pooler")) {
-        if (pooler->as_string() != "mean") {
-            pooler->fail("'" + pooler->as_string() + "' is not supported (only mean or null)");
-        }
-    }
+    require_string(root, "hidden_act", "gelu", "only gelu, the exact erf form");
+    require_string(root, "emb_pooler", "mean", "only mean or null");
     refuse_true(root, "is_decoder", "a decoder (causal) BERT is not supported: only the bidirectional encoder");
     refuse_true(root, "add_cross_attention", "cross-attention is not supported");
     if (const JsonValue* scaling = optional_key(root, "alibi_scaling")) {
-        if (scaling->as_double() != 1.0) {
-            scaling->fail("scaled ALiBi slopes are not supported (only 1)");
-        }
+        refuse_if(scaling->as_double() != 1.0, *scaling, "scaled ALiBi slopes are not supported (only 1)");
     }
     // jina-embeddings-v2-base-code and its kin load jina-bert-v2-qk-post-norm, which adds
     // LayerNorms on Q and K and moves the others: other tensors, other numerics.
@@ -81,27 +53,21 @@ EncoderConfig config_from_json(const JsonValue& root) {
     }
 
     EncoderConfig config;
-    config.vocab_size = positive_dimension(root, "vocab_size");
-    config.hidden = positive_dimension(root, "hidden_size");
-    config.n_layer = positive_dimension(root, "num_hidden_layers");
-    config.n_head = positive_dimension(root, "num_attention_heads");
-    config.intermediate = positive_dimension(root, "intermediate_size");
-    if (optional_key(root, "type_vocab_size") != nullptr) {
-        config.type_vocab_size = positive_dimension(root, "type_vocab_size");
+    config.vocab_size = positive_dimension(required_key(root, {"vocab_size"}));
+    config.hidden = positive_dimension(required_key(root, {"hidden_size"}));
+    config.n_layer = positive_dimension(required_key(root, {"num_hidden_layers"}));
+    config.n_head = positive_dimension(required_key(root, {"num_attention_heads"}));
+    config.intermediate = positive_dimension(required_key(root, {"intermediate_size"}));
+    if (const JsonValue* types = optional_key(root, "type_vocab_size")) {
+        config.type_vocab_size = positive_dimension(*types);
     }
-    if (optional_key(root, "max_position_embeddings") != nullptr) {
-        config.max_position_embeddings = positive_dimension(root, "max_position_embeddings");
+    if (const JsonValue* positions = optional_key(root, "max_position_embeddings")) {
+        config.max_position_embeddings = positive_dimension(*positions);
     }
     if (const JsonValue* eps = optional_key(root, "layer_norm_eps")) {
-        config.layer_norm_eps = eps->as_double();
-        if (!(config.layer_norm_eps > 0.0) || !std::isfinite(config.layer_norm_eps)) {
-            eps->fail("must be a positive number");
-        }
+        config.layer_norm_eps = config_keys::positive_number(*eps);
     }
-    if (config.hidden % config.n_head != 0) {
-        root.fail("hidden_size " + std::to_string(config.hidden) + " is not a multiple of num_attention_heads " +
-                  std::to_string(config.n_head));
-    }
+    config_keys::require_divisible(root, config.hidden, config.n_head, "hidden_size", "num_attention_heads");
     config.head_dim = config.hidden / config.n_head;
     try {
         validate(config);
@@ -122,41 +88,25 @@ std::string_view encoder_family_name(EncoderFamily family) {
 }
 
 void validate(const EncoderConfig& c) {
-    const auto fail = [&](const std::string& problem) {
-        throw Error("encoder config (" + std::string(encoder_family_name(c.family)) + "): " + problem);
-    };
+    const ConfigChecks checks("encoder config (" + std::string(encoder_family_name(c.family)) + ")");
     if (c.family != EncoderFamily::JinaBert) {
-        fail("unknown family " + std::to_string(static_cast<int>(c.family)));
+        checks.fail("unknown family " + std::to_string(static_cast<int>(c.family)));
     }
     if (c.vocab_size == 0 || c.hidden == 0 || c.n_layer == 0 || c.n_head == 0 || c.intermediate == 0 ||
         c.type_vocab_size == 0 || c.max_position_embeddings == 0) {
-        fail(
+        checks.fail(
             "vocab_size, hidden, n_layer, n_head, intermediate, type_vocab_size and max_position_embeddings must "
             "all be positive");
     }
-    const auto bound = [&](std::string_view name, std::uint32_t value, std::uint32_t limit) {
-        if (value > limit) {
-            fail(std::string(name) + " " + std::to_string(value) + " is over vkformer's limit of " +
-                 std::to_string(limit) + " (no real checkpoint comes near it)");
-        }
-    };
-    bound("n_layer", c.n_layer, EncoderLimits::max_layers);
-    bound("hidden", c.hidden, EncoderLimits::max_hidden);
-    bound("n_head", c.n_head, EncoderLimits::max_heads);
-    bound("intermediate", c.intermediate, EncoderLimits::max_intermediate);
-    bound("vocab_size", c.vocab_size, EncoderLimits::max_vocab);
-    bound("type_vocab_size", c.type_vocab_size, EncoderLimits::max_type_vocab);
-    bound("max_position_embeddings", c.max_position_embeddings, EncoderLimits::max_positions);
-    if (c.hidden % c.n_head != 0) {
-        fail("hidden " + std::to_string(c.hidden) + " is not a multiple of n_head " + std::to_string(c.n_head));
-    }
-    if (c.head_dim != c.hidden / c.n_head) {
-        fail("head_dim " + std::to_string(c.head_dim) +
-             " is not hidden / n_head = " + std::to_string(c.hidden / c.n_head));
-    }
-    if (!(c.layer_norm_eps > 0.0) || !std::isfinite(c.layer_norm_eps)) {
-        fail("layer_norm_eps must be positive and finite");
-    }
+    checks.at_most("n_layer", c.n_layer, EncoderLimits::max_layers);
+    checks.at_most("hidden", c.hidden, EncoderLimits::max_hidden);
+    checks.at_most("n_head", c.n_head, EncoderLimits::max_heads);
+    checks.at_most("intermediate", c.intermediate, EncoderLimits::max_intermediate);
+    checks.at_most("vocab_size", c.vocab_size, EncoderLimits::max_vocab);
+    checks.at_most("type_vocab_size", c.type_vocab_size, EncoderLimits::max_type_vocab);
+    checks.at_most("max_position_embeddings", c.max_position_embeddings, EncoderLimits::max_positions);
+    checks.head_split(c.hidden, c.n_head, c.head_dim);
+    checks.positive(c.layer_norm_eps, "layer_norm_eps");
 }
 
 EncoderConfig parse_encoder_config(std::string_view json_text, std::string_view source_name) {
@@ -263,7 +213,6 @@ std::string encoder_tensor_name(const ShardedCheckpoint& checkpoint, std::string
 }
 
 void check_encoder_checkpoint(const ShardedCheckpoint& checkpoint, const EncoderConfig& config) {
-    constexpr std::size_t kMaxListed = 20;
     std::vector<std::string> problems;
     for (const ExpectedTensor& expected : expected_encoder_tensors(config)) {
         const std::string stored = encoder_tensor_name(checkpoint, expected.name);
@@ -286,19 +235,8 @@ void check_encoder_checkpoint(const ShardedCheckpoint& checkpoint, const Encoder
                                " is not one vkformer reads (F32, F16, BF16)");
         }
     }
-    if (problems.empty()) {
-        return;
-    }
-    std::string message = "checkpoint '" + checkpoint.source().string() + "' does not match the " +
-                          std::string(encoder_family_name(config.family)) + " config (" +
-                          std::to_string(problems.size()) + (problems.size() == 1 ? " problem):" : " problems):");
-    for (std::size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
-        message += "\n  " + problems[i];
-    }
-    if (problems.size() > kMaxListed) {
-        message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
-    }
-    throw Error(message);
+    throw_if_problems("checkpoint '" + checkpoint.source().string() + "'", encoder_family_name(config.family),
+                      problems);
 }
 
 }  // namespace vkf

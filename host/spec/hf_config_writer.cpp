@@ -1,7 +1,7 @@
 // hf_config_json (model_config.hpp): the config.json Hugging Face writes for a model of a
-// given shape, each family's keys written by host/spec/families/.
+// given shape, each family's keys written by its FamilySpec (host/spec/families/).
 
-#include "host/spec/families/families.hpp"
+#include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 
 #include "runtime/error.hpp"
@@ -28,24 +28,7 @@ std::string hf_config_json(const ModelConfig& config, DType dtype) {
     validate(config);
     const std::string_view torch = torch_dtype_name(dtype);
     // nlohmann::json keeps object keys sorted, as transformers writes config.json.
-    nlohmann::json json;
-    switch (config.family) {
-        case ModelFamily::Bloom:
-            json = families::bloom_json(config, torch);
-            break;
-        case ModelFamily::Mpt:
-            json = families::mpt_json(config, torch);
-            break;
-        case ModelFamily::Falcon:
-            json = families::falcon_json(config, torch);
-            break;
-        case ModelFamily::Baichuan:
-            json = families::baichuan_json(config, torch);
-            break;
-        case ModelFamily::Jais:
-            json = families::jais_json(config, torch);
-            break;
-    }
+    nlohmann::json json = family_spec(config.family).write(config, torch);
     if (config.bos_token_id) {
         json["bos_token_id"] = *config.bos_token_id;
     }

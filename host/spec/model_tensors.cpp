@@ -1,6 +1,7 @@
 #include "host/spec/model_tensors.hpp"
 
 #include "host/io/safetensors.hpp"
+#include "host/spec/family_spec.hpp"
 #include "host/util/format.hpp"
 #include "runtime/error.hpp"
 
@@ -10,86 +11,11 @@ std::vector<std::size_t> ExpectedTensor::stored_shape() const {
     return transposed ? std::vector<std::size_t>(shape.rbegin(), shape.rend()) : shape;
 }
 
-namespace {
-
-// The names of one family's tensors.
-struct TensorNames {
-    std::string embedding, position_embedding, embedding_norm;
-    std::string layer_prefix;  // + layer index + "."
-    std::string attn_norm, qkv, q_norm, k_norm, attn_out, mlp_norm, up, gate, down;
-    std::string final_norm;
-    bool conv1d = false;  // linear weights stored [in, out]
-};
-
-TensorNames names_of(ModelFamily family) {
-    switch (family) {
-        case ModelFamily::Bloom:
-            return {.embedding = "word_embeddings",
-                    .embedding_norm = "word_embeddings_layernorm",
-                    .layer_prefix = "h.",
-                    .attn_norm = "input_layernorm",
-                    .qkv = "self_attention.query_key_value",
-                    .attn_out = "self_attention.dense",
-                    .mlp_norm = "post_attention_layernorm",
-                    .up = "mlp.dense_h_to_4h",
-                    .down = "mlp.dense_4h_to_h",
-                    .final_norm = "ln_f"};
-        case ModelFamily::Mpt:
-            return {.embedding = "wte",
-                    .position_embedding = "wpe",
-                    .layer_prefix = "blocks.",
-                    .attn_norm = "norm_1",
-                    .qkv = "attn.Wqkv",
-                    .q_norm = "attn.q_ln",
-                    .k_norm = "attn.k_ln",
-                    .attn_out = "attn.out_proj",
-                    .mlp_norm = "norm_2",
-                    .up = "ffn.up_proj",
-                    .down = "ffn.down_proj",
-                    .final_norm = "norm_f"};
-        case ModelFamily::Falcon:
-            return {.embedding = "word_embeddings",
-                    .layer_prefix = "h.",
-                    .attn_norm = "input_layernorm",
-                    .qkv = "self_attention.query_key_value",
-                    .attn_out = "self_attention.dense",
-                    .mlp_norm = "post_attention_layernorm",
-                    .up = "mlp.dense_h_to_4h",
-                    .down = "mlp.dense_4h_to_h",
-                    .final_norm = "ln_f"};
-        case ModelFamily::Baichuan:
-            return {.embedding = "model.embed_tokens",
-                    .layer_prefix = "model.layers.",
-                    .attn_norm = "input_layernorm",
-                    .qkv = "self_attn.W_pack",
-                    .attn_out = "self_attn.o_proj",
-                    .mlp_norm = "post_attention_layernorm",
-                    .up = "mlp.up_proj",
-                    .gate = "mlp.gate_proj",
-                    .down = "mlp.down_proj",
-                    .final_norm = "model.norm"};
-        case ModelFamily::Jais:
-            return {.embedding = "wte",
-                    .layer_prefix = "h.",
-                    .attn_norm = "ln_1",
-                    .qkv = "attn.c_attn",
-                    .attn_out = "attn.c_proj",
-                    .mlp_norm = "ln_2",
-                    .up = "mlp.c_fc",
-                    .gate = "mlp.c_fc2",
-                    .down = "mlp.c_proj",
-                    .final_norm = "ln_f",
-                    .conv1d = true};
-    }
-    throw Error("model tensors: unknown family");
-}
-
-}  // namespace
-
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
     validate(config);
-    const FamilyTraits traits = family_traits(config.family);
-    const TensorNames names = names_of(config.family);
+    const FamilySpec& spec = family_spec(config.family);
+    const FamilyTraits& traits = spec.traits;
+    const FamilyTensorNames& names = spec.tensors;
     const std::size_t vocab = config.vocab_size;
     const std::size_t h = config.hidden;
     const std::size_t kv = std::size_t{config.n_kv_head} * config.head_dim;
@@ -108,43 +34,43 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
                                          .transposed = transposed});
     };
     // A norm's weight (and bias), or a linear layer's weight [out, in] and bias [out].
-    const auto norm = [&](const std::string& prefix, std::size_t dim, TensorSlot slot, std::uint32_t layer) {
-        add(prefix + ".weight", {dim}, TensorRole::NormWeight, slot, layer);
+    const auto norm = [&](std::string_view prefix, std::size_t dim, TensorSlot slot, std::uint32_t layer) {
+        add(std::string(prefix) + ".weight", {dim}, TensorRole::NormWeight, slot, layer);
         if (norm_bias) {
-            add(prefix + ".bias", {dim}, TensorRole::NormBias, slot, layer, true);
+            add(std::string(prefix) + ".bias", {dim}, TensorRole::NormBias, slot, layer, true);
         }
     };
-    const auto linear = [&](const std::string& prefix, std::size_t out, std::size_t in, TensorSlot slot,
+    const auto linear = [&](std::string_view prefix, std::size_t out, std::size_t in, TensorSlot slot,
                             std::uint32_t layer) {
-        add(prefix + ".weight", {out, in}, TensorRole::LinearWeight, slot, layer, false, names.conv1d);
+        add(std::string(prefix) + ".weight", {out, in}, TensorRole::LinearWeight, slot, layer, false, names.conv1d);
         if (linear_bias) {
-            add(prefix + ".bias", {out}, TensorRole::LinearBias, slot, layer, true);
+            add(std::string(prefix) + ".bias", {out}, TensorRole::LinearBias, slot, layer, true);
         }
     };
 
-    add(names.embedding + ".weight", {vocab, h}, TensorRole::Embedding, TensorSlot::Embedding, 0);
+    add(std::string(names.embedding) + ".weight", {vocab, h}, TensorRole::Embedding, TensorSlot::Embedding, 0);
     if (config.learned_pos_emb) {
-        add(names.position_embedding + ".weight", {config.max_seq_len, h}, TensorRole::PositionEmbedding,
+        add(std::string(names.position_embedding) + ".weight", {config.max_seq_len, h}, TensorRole::PositionEmbedding,
             TensorSlot::PositionEmbedding, 0);
     }
     if (traits.embedding_norm) {
         norm(names.embedding_norm, h, TensorSlot::EmbeddingNorm, 0);
     }
     for (std::uint32_t i = 0; i < config.n_layer; ++i) {
-        const std::string p = names.layer_prefix + std::to_string(i) + ".";
-        norm(p + names.attn_norm, h, TensorSlot::AttnNorm, i);
-        linear(p + names.qkv, h + 2 * kv, h, TensorSlot::Qkv, i);
+        const std::string p = std::string(names.layer_prefix) + std::to_string(i) + ".";
+        norm(p + std::string(names.attn_norm), h, TensorSlot::AttnNorm, i);
+        linear(p + std::string(names.qkv), h + 2 * kv, h, TensorSlot::Qkv, i);
         if (config.qk_ln) {
-            norm(p + names.q_norm, h, TensorSlot::QNorm, i);
-            norm(p + names.k_norm, kv, TensorSlot::KNorm, i);
+            norm(p + std::string(names.q_norm), h, TensorSlot::QNorm, i);
+            norm(p + std::string(names.k_norm), kv, TensorSlot::KNorm, i);
         }
-        linear(p + names.attn_out, h, h, TensorSlot::AttnOut, i);
-        norm(p + names.mlp_norm, h, TensorSlot::MlpNorm, i);
+        linear(p + std::string(names.attn_out), h, h, TensorSlot::AttnOut, i);
+        norm(p + std::string(names.mlp_norm), h, TensorSlot::MlpNorm, i);
         if (traits.mlp == MlpKind::Gated) {
-            linear(p + names.gate, ffn, h, TensorSlot::Gate, i);
+            linear(p + std::string(names.gate), ffn, h, TensorSlot::Gate, i);
         }
-        linear(p + names.up, ffn, h, TensorSlot::Up, i);
-        linear(p + names.down, h, ffn, TensorSlot::Down, i);
+        linear(p + std::string(names.up), ffn, h, TensorSlot::Up, i);
+        linear(p + std::string(names.down), h, ffn, TensorSlot::Down, i);
     }
     norm(names.final_norm, h, TensorSlot::FinalNorm, 0);
     if (!config.tie_word_embeddings) {
@@ -155,8 +81,9 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
 }
 
 ModelConfig resolve_with_checkpoint(ModelConfig config, const ShardedCheckpoint& checkpoint) {
-    if (config.family == ModelFamily::Mpt && !config.learned_pos_emb && config.alibi &&
-        checkpoint.find(names_of(config.family).position_embedding + ".weight") != nullptr) {
+    const std::string_view wpe = family_spec(config.family).tensors.position_embedding;
+    if (!wpe.empty() && !config.learned_pos_emb && config.alibi &&
+        checkpoint.find(std::string(wpe) + ".weight") != nullptr) {
         config.learned_pos_emb = true;
     }
     return config;
@@ -215,13 +142,16 @@ void check_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& co
 }
 
 void throw_if_problems(std::string_view subject, const ModelConfig& config, const std::vector<std::string>& problems) {
+    throw_if_problems(subject, family_name(config.family), problems);
+}
+
+void throw_if_problems(std::string_view subject, std::string_view family, const std::vector<std::string>& problems) {
     constexpr std::size_t kMaxListed = 20;
     if (problems.empty()) {
         return;
     }
-    std::string message = std::string(subject) + " does not match the " + std::string(family_name(config.family)) +
-                          " config (" + std::to_string(problems.size()) +
-                          (problems.size() == 1 ? " problem):" : " problems):");
+    std::string message = std::string(subject) + " does not match the " + std::string(family) + " config (" +
+                          std::to_string(problems.size()) + (problems.size() == 1 ? " problem):" : " problems):");
     for (std::size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
         message += "\n  " + problems[i];
     }

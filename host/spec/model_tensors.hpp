@@ -77,5 +77,7 @@ void check_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& co
 // Throws the one vkf::Error a checkpoint check reports, when `problems` is not empty:
 // "`subject` does not match the FAMILY config (N problems):" and the first 20, one a line.
 void throw_if_problems(std::string_view subject, const ModelConfig& config, const std::vector<std::string>& problems);
+// The same for a family named `family` (an encoder's: "jina-bert").
+void throw_if_problems(std::string_view subject, std::string_view family, const std::vector<std::string>& problems);
 
 }  // namespace vkf

@@ -20,6 +20,19 @@
 #define VKF_ATTN_FLAG_ALIBI_KEY_BF16 64u
 // Jais' dynamic alibi_scaling: slopes times alibi_train_len / L once L keys exceed it.
 #define VKF_ATTN_FLAG_ALIBI_DYNAMIC 128u
+// Paged, ragged batches (host/ops/attention.hpp, PagedKv): K and V are a pool of blocks of
+// block_size keys, Q and O packed rows; each sequence's key count, rows and block table come
+// from the sequence table in the kv_lens binding (laid out as below). Implies KV_LENS.
+#define VKF_ATTN_FLAG_PAGED 256u
+
+// The sequence table of a paged batch of `batch` sequences, in uint32 words: the key counts
+// first (so that it is also a kv_lens array), then the first rows, the row counts, and one
+// block table of blocks_per_seq entries per sequence.
+#define VKF_ATTN_SEQ_KV_LEN(batch, b) (b)
+#define VKF_ATTN_SEQ_Q_START(batch, b) ((batch) + (b))
+#define VKF_ATTN_SEQ_Q_LEN(batch, b) (2u * (batch) + (b))
+#define VKF_ATTN_SEQ_BLOCK(batch, blocks_per_seq, b, i) (3u * (batch) + (b) * (blocks_per_seq) + (i))
+#define VKF_ATTN_SEQ_WORDS(batch, blocks_per_seq) ((batch) * (3u + (blocks_per_seq)))
 
 // Specialization constants (0-2: the workgroup size).
 #define VKF_ATTN_SPEC_D 6  // head_dim, in every attention kernel that needs it
@@ -45,7 +58,11 @@
     F(uint, alibi_pow2)      /* largest power of two <= n_head */         \
     F(uint, kv_split_len)    /* keys per split (split-KV), else kv_len */ \
     F(uint, n_splits)        /* 1 without split-KV */                     \
-    F(uint, alibi_train_len) /* VKF_ATTN_FLAG_ALIBI_DYNAMIC */
+    F(uint, alibi_train_len) /* VKF_ATTN_FLAG_ALIBI_DYNAMIC */            \
+    F(uint, block_size)      /* VKF_ATTN_FLAG_PAGED: keys per block */    \
+    F(uint, blocks_per_seq)  /* entries of a sequence's block table */    \
+    F(uint, q_rows)          /* rows of Q and O */                        \
+    F(uint, pool_blocks)     /* blocks in K and V (block ids clamped) */
 VKF_PUSH_CONSTANTS(AttentionParams, AttentionPush, VKF_ATTENTION_PUSH)
 
 #endif

@@ -26,10 +26,12 @@
 
 // The push-constant members every matmul kernel family appends to its block: the clamp
 // bound and the SCATTER epilogue's geometry. A SCATTER kernel writes the Q columns of its
-// output to Y as [rows, q_heads, head_dim] and the K and V columns into the caches
-// ([capacity, kv_heads, head_dim]) at positions step[0] - rows + row: step[0] is the key
-// count after these rows, written by the host before each submission, so one recorded
-// command list serves every decoding step. Zero where unused.
+// output to Y as [rows, q_heads, head_dim] and the K and V columns of output row r into
+// cache row slots[r] of the caches ([cache_rows, kv_heads, head_dim]); the slots (uint32,
+// bound where the residual is, from res_base) are written by the host before each
+// submission, so one recorded command list serves every decoding step, and the rows of one
+// step may belong to different sequences (a paged cache's slot = block * block_size +
+// offset). A slot >= cache_rows writes nothing. Zero where unused.
 // head_dim is not a member: the SCATTER variants take it as a specialization constant, so
 // that finding an output column's head is a multiply, not a division (llvmpipe runs integer
 // division per lane).
@@ -38,7 +40,7 @@
 #define VKF_MATMUL_EPILOGUE_PUSH(F)                                       \
     F(uint, row0) /* the dispatch's first row and column in the output */ \
     F(uint, col0)                                                         \
-    F(uint, rows) /* rows of the whole output: the new tokens */          \
+    F(uint, cache_rows) /* SCATTER: rows each cache holds */              \
     F(uint, q_heads)                                                      \
     F(uint, kv_heads)                                                     \
     F(float, clamp_to)                                                    \

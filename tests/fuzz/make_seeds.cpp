@@ -10,6 +10,7 @@
 #include "host/io/safetensors_writer.hpp"
 #include "host/io/text_file.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
+#include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
 #include "runtime/error.hpp"
@@ -45,8 +46,9 @@ ModelConfig config(ModelFamily family, std::uint32_t vocab, std::uint32_t hidden
     c.n_kv_head = heads;
     c.head_dim = hidden / heads;
     c.ffn_hidden = 4 * hidden;
-    if (family == ModelFamily::Mpt) {
-        c.no_bias = true;
+    // The family's usual settings, as vkf-make-checkpoint --family writes them (MPT: no_bias).
+    if (const auto configure = family_spec(family).writer.configure) {
+        configure(c, CheckpointOptionValues{});
     }
     return c;
 }

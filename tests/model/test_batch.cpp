@@ -83,8 +83,8 @@ ModelConfig jais() {
 struct Track {
     std::uint32_t prompt = 0;
     std::uint32_t total = 0;
-    std::uint32_t join = 0;   // step at which it is added and fed its prompt
-    std::uint32_t leave = ~0u;  // step after which it is removed (~0: when done)
+    std::uint32_t join = 0;         // step at which it is added and fed its prompt
+    std::uint32_t leave = ~0u;      // step after which it is removed (~0: when done)
     std::uint32_t prefix_of = ~0u;  // its first `shared` tokens are those of that track
     std::uint32_t shared = 0;
     // Filled by the run.
@@ -147,7 +147,8 @@ std::uint32_t run_scenario(const Model& model, Scenario& s) {
             // Nothing could run: the youngest blocked sequence leaves; what the others
             // computed stays.
             const SequenceId youngest = *std::max_element(r.blocked.begin(), r.blocked.end());
-            Track& t = *std::find_if(s.tracks.begin(), s.tracks.end(), [&](const Track& x) { return x.id == youngest; });
+            Track& t =
+                *std::find_if(s.tracks.begin(), s.tracks.end(), [&](const Track& x) { return x.id == youngest; });
             batch.remove(t.id);
             t.left = true;
         }
@@ -204,8 +205,12 @@ Scenario mixed(DType kv) {
                 Track{.prompt = 7, .total = 40, .join = 1, .leave = 9},
                 Track{.prompt = 50, .total = 58, .join = 6, .prefix_of = 2, .shared = 40},
                 Track{.prompt = 13, .total = 20, .join = 12}};
-    s.options = BatchOptions{
-        .max_tokens = 1024, .max_sequences = 8, .chunk = 96, .kv_dtype = kv, .poison = true};
+    s.options = BatchOptions{.max_tokens = 1024,
+                             .max_sequence_tokens = 640,
+                             .max_sequences = 8,
+                             .chunk = 96,
+                             .kv_dtype = kv,
+                             .poison = true};
     return s;
 }
 
@@ -214,8 +219,13 @@ Scenario mixed(DType kv) {
 Scenario exhausted() {
     Scenario s{.name = "blocks exhausted"};
     s.tracks = {Track{.prompt = 30, .total = 70}, Track{.prompt = 20, .total = 60}, Track{.prompt = 9, .total = 50}};
-    s.options = BatchOptions{.max_tokens = 128, .max_sequence_tokens = 80, .max_sequences = 4, .block_size = 8,
-                             .chunk = 64, .kv_dtype = DType::F32, .poison = true};
+    s.options = BatchOptions{.max_tokens = 128,
+                             .max_sequence_tokens = 80,
+                             .max_sequences = 4,
+                             .block_size = 8,
+                             .chunk = 64,
+                             .kv_dtype = DType::F32,
+                             .poison = true};
     s.expect_blocking = true;
     return s;
 }
@@ -229,8 +239,8 @@ protected:
         const Model model(ctx(), dir.path());
         Scenario s = mixed(kv);
         run_scenario(model, s);
-        const double worst = check_scenario(model, s, tolerance,
-                                            reference::ModelOptions{.round_weights_to_f16 = weights == DType::F16});
+        const double worst =
+            check_scenario(model, s, tolerance, reference::ModelOptions{.round_weights_to_f16 = weights == DType::F16});
         std::printf("%-34s %s weights, %s KV: largest relative logit error %.3g\n", name, to_string(weights),
                     to_string(kv), worst);
     }
@@ -329,7 +339,8 @@ TEST_F(Batch_, GreedyGenerationsGiveTheIdsEachPromptGivesAlone) {
     for (std::size_t i = 0; i < lengths.size(); ++i) {
         prompts.push_back(random_token_ids(lengths[i], 523, 60 + i));
         Session session(model, SessionOptions{.max_tokens = 96});
-        alone.push_back(generate(session, prompts.back(), GenerationOptions{.n_predict = 12 + 3 * std::uint32_t(i)}).tokens);
+        alone.push_back(
+            generate(session, prompts.back(), GenerationOptions{.n_predict = 12 + 3 * std::uint32_t(i)}).tokens);
     }
     Batch batch(model, BatchOptions{.max_tokens = 512, .max_sequence_tokens = 96, .poison = true});
     BatchGenerator generator(batch);

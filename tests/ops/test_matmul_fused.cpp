@@ -1,10 +1,12 @@
 // The matmul's fused work against the double-precision reference.
 // QKV scatter (MatmulArgs::scatter, the SCATTER kernels): Q, K and V of m new tokens written
-// by the matmul's epilogue where attention reads them, against the reference matmul
-// scattered on the host. Every kernel (dense and block-quantized), split-K (the reduce pass
+// by the matmul's epilogue where attention reads them, K and V at the cache rows the slots
+// name (a random choice of rows, in random order), against the reference matmul scattered
+// on the host. Every kernel (dense and block-quantized), split-K (the reduce pass
 // scatters), BLOOM's interleaved [n_head, 3, head_dim] columns and [q | k | v] blocks with
-// grouped K/V heads, fp32 and fp16 caches, and the clamp. The caches start random: rows
-// outside the step's positions must come back bit for bit, and Q is poisoned.
+// grouped K/V heads, fp32 and fp16 caches, and the clamp. The caches start random: rows no
+// slot names must come back bit for bit, and Q is poisoned. The recorded list is submitted
+// again with new slots (one of them past the cache: a padding row, which writes nothing).
 // LayerNorm of X (MatmulArgs::x_norm, the LN_X row-dot kernels): against the reference
 // LayerNorm followed by the reference matmul, over odd and aligned k (element, 8- and
 // 16-element loads), with and without the norm's bias, split-K, and refused elsewhere.
@@ -21,7 +23,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <optional>
+#include <random>
 #include <tuple>
 
 namespace vkf::test {
@@ -50,12 +54,9 @@ std::string name(const Case& c) {
 
 class MatmulScatter : public VulkanTest {};
 
+// The storage buffers per stage the SCATTER kernels bind (interface of the plan's answer).
 std::uint32_t scatter_bindings(QuantFormat quant) {
-    return quant == QuantFormat::None ? kScatterMatmulBindings : kScatterMatmulQuantBindings;
-}
-
-bool scatter_fits(const Context& ctx, QuantFormat quant) {
-    return ctx.limits().storage_buffers >= scatter_bindings(quant);
+    return quant == QuantFormat::None ? 7 : 8;
 }
 
 void expect_scatter_refused(Context& ctx, CommandList& list, const MatmulArgs& args) {
@@ -67,11 +68,50 @@ void expect_scatter_refused(Context& ctx, CommandList& list, const MatmulArgs& a
     EXPECT_EQ(list.op_count(), 0u);
 }
 
+// `m` distinct rows of a cache of `capacity` rows, in random order.
+std::vector<std::uint32_t> random_slots(std::uint32_t m, std::uint32_t capacity, std::uint64_t seed) {
+    std::vector<std::uint32_t> rows(capacity);
+    std::iota(rows.begin(), rows.end(), 0u);
+    std::mt19937_64 engine(seed);
+    std::shuffle(rows.begin(), rows.end(), engine);
+    rows.resize(m);
+    return rows;
+}
+
+// The reference's Q, and its K and V rows written over `k_ref` and `v_ref` at the slots
+// (none for a slot past the cache).
+void scatter_reference(const Case& c, const std::vector<double>& y, const std::vector<std::uint32_t>& slots,
+                       std::uint32_t capacity, std::vector<double>& q_ref, std::vector<double>& k_ref,
+                       std::vector<double>& v_ref) {
+    const std::uint32_t D = c.head_dim, q_cols = c.q_heads * D, kv_cols = c.kv_heads * D, n = q_cols + 2 * kv_cols;
+    for (std::uint32_t row = 0; row < c.m; ++row) {
+        for (std::uint32_t col = 0; col < n; ++col) {
+            std::uint32_t part, head, d;
+            if (c.interleaved) {
+                head = col / (3 * D);
+                part = col / D % 3;
+                d = col % D;
+            } else {
+                part = col < q_cols ? 0 : col < q_cols + kv_cols ? 1 : 2;
+                const std::uint32_t at = part == 0 ? col : part == 1 ? col - q_cols : col - q_cols - kv_cols;
+                head = at / D;
+                d = at % D;
+            }
+            const double value = y[std::size_t{row} * n + col];
+            if (part == 0) {
+                q_ref[(std::size_t{row} * c.q_heads + head) * D + d] = value;
+            } else if (slots[row] < capacity) {
+                (part == 1 ? k_ref : v_ref)[(std::size_t{slots[row]} * c.kv_heads + head) * D + d] = value;
+            }
+        }
+    }
+}
+
 void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     SCOPED_TRACE(name(c));
     const std::uint32_t D = c.head_dim, k = 64;
     const std::uint32_t q_cols = c.q_heads * D, kv_cols = c.kv_heads * D, n = q_cols + 2 * kv_cols;
-    constexpr std::uint32_t kCapacity = 23, kPos = 9;  // the new rows land at 9 .. 9 + m - 1
+    constexpr std::uint32_t kCapacity = 23;
     const auto x = random_uniform(std::size_t{c.m} * k, seed, -1.0f, 1.0f);
     auto w = random_uniform(std::size_t{n} * k, seed + 1, -1.0f, 1.0f);
     const auto bias = c.bias ? random_uniform(n, seed + 2, -1.0f, 1.0f) : std::vector<float>{};
@@ -114,12 +154,16 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const auto v_init = random_uniform(std::size_t{kCapacity} * kv_cols, seed + 4, -3.0f, 3.0f);
     const DeviceTensor kc = upload_tensor(ctx, k_init, c.cache, "K cache");
     const DeviceTensor vc = upload_tensor(ctx, v_init, c.cache, "V cache");
-    const std::vector<float> k_before = download_tensor(ctx, kc), v_before = download_tensor(ctx, vc);
     const DeviceTensor qb = nan_tensor(ctx, std::uint64_t{c.m} * q_cols, DType::F32, "Q");
-    const std::uint32_t key_count[] = {kPos + c.m};
-    const DeviceTensor step = upload_words(ctx, key_count, "step");
+    std::vector<std::uint32_t> slots = random_slots(c.m, kCapacity, seed + 5);
+    // One word in, so that the kernels find the first slot past the binding's start.
+    const DeviceTensor slot_buffer = upload_words(ctx, slots, "slots", 1);
 
-    const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, n, k, c.weights, c.options, c.quant);
+    MatmulOptions options = c.options;
+    options.scatter = true;
+    const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, n, k, c.weights, options, c.quant);
+    const bool fits = ctx.limits().storage_buffers >= scatter_bindings(c.quant);
+    ASSERT_EQ(plan.scatter, fits) << plan.describe();
     Buffer scratch;
     if (plan.scratch_bytes > 0) {
         scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
@@ -139,63 +183,58 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
                           .scales = sb ? sb->range() : BufferRange{},
                           .scatter = QkvScatter{.k_cache = kc.range(),
                                                 .v_cache = vc.range(),
-                                                .step = step.range(),
+                                                .slots = slot_buffer.range(),
                                                 .cache_dtype = c.cache,
                                                 .head_dim = D,
                                                 .q_heads = c.q_heads,
                                                 .kv_heads = c.kv_heads,
                                                 .interleaved = c.interleaved},
                           .clamp = c.clamp};
-    if (!scatter_fits(ctx, c.quant)) {
+    if (!fits) {
         // Fewer storage buffers per stage than the SCATTER kernels bind (Vulkan's minimum of 4,
-        // VKF_LIMITS=spec_minimum): refused naming both counts, before anything is recorded; a
-        // Session takes the separate passes there.
+        // VKF_LIMITS=spec_minimum): the plan refuses, and recording the scatter anyway fails
+        // naming both counts, before anything is recorded; a caller takes the separate passes.
         expect_scatter_refused(ctx, *list, args);
+        EXPECT_THROW(record_matmul(ctx, *list, plan, args), Error);
+        EXPECT_EQ(list->op_count(), 0u);
         return;
     }
-    record_matmul(ctx, *list, args);
-    ctx.submit(*list);
+    record_matmul(ctx, *list, plan, args);
 
     std::vector<double> y = reference::matmul(x, w, rounded_bias, {}, c.m, n, k);
     if (c.clamp) {
         for (double& v : y)
             v = std::clamp<double>(v, -*c.clamp, *c.clamp);
     }
-    // The reference's Q, and its K and V rows written over the caches' initial contents.
-    std::vector<double> q_ref(std::size_t{c.m} * q_cols);
-    std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
-    for (std::uint32_t row = 0; row < c.m; ++row) {
-        for (std::uint32_t col = 0; col < n; ++col) {
-            std::uint32_t part, head, d;
-            if (c.interleaved) {
-                head = col / (3 * D);
-                part = col / D % 3;
-                d = col % D;
-            } else {
-                part = col < q_cols ? 0 : col < q_cols + kv_cols ? 1 : 2;
-                const std::uint32_t at = part == 0 ? col : part == 1 ? col - q_cols : col - q_cols - kv_cols;
-                head = at / D;
-                d = at % D;
+    // Two submissions of the one list: the slots are read when it runs.
+    for (int round = 0; round < 2; ++round) {
+        SCOPED_TRACE("submission " + std::to_string(round + 1));
+        if (round == 1) {
+            slots = random_slots(c.m, kCapacity, seed + 6);
+            if (c.m > 1) {
+                slots.back() = 0xFFFFFFFFu;  // a padding row: Q only
             }
-            const double value = y[std::size_t{row} * n + col];
-            if (part == 0) {
-                q_ref[(std::size_t{row} * c.q_heads + head) * D + d] = value;
-            } else {
-                (part == 1 ? k_ref : v_ref)[((std::size_t{kPos} + row) * c.kv_heads + head) * D + d] = value;
-            }
+            ctx.upload(slot_buffer.buffer(), std::span<const std::uint32_t>(slots), slot_buffer.range().offset);
+            poison(ctx, qb.buffer());
         }
-    }
-    const ErrorStats q_err = compare_to_reference(download_tensor(ctx, qb), q_ref);
-    EXPECT_LT(q_err.max_rel, tolerance(DType::F32)) << describe(q_err) << "; " << plan.describe();
-    const std::vector<float> k_after = download_tensor(ctx, kc), v_after = download_tensor(ctx, vc);
-    for (const auto& [after, ref, before] : {std::tuple{&k_after, &k_ref, &k_before}, {&v_after, &v_ref, &v_before}}) {
-        const ErrorStats e = compare_to_reference(*after, *ref);
-        EXPECT_LT(e.max_rel, tolerance(c.cache)) << describe(e) << "; " << plan.describe();
-        for (std::size_t i = 0; i < after->size(); ++i) {
-            const std::size_t pos = i / kv_cols;
-            if (pos < kPos || pos >= kPos + c.m) {
-                ASSERT_EQ(std::memcmp(&(*after)[i], &(*before)[i], sizeof(float)), 0)
-                    << "cache element " << i << " (position " << pos << ") outside the step was changed";
+        const std::vector<float> k_before = download_tensor(ctx, kc), v_before = download_tensor(ctx, vc);
+        ctx.submit(*list);
+        std::vector<double> q_ref(std::size_t{c.m} * q_cols);
+        std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
+        scatter_reference(c, y, slots, kCapacity, q_ref, k_ref, v_ref);
+        const ErrorStats q_err = compare_to_reference(download_tensor(ctx, qb), q_ref);
+        EXPECT_LT(q_err.max_rel, tolerance(DType::F32)) << describe(q_err) << "; " << plan.describe();
+        const std::vector<float> k_after = download_tensor(ctx, kc), v_after = download_tensor(ctx, vc);
+        for (const auto& [after, ref, before] :
+             {std::tuple{&k_after, &k_ref, &k_before}, {&v_after, &v_ref, &v_before}}) {
+            const ErrorStats e = compare_to_reference(*after, *ref);
+            EXPECT_LT(e.max_rel, tolerance(c.cache)) << describe(e) << "; " << plan.describe();
+            for (std::size_t i = 0; i < after->size(); ++i) {
+                const auto row = static_cast<std::uint32_t>(i / kv_cols);
+                if (std::find(slots.begin(), slots.end(), row) == slots.end()) {
+                    ASSERT_EQ(std::memcmp(&(*after)[i], &(*before)[i], sizeof(float)), 0)
+                        << "cache element " << i << " (row " << row << ") that no slot names was changed";
+                }
             }
         }
     }
@@ -295,9 +334,10 @@ void run_layernorm_case(Context& ctx, std::uint32_t m, std::uint32_t n, std::uin
         bb = upload_tensor(ctx, beta, dtype, "LayerNorm bias");
     const DeviceTensor lb = upload_tensor(ctx, lin_bias, dtype, "bias");
     const DeviceTensor yb = nan_tensor(ctx, std::uint64_t{m} * n, DType::F32, "Y");
-    const MatmulOptions options{.kernel = MatmulKernel::RowDot, .force_splits = splits};
+    // Forced: the fusion is granted past kLayerNormFusionMaxK, where it would not pay.
+    const MatmulOptions options{.kernel = MatmulKernel::RowDot, .force_splits = splits, .x_norm = true};
     const MatmulPlan plan = plan_matmul(matmul_device(ctx), m, n, k, dtype, options);
-    ASSERT_TRUE(matmul_fuses_layernorm(plan));
+    ASSERT_TRUE(plan.x_norm) << plan.describe();
     Buffer scratch;
     if (plan.scratch_bytes > 0) {
         scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
@@ -349,8 +389,8 @@ TEST_F(MatmulScatter, LayerNormFusionIsRefusedOutsideTheRowDotKernel) {
     const DeviceTensor w = nan_tensor(ctx(), 64 * 8, DType::F32, "W");
     const DeviceTensor g = nan_tensor(ctx(), 64, DType::F32, "gamma");
     const DeviceTensor y = nan_tensor(ctx(), 8, DType::F32, "Y");
-    const MatmulOptions blocked{.kernel = MatmulKernel::Blocked};
-    EXPECT_FALSE(matmul_fuses_layernorm(plan_matmul(matmul_device(ctx()), 1, 8, 64, DType::F32, blocked)));
+    const MatmulOptions blocked{.kernel = MatmulKernel::Blocked, .x_norm = true};
+    EXPECT_FALSE(plan_matmul(matmul_device(ctx()), 1, 8, 64, DType::F32, blocked).x_norm);
     auto list = ctx().command_list();
     const std::string message = error_message([&] {
         record_matmul(ctx(), *list,
@@ -364,17 +404,18 @@ TEST_F(MatmulScatter, LayerNormFusionIsRefusedOutsideTheRowDotKernel) {
                                  .x_norm = XLayerNorm{.weight = g.range()}});
     });
     EXPECT_NE(message.find("row-dot"), std::string::npos) << message;
+    EXPECT_EQ(list->op_count(), 0u);
 }
 
 TEST_F(MatmulScatter, BadGeometryIsRefused) {
     const DeviceTensor x = nan_tensor(ctx(), 64, DType::F32, "X");
     const DeviceTensor q = nan_tensor(ctx(), 64, DType::F32, "Q");
     const DeviceTensor cache = nan_tensor(ctx(), 64 * 4, DType::F32, "cache");
-    const std::uint32_t count[] = {1};
-    const DeviceTensor step = upload_words(ctx(), count, "step");
+    const std::uint32_t rows[] = {1};
+    const DeviceTensor slots = upload_words(ctx(), rows, "slots");
     const QkvScatter good{.k_cache = cache.range(),
                           .v_cache = cache.range(),
-                          .step = step.range(),
+                          .slots = slots.range(),
                           .cache_dtype = DType::F32,
                           .head_dim = 32,
                           .q_heads = 2,
@@ -387,7 +428,7 @@ TEST_F(MatmulScatter, BadGeometryIsRefused) {
             ctx(), *list,
             MatmulArgs{.x = x.range(), .w = w.range(), .y = q.range(), .m = 1, .n = n, .k = 64, .scatter = s});
     };
-    if (scatter_fits(ctx(), QuantFormat::None)) {
+    if (ctx().limits().storage_buffers >= scatter_bindings(QuantFormat::None)) {
         EXPECT_NO_THROW(attempt(good, 192));
     } else {  // the geometry is checked first, then the storage buffers (VKF_LIMITS=spec_minimum)
         EXPECT_NE(error_message([&] { attempt(good, 192); }).find("needs 7 storage buffers"), std::string::npos);
@@ -396,9 +437,15 @@ TEST_F(MatmulScatter, BadGeometryIsRefused) {
     QkvScatter gqa = good;
     gqa.kv_heads = 1;
     EXPECT_NE(error_message([&] { attempt(gqa, 128); }).find("interleaved"), std::string::npos);
-    QkvScatter no_step = good;
-    no_step.step = {};
-    EXPECT_NE(error_message([&] { attempt(no_step, 192); }).find("step"), std::string::npos);
+    QkvScatter no_slots = good;
+    no_slots.slots = {};
+    EXPECT_NE(error_message([&] { attempt(no_slots, 192); }).find("slots"), std::string::npos);
+    // One slot per row of X: a range of two for one row is refused.
+    const std::uint32_t two[] = {1, 2};
+    const DeviceTensor too_many = upload_words(ctx(), two, "slots");
+    QkvScatter long_slots = good;
+    long_slots.slots = too_many.range();
+    EXPECT_NE(error_message([&] { attempt(long_slots, 192); }).find("slots"), std::string::npos);
 }
 
 }  // namespace

@@ -135,7 +135,11 @@ TEST(OpsForcedLimits, FourStorageBuffersPerStageRunTheFallbacks) {
             const MatmulOptions options{.force_splits = splits};
             const MatmulPlan plan = plan_matmul(matmul_device(ctx), m, n, k_dim, DType::F16, options, quant);
             EXPECT_TRUE(plan.separate_epilogue) << plan.describe();
-            EXPECT_FALSE(matmul_fuses_layernorm(plan));
+            MatmulOptions fused = options;
+            fused.scatter = true;
+            fused.x_norm = true;
+            const MatmulPlan refused = plan_matmul(matmul_device(ctx), m, n, k_dim, DType::F16, fused, quant);
+            EXPECT_FALSE(refused.scatter || refused.x_norm) << refused.describe();
             EXPECT_GT(plan.scratch_bytes, 0u);
             MatmulBuffers b = matmul_buffers(ctx, m, n, k_dim, quant);
             const auto bias = random_uniform(n, 14);
@@ -171,17 +175,17 @@ TEST(OpsForcedLimits, FourStorageBuffersPerStageRunTheFallbacks) {
             const ErrorStats e = compare_to_reference(download_tensor(ctx, b.y), ref_y);
             EXPECT_LT(e.max_rel, 1e-5) << to_string(quant) << ": " << plan.describe();
         }
-        // The QKV scatter's kernels bind the caches and the step as well: refused.
+        // The QKV scatter's kernels bind the caches and the slots as well: refused.
         MatmulBuffers b = matmul_buffers(ctx, 1, 3 * 32, k_dim, quant);
         const DeviceTensor cache_k = nan_tensor(ctx, 4 * 32, DType::F32, "K cache");
         const DeviceTensor cache_v = nan_tensor(ctx, 4 * 32, DType::F32, "V cache");
-        const DeviceTensor step = upload_words(ctx, std::vector<std::uint32_t>{1}, "step");
+        const DeviceTensor slots = upload_words(ctx, std::vector<std::uint32_t>{1}, "slots");
         const DeviceTensor q_out = nan_tensor(ctx, 32, DType::F32, "Q");
         MatmulArgs args = matmul_args(ctx, b, 1, 3 * 32, k_dim, quant);
         args.y = q_out.range();
         args.scatter = QkvScatter{.k_cache = cache_k.range(),
                                   .v_cache = cache_v.range(),
-                                  .step = step.range(),
+                                  .slots = slots.range(),
                                   .cache_dtype = DType::F32,
                                   .head_dim = 32,
                                   .q_heads = 1,

@@ -30,9 +30,9 @@ TEST(PushConstantReflection, ReportsTheBlockNameAndEveryMember) {
     EXPECT_EQ(matmul.push_constant_block, "MatmulParams");
     EXPECT_EQ(matmul.push_constant_size, 76u);
     ASSERT_EQ(matmul.push_constant_members.size(), 19u);
-    const char* names[] = {"m",        "n",       "k",        "ldy",      "x_base", "w_base", "bias_base",
-                           "res_base", "y_base",  "k_split",  "n_splits", "flags",  "row0",   "col0",
-                           "rows",     "q_heads", "kv_heads", "clamp_to", "ln_eps"};
+    const char* names[] = {"m",          "n",       "k",        "ldy",      "x_base", "w_base", "bias_base",
+                           "res_base",   "y_base",  "k_split",  "n_splits", "flags",  "row0",   "col0",
+                           "cache_rows", "q_heads", "kv_heads", "clamp_to", "ln_eps"};
     for (std::uint32_t i = 0; i < 19; ++i) {
         const ReflectedMember& m = matmul.push_constant_members[i];
         EXPECT_EQ(m.name, names[i]);
@@ -41,7 +41,7 @@ TEST(PushConstantReflection, ReportsTheBlockNameAndEveryMember) {
         EXPECT_EQ(m.size, 4u);
     }
     const ShaderInterface attention = reflect_shader(shaders::variant("attention", {}));
-    ASSERT_EQ(attention.push_constant_members.size(), 12u);
+    ASSERT_EQ(attention.push_constant_members.size(), 16u);
     EXPECT_EQ(attention.push_constant_members[6].name, "scale");
     EXPECT_EQ(attention.push_constant_members[6].type, "float");
     EXPECT_EQ(attention.push_constant_members[6].offset, 24u);
@@ -65,12 +65,13 @@ TEST(PushConstantLayouts, DescribeTheCppStruct) {
     EXPECT_EQ(l.cpp_struct, "AttentionPush");
     EXPECT_EQ(l.block, "AttentionParams");
     EXPECT_EQ(l.size, sizeof(AttentionPush));
-    ASSERT_EQ(l.members.size(), 12u);
+    ASSERT_EQ(l.members.size(), 16u);
     EXPECT_EQ(l.members[6].name, "scale");
     EXPECT_EQ(l.members[6].type, "float");
     EXPECT_EQ(l.members[6].offset, offsetof(AttentionPush, scale));
     EXPECT_EQ(l.members[11].name, "alibi_train_len");
-    EXPECT_EQ(l.members[11].offset + l.members[11].size, sizeof(AttentionPush));
+    EXPECT_EQ(l.members[15].name, "pool_blocks");
+    EXPECT_EQ(l.members[15].offset + l.members[15].size, sizeof(AttentionPush));
 }
 
 // A module without debug names: every OpName and OpMemberName replaced by OpNops.

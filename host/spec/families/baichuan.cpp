@@ -1,11 +1,15 @@
 // Baichuan-13B and Baichuan2-13B (BaichuanForCausalLM, the modeling_baichuan.py of their
 // Hugging Face repositories): config.json keys. The 7B models of both generations use rotary
-// positions; their configs state max_position_embeddings, the 13B ones do not.
+// positions; their configs state max_position_embeddings, the 13B ones do not. Also its
+// traits, tensor names and what vkf-make-checkpoint --family baichuan and baichuan2 write.
 
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
+#include "runtime/error.hpp"
 
-namespace vkf::families {
+#include <fmt/format.h>
+
+namespace vkf::family_defs {
 
 using namespace config_keys;
 
@@ -15,9 +19,7 @@ namespace {
 // code differs from Baichuan 1's in the NormHead, which no config key states.
 constexpr std::uint32_t kBaichuan2Vocabulary = 125696;
 
-}  // namespace
-
-ModelConfig parse_baichuan(const JsonValue& root) {
+ModelConfig parse(const JsonValue& root) {
     ModelConfig config{.family = ModelFamily::Baichuan};
     if (const JsonValue* rotary = optional_key(root, "max_position_embeddings")) {
         rotary->fail(
@@ -51,7 +53,7 @@ ModelConfig parse_baichuan(const JsonValue& root) {
     return config;
 }
 
-nlohmann::json baichuan_json(const ModelConfig& config, std::string_view torch_dtype) {
+nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
     nlohmann::json json = {
         {"architectures", {"BaichuanForCausalLM"}},
         {"hidden_act", "silu"},
@@ -74,4 +76,68 @@ nlohmann::json baichuan_json(const ModelConfig& config, std::string_view torch_d
     return json;
 }
 
-}  // namespace vkf::families
+std::string check(const ModelConfig& config) {
+    return config.no_bias ? std::string() : "Baichuan's layers have no biases (no_bias must be set)";
+}
+
+void configure(ModelConfig& config, const CheckpointOptionValues& /*options*/) {
+    config.no_bias = true;
+    config.layer_norm_epsilon = 1e-6;
+    config.tie_word_embeddings = false;
+    config.normalized_lm_head = config.vocab_size == kBaichuan2Vocabulary;
+}
+
+void check_baichuan2(const ModelConfig& config) {
+    if (config.vocab_size != kBaichuan2Vocabulary) {
+        throw Error(fmt::format(
+            "Baichuan2 is recognized by its vocabulary of {} (its NormHead); --vocab {} would make a Baichuan 1 model",
+            kBaichuan2Vocabulary, config.vocab_size));
+    }
+}
+
+constexpr std::string_view kModelTypes[] = {"baichuan"};
+constexpr CheckpointVariant kVariants[] = {
+    {.name = "baichuan", .tiny = {.n_layer = 2, .hidden = 160, .n_head = 5, .vocab_size = 512}},
+    {.name = "baichuan2",
+     .tiny = {.n_layer = 2, .hidden = 64, .n_head = 2, .vocab_size = kBaichuan2Vocabulary},
+     .check = check_baichuan2},
+};
+
+constexpr FamilySpec kSpec{
+    .family = ModelFamily::Baichuan,
+    .name = "baichuan",
+    .display_name = "Baichuan",
+    .model_types = kModelTypes,
+    .traits = {.architecture = "BaichuanForCausalLM",
+               .norm = NormKind::RmsNorm,
+               .mlp = MlpKind::Gated,
+               .activation = Activation::Silu,
+               .interleaved_qkv = false,
+               .embedding_norm = false,
+               .norm_bias = false,
+               .alibi_form = AlibiForm::Standard,
+               .mpt_slopes = false},
+    .settings = {.normalized_lm_head = true, .no_bias = true},
+    .tensors = {.embedding = "model.embed_tokens",
+                .layer_prefix = "model.layers.",
+                .attn_norm = "input_layernorm",
+                .qkv = "self_attn.W_pack",
+                .attn_out = "self_attn.o_proj",
+                .mlp_norm = "post_attention_layernorm",
+                .up = "mlp.up_proj",
+                .gate = "mlp.gate_proj",
+                .down = "mlp.down_proj",
+                .final_norm = "model.norm"},
+    .parse = parse,
+    .write = write,
+    .check = check,
+    .writer = {.variants = kVariants, .configure = configure},
+};
+
+}  // namespace
+
+const FamilySpec& baichuan() {
+    return kSpec;
+}
+
+}  // namespace vkf::family_defs

@@ -1,13 +1,16 @@
-// BLOOM (BloomForCausalLM, transformers' modeling_bloom.py): config.json keys.
+// BLOOM (BloomForCausalLM, transformers' modeling_bloom.py): config.json keys, traits,
+// tensor names and what vkf-make-checkpoint --family bloom writes.
 
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
-namespace vkf::families {
+namespace vkf::family_defs {
 
 using namespace config_keys;
 
-ModelConfig parse_bloom(const JsonValue& root) {
+namespace {
+
+ModelConfig parse(const JsonValue& root) {
     ModelConfig config{.family = ModelFamily::Bloom};
     config.vocab_size = positive_dimension(required_key(root, {"vocab_size"}));
     // Older BLOOM configs call the width n_embed; transformers lets it win over hidden_size.
@@ -42,7 +45,7 @@ ModelConfig parse_bloom(const JsonValue& root) {
     return config;
 }
 
-nlohmann::json bloom_json(const ModelConfig& config, std::string_view torch_dtype) {
+nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
     nlohmann::json json = {
         {"apply_residual_connection_post_layernorm", config.post_layernorm_residual},
         {"architectures", {"BloomForCausalLM"}},
@@ -80,4 +83,65 @@ nlohmann::json bloom_json(const ModelConfig& config, std::string_view torch_dtyp
     return json;
 }
 
-}  // namespace vkf::families
+std::string check(const ModelConfig& config) {
+    if (std::uint64_t{config.ffn_hidden} != 4 * std::uint64_t{config.hidden}) {
+        return "ffn_hidden " + std::to_string(config.ffn_hidden) + " is not 4 * hidden (BLOOM's MLP is 4h)";
+    }
+    return {};
+}
+
+void configure(ModelConfig& config, const CheckpointOptionValues& options) {
+    config.post_layernorm_residual = options.given("--post-ln");
+}
+
+constexpr std::string_view kModelTypes[] = {"bloom"};
+constexpr CheckpointVariant kVariants[] = {
+    {.name = "bloom", .tiny = {.n_layer = 2, .hidden = 64, .n_head = 2, .vocab_size = 512}},
+};
+constexpr CheckpointPreset kPresets[] = {
+    {.name = "bloom-560m",
+     .shape = {.n_layer = 24, .hidden = 1024, .n_head = 16, .vocab_size = 250880},
+     .note = "about 1 GiB in f16"},
+};
+constexpr CheckpointOption kOptions[] = {
+    {.flag = "--post-ln", .help = "apply_residual_connection_post_layernorm: residuals after the LayerNorm"},
+};
+
+constexpr FamilySpec kSpec{
+    .family = ModelFamily::Bloom,
+    .name = "bloom",
+    .display_name = "BLOOM",
+    .model_types = kModelTypes,
+    .traits = {.architecture = "BloomForCausalLM",
+               .norm = NormKind::LayerNorm,
+               .mlp = MlpKind::Plain,
+               .activation = Activation::GeluTanh,
+               .interleaved_qkv = true,
+               .embedding_norm = true,
+               .norm_bias = true,
+               .alibi_form = AlibiForm::Standard,
+               .mpt_slopes = false},
+    .settings = {.post_layernorm_residual = true},
+    .tensors = {.embedding = "word_embeddings",
+                .embedding_norm = "word_embeddings_layernorm",
+                .layer_prefix = "h.",
+                .attn_norm = "input_layernorm",
+                .qkv = "self_attention.query_key_value",
+                .attn_out = "self_attention.dense",
+                .mlp_norm = "post_attention_layernorm",
+                .up = "mlp.dense_h_to_4h",
+                .down = "mlp.dense_4h_to_h",
+                .final_norm = "ln_f"},
+    .parse = parse,
+    .write = write,
+    .check = check,
+    .writer = {.variants = kVariants, .presets = kPresets, .options = kOptions, .configure = configure},
+};
+
+}  // namespace
+
+const FamilySpec& bloom() {
+    return kSpec;
+}
+
+}  // namespace vkf::family_defs

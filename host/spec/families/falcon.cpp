@@ -1,15 +1,18 @@
 // Falcon-RW (FalconForCausalLM with alibi true, transformers' modeling_falcon.py):
-// config.json keys. The rotary Falcons (7B, 40B, 180B: alibi false, multi-query or the new
+// config.json keys, traits, tensor names and what vkf-make-checkpoint --family falcon writes.
+// The rotary Falcons (7B, 40B, 180B: alibi false, multi-query or the new
 // decoder architecture, parallel attention) are refused by name.
 
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
-namespace vkf::families {
+namespace vkf::family_defs {
 
 using namespace config_keys;
 
-ModelConfig parse_falcon(const JsonValue& root) {
+namespace {
+
+ModelConfig parse(const JsonValue& root) {
     ModelConfig config{.family = ModelFamily::Falcon};
     const JsonValue* alibi = optional_key(root, "alibi");
     refuse_if(alibi == nullptr || !alibi->as_bool(), alibi != nullptr ? *alibi : root,
@@ -49,7 +52,7 @@ ModelConfig parse_falcon(const JsonValue& root) {
     return config;
 }
 
-nlohmann::json falcon_json(const ModelConfig& config, std::string_view torch_dtype) {
+nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
     nlohmann::json json = {
         {"alibi", true},
         {"apply_residual_connection_post_layernorm", false},
@@ -80,4 +83,47 @@ nlohmann::json falcon_json(const ModelConfig& config, std::string_view torch_dty
     return json;
 }
 
-}  // namespace vkf::families
+constexpr std::string_view kModelTypes[] = {"falcon", "RefinedWebModel", "RefinedWeb"};
+constexpr CheckpointVariant kVariants[] = {
+    {.name = "falcon", .tiny = {.n_layer = 2, .hidden = 96, .n_head = 3, .vocab_size = 512}},
+};
+
+// vkf-make-checkpoint --family falcon: Falcon-RW, biases everywhere (no settings of its own).
+constexpr FamilySpec kSpec{
+    .family = ModelFamily::Falcon,
+    .name = "falcon",
+    .display_name = "Falcon",
+    .model_types = kModelTypes,
+    .traits = {.architecture = "FalconForCausalLM",
+               .norm = NormKind::LayerNorm,
+               .mlp = MlpKind::Plain,
+               .activation = Activation::GeluErf,
+               .interleaved_qkv = true,
+               .embedding_norm = false,
+               .norm_bias = true,
+               .alibi_form = AlibiForm::FalconBf16,
+               .mpt_slopes = false},
+    // "bias": false drops only the linear layers' biases.
+    .no_bias_drops_norm_bias = false,
+    .settings = {.no_bias = true},
+    .tensors = {.embedding = "word_embeddings",
+                .layer_prefix = "h.",
+                .attn_norm = "input_layernorm",
+                .qkv = "self_attention.query_key_value",
+                .attn_out = "self_attention.dense",
+                .mlp_norm = "post_attention_layernorm",
+                .up = "mlp.dense_h_to_4h",
+                .down = "mlp.dense_4h_to_h",
+                .final_norm = "ln_f"},
+    .parse = parse,
+    .write = write,
+    .writer = {.variants = kVariants},
+};
+
+}  // namespace
+
+const FamilySpec& falcon() {
+    return kSpec;
+}
+
+}  // namespace vkf::family_defs

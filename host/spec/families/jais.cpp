@@ -1,12 +1,13 @@
 // Jais (JAISLMHeadModel, the modeling_jais.py of its Hugging Face repositories): config.json
-// keys, muP multipliers and alibi_scaling included.
+// keys, muP multipliers and alibi_scaling included; its traits, tensor names and what
+// vkf-make-checkpoint --family jais writes.
 
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
 #include <cmath>
 
-namespace vkf::families {
+namespace vkf::family_defs {
 
 using namespace config_keys;
 
@@ -40,9 +41,7 @@ void read_alibi_scaling(const JsonValue& scaling, ModelConfig& config) {
     }
 }
 
-}  // namespace
-
-ModelConfig parse_jais(const JsonValue& root) {
+ModelConfig parse(const JsonValue& root) {
     ModelConfig config{.family = ModelFamily::Jais};
     require_string(root, "position_embedding_type", "alibi", "vkformer runs the ALiBi Jais models");
     if (optional_key(root, "position_embedding_type") == nullptr) {
@@ -96,7 +95,7 @@ ModelConfig parse_jais(const JsonValue& root) {
     return config;
 }
 
-nlohmann::json jais_json(const ModelConfig& config, std::string_view torch_dtype) {
+nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
     const std::uint32_t head_dim = config.hidden / config.n_head;
     nlohmann::json json = {
         {"activation_function", "swiglu"},
@@ -137,4 +136,75 @@ nlohmann::json jais_json(const ModelConfig& config, std::string_view torch_dtype
     return json;
 }
 
-}  // namespace vkf::families
+std::string check(const ModelConfig& config) {
+    if (config.softmax_scale && *config.softmax_scale != 1.0 / config.head_dim && *config.softmax_scale != 1.0) {
+        return "Jais divides q.k by head_dim, sqrt(head_dim) or nothing";
+    }
+    return {};
+}
+
+void configure(ModelConfig& config, const CheckpointOptionValues& options) {
+    // jais-13b's muP settings: q.k / head size, embeddings times 14.6, logits times
+    // mup_output_alpha 2.22 * mup_width_scale 0.0625.
+    config.softmax_scale = 1.0 / config.head_dim;
+    config.embedding_scale = 14.6;
+    config.logit_scale = 2.22 * 0.0625;
+    config.alibi_train_seq_len = options.count("--alibi-train-len");
+    config.alibi_scaling_factor = options.number("--alibi-factor").value_or(1.0);
+}
+
+constexpr std::string_view kModelTypes[] = {"jais"};
+constexpr CheckpointVariant kVariants[] = {
+    {.name = "jais", .tiny = {.n_layer = 2, .hidden = 96, .n_head = 3, .vocab_size = 512}},
+};
+constexpr CheckpointOption kOptions[] = {
+    {.flag = "--alibi-train-len",
+     .kind = CheckpointOption::Kind::Count,
+     .value_name = "N",
+     .min = 2,
+     .help = "alibi_scaling {train_seq_len: N}: slopes shrink past N keys"},
+    {.flag = "--alibi-factor",
+     .kind = CheckpointOption::Kind::Positive,
+     .value_name = "F",
+     .help = "alibi_scaling {factor: F} (F > 1)"},
+};
+
+constexpr FamilySpec kSpec{
+    .family = ModelFamily::Jais,
+    .name = "jais",
+    .display_name = "Jais",
+    .model_types = kModelTypes,
+    .traits = {.architecture = "JAISLMHeadModel",
+               .norm = NormKind::LayerNorm,
+               .mlp = MlpKind::Gated,
+               .activation = Activation::Silu,
+               .interleaved_qkv = false,
+               .embedding_norm = false,
+               .norm_bias = true,
+               .alibi_form = AlibiForm::Standard,
+               .mpt_slopes = false},
+    .settings = {.softmax_scale = true, .logit_scale = true, .embedding_scale = true, .alibi_scaling = true},
+    .tensors = {.embedding = "wte",
+                .layer_prefix = "h.",
+                .attn_norm = "ln_1",
+                .qkv = "attn.c_attn",
+                .attn_out = "attn.c_proj",
+                .mlp_norm = "ln_2",
+                .up = "mlp.c_fc",
+                .gate = "mlp.c_fc2",
+                .down = "mlp.c_proj",
+                .final_norm = "ln_f",
+                .conv1d = true},
+    .parse = parse,
+    .write = write,
+    .check = check,
+    .writer = {.variants = kVariants, .options = kOptions, .configure = configure},
+};
+
+}  // namespace
+
+const FamilySpec& jais() {
+    return kSpec;
+}
+
+}  // namespace vkf::family_defs

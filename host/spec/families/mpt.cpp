@@ -1,4 +1,5 @@
-// MPT (MPTForCausalLM, llm-foundry's modeling_mpt.py and attention.py): config.json keys.
+// MPT (MPTForCausalLM, llm-foundry's modeling_mpt.py and attention.py): config.json keys,
+// traits, tensor names and what vkf-make-checkpoint --family mpt writes.
 
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
@@ -10,7 +11,7 @@
 #include <cmath>
 #include <limits>
 
-namespace vkf::families {
+namespace vkf::family_defs {
 
 using namespace config_keys;
 
@@ -93,9 +94,7 @@ double expansion_ratio(const ModelConfig& config) {
                             config.ffn_hidden, config.hidden));
 }
 
-}  // namespace
-
-ModelConfig parse_mpt(const JsonValue& root) {
+ModelConfig parse(const JsonValue& root) {
     ModelConfig config{.family = ModelFamily::Mpt};
     config.vocab_size = positive_dimension(required_key(root, {"vocab_size"}));
     config.hidden = positive_dimension(required_key(root, {"d_model"}));
@@ -141,7 +140,7 @@ ModelConfig parse_mpt(const JsonValue& root) {
     return config;
 }
 
-nlohmann::json mpt_json(const ModelConfig& config, std::string_view torch_dtype) {
+nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
     const bool gqa = config.n_kv_head != config.n_head;
     nlohmann::json attn = {
         {"alibi", config.alibi},
@@ -205,4 +204,90 @@ nlohmann::json mpt_json(const ModelConfig& config, std::string_view torch_dtype)
     return json;
 }
 
-}  // namespace vkf::families
+void configure(ModelConfig& config, const CheckpointOptionValues& options) {
+    config.no_bias = !options.given("--bias");  // as mpt-7b
+    config.alibi_bias_max = options.number("--alibi-bias-max").value_or(8.0);
+    config.clip_qkv = options.number("--clip-qkv");
+    config.n_kv_head = options.count("--kv-heads").value_or(config.n_head);
+    config.qk_ln = options.given("--qk-ln");
+    config.softmax_scale = options.number("--softmax-scale");
+    config.logit_scale = options.number("--logit-scale");
+    config.alibi = !options.given("--no-alibi");
+    config.learned_pos_emb = options.given("--learned-pos-emb");
+}
+
+using Kind = CheckpointOption::Kind;
+
+constexpr std::string_view kModelTypes[] = {"mpt"};
+constexpr CheckpointVariant kVariants[] = {
+    {.name = "mpt", .tiny = {.n_layer = 2, .hidden = 192, .n_head = 6, .vocab_size = 512}},
+};
+constexpr CheckpointOption kOptions[] = {
+    {.flag = "--bias", .help = "give every linear layer and LayerNorm a bias (default: no_bias,\nas mpt-7b)"},
+    {.flag = "--alibi-bias-max", .kind = Kind::Positive, .value_name = "B", .help = "ALiBi maximum bias (default 8)"},
+    {.flag = "--clip-qkv",
+     .kind = Kind::Positive,
+     .value_name = "C",
+     .help = "clamp the QKV projection to [-C, C] (default: no clamp)"},
+    {.flag = "--kv-heads",
+     .kind = Kind::Count,
+     .value_name = "N",
+     .help = "grouped-query attention with N key/value heads"},
+    {.flag = "--qk-ln", .help = "LayerNorms on queries and keys (attn_config.qk_ln)"},
+    {.flag = "--softmax-scale",
+     .kind = Kind::Positive,
+     .value_name = "S",
+     .help = "the factor of q.k (default 1/sqrt(head size))"},
+    {.flag = "--logit-scale", .kind = Kind::Positive, .value_name = "S", .help = "multiply the logits by S"},
+    {.flag = "--no-alibi", .help = "attention without ALiBi (give --learned-pos-emb for positions)"},
+    {.flag = "--learned-pos-emb", .help = "learned position embeddings (wpe)"},
+};
+
+constexpr FamilySpec kSpec{
+    .family = ModelFamily::Mpt,
+    .name = "mpt",
+    .display_name = "MPT",
+    .model_types = kModelTypes,
+    .traits = {.architecture = "MPTForCausalLM",
+               .norm = NormKind::LayerNorm,
+               .mlp = MlpKind::Plain,
+               .activation = Activation::GeluErf,
+               .interleaved_qkv = false,
+               .embedding_norm = false,
+               .norm_bias = true,
+               .alibi_form = AlibiForm::Standard,
+               .mpt_slopes = true},
+    .no_bias_drops_norm_bias = true,
+    .settings = {.grouped_query = true,
+                 .clip_qkv = true,
+                 .qk_ln = true,
+                 .learned_pos_emb = true,
+                 .no_alibi = true,
+                 .alibi_bias_max = true,
+                 .softmax_scale = true,
+                 .logit_scale = true,
+                 .no_bias = true},
+    .tensors = {.embedding = "wte",
+                .position_embedding = "wpe",
+                .layer_prefix = "blocks.",
+                .attn_norm = "norm_1",
+                .qkv = "attn.Wqkv",
+                .q_norm = "attn.q_ln",
+                .k_norm = "attn.k_ln",
+                .attn_out = "attn.out_proj",
+                .mlp_norm = "norm_2",
+                .up = "ffn.up_proj",
+                .down = "ffn.down_proj",
+                .final_norm = "norm_f"},
+    .parse = parse,
+    .write = write,
+    .writer = {.variants = kVariants, .options = kOptions, .configure = configure},
+};
+
+}  // namespace
+
+const FamilySpec& mpt() {
+    return kSpec;
+}
+
+}  // namespace vkf::family_defs

@@ -1,0 +1,65 @@
+#pragma once
+// What the quantized matmul suites (test_matmul_quant.cpp, test_matmul_quant_int8.cpp)
+// share: weights quantized on the host, their upload, and one case run against the
+// reference (the dequantized weights, or the int8 path's own reference).
+
+#include "host/ops/device_tensor.hpp"
+#include "host/ops/matmul.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace vkf::test {
+
+// A [rows, k] matrix quantized row by row, and the exact weights it stands for.
+struct QuantMatrix {
+    std::vector<std::uint8_t> values;
+    std::vector<std::uint16_t> scales;
+    std::vector<float> dequantized;
+};
+QuantMatrix quantize(QuantFormat format, std::span<const float> w, std::uint32_t rows, std::uint32_t k);
+
+// An n-row weight made of `q`'s rows repeated, for timing large shapes: the kernels read
+// every byte whatever the values.
+struct QuantBuffers {
+    Buffer values;
+    Buffer scales;
+};
+QuantBuffers repeated_rows(Context& ctx, QuantFormat f, const QuantMatrix& q, std::uint32_t n, std::uint32_t k);
+
+// The values plane as 32-bit words (little-endian, as the device reads it), `pad_words` in.
+DeviceTensor upload_values(Context& ctx, std::span<const std::uint8_t> bytes, std::uint32_t pad_words = 0);
+// The scales plane (fp16; each converts to float and back exactly), `pad` halves in.
+DeviceTensor upload_scales(Context& ctx, std::span<const std::uint16_t> halves, std::uint32_t pad = 0);
+
+struct Case {
+    std::uint32_t m, n, k;
+    QuantFormat quant = QuantFormat::Q8_0;
+    DType bias_dtype = DType::F32;
+    bool bias = false;
+    bool residual = false;
+    Activation activation = Activation::None;
+    MatmulOptions options{};
+    std::uint32_t pad = 0;    // elements in front of X, bias, residual, Y and scales (odd: unaligned)
+    std::uint32_t w_pad = 0;  // words in front of the values (not a multiple of 4: no vector loads)
+};
+std::string name(const Case& c);
+
+// Runs one case on `ctx`, checks it against the reference and returns the plan used.
+MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed);
+
+Activation activation_of(std::uint32_t i);
+QuantFormat format_of(std::uint32_t i);
+// Whether the row-dot kernel (subgroup arithmetic) runs here: only where full subgroups of
+// a known size can be required.
+bool rowdot_runs(const Context& ctx);
+// The kernel Auto picks: row dots for up to 4 rows on GPUs with subgroup arithmetic and
+// subgroup size control, register blocks otherwise and on CPU devices.
+MatmulKernel expected_kernel(Context& ctx, std::uint32_t m);
+// 28 cases over odd and prime m and n, k from one block to 33, both formats, both bias
+// types, every epilogue, some tensors at unaligned offsets.
+std::vector<Case> odd_shape_grid();
+
+}  // namespace vkf::test
