@@ -168,6 +168,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                                               .chunk = chunk,
                                                               .fuse_qkv = recorded,
                                                               .fuse_layernorm = recorded,
+                                                              .reuse_steps = recorded,
                                                               .kv_dtype = kv_dtype});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
