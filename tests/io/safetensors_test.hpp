@@ -56,7 +56,7 @@ protected:
     // A safetensors file from header text and data bytes; the length field is the
     // header's size unless overridden.
     std::filesystem::path write_file(const std::string& name, const std::string& header, const std::string& data,
-                        std::optional<std::uint64_t> header_length = std::nullopt) const {
+                                     std::optional<std::uint64_t> header_length = std::nullopt) const {
         const std::uint64_t length = header_length.value_or(header.size());
         std::string bytes;
         for (int i = 0; i < 8; ++i) {

@@ -36,7 +36,8 @@ struct Storage {
     DType dtype;
     std::optional<DType> kv_dtype;
 };
-inline constexpr Storage kStorages[] = {{DType::F32, std::nullopt}, {DType::F16, std::nullopt}, {DType::F32, DType::F16}};
+inline constexpr Storage kStorages[] = {
+    {DType::F32, std::nullopt}, {DType::F16, std::nullopt}, {DType::F32, DType::F16}};
 
 // `c` with fp32 Q/O and an fp16 K/V cache, as a model session stores them.
 inline Case with_f16_kv(Case c) {
