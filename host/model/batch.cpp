@@ -130,7 +130,11 @@ Batch::Sequence& Batch::get(SequenceId id) {
 }
 
 const Batch::Sequence& Batch::get(SequenceId id) const {
-    return const_cast<Batch*>(this)->get(id);
+    auto it = sequences_.find(id);
+    if (it == sequences_.end()) {
+        throw Error("batch: no sequence " + std::to_string(id));
+    }
+    return it->second;
 }
 
 SequenceId Batch::add() {
