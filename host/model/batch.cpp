@@ -116,6 +116,9 @@ Batch::Batch(const Model& model, BatchOptions options)
     }
     // Plans the decode step now: a device the model cannot run on fails here, not mid-run.
     fused_qkv_ = plan_decoder_step(ctx_, model_, settings_, StepShape{1, 1, 1, 1}).scatter;
+    if (!fused_qkv_) {
+        qkv_ = ctx_.create_buffer(n * (c.hidden + 2ull * c.n_kv_head * c.head_dim) * kF32, MemoryKind::Device, "qkv");
+    }
 }
 
 Batch::Sequence& Batch::get(SequenceId id) {
@@ -127,7 +130,11 @@ Batch::Sequence& Batch::get(SequenceId id) {
 }
 
 const Batch::Sequence& Batch::get(SequenceId id) const {
-    return const_cast<Batch*>(this)->get(id);
+    auto it = sequences_.find(id);
+    if (it == sequences_.end()) {
+        throw Error("batch: no sequence " + std::to_string(id));
+    }
+    return it->second;
 }
 
 SequenceId Batch::add() {

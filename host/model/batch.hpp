@@ -102,6 +102,7 @@ struct StepResult {
     std::vector<SequenceId> deferred;  // pending tokens, but the step was full: the next step
 };
 
+// Not thread-safe: one thread adds, feeds, removes and steps (a server's engine thread).
 class Batch {
 public:
     Batch(const Model& model, BatchOptions options);

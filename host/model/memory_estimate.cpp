@@ -35,15 +35,20 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     }
     const std::uint64_t chunk = std::clamp<std::uint32_t>(session.chunk, 1, session.max_tokens);
     const std::uint64_t kv_dim = std::uint64_t{c.n_kv_head} * c.head_dim;
-    e.kv_cache = 2ull * c.n_layer * session.max_tokens * kv_dim * element_size(session.kv_dtype);
-    // Session's buffers: hidden, normed, q and the attention output [chunk, hidden], the QKV
-    // projection's output [chunk, hidden + 2 kv_dim] (which a session that fuses QKV does
-    // without), the MLP's [chunk, ffn_hidden] (twice for a gated MLP); the ids, the positions
-    // (learned ones) and the step's key count; the logits.
+    // The cache holds whole blocks.
+    const std::uint64_t block = std::max<std::uint32_t>(session.block_size, 1);
+    const std::uint64_t blocks = (session.max_tokens + block - 1) / block;
+    e.kv_cache = 2ull * c.n_layer * blocks * block * kv_dim * element_size(session.kv_dtype);
+    // A session's buffers (host/model/batch.cpp): hidden, normed, q and the attention output
+    // [chunk, hidden], the QKV projection's output [chunk, hidden + 2 kv_dim] (which a session
+    // that scatters QKV does without), the MLP's [chunk, ffn_hidden] (twice for a gated MLP),
+    // the rows gathered for the head [chunk, hidden]; the ids, slots and logit rows (and
+    // learned positions) [chunk] and the one sequence's table; the logits.
     const std::uint64_t mlp = family_traits(c.family).mlp == MlpKind::Gated ? 2ull * c.ffn_hidden : c.ffn_hidden;
-    const std::uint64_t id_buffers = c.learned_pos_emb ? 2 : 1;
-    e.activations = chunk * (4ull * c.hidden + c.hidden + 2 * kv_dim + mlp) * kF32 + id_buffers * chunk * 4 + 4 +
-                    chunk * c.vocab_size * kF32;
+    const std::uint64_t id_buffers = c.learned_pos_emb ? 4 : 3;
+    const std::uint64_t sequence_table = (3 + blocks) * 4;
+    e.activations = chunk * (5ull * c.hidden + c.hidden + 2 * kv_dim + mlp) * kF32 + id_buffers * chunk * 4 +
+                    sequence_table + chunk * c.vocab_size * kF32;
     return e;
 }
 

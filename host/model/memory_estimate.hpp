@@ -21,6 +21,7 @@ struct SessionSize {
     std::uint32_t max_tokens = 0;
     std::uint32_t chunk = 128;  // clamped to 1 .. max_tokens, as Session does
     DType kv_dtype = DType::F16;
+    std::uint32_t block_size = 16;  // KV-cache tokens per block (SessionOptions::block_size)
 };
 
 struct ModelMemoryEstimate {

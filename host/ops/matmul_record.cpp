@@ -126,6 +126,10 @@ void check_against_plan(const ComputeLimits& limits, const MatmulPlan& plan, con
     if (a.residual.buffer != nullptr) {
         check_tensor(a.residual, std::uint64_t{a.m} * a.n, 4, "matmul", "residual", shape_text({a.m, a.n}, "f32"));
     }
+}
+
+// After the weights' own checks (WeightSource), so that a bad tensor is named first.
+void check_scratch(const MatmulPlan& plan, const MatmulArgs& a) {
     if (plan.scratch_bytes > 0 && (a.scratch.buffer == nullptr || a.scratch.size < plan.scratch_bytes)) {
         throw Error("matmul " + shape(a.m, a.n, a.k) + " " +
                     (plan.int_dot        ? "quantizes X"
@@ -317,6 +321,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
     const std::unique_ptr<matmul_detail::WeightSource> source =
         plan.quant == QuantFormat::None ? matmul_detail::dense_weights(ctx, plan, a, scatter_main)
                                         : matmul_detail::quant_weights(ctx, plan, a, scatter_main);
+    check_scratch(plan, a);
     const ReducePass reduce = split ? reduce_pass(ctx, a) : ReducePass{};
     const std::vector<Binding> scatter = scatter_bindings(a);
     // Fused work shows in GPU profiles under its own name.

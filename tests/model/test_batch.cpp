@@ -386,6 +386,25 @@ TEST_F(Batch_, BadInputIsRefusedAndNothingIsQueued) {
     EXPECT_THROW(Batch(model, BatchOptions{.max_tokens = 64, .kv_dtype = DType::BF16}), Error);
 }
 
+// The portable paths: phone limits (small workgroups and shared memory, a 256 KiB
+// maxStorageBufferRange: weights bound in row ranges) with the mixed batch.
+TEST(BatchForcedLimits, MixedBatchUnderPhoneLimits) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("phone,storage_buffer_range=256K")));
+    const TempDir dir("vkf_test_batch");
+    ModelConfig gqa = mpt_gqa();
+    gqa.qk_ln = false;  // the fused QKV scatter where phone limits allow it
+    write_random_checkpoint(dir.path(), gqa, 67, DType::F32);
+    const Model model(ctx, dir.path());
+    Scenario s = mixed(DType::F16);
+    s.options.max_tokens = 640;  // one layer's pool within 256 KiB
+    s.tracks[0].prompt = 300;
+    s.tracks[0].total = 303;
+    run_scenario(model, s);
+    check_scenario(model, s, 2e-3);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 TEST(KvBlocks, AllocatesSharesAndFrees) {
     KvBlocks blocks(3);
     const auto a = blocks.allocate(), b = blocks.allocate(), c = blocks.allocate();

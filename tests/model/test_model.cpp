@@ -164,8 +164,10 @@ TEST_F(Model_, Fp16KvCacheTakesHalfTheBytes) {
     constexpr std::uint32_t kTokens = 40;
     const Session f32(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::F32});
     const Session f16(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::F16});
-    // K and V of every layer: max_tokens x hidden values each, 4 or 2 bytes.
-    const std::uint64_t f32_cache = 2ull * config.n_layer * kTokens * config.hidden * 4;
+    // K and V of every layer: max_tokens (in whole 16-token blocks: 48) x hidden values each,
+    // 4 or 2 bytes.
+    const std::uint64_t rows = (kTokens + 15) / 16 * 16;
+    const std::uint64_t f32_cache = 2ull * config.n_layer * rows * config.hidden * 4;
     EXPECT_EQ(f32.device_bytes() - f16.device_bytes(), f32_cache / 2);
     EXPECT_THROW(Session(model, SessionOptions{.max_tokens = kTokens, .kv_dtype = DType::BF16}), Error);
     // The max_tokens bound follows the element size: 384 x 2 bytes x 200 tokens fits 160 KiB

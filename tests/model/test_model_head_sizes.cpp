@@ -69,7 +69,9 @@ double check_against_reference(Context& ctx, const Case& c) {
                                           .kv_dtype = c.kv_dtype});
     // The QKV scatter binds 7 storage buffers: devices that allow fewer (Vulkan's minimum of 4,
     // VKF_LIMITS=spec_minimum) take the separate passes.
-    EXPECT_EQ(session.fused_qkv(), c.fuse_qkv && plan_matmul(matmul_device(ctx), 1, 96, 32, DType::F32, MatmulOptions{.scatter = true}).scatter);
+    EXPECT_EQ(
+        session.fused_qkv(),
+        c.fuse_qkv && plan_matmul(matmul_device(ctx), 1, 96, 32, DType::F32, MatmulOptions{.scatter = true}).scatter);
     std::vector<float> gpu = session.forward(ids, Session::Logits::All);
     if (gpu.size() != std::size_t{kPrompt} * vocab) {
         ADD_FAILURE() << "prefill gave " << gpu.size() << " logits";

@@ -35,15 +35,16 @@ TEST_F(ModelMemory, TheEstimateIsWhatModelAndSessionAllocate) {
     const SessionSize size{.max_tokens = 40, .chunk = 16, .kv_dtype = DType::F16};
     const ModelMemoryEstimate e = estimate_session_memory(c, size);
     EXPECT_EQ(e.weights, 0u);
-    EXPECT_EQ(e.kv_cache, 2ull * c.n_layer * 40 * c.hidden * 2);
+    EXPECT_EQ(e.kv_cache, 2ull * c.n_layer * 48 * c.hidden * 2);  // 40 tokens in 3 blocks of 16
     EXPECT_EQ(estimate_model_memory(c, model.weight_format(), size).total(), model.weights().bytes + e.total());
-    // Before any forward pass a session holds one row of logits; the estimate counts a row per
-    // token of a chunk (Logits::All), and nothing else differs from an unfused session. A
-    // fused one has no QKV output buffer: the estimate is an upper bound.
+    // Before any forward pass a session holds one row of logits and no rows gathered for the
+    // head; the estimate counts a row of each per token of a chunk (Logits::All), and nothing
+    // else differs from an unfused session. A fused one has no QKV output buffer: the
+    // estimate is an upper bound.
     const Session unfused(
         model, SessionOptions{
                    .max_tokens = 40, .chunk = 16, .fuse_qkv = false, .fuse_layernorm = false, .kv_dtype = DType::F16});
-    EXPECT_EQ(e.total() - unfused.device_bytes(), 15ull * c.vocab_size * 4);
+    EXPECT_EQ(e.total() - unfused.device_bytes(), 15ull * c.vocab_size * 4 + 16ull * c.hidden * 4);
     const Session fused(model, SessionOptions{.max_tokens = 40, .chunk = 16, .kv_dtype = DType::F16});
     EXPECT_GE(e.total(), fused.device_bytes());
 }

@@ -1,13 +1,11 @@
 // config.json parsing for BLOOM and MPT (files modelled on bigscience/bloom-560m and
-// mosaicml/mpt-7b), refusal of configurations vkformer cannot run, the expected tensor
-// lists, and check_checkpoint against written and hand-made checkpoints.
+// mosaicml/mpt-7b), refusal of configurations vkformer cannot run, and the expected tensor
+// lists. Written configs and checkpoints: test_model_checkpoint.
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,103 +15,15 @@
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
 #include "runtime/error.hpp"
+#include "tests/spec/hf_configs.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
 using vkf::ModelConfig;
 using vkf::ModelFamily;
-
-// bigscience/bloom-560m's config.json.
-constexpr std::string_view kBloom560m = R"({
-  "_name_or_path": "bigscience/bloom-560m",
-  "apply_residual_connection_post_layernorm": false,
-  "architectures": [
-    "BloomForCausalLM"
-  ],
-  "attention_dropout": 0.0,
-  "attention_softmax_in_fp32": true,
-  "bias_dropout_fusion": true,
-  "bos_token_id": 1,
-  "eos_token_id": 2,
-  "hidden_dropout": 0.0,
-  "hidden_size": 1024,
-  "initializer_range": 0.02,
-  "layer_norm_epsilon": 1e-05,
-  "masked_softmax_fusion": true,
-  "model_type": "bloom",
-  "n_head": 16,
-  "n_inner": null,
-  "n_layer": 24,
-  "offset_alibi": 100,
-  "pad_token_id": 3,
-  "pretraining_tp": 1,
-  "skip_bias_add": true,
-  "skip_bias_add_qkv": false,
-  "slow_but_exact": false,
-  "torch_dtype": "float16",
-  "transformers_version": "4.27.0.dev0",
-  "unk_token_id": 0,
-  "use_cache": true,
-  "vocab_size": 250880
-}
-)";
-
-// mosaicml/mpt-7b's config.json.
-constexpr std::string_view kMpt7b = R"({
-  "architectures": [
-    "MPTForCausalLM"
-  ],
-  "attn_config": {
-    "alibi": true,
-    "alibi_bias_max": 8,
-    "attn_impl": "torch",
-    "attn_pdrop": 0,
-    "attn_type": "multihead_attention",
-    "attn_uses_sequence_id": false,
-    "clip_qkv": null,
-    "prefix_lm": false,
-    "qk_ln": false,
-    "softmax_scale": null
-  },
-  "auto_map": {
-    "AutoConfig": "configuration_mpt.MPTConfig",
-    "AutoModelForCausalLM": "modeling_mpt.MPTForCausalLM"
-  },
-  "d_model": 4096,
-  "emb_pdrop": 0,
-  "embedding_fraction": 1.0,
-  "expansion_ratio": 4,
-  "init_config": {
-    "emb_init_std": null,
-    "emb_init_uniform_lim": null,
-    "fan_mode": "fan_in",
-    "init_div_is_residual": true,
-    "init_gain": 0,
-    "init_nonlinearity": "relu",
-    "init_std": 0.02,
-    "name": "kaiming_normal_",
-    "verbose": 0
-  },
-  "init_device": "cpu",
-  "learned_pos_emb": true,
-  "logit_scale": null,
-  "max_seq_len": 2048,
-  "model_type": "mpt",
-  "n_heads": 32,
-  "n_layers": 32,
-  "no_bias": true,
-  "norm_type": "low_precision_layernorm",
-  "resid_pdrop": 0,
-  "tokenizer_name": "EleutherAI/gpt-neox-20b",
-  "torch_dtype": "bfloat16",
-  "transformers_version": "4.28.1",
-  "use_cache": false,
-  "verbose": 0,
-  "vocab_size": 50432
-}
-)";
+using vkf::test::kBloom560m;
+using vkf::test::kMpt7b;
 
 // `text` with the first occurrence of `from` replaced by `to` (which must exist).
 std::string replaced(std::string_view text, std::string_view from, std::string_view to) {
@@ -347,157 +257,6 @@ TEST(ModelConfig, ValidateRefusesInconsistentConfigs) {
     bad.clip_qkv = 4.0;
     EXPECT_THROW(vkf::validate(bad), vkf::Error);
     EXPECT_THROW(vkf::expected_tensors(bad), vkf::Error);
-}
-
-class ModelCheckpointTest : public ::testing::Test {
-protected:
-    static ModelConfig small(ModelFamily family) {
-        if (family == ModelFamily::Bloom) {
-            return ModelConfig{.family = ModelFamily::Bloom,
-                               .vocab_size = 64,
-                               .hidden = 32,
-                               .n_layer = 2,
-                               .n_head = 4,
-                               .n_kv_head = 4,
-                               .head_dim = 8,
-                               .ffn_hidden = 128};
-        }
-        return ModelConfig{.family = ModelFamily::Mpt,
-                           .vocab_size = 48,
-                           .hidden = 36,
-                           .n_layer = 2,
-                           .n_head = 12,
-                           .n_kv_head = 12,
-                           .head_dim = 3,
-                           .ffn_hidden = 100,
-                           .alibi_bias_max = 12.0,
-                           .no_bias = false,
-                           .clip_qkv = 0.5,
-                           .max_seq_len = 512};
-    }
-
-    static std::string check_error(const vkf::ShardedCheckpoint& checkpoint, const ModelConfig& config) {
-        return vkf::test::error_message([&] { vkf::check_checkpoint(checkpoint, config); });
-    }
-
-    // A safetensors file holding zero-filled tensors of the given names, dtypes and shapes.
-    void write_zeros(const fs::path& file,
-                     const std::vector<std::tuple<std::string, std::string, std::vector<std::size_t>>>& tensors) {
-        std::string header = "{";
-        std::uint64_t offset = 0;
-        for (const auto& [name, dtype, shape] : tensors) {
-            std::uint64_t bytes = dtype == "F32" || dtype == "I32" ? 4 : dtype == "I64" ? 8 : 2;
-            std::string dims;
-            for (std::size_t dim : shape) {
-                bytes *= dim;
-                dims += (dims.empty() ? "" : ",") + std::to_string(dim);
-            }
-            header += (header.size() > 1 ? "," : "") + std::string("\"") + name + "\":{\"dtype\":\"" + dtype +
-                      "\",\"shape\":[" + dims + "],\"data_offsets\":[" + std::to_string(offset) + "," +
-                      std::to_string(offset + bytes) + "]}";
-            offset += bytes;
-        }
-        header += "}";
-        std::ofstream out(file, std::ios::binary);
-        for (int i = 0; i < 8; ++i) {
-            out.put(static_cast<char>((header.size() >> (8 * i)) & 0xff));
-        }
-        out << header << std::string(offset, '\0');
-    }
-
-    vkf::test::TempDir dir_{"vkf_test_model_config"};
-};
-
-TEST_F(ModelCheckpointTest, WrittenConfigsParseBack) {
-    for (ModelFamily family : {ModelFamily::Bloom, ModelFamily::Mpt}) {
-        for (bool tied : {true, false}) {
-            ModelConfig config = small(family);
-            config.tie_word_embeddings = tied;
-            const std::string text = vkf::hf_config_json(config, vkf::DType::BF16);
-            EXPECT_EQ(vkf::parse_model_config(text), config) << text;
-            const vkf::JsonValue json = vkf::parse_json(text, "written");
-            EXPECT_EQ(json.at("model_type").as_string(), vkf::family_name(family));
-            EXPECT_EQ(json.at("architectures").at(std::size_t{0}).as_string(),
-                      family == ModelFamily::Bloom ? "BloomForCausalLM" : "MPTForCausalLM");
-            EXPECT_EQ(json.at("torch_dtype").as_string(), "bfloat16");
-        }
-    }
-    // bloom-560m's own shape writes the keys its real config.json has.
-    const ModelConfig bloom = vkf::parse_model_config(kBloom560m);
-    const vkf::JsonValue written = vkf::parse_json(vkf::hf_config_json(bloom, vkf::DType::F16), "w");
-    const vkf::JsonValue real = vkf::parse_json(kBloom560m, "real");
-    for (const vkf::JsonMember& member : written.as_object()) {
-        EXPECT_NE(real.find(member.key), nullptr) << member.key;
-    }
-    EXPECT_EQ(vkf::parse_model_config(vkf::hf_config_json(bloom, vkf::DType::F16)), bloom);
-    const ModelConfig mpt = vkf::parse_model_config(kMpt7b);
-    EXPECT_EQ(vkf::parse_model_config(vkf::hf_config_json(mpt, vkf::DType::BF16)), mpt);
-}
-
-TEST_F(ModelCheckpointTest, WrittenCheckpointsPassTheCheck) {
-    for (ModelFamily family : {ModelFamily::Bloom, ModelFamily::Mpt}) {
-        const ModelConfig config = small(family);
-        const fs::path dir = dir_.path() / std::string(vkf::family_name(family));
-        vkf::write_random_checkpoint(dir, config, 9, vkf::DType::F16, 2);
-        EXPECT_EQ(vkf::read_model_config(dir), config);
-        EXPECT_EQ(vkf::read_model_config(dir / "config.json"), config);
-        EXPECT_NO_THROW(vkf::check_checkpoint(vkf::open_checkpoint(dir), config));
-    }
-}
-
-TEST_F(ModelCheckpointTest, CatchesWrongShapesMissingTensorsAndDtypes) {
-    const ModelConfig config = small(ModelFamily::Bloom);
-    vkf::write_random_checkpoint(dir_.path() / "bloom", config, 9, vkf::DType::F32);
-    const vkf::ShardedCheckpoint checkpoint = vkf::open_checkpoint(dir_.path() / "bloom");
-    const std::string file = (dir_.path() / "bloom" / "model.safetensors").string();
-
-    ModelConfig wider_vocab = config;
-    wider_vocab.vocab_size = 65;
-    std::string message = check_error(checkpoint, wider_vocab);
-    EXPECT_NE(message.find("(1 problem)"), std::string::npos) << message;
-    EXPECT_NE(message.find("safetensors file '" + file +
-                           "': tensor 'transformer.word_embeddings.weight': shape [64, 32] but the config "
-                           "expects [65, 32]"),
-              std::string::npos)
-        << message;
-
-    ModelConfig deeper = config;
-    deeper.n_layer = 3;
-    message = check_error(checkpoint, deeper);
-    EXPECT_NE(message.find("(12 problems)"), std::string::npos) << message;
-    EXPECT_NE(message.find("tensor 'h.2.input_layernorm.weight' (expected shape [32]) is missing"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find((dir_.path() / "bloom").string()), std::string::npos) << message;
-
-    // Many problems are listed up to a limit.
-    ModelConfig wider = config;
-    wider.hidden = 64;
-    wider.head_dim = 16;
-    wider.ffn_hidden = 256;
-    message = check_error(checkpoint, wider);
-    EXPECT_NE(message.find("... and "), std::string::npos) << message;
-
-    // A checkpoint without the prefix and with an integer tensor where a weight belongs.
-    std::vector<std::tuple<std::string, std::string, std::vector<std::size_t>>> tensors;
-    for (const vkf::ExpectedTensor& tensor : vkf::expected_tensors(config)) {
-        const bool broken = tensor.name == "h.1.self_attention.dense.bias";
-        tensors.emplace_back(tensor.name, broken ? "I32" : "BF16", tensor.shape);
-    }
-    fs::create_directories(dir_.path() / "bare");
-    write_zeros(dir_.path() / "bare" / "model.safetensors", tensors);
-    message = check_error(vkf::open_checkpoint(dir_.path() / "bare"), config);
-    EXPECT_NE(message.find("(1 problem)"), std::string::npos) << message;
-    EXPECT_NE(message.find("tensor 'h.1.self_attention.dense.bias': dtype I32 is not one vkformer reads"),
-              std::string::npos)
-        << message;
-    EXPECT_NE(message.find((dir_.path() / "bare" / "model.safetensors").string()), std::string::npos) << message;
-
-    tensors.erase(tensors.begin() + 4);  // h.0.input_layernorm.bias
-    std::get<1>(tensors[8]) = "F32";
-    write_zeros(dir_.path() / "bare" / "model.safetensors", tensors);
-    message = check_error(vkf::open_checkpoint(dir_.path() / "bare"), config);
-    EXPECT_NE(message.find("tensor 'h.0.input_layernorm.bias' (expected shape [32]) is missing"), std::string::npos)
-        << message;
 }
 
 }  // namespace
