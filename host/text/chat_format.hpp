@@ -34,7 +34,8 @@ struct ChatMessage {
 // a chat_template with ChatML's <|im_start|> and <|im_end|> is ChatMl, one with Jais's [|Human|]
 // and [|AI|] is Jais; generation_config.json's user_token_id and assistant_token_id mean Baichuan;
 // DIR/config.json's model_type "jais" (or architecture JAISLMHeadModel) means Jais. Missing files
-// say nothing; a file that is there but not JSON throws vkf::Error naming it.
+// say nothing; a file that is there but not JSON throws vkf::Error naming it. Any ChatML template
+// (Qwen's, OpenHermes') counts as ChatMl and is rendered MPT's way, system block included.
 ChatFormat detect_chat_format(const std::filesystem::path& model_dir);
 
 // "chatml", "baichuan", "jais", "none" (as to_string writes them); nullopt for anything else.
