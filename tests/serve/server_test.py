@@ -255,6 +255,16 @@ def check_errors(server):
     status, body = server.post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 3, "temperature": 0})
     if status != 200:
         fail("the server stopped serving after bad requests: %s %r" % (status, body))
+    # n choices: seeds seed, seed + 1, ...; the same request again gives the same choices.
+    request = {"prompt": PROMPTS[3], "max_tokens": 5, "temperature": 0.9, "seed": 11, "n": 3}
+    status, body = server.post("/v1/completions", request)
+    _, again = server.post("/v1/completions", request)
+    if status != 200 or sorted(c["index"] for c in body["choices"]) != [0, 1, 2] or \
+            not 3 <= body["usage"]["completion_tokens"] <= 15 or \
+            any(c["finish_reason"] not in ("stop", "length") for c in body["choices"]):
+        fail("n=3: %s %r" % (status, body))
+    elif [c["text"] for c in body["choices"]] != [c["text"] for c in again["choices"]]:
+        fail("n=3 with a seed: %r, then %r" % (body["choices"], again["choices"]))
     status, _, text = server.request("GET", "/health")
     if status != 200 or json.loads(text)["status"] != "ok":
         fail("/health: %s %s" % (status, text))
