@@ -7,10 +7,11 @@ packages=(
   g++ cmake ninja-build git pkg-config
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools libspirv-cross-c-shared-dev
   mesa-vulkan-drivers vulkan-validationlayers
-  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev
+  libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
   libgtest-dev python3 python3-numpy
 )
-# Node.js and npm only run the comparisons with Hugging Face's JavaScript packages (tests/text);
+# Node.js and npm only run the comparisons with Hugging Face's JavaScript packages (tests/text)
+# and vkf-server's end-to-end test with the openai SDK (tests/serve);
 # one installed otherwise will do (NodeSource's nodejs brings npm and conflicts with Debian's).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)

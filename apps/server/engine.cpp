@@ -1,0 +1,234 @@
+#include "apps/server/engine.hpp"
+
+#include "host/text/stop_strings.hpp"
+
+#include <utility>
+
+namespace vkf::server {
+
+using namespace std::chrono_literals;
+
+void Channel::push(Event event) {
+    {
+        const std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+    }
+    ready_.notify_one();
+}
+
+std::vector<Event> Channel::wait(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    ready_.wait_for(lock, timeout, [this] { return !events_.empty(); });
+    std::vector<Event> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+    events_.clear();
+    return out;
+}
+
+// One sequence of a job: its text decoded as it is made, stop strings held back.
+struct Engine::Generation {
+    std::shared_ptr<Channel> channel;
+    std::uint32_t index;
+    text::TextStream stream;
+    text::StopStrings stops;
+    bool stopped = false;      // a stop string completed
+    bool cancel_sent = false;  // the client went away and the generator was told
+    bool failed = false;       // a Failed event was sent: no End
+};
+
+Engine::Engine(Batch& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options)
+    : batch_(batch), tokenizer_(tokenizer), metrics_(metrics), options_(options), generator_(batch) {
+    using Type = serve::Metrics::Type;
+    metrics_.declare("vkf_active_sequences", Type::Gauge, "Sequences in the running batch.");
+    metrics_.declare("vkf_queued_requests", Type::Gauge, "Requests waiting for a slot.");
+    metrics_.declare("vkf_kv_blocks_used", Type::Gauge, "KV-cache blocks held by sequences.");
+    metrics_.declare("vkf_kv_blocks_free", Type::Gauge, "KV-cache blocks free.");
+    metrics_.declare("vkf_prompt_tokens_total", Type::Counter, "Prompt tokens submitted to the batch.");
+    metrics_.declare("vkf_generated_tokens_total", Type::Counter, "Tokens generated.");
+    metrics_.declare("vkf_tokens_per_second", Type::Gauge, "Tokens generated per second over the last 10 seconds.");
+    metrics_.declare("vkf_cancelled_sequences_total", Type::Counter,
+                     "Sequences cancelled because their client went away.");
+    metrics_.declare("vkf_batch_steps_total", Type::Counter, "Forward steps of the batch.");
+    publish();
+    thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+    {
+        const std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+    for (auto& queued : queue_) {
+        queued.channel->push({.kind = Event::Kind::Failed, .error = "the server is shutting down"});
+    }
+    fail_all("the server is shutting down");
+}
+
+std::shared_ptr<Channel> Engine::submit(Job job) {
+    auto channel = std::make_shared<Channel>();
+    {
+        const std::lock_guard lock(mutex_);
+        std::uint32_t queued = 0;
+        for (const Queued& q : queue_) {
+            queued += q.job.n;
+        }
+        if (stop_ || admitted_ + queued + job.n > options_.parallel + options_.queue) {
+            return nullptr;
+        }
+        queue_.push_back({std::move(job), channel});
+        metrics_.set("vkf_queued_requests", static_cast<double>(queue_.size()));
+    }
+    wake_.notify_one();
+    return channel;
+}
+
+void Engine::loop() {
+    for (;;) {
+        std::vector<Queued> starting;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] { return stop_ || !queue_.empty() || generator_.busy(); });
+            if (stop_) {
+                return;
+            }
+            while (!queue_.empty() && admitted_ + queue_.front().job.n <= options_.parallel) {
+                admitted_ += queue_.front().job.n;
+                starting.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+            }
+        }
+        for (Queued& q : starting) {
+            start(q);
+        }
+        cancel_gone();
+        if (generator_.busy()) {
+            step();
+        }
+        publish();
+    }
+}
+
+void Engine::start(Queued& q) {
+    std::uint32_t started = 0;
+    if (!q.channel->cancelled()) {
+        try {
+            for (; started < q.job.n; ++started) {
+                auto gen = std::make_unique<Generation>(Generation{.channel = q.channel,
+                                                                   .index = started,
+                                                                   .stream = text::TextStream(tokenizer_),
+                                                                   .stops = text::StopStrings(q.job.stops)});
+                GenerationOptions options = q.job.options;
+                options.sampling.seed += started;
+                options.on_token = [this, g = gen.get()](std::uint32_t, std::uint32_t id) {
+                    metrics_.add("vkf_generated_tokens_total", 1);
+                    try {
+                        const text::StopStrings::Piece piece = g->stops.push(g->stream.push(id));
+                        if (!piece.text.empty()) {
+                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = piece.text});
+                        }
+                        g->stopped = piece.stopped;
+                    } catch (const std::exception& e) {  // an id the tokenizer cannot decode
+                        g->channel->push({.kind = Event::Kind::Failed, .error = e.what()});
+                        g->failed = true;
+                    }
+                    return !g->stopped && !g->failed;
+                };
+                const SequenceId id = generator_.submit(q.job.prompt, std::move(options));
+                running_.emplace(id, std::move(gen));
+                metrics_.add("vkf_prompt_tokens_total", static_cast<double>(q.job.prompt.size()));
+            }
+        } catch (const std::exception& e) {
+            q.channel->push({.kind = Event::Kind::Failed, .error = e.what()});
+            q.channel->cancel();  // the siblings already started end at cancel_gone()
+        }
+    }
+    const std::lock_guard lock(mutex_);
+    admitted_ -= q.job.n - started;
+}
+
+void Engine::cancel_gone() {
+    for (auto& [id, gen] : running_) {
+        if (gen->channel->cancelled() && !gen->cancel_sent) {
+            generator_.cancel(id);
+            gen->cancel_sent = true;
+            metrics_.add("vkf_cancelled_sequences_total", 1);
+        }
+    }
+}
+
+void Engine::step() {
+    try {
+        const auto ended = generator_.step();
+        metrics_.add("vkf_batch_steps_total", 1);
+        for (const auto& [id, result] : ended) {
+            end(id, result);
+        }
+    } catch (const std::exception& e) {
+        failed_ = true;
+        fail_all(std::string("the batch step failed: ") + e.what());
+    }
+}
+
+void Engine::end(SequenceId id, const GenerationResult& result) {
+    const auto it = running_.find(id);
+    if (it == running_.end()) {
+        return;
+    }
+    Generation& g = *it->second;
+    if (!g.failed) {
+        if (!g.stopped && !g.cancel_sent) {
+            std::string rest = g.stops.push(g.stream.finish()).text;
+            rest += g.stops.finish();
+            if (!rest.empty()) {
+                g.channel->push({.kind = Event::Kind::Text, .index = g.index, .text = std::move(rest)});
+            }
+        }
+        const bool length = result.stop == StopReason::Length || result.stop == StopReason::CacheFull;
+        g.channel->push({.kind = Event::Kind::End,
+                         .index = g.index,
+                         .finish_reason = length ? "length" : "stop",
+                         .tokens = static_cast<std::uint32_t>(result.tokens.size())});
+    }
+    running_.erase(it);
+    const std::lock_guard lock(mutex_);
+    --admitted_;
+}
+
+void Engine::fail_all(const std::string& message) {
+    for (auto& [id, gen] : running_) {
+        if (!gen->failed) {
+            gen->channel->push({.kind = Event::Kind::Failed, .error = message});
+        }
+        try {
+            generator_.cancel(id);
+        } catch (const std::exception&) {  // already ended in the failed step
+        }
+    }
+    try {
+        generator_.step();  // collects the cancelled ones; runs nothing
+    } catch (const std::exception&) {
+    }
+    const std::lock_guard lock(mutex_);
+    admitted_ -= static_cast<std::uint32_t>(running_.size());
+    running_.clear();
+}
+
+void Engine::publish() {
+    const auto now = std::chrono::steady_clock::now();
+    const auto generated = static_cast<std::uint64_t>(metrics_.get("vkf_generated_tokens_total"));
+    rate_window_.emplace_back(now, generated);
+    while (rate_window_.size() > 2 && now - rate_window_[1].first > 10s) {
+        rate_window_.pop_front();
+    }
+    const double seconds = std::chrono::duration<double>(now - rate_window_.front().first).count();
+    metrics_.set("vkf_tokens_per_second",
+                 seconds > 0 ? static_cast<double>(generated - rate_window_.front().second) / seconds : 0.0);
+    metrics_.set("vkf_active_sequences", static_cast<double>(generator_.running()));
+    metrics_.set("vkf_kv_blocks_used", batch_.blocks().used());
+    metrics_.set("vkf_kv_blocks_free", batch_.blocks().free());
+    const std::lock_guard lock(mutex_);
+    metrics_.set("vkf_queued_requests", static_cast<double>(queue_.size()));
+}
+
+}  // namespace vkf::server

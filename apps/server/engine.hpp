@@ -1,0 +1,111 @@
+#pragma once
+// vkf-server's engine: one thread owns the Batch and its BatchGenerator and steps them;
+// HTTP handler threads never touch either. A handler submits a Job through a bounded,
+// thread-safe queue and reads what its generations produce from the Job's Channel. Jobs
+// join the running batch at the next step (continuous batching) while fewer than
+// `parallel` sequences run; the rest wait in the queue, and a submission past the queue is
+// refused at once (the handler answers 503) so that no request hangs.
+
+#include "host/model/batch_generation.hpp"
+#include "host/serve/metrics.hpp"
+#include "host/text/tokenizer.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace vkf::server {
+
+struct Event {
+    enum class Kind { Text, End, Failed };
+    Kind kind = Kind::Text;
+    std::uint32_t index = 0;    // which of the request's n choices
+    std::string text;           // Text: the next piece (complete UTF-8, stop strings held back)
+    std::string finish_reason;  // End: "stop" or "length"
+    std::uint32_t tokens = 0;   // End: tokens generated
+    std::string error;          // Failed: what went wrong
+};
+
+// From the engine thread to one request's handler thread.
+class Channel {
+public:
+    void push(Event event);
+    // The events that arrived, waiting up to `timeout` for the first one.
+    std::vector<Event> wait(std::chrono::milliseconds timeout);
+    // The client is gone: the engine cancels the generations at its next step and frees
+    // their KV blocks.
+    void cancel() { cancelled_ = true; }
+    bool cancelled() const { return cancelled_; }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<Event> events_;
+    std::atomic<bool> cancelled_ = false;
+};
+
+struct Job {
+    std::vector<std::uint32_t> prompt;
+    GenerationOptions options;       // n_predict, sampling, stop_ids (on_token is the engine's)
+    std::vector<std::string> stops;  // stop strings, chat format's included
+    std::uint32_t n = 1;             // choices: sequences with seeds seed, seed + 1, ...
+};
+
+struct EngineOptions {
+    std::uint32_t parallel = 4;  // sequences running at once
+    std::uint32_t queue = 16;    // jobs waiting beyond them
+};
+
+class Engine {
+public:
+    Engine(Batch& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options);
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+    ~Engine();  // stops the thread; running generations end with a Failed event
+
+    // Null when every slot and queue place is taken.
+    std::shared_ptr<Channel> submit(Job job);
+    const EngineOptions& options() const { return options_; }
+    // Whether the last step failed on the device (the health check reports it).
+    bool failed() const { return failed_; }
+
+private:
+    struct Queued {
+        Job job;
+        std::shared_ptr<Channel> channel;
+    };
+    struct Generation;
+    void loop();
+    void start(Queued& queued);
+    void cancel_gone();
+    void step();
+    void fail_all(const std::string& message);
+    void end(SequenceId id, const GenerationResult& result);
+    void publish();
+
+    Batch& batch_;
+    const text::Tokenizer& tokenizer_;
+    serve::Metrics& metrics_;
+    EngineOptions options_;
+    BatchGenerator generator_;
+    std::map<SequenceId, std::unique_ptr<Generation>> running_;  // engine thread only
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<Queued> queue_;
+    std::uint32_t admitted_ = 0;  // sequences running or about to (guarded by mutex_)
+    bool stop_ = false;
+    std::atomic<bool> failed_ = false;
+    std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> rate_window_;
+    std::thread thread_;
+};
+
+}  // namespace vkf::server

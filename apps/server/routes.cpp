@@ -1,0 +1,209 @@
+#include "apps/server/routes.hpp"
+
+#include "apps/server/generation_route.hpp"
+#include "host/serve/api_error.hpp"
+#include "host/serve/sse.hpp"
+#include "runtime/error.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+
+namespace vkf::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+void send_json(httplib::Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const serve::ApiError& error) {
+    if (error.status() == 503) {
+        res.set_header("Retry-After", "1");
+    }
+    send_json(res, error.status(), error.body());
+}
+
+// The kind label of vkf_errors_total: the error object's code, or its type.
+std::string error_kind(const serve::ApiError& e) {
+    return e.code().value_or(e.type());
+}
+
+// Every route's body: an ApiError becomes its object, anything else a 500 naming it.
+void guarded(Served& served, const std::string& route, httplib::Response& res, const std::function<void()>& body) {
+    try {
+        body();
+    } catch (const serve::ApiError& e) {
+        send_error(res, e);
+        served.metrics->add("vkf_errors_total", 1, "kind=\"" + error_kind(e) + "\"");
+    } catch (const std::exception& e) {
+        send_error(res, serve::server_error(e.what()));
+        served.metrics->add("vkf_errors_total", 1, "kind=\"server_error\"");
+    }
+    served.metrics->add("vkf_requests_total", 1,
+                        "route=\"" + route + "\",status=\"" + std::to_string(res.status) + "\"");
+}
+
+// Compares the whole key whatever the first difference, so the time taken says nothing
+// about how much of a guess was right.
+bool same_key(const std::string& a, const std::string& b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+    }
+    return diff == 0;
+}
+
+json embedding_value(const std::vector<float>& v, bool base64) {
+    if (!base64) {
+        return json(v);
+    }
+    std::string bytes(v.size() * sizeof(float), '\0');
+    std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian hosts only (vkformer's)
+    return serve::base64_encode(bytes);
+}
+
+void embeddings(Served& served, const httplib::Request& req, httplib::Response& res) {
+    const serve::EmbeddingRequest r = serve::parse_embedding_request(req.body, served.settings.limits);
+    ServedEncoder* enc = served.encoder;
+    if (enc == nullptr) {
+        throw serve::invalid_request(
+            "this server has no embedding model (start vkf-server with a JinaBERT "
+            "checkpoint as --embedding-model)",
+            "model", "model_not_found");
+    }
+    std::vector<std::vector<std::uint32_t>> inputs = r.ids;
+    for (std::size_t i = 0; i < r.texts.size(); ++i) {
+        try {
+            inputs.push_back(enc->tokenizer->encode(r.texts[i]));
+        } catch (const Error& e) {
+            throw serve::invalid_request("input[" + std::to_string(i) + "]: " + e.what(), "input");
+        }
+    }
+    const std::uint32_t vocab = enc->encoder->config().vocab_size;
+    std::uint64_t tokens = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const std::string param = "input[" + std::to_string(i) + "]";
+        if (inputs[i].empty()) {
+            throw serve::invalid_request(param + " encodes to no tokens", "input");
+        }
+        if (inputs[i].size() > enc->max_tokens) {
+            throw serve::invalid_request(param + " is " + std::to_string(inputs[i].size()) + " tokens; the limit is " +
+                                             std::to_string(enc->max_tokens),
+                                         "input", "context_length_exceeded");
+        }
+        for (const std::uint32_t id : inputs[i]) {
+            if (id >= vocab) {
+                throw serve::invalid_request(param + " holds token id " + std::to_string(id) +
+                                                 ", outside the vocabulary of " + std::to_string(vocab),
+                                             "input");
+            }
+        }
+        tokens += inputs[i].size();
+    }
+    json data = json::array();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        std::vector<float> v;
+        {
+            const std::lock_guard lock(enc->mutex);
+            v = enc->encoder->encode(inputs[i], EncodeOptions{.pooling = enc->pooling, .normalize = true});
+        }
+        data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", embedding_value(v, r.base64)}});
+    }
+    served.metrics->add("vkf_embedding_tokens_total", static_cast<double>(tokens));
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", std::move(data)},
+               {"model", enc->name},
+               {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+}
+
+json model_entry(const std::string& name) {
+    return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "vkformer"}};
+}
+
+}  // namespace
+
+void install_routes(httplib::Server& http, Served& served) {
+    using Type = serve::Metrics::Type;
+    serve::Metrics& metrics = *served.metrics;
+    metrics.declare("vkf_requests_total", Type::Counter, "HTTP requests answered, by route and status.");
+    metrics.declare("vkf_errors_total", Type::Counter, "Requests that failed, by the error object's code.");
+    metrics.declare("vkf_embedding_tokens_total", Type::Counter, "Tokens run through the embedding model.");
+
+    http.set_payload_max_length(served.settings.max_body_bytes);
+    // Browser front ends ask first (CORS preflight) and send no key with the question.
+    http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
+    http.Options(".*", [](const httplib::Request&, httplib::Response& res) {
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.status = 204;
+    });
+    http.set_pre_routing_handler([&served](const httplib::Request& req, httplib::Response& res) {
+        if (!served.settings.api_key || req.method == "OPTIONS") {
+            return httplib::Server::HandlerResponse::Unhandled;
+        }
+        const std::string auth = req.get_header_value("Authorization");
+        const std::string expected = "Bearer " + *served.settings.api_key;
+        if (same_key(auth, expected)) {
+            return httplib::Server::HandlerResponse::Unhandled;
+        }
+        guarded(served, "auth", res, [] { throw serve::unauthorized(); });
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    // Statuses httplib sets itself (413 over --max-body, 404 no route, 400 unreadable) get
+    // an error object too; a handler's own error already has one.
+    http.set_error_handler(httplib::Server::HandlerWithResponse([&served](const httplib::Request& req,
+                                                                          httplib::Response& res) {
+        if (!res.body.empty() || res.is_chunked_content_provider_) {
+            return httplib::Server::HandlerResponse::Unhandled;
+        }
+        const serve::ApiError e = res.status == 404
+                                      ? serve::not_found(req.method, req.path)
+                                      : serve::error_for_status(res.status, served.settings.max_body_bytes);
+        send_json(res, res.status, e.body());
+        served.metrics->add("vkf_errors_total", 1, "kind=\"" + error_kind(e) + "\"");
+        served.metrics->add("vkf_requests_total", 1, "route=\"none\",status=\"" + std::to_string(res.status) + "\"");
+        return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler([&served](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        send_error(res, serve::server_error("the request failed inside the server"));
+        served.metrics->add("vkf_errors_total", 1, "kind=\"server_error\"");
+    });
+
+    http.Get("/health", [&served](const httplib::Request&, httplib::Response& res) {
+        guarded(served, "health", res, [&] {
+            const bool ok = !served.decoder || !served.decoder->engine->failed();
+            send_json(res, ok ? 200 : 503, {{"status", ok ? "ok" : "error"}});
+        });
+    });
+    http.Get("/metrics", [&served](const httplib::Request&, httplib::Response& res) {
+        guarded(served, "metrics", res,
+                [&] { res.set_content(served.metrics->render(), "text/plain; version=0.0.4; charset=utf-8"); });
+    });
+    http.Get("/v1/models", [&served](const httplib::Request&, httplib::Response& res) {
+        guarded(served, "models", res, [&] {
+            json data = json::array();
+            if (served.decoder) {
+                data.push_back(model_entry(served.decoder->name));
+            }
+            if (served.encoder != nullptr) {
+                data.push_back(model_entry(served.encoder->name));
+            }
+            send_json(res, 200, {{"object", "list"}, {"data", std::move(data)}});
+        });
+    });
+    http.Post("/v1/completions", [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, "completions", res, [&] { generation(served, serve::Endpoint::Completions, req, res); });
+    });
+    http.Post("/v1/chat/completions", [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, "chat", res, [&] { generation(served, serve::Endpoint::Chat, req, res); });
+    });
+    http.Post("/v1/embeddings", [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, "embeddings", res, [&] { embeddings(served, req, res); });
+    });
+}
+
+}  // namespace vkf::server

@@ -1,0 +1,70 @@
+#pragma once
+// The bodies of vkf-server's POST routes, read into typed requests: every field checked for
+// its type and range before anything reaches the model, and every refusal an ApiError (400)
+// whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
+// OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
+// would change the answer but are not implemented (logprobs, tools, penalties other than
+// 0) are refused rather than silently dropped. Token-level limits (prompt length) are
+// checked where the prompt is tokenized; the limits here bound what parsing may cost.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vkf::serve {
+
+struct RequestLimits {
+    std::uint32_t max_tokens = 4096;  // most tokens one request may ask to generate
+    std::uint32_t max_n = 4;          // most choices per request
+    std::uint32_t max_stops = 4;      // as OpenAI
+    std::uint32_t max_stop_bytes = 256;
+    std::uint32_t max_messages = 1024;
+    std::uint32_t max_inputs = 256;        // embeddings inputs per request
+    std::uint32_t max_prompt_ids = 65536;  // a prompt given as token ids
+    std::uint32_t max_json_depth = 32;
+};
+
+struct ChatMessageIn {
+    std::string role;  // checked against the chat format where the prompt is rendered
+    std::string content;
+};
+
+enum class Endpoint { Completions, Chat };
+
+struct GenerationRequest {
+    Endpoint endpoint = Endpoint::Completions;
+    std::string model;  // echoed back; the server serves one model whatever the name
+    // Completions: the prompt as text, or as token ids.
+    std::optional<std::string> prompt_text;
+    std::vector<std::uint32_t> prompt_ids;
+    // Chat: the conversation.
+    std::vector<ChatMessageIn> messages;
+    std::optional<std::uint32_t> max_tokens;  // absent: as many as the context allows
+    double temperature = 1.0;                 // OpenAI's default
+    double top_p = 1.0;
+    std::uint32_t top_k = 0;  // not OpenAI's; llama.cpp's server and others take it
+    std::optional<std::uint64_t> seed;
+    std::vector<std::string> stop;
+    std::uint32_t n = 1;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    bool ignore_eos = false;     // not OpenAI's: generate past the end-of-sequence token
+};
+
+struct EmbeddingRequest {
+    std::string model;
+    std::vector<std::string> texts;               // inputs as text, or
+    std::vector<std::vector<std::uint32_t>> ids;  // inputs as token ids
+    bool base64 = false;                          // encoding_format "base64": little-endian float32
+};
+
+GenerationRequest parse_completion_request(std::string_view body, const RequestLimits& limits);
+GenerationRequest parse_chat_request(std::string_view body, const RequestLimits& limits);
+EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLimits& limits);
+
+// Standard base64 (RFC 4648, padded) of bytes, as OpenAI's encoding_format "base64" sends floats.
+std::string base64_encode(std::string_view bytes);
+
+}  // namespace vkf::serve

@@ -1,0 +1,46 @@
+#pragma once
+// The bodies vkf-server answers with, in OpenAI's shapes: a whole completion or chat
+// completion, the chunks of a streamed one, and the usage counts.
+
+#include "host/serve/request.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace vkf::serve {
+
+struct Usage {
+    std::uint64_t prompt_tokens = 0;
+    std::uint64_t completion_tokens = 0;
+    nlohmann::ordered_json json() const;
+};
+
+struct Choice {
+    std::uint32_t index = 0;
+    std::string text;
+    std::string finish_reason;  // "stop" or "length"
+};
+
+// What every response and chunk of one request shares.
+struct ResponseHead {
+    Endpoint endpoint = Endpoint::Completions;
+    std::string id;  // "cmpl-..." or "chatcmpl-..."
+    std::int64_t created = 0;
+    std::string model;
+};
+
+// A whole (not streamed) response.
+nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vector<Choice>& choices,
+                                       const Usage& usage);
+// One streamed chunk of choice `index`. Chat: `role_only` is the first chunk, which carries
+// the assistant's role and no text. `finish_reason` marks a choice's last chunk.
+nlohmann::ordered_json chunk_body(const ResponseHead& head, std::uint32_t index, const std::string& text,
+                                  const std::optional<std::string>& finish_reason, bool role_only = false);
+// The last chunk with stream_options.include_usage: no choices, the usage counts.
+nlohmann::ordered_json usage_chunk_body(const ResponseHead& head, const Usage& usage);
+
+}  // namespace vkf::serve
