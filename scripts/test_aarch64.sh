@@ -72,7 +72,7 @@ if [ ! -f "$sysroot/usr/lib/aarch64-linux-gnu/libspirv-cross-core.a" ]; then
 fi
 
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVKF_WERROR=ON \
-  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DVKF_CROSS_ROOTS="$sysroot" \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake -DVKF_CROSS_ROOTS="$sysroot" -DVKF_SERVER=OFF \
   -DVKF_SPIRV_DIR="$(bash scripts/spirv_dir.sh)"
 cmake --build "$dir" --parallel "$(nproc)"
 
