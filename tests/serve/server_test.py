@@ -4,7 +4,8 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
 
 - 16 concurrent temperature-0 requests (8 prompts, each streamed and not) return exactly the
   text vkf-run gives each prompt alone;
-- the raw SSE framing (curl): only `data: <json>` events and blank lines, `data: [DONE]` last;
+- the raw SSE framing (curl): only `data: <json>` events (and `: keep-alive` comments) and blank
+  lines, `data: [DONE]` last;
 - the official OpenAI Node SDK (npm "openai", cached in NPM_DIR) drives completions, chat,
   streaming, embeddings and an error (skipped, and said, without node or npm);
 - a client that disconnects mid-stream has its sequence cancelled and its KV blocks freed
@@ -116,7 +117,8 @@ def stream_events(server, body, headers=None):
     resp = conn.getresponse()
     raw = resp.read().decode("utf-8")
     conn.close()
-    events = [e for e in raw.split("\n\n") if e]
+    # Comment events (": keep-alive", sent while a cold start compiles shaders) carry no data.
+    events = [e for e in raw.split("\n\n") if e and not e.startswith(":")]
     done = events and events[-1] == "data: [DONE]"
     return [json.loads(e[len("data: "):]) for e in events if e != "data: [DONE]"], done
 
@@ -170,7 +172,8 @@ def check_sse_framing(server):
     raw = proc.stdout
     if not raw.endswith("data: [DONE]\n\n"):
         fail("SSE stream does not end with 'data: [DONE]\\n\\n': %r" % raw[-80:])
-    events = raw.split("\n\n")[:-1]
+    # SSE comments (": keep-alive" while the server is silent for seconds) are valid framing.
+    events = [e for e in raw.split("\n\n")[:-1] if not (e.startswith(": ") and "\n" not in e)]
     for e in events[:-1]:
         if not e.startswith("data: {") or "\n" in e:
             fail("SSE event is not one 'data: {json}' line: %r" % e)
