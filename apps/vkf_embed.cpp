@@ -81,12 +81,8 @@ void declare_options(CLI::App& cli, Options& o) {
     cli.add_flag("--normalize", o.normalize,
                  "divide the pooled embedding by its L2 norm (off by default, as in\n"
                  "jina-embeddings-v2's encode(normalize_embeddings=False))");
-    add_choice(cli, "--weights", o.weights,
-               {{"f32", *vkf::parse_weight_format("f32")},
-                {"f16", *vkf::parse_weight_format("f16")},
-                {"q8_0", *vkf::parse_weight_format("q8_0")},
-                {"q4_0", *vkf::parse_weight_format("q4_0")}},
-               "weight storage on the device (default: f16 for an all-F16\ncheckpoint, else f32)");
+    add_weight_format(cli, o.weights,
+                      "weight storage on the device (default: f16 for an all-F16\ncheckpoint, else f32)");
     add_device_options(cli, o.device);
     cli.add_flag("--skip-weight-check", o.skip_weight_check,
                  "load weights without refusing NaN or infinite values (checked by default)");

@@ -59,12 +59,7 @@ void declare_options(CLI::App& cli, Options& o) {
                "context lengths, comma-separated (default: 1, 2, 4, 8 and 16\ntimes the model's training length)", 4);
     add_integer(cli, "--max-tokens", "N", o.max_tokens, std::size_t{1},
                 "score only the text's first N tokens (default: all)");
-    add_choice(cli, "--weights", o.weights,
-               {{"f32", *vkf::parse_weight_format("f32")},
-                {"f16", *vkf::parse_weight_format("f16")},
-                {"q8_0", *vkf::parse_weight_format("q8_0")},
-                {"q4_0", *vkf::parse_weight_format("q4_0")}},
-               "weight storage on the device (as vkf-run)");
+    add_weight_format(cli, o.weights, "weight storage on the device (as vkf-run)");
     add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
                "KV-cache storage on the device (default f16)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most tokens per submission (default 128)");

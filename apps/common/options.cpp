@@ -103,6 +103,14 @@ CLI::Option* add_parsed_option(CLI::App& cli, const std::string& name, const std
         ->option_text(value_name);
 }
 
+CLI::Option* add_weight_format(CLI::App& cli, std::optional<WeightFormat>& target, const std::string& description) {
+    std::vector<std::pair<std::string, WeightFormat>> choices;
+    for (const char* name : {"f32", "f16", "q8_0", "q4_0"}) {
+        choices.emplace_back(name, *parse_weight_format(name));
+    }
+    return add_choice(cli, "--weights", target, std::move(choices), description);
+}
+
 CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
     return add_parsed_option(cli, "--limits", "SPEC",
                              "lower the device's limits as a smaller device's: \"phone\",\n"

@@ -4,6 +4,7 @@
 // the option ("--reps needs a whole number >= 1, not 'x'"). The parsers throw UsageError.
 
 #include "apps/common/app_main.hpp"
+#include "host/quant/quant_format.hpp"
 #include "runtime/context.hpp"
 #include "runtime/limits.hpp"
 
@@ -133,6 +134,9 @@ CLI::Option* add_choice(CLI::App& cli, const std::string& name, Target& target,
                                  }
                              });
 }
+
+// --weights f32|f16|q8_0|q4_0: the weights' storage on the device (WeightFormat), unset unless given.
+CLI::Option* add_weight_format(CLI::App& cli, std::optional<WeightFormat>& target, const std::string& description);
 
 // --limits SPEC, merged over earlier --limits (the environment's VKF_LIMITS is merged
 // under it by the Context).

@@ -127,14 +127,10 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--seed", "S", o.sampling.seed, 0,
                 "sampling seed (default 0; --prompt-file: S + the prompt's index,\n"
                 "so a prompt's draws do not depend on the others)");
-    add_choice(cli, "--weights", o.weights,
-               {{"f32", *parse_weight_format("f32")},
-                {"f16", *parse_weight_format("f16")},
-                {"q8_0", *parse_weight_format("q8_0")},
-                {"q4_0", *parse_weight_format("q4_0")}},
-               "weight storage on the device: q8_0 and q4_0 quantize the\n"
-               "matrices at load time (docs/QUANTIZATION.md); default: a\n"
-               "quantized checkpoint's own format, f16 for an all-F16\ncheckpoint, else f32");
+    add_weight_format(cli, o.weights,
+                      "weight storage on the device: q8_0 and q4_0 quantize the\n"
+                      "matrices at load time (docs/QUANTIZATION.md); default: a\n"
+                      "quantized checkpoint's own format, f16 for an all-F16\ncheckpoint, else f32");
     add_choice(cli, "--kv", o.kv, {{"f32", DType::F32}, {"f16", DType::F16}},
                "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");

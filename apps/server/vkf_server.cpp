@@ -92,12 +92,7 @@ void declare_options(CLI::App& cli, Options& o) {
     add_text(cli, "--chat-format", "chatml|baichuan|jais|none", o.chat_format,
              "the chat prompt format (default: detected from the checkpoint's\n"
              "tokenizer_config.json / generation_config.json)");
-    add_choice(cli, "--weights", o.weights,
-               {{"f32", *vkf::parse_weight_format("f32")},
-                {"f16", *vkf::parse_weight_format("f16")},
-                {"q8_0", *vkf::parse_weight_format("q8_0")},
-                {"q4_0", *vkf::parse_weight_format("q4_0")}},
-               "weight storage on the device (as vkf-run)");
+    add_weight_format(cli, o.weights, "weight storage on the device (as vkf-run)");
     add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
                "KV-cache storage (default f16)");
     add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
