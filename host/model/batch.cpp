@@ -115,6 +115,8 @@ Batch::Batch(const Model& model, BatchOptions options)
         }
     }
     // Plans the decode step now: a device the model cannot run on fails here, not mid-run.
+    // Whether QKV scatters depends on the device and the weights, not on the step's shape: the
+    // fused QKV rows of the separate passes are allocated once, here.
     fused_qkv_ = plan_decoder_step(ctx_, model_, settings_, StepShape{1, 1, 1, 1}).scatter;
     if (!fused_qkv_) {
         qkv_ = ctx_.create_buffer(n * (c.hidden + 2ull * c.n_kv_head * c.head_dim) * kF32, MemoryKind::Device, "qkv");
@@ -352,10 +354,6 @@ void Batch::ensure_buffers(const DecoderPlan& plan) {
     if (plan.gather_logits) {
         grow(logit_hidden_, std::uint64_t{plan.shape.logit_rows} * c.hidden * kF32, MemoryKind::Device, "logit rows");
     }
-    if (!plan.scatter) {
-        grow(qkv_, std::uint64_t{options_.chunk} * (c.hidden + 2ull * c.n_kv_head * c.head_dim) * kF32,
-             MemoryKind::Device, "qkv");
-    }
 }
 
 RecordedStep& Batch::recorded(const StepShape& shape) {
@@ -364,7 +362,10 @@ RecordedStep& Batch::recorded(const StepShape& shape) {
         return *it->second;
     }
     const DecoderPlan plan = plan_decoder_step(ctx_, model_, settings_, shape);
-    fused_qkv_ = plan.scatter;
+    if (plan.scatter != fused_qkv_) {
+        throw Error("batch: the matmul op answered differently for QKV scatter at " + std::to_string(shape.tokens) +
+                    " rows than for one; the step's buffers follow the first answer");
+    }
     ensure_buffers(plan);
     // A few shapes recur (decoding's n sequences, full prompt chunks); the odd mixes would
     // otherwise pile up.

@@ -138,7 +138,7 @@ public:
     const Model& model() const { return model_; }
     const SessionStats& stats() const { return stats_; }
     const Profile& profile() const { return profile_; }
-    // Whether the last planned step scattered QKV in place (DecoderPlan::scatter).
+    // Whether the steps scatter QKV in place (DecoderPlan::scatter; the same for every shape).
     bool fused_qkv() const { return fused_qkv_; }
     std::uint64_t device_bytes() const;
 
