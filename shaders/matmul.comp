@@ -92,6 +92,16 @@ layout(std430, binding = 1) readonly buffer W64 { u64vec4 w64_data[]; }; // 16 h
 layout(std430, binding = 0) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 floats
 #endif
 #endif
+#if defined(BLOCKED) && defined(WIDE64)
+// 64-bit views of X and W (the same bindings), read where the flags say rows line up: four
+// elements of a row per component (fp32 W: two components).
+layout(std430, binding = 0) readonly buffer XB { u64vec2 xb_data[]; }; // 4 floats
+#if defined(WEIGHTS_F16)
+layout(std430, binding = 1) readonly buffer WB { uint64_t wb_data[]; }; // 4 halves
+#else
+layout(std430, binding = 1) readonly buffer WB { u64vec2 wb_data[]; }; // 4 floats
+#endif
+#endif
 
 #include "matmul_epilogue.glsl"
 
@@ -131,6 +141,26 @@ vec2 load_w_pair(uint i) {
 #endif
 }
 
+#if defined(WIDE64)
+vec4 floats2(uint64_t a, uint64_t b) {
+    return vec4(uintBitsToFloat(unpackUint2x32(a)), uintBitsToFloat(unpackUint2x32(b)));
+}
+// W[e .. e + 3] and X[e .. e + 3]; e a multiple of 4.
+vec4 load_w4(uint e) {
+#if defined(WEIGHTS_F16)
+    const uvec2 u = unpackUint2x32(wb_data[e >> 2u]);
+    return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+#else
+    const u64vec2 v = wb_data[e >> 2u];
+    return floats2(v.x, v.y);
+#endif
+}
+vec4 load_x4(uint e) {
+    const u64vec2 v = xb_data[e >> 2u];
+    return floats2(v.x, v.y);
+}
+#endif
+
 void main() {
     const uint col0 = gl_GlobalInvocationID.x * RN;
     const uint row0 = gl_WorkGroupID.y * RM;
@@ -152,7 +182,28 @@ void main() {
         }
     }
     // The constant-count loops are unrolled by the compiler: the k loop is the only loop
-    // left, one iteration per pair of k (per k without VKF_MATMUL_FLAG_PAIRS).
+    // left, one iteration per 4 k with WIDE64 and VKF_MATMUL_FLAG_VEC8, per pair of k with
+    // VKF_MATMUL_FLAG_PAIRS, else per k.
+#if defined(WIDE64)
+    if ((params.flags & VKF_MATMUL_FLAG_VEC8) != 0u) {
+        for (uint kk = k_begin; kk < k_end; kk += 4u) {
+            vec4 w[RN]; // W[col0 + j, kk .. kk + 3]: one 64-bit load per column (fp16)
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                w[j] = load_w4(w_row[j] + kk);
+            }
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                const vec4 x = load_x4(x_row[i] + kk); // the same for all lanes
+                [[unroll]] for (uint q = 0u; q < RQ; ++q) {
+                    const uint j = 4u * q;
+                    acc[i][q] += (x.x * vec4(w[j].x, w[j + 1u].x, w[j + 2u].x, w[j + 3u].x) +
+                                  x.y * vec4(w[j].y, w[j + 1u].y, w[j + 2u].y, w[j + 3u].y)) +
+                                 (x.z * vec4(w[j].z, w[j + 1u].z, w[j + 2u].z, w[j + 3u].z) +
+                                  x.w * vec4(w[j].w, w[j + 1u].w, w[j + 2u].w, w[j + 3u].w));
+                }
+            }
+        }
+    } else
+#endif
     if ((params.flags & VKF_MATMUL_FLAG_PAIRS) != 0u) {
         for (uint kk = k_begin; kk < k_end; kk += 2u) {
             vec4 w_lo[RQ], w_hi[RQ]; // W[col0 + 4q .. +3, kk] and [.., kk + 1]

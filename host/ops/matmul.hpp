@@ -139,8 +139,8 @@ struct MatmulPlan {
     std::uint32_t column_groups = 0;                   // rowdot: groups of block_n columns per workgroup
     std::uint32_t subgroup_size = 0;                   // rowdot: the device's, as planned
     std::uint32_t blocks_per_step = 0;                 // quantized: blocks whose scales are read together
-    bool wide_loads = false;  // rowdot (and quantized blocked): 64-bit components (shaderInt64)
-    bool int_dot = false;     // quantized blocked on int8 X (MatmulOptions::int8_activations)
+    bool wide_loads = false;                           // rowdot and blocked: 64-bit components (shaderInt64)
+    bool int_dot = false;                              // quantized blocked on int8 X (MatmulOptions::int8_activations)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;  // K slices; > 1 adds the reduce pass

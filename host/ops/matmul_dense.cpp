@@ -114,14 +114,15 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
 
 // The tiled kernel is matmul.comp without a kernel define.
 const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter, bool layernorm, bool no_epilogue) {
-    return shaders::variant("matmul", {{"GEMV", kernel == MatmulKernel::Gemv},
-                                       {"BLOCKED", kernel == MatmulKernel::Blocked},
-                                       {"ROWDOT", kernel == MatmulKernel::RowDot},
-                                       {"WIDE64", kernel == MatmulKernel::RowDot && wide},
-                                       {"LN_X", layernorm},
-                                       {"WEIGHTS_F16", f16},
-                                       {"SCATTER", scatter},
-                                       {"NO_EPILOGUE", no_epilogue}});
+    return shaders::variant("matmul",
+                            {{"GEMV", kernel == MatmulKernel::Gemv},
+                             {"BLOCKED", kernel == MatmulKernel::Blocked},
+                             {"ROWDOT", kernel == MatmulKernel::RowDot},
+                             {"WIDE64", (kernel == MatmulKernel::RowDot || kernel == MatmulKernel::Blocked) && wide},
+                             {"LN_X", layernorm},
+                             {"WEIGHTS_F16", f16},
+                             {"SCATTER", scatter},
+                             {"NO_EPILOGUE", no_epilogue}});
 }
 
 class DenseWeights final : public WeightSource {
@@ -156,6 +157,10 @@ public:
         const bool f16 = a_.weight_dtype == DType::F16;
         if (plan_.kernel != MatmulKernel::Tiled && a_.k % 2 == 0 && w.base % 2 == 0) {
             p.load_flags |= VKF_MATMUL_FLAG_PAIRS;
+        }
+        if (plan_.kernel == MatmulKernel::Blocked && plan_.wide_loads && a_.k % 8 == 0 && x.base % 4 == 0 &&
+            w.base % 4 == 0) {
+            p.load_flags |= VKF_MATMUL_FLAG_VEC8;  // rows start on 4 elements: 64-bit loads
         }
         if (plan_.kernel == MatmulKernel::RowDot && a_.k % 8 == 0 && x.base % 4 == 0 && w.base % (f16 ? 8 : 4) == 0) {
             p.load_flags |= VKF_MATMUL_FLAG_VEC8;
@@ -251,7 +256,8 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
                                            ? kBatchBlockRows
                                            : kBlockRows;
             groups = plan_blocked(plan, device, m, n, rows, kBlockCols, kBlockedWorkgroup);
-            granule = 2;  // slices start on pairs
+            plan.wide_loads = limits.int64;
+            granule = plan.wide_loads ? 4 : 2;  // slices start on pairs (with 64-bit loads: quads)
             break;
         }
     }

@@ -196,7 +196,7 @@ std::string MatmulPlan::describe() const {
     if (kernel == MatmulKernel::Tiled) {
         s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);
     } else if (kernel == MatmulKernel::Blocked) {
-        s += " " + std::to_string(block_m) + "x" + std::to_string(block_n);
+        s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + (wide_loads ? " (64-bit loads)" : "");
     } else if (kernel == MatmulKernel::RowDot) {
         s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(column_groups) +
              " (subgroups of " + std::to_string(subgroup_size) + (wide_loads ? ", 64-bit loads)" : ")");
