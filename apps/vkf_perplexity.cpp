@@ -7,6 +7,7 @@
 #include "apps/common/options.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/common/svg_chart.hpp"
+#include "apps/common/text_source.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/perplexity.hpp"
@@ -92,7 +93,9 @@ void write_plot(const std::string& path, const std::string& title, const std::ve
 int run(const Options& o) {
     vkf::Context ctx(o.device.context_options());
     const vkf::text::Tokenizer tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
-    std::vector<std::uint32_t> tokens = tokenizer.encode(vkf::read_text_file(o.file), false);
+    const std::string text = vkf::read_text_file(o.file);
+    vkf::app::check_utf8(text, "'" + o.file + "'");
+    std::vector<std::uint32_t> tokens = tokenizer.encode(text, false);
     if (o.max_tokens > 0 && tokens.size() > o.max_tokens) {
         tokens.resize(o.max_tokens);
     }
