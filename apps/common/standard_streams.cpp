@@ -39,8 +39,8 @@ void flush_checked(std::FILE* out) {
     if (failed) {
         const int error = errno;
         std::clearerr(out);
-        throw Error(std::string(stream_name(out)) + ": write failed: " +
-                    (error != 0 ? std::strerror(error) : "an earlier write was lost"));
+        throw Error(std::string(stream_name(out)) +
+                    ": write failed: " + (error != 0 ? std::strerror(error) : "an earlier write was lost"));
     }
 }
 
