@@ -17,6 +17,9 @@
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <filesystem>
@@ -108,6 +111,27 @@ int run(const Options& o) {
             lengths.push_back(x * train);
         }
     }
+    // A length given twice is computed once; the lengths longer than the text are skipped
+    // (and named), as long as one fits: the default list goes to 16x the training length.
+    std::vector<std::uint32_t> skipped;
+    {
+        std::vector<std::uint32_t> fitting;
+        for (const std::uint32_t c : lengths) {
+            if (std::find(fitting.begin(), fitting.end(), c) != fitting.end() ||
+                std::find(skipped.begin(), skipped.end(), c) != skipped.end()) {
+                continue;
+            }
+            (c > tokens.size() ? skipped : fitting).push_back(c);
+        }
+        if (fitting.empty()) {
+            vkf::perplexity_windows(tokens.size(), *std::min_element(skipped.begin(), skipped.end()));  // throws
+        }
+        lengths = std::move(fitting);
+    }
+    if (!skipped.empty()) {
+        fmt::print(stderr, "vkf-perplexity: skipped ctx {}: longer than the text's {} tokens\n",
+                   fmt::join(skipped, ", "), tokens.size());
+    }
     // Every length is checked before the first one runs for minutes.
     std::size_t total_tokens = 0;
     for (const std::uint32_t c : lengths) {
@@ -157,7 +181,8 @@ int run(const Options& o) {
             {"file", o.file},
             {"tokens", tokens.size()},
             {"windowing", "non-overlapping windows of ctx tokens, each scored on its second half (llama.cpp)"},
-            {"results", rows}};
+            {"results", rows},
+            {"skipped_ctx", skipped}};
         fmt::print("{}\n", vkf::json_text(json));
     } else {
         fmt::print("perplexity of {} ({} tokens), training length {}:\n", o.file, tokens.size(), train);

@@ -7,9 +7,13 @@ line ending is stripped; an --interactive line that does not fit the cache is re
 session goes on; SIGINT/SIGTERM end generation with the line ended, the pipeline cache saved,
 and exit 130/143; VKF_VALIDATION takes yes/no and refuses the rest.
 
-usage: shell_cli_test.py PATH/TO/vkf-run PATH/TO/vkf-tokenize MODEL_DIR
+vkf-perplexity scores the default context lengths that fit a short text, names the others,
+and computes a repeated --ctx once.
+
+usage: shell_cli_test.py PATH/TO/vkf-run PATH/TO/vkf-tokenize PATH/TO/vkf-perplexity MODEL_DIR
 """
 
+import json
 import os
 import signal
 import stat
@@ -20,7 +24,7 @@ import threading
 
 from cli_checks import command, fail, finish
 
-RUN, TOKENIZE, MODEL = sys.argv[1:4]
+RUN, TOKENIZE, PERPLEXITY, MODEL = sys.argv[1:5]
 BASE = ["--model", MODEL, "--quiet"]
 TOKENIZER = os.path.join(MODEL, "tokenizer.json")
 
@@ -156,6 +160,20 @@ def signals(tmp):
             fail("signal %d: no pipeline cache saved in %s" % (sig, cache))
 
 
+def perplexity_contexts(tmp):
+    text = os.path.join(tmp, "short.txt")
+    with open(os.path.join(MODEL, "heldout.txt"), "rb") as f:
+        open(text, "wb").write(f.read(700))  # about 170 tokens: ctx 128 fits, 256 to 2048 do not
+    for args, rows, skipped in [([], [128], [256, 512, 1024, 2048]), (["--ctx", "16,16,4096"], [16], [4096])]:
+        proc = run(PERPLEXITY, ["--model", MODEL, "--file", text, "--json", "--quiet"] + args)
+        expect(proc, 0, "vkf-perplexity %s on a short text" % " ".join(args), "skipped ctx")
+        if proc.returncode == 0:
+            out = json.loads(proc.stdout)
+            if [r["ctx"] for r in out["results"]] != rows or out["skipped_ctx"] != skipped:
+                fail("vkf-perplexity %s: rows %s, skipped %s" % (args, [r["ctx"] for r in out["results"]],
+                                                               out.get("skipped_ctx")))
+
+
 def validation_env():
     for value, code in [("yes", 0), ("off", 0), ("maybe", 1)]:
         proc = run(RUN, BASE + ["--prompt-ids", "1,2", "--n-predict", "1"], env={"VKF_VALIDATION": value})
@@ -170,4 +188,5 @@ with tempfile.TemporaryDirectory() as tmp:
     interactive_cache()
     signals(tmp)
     validation_env()
+    perplexity_contexts(tmp)
 sys.exit(finish("the programs hold up in a shell"))
