@@ -94,7 +94,8 @@ int run_one(vkf::Context& ctx, const Options& o) {
     vkf::GenerationOptions gen{.n_predict = o.n_predict,
                                .sampling = o.sampling,
                                .keep_logits = o.check || !o.logits_out.empty(),
-                               .stop_ids = stop_ids};
+                               .stop_ids = stop_ids,
+                               .on_prefill = vkf::app::prefill_progress(!o.quiet)};
     // Text streams to stdout as it is made (collected only, for --json); ids get a progress line.
     std::optional<vkf::app::StreamedText> streamed;
     if (o.prompt_text) {

@@ -1,6 +1,7 @@
 #include "apps/run/chat.hpp"
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/progress_line.hpp"
 #include "apps/common/standard_streams.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/common/streamed_text.hpp"
@@ -74,9 +75,11 @@ int chat(Session& session, const text::Tokenizer& tokenizer, const Options& o,
                 .n_predict = static_cast<std::uint32_t>(std::min<std::uint64_t>(o.n_predict, room - ids.size() + 1)),
                 .sampling = sampling,
                 .stop_ids = stop_ids,
-                .on_token = [&streamed](std::uint32_t, std::uint32_t id) {
-                    return streamed.push(id) && app::stop_signal() == 0;  // Ctrl-C ends the answer
-                }});
+                .on_token =
+                    [&streamed](std::uint32_t, std::uint32_t id) {
+                        return streamed.push(id) && app::stop_signal() == 0;  // Ctrl-C ends the answer
+                    },
+                .on_prefill = app::prefill_progress(!o.quiet)});
         streamed.finish();
         app::write_checked("\n");
         pending = result.tokens.back();
