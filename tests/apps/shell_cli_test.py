@@ -189,7 +189,7 @@ def interactive_memory():
         config = json.load(f)
     kv_bytes = 2 * config["n_layer"] * config["hidden_size"] * 2
     peaks = []
-    for turns in (30, 130):
+    for turns in (20, 80):
         proc = subprocess.Popen(command(RUN, ["--model", MODEL, "--interactive", "--n-predict", "4", "--ctx", "4096"]),
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         proc.stdin.write(b"And God said\n" * turns)
