@@ -18,7 +18,9 @@ void install_stop_signals() {
     struct sigaction action {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;  // no SA_RESTART: getline on stdin returns instead of waiting on
+    // No SA_RESTART: getline on stdin returns instead of waiting on. SA_RESETHAND: a second
+    // Ctrl-C (during a long load, say) ends the program at once, as by default.
+    action.sa_flags = SA_RESETHAND;
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGTERM, &action, nullptr);
 }

@@ -2,7 +2,7 @@
 // SIGINT (Ctrl-C) and SIGTERM as a request to stop, not a kill: a program that installs this
 // ends its generation at the next token, finishes its output line, lets its Context save the
 // pipeline cache on the way out, and exits 130 (SIGINT) or 143 (SIGTERM) as a shell expects
-// (run_app applies the status).
+// (run_app applies the status). A second signal ends the program at once.
 
 namespace vkf::app {
 
