@@ -223,19 +223,12 @@ TEST_F(Matmul_, SplitKAddsTheSlicesBeforeTheEpilogue) {
             EXPECT_GT(plan.scratch_bytes, 0u);
         }
     }
-    // Rows on 8 elements: the blocked kernel's 64-bit loads (shaderInt64; the spec_minimum
-    // run covers it without), slices of 68 starting on 4 elements but not 8, and a partial
-    // block of rows.
+    // Rows on 8 elements: the blocked kernel's 64-bit loads (with shaderInt64), slices of 68
+    // starting on 4 elements but not 8, a partial block of rows.
+    const MatmulOptions three_slices{.kernel = MatmulKernel::Blocked, .force_splits = 3};
     for (DType t : {DType::F32, DType::F16}) {
-        const auto plan = run_case(ctx(),
-                                   Case{.m = 11,
-                                        .n = 21,
-                                        .k = 200,
-                                        .dtype = t,
-                                        .bias = true,
-                                        .residual = true,
-                                        .options = {.kernel = MatmulKernel::Blocked, .force_splits = 3}},
-                                   seed++);
+        const Case c{.m = 11, .n = 21, .k = 200, .dtype = t, .bias = true, .residual = true, .options = three_slices};
+        const auto plan = run_case(ctx(), c, seed++);
         EXPECT_EQ(plan.k_split % 8, 4u) << plan.describe();
         EXPECT_EQ(plan.wide_loads, ctx().limits().int64) << plan.describe();
     }
