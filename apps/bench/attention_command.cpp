@@ -50,6 +50,7 @@ struct AttentionOptions {
     std::vector<DType> dtypes = {DType::F32, DType::F16};
     bool prefill = true, decode = true;
     std::uint32_t batch = 1;
+    std::uint32_t window = 0;
     std::optional<std::uint32_t> heads, warmup, reps;
     bool no_naive = false;
     bool json = false;
@@ -78,6 +79,9 @@ void declare_options(CLI::App& cli, AttentionOptions& o) {
                       });
     add_counts(cli, "--decode-kv", "N,...", o.decode_kv, "KV cache lengths for decoding (default 4096)");
     add_integer(cli, "--batch", "N", o.batch, 1u, "batch size (default 1)");
+    add_integer(cli, "--window", "W", o.window, 0u,
+                "key window: each query sees itself and the W keys before it\n"
+                "(MPT's sliding_window_size; default 0, full attention)");
     CLI::Option* heads = add_integer(cli, "--heads", "N", o.heads, 1u, "query heads, as many KV heads (default 16)");
     CLI::Option* head_dims =
         add_parsed_option(cli, "--head-dim", "D,...", "head sizes (default 64,128)", [&o](const std::string& text) {
@@ -124,6 +128,7 @@ SuiteSettings settings_of(const AttentionOptions& o) {
     }
     sweep.dtypes = o.dtypes;
     sweep.batch = o.batch;
+    sweep.window = o.window;
     sweep.naive_prefill = sweep.naive_decode = !o.no_naive;
     sweep.alternate_dtypes = o.quick;
     sweep.cheapest_first = true;
@@ -176,6 +181,7 @@ Json settings_json(const Context& ctx, const SuiteSettings& s, const AttentionOp
             {"dtypes", dtypes},
             {"modes", modes},
             {"batch", sweep.batch},
+            {"window", sweep.window},
             {"warmup", s.warmup},
             {"reps", s.reps},
             {"naive", !o.no_naive},
@@ -194,7 +200,7 @@ Json plan_json(const AttentionPlan& p) {
 }
 
 // One shape: the tiled result and, when it ran or was refused, the naive one.
-Json shape_json(const Context& ctx, const Result& tiled, const Result* naive) {
+Json shape_json(const Context& ctx, const Result& tiled, const Result* naive, std::uint32_t window) {
     const AttentionShape shape{.batch = static_cast<std::uint32_t>(int_param(tiled, "batch")),
                                .q_len = static_cast<std::uint32_t>(int_param(tiled, "q_len")),
                                .kv_len = static_cast<std::uint32_t>(int_param(tiled, "kv_len")),
@@ -259,7 +265,7 @@ Json shape_json(const Context& ctx, const Result& tiled, const Result* naive) {
                  {"plan_text", nullptr}};
     if (tiled_ok) {
         // The plan Attention chose, as numbers: planning is deterministic for a device and shape.
-        json["plan"] = plan_json(plan_attention(attention_device(ctx), shape));
+        json["plan"] = plan_json(plan_attention(attention_device(ctx), shape, {}, window));
         json["plan_text"] = tiled.plan;
     }
     return json;
@@ -275,7 +281,7 @@ Json attention_json(const Context& ctx, const SuiteSettings& s, const AttentionO
         twin.replace(twin.find(" tiled"), 6, " naive");
         const auto naive =
             std::find_if(run.results.begin(), run.results.end(), [&](const Result& n) { return n.name == twin; });
-        results.push_back(shape_json(ctx, r, naive != run.results.end() ? &*naive : nullptr));
+        results.push_back(shape_json(ctx, r, naive != run.results.end() ? &*naive : nullptr, o.window));
     }
     return {{"vkformer_version", build::kVersion},
             {"device", ctx.device_info()},
