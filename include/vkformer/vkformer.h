@@ -71,8 +71,9 @@ typedef enum vkf_status {
 
 /* "VKF_ERROR_IO": static storage; "VKF_UNKNOWN_STATUS" for a value not listed. */
 VKF_API const char* vkf_status_name(vkf_status status);
-/* The message of the last call on this thread that failed; "" after a call that succeeded.
- * Valid until the next vkformer call on this thread. Never NULL. */
+/* The message of the last call on this thread that failed; "" after a call returning VKF_OK
+ * (vkf_version*, vkf_status_name and this function leave it alone). Valid until the next
+ * vkformer call on this thread. Never NULL. */
 VKF_API const char* vkf_last_error(void);
 
 /* ---- Cancellation ----------------------------------------------------------------------- */
@@ -400,6 +401,7 @@ static inline vkf_batch_params vkf_batch_default_params(void) {
     return p;
 }
 
+/* An array element: no struct_size, so it does not grow within an ABI version. */
 typedef struct vkf_batch_event {
     uint64_t sequence;
     uint32_t stop; /* vkf_stop_reason */
