@@ -120,13 +120,15 @@ export VKF_TEST_QUICK=1
 #   test_attention_paged the paged kernels),
 #   vkf_families_cli, vkf_quantize_cli, vkf_text_cli, vkf_shell_cli and the two vkf-bench runs (the same
 #   programs' other commands; test_bench covers vkf-bench's own code), hf_tokenizers_compare
-#   (npm; nothing aarch64 in it), and the CTest entries labelled spec_minimum (the reruns under
-#   VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
+#   (npm; nothing aarch64 in it), test_capi_model and test_capi_adopt (the C API over the
+#   same forward passes, test_capi_model 21 s of CPU under qemu; the arm64 libvkformer.so is
+#   built, symbol-checked and run by test_capi_basic), and the CTest entries labelled
+#   spec_minimum (the reruns under VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
 skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans|test_attention_window'
 skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int8|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_model_families|test_batch|test_perplexity_model'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
-skipped+='|hf_tokenizers_compare)$'
+skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt)$'
 selection=()
 if [ $all -eq 0 ]; then
   selection=(-E "$skipped" -LE '^(spec_minimum|full)$')
