@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The portability check of vkformer's library archives (the libvkf_*.a of the runtime, the host
-# libraries and the shaders; not the tests' or the programs'): lists every symbol they leave
+# libraries and the shaders; not the tests' or the programs') and of the JNI glue: lists every symbol they leave
 # undefined (nm) and fails on any that Android's C library, bionic, lacks at API level 26 (the
 # NDK build's minimum, README "Android"), and on any desktop-only one (X11, XCB, Wayland, libdrm,
 # Vulkan's window-system entry points). Each offender is named with the object that uses it.
@@ -79,7 +79,10 @@ if command -v aarch64-linux-gnu-nm >/dev/null 2>&1 && [ "$(uname -m)" != aarch64
   esac
 fi
 
-mapfile -t archives < <(find "$dir" -name 'libvkf_*.a' -not -path "$dir/tests/*" -not -path "$dir/apps/*" | sort)
+# The Java binding's JNI glue (bindings/java, when the build has it) is checked the same way:
+# an Android app loads it.
+mapfile -t archives < <(find "$dir" \( -name 'libvkf_*.a' -o -name 'libvkformer_jni.so' \) -not -path "$dir/tests/*" \
+  -not -path "$dir/apps/*" | sort)
 if [ ${#archives[@]} -eq 0 ]; then
   echo "check_portable_symbols: no libvkf_*.a under $dir (build it first)" >&2
   exit 2
