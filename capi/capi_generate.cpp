@@ -1,0 +1,214 @@
+// The C API's sessions and generation.
+#include "capi/capi_internal.hpp"
+
+#include "host/model/generation.hpp"
+
+#include <algorithm>
+
+namespace vkf::capi {
+namespace {
+
+constexpr std::size_t kSessionParamsV1 = VKF_V1_SIZE(vkf_session_params, int8_activations);
+constexpr std::size_t kSamplingParamsV1 = VKF_V1_SIZE(vkf_sampling_params, seed);
+constexpr std::size_t kGenerateParamsV1 = VKF_V1_SIZE(vkf_generate_params, cancel);
+constexpr std::size_t kGenerateResultV1 = VKF_V1_SIZE(vkf_generate_result, decode_seconds);
+
+vkf_session& session_of(vkf_session* session) {
+    return live(session, Kind::Session, "vkf_session");
+}
+
+}  // namespace
+
+GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config) {
+    GenerateSettings s{read_params(given, vkf_generate_default_params(), kGenerateParamsV1, "params"), {}};
+    const vkf_generate_params& p = s.params;
+    require(p.max_new_tokens > 0, "params.max_new_tokens is 0");
+    s.options.n_predict = p.max_new_tokens;
+    const vkf_sampling_params sampling =
+        read_params(p.sampling, vkf_sampling_default_params(), kSamplingParamsV1, "params.sampling");
+    s.options.sampling = {.temperature = sampling.temperature, .top_k = sampling.top_k, .top_p = sampling.top_p,
+                          .seed = sampling.seed};
+    try {
+        validate(s.options.sampling);
+    } catch (const Error& e) {
+        throw ApiError(VKF_ERROR_INVALID_ARGUMENT, std::string("params.sampling: ") + e.what());
+    }
+    require(p.stop_ids != nullptr || p.n_stop_ids == 0, "params.stop_ids is NULL with n_stop_ids > 0");
+    s.options.stop_ids.assign(p.stop_ids, p.stop_ids + p.n_stop_ids);
+    if (p.use_model_eos) {
+        s.options.stop_ids.insert(s.options.stop_ids.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
+    }
+    if (p.tokenizer != nullptr) {
+        check_handle(p.tokenizer, Kind::Tokenizer, "params.tokenizer");
+    }
+    if (p.cancel != nullptr) {
+        check_handle(p.cancel, Kind::Cancel, "params.cancel");
+    }
+    return s;
+}
+
+TokenSink::TokenSink(const vkf_generate_params& params)
+    : on_token_(params.on_token), user_data_(params.user_data), cancel_(params.cancel) {
+    if (params.tokenizer != nullptr) {
+        stream_ = std::make_unique<text::TextStream>(*params.tokenizer->tokenizer);
+    }
+}
+
+bool TokenSink::push(std::uint32_t id) {
+    if (cancel_ != nullptr && cancel_->requested.load()) {
+        cancelled_ = true;
+    }
+    bool go_on = !cancelled_;
+    if (on_token_ != nullptr) {
+        if (stream_) {
+            const std::string piece = stream_->push(id);
+            go_on = on_token_(id, piece.c_str(), piece.size(), user_data_) == 0 && go_on;
+        } else {
+            go_on = on_token_(id, nullptr, 0, user_data_) == 0 && go_on;
+        }
+    } else if (stream_) {
+        stream_->push(id);
+    }
+    return go_on;
+}
+
+void TokenSink::finish() {
+    if (stream_ && on_token_ != nullptr) {
+        const std::string rest = stream_->finish();
+        if (!rest.empty()) {
+            on_token_(VKF_TOKEN_NONE, rest.c_str(), rest.size(), user_data_);
+        }
+    }
+}
+
+vkf_stop_reason TokenSink::stop_reason(StopReason stop) const {
+    switch (stop) {
+    case StopReason::Length: return VKF_STOP_LENGTH;
+    case StopReason::StopToken: return VKF_STOP_EOS;
+    case StopReason::Caller: return cancelled_ ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
+    case StopReason::CacheFull: return VKF_STOP_CACHE_FULL;
+    }
+    return VKF_STOP_CALLBACK;
+}
+
+}  // namespace vkf::capi
+
+using namespace vkf::capi;
+
+namespace {
+
+vkf_status run_generation(const char* function, vkf_session* session, const uint32_t* prompt, size_t n_prompt,
+                          const vkf_generate_params* params, uint32_t* tokens, size_t capacity,
+                          vkf_generate_result* result, const char* text, size_t text_length, bool from_text) {
+    return guarded(function, [&] {
+        vkf_session& s = session_of(session);
+        const GenerateSettings settings = generate_settings(params, s.model->model->config());
+        std::vector<std::uint32_t> ids;
+        if (from_text) {
+            require(settings.params.tokenizer != nullptr, "params.tokenizer is NULL: it is needed for a text prompt");
+            require(text != nullptr || text_length == 0, "prompt is NULL");
+            const std::string_view view = text_length == 0 ? std::string_view() : std::string_view(text, text_length);
+            check_utf8(view, "prompt");
+            ids = settings.params.tokenizer->tokenizer->encode(view, true);
+        } else {
+            require(prompt != nullptr || n_prompt == 0, "prompt is NULL");
+            ids.assign(prompt, prompt + n_prompt);
+        }
+        require(tokens != nullptr || capacity == 0, "tokens is NULL with a capacity");
+        require(!ids.empty(), "the prompt has no tokens");
+        if (result != nullptr) {
+            require(result->struct_size >= kGenerateResultV1, "result->struct_size is too small (set it to sizeof)");
+        }
+        vkf::GenerationOptions options = settings.options;
+        TokenSink sink(settings.params);
+        options.on_token = [&sink](std::uint32_t, std::uint32_t id) { return sink.push(id); };
+        const vkf::GenerationResult r = vkf::generate(*s.session, ids, options);
+        sink.finish();
+        std::copy_n(r.tokens.begin(), std::min(capacity, r.tokens.size()), tokens);
+        if (result != nullptr) {
+            vkf_generate_result out{};
+            out.n_prompt_tokens = r.prompt_tokens;
+            out.n_tokens = static_cast<std::uint32_t>(r.tokens.size());
+            out.stop = sink.stop_reason(r.stop);
+            out.prefill_seconds = r.prefill_time.count();
+            out.decode_seconds = r.decode_time.count();
+            write_out(result, out, kGenerateResultV1, "result");
+        }
+    });
+}
+
+}  // namespace
+
+extern "C" {
+
+VKF_API vkf_status vkf_session_create(vkf_model* model, const vkf_session_params* params, vkf_session** out) {
+    return guarded(__func__, [&] {
+        vkf_model& m = live(model, Kind::Model, "vkf_model");
+        out_ptr(out, "out");
+        const vkf_session_params p = read_params(params, vkf_session_default_params(), kSessionParamsV1, "params");
+        require(p.max_tokens > 0, "params.max_tokens is 0");
+        vkf::SessionOptions options;
+        options.max_tokens = p.max_tokens;
+        if (p.chunk != 0) {
+            options.chunk = p.chunk;
+        }
+        options.kv_dtype = p.kv_f32 ? vkf::DType::F32 : vkf::DType::F16;
+        options.int8_activations = p.int8_activations != 0;
+        auto handle = std::make_unique<vkf_session>();
+        handle->model = m.state;
+        handle->session = std::make_unique<vkf::Session>(*m.state->model, options);
+        register_handle(handle.get(), Kind::Session);
+        *out = handle.release();
+    });
+}
+
+VKF_API vkf_status vkf_session_free(vkf_session* session) {
+    return guarded(__func__, [&] {
+        if (session != nullptr) {
+            unregister_handle(session, Kind::Session, "vkf_session");
+            delete session;
+        }
+    });
+}
+
+VKF_API vkf_status vkf_session_reset(vkf_session* session) {
+    return guarded(__func__, [&] { session_of(session).session->reset(); });
+}
+
+VKF_API vkf_status vkf_session_position(const vkf_session* session, uint32_t* position) {
+    return guarded(__func__, [&] {
+        const vkf_session& s = live(session, Kind::Session, "vkf_session");
+        *out_ptr(position, "position") = s.session->position();
+    });
+}
+
+VKF_API vkf_status vkf_session_forward(vkf_session* session, const uint32_t* ids, size_t n_ids, float* logits,
+                                       size_t capacity, size_t* n) {
+    return guarded(__func__, [&] {
+        vkf_session& s = session_of(session);
+        require(ids != nullptr || n_ids == 0, "ids is NULL");
+        require(logits != nullptr || capacity == 0, "logits is NULL with a capacity");
+        out_ptr(n, "n");
+        const std::uint32_t vocab = s.model->model->config().vocab_size;
+        *n = vocab;
+        if (capacity < vocab) {
+            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL,
+                           "the logits are " + std::to_string(vocab) + " floats, capacity is " + std::to_string(capacity));
+        }
+        const std::vector<float> row = s.session->forward(std::span(ids, n_ids));
+        std::copy(row.begin(), row.end(), logits);
+    });
+}
+
+VKF_API vkf_status vkf_generate(vkf_session* session, const uint32_t* prompt, size_t n_prompt,
+                                const vkf_generate_params* params, uint32_t* tokens, size_t capacity,
+                                vkf_generate_result* result) {
+    return run_generation(__func__, session, prompt, n_prompt, params, tokens, capacity, result, nullptr, 0, false);
+}
+
+VKF_API vkf_status vkf_generate_text(vkf_session* session, const char* prompt, size_t length,
+                                     const vkf_generate_params* params, vkf_generate_result* result) {
+    return run_generation(__func__, session, nullptr, 0, params, nullptr, 0, result, prompt, length, true);
+}
+
+}  // extern "C"
