@@ -167,7 +167,9 @@ JNIEXPORT jintArray JNICALL Java_org_vkformer_Native_tokenize(JNIEnv* env, jclas
     }
     (*env)->ReleaseByteArrayElements(env, text, bytes, JNI_ABORT);
     jintArray out = NULL;
-    if (s != VKF_OK) {
+    if (s == VKF_ERROR_OUT_OF_MEMORY && ids == NULL) {
+        vkfj_throw(env, s, "out of host memory for token ids");
+    } else if (s != VKF_OK) {
         vkfj_throw_status(env, s);
     } else if ((out = (*env)->NewIntArray(env, (jsize)n)) != NULL && n > 0) {
         (*env)->SetIntArrayRegion(env, out, 0, (jsize)n, (const jint*)ids);
@@ -196,7 +198,9 @@ JNIEXPORT jbyteArray JNICALL Java_org_vkformer_Native_detokenize(JNIEnv* env, jc
     }
     free(in);
     jbyteArray out = NULL;
-    if (s != VKF_OK) {
+    if (s == VKF_ERROR_OUT_OF_MEMORY && text == NULL) {
+        vkfj_throw(env, s, "out of host memory for the text");
+    } else if (s != VKF_OK) {
         vkfj_throw_status(env, s);
     } else {
         out = vkfj_bytes(env, text, length);
@@ -268,7 +272,9 @@ JNIEXPORT jfloatArray JNICALL Java_org_vkformer_Native_embed(JNIEnv* env, jclass
                        : VKF_ERROR_OUT_OF_MEMORY;
     free(in);
     jfloatArray out = NULL;
-    if (s != VKF_OK) {
+    if (s == VKF_ERROR_OUT_OF_MEMORY && values == NULL) {
+        vkfj_throw(env, s, "out of host memory for the embedding");
+    } else if (s != VKF_OK) {
         vkfj_throw_status(env, s);
     } else if ((out = (*env)->NewFloatArray(env, (jsize)n)) != NULL && n > 0) {
         (*env)->SetFloatArrayRegion(env, out, 0, (jsize)n, values);
