@@ -107,7 +107,8 @@ VKF_API vkf_status vkf_batch_step(vkf_batch* batch, vkf_batch_event* ended, size
                 event.n_tokens = static_cast<std::uint32_t>(result.tokens.size());
                 if (sink != b.sinks.end()) {
                     sink->second->finish();
-                    event.stop = b.cancelled.erase(id) != 0 ? VKF_STOP_CANCELLED : sink->second->stop_reason(result.stop);
+                    event.stop =
+                        b.cancelled.erase(id) != 0 ? VKF_STOP_CANCELLED : sink->second->stop_reason(result.stop);
                     b.sinks.erase(sink);
                 }
                 b.ended.push_back(event);

@@ -42,7 +42,8 @@ vkf_device_info describe(const DeviceInfo& d) {
 
 std::vector<DeviceInfo> devices() {
     // No validation layer and no messages: listing devices reports nothing.
-    const Instance instance(InstanceOptions{.validation = false, .on_message = [](MessageSeverity, std::string_view) {}});
+    const Instance instance(
+        InstanceOptions{.validation = false, .on_message = [](MessageSeverity, std::string_view) {}});
     return list_devices(instance);
 }
 
@@ -98,13 +99,13 @@ VKF_API vkf_status vkf_context_create(const vkf_context_params* given, vkf_conte
         }
         if (p.log != nullptr) {
             options.on_message = [log = p.log, user = p.log_user_data](vkf::MessageSeverity severity,
-                                                                        std::string_view message) {
+                                                                       std::string_view message) {
                 const std::string text(message);
                 log(static_cast<vkf_log_level>(severity), text.c_str(), user);  // same order
             };
         }
-        const int external = (p.vk_instance != nullptr) + (p.vk_physical_device != nullptr) +
-                             (p.vk_device != nullptr) + (p.vk_queue != nullptr);
+        const int external = (p.vk_instance != nullptr) + (p.vk_physical_device != nullptr) + (p.vk_device != nullptr) +
+                             (p.vk_queue != nullptr);
         require(external == 0 || external == 4,
                 "params: vk_instance, vk_physical_device, vk_device and vk_queue are given all or none");
         if (external == 4) {

@@ -51,8 +51,8 @@ void check_handle(const void* handle, Kind kind, const char* type) {
     const std::lock_guard lock(registry_mutex);
     const auto it = registry().find(handle);
     if (it == registry().end() || it->second != kind) {
-        throw ApiError(VKF_ERROR_INVALID_HANDLE,
-                       std::string(type) + " handle is not a live " + type + " (freed already, or another kind of handle)");
+        throw ApiError(VKF_ERROR_INVALID_HANDLE, std::string(type) + " handle is not a live " + type +
+                                                     " (freed already, or another kind of handle)");
     }
 }
 
@@ -94,17 +94,25 @@ void copy_string(char* dst, std::size_t capacity, std::string_view src) {
 
 WeightFormat weight_format(std::uint32_t format) {
     switch (format) {
-    case VKF_WEIGHTS_F32: return {DType::F32, QuantFormat::None};
-    case VKF_WEIGHTS_F16: return {DType::F16, QuantFormat::None};
-    case VKF_WEIGHTS_Q8_0: return {DType::F16, QuantFormat::Q8_0};
-    case VKF_WEIGHTS_Q4_0: return {DType::F16, QuantFormat::Q4_0};
-    default: throw ApiError(VKF_ERROR_INVALID_ARGUMENT, "weights is " + std::to_string(format) + ", not a vkf_weight_format");
+        case VKF_WEIGHTS_F32:
+            return {DType::F32, QuantFormat::None};
+        case VKF_WEIGHTS_F16:
+            return {DType::F16, QuantFormat::None};
+        case VKF_WEIGHTS_Q8_0:
+            return {DType::F16, QuantFormat::Q8_0};
+        case VKF_WEIGHTS_Q4_0:
+            return {DType::F16, QuantFormat::Q4_0};
+        default:
+            throw ApiError(VKF_ERROR_INVALID_ARGUMENT,
+                           "weights is " + std::to_string(format) + ", not a vkf_weight_format");
     }
 }
 
 std::uint32_t weight_format_code(WeightFormat format) {
-    if (format.quant == QuantFormat::Q8_0) return VKF_WEIGHTS_Q8_0;
-    if (format.quant == QuantFormat::Q4_0) return VKF_WEIGHTS_Q4_0;
+    if (format.quant == QuantFormat::Q8_0)
+        return VKF_WEIGHTS_Q8_0;
+    if (format.quant == QuantFormat::Q4_0)
+        return VKF_WEIGHTS_Q4_0;
     return format.dense == DType::F16 ? VKF_WEIGHTS_F16 : VKF_WEIGHTS_F32;
 }
 
@@ -123,24 +131,37 @@ VKF_API uint32_t vkf_abi_version(void) {
 }
 
 VKF_API const char* vkf_version_string(void) {
-    static const std::string text = std::string(vkf::build::kVersion) + " (git " + std::string(vkf::build::kGitCommit) + ")";
+    static const std::string text =
+        std::string(vkf::build::kVersion) + " (git " + std::string(vkf::build::kGitCommit) + ")";
     return text.c_str();
 }
 
 VKF_API const char* vkf_status_name(vkf_status status) {
     switch (status) {
-    case VKF_OK: return "VKF_OK";
-    case VKF_ERROR_INVALID_ARGUMENT: return "VKF_ERROR_INVALID_ARGUMENT";
-    case VKF_ERROR_INVALID_HANDLE: return "VKF_ERROR_INVALID_HANDLE";
-    case VKF_ERROR_INVALID_UTF8: return "VKF_ERROR_INVALID_UTF8";
-    case VKF_ERROR_IO: return "VKF_ERROR_IO";
-    case VKF_ERROR_MODEL: return "VKF_ERROR_MODEL";
-    case VKF_ERROR_OUT_OF_MEMORY: return "VKF_ERROR_OUT_OF_MEMORY";
-    case VKF_ERROR_DEVICE_LOST: return "VKF_ERROR_DEVICE_LOST";
-    case VKF_ERROR_CANCELLED: return "VKF_ERROR_CANCELLED";
-    case VKF_ERROR_BUFFER_TOO_SMALL: return "VKF_ERROR_BUFFER_TOO_SMALL";
-    case VKF_ERROR_UNSUPPORTED: return "VKF_ERROR_UNSUPPORTED";
-    case VKF_ERROR_INTERNAL: return "VKF_ERROR_INTERNAL";
+        case VKF_OK:
+            return "VKF_OK";
+        case VKF_ERROR_INVALID_ARGUMENT:
+            return "VKF_ERROR_INVALID_ARGUMENT";
+        case VKF_ERROR_INVALID_HANDLE:
+            return "VKF_ERROR_INVALID_HANDLE";
+        case VKF_ERROR_INVALID_UTF8:
+            return "VKF_ERROR_INVALID_UTF8";
+        case VKF_ERROR_IO:
+            return "VKF_ERROR_IO";
+        case VKF_ERROR_MODEL:
+            return "VKF_ERROR_MODEL";
+        case VKF_ERROR_OUT_OF_MEMORY:
+            return "VKF_ERROR_OUT_OF_MEMORY";
+        case VKF_ERROR_DEVICE_LOST:
+            return "VKF_ERROR_DEVICE_LOST";
+        case VKF_ERROR_CANCELLED:
+            return "VKF_ERROR_CANCELLED";
+        case VKF_ERROR_BUFFER_TOO_SMALL:
+            return "VKF_ERROR_BUFFER_TOO_SMALL";
+        case VKF_ERROR_UNSUPPORTED:
+            return "VKF_ERROR_UNSUPPORTED";
+        case VKF_ERROR_INTERNAL:
+            return "VKF_ERROR_INTERNAL";
     }
     return "VKF_UNKNOWN_STATUS";
 }

@@ -26,8 +26,8 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
     s.options.n_predict = p.max_new_tokens;
     const vkf_sampling_params sampling =
         read_params(p.sampling, vkf_sampling_default_params(), kSamplingParamsV1, "params.sampling");
-    s.options.sampling = {.temperature = sampling.temperature, .top_k = sampling.top_k, .top_p = sampling.top_p,
-                          .seed = sampling.seed};
+    s.options.sampling = {
+        .temperature = sampling.temperature, .top_k = sampling.top_k, .top_p = sampling.top_p, .seed = sampling.seed};
     try {
         validate(s.options.sampling);
     } catch (const Error& e) {
@@ -55,10 +55,7 @@ TokenSink::TokenSink(const vkf_generate_params& params)
 }
 
 bool TokenSink::push(std::uint32_t id) {
-    if (cancel_ != nullptr && cancel_->requested.load()) {
-        cancelled_ = true;
-    }
-    bool go_on = !cancelled_;
+    bool go_on = true;
     if (on_token_ != nullptr) {
         if (stream_) {
             const std::string piece = stream_->push(id);
@@ -69,7 +66,11 @@ bool TokenSink::push(std::uint32_t id) {
     } else if (stream_) {
         stream_->push(id);
     }
-    return go_on;
+    // After the callback: a flag set in it, or meanwhile by another thread, stops here.
+    if (cancel_ != nullptr && cancel_->requested.load()) {
+        cancelled_ = true;
+    }
+    return go_on && !cancelled_;
 }
 
 void TokenSink::finish() {
@@ -83,10 +84,14 @@ void TokenSink::finish() {
 
 vkf_stop_reason TokenSink::stop_reason(StopReason stop) const {
     switch (stop) {
-    case StopReason::Length: return VKF_STOP_LENGTH;
-    case StopReason::StopToken: return VKF_STOP_EOS;
-    case StopReason::Caller: return cancelled_ ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
-    case StopReason::CacheFull: return VKF_STOP_CACHE_FULL;
+        case StopReason::Length:
+            return VKF_STOP_LENGTH;
+        case StopReason::StopToken:
+            return VKF_STOP_EOS;
+        case StopReason::Caller:
+            return cancelled_ ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
+        case StopReason::CacheFull:
+            return VKF_STOP_CACHE_FULL;
     }
     return VKF_STOP_CALLBACK;
 }
@@ -192,8 +197,8 @@ VKF_API vkf_status vkf_session_forward(vkf_session* session, const uint32_t* ids
         const std::uint32_t vocab = s.model->model->config().vocab_size;
         *n = vocab;
         if (capacity < vocab) {
-            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL,
-                           "the logits are " + std::to_string(vocab) + " floats, capacity is " + std::to_string(capacity));
+            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL, "the logits are " + std::to_string(vocab) +
+                                                           " floats, capacity is " + std::to_string(capacity));
         }
         const std::vector<float> row = s.session->forward(std::span(ids, n_ids));
         std::copy(row.begin(), row.end(), logits);

@@ -17,8 +17,8 @@
 
 #include <atomic>
 #include <cstddef>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>

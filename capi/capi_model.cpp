@@ -41,8 +41,8 @@ Plan plan_model(const std::filesystem::path& dir, const vkf_model_params& p) {
     Plan plan;
     const ShardedCheckpoint checkpoint = open_checkpoint(dir);
     plan.config = resolve_with_checkpoint(read_model_config(dir), checkpoint);
-    plan.format = p.weights == VKF_WEIGHTS_DEFAULT ? default_weight_format(checkpoint, plan.config)
-                                                   : weight_format(p.weights);
+    plan.format =
+        p.weights == VKF_WEIGHTS_DEFAULT ? default_weight_format(checkpoint, plan.config) : weight_format(p.weights);
     plan.estimate = estimate_model_memory(plan.config, plan.format, SessionSize{.max_tokens = p.max_tokens});
     return plan;
 }
@@ -98,7 +98,8 @@ VKF_API vkf_status vkf_model_load(vkf_context* ctx, const char* dir, const vkf_m
             if (p.cancel != nullptr && p.cancel->requested.load()) {
                 throw Cancelled{};
             }
-            if (p.progress != nullptr && p.progress(progress.bytes_done, progress.total_bytes, p.progress_user_data) != 0) {
+            if (p.progress != nullptr &&
+                p.progress(progress.bytes_done, progress.total_bytes, p.progress_user_data) != 0) {
                 throw Cancelled{};
             }
         };

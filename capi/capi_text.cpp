@@ -81,8 +81,8 @@ VKF_API vkf_status vkf_tokenize(const vkf_tokenizer* tokenizer, const char* text
     });
 }
 
-VKF_API vkf_status vkf_detokenize(const vkf_tokenizer* tokenizer, const uint32_t* ids, size_t n_ids,
-                                  int skip_special, char* text, size_t capacity, size_t* length) {
+VKF_API vkf_status vkf_detokenize(const vkf_tokenizer* tokenizer, const uint32_t* ids, size_t n_ids, int skip_special,
+                                  char* text, size_t capacity, size_t* length) {
     return guarded(__func__, [&] {
         const auto& t = tokenizer_of(tokenizer);
         require(ids != nullptr || n_ids == 0, "ids is NULL");
@@ -93,8 +93,9 @@ VKF_API vkf_status vkf_detokenize(const vkf_tokenizer* tokenizer, const uint32_t
         const std::string result = t.decode(list, skip_special != 0);
         *length = result.size();
         if (result.size() + 1 > capacity) {
-            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL, std::to_string(result.size() + 1) +
-                                                           " bytes with the NUL, capacity is " + std::to_string(capacity));
+            throw ApiError(
+                VKF_ERROR_BUFFER_TOO_SMALL,
+                std::to_string(result.size() + 1) + " bytes with the NUL, capacity is " + std::to_string(capacity));
         }
         std::memcpy(text, result.data(), result.size());
         text[result.size()] = '\0';

@@ -140,14 +140,14 @@ typedef void (*vkf_log_fn)(vkf_log_level level, const char* message, void* user_
 
 typedef struct vkf_context_params {
     size_t struct_size;
-    int32_t device_index;       /* -1: VKF_DEVICE, else the best device */
-    const char* device_name;    /* substring of the device's name; NULL: by device_index */
-    int32_t validation;         /* -1: VKF_VALIDATION, 0 off, 1 on (Khronos validation layer) */
-    const char* limits;         /* forced smaller limits, VKF_LIMITS syntax ("phone",
-                                   "device_heap=64M,..."), applied over VKF_LIMITS; NULL: none */
+    int32_t device_index;           /* -1: VKF_DEVICE, else the best device */
+    const char* device_name;        /* substring of the device's name; NULL: by device_index */
+    int32_t validation;             /* -1: VKF_VALIDATION, 0 off, 1 on (Khronos validation layer) */
+    const char* limits;             /* forced smaller limits, VKF_LIMITS syntax ("phone",
+                                       "device_heap=64M,..."), applied over VKF_LIMITS; NULL: none */
     const char* pipeline_cache_dir; /* NULL: the default directory; "": no cache on disk */
-    uint32_t timeout_ms;        /* per submission; 0: VKF_TIMEOUT_MS, else the default */
-    vkf_log_fn log;             /* NULL: warnings and errors to stderr */
+    uint32_t timeout_ms;            /* per submission; 0: VKF_TIMEOUT_MS, else the default */
+    vkf_log_fn log;                 /* NULL: warnings and errors to stderr */
     void* log_user_data;
     /* Adopting the application's Vulkan objects (all non-NULL or all NULL): vkformer uses
      * them and never destroys them. They must outlive the context. The queue must support
@@ -158,11 +158,11 @@ typedef struct vkf_context_params {
     void* vk_device;          /* VkDevice */
     void* vk_queue;           /* VkQueue */
     uint32_t vk_queue_family;
-    int vk_storage_16bit;    /* storageBuffer16BitAccess */
-    int vk_storage_8bit;     /* storageBuffer8BitAccess */
-    int vk_float16;          /* shaderFloat16 */
-    int vk_int8;             /* shaderInt8 */
-    int vk_int64;            /* shaderInt64 */
+    int vk_storage_16bit; /* storageBuffer16BitAccess */
+    int vk_storage_8bit;  /* storageBuffer8BitAccess */
+    int vk_float16;       /* shaderFloat16 */
+    int vk_int8;          /* shaderInt8 */
+    int vk_int64;         /* shaderInt64 */
     int vk_integer_dot_product;
     int vk_subgroup_size_control;
     int vk_compute_full_subgroups;
@@ -245,9 +245,9 @@ typedef struct vkf_model_info {
     uint32_t n_kv_head;
     uint32_t weights; /* vkf_weight_format loaded */
     uint64_t weight_bytes;
-    uint32_t n_eos;   /* end-of-sequence ids from config.json (up to 8 here) */
+    uint32_t n_eos; /* end-of-sequence ids from config.json (up to 8 here) */
     uint32_t eos[8];
-    int32_t bos;      /* -1: none */
+    int32_t bos; /* -1: none */
 } vkf_model_info;
 VKF_API vkf_status vkf_model_get_info(const vkf_model* model, vkf_model_info* info);
 
@@ -269,8 +269,8 @@ VKF_API vkf_status vkf_tokenize(const vkf_tokenizer* tokenizer, const char* text
 /* The text of `ids`, NUL-terminated; *length is set to its length without the NUL;
  * VKF_ERROR_BUFFER_TOO_SMALL when length + 1 is over `capacity` (text may be NULL). Bytes that
  * do not form UTF-8 come out as U+FFFD. */
-VKF_API vkf_status vkf_detokenize(const vkf_tokenizer* tokenizer, const uint32_t* ids, size_t n_ids,
-                                  int skip_special, char* text, size_t capacity, size_t* length);
+VKF_API vkf_status vkf_detokenize(const vkf_tokenizer* tokenizer, const uint32_t* ids, size_t n_ids, int skip_special,
+                                  char* text, size_t capacity, size_t* length);
 
 /* ---- Sessions and generation ------------------------------------------------------------ */
 
@@ -326,11 +326,11 @@ static inline vkf_sampling_params vkf_sampling_default_params(void) {
 typedef int (*vkf_token_fn)(uint32_t token, const char* text, size_t length, void* user_data);
 
 typedef enum vkf_stop_reason {
-    VKF_STOP_LENGTH = 0,     /* max_new_tokens generated */
-    VKF_STOP_EOS = 1,        /* a stop id (kept in the tokens) */
-    VKF_STOP_CALLBACK = 2,   /* the token callback returned nonzero */
-    VKF_STOP_CANCELLED = 3,  /* vkf_cancel_request() */
-    VKF_STOP_CACHE_FULL = 4  /* batches: the KV cache ran out */
+    VKF_STOP_LENGTH = 0,    /* max_new_tokens generated */
+    VKF_STOP_EOS = 1,       /* a stop id (kept in the tokens) */
+    VKF_STOP_CALLBACK = 2,  /* the token callback returned nonzero */
+    VKF_STOP_CANCELLED = 3, /* vkf_cancel_request() */
+    VKF_STOP_CACHE_FULL = 4 /* batches: the KV cache ran out */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_params {
