@@ -3,6 +3,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.vkformer.Context;
+import org.vkformer.Encoder;
 import org.vkformer.GenerateOptions;
 import org.vkformer.GenerateResult;
 import org.vkformer.Model;
@@ -18,6 +19,7 @@ import org.vkformer.VkformerException;
  * cancellation from another thread, and misuse (closed handles, a wrong path, a model too big
  * for a forced memory budget, a negative size) answered with exceptions.
  * usage: java -Xcheck:jni -Dorg.vkformer.library=libvkformer_jni.so -cp ... VkformerTest MODEL_DIR
+ *        ... VkformerTest --encoder ENCODER_DIR   (an encoder's embeddings through the binding)
  */
 public final class VkformerTest {
     private static int checks;
@@ -56,6 +58,12 @@ public final class VkformerTest {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("--encoder")) {
+            try (Context ctx = new Context()) {
+                checkEncoder(ctx, args[1]);
+            }
+            finish();
+        }
         final String dir = args[0];
         final String prompt = "In the beginning God created";
         check(!Vkformer.version().isEmpty() && Vkformer.abiVersion() >= 1, "version " + Vkformer.version());
@@ -170,8 +178,37 @@ public final class VkformerTest {
         expectError("closed tokenizer", VkformerException.INVALID_HANDLE, "closed", () -> tokenizer.encode("x", false));
         model.close();
 
+        finish();
+    }
+
+    private static void finish() {
         System.out.println("java_binding: " + checks + " checks, " + failures.size() + " failed");
         System.exit(failures.isEmpty() ? 0 : 1);
+    }
+
+    /** A random tiny JinaBERT: the pooled embedding is the mean of the per-token ones, normalized. */
+    private static void checkEncoder(Context ctx, String dir) {
+        try (Encoder encoder = new Encoder(ctx, dir)) {
+            int hidden = encoder.hiddenSize();
+            int[] ids = {5, 17, 2, 40, 9};
+            float[] rows = encoder.embed(ids, Encoder.POOLING_NONE, false);
+            float[] mean = encoder.embed(ids, Encoder.POOLING_MEAN, true);
+            check(rows.length == ids.length * hidden && mean.length == hidden, "embedding sizes");
+            double[] expected = new double[hidden];
+            double norm = 0;
+            for (int j = 0; j < hidden; j++) {
+                for (int i = 0; i < ids.length; i++) {
+                    expected[j] += rows[i * hidden + j] / ids.length;
+                }
+                norm += expected[j] * expected[j];
+            }
+            double worst = 0;
+            for (int j = 0; j < hidden; j++) {
+                worst = Math.max(worst, Math.abs(expected[j] / Math.sqrt(norm) - mean[j]));
+            }
+            check(worst < 1e-4, "mean pooling of the rows: off by " + worst);
+            expectError("empty input", 5, "", () -> encoder.embed(new int[0], Encoder.POOLING_MEAN, true));
+        }
     }
 
     private static Context.Options limits(String limits) {
