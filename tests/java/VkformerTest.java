@@ -152,6 +152,39 @@ public final class VkformerTest {
         r = session.generate(prompt, options(4), null, tokenizer);
         check(r.stop == StopReason.LENGTH && r.tokens.length == 4, "generation after a cancel");
 
+        // Another thread using the session while it generates is refused; another thread
+        // closing it cancels the generation and waits for it to end.
+        session.reset();
+        Session closing = new Session(model, 128);
+        Thread[] closer = {null};
+        Throwable[] fromOther = {null};
+        r = closing.generate(prompt, options(100), (token, piece) -> {
+            if (closer[0] == null) {
+                Thread user = new Thread(() -> {
+                    try {
+                        closing.position();
+                    } catch (Throwable e) {
+                        fromOther[0] = e;
+                    }
+                });
+                user.start();
+                joinQuietly(user);
+                check(fromOther[0] instanceof IllegalStateException, "second thread refused: " + fromOther[0]);
+                closer[0] = new Thread(closing::close);
+                closer[0].start();
+                // Parked on the handle's write lock: close() has requested the cancel by then.
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (closer[0].getState() != Thread.State.WAITING && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+            }
+            return true;
+        }, tokenizer);
+        joinQuietly(closer[0]);
+        check(r.stop == StopReason.CANCELLED && r.tokens.length <= 2, "close from another thread: " + r.stop + " "
+                                                                         + r.tokens.length);
+        expectError("closed by another thread", VkformerException.INVALID_HANDLE, "closed", closing::position);
+
         // Misuse: exceptions, not crashes.
         expectError("wrong path", VkformerException.IO, "/nonexistent/kjv", () -> new Model(ctx, "/nonexistent/kjv"));
         expectError("wrong tokenizer path", VkformerException.IO, "/nonexistent", () -> new Tokenizer("/nonexistent"));
@@ -179,6 +212,14 @@ public final class VkformerTest {
         model.close();
 
         finish();
+    }
+
+    private static void joinQuietly(Thread t) {
+        try {
+            t.join();
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
     }
 
     private static void finish() {
