@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The portability check of vkformer's library archives (the libvkf_*.a of the runtime, the host
-# libraries and the shaders; not the tests' or the programs') and of the JNI glue: lists every symbol they leave
-# undefined (nm) and fails on any that Android's C library, bionic, lacks at API level 26 (the
-# NDK build's minimum, README "Android"), and on any desktop-only one (X11, XCB, Wayland, libdrm,
-# Vulkan's window-system entry points). Each offender is named with the object that uses it.
+# libraries and the shaders; not the tests' or the programs'), of libvkformer.so and of the JNI
+# glue libvkformer_jni.so: lists every symbol they leave undefined (nm) and fails on any that
+# Android's C library, bionic, lacks at API level 26 (the NDK build's minimum, README
+# "Android"), and on any desktop-only one (X11, XCB, Wayland, libdrm, Vulkan's window-system
+# entry points). Each offender is named with the object that uses it.
 # scripts/test_aarch64.sh runs it on the aarch64 cross-build; it works on any build folder.
 # usage: scripts/check_portable_symbols.sh [BUILD_DIR]     (default build-aarch64)
 #
@@ -79,18 +80,24 @@ if command -v aarch64-linux-gnu-nm >/dev/null 2>&1 && [ "$(uname -m)" != aarch64
   esac
 fi
 
-# The Java binding's JNI glue (bindings/java, when the build has it) is checked the same way:
-# an Android app loads it.
-mapfile -t archives < <(find "$dir" \( -name 'libvkf_*.a' -o -name 'libvkformer_jni.so' \) -not -path "$dir/tests/*" \
-  -not -path "$dir/apps/*" | sort)
+mapfile -t archives < <(find "$dir" -name 'libvkf_*.a' -not -path "$dir/tests/*" -not -path "$dir/apps/*" | sort)
 if [ ${#archives[@]} -eq 0 ]; then
   echo "check_portable_symbols: no libvkf_*.a under $dir (build it first)" >&2
   exit 2
 fi
 
+# libvkformer.so (capi/), the C API an app links, and the Java binding's JNI glue
+# (bindings/java, when the build has it), which an Android app loads: their dynamic symbols left
+# undefined, which an Android linker must find in bionic (the same rules).
+mapfile -t shared < <(find "$dir" \( -name 'libvkformer.so.*' -o -name 'libvkformer_jni.so' \) -type f \
+  -not -path "$dir/tests/*" | sort)
+
 # "archive:member: symbol" for each undefined symbol, symbol versions (@GLIBC_2.17) dropped.
 listing=$(for a in "${archives[@]}"; do
   "$nm_tool" -A -u "$a" | awk '{ sub(/@.*/, "", $NF); print $1 " " $NF }'
+done
+for so in "${shared[@]}"; do
+  "$nm_tool" -A -D -u "$so" | awk '{ sub(/@.*/, "", $NF); print $1 " " $NF }'
 done)
 count=$(printf '%s\n' "$listing" | awk 'NF == 2 { print $2 }' | sort -u | wc -l)
 
@@ -113,7 +120,8 @@ offenders=$(awk -v rules="$rules" '
     }
   }' <<<"$listing" | sort -u)
 
-echo "check_portable_symbols: ${#archives[@]} archives (${archives[*]#"$dir"/}), $count distinct undefined symbols"
+echo "check_portable_symbols: ${#archives[@]} archives (${archives[*]#"$dir"/}) and ${#shared[@]} shared" \
+  "libraries (${shared[*]#"$dir"/}), $count distinct undefined symbols"
 if [ -n "$offenders" ]; then
   echo "check_portable_symbols: symbols that Android (bionic, API 26) or a phone lacks:" >&2
   echo "$offenders" >&2
