@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The portability check of vkformer's library archives (the libvkf_*.a of the runtime, the host
-# libraries and the shaders; not the tests' or the programs') and of libvkformer.so: lists every
-# symbol they leave undefined (nm) and fails on any that Android's C library, bionic, lacks at
-# API level 26 (the NDK build's minimum, README "Android"), and on any desktop-only one (X11,
-# XCB, Wayland, libdrm, Vulkan's window-system entry points). Each offender is named with the object that uses it.
+# libraries and the shaders; not the tests' or the programs'), of libvkformer.so and of the JNI
+# glue libvkformer_jni.so: lists every symbol they leave undefined (nm) and fails on any that
+# Android's C library, bionic, lacks at API level 26 (the NDK build's minimum, README
+# "Android"), and on any desktop-only one (X11, XCB, Wayland, libdrm, Vulkan's window-system
+# entry points). Each offender is named with the object that uses it.
 # scripts/test_aarch64.sh runs it on the aarch64 cross-build; it works on any build folder.
 # usage: scripts/check_portable_symbols.sh [BUILD_DIR]     (default build-aarch64)
 #
@@ -85,9 +86,11 @@ if [ ${#archives[@]} -eq 0 ]; then
   exit 2
 fi
 
-# libvkformer.so (capi/), the C API an app links: its dynamic symbols left undefined, which an
-# Android linker must find in bionic (the same rules).
-mapfile -t shared < <(find "$dir" -name 'libvkformer.so.*' -type f -not -path "$dir/tests/*" | sort)
+# libvkformer.so (capi/), the C API an app links, and the Java binding's JNI glue
+# (bindings/java, when the build has it), which an Android app loads: their dynamic symbols left
+# undefined, which an Android linker must find in bionic (the same rules).
+mapfile -t shared < <(find "$dir" \( -name 'libvkformer.so.*' -o -name 'libvkformer_jni.so' \) -type f \
+  -not -path "$dir/tests/*" | sort)
 
 # "archive:member: symbol" for each undefined symbol, symbol versions (@GLIBC_2.17) dropped.
 listing=$(for a in "${archives[@]}"; do

@@ -10,6 +10,9 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
   libgtest-dev python3 python3-numpy
   abigail-tools
+  # The Java binding (bindings/java, tests/java): the JNI headers, javac and the JVM its test
+  # runs on (about 116 MB downloaded, 265 MB installed: OpenJDK 17's JDK and JRE, headless).
+  default-jdk-headless
 )
 # Node.js and npm only run the comparisons with Hugging Face's JavaScript packages (tests/text)
 # and vkf-server's end-to-end test with the openai SDK (tests/serve);

@@ -1,0 +1,149 @@
+package org.vkformer;
+
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A sequence and its KV cache (vkf_session). One thread generates at a time; cancel() may be
+ * called from any thread, and close() from another thread cancels the generation and waits for it.
+ */
+public final class Session extends NativeHandle {
+    private final ReentrantLock busy = new ReentrantLock();
+    // The vkf_cancel: freed after the session, under cancelLock, so that cancel() from another
+    // thread never touches a freed one.
+    private final Object cancelLock = new Object();
+    private long cancel;
+
+    /** @param maxTokens KV-cache capacity: prompt plus generated tokens */
+    public Session(Model model, int maxTokens) {
+        this(model, maxTokens, 0);
+    }
+
+    /** @param chunk most prompt tokens per submission; 0: the library's default */
+    public Session(Model model, int maxTokens, int chunk) {
+        super("Session", create(model, maxTokens, chunk));
+        try {
+            cancel = Native.cancelCreate();
+        } catch (RuntimeException e) {
+            super.close();
+            throw e;
+        }
+    }
+
+    private static long create(Model model, int maxTokens, int chunk) {
+        long m = model.acquire();
+        try {
+            return Native.sessionCreate(m, maxTokens, chunk);
+        } finally {
+            model.release();
+        }
+    }
+
+    /**
+     * Stops the generation running on another thread after its current token
+     * (StopReason.CANCELLED), or the next one to start when none is running. Thread-safe.
+     */
+    public void cancel() {
+        synchronized (cancelLock) {
+            if (cancel != 0) {
+                Native.cancelRequest(cancel);
+            }
+        }
+    }
+
+    /** Generates after the session's tokens from prompt ids; callback may be null. */
+    public GenerateResult generate(int[] prompt, GenerateOptions o, TokenCallback callback, Tokenizer tokenizer) {
+        return run(prompt, null, o, callback, tokenizer);
+    }
+
+    /** Generates from text (tokenized with special tokens) and streams the text of each token to callback. */
+    public GenerateResult generate(String prompt, GenerateOptions o, TokenCallback callback, Tokenizer tokenizer) {
+        if (tokenizer == null) {
+            throw new IllegalArgumentException("a text prompt needs a tokenizer");
+        }
+        return run(null, Vkformer.utf8(prompt), o, callback, tokenizer);
+    }
+
+    private GenerateResult run(int[] prompt, byte[] text, GenerateOptions o, TokenCallback callback,
+                               Tokenizer tokenizer) {
+        if (o == null) {
+            o = new GenerateOptions();
+        }
+        TokenSink sink = new TokenSink(callback);
+        lockForUse();
+        try {
+            long h = acquire();
+            try {
+                long t = tokenizer == null ? 0 : tokenizer.acquire();
+                try {
+                    // Only close() frees the cancel flag, and it waits for this call (the handle's lock).
+                    double[] r = Native.generate(h, prompt, text, t, o.maxNewTokens, o.temperature, o.topK, o.topP,
+                                                 o.seed, o.stopIds, o.useModelEos, sink, cancel);
+                    return new GenerateResult(r, sink.tokens());
+                } finally {
+                    if (tokenizer != null) {
+                        tokenizer.release();
+                    }
+                }
+            } finally {
+                synchronized (cancelLock) {
+                    Native.cancelReset(cancel);
+                }
+                release();
+            }
+        } finally {
+            busy.unlock();
+        }
+    }
+
+    /** Forgets the sequence: the next generation starts at position 0. */
+    public void reset() {
+        lockForUse();
+        try {
+            long h = acquire();
+            try {
+                Native.sessionReset(h);
+            } finally {
+                release();
+            }
+        } finally {
+            busy.unlock();
+        }
+    }
+
+    /** Tokens in the KV cache. */
+    public int position() {
+        lockForUse();
+        try {
+            long h = acquire();
+            try {
+                return Native.sessionPosition(h);
+            } finally {
+                release();
+            }
+        } finally {
+            busy.unlock();
+        }
+    }
+
+    private void lockForUse() {
+        if (!busy.tryLock()) {
+            throw new IllegalStateException("this Session is in use by another thread (one thread at a time)");
+        }
+    }
+
+    @Override
+    void beforeClose() {
+        cancel();
+    }
+
+    @Override
+    void free(long handle) {
+        Native.sessionFree(handle);
+        synchronized (cancelLock) {
+            if (cancel != 0) {
+                Native.cancelFree(cancel);
+                cancel = 0;
+            }
+        }
+    }
+}

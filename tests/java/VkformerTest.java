@@ -1,0 +1,260 @@
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.vkformer.Context;
+import org.vkformer.Encoder;
+import org.vkformer.GenerateOptions;
+import org.vkformer.GenerateResult;
+import org.vkformer.Model;
+import org.vkformer.Session;
+import org.vkformer.StopReason;
+import org.vkformer.Tokenizer;
+import org.vkformer.Vkformer;
+import org.vkformer.VkformerException;
+
+/**
+ * The Java binding against models/kjv-bloom on the host's device (lavapipe in CI): streamed
+ * text against the generated ids, stopping from the callback, an exception from the callback,
+ * cancellation from another thread, and misuse (closed handles, a wrong path, a model too big
+ * for a forced memory budget, a negative size) answered with exceptions.
+ * usage: java -Xcheck:jni -Dorg.vkformer.library=libvkformer_jni.so -cp ... VkformerTest MODEL_DIR
+ *        ... VkformerTest --encoder ENCODER_DIR   (an encoder's embeddings through the binding)
+ */
+public final class VkformerTest {
+    private static int checks;
+    private static final List<String> failures = new ArrayList<>();
+
+    private static void check(boolean ok, String what) {
+        checks++;
+        if (!ok) {
+            failures.add(what);
+            System.out.println("FAILED: " + what);
+        }
+    }
+
+    private interface Call {
+        void run() throws Exception;
+    }
+
+    /** The call must throw VkformerException with this status and a message naming `text`. */
+    private static void expectError(String what, int status, String text, Call call) {
+        try {
+            call.run();
+            check(false, what + ": no exception");
+        } catch (VkformerException e) {
+            System.out.println(what + ": " + e.getMessage());
+            check(e.status() == status, what + ": status " + e.statusName() + ", expected " + status);
+            check(e.getMessage().contains(text), what + ": message without '" + text + "': " + e.getMessage());
+        } catch (Exception e) {
+            check(false, what + ": " + e);
+        }
+    }
+
+    private static GenerateOptions options(int maxNewTokens) {
+        GenerateOptions o = new GenerateOptions().maxNewTokens(maxNewTokens);
+        o.useModelEos = false; // a fixed count whatever the model says
+        return o;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("--encoder")) {
+            try (Context ctx = new Context()) {
+                checkEncoder(ctx, args[1]);
+            }
+            finish();
+        }
+        final String dir = args[0];
+        final String prompt = "In the beginning God created";
+        check(!Vkformer.version().isEmpty() && Vkformer.abiVersion() >= 1, "version " + Vkformer.version());
+
+        Context ctx = new Context();
+        Tokenizer tokenizer = new Tokenizer(dir);
+        Model model = new Model(ctx, dir);
+        System.out.println("device " + ctx.deviceName() + ", model " + model.family() + ", vocab " + model.vocabSize());
+        check(model.family().equals("bloom") && model.vocabSize() == tokenizer.vocabSize(), "model info");
+
+        String text = "And God said, Let there be light: and there was light.";
+        check(tokenizer.decode(tokenizer.encode(text, false), true).equals(text), "tokenizer round trip");
+
+        // Streaming: the pieces put together are the text of the ids, one call per id.
+        Session session = new Session(model, 128);
+        StringBuilder streamed = new StringBuilder();
+        int[] calls = {0};
+        GenerateResult r = session.generate(prompt, options(24), (token, piece) -> {
+            if (token != -1) {
+                calls[0]++;
+            }
+            streamed.append(piece);
+            return true;
+        }, tokenizer);
+        System.out.println("streamed: " + prompt + "|" + streamed);
+        check(r.tokens.length == 24 && calls[0] == 24 && r.stop == StopReason.LENGTH, "24 tokens streamed");
+        check(streamed.toString().equals(tokenizer.decode(r.tokens, false)), "streamed text is the ids' text");
+        check(!streamed.toString().isBlank(), "some text");
+        check(session.position() == r.promptTokens + 24 - 1 || session.position() == r.promptTokens + 24,
+              "position " + session.position());
+        // Greedy decoding again from the start: the same ids, now from the prompt's ids.
+        session.reset();
+        GenerateResult again = session.generate(tokenizer.encode(prompt, true), options(24), null, null);
+        check(java.util.Arrays.equals(again.tokens, r.tokens), "greedy generation is repeatable");
+
+        // The callback stops the generation.
+        session.reset();
+        r = session.generate(prompt, options(24), (token, piece) -> calls[0]++ < 24 + 2, tokenizer);
+        check(r.stop == StopReason.CALLBACK && r.tokens.length == 3, "callback stop after 3: " + r.tokens.length);
+
+        // An exception in the callback stops it and comes out of generate as it is.
+        session.reset();
+        RuntimeException boom = new IllegalStateException("boom");
+        try {
+            session.generate(prompt, options(24), (token, piece) -> {
+                throw boom;
+            }, tokenizer);
+            check(false, "callback exception lost");
+        } catch (IllegalStateException e) {
+            check(e == boom, "callback exception passed through");
+        }
+
+        // Cancellation from another thread while the generating thread waits inside the callback:
+        // cancel() is surely called mid-generation, and the generation stops at the next token.
+        session.reset();
+        CountDownLatch fifth = new CountDownLatch(1);
+        CountDownLatch cancelled = new CountDownLatch(1);
+        final Session s = session;
+        Thread canceller = new Thread(() -> {
+            try {
+                fifth.await();
+                s.cancel();
+                cancelled.countDown();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        canceller.start();
+        int[] seen = {0};
+        r = session.generate(prompt, options(100), (token, piece) -> {
+            if (++seen[0] == 5) {
+                fifth.countDown();
+                try {
+                    check(cancelled.await(30, TimeUnit.SECONDS), "canceller ran");
+                } catch (InterruptedException e) {
+                    throw new RuntimeException(e);
+                }
+            }
+            return true;
+        }, tokenizer);
+        canceller.join();
+        check(r.stop == StopReason.CANCELLED && r.tokens.length >= 5 && r.tokens.length <= 6,
+              "cancelled after 5 tokens: " + r.stop + " " + r.tokens.length);
+        // The flag is cleared for the next generation.
+        session.reset();
+        r = session.generate(prompt, options(4), null, tokenizer);
+        check(r.stop == StopReason.LENGTH && r.tokens.length == 4, "generation after a cancel");
+
+        // Another thread using the session while it generates is refused; another thread
+        // closing it cancels the generation and waits for it to end.
+        session.reset();
+        Session closing = new Session(model, 128);
+        Thread[] closer = {null};
+        Throwable[] fromOther = {null};
+        r = closing.generate(prompt, options(100), (token, piece) -> {
+            if (closer[0] == null) {
+                Thread user = new Thread(() -> {
+                    try {
+                        closing.position();
+                    } catch (Throwable e) {
+                        fromOther[0] = e;
+                    }
+                });
+                user.start();
+                joinQuietly(user);
+                check(fromOther[0] instanceof IllegalStateException, "second thread refused: " + fromOther[0]);
+                closer[0] = new Thread(closing::close);
+                closer[0].start();
+                // Parked on the handle's write lock: close() has requested the cancel by then.
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (closer[0].getState() != Thread.State.WAITING && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+            }
+            return true;
+        }, tokenizer);
+        joinQuietly(closer[0]);
+        check(r.stop == StopReason.CANCELLED && r.tokens.length <= 2, "close from another thread: " + r.stop + " "
+                                                                         + r.tokens.length);
+        expectError("closed by another thread", VkformerException.INVALID_HANDLE, "closed", closing::position);
+
+        // Misuse: exceptions, not crashes.
+        expectError("wrong path", VkformerException.IO, "/nonexistent/kjv", () -> new Model(ctx, "/nonexistent/kjv"));
+        expectError("wrong tokenizer path", VkformerException.IO, "/nonexistent", () -> new Tokenizer("/nonexistent"));
+        expectError("negative size", 1, "maxTokens", () -> new Session(model, -1));
+        try (Context small = new Context(limits("device_heap=1M,host_heap=1M"))) {
+            Model.Options o = new Model.Options();
+            o.maxTokens = 128;
+            Model.MemoryEstimate e = Model.estimate(small, dir, o);
+            check(!e.fits && e.total > e.available, "estimate: does not fit");
+            expectError("model too big", VkformerException.OUT_OF_MEMORY, "", () -> new Model(small, dir, o));
+        }
+        // A context closed first: its model and sessions keep it alive.
+        ctx.close();
+        session.reset();
+        r = session.generate(prompt, options(2), null, tokenizer);
+        check(r.tokens.length == 2, "session after its context was closed");
+        expectError("closed context", VkformerException.INVALID_HANDLE, "closed", () -> new Model(ctx, dir));
+        session.close();
+        session.close(); // twice: nothing
+        expectError("closed session", VkformerException.INVALID_HANDLE, "closed",
+                    () -> s.generate(prompt, options(2), null, tokenizer));
+        s.cancel(); // after close: nothing
+        tokenizer.close();
+        expectError("closed tokenizer", VkformerException.INVALID_HANDLE, "closed", () -> tokenizer.encode("x", false));
+        model.close();
+
+        finish();
+    }
+
+    private static void joinQuietly(Thread t) {
+        try {
+            t.join();
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    private static void finish() {
+        System.out.println("java_binding: " + checks + " checks, " + failures.size() + " failed");
+        System.exit(failures.isEmpty() ? 0 : 1);
+    }
+
+    /** A random tiny JinaBERT: the pooled embedding is the mean of the per-token ones, normalized. */
+    private static void checkEncoder(Context ctx, String dir) {
+        try (Encoder encoder = new Encoder(ctx, dir)) {
+            int hidden = encoder.hiddenSize();
+            int[] ids = {5, 17, 2, 40, 9};
+            float[] rows = encoder.embed(ids, Encoder.POOLING_NONE, false);
+            float[] mean = encoder.embed(ids, Encoder.POOLING_MEAN, true);
+            check(rows.length == ids.length * hidden && mean.length == hidden, "embedding sizes");
+            double[] expected = new double[hidden];
+            double norm = 0;
+            for (int j = 0; j < hidden; j++) {
+                for (int i = 0; i < ids.length; i++) {
+                    expected[j] += rows[i * hidden + j] / ids.length;
+                }
+                norm += expected[j] * expected[j];
+            }
+            double worst = 0;
+            for (int j = 0; j < hidden; j++) {
+                worst = Math.max(worst, Math.abs(expected[j] / Math.sqrt(norm) - mean[j]));
+            }
+            check(worst < 1e-4, "mean pooling of the rows: off by " + worst);
+            expectError("empty input", 5, "", () -> encoder.embed(new int[0], Encoder.POOLING_MEAN, true));
+        }
+    }
+
+    private static Context.Options limits(String limits) {
+        Context.Options o = new Context.Options();
+        o.limits = limits;
+        return o;
+    }
+}
