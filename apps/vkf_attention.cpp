@@ -54,6 +54,7 @@ struct Options {
     std::optional<std::string> slopes_path;
     std::optional<float> scale;
     std::optional<std::string> kv_lens_path;
+    std::uint32_t window = 0;
     std::optional<vkf::DType> dtype;
     vkf::app::DeviceOptions device;
     bool naive = false;
@@ -79,6 +80,9 @@ void declare_options(CLI::App& cli, Options& o) {
     no_alibi->excludes(alibi)->excludes(slopes);
     add_number(cli, "--scale", "X", o.scale, "softmax scale (default 1/sqrt(head_dim))");
     add_text(cli, "--kv-lens", "FILE", o.kv_lens_path, "valid keys per batch entry, int32 or uint32 [batch] (.npy)");
+    add_integer(cli, "--window", "W", o.window, 0u,
+                "key window: query position i sees keys j with |i - j| <= W (with\n"
+                "the causal mask i - W <= j <= i; MPT's sliding_window_size); default 0, full");
     add_choice(cli, "--dtype", o.dtype, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
                "storage type on the GPU (default: the inputs' dtype)");
     cli.add_flag("--naive", o.naive, "run the naive three-pass baseline instead of the tiled op");
@@ -245,6 +249,7 @@ int run(const Options& options) {
         .scale = options.scale,
         .slopes = slopes,
         .kv_lens = kv_lens,
+        .window = options.window,
     };
     vkf::validate(params);
 

@@ -73,7 +73,6 @@ layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
 layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
 uint seq_word(uint i) { return kv_lens[i]; }
 #endif
-#define VKF_KV_LEN(b) seq_word(b)
 
 #include "alibi.glsl"
 
@@ -129,20 +128,26 @@ void main() {
     }
 
     // Valid keys of this batch; query row i sits at position L - q_len + i.
-    const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(VKF_KV_LEN(b), params.kv_len) : params.kv_len;
+    const uint L = seq_key_count(b);
     const uint row = row0 + row_local;
     const bool row_valid = row < q_len;
     const int qpos = int(L) - int(q_len) + int(row);
     const float slope = alibi_slope_of_head(head, L);
 
-    // Keys this workgroup visits; causal tiles past the group's last row are skipped.
-    const uint split_len = split_length(L, BC);
-    const uint key_begin = split * split_len;
-    uint key_end = min(L, key_begin + split_len);
+    // Keys this workgroup visits: those some row of it may see. Causal tiles past the group's
+    // last row are skipped, and with a window W the keys before its first row's window (the
+    // loop starts at the window, so prefill costs O(L * W) and decode O(W)); split-KV splits
+    // only that range. Every key of [range_begin, range_end) is visible to a row of the group.
+    const int first_pos = int(L) - int(q_len) + int(row0);
+    const int last_pos = int(L) - int(q_len) + int(min(row0 + BR, q_len)) - 1;
+    const uint range_begin = window_first_key(first_pos);
+    uint range_end = window_key_end(last_pos, L);
     if (causal) {
-        const int last_pos = int(L) - int(q_len) + int(min(row0 + BR, q_len)) - 1;
-        key_end = min(key_end, uint(max(last_pos + 1, 0)));
+        range_end = min(range_end, uint(max(last_pos + 1, 0)));
     }
+    const uint split_len = split_length(params.window == 0u ? L : max(range_end, range_begin) - range_begin, BC);
+    const uint key_begin = range_begin + split * split_len;
+    const uint key_end = min(range_end, key_begin + split_len);
 
     // The pad pairs (D % 4 == 2) are zero, so that they add nothing to the scores' dot products;
     // the tile loads never write them. The first tile's barrier orders these stores.
@@ -189,7 +194,7 @@ void main() {
             const uint c = lane + i * TPR;
             const uint key = key0 + c;
             float s = MASKED;
-            if (row_valid && key < key_end && (!causal || int(key) <= qpos)) {
+            if (row_valid && key < key_end && (!causal || int(key) <= qpos) && in_window(qpos, key)) {
                 float dot_qk = 0.0;
                 for (uint dq = 0u; dq < DQ; ++dq) {
                     dot_qk += dot(q_tile[row_local * DQ + dq], kv_tile[c * KV_STRIDE + dq]);

@@ -73,14 +73,42 @@ uint seq_row_count(uint b, uint first_row) {
     return min(min(seq_word(VKF_ATTN_SEQ_Q_LEN(params.batch, b)), params.q_len), params.q_rows - first_row);
 }
 
-// The row of K and V that holds key `key` (< kv_len) of sequence b: through its block table
-// when paged, a block id past the pool reading the pool's last block instead of past it.
+// The row of K and V that holds key `key` of sequence b: through its block table when paged,
+// a block id past the pool reading the pool's last block instead of past it. The table is a
+// ring: with a window, positions count on past its capacity and key j lives in entry
+// (j / block_size) % blocks_per_seq (the identity while j < capacity).
 uint kv_row(uint b, uint key) {
     if (!paged_batch()) {
         return b * params.kv_len + key;
     }
-    const uint block = seq_word(VKF_ATTN_SEQ_BLOCK(params.batch, params.blocks_per_seq, b, key / params.block_size));
+    const uint entry = (key / params.block_size) % params.blocks_per_seq;
+    const uint block = seq_word(VKF_ATTN_SEQ_BLOCK(params.batch, params.blocks_per_seq, b, entry));
     return min(block, params.pool_blocks - 1u) * params.block_size + key % params.block_size;
+}
+
+// Key counts of sequence (or batch) b: the shape's kv_len, or the table's count clamped to it,
+// except in a paged ring with a window, whose positions count on past its capacity (kv_row
+// keeps every read inside the ring).
+uint seq_key_count(uint b) {
+    if ((params.flags & VKF_ATTN_FLAG_KV_LENS) == 0u) {
+        return params.kv_len;
+    }
+    const uint count = seq_word(VKF_ATTN_SEQ_KV_LEN(params.batch, b));
+    return paged_batch() && params.window != 0u ? count : min(count, params.kv_len);
+}
+
+// Key window W (host/spec/attention_params.hpp, after llm-foundry's sliding_window_size):
+// position qpos sees key j only when |qpos - j| <= W (with the causal mask: qpos - W <= j).
+// The first key a query at qpos may see; keys before it are never read.
+uint window_first_key(int qpos) {
+    return params.window == 0u ? 0u : uint(max(qpos - int(params.window), 0));
+}
+// One past the last key a query at qpos may see under the window alone (not the causal mask).
+uint window_key_end(int qpos, uint L) {
+    return params.window == 0u ? L : uint(clamp(qpos + int(params.window) + 1, 0, int(L)));
+}
+bool in_window(int qpos, uint key) {
+    return params.window == 0u || abs(qpos - int(key)) <= int(params.window);
 }
 
 #endif

@@ -3,7 +3,8 @@
 // against. Three passes over a float32 scores buffer S[batch, n_head, q_len, kv_len]:
 //
 //   SCORES   one invocation per (b, h, i, j): S = scale * q_i . k_j + ALiBi bias, or -inf
-//            where the key is masked (beyond L_b, or after p_i under a causal mask).
+//            where the key is masked (beyond L_b, after p_i under a causal mask, or outside
+//            the key window W, attention_io.glsl).
 //   SOFTMAX  one workgroup per row (b, h, i): S = softmax(S) in place; a row whose every
 //            key is masked becomes all zeros rather than NaN.
 //   PV       one invocation per (b, h, i) and pair of output dimensions d, d + 1:
@@ -49,8 +50,14 @@ uint tables_base() {
 }
 
 // Valid keys of sequence (or batch) b.
-#define VKF_VALID_KEYS(b) \
-    ((params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(seq_word(b), params.kv_len) : params.kv_len)
+#define VKF_VALID_KEYS(b) seq_key_count(b)
+
+// Score column j holds key key_base + j. A paged ring with a window counts positions past its
+// kv_len (capacity): its row then starts at the first key the sequence's first row may see
+// (the host keeps W + q_len within the capacity), else at key 0.
+uint key_base(uint L, uint q_len) {
+    return paged_batch() && params.window != 0u ? window_first_key(int(L) - int(q_len)) : 0u;
+}
 
 uint score_row_offset(uint b, uint h, uint i) {
     return ((b * params.n_head + h) * params.q_len + i) * params.kv_len;
@@ -91,21 +98,22 @@ void main() {
     const uint q_len = seq_row_count(b, first_row);
     const uint valid_keys = VKF_VALID_KEYS(b);
     const int qpos = int(valid_keys) - int(q_len) + int(i);
-    const bool masked =
-        i >= q_len || j >= valid_keys || ((params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u && int(j) > qpos);
+    const uint key = key_base(valid_keys, q_len) + j;
+    const bool masked = i >= q_len || key >= valid_keys ||
+                        ((params.flags & VKF_ATTN_FLAG_CAUSAL_MASK) != 0u && int(key) > qpos) || !in_window(qpos, key);
 
     float score = NEG_INF;
     if (!masked) {
         const uint kv_h = h / (params.n_head / params.n_kv_head);
         const uint q_row = q_row_pair(first_row, i, h);
-        const uint k_row = kv_row_pair(b, j, kv_h);
+        const uint k_row = kv_row_pair(b, key, kv_h);
         float acc = 0.0;
         for (uint p = 0u; p < HEAD_PAIRS; ++p) {
             acc += dot(pair_to_vec2(q_data[q_row + p]), pair_to_vec2(k_data[k_row + p]));
         }
         score = params.scale * acc;
         if ((params.flags & (VKF_ATTN_FLAG_ALIBI_CAUSAL | VKF_ATTN_FLAG_ALIBI_SYMMETRIC)) != 0u) {
-            score += alibi_bias(alibi_slope_of_head(h, valid_keys), qpos, int(j));
+            score += alibi_bias(alibi_slope_of_head(h, valid_keys), qpos, int(key));
         }
     }
     scores[score_row_offset(b, h, i) + j] = score;
@@ -212,11 +220,17 @@ void main() {
     const uint kv_h = h / (params.n_head / params.n_kv_head);
     const uint row = score_row_offset(b, h, i);
     // A paged sequence's keys past its count are no rows of its own (the pool's other
-    // contents, which even a zero probability must not multiply: NaN * 0 is NaN).
-    const uint keys = paged_batch() ? VKF_VALID_KEYS(b) : params.kv_len;
+    // contents, which even a zero probability must not multiply: NaN * 0 is NaN). Keys of
+    // zero probability (masked, out of the window) are not read at all: the model may have
+    // freed or reused them.
+    const uint base = paged_batch() ? key_base(VKF_VALID_KEYS(b), seq_row_count(b, first_row)) : 0u;
+    const uint keys = paged_batch() ? min(VKF_VALID_KEYS(b) - base, params.kv_len) : params.kv_len;
     vec2 acc = vec2(0.0);
     for (uint j = 0u; j < keys; ++j) {
-        acc += probs[row + j] * pair_to_vec2(v_data[kv_row_pair(b, j, kv_h) + p]);
+        const float prob = probs[row + j];
+        if (prob != 0.0) {
+            acc += prob * pair_to_vec2(v_data[kv_row_pair(b, base + j, kv_h) + p]);
+        }
     }
     o_data[q_row_pair(first_row, i, h) + p] = vec2_to_pair(acc);
 }

@@ -84,7 +84,6 @@ layout(std430, binding = 4) readonly buffer Slopes { float slope_table[]; };
 layout(std430, binding = 5) readonly buffer KvLens { uint kv_lens[]; };
 uint seq_word(uint i) { return kv_lens[i]; }
 #endif
-#define VKF_KV_LEN(b) seq_word(b)
 
 // Quad dq of the head row that starts at element `base` of a tensor's buffer (its own unit:
 // quads, or pairs with PAIR_LOADS).
@@ -137,7 +136,7 @@ void main() {
 
     // Valid keys of this batch; query row i sits at position L - q_len + i. Rows past q_len
     // compute on the last row (so that loads stay in bounds) and store nothing.
-    const uint L = (params.flags & VKF_ATTN_FLAG_KV_LENS) != 0u ? min(VKF_KV_LEN(b), params.kv_len) : params.kv_len;
+    const uint L = seq_key_count(b);
     const uint my_row0 = row0 + inv * R; // this invocation's rows: my_row0 .. my_row0 + R - 1
     int qpos[R];
     [[unroll]] for (uint r = 0u; r < R; ++r) {
@@ -145,14 +144,19 @@ void main() {
     }
     const float slope = alibi_slope_of_head(head, L);
 
-    // Keys of this split; causal: none past the group's last row.
-    const uint split_len = split_length(L, BK);
-    const uint key_begin = split * split_len;
-    uint key_end = min(L, key_begin + split_len);
+    // Keys of this split, within those some row of the group may see: causal, none past the
+    // group's last row; with a window W, none before its first row's window (skipped, not
+    // masked: decode costs O(W)). Split-KV splits only that range.
+    const int first_pos = int(L) - int(q_len) + int(row0);
+    const int last_pos = int(L) - int(q_len) + int(min(row0 + rows_per_group, q_len)) - 1;
+    const uint range_begin = window_first_key(first_pos);
+    uint range_end = window_key_end(last_pos, L);
     if (causal) {
-        const int last_pos = int(L) - int(q_len) + int(min(row0 + rows_per_group, q_len)) - 1;
-        key_end = min(key_end, uint(max(last_pos + 1, 0)));
+        range_end = min(range_end, uint(max(last_pos + 1, 0)));
     }
+    const uint split_len = split_length(params.window == 0u ? L : max(range_end, range_begin) - range_begin, BK);
+    const uint key_begin = range_begin + split * split_len;
+    const uint key_end = min(range_end, key_begin + split_len);
 
     vec4 q[R][DQ];
     vec4 acc[R][DQ];
@@ -208,7 +212,7 @@ void main() {
             float block_max = MASKED;
             [[unroll]] for (uint i = 0u; i < BK; ++i) {
                 const uint key = key0 + i;
-                const bool visible = key < key_end && (!causal || int(key) <= qpos[r]);
+                const bool visible = key < key_end && (!causal || int(key) <= qpos[r]) && in_window(qpos[r], key);
                 s[r][i] = visible ? s[r][i] + alibi_bias(slope, qpos[r], int(key)) : MASKED;
                 block_max = max(block_max, s[r][i]);
             }

@@ -50,6 +50,7 @@ struct AttentionOptions {
     std::vector<DType> dtypes = {DType::F32, DType::F16};
     bool prefill = true, decode = true;
     std::uint32_t batch = 1;
+    std::uint32_t window = 0;
     std::optional<std::uint32_t> heads, warmup, reps;
     bool no_naive = false;
     bool json = false;
@@ -78,6 +79,9 @@ void declare_options(CLI::App& cli, AttentionOptions& o) {
                       });
     add_counts(cli, "--decode-kv", "N,...", o.decode_kv, "KV cache lengths for decoding (default 4096)");
     add_integer(cli, "--batch", "N", o.batch, 1u, "batch size (default 1)");
+    add_integer(cli, "--window", "W", o.window, 0u,
+                "key window: each query sees itself and the W keys before it\n"
+                "(MPT's sliding_window_size; default 0, full attention)");
     CLI::Option* heads = add_integer(cli, "--heads", "N", o.heads, 1u, "query heads, as many KV heads (default 16)");
     CLI::Option* head_dims =
         add_parsed_option(cli, "--head-dim", "D,...", "head sizes (default 64,128)", [&o](const std::string& text) {
@@ -124,6 +128,7 @@ SuiteSettings settings_of(const AttentionOptions& o) {
     }
     sweep.dtypes = o.dtypes;
     sweep.batch = o.batch;
+    sweep.window = o.window;
     sweep.naive_prefill = sweep.naive_decode = !o.no_naive;
     sweep.alternate_dtypes = o.quick;
     sweep.cheapest_first = true;

@@ -46,22 +46,25 @@ struct AttentionCase {
     DType dtype = DType::F32;
     bool naive = false;
     AttentionShape shape{};
+    std::uint32_t window = 0;
 };
 
 // Unmasked (query, key) pairs: the work a kernel that skips masked tiles has to do. Under
-// the causal mask query row i sits at position kv_len - q_len + i and sees keys 0..pos.
-std::uint64_t unmasked_pairs(const AttentionShape& s) {
+// the causal mask query row i sits at position kv_len - q_len + i and sees keys 0..pos, or
+// pos - window .. pos with a window.
+std::uint64_t unmasked_pairs(const AttentionShape& s, std::uint32_t window) {
     std::uint64_t pairs = 0;
     for (std::uint32_t i = 0; i < s.q_len; ++i) {
         const std::int64_t position = std::int64_t{s.kv_len} - s.q_len + i;
-        pairs += static_cast<std::uint64_t>(std::clamp<std::int64_t>(position + 1, 0, s.kv_len));
+        const std::int64_t first = window == 0 ? 0 : std::max<std::int64_t>(position - window, 0);
+        pairs += static_cast<std::uint64_t>(std::clamp<std::int64_t>(position + 1 - first, 0, s.kv_len));
     }
     return pairs;
 }
 
 // Q.K^T and P.V: a multiply and an add each, per head_dim element of every unmasked pair.
-std::uint64_t attention_flops(const AttentionShape& s) {
-    return 4ull * s.batch * s.n_head * s.head_dim * unmasked_pairs(s);
+std::uint64_t attention_flops(const AttentionShape& s, std::uint32_t window) {
+    return 4ull * s.batch * s.n_head * s.head_dim * unmasked_pairs(s, window);
 }
 
 // Q, K, V read once and O written once: the least traffic any attention kernel has.
@@ -74,16 +77,18 @@ AttentionParams params_of(const AttentionCase& c) {
                            .mask = MaskMode::Causal,
                            .alibi = AlibiMode::Causal,
                            .max_bias = c.model.max_bias,
-                           .slopes = c.model.slopes};
+                           .slopes = c.model.slopes,
+                           .window = c.window};
 }
 
 // "bloom-560m prefill f16 tiled q=256 kv=256". Batch and head size appear only where the
 // sweep varies them, so that names match result files of earlier runs for comparison.
 std::string case_name(const AttentionCase& c, bool naive) {
     const AttentionShape& s = c.shape;
-    return fmt::format("{} {} {} {}{}{} q={} kv={}", c.model.name, c.decode ? "decode" : "prefill", to_string(c.dtype),
-                       naive ? "naive" : "tiled", s.batch != 1 ? fmt::format(" b={}", s.batch) : "",
-                       c.model.head_dims.size() > 1 ? fmt::format(" d={}", s.head_dim) : "", s.q_len, s.kv_len);
+    return fmt::format("{} {} {} {}{}{} q={} kv={}{}", c.model.name, c.decode ? "decode" : "prefill",
+                       to_string(c.dtype), naive ? "naive" : "tiled", s.batch != 1 ? fmt::format(" b={}", s.batch) : "",
+                       c.model.head_dims.size() > 1 ? fmt::format(" d={}", s.head_dim) : "", s.q_len, s.kv_len,
+                       c.window != 0 ? fmt::format(" w={}", c.window) : "");
 }
 
 // The naive result's speed against the tiled twin run just before it: naive ms / tiled ms.
@@ -112,7 +117,7 @@ void run_case(const AttentionCase& c, CaseEnv& env, Result& r) {
         throw Skip{fmt::format("a {}-byte Q/K/V tensor exceeds maxStorageBufferRange ({} bytes)", largest, range)};
     }
     const AttentionParams params = params_of(c);
-    r.flops = attention_flops(shape);
+    r.flops = attention_flops(shape, c.window);
     r.bytes = tensor_bytes(shape, c.dtype);
 
     // The op first: a shape the device cannot run fails before any upload.
@@ -164,7 +169,10 @@ BenchCase bench_case(const AttentionCase& c) {
                  {"head_dim", std::int64_t{s.head_dim}},
                  {"q_len", std::int64_t{s.q_len}},
                  {"kv_len", std::int64_t{s.kv_len}}};
-    bc.flops = attention_flops(s);
+    if (c.window != 0) {  // absent otherwise, as in result files of earlier runs
+        bc.params.emplace_back("window", std::int64_t{c.window});
+    }
+    bc.flops = attention_flops(s, c.window);
     bc.bytes = tensor_bytes(s, c.dtype);
     bc.run = [c](CaseEnv& env, Result& r) { run_case(c, env, r); };
     return bc;
@@ -191,7 +199,7 @@ std::vector<BenchCase> attention_cases(const Context&, const SuiteSettings& sett
         }
         if (sweep.cheapest_first) {
             std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
-                return attention_flops(a.second) < attention_flops(b.second);
+                return attention_flops(a.second, sweep.window) < attention_flops(b.second, sweep.window);
             });
         }
         for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -205,8 +213,12 @@ std::vector<BenchCase> attention_cases(const Context&, const SuiteSettings& sett
                     if (naive && !(decode ? sweep.naive_decode : sweep.naive_prefill)) {
                         continue;
                     }
-                    cases.push_back(bench_case(AttentionCase{
-                        .model = model, .decode = decode, .dtype = dtype, .naive = naive, .shape = shape}));
+                    cases.push_back(bench_case(AttentionCase{.model = model,
+                                                             .decode = decode,
+                                                             .dtype = dtype,
+                                                             .naive = naive,
+                                                             .shape = shape,
+                                                             .window = sweep.window}));
                 }
             }
         }

@@ -33,6 +33,8 @@ struct AttentionSweep {
     std::vector<std::uint32_t> decode_kv;  // decoding: one query row against a KV cache this long
     std::vector<DType> dtypes = {DType::F32, DType::F16};
     std::uint32_t batch = 1;
+    // Key window W (AttentionParams::window): each query sees the W keys before it; 0: full.
+    std::uint32_t window = 0;
     // The naive baseline is a separate case after each tiled one, which it reports its
     // speed against. Decoding needs no n x n scores, so `vkf-bench run` leaves it out there.
     bool naive_prefill = true;

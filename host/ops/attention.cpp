@@ -72,7 +72,8 @@ AttentionPush make_attention_push(const AttentionParams& params) {
                          .block_size = 0,
                          .blocks_per_seq = 0,
                          .q_rows = s.batch * s.q_len,
-                         .pool_blocks = 0};
+                         .pool_blocks = 0,
+                         .window = params.window};
 }
 
 Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
@@ -85,7 +86,7 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                     " is not supported; supported: f32 with f32 K/V, f16 with f16 K/V, f32 with f16 K/V");
     }
     validate(params);
-    plan_ = plan_attention(attention_device(ctx), shape_, options);
+    plan_ = plan_attention(attention_device(ctx), shape_, options, params.window);
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;

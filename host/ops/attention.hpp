@@ -29,7 +29,7 @@ void check_head_dim(std::uint32_t head_dim);
 
 // AttentionPush (push constants, shared by every attention kernel), VKF_ATTN_FLAG_* and the
 // specialization-constant ids: shaders/interface/attention.h.
-static_assert(sizeof(AttentionPush) == 64);
+static_assert(sizeof(AttentionPush) == 68);
 
 AttentionPush make_attention_push(const AttentionParams& params);
 
@@ -99,7 +99,17 @@ struct PagedSequence {
 // (VKF_ATTN_SEQ_* in shaders/interface/attention.h; unused entries 0). Throws vkf::Error on
 // inconsistent input (no sequences, too many or too few blocks, q_len 0 or > kv_len, kv_len
 // past blocks_per_seq * block_size, rows out of range or shared by two sequences...).
-std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> seqs, const PagedKv& paged);
+//
+// With a key window W (AttentionParams::window, passed here as `window`) the block table is a
+// ring: a sequence's kv_len (its position after this call) may pass the capacity
+// C = blocks_per_seq * block_size, and key j lives in entry (j / block_size) % blocks_per_seq.
+// Its first query row sits at kv_len - q_len and sees keys from f = max(0, kv_len - q_len - W);
+// the rule, checked per sequence: the blocks that keys f .. kv_len - 1 span,
+// (kv_len - 1) / block_size - f / block_size + 1, are at most blocks_per_seq (so no two
+// visible keys share a ring slot). W + q_len + block_size - 1 <= C always satisfies it. Past
+// the capacity the table must have all blocks_per_seq entries. Without a window, kv_len <= C.
+std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> seqs, const PagedKv& paged,
+                                                std::uint32_t window = 0);
 std::uint64_t paged_sequence_table_bytes(std::uint32_t batch, const PagedKv& paged);
 // Throws vkf::Error unless `paged` fits `shape`: block_size, blocks_per_seq and q_rows >= 1,
 // shape.kv_len == blocks_per_seq * block_size.
@@ -132,9 +142,13 @@ inline constexpr std::uint32_t kPackedAttentionBindings = 4;
 
 // Chooses the kernel and its tiles from the device (type, shared memory, workgroup
 // invocations) and the shape. Throws vkf::Error when no configuration fits the device.
-AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options = {});
+// `window`: AttentionParams::window (a workgroup then visits at most window + q_len keys, the
+// range split-KV splits).
+AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options = {},
+                             std::uint32_t window = 0);
 // The same for a GPU with these limits.
-AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options = {});
+AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options = {},
+                             std::uint32_t window = 0);
 
 // A prepared attention call: validated parameters, the plan, pipelines, and the small
 // device buffers it needs (slope table, key lengths, split-KV partials).

@@ -52,7 +52,8 @@ std::uint64_t paged_sequence_table_bytes(std::uint32_t batch, const PagedKv& pag
     return std::uint64_t{4} * VKF_ATTN_SEQ_WORDS(std::uint64_t{batch}, paged.blocks_per_seq);
 }
 
-std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> seqs, const PagedKv& paged) {
+std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> seqs, const PagedKv& paged,
+                                                std::uint32_t window) {
     check_layout(paged);
     if (seqs.empty()) {
         throw Error("paged attention: a batch needs at least one sequence");
@@ -68,14 +69,26 @@ std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> s
         if (s.q_len == 0 || s.q_len > s.kv_len) {
             throw Error(sequence_text(b, s) + ": q_len must be 1 .. kv_len");
         }
-        if (s.kv_len > capacity) {
+        if (window == 0 && s.kv_len > capacity) {
             throw Error(sequence_text(b, s) +
                         ": kv_len exceeds blocks_per_seq x block_size = " + std::to_string(capacity));
+        }
+        if (window != 0) {
+            // The ring must hold every key a row of this call may see (attention.hpp).
+            const std::uint64_t first = s.kv_len - s.q_len > window ? s.kv_len - s.q_len - window : 0;
+            const std::uint64_t spanned = (s.kv_len - 1) / paged.block_size - first / paged.block_size + 1;
+            if (spanned > paged.blocks_per_seq) {
+                throw Error(sequence_text(b, s) + ": with window " + std::to_string(window) + " its rows see keys " +
+                            std::to_string(first) + " .. " + std::to_string(s.kv_len - 1) + ", " +
+                            std::to_string(spanned) + " blocks, more than the ring's blocks_per_seq " +
+                            std::to_string(paged.blocks_per_seq));
+            }
         }
         if (std::uint64_t{s.q_start} + s.q_len > paged.q_rows) {
             throw Error(sequence_text(b, s) + ": rows past q_rows " + std::to_string(paged.q_rows));
         }
-        const std::uint64_t used = (std::uint64_t{s.kv_len} + paged.block_size - 1) / paged.block_size;
+        const std::uint64_t used = std::min<std::uint64_t>(
+            (std::uint64_t{s.kv_len} + paged.block_size - 1) / paged.block_size, paged.blocks_per_seq);
         if (s.blocks.size() < used) {
             throw Error(sequence_text(b, s) + ": " + std::to_string(used) + " blocks of " +
                         std::to_string(paged.block_size) + " keys needed");

@@ -278,14 +278,23 @@ std::string AttentionPlan::describe() const {
     return s;
 }
 
-AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
-    return plan_attention(AttentionDevice{.limits = limits, .cpu = false}, shape, options);
+AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options,
+                             std::uint32_t window) {
+    return plan_attention(AttentionDevice{.limits = limits, .cpu = false}, shape, options, window);
 }
 
-AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& shape, AttentionOptions options) {
-    check_head_dim(shape.head_dim);
+AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape& full_shape, AttentionOptions options,
+                             std::uint32_t window) {
+    check_head_dim(full_shape.head_dim);
     if (options.paged) {
-        check_paged(shape, *options.paged);
+        check_paged(full_shape, *options.paged);
+    }
+    // With a window, a workgroup of rows visits at most window + q_len keys (the kernels start
+    // at its first row's window): splits, loop limits and tiles are planned for that many.
+    AttentionShape shape = full_shape;
+    if (window != 0) {
+        shape.kv_len =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(shape.kv_len, std::uint64_t{window} + shape.q_len));
     }
     const ComputeLimits& limits = device.limits;
     // The kernels bind Q, K, V, O (or the partials), slopes and key counts; their PACKED_TABLES

@@ -114,28 +114,29 @@ struct Scratch {
     std::vector<double> weights;            // [kv_len rounded up]: scores, then exp terms
 };
 
-// One query row attending to keys [0, n_keys), the unmasked prefix; writes head_dim
-// outputs. Two-pass softmax: the row maximum is subtracted before exp.
+// One query row attending to keys [first, n_keys), the unmasked range; writes head_dim
+// outputs. Two-pass softmax: the row maximum is subtracted before exp. Keys outside the range
+// take no part (a NaN there changes nothing).
 void attend_row(const AttentionParams& params, Scratch& scratch, double scale, double slope, std::int64_t position,
-                std::size_t n_keys, double* out) {
+                std::size_t first, std::size_t n_keys, double* out) {
     const std::size_t dim = params.shape.head_dim;
     const double* query = scratch.query.data();
     double* weights = scratch.weights.data();
 
     // Whole blocks are scored, so weights holds n_keys rounded up to kKeyBlock entries.
-    for (std::size_t first = 0; first < n_keys; first += kKeyBlock) {
-        score_key_block(query, scratch.key_blocks.data() + first * dim, dim, weights + first);
+    for (std::size_t block = first / kKeyBlock * kKeyBlock; block < n_keys; block += kKeyBlock) {
+        score_key_block(query, scratch.key_blocks.data() + block * dim, dim, weights + block);
     }
 
     double row_max = -std::numeric_limits<double>::infinity();
-    for (std::size_t j = 0; j < n_keys; ++j) {
+    for (std::size_t j = first; j < n_keys; ++j) {
         const double bias = alibi_bias(params.alibi, slope, position, static_cast<std::int64_t>(j));
         // Falcon adds its bias to q.k and scales the sum.
         weights[j] = scale * weights[j] + (params.alibi == AlibiMode::FalconBf16 ? scale * bias : bias);
         row_max = std::max(row_max, weights[j]);
     }
     double sum = 0.0;
-    for (std::size_t j = 0; j < n_keys; ++j) {
+    for (std::size_t j = first; j < n_keys; ++j) {
         weights[j] = std::exp(weights[j] - row_max);
         sum += weights[j];
     }
@@ -143,7 +144,7 @@ void attend_row(const AttentionParams& params, Scratch& scratch, double scale, d
     const double inv_sum = 1.0 / sum;
     const std::size_t kv_len = params.shape.kv_len;
     for (std::size_t d = 0; d < dim; ++d) {
-        out[d] = dot(weights, scratch.values_transposed.data() + d * kv_len, n_keys) * inv_sum;
+        out[d] = dot(weights + first, scratch.values_transposed.data() + d * kv_len + first, n_keys - first) * inv_sum;
     }
 }
 
@@ -186,19 +187,16 @@ std::vector<double> attention(const AttentionParams& params, std::span<const dou
 
                     for (std::uint32_t i = 0; i < s.q_len; ++i) {
                         const std::int64_t position = first_position + i;
-                        // Unmasked keys always form a prefix [0, key_end).
-                        std::int64_t key_end = valid_keys;
-                        if (params.mask == MaskMode::Causal) {
-                            key_end = std::min<std::int64_t>(key_end, position + 1);
-                        }
-                        if (key_end <= 0) {
+                        // Unmasked keys always form a range (a prefix without a window).
+                        const KeyRange keys = visible_keys(params, position, valid_keys);
+                        if (keys.end <= keys.first) {
                             continue;  // every key masked: the row stays zero
                         }
                         const std::size_t offset = ((static_cast<std::size_t>(b) * s.q_len + i) * s.n_head + h) * dim;
                         std::copy(q.begin() + static_cast<std::ptrdiff_t>(offset),
                                   q.begin() + static_cast<std::ptrdiff_t>(offset + dim), scratch.query.begin());
-                        attend_row(params, scratch, scale, slope, position, static_cast<std::size_t>(key_end),
-                                   out.data() + offset);
+                        attend_row(params, scratch, scale, slope, position, static_cast<std::size_t>(keys.first),
+                                   static_cast<std::size_t>(keys.end), out.data() + offset);
                     }
                 }
             }

@@ -1,5 +1,6 @@
 #include "host/spec/attention_params.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -69,6 +70,10 @@ void validate(const AttentionParams& params) {
     if (params.scale && !std::isfinite(*params.scale)) {
         throw Error("attention: scale " + std::to_string(*params.scale) + " is not finite");
     }
+    if (params.window > kMaxAttentionWindow) {
+        throw Error("attention: window " + std::to_string(params.window) + " exceeds " +
+                    std::to_string(kMaxAttentionWindow));
+    }
     if (!std::isfinite(params.max_bias)) {
         throw Error("attention: max_bias " + std::to_string(params.max_bias) + " is not finite");
     }
@@ -113,6 +118,18 @@ std::uint32_t kv_head_of(const AttentionShape& shape, std::uint32_t head) {
 
 std::uint32_t kv_len_of(const AttentionParams& params, std::uint32_t batch) {
     return params.kv_lens.empty() ? params.shape.kv_len : params.kv_lens[batch];
+}
+
+KeyRange visible_keys(const AttentionParams& params, std::int64_t position, std::uint32_t valid_keys) {
+    KeyRange range{0, valid_keys};
+    if (params.mask == MaskMode::Causal) {
+        range.end = std::min<std::int64_t>(range.end, position + 1);
+    }
+    if (params.window != 0) {
+        range.first = std::max<std::int64_t>(0, position - params.window);
+        range.end = std::min<std::int64_t>(range.end, position + params.window + 1);
+    }
+    return range;
 }
 
 double alibi_length_factor(const AttentionParams& params, std::uint32_t valid_keys) {

@@ -10,6 +10,13 @@
 // which is negative for padding rows when q_len > L_b. A causal mask also hides keys
 // j > p_i. ALiBi biases use the absolute positions p_i and j.
 //
+// Key window (local attention), as llm-foundry's MPT defines attn_config.sliding_window_size
+// (llmfoundry/models/layers/attention.py, scaled_multihead_dot_product_attention: the mask
+// keeps torch.tril(diagonal=W) and torch.triu(diagonal=-W) of the [s_q, s_k] ones, i.e.
+// j - i <= W and i - j <= W; flash-attn gets window_size=(W, W)): with window W > 0, query
+// position p_i sees key j only when |p_i - j| <= W, which under a causal mask leaves
+// p_i - W <= j <= p_i: itself and the W keys before it. 0 = full attention.
+//
 // A query row whose every key is masked has no softmax to take; its output is all zeros
 // (not NaN), so padding rows are harmless.
 
@@ -41,15 +48,27 @@ struct AttentionParams {
     // Jais' dynamic alibi_scaling: with L valid keys, every slope is multiplied by
     // train_len / L when L > train_len. 0: off.
     std::uint32_t alibi_train_len = 0;
+    // Key window W (above); 0: full attention. At most kMaxAttentionWindow.
+    std::uint32_t window = 0;
 };
+
+// The kernels compare positions as 32-bit signed integers.
+inline constexpr std::uint32_t kMaxAttentionWindow = 0x3fffffffu;
+
+// The keys [first, end) that query position `position` may see among `valid_keys` keys
+// (masks and window as above; empty when first >= end).
+struct KeyRange {
+    std::int64_t first, end;
+};
+KeyRange visible_keys(const AttentionParams& params, std::int64_t position, std::uint32_t valid_keys);
 
 // The softmax scale: params.scale when given, else 1/sqrt(head_dim) rounded to float.
 float effective_scale(const AttentionParams& params);
 
 // Throws vkf::Error naming the first problem found: a zero dimension, n_head not a
 // multiple of n_kv_head, a slope table or kv_lens array of the wrong size, a kv_lens entry
-// beyond kv_len, a non-finite scale, max_bias or slope, an unknown enum value, or element
-// counts that overflow size_t. Supported head_dim values are the GPU op's business.
+// beyond kv_len, a non-finite scale, max_bias or slope, an unknown enum value, a window over
+// kMaxAttentionWindow, or element counts that overflow size_t. Supported head_dim values are the GPU op's business.
 void validate(const AttentionParams& params);
 
 // The helpers below assume validate() has passed.

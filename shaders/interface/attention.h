@@ -62,7 +62,8 @@
     F(uint, block_size)      /* VKF_ATTN_FLAG_PAGED: keys per block */    \
     F(uint, blocks_per_seq)  /* entries of a sequence's block table */    \
     F(uint, q_rows)          /* rows of Q and O */                        \
-    F(uint, pool_blocks)     /* blocks in K and V (block ids clamped) */
+    F(uint, pool_blocks)     /* blocks in K and V (block ids clamped) */  \
+    F(uint, window)          /* key window W, 0: full (attention_io.glsl) */
 VKF_PUSH_CONSTANTS(AttentionParams, AttentionPush, VKF_ATTENTION_PUSH)
 
 #endif
