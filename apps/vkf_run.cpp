@@ -80,9 +80,10 @@ int run_one(vkf::Context& ctx, const Options& o) {
     const vkf::ModelConfig& config = model.config();
     const std::uint32_t window = vkf::app::run_window(o.window, config);
     if (window == 0 && !o.interactive && prompt.size() > max_tokens) {
-        throw vkf::app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {}; a "
-                                               "--window lets a run go past it)",
-                                               prompt.size(), max_tokens, o.ctx));
+        throw vkf::app::UsageError(
+            fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {}; a "
+                        "--window lets a run go past it)",
+                        prompt.size(), max_tokens, o.ctx));
     }
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
 
@@ -133,7 +134,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
     }
     std::optional<CheckResult> check;
     if (o.check) {
-        check = check_logits(model, prompt, result, o.quiet);
+        check = check_logits(model, prompt, result, window, o.quiet);
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
 
@@ -175,9 +176,10 @@ int run_one(vkf::Context& ctx, const Options& o) {
         fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
     }
     if (result.stop == vkf::StopReason::CacheFull) {
-        fmt::print("stopped after {} tokens: the {}-token KV cache is full (--ctx; --window W lets generation go "
-                   "on)\n",
-                   result.tokens.size(), max_tokens);
+        fmt::print(
+            "stopped after {} tokens: the {}-token KV cache is full (--ctx; --window W lets generation go "
+            "on)\n",
+            result.tokens.size(), max_tokens);
     } else if (result.stop != vkf::StopReason::Length) {
         fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
     }

@@ -44,7 +44,8 @@ BatchOptions checked(const Model& model, BatchOptions o) {
         if (window_ring_blocks(o.window, o.chunk, o.block_size) > pool) {
             const std::uint64_t room = std::uint64_t{pool - 1} * o.block_size;
             if (room <= o.window) {
-                throw Error("batch: a window of " + std::to_string(o.window) + " tokens needs a KV cache of more than " +
+                throw Error("batch: a window of " + std::to_string(o.window) +
+                            " tokens needs a KV cache of more than " +
                             std::to_string(std::uint64_t{o.window} + 2 * o.block_size) + " tokens; it holds " +
                             std::to_string(std::uint64_t{pool} * o.block_size));
             }
@@ -79,10 +80,10 @@ Batch::Batch(const Model& model, BatchOptions options)
                 .int8_activations = options_.int8_activations,
                 .kv_dtype = options_.kv_dtype,
                 .block_size = options_.block_size,
-                .blocks_per_seq = options_.window != 0
-                                      ? std::min(window_ring_blocks(options_.window, options_.chunk, options_.block_size),
-                                                 ceil_div(options_.max_tokens, options_.block_size))
-                                      : ceil_div(options_.max_sequence_tokens, options_.block_size),
+                .blocks_per_seq = options_.window != 0 ? std::min(window_ring_blocks(options_.window, options_.chunk,
+                                                                                     options_.block_size),
+                                                                  ceil_div(options_.max_tokens, options_.block_size))
+                                                       : ceil_div(options_.max_sequence_tokens, options_.block_size),
                 .window = options_.window},
       cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
              options_.kv_dtype) {
@@ -356,7 +357,7 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
         ctx_.upload(positions_, std::span<const std::uint32_t>(positions));
     }
     ctx_.upload(slots_, std::span<const std::uint32_t>(slots));
-    ctx_.upload(sequence_table_, std::span<const std::uint32_t>(paged_sequence_table(table, paged)));
+    ctx_.upload(sequence_table_, std::span<const std::uint32_t>(paged_sequence_table(table, paged, settings_.window)));
     if (!logit_index.empty()) {
         ctx_.upload(logit_index_, std::span<const std::uint32_t>(logit_index));
     }

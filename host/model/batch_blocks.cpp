@@ -86,8 +86,7 @@ void Batch::share_prefix(Sequence& seq) {
     // free the older ones before its first step anyway). A donor that no longer holds them
     // all shares nothing.
     const std::uint32_t bs = options_.block_size;
-    const std::uint32_t first =
-        options_.window != 0 && best > options_.window ? (best - options_.window) / bs : 0;
+    const std::uint32_t first = options_.window != 0 && best > options_.window ? (best - options_.window) / bs : 0;
     if (first < donor->first_block) {
         return;
     }

@@ -233,13 +233,12 @@ struct Ring {
     std::vector<std::vector<std::uint32_t>> blocks;
     std::vector<PagedSequence> seqs;
     std::vector<std::uint32_t> table;
-    std::vector<float> q, k, v;  // the pool: NaN but where a visible key lives
+    std::vector<float> q, k, v;                        // the pool: NaN but where a visible key lives
     std::vector<std::vector<float>> dense_k, dense_v;  // per sequence [kv_len] rows, NaN unseen
 };
 
-Ring make_ring(std::vector<RingSeq> specs, std::uint32_t window, std::uint32_t block_size,
-               std::uint32_t blocks_per_seq, std::uint32_t n_head, std::uint32_t n_kv_head, std::uint32_t d,
-               DType kv_dtype, std::uint64_t seed) {
+Ring make_ring(std::vector<RingSeq> specs, std::uint32_t window, std::uint32_t block_size, std::uint32_t blocks_per_seq,
+               std::uint32_t n_head, std::uint32_t n_kv_head, std::uint32_t d, DType kv_dtype, std::uint64_t seed) {
     Ring r;
     r.window = window;
     r.specs = specs;
@@ -254,8 +253,8 @@ Ring make_ring(std::vector<RingSeq> specs, std::uint32_t window, std::uint32_t b
         const std::uint32_t used =
             std::min<std::uint32_t>((specs[b].kv_len + block_size - 1) / block_size, blocks_per_seq);
         r.blocks[b].assign(ids.begin() + b * blocks_per_seq, ids.begin() + b * blocks_per_seq + used);
-        r.seqs.push_back(PagedSequence{.q_start = row, .q_len = specs[b].q_len, .kv_len = specs[b].kv_len,
-                                       .blocks = r.blocks[b]});
+        r.seqs.push_back(
+            PagedSequence{.q_start = row, .q_len = specs[b].q_len, .kv_len = specs[b].kv_len, .blocks = r.blocks[b]});
         row += specs[b].q_len;
         max_q = std::max(max_q, specs[b].q_len);
     }
@@ -289,10 +288,13 @@ Ring make_ring(std::vector<RingSeq> specs, std::uint32_t window, std::uint32_t b
 
 void run_ring(Context& ctx, const Ring& r, Kernel kernel, std::uint32_t splits, const Mode& mode,
               std::optional<DType> kv_dtype) {
-    SCOPED_TRACE(std::string(kernel_name(kernel)) + " splits " + std::to_string(splits) + " " + mode.name +
-                 " block " + std::to_string(r.paged.block_size) + (kv_dtype ? " kv f16" : ""));
-    const AttentionParams params{
-        .shape = r.shape, .mask = mode.mask, .alibi = mode.alibi, .alibi_train_len = mode.train_len, .window = r.window};
+    SCOPED_TRACE(std::string(kernel_name(kernel)) + " splits " + std::to_string(splits) + " " + mode.name + " block " +
+                 std::to_string(r.paged.block_size) + (kv_dtype ? " kv f16" : ""));
+    const AttentionParams params{.shape = r.shape,
+                                 .mask = mode.mask,
+                                 .alibi = mode.alibi,
+                                 .alibi_train_len = mode.train_len,
+                                 .window = r.window};
     const DeviceTensor qb = upload_tensor(ctx, r.q, DType::F32, "Q");
     const DeviceTensor kb = upload_tensor(ctx, r.k, kv_dtype.value_or(DType::F32), "K pool");
     const DeviceTensor vb = upload_tensor(ctx, r.v, kv_dtype.value_or(DType::F32), "V pool");
@@ -341,8 +343,8 @@ TEST_F(AttentionWindow, PagedRingPastTheCapacity) {
     std::uint64_t seed = 35000;
     for (auto [block_size, blocks_per_seq] : {std::pair{16u, 4u}, std::pair{5u, 10u}}) {
         const std::uint32_t q_chunk = block_size == 16 ? 7 : 3;
-        const Ring r = make_ring({{1, 100003}, {q_chunk, 100003}, {3, 30}, {2, 71}}, 40, block_size, blocks_per_seq,
-                                 4, 2, 32, DType::F32, seed += 10);
+        const Ring r = make_ring({{1, 100003}, {q_chunk, 100003}, {3, 30}, {2, 71}}, 40, block_size, blocks_per_seq, 4,
+                                 2, 32, DType::F32, seed += 10);
         const Mode modes[] = {kCausal, kModes[2], kModes[3]};  // alibi, jais dynamic, off
         std::size_t mode = 0;
         for (Kernel kernel : {Kernel::Tiled, Kernel::Rows}) {
@@ -366,12 +368,12 @@ TEST(AttentionWindowTable, RingRule) {
         const PagedSequence s{.q_start = 0, .q_len = q_len, .kv_len = kv_len, .blocks = four};
         return paged_sequence_table(std::span(&s, 1), paged, window);
     };
-    EXPECT_NO_THROW(table(1, 100003, 40));  // keys 99962 .. 100002: blocks 6247 .. 6250
-    EXPECT_NO_THROW(table(1, 100000, 63));      // keys 99936 .. 99999: blocks 6246 .. 6249
-    EXPECT_THROW(table(1, 100000, 64), Error);  // key 99935 is in block 6245: 5 blocks
-    EXPECT_NO_THROW(table(16, 100000, 40));     // keys 99944 .. 99999
+    EXPECT_NO_THROW(table(1, 100003, 40));       // keys 99962 .. 100002: blocks 6247 .. 6250
+    EXPECT_NO_THROW(table(1, 100000, 63));       // keys 99936 .. 99999: blocks 6246 .. 6249
+    EXPECT_THROW(table(1, 100000, 64), Error);   // key 99935 is in block 6245: 5 blocks
+    EXPECT_NO_THROW(table(16, 100000, 40));      // keys 99944 .. 99999
     EXPECT_THROW(table(16, 100000, 50), Error);  // keys 99934 .. 99999
-    EXPECT_THROW(table(1, 100003, 0), Error);  // no window: kv_len <= capacity
+    EXPECT_THROW(table(1, 100003, 0), Error);    // no window: kv_len <= capacity
     EXPECT_NO_THROW(table(1, 64, 0));
 }
 

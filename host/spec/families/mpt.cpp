@@ -159,6 +159,7 @@ nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
         {"clip_qkv", config.clip_qkv ? nlohmann::json(*config.clip_qkv) : nlohmann::json(nullptr)},
         {"prefix_lm", false},
         {"qk_ln", config.qk_ln},
+        {"sliding_window_size", config.attention_window == 0 ? -1 : std::int64_t{config.attention_window}},
         {"softmax_scale", config.softmax_scale ? nlohmann::json(*config.softmax_scale) : nlohmann::json(nullptr)},
     };
     if (gqa) {
