@@ -59,8 +59,9 @@ void expect_matches_reference(const Model& model, std::uint32_t window, const Tr
     const std::vector<double> ref = reference.forward(std::span(t.tokens).first(t.computed));
     ASSERT_EQ(t.logits.size(), std::size_t{t.computed - t.first_logit} * vocab);
     for (std::uint32_t p = t.first_logit; p < t.computed; ++p) {
-        const ErrorStats e = compare_to_reference(std::span(t.logits).subspan(std::size_t{p - t.first_logit} * vocab, vocab),
-                                                  std::span(ref).subspan(std::size_t{p} * vocab, vocab));
+        const ErrorStats e =
+            compare_to_reference(std::span(t.logits).subspan(std::size_t{p - t.first_logit} * vocab, vocab),
+                                 std::span(ref).subspan(std::size_t{p} * vocab, vocab));
         ASSERT_LT(e.max_rel, tolerance) << "position " << p << ": " << describe(e);
     }
 }
@@ -83,8 +84,7 @@ protected:
                                         .window = window,
                                         .poison = true});
         ASSERT_EQ(batch.blocks_per_seq(), 6u);
-        std::vector<Track> tracks = {Track{.prompt = 40, .total = 100},
-                                     Track{.prompt = 5, .total = 80, .join = 1},
+        std::vector<Track> tracks = {Track{.prompt = 40, .total = 100}, Track{.prompt = 5, .total = 80, .join = 1},
                                      Track{.prompt = 45, .total = 90, .join = 3, .prefix_of = 0, .shared = 38}};
         const std::uint32_t vocab = config.vocab_size;
         for (std::size_t i = 0; i < tracks.size(); ++i) {
