@@ -181,6 +181,7 @@ Json settings_json(const Context& ctx, const SuiteSettings& s, const AttentionOp
             {"dtypes", dtypes},
             {"modes", modes},
             {"batch", sweep.batch},
+            {"window", sweep.window},
             {"warmup", s.warmup},
             {"reps", s.reps},
             {"naive", !o.no_naive},
@@ -199,7 +200,7 @@ Json plan_json(const AttentionPlan& p) {
 }
 
 // One shape: the tiled result and, when it ran or was refused, the naive one.
-Json shape_json(const Context& ctx, const Result& tiled, const Result* naive) {
+Json shape_json(const Context& ctx, const Result& tiled, const Result* naive, std::uint32_t window) {
     const AttentionShape shape{.batch = static_cast<std::uint32_t>(int_param(tiled, "batch")),
                                .q_len = static_cast<std::uint32_t>(int_param(tiled, "q_len")),
                                .kv_len = static_cast<std::uint32_t>(int_param(tiled, "kv_len")),
@@ -264,7 +265,7 @@ Json shape_json(const Context& ctx, const Result& tiled, const Result* naive) {
                  {"plan_text", nullptr}};
     if (tiled_ok) {
         // The plan Attention chose, as numbers: planning is deterministic for a device and shape.
-        json["plan"] = plan_json(plan_attention(attention_device(ctx), shape));
+        json["plan"] = plan_json(plan_attention(attention_device(ctx), shape, {}, window));
         json["plan_text"] = tiled.plan;
     }
     return json;
@@ -280,7 +281,7 @@ Json attention_json(const Context& ctx, const SuiteSettings& s, const AttentionO
         twin.replace(twin.find(" tiled"), 6, " naive");
         const auto naive =
             std::find_if(run.results.begin(), run.results.end(), [&](const Result& n) { return n.name == twin; });
-        results.push_back(shape_json(ctx, r, naive != run.results.end() ? &*naive : nullptr));
+        results.push_back(shape_json(ctx, r, naive != run.results.end() ? &*naive : nullptr, o.window));
     }
     return {{"vkformer_version", build::kVersion},
             {"device", ctx.device_info()},

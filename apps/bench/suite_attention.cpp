@@ -198,7 +198,7 @@ std::vector<BenchCase> attention_cases(const Context&, const SuiteSettings& sett
             }
         }
         if (sweep.cheapest_first) {
-            std::stable_sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+            std::stable_sort(shapes.begin(), shapes.end(), [&sweep](const auto& a, const auto& b) {
                 return attention_flops(a.second, sweep.window) < attention_flops(b.second, sweep.window);
             });
         }

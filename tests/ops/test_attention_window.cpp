@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -235,6 +236,8 @@ struct Ring {
     std::vector<std::uint32_t> table;
     std::vector<float> q, k, v;                        // the pool: NaN but where a visible key lives
     std::vector<std::vector<float>> dense_k, dense_v;  // per sequence [kv_len] rows, NaN unseen
+    // The reference per mode name, computed once (100,000 keys take it a while).
+    mutable std::map<std::string, std::vector<double>> reference;
 };
 
 Ring make_ring(std::vector<RingSeq> specs, std::uint32_t window, std::uint32_t block_size, std::uint32_t blocks_per_seq,
@@ -320,8 +323,9 @@ void run_ring(Context& ctx, const Ring& r, Kernel kernel, std::uint32_t splits, 
     }
     const std::vector<float> out = download_tensor(ctx, ob);
     const std::size_t q_row = std::size_t{r.shape.n_head} * r.shape.head_dim;
-    std::vector<double> want;
-    for (std::size_t b = 0; b < r.seqs.size(); ++b) {
+    std::vector<double>& want = r.reference[mode.name];
+    const bool computed = !want.empty();
+    for (std::size_t b = 0; !computed && b < r.seqs.size(); ++b) {
         const PagedSequence& s = r.seqs[b];
         AttentionParams one = params;
         one.shape = AttentionShape{1, s.q_len, s.kv_len, r.shape.n_head, r.shape.n_kv_head, r.shape.head_dim};
