@@ -5,6 +5,7 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
+#include "apps/common/text_source.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/encoder.hpp"
 #include "host/reference/encoder.hpp"
@@ -112,6 +113,7 @@ int run(const Options& o) {
     vkf::Context ctx(o.device.context_options());
     std::vector<std::uint32_t> ids = o.ids;
     if (o.text) {
+        vkf::app::check_utf8(*o.text, "--prompt");
         ids = vkf::app::load_model_tokenizer(o.model, o.tokenizer).encode(*o.text);
         if (ids.empty()) {
             throw vkf::Error("--prompt: the text encodes to no tokens");

@@ -7,6 +7,7 @@
 #include "apps/common/options.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/common/svg_chart.hpp"
+#include "apps/common/text_source.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/perplexity.hpp"
@@ -16,6 +17,9 @@
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <filesystem>
@@ -96,7 +100,9 @@ void write_plot(const std::string& path, const std::string& title, const std::ve
 int run(const Options& o) {
     vkf::Context ctx(o.device.context_options());
     const vkf::text::Tokenizer tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
-    std::vector<std::uint32_t> tokens = tokenizer.encode(vkf::read_text_file(o.file), false);
+    const std::string text = vkf::read_text_file(o.file);
+    vkf::app::check_utf8(text, "'" + o.file + "'");
+    std::vector<std::uint32_t> tokens = tokenizer.encode(text, false);
     if (o.max_tokens > 0 && tokens.size() > o.max_tokens) {
         tokens.resize(o.max_tokens);
     }
@@ -108,6 +114,27 @@ int run(const Options& o) {
         for (const std::uint32_t x : {1u, 2u, 4u, 8u, 16u}) {
             lengths.push_back(x * train);
         }
+    }
+    // A length given twice is computed once; the lengths longer than the text are skipped
+    // (and named), as long as one fits: the default list goes to 16x the training length.
+    std::vector<std::uint32_t> skipped;
+    {
+        std::vector<std::uint32_t> fitting;
+        for (const std::uint32_t c : lengths) {
+            if (std::find(fitting.begin(), fitting.end(), c) != fitting.end() ||
+                std::find(skipped.begin(), skipped.end(), c) != skipped.end()) {
+                continue;
+            }
+            (c > tokens.size() ? skipped : fitting).push_back(c);
+        }
+        if (fitting.empty()) {
+            vkf::perplexity_windows(tokens.size(), *std::min_element(skipped.begin(), skipped.end()));  // throws
+        }
+        lengths = std::move(fitting);
+    }
+    if (!skipped.empty()) {
+        fmt::print(stderr, "vkf-perplexity: skipped ctx {}: longer than the text's {} tokens\n",
+                   fmt::join(skipped, ", "), tokens.size());
     }
     // Every length is checked before the first one runs for minutes.
     std::size_t total_tokens = 0;
@@ -160,7 +187,8 @@ int run(const Options& o) {
             {"file", o.file},
             {"tokens", tokens.size()},
             {"windowing", "non-overlapping windows of ctx tokens, each scored on its second half (llama.cpp)"},
-            {"results", rows}};
+            {"results", rows},
+            {"skipped_ctx", skipped}};
         fmt::print("{}\n", vkf::json_text(json));
     } else {
         fmt::print("perplexity of {} ({} tokens), training length {}:\n", o.file, tokens.size(), train);

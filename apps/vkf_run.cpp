@@ -12,7 +12,9 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/progress_line.hpp"
+#include "apps/common/stop_signals.hpp"
 #include "apps/common/streamed_text.hpp"
+#include "apps/common/text_source.hpp"
 #include "apps/run/chat.hpp"
 #include "apps/run/check.hpp"
 #include "apps/run/load.hpp"
@@ -58,6 +60,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
     }
     std::vector<std::uint32_t> prompt = o.prompt;
     if (o.prompt_text) {
+        vkf::app::check_utf8(*o.prompt_text, "--prompt");
         prompt = tokenizer->encode(*o.prompt_text);
         if (prompt.empty()) {
             throw vkf::Error("--prompt: the text encodes to no tokens");
@@ -103,7 +106,8 @@ int run_one(vkf::Context& ctx, const Options& o) {
     vkf::GenerationOptions gen{.n_predict = o.n_predict,
                                .sampling = o.sampling,
                                .keep_logits = o.check || !o.logits_out.empty(),
-                               .stop_ids = stop_ids};
+                               .stop_ids = stop_ids,
+                               .on_prefill = vkf::app::prefill_progress(!o.quiet)};
     // Text streams to stdout as it is made (collected only, for --json); ids get a progress line.
     std::optional<vkf::app::StreamedText> streamed;
     if (o.prompt_text) {
@@ -112,12 +116,14 @@ int run_one(vkf::Context& ctx, const Options& o) {
             fmt::print("{}", *o.prompt_text);
             std::fflush(stdout);
         }
-        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) { return streamed->push(id); };
+        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
+            return streamed->push(id) && vkf::app::stop_signal() == 0;  // Ctrl-C: stop, keep the output
+        };
     } else {
         auto gen_line = std::make_shared<vkf::app::ProgressLine>(!o.quiet);
         gen.on_token = [gen_line, n = o.n_predict](std::uint32_t i, std::uint32_t) {
             gen_line->update(static_cast<double>(i + 1) / n, fmt::format("generating: {} of {} tokens", i + 1, n));
-            return true;
+            return vkf::app::stop_signal() == 0;
         };
     }
     const vkf::GenerationResult result = vkf::generate(session, prompt, gen);
@@ -204,6 +210,7 @@ int main(int argc, char** argv) {
     declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
         check_options(options);
+        vkf::app::install_stop_signals();
         vkf::Context ctx(options.device.context_options());
         return options.prompt_file.empty() ? run_one(ctx, options) : run_prompt_file(ctx, options);
     });

@@ -3,6 +3,7 @@
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
+#include "apps/common/text_source.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/text/tokenizer.hpp"
@@ -71,6 +72,7 @@ int run(const Options& o) {
     }
 
     const std::string text = o.text ? *o.text : vkf::read_text_file(*o.file);
+    vkf::app::check_utf8(text, o.text ? std::string("--text") : "'" + *o.file + "'");
     const std::vector<vkf::text::TokenId> ids = tokenizer.encode(text, !o.no_special);
     if (o.json) {
         nlohmann::ordered_json tokens = nlohmann::ordered_json::array();

@@ -1,5 +1,6 @@
 #include "runtime/context.hpp"
 
+#include "runtime/env_flag.hpp"
 #include "runtime/error.hpp"
 
 #include <cstdlib>
@@ -21,7 +22,8 @@ Context::Context(ContextOptions options) : staging_size_(options.staging_size), 
         throw Error("ContextOptions::staging_size of " + std::to_string(staging_size_) +
                     " bytes: the staging buffer needs at least 64 (two halves)");
     }
-    const bool validation = options.validation.value_or(env("VKF_VALIDATION").value_or("0") == "1");
+    const bool validation =
+        options.validation ? *options.validation : parse_env_flag(env("VKF_VALIDATION").value_or(""), "VKF_VALIDATION");
     if (options.external_instance != VK_NULL_HANDLE) {
         if (!options.external_device) {
             throw Error("an external VkInstance needs an external device too (ContextOptions::external_device)");

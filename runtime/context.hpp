@@ -53,7 +53,7 @@ struct FaultInjection {
 };
 
 struct ContextOptions {
-    std::optional<bool> validation;                           // default: VKF_VALIDATION=1 turns it on
+    std::optional<bool> validation;                           // default: VKF_VALIDATION=1 (yes, true, on) turns it on
     MessageCallback on_message;                               // default: print warnings and errors to stderr
     std::optional<std::string> device;                        // index or name substring; default: VKF_DEVICE
     LimitOverrides limits;                                    // applied over VKF_LIMITS

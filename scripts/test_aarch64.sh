@@ -117,14 +117,14 @@ export VKF_TEST_QUICK=1
 #   test_perplexity_model (more forward passes of the same kernels: per family, per head size,
 #   per batch; test_model runs every step through the same Batch code, and
 #   test_attention_paged the paged kernels),
-#   vkf_families_cli, vkf_quantize_cli, vkf_text_cli and the two vkf-bench runs (the same
+#   vkf_families_cli, vkf_quantize_cli, vkf_text_cli, vkf_shell_cli and the two vkf-bench runs (the same
 #   programs' other commands; test_bench covers vkf-bench's own code), hf_tokenizers_compare
 #   (npm; nothing aarch64 in it), and the CTest entries labelled spec_minimum (the reruns under
 #   VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
 skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans'
 skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int8|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_model_families|test_batch|test_perplexity_model'
-skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
+skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
 skipped+='|hf_tokenizers_compare)$'
 selection=()
 if [ $all -eq 0 ]; then

@@ -1,5 +1,8 @@
 #include "apps/common/app_main.hpp"
 
+#include "apps/common/standard_streams.hpp"
+#include "apps/common/stop_signals.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -49,9 +52,7 @@ int usage_error(const CLI::App& cli, const char* message) {
     return kExitUsage;
 }
 
-}  // namespace
-
-int run_app(CLI::App& cli, int argc, char** argv, const std::function<int()>& body) {
+int run_body(CLI::App& cli, int argc, char** argv, const std::function<int()>& body) {
     try {
         cli.parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
@@ -71,6 +72,24 @@ int run_app(CLI::App& cli, int argc, char** argv, const std::function<int()>& bo
         fmt::print(stderr, "{}: error: {}\n", program_name(cli), e.what());
         return kExitFailure;
     }
+}
+
+}  // namespace
+
+int run_app(CLI::App& cli, int argc, char** argv, const std::function<int()>& body) {
+    ensure_standard_descriptors();
+    int status = run_body(cli, argc, argv, body);
+    if (const int signalled = stop_signal_status(); signalled != 0) {
+        status = signalled;  // stopped early by Ctrl-C or SIGTERM (stop_signals.hpp)
+    }
+    // Output that did not reach its destination (a full disk, a closed pipe) is a failure; a
+    // program that failed already said why (often that very write).
+    const std::string_view error = close_stdout();
+    if (status == kExitOk && !error.empty() && stop_signal() == 0) {
+        fmt::print(stderr, "{}: error: {}\n", program_name(cli), error);
+        return kExitFailure;
+    }
+    return status;
 }
 
 }  // namespace vkf::app

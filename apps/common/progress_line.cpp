@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <memory>
 
 namespace vkf::app {
 
@@ -25,6 +27,21 @@ void ProgressLine::update(double fraction, const std::string& text) {
         last_quarter_ = quarter;
         fmt::print(stderr, "{}\n", text);
     }
+}
+
+std::function<void(std::size_t, std::size_t)> prefill_progress(bool enabled) {
+    if (!enabled) {
+        return {};
+    }
+    auto line = std::make_shared<ProgressLine>(true);
+    const auto start = std::chrono::steady_clock::now();
+    return [line, start, shown = false](std::size_t done, std::size_t total) mutable {
+        shown = shown || std::chrono::steady_clock::now() - start > std::chrono::seconds(1);
+        if (shown && total > 0) {
+            line->update(static_cast<double>(done) / static_cast<double>(total),
+                         fmt::format("prefill: {} of {} tokens", done, total));
+        }
+    };
 }
 
 }  // namespace vkf::app

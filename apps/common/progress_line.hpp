@@ -2,6 +2,8 @@
 // Progress of one long piece of work on stderr: a line redrawn in place on a terminal,
 // a plain line per quarter of the work in a log (so CI logs stay short).
 
+#include <cstddef>
+#include <functional>
 #include <string>
 
 namespace vkf::app {
@@ -17,5 +19,10 @@ private:
     bool tty_;
     int last_quarter_ = -1;
 };
+
+// A progress callback for a prompt's forward pass (GenerationOptions::on_prefill): from
+// the first call more than a second after this was made, "prefill: N of M tokens" on a
+// ProgressLine, as generation has; nothing for a prompt that runs fast.
+std::function<void(std::size_t, std::size_t)> prefill_progress(bool enabled);
 
 }  // namespace vkf::app

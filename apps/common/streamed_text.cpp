@@ -1,5 +1,7 @@
 #include "apps/common/streamed_text.hpp"
 
+#include "apps/common/standard_streams.hpp"
+
 #include <utility>
 
 namespace vkf::app {
@@ -10,8 +12,7 @@ StreamedText::StreamedText(const text::Tokenizer& tokenizer, std::vector<std::st
 void StreamedText::emit(const std::string& piece) {
     text_ += piece;
     if (out_ != nullptr && !piece.empty()) {
-        std::fwrite(piece.data(), 1, piece.size(), out_);
-        std::fflush(out_);
+        write_checked(piece, out_);  // a closed pipe or a full disk stops generation
     }
 }
 

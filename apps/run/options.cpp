@@ -1,5 +1,7 @@
 #include "apps/run/options.hpp"
 
+#include "apps/common/text_source.hpp"
+
 #include "host/io/text_file.hpp"
 #include "runtime/error.hpp"
 
@@ -12,7 +14,11 @@ namespace vkf::run_cli {
 
 namespace {
 
-constexpr const char* kFooter = "exit status: 0 ok, 1 failure, 2 bad command line, 3 --check above the tolerance";
+constexpr const char* kFooter =
+    "Ctrl-C (SIGINT) or SIGTERM ends generation after the current token, ends the output\n"
+    "line and saves the pipeline cache.\n"
+    "exit status: 0 ok, 1 failure (a failed write to stdout included), 2 bad command line,\n"
+    "3 --check above the tolerance, 130 after SIGINT, 143 after SIGTERM";
 
 // Token ids separated by commas or whitespace; `source` names where they came from.
 std::vector<std::uint32_t> parse_ids(std::string_view source, std::string_view text) {
@@ -46,6 +52,11 @@ std::string read_option_file(std::string_view option, const std::string& path) {
 
 std::vector<FilePrompt> read_prompt_file(const std::string& path) {
     const std::string text = read_option_file("--prompt-file", path);
+    try {
+        app::check_utf8(text, "--prompt-file '" + path + "'");
+    } catch (const Error& e) {
+        throw app::UsageError(e.what());
+    }
     std::vector<FilePrompt> prompts;
     std::uint32_t line = 0;
     for (std::size_t start = 0; start < text.size();) {
@@ -118,7 +129,9 @@ void declare_options(CLI::App& cli, Options& o) {
     cli.add_flag("--ignore-eos", o.ignore_eos, "generate past the end-of-sequence token");
     cli.add_flag("--interactive", o.interactive,
                  "read prompts from stdin, one per line, and answer each in the same\n"
-                 "session: the KV cache keeps the whole conversation (until --ctx)");
+                 "session: the KV cache keeps the whole conversation; an answer ends\n"
+                 "where the cache (--ctx) is full, and a later line that does not fit\n"
+                 "what is left is refused with a message (the session reads on)");
     add_integer(cli, "--ctx", "N", o.ctx, 2,
                 "KV-cache capacity in tokens (default 2048): a run whose cache fills\n"
                 "ends there (stop reason \"length\"), unless a window frees it");

@@ -37,7 +37,7 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
     using clock = std::chrono::steady_clock;
 
     auto start = clock::now();
-    std::vector<float> logits = session.forward(prompt);
+    std::vector<float> logits = session.forward(prompt, Logits::Last, options.on_prefill);
     for (std::uint32_t i = 0; i < options.n_predict; ++i) {
         const std::uint32_t token = sampler.sample(logits);
         result.tokens.push_back(token);

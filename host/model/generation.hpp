@@ -23,6 +23,9 @@ struct GenerationOptions {
     // Called after each generated token (index, id), e.g. to stream it; returning false ends
     // generation after this token (a stop string the caller found in the text).
     std::function<bool(std::uint32_t, std::uint32_t)> on_token = {};
+    // Called during the prompt's forward pass after each chunk (tokens run, prompt tokens):
+    // a progress line for a prompt that takes a while.
+    Session::ChunkProgress on_prefill = {};
 };
 
 // CacheFull: the KV cache has no room for the next token: a Session without a key window

@@ -51,7 +51,7 @@ void Session::reset() {
     sequence_ = batch_.add();
 }
 
-std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which) {
+std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which, const ChunkProgress& on_chunk) {
     const std::uint32_t vocab = batch_.model().config().vocab_size;
     if (ids.empty()) {
         throw Error("session: forward needs at least one token id");
@@ -78,6 +78,9 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
         }
         const std::vector<float>& rows = step.ran.front().logits;
         logits.insert(logits.end(), rows.begin(), rows.end());
+        if (on_chunk) {
+            on_chunk(ids.size() - batch_.pending(sequence_), ids.size());
+        }
     }
     return logits;
 }

@@ -7,6 +7,7 @@
 #include "host/model/batch.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -55,9 +56,12 @@ public:
     // storing their keys and values in the cache, and returns the fp32 logits of the last
     // one ([vocab]), of every one ([ids.size(), vocab]), or none (the final norm and the
     // head are skipped: benchmarks of the layers alone). Throws vkf::Error for an empty
-    // input, ids >= vocab_size, or a sequence over max_tokens.
+    // input, ids >= vocab_size, or a sequence over max_tokens. `on_chunk`, when given, is
+    // called after each submission with how many of the ids have run (a long prompt's progress).
     using Logits = vkf::Logits;
-    std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
+    using ChunkProgress = std::function<void(std::size_t done, std::size_t total)>;
+    std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last,
+                               const ChunkProgress& on_chunk = {});
 
     std::uint32_t position() const { return batch_.position(sequence_); }
     std::uint32_t max_tokens() const { return options_.max_tokens; }

@@ -2,6 +2,7 @@
 
 #include "host/text/utf8.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <queue>
 
@@ -17,7 +18,11 @@ struct BpeModel::Cache {
 };
 
 BpeModel::BpeModel(std::vector<std::string> tokens)
-    : tokens_(std::move(tokens)), index_(tokens_), cache_(std::make_unique<Cache>()) {}
+    : tokens_(std::move(tokens)),
+      entries_(static_cast<std::size_t>(
+          std::count_if(tokens_.begin(), tokens_.end(), [](const std::string& t) { return !t.empty(); }))),
+      index_(tokens_),
+      cache_(std::make_unique<Cache>()) {}
 
 BpeModel::BpeModel(BpeModel&&) noexcept = default;
 BpeModel::~BpeModel() = default;

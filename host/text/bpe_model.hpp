@@ -42,6 +42,7 @@ public:
     const BpeOptions& options() const { return options_; }
 
     std::size_t size() const override { return tokens_.size(); }
+    std::size_t entries() const override { return entries_; }
     std::optional<TokenId> find(std::string_view token) const override;
     std::string_view token(TokenId id) const override { return tokens_[id]; }
 
@@ -57,7 +58,8 @@ private:
     std::vector<TokenId> merge_piece(std::string_view piece) const;
     const Merge* find_merge(TokenId left, TokenId right) const;
 
-    std::vector<std::string> tokens_;
+    std::vector<std::string> tokens_;  // by id; empty where an id is unused
+    std::size_t entries_ = 0;
     VocabIndex index_;
     std::unordered_map<std::uint64_t, Merge> merges_;  // (left << 32 | right)
     std::uint32_t next_rank_ = 0;

@@ -16,8 +16,12 @@ class Model {
 public:
     virtual ~Model() = default;
 
-    // The vocabulary holds the ids 0..size()-1.
+    // The vocabulary's ids are below size(); some may be unused (gaps: a vocabulary converted
+    // from another format), their token() empty.
     virtual std::size_t size() const = 0;
+    // How many tokens the vocabulary holds: Hugging Face's Model::get_vocab_size(), after
+    // which it numbers added tokens that are not in the vocabulary.
+    virtual std::size_t entries() const = 0;
     virtual std::optional<TokenId> find(std::string_view token) const = 0;
     // `id` < size().
     virtual std::string_view token(TokenId id) const = 0;

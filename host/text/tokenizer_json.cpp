@@ -155,17 +155,30 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonValue& v) {
 
 // --- the models ---
 
-// model.vocab: ids 0..n-1, each given to one token; tokens[id] is its string.
+// model.vocab: each id given to one token; tokens[id] is its string. The ids need not be
+// contiguous (Hugging Face maps them without requiring it, and vocabularies converted from
+// other formats skip some): an unused id's string is empty. The largest id is bounded by the
+// entry count, so that a hostile file cannot make a table of billions of gaps.
 std::vector<std::string> parse_vocab(const JsonValue& vocab) {
     const std::size_t n = vocab.size();
-    std::vector<std::string> tokens(n);
-    std::vector<const JsonMember*> owner(n, nullptr);
+    const std::size_t limit = std::max<std::size_t>(8 * n, std::size_t{1} << 20);
+    std::size_t size = 0;
     for (const JsonMember& member : vocab.as_object()) {
         const auto id = member.value.as_integer<TokenId>();
-        if (id >= n) {
+        if (id >= limit) {
             member.value.fail("id " + std::to_string(id) + " is out of range: " + std::to_string(n) +
-                              " tokens need the ids 0.." + std::to_string(n - 1));
+                              " tokens may leave gaps in their ids, but the largest must be below " +
+                              std::to_string(limit));
         }
+        if (member.key.empty()) {
+            member.value.fail("the empty string is not a token");
+        }
+        size = std::max<std::size_t>(size, std::size_t{id} + 1);
+    }
+    std::vector<std::string> tokens(size);
+    std::vector<const JsonMember*> owner(size, nullptr);
+    for (const JsonMember& member : vocab.as_object()) {
+        const auto id = member.value.as_integer<TokenId>();
         if (owner[id] != nullptr) {
             member.value.fail("id " + std::to_string(id) + " is also the id of '" + owner[id]->key + "'");
         }
@@ -270,7 +283,8 @@ std::unique_ptr<Model> parse_model(const JsonValue& v) {
 
 void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, TokenizerParts& parts) {
     std::vector<AddedToken> tokens;
-    const std::size_t model_size = parts.model->size();
+    // Hugging Face numbers added tokens from its vocabulary's entry count, gaps or not.
+    const std::size_t model_size = parts.model->entries();
     std::optional<TokenId> max_id;
     if (list != nullptr && !list->is_null()) {
         for (const JsonValue& entry : list->as_array()) {
@@ -315,7 +329,7 @@ void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, Tok
             tokens.push_back(std::move(token));
         }
     }
-    parts.vocab_size = std::max<std::size_t>(model_size, max_id ? *max_id + std::size_t{1} : 0);
+    parts.vocab_size = std::max<std::size_t>(parts.model->size(), max_id ? *max_id + std::size_t{1} : 0);
     parts.added = AddedVocabulary(std::move(tokens), normalizer);
 }
 

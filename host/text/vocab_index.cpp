@@ -7,6 +7,9 @@ namespace vkf::text {
 VocabIndex::VocabIndex(const std::vector<std::string>& tokens)
     : slots_(std::bit_ceil(2 * tokens.size() + 2), 0), mask_(slots_.size() - 1) {
     for (std::size_t id = 0; id < tokens.size(); ++id) {
+        if (tokens[id].empty()) {
+            continue;  // an unused id (a vocabulary with gaps)
+        }
         const std::uint64_t hash = std::hash<std::string_view>{}(tokens[id]);
         std::size_t slot = hash & mask_;
         while (slots_[slot] != 0) {

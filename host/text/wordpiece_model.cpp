@@ -14,7 +14,11 @@ bool is_continuation_byte(char byte) {
 }  // namespace
 
 WordPieceModel::WordPieceModel(std::vector<std::string> tokens, WordPieceOptions options)
-    : tokens_(std::move(tokens)), index_(tokens_), options_(std::move(options)) {
+    : tokens_(std::move(tokens)),
+      entries_(static_cast<std::size_t>(
+          std::count_if(tokens_.begin(), tokens_.end(), [](const std::string& t) { return !t.empty(); }))),
+      index_(tokens_),
+      options_(std::move(options)) {
     for (const std::string& token : tokens_) {
         longest_token_ = std::max(longest_token_, token.size());
     }

@@ -27,12 +27,14 @@ public:
     WordPieceModel(std::vector<std::string> tokens, WordPieceOptions options);
 
     std::size_t size() const override { return tokens_.size(); }
+    std::size_t entries() const override { return entries_; }
     std::optional<TokenId> find(std::string_view token) const override;
     std::string_view token(TokenId id) const override { return tokens_[id]; }
     void tokenize(std::string_view piece, std::vector<TokenId>& out) const override;
 
 private:
-    std::vector<std::string> tokens_;
+    std::vector<std::string> tokens_;  // by id; empty where an id is unused
+    std::size_t entries_ = 0;
     VocabIndex index_;
     WordPieceOptions options_;
     // No token is longer (in bytes), so no match needs to be tried past it: this keeps a piece

@@ -127,13 +127,46 @@ std::string read_file(const std::filesystem::path& path, std::uint64_t max_bytes
     return bytes;
 }
 
+namespace {
+
+// Where a symbolic link finally leads (the path itself when it is no link), resolved one link
+// at a time so that a dangling link names the file it would create.
+std::filesystem::path final_target(std::filesystem::path path) {
+    for (int depth = 0; depth < 40; ++depth) {
+        std::error_code error;
+        if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, error))) {
+            return path;
+        }
+        const std::filesystem::path link = std::filesystem::read_symlink(path, error);
+        if (error) {
+            return path;
+        }
+        path = link.is_absolute() ? link : path.parent_path() / link;
+    }
+    return path;  // a loop: open() reports ELOOP
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(std::filesystem::path target, std::string_view what) : target_(std::move(target)), what_(what) {
+    struct stat status {};
+    if (::stat(target_.c_str(), &status) == 0 && !S_ISREG(status.st_mode) && !S_ISDIR(status.st_mode)) {
+        // A device, FIFO or socket: a temporary renamed over it would replace the node itself.
+        fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd_ < 0) {
+            const int error = errno;
+            throw Error(quoted(what_, target_) + ": cannot open for writing: " + errno_text(error));
+        }
+        return;
+    }
+    // Through symbolic links: the rename replaces the file they lead to, not the link.
+    const std::filesystem::path file = final_target(target_);
     // A hidden name in the same directory (rename never crosses file systems), unique per
     // process and attempt.
     std::random_device entropy;
     for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
-        temporary_ = target_.parent_path() / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                                              "-" + std::to_string(entropy()));
+        temporary_ = file.parent_path() / ("." + file.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                                           std::to_string(entropy()));
         fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ < 0 && errno != EEXIST) {
             break;
@@ -143,11 +176,18 @@ AtomicFile::AtomicFile(std::filesystem::path target, std::string_view what) : ta
         const int error = errno;
         throw Error(quoted(what_, target_) + ": cannot create '" + temporary_.string() + "': " + errno_text(error));
     }
+    renamed_to_ = file;
 }
 
 AtomicFile::~AtomicFile() {
     if (fd_ >= 0) {
         ::close(fd_);
+        unlink_temporary();
+    }
+}
+
+void AtomicFile::unlink_temporary() const {
+    if (!temporary_.empty()) {
         ::unlink(temporary_.c_str());
     }
 }
@@ -155,9 +195,9 @@ AtomicFile::~AtomicFile() {
 void AtomicFile::fail(const std::string& problem, int error) {
     ::close(fd_);
     fd_ = -1;
-    ::unlink(temporary_.c_str());
+    unlink_temporary();
     std::string reason = errno_text(error);
-    if (error == ENOSPC || error == EDQUOT || error == EFBIG) {
+    if (!temporary_.empty() && (error == ENOSPC || error == EDQUOT || error == EFBIG)) {
         reason += " (nothing was written under that name)";
     }
     throw Error(quoted(what_, target_) + ": " + problem + ": " + reason);
@@ -188,18 +228,26 @@ void AtomicFile::commit() {
     if (fd_ < 0) {
         throw Error(quoted(what_, target_) + ": committed twice or after a failure");
     }
+    if (temporary_.empty()) {  // written in place: a stream has nothing to sync or rename
+        const int fd = std::exchange(fd_, -1);
+        if (::close(fd) != 0 && errno != EINTR) {
+            const int error = errno;
+            throw Error(quoted(what_, target_) + ": closing failed: " + errno_text(error));
+        }
+        return;
+    }
     if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) {
         fail("flushing to disk failed", errno);
     }
     const int fd = std::exchange(fd_, -1);
     if (::close(fd) != 0) {
         const int error = errno;
-        ::unlink(temporary_.c_str());
+        unlink_temporary();
         throw Error(quoted(what_, target_) + ": closing failed: " + errno_text(error));
     }
-    if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
+    if (::rename(temporary_.c_str(), renamed_to_.c_str()) != 0) {
         const int error = errno;
-        ::unlink(temporary_.c_str());
+        unlink_temporary();
         throw Error(quoted(what_, target_) + ": cannot rename '" + temporary_.string() +
                     "' to it: " + errno_text(error));
     }

@@ -58,7 +58,13 @@ std::string read_file(const std::filesystem::path& path, std::uint64_t max_bytes
 
 // A file being written under a temporary name in the target's directory; commit() makes it
 // the target. Destroyed without commit() (an error was thrown), the temporary is removed and
-// an existing target is left as it was.
+// an existing target is left as it was. What the target already is decides how:
+// - a regular file, or nothing: a temporary beside it, renamed over it by commit();
+// - a symbolic link: followed; its final target is written so (temporary beside that file,
+//   renamed over it), and the link stays a link;
+// - anything else that exists and is not a directory (a device such as /dev/null or
+//   /dev/full, a FIFO, a socket, /dev/stdout, /dev/fd/N of a pipe from `>(...)`): written in
+//   place as a stream, never replaced by a regular file; write errors are reported the same.
 class AtomicFile {
 public:
     // Throws vkf::Error naming the file when the temporary cannot be created.
@@ -78,9 +84,11 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& problem, int error);
+    void unlink_temporary() const;
 
     std::filesystem::path target_;
-    std::filesystem::path temporary_;
+    std::filesystem::path temporary_;   // empty when written in place
+    std::filesystem::path renamed_to_;  // the target, through its symbolic links
     std::string what_;
     int fd_ = -1;
 };

@@ -59,7 +59,8 @@ def main():
         expect(["--tokenizer", BYTE_BPE, "--file", text], 0, "271 287 274\n")
         with open(text, "wb") as f:
             f.write(b"ok \xff")
-        expect(["--tokenizer", BYTE_BPE, "--file", text], 1, stderr="not valid UTF-8 (byte 3, 0xff)")
+        # Named by the text's file and byte (issue 32), not by the tokenizer.json.
+        expect(["--tokenizer", BYTE_BPE, "--file", text], 1, stderr="'%s': not valid UTF-8 at byte 3 (0xff)" % text)
         expect(["--tokenizer", BYTE_BPE, "--file", os.path.join(tmp, "none.txt")], 1, stderr="cannot open")
         expect(["--tokenizer", os.path.join(tmp, "none.json"), "--text", "a"], 1, stderr="none.json': cannot open")
         with open(BYTE_BPE, encoding="utf-8") as f:

@@ -3,6 +3,7 @@
 // parse ("10abc" was 10 ms), no exponent ("1e9" was 1 ms), no wrap-around in the conversion
 // to nanoseconds (18446744073710 ms was a 448 us timeout).
 
+#include "runtime/env_flag.hpp"
 #include "runtime/error.hpp"
 #include "runtime/timeout.hpp"
 
@@ -86,3 +87,22 @@ TEST(Timeout, CheckedDurationsNameTheirSource) {
 
 }  // namespace
 }  // namespace vkf
+
+// VKF_VALIDATION's spellings (issue 32): "yes" and "true" used to mean off, silently.
+TEST(EnvFlag, UsualSpellingsAndNothingElse) {
+    for (const char* on : {"1", "yes", "true", "on", "YES", "True", "ON"}) {
+        EXPECT_TRUE(vkf::parse_env_flag(on, "VKF_VALIDATION")) << on;
+    }
+    for (const char* off : {"0", "no", "false", "off", "", "No", "FALSE"}) {
+        EXPECT_FALSE(vkf::parse_env_flag(off, "VKF_VALIDATION")) << off;
+    }
+    for (const char* bad : {"2", "y", "enabled", " 1", "1 ", "-1", "truth"}) {
+        try {
+            vkf::parse_env_flag(bad, "VKF_VALIDATION");
+            ADD_FAILURE() << bad << " was accepted";
+        } catch (const vkf::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(std::string("VKF_VALIDATION='") + bad + "'"), std::string::npos)
+                << e.what();
+        }
+    }
+}

@@ -1,5 +1,7 @@
 #include "tests/support/vulkan_test.hpp"
 
+#include "runtime/env_flag.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -33,7 +35,7 @@ namespace {
 // VKF_VALIDATION=0: a build configured with -DVKF_TEST_VALIDATION=OFF (tests/CMakeLists.txt).
 bool validation_turned_off() {
     const char* validation = std::getenv("VKF_VALIDATION");
-    return validation != nullptr && std::string_view(validation) == "0";
+    return validation != nullptr && !parse_env_flag(validation, "VKF_VALIDATION");
 }
 
 }  // namespace

@@ -130,8 +130,12 @@ TEST(TokenizerErrors, MalformedDocumentsAreRefusedWithTheKeyPath) {
          "model.merges[0]: expected \"a b\" or [\"a\", \"b\"]"},
         {"duplicate vocabulary ids", [](ordered_json& d) { d["model"]["vocab"]["b"] = 97; },
          "model.vocab.b: id 97 is also the id of 'a'"},
-        {"vocabulary id out of range", [](ordered_json& d) { d["model"]["vocab"]["b"] = 100000; },
-         "model.vocab.b: id 100000 is out of range: 287 tokens need the ids 0..286"},
+        // Gaps in the ids load (issue 32), but not a table of billions of them.
+        {"vocabulary id out of range", [](ordered_json& d) { d["model"]["vocab"]["b"] = 2000000; },
+         "model.vocab.b: id 2000000 is out of range: 287 tokens may leave gaps in their ids, but the largest must be "
+         "below 1048576"},
+        {"empty vocabulary token", [](ordered_json& d) { d["model"]["vocab"][""] = 300; },
+         "model.vocab.: the empty string is not a token"},
         {"negative id", [](ordered_json& d) { d["model"]["vocab"]["b"] = -1; },
          "model.vocab.b: expected a non-negative integer, got number -1"},
         {"unk_token not in the vocabulary", [](ordered_json& d) { d["model"]["unk_token"] = "<unk>"; },
@@ -232,8 +236,9 @@ TEST(TokenizerErrors, MalformedBertTokenizersAreRefused) {
          "model: missing key 'continuing_subword_prefix'"},
         {"duplicate WordPiece ids", [](ordered_json& d) { d["model"]["vocab"]["##s"] = 16; },
          "model.vocab.##s: id 16 is also the id of 'hello'"},
-        {"WordPiece id out of range", [](ordered_json& d) { d["model"]["vocab"]["##s"] = 59; },
-         "model.vocab.##s: id 59 is out of range: 59 tokens need the ids 0..58"},
+        {"WordPiece id out of range", [](ordered_json& d) { d["model"]["vocab"]["##s"] = 4000000000u; },
+         "model.vocab.##s: id 4000000000 is out of range: 59 tokens may leave gaps in their ids, but the largest "
+         "must be below 1048576"},
         {"another model type", [](ordered_json& d) { d["model"]["type"] = "WordLevel"; },
          "model.type: 'WordLevel' is not supported (only BPE and WordPiece)"},
         {"BertNormalizer without lowercase", [](ordered_json& d) { d["normalizer"].erase("lowercase"); },
