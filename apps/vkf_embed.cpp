@@ -40,6 +40,7 @@ struct Options {
     std::string tokenizer;
     vkf::Pooling pooling = vkf::Pooling::Mean;
     bool normalize = false;
+    std::optional<std::uint32_t> window;
     std::optional<vkf::WeightFormat> weights;
     vkf::app::DeviceOptions device;
     bool skip_weight_check = false;
@@ -79,6 +80,9 @@ void declare_options(CLI::App& cli, Options& o) {
     add_choice(cli, "--pooling", o.pooling,
                {{"mean", vkf::Pooling::Mean}, {"cls", vkf::Pooling::Cls}, {"none", vkf::Pooling::None}},
                "mean of the token states (default), the first token's, or\nevery token's [tokens, hidden]");
+    add_window(cli, o.window,
+               "local attention: each token sees the tokens at most W positions\n"
+               "away, on both sides (default 0: all)");
     cli.add_flag("--normalize", o.normalize,
                  "divide the pooled embedding by its L2 norm (off by default, as in\n"
                  "jina-embeddings-v2's encode(normalize_embeddings=False))");
@@ -131,8 +135,8 @@ int run(const Options& o) {
                        ids.size(), c.max_position_embeddings);
         }
     }
-    const std::vector<float> result =
-        encoder.encode(ids, vkf::EncodeOptions{.pooling = o.pooling, .normalize = o.normalize});
+    const std::vector<float> result = encoder.encode(
+        ids, vkf::EncodeOptions{.pooling = o.pooling, .normalize = o.normalize, .window = o.window.value_or(0)});
     const auto tokens = static_cast<std::uint32_t>(ids.size());
     std::vector<std::size_t> shape{c.hidden};
     if (o.pooling == vkf::Pooling::None) {
@@ -151,7 +155,8 @@ int run(const Options& o) {
     const vkf::reference::Encoder reference(
         c, encoder.checkpoint(),
         {.round_weights_to_f16 = wf.dense == vkf::DType::F16 && wf.quant == vkf::QuantFormat::None,
-         .quantize = wf.quant});
+         .quantize = wf.quant,
+         .window = o.window.value_or(0)});
     const std::vector<double> expected =
         vkf::reference::pool(reference.forward(ids), tokens, c.hidden, o.pooling, o.normalize);
     const vkf::ErrorStats e = vkf::compare_to_reference(result, expected);

@@ -48,6 +48,7 @@ struct Options {
     std::optional<vkf::WeightFormat> weights;
     vkf::DType kv = vkf::SessionOptions{}.kv_dtype;
     std::uint32_t chunk = 128;
+    std::optional<std::uint32_t> window;
     vkf::app::DeviceOptions device;
     std::string plot;
     bool json = false;
@@ -67,6 +68,9 @@ void declare_options(CLI::App& cli, Options& o) {
     add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
                "KV-cache storage on the device (default f16)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most tokens per submission (default 128)");
+    add_window(cli, o.window,
+               "local attention: each token sees the W tokens before it (default:\n"
+               "the model's, MPT sliding_window_size; 0: all)");
     add_device_options(cli, o.device);
     add_text(cli, "--plot", "FILE.svg", o.plot, "draw perplexity against context length");
     cli.add_flag("--json", o.json, "print one JSON object instead of the table");
@@ -148,7 +152,8 @@ int run(const Options& o) {
     std::size_t tokens_done = 0;
     std::vector<vkf::PerplexityResult> results;
     for (const std::uint32_t c : lengths) {
-        vkf::PerplexityOptions options{.chunk = o.chunk, .kv_dtype = o.kv};
+        vkf::PerplexityOptions options{
+            .chunk = o.chunk, .kv_dtype = o.kv, .attention_window = vkf::app::run_window(o.window, config)};
         options.progress = [&](std::size_t done, std::size_t windows) {
             tokens_done += c;
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -178,6 +183,7 @@ int run(const Options& o) {
             {"model", {{"path", o.model}, {"family", vkf::family_name(config.family)}, {"training_length", train}}},
             {"weights", vkf::to_string(model.weight_format())},
             {"kv", vkf::to_string(o.kv)},
+            {"window", vkf::app::run_window(o.window, config)},
             {"file", o.file},
             {"tokens", tokens.size()},
             {"windowing", "non-overlapping windows of ctx tokens, each scored on its second half (llama.cpp)"},

@@ -66,17 +66,28 @@ int run_one(vkf::Context& ctx, const Options& o) {
             throw vkf::Error("--prompt: the text encodes to no tokens");
         }
     }
-    // Counted in 64 bits: a 2-token prompt and --n-predict 4294967295 would wrap to 0 in 32.
-    const std::uint64_t positions = o.interactive ? o.ctx : std::uint64_t{prompt.size()} + o.n_predict - 1;
+    // --ctx bounds every run's cache; a run that needs less gets less. Counted in 64 bits: a
+    // 2-token prompt and --n-predict 4294967295 would wrap to 0 in 32.
+    const std::uint64_t wanted = std::uint64_t{prompt.size()} + o.n_predict - 1;
+    const std::uint64_t positions = o.interactive ? o.ctx : std::min<std::uint64_t>(o.ctx, wanted);
     if (positions > vkf::ModelLimits::max_seq_len) {
-        throw vkf::app::UsageError(
-            fmt::format("a {}-token prompt and --n-predict {} need {} positions; vkformer's sessions hold at most {}",
-                        prompt.size(), o.n_predict, positions, vkf::ModelLimits::max_seq_len));
+        throw vkf::app::UsageError(fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions,
+                                               vkf::ModelLimits::max_seq_len));
     }
     const auto max_tokens = static_cast<std::uint32_t>(positions);
-    const LoadedModel loaded = load_model(ctx, o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv});
+    // The model's own window is known once its config is read; the estimate before loading
+    // counts --window's ring or the whole --ctx.
+    const LoadedModel loaded = load_model(
+        ctx, o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
     const vkf::Model& model = *loaded.model;
     const vkf::ModelConfig& config = model.config();
+    const std::uint32_t window = vkf::app::run_window(o.window, config);
+    if (window == 0 && !o.interactive && prompt.size() > max_tokens) {
+        throw vkf::app::UsageError(
+            fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {}; a "
+                        "--window lets a run go past it)",
+                        prompt.size(), max_tokens, o.ctx));
+    }
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
 
     vkf::Session session(model, vkf::SessionOptions{.max_tokens = max_tokens,
@@ -86,7 +97,8 @@ int run_one(vkf::Context& ctx, const Options& o) {
                                                     .fuse_layernorm = !o.unfused,
                                                     .reuse_steps = !o.unfused,
                                                     .kv_dtype = o.kv,
-                                                    .int8_activations = o.int8_activations});
+                                                    .int8_activations = o.int8_activations,
+                                                    .window = window});
     print_model_line(ctx, model, o, session.device_bytes(), "session");
     if (o.interactive) {
         return chat(session, *tokenizer, o, stop_ids);
@@ -128,7 +140,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
     }
     std::optional<CheckResult> check;
     if (o.check) {
-        check = check_logits(model, prompt, result, o.quiet);
+        check = check_logits(model, prompt, result, window, o.quiet);
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
 
@@ -147,6 +159,9 @@ int run_one(vkf::Context& ctx, const Options& o) {
             {"kv", vkf::to_string(session.kv_dtype())},
             {"submissions", session.submissions()},
             {"session_device_bytes", session.device_bytes()},
+            {"window", window},
+            {"ctx", max_tokens},
+            {"kv_blocks_in_use", session.blocks_held()},
         };
         add_memory_json(json, ctx);
         if (streamed) {
@@ -166,7 +181,12 @@ int run_one(vkf::Context& ctx, const Options& o) {
     if (!streamed) {
         fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
     }
-    if (result.stop != vkf::StopReason::Length) {
+    if (result.stop == vkf::StopReason::CacheFull) {
+        fmt::print(
+            "stopped after {} tokens: the {}-token KV cache is full (--ctx; --window W lets generation go "
+            "on)\n",
+            result.tokens.size(), max_tokens);
+    } else if (result.stop != vkf::StopReason::Length) {
         fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
     }
     fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),

@@ -49,6 +49,7 @@ struct RunOptions {
     bool no_naive = false;
     std::optional<std::uint64_t> max_memory;
     std::optional<DType> kv;
+    std::optional<std::uint32_t> window;
     std::optional<std::uint32_t> warmup, reps;
     std::optional<std::string> out;
     bool json = false;
@@ -111,6 +112,10 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                       [&o](const std::string& text) { o.max_memory = parse_size("--max-memory", text); });
     add_choice(cli, "--kv", o.kv, {{"f32", DType::F32}, {"f16", DType::F16}},
                "KV-cache storage of the block and model suites (default f16,\nas vkf-run)");
+    add_window(cli, o.window,
+               "key window of the block and model suites' sessions: each token\n"
+               "sees the W before it, the cache keeps what the window sees\n"
+               "(default 0: full attention)");
     add_integer(cli, "--warmup", "N", o.warmup, 0u, "untimed submissions per case (default 2)");
     add_integer(cli, "--reps", "N", o.reps, 1u, "timed submissions per case (default 7)");
     add_text(cli, "--out", "FILE", o.out, "write the result file here");
@@ -137,6 +142,7 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.max_memory = o.max_memory.value_or(0);
     s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
     s.kv_dtype = o.kv.value_or(s.kv_dtype);
+    s.window = o.window.value_or(0);
     s.batch = o.batch.value_or(s.batch);
     s.attention = AttentionSweep{
         .models = attention_presets_named(s.presets),

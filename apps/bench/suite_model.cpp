@@ -72,6 +72,7 @@ double timed(Session& session, bool gpu, const std::function<void()>& step) {
 std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
     std::vector<BenchCase> cases;
     const DType kv_dtype = s.kv_dtype;
+    const std::uint32_t window = s.window;
     for (const std::string& weights_name : s.weights) {
         const WeightFormat format = *parse_weight_format(weights_name);
         for (const ModelPreset& preset : model_presets()) {
@@ -95,6 +96,9 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     c.name =
                         fmt::format("{} {}{}{} tokens {} kv {}{}", preset.name, mode, decode ? " after " : " ", m,
                                     to_string(format), to_string(kv_dtype), recorded ? "" : " re-recorded unfused");
+                    if (window != 0) {
+                        c.name += fmt::format(" window {}", window);
+                    }
                     c.params = {{"model", preset.name},
                                 {"mode", mode},
                                 {"weights", to_string(format)},
@@ -103,12 +107,15 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                 {"tokens", std::int64_t{decode ? 1 : m}},
                                 {"context", std::int64_t{m}},
                                 {"step", step_kind}};
+                    if (window != 0) {
+                        c.params.emplace_back("window", std::int64_t{window});
+                    }
                     const std::uint64_t weights = weight_bytes(config, format);
                     const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
                     c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
                     c.bytes = read;
-                    c.run = [config, m, decode, recorded, format, kv_dtype, weights, read, whole_model](CaseEnv& env,
-                                                                                                        Result& r) {
+                    c.run = [config, m, decode, recorded, format, kv_dtype, weights, read, whole_model, window](
+                                CaseEnv& env, Result& r) {
                         Context& ctx = env.ctx;
                         const SuiteSettings& st = env.settings;
                         const std::uint32_t steps = st.warmup + st.reps;
@@ -123,8 +130,9 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         }
                         check_memory(
                             ctx, budget,
-                            estimate_model_memory(config, format,
-                                                  {.max_tokens = max_tokens, .chunk = chunk, .kv_dtype = kv_dtype})
+                            estimate_model_memory(
+                                config, format,
+                                {.max_tokens = max_tokens, .chunk = chunk, .kv_dtype = kv_dtype, .window = window})
                                 .total(),
                             largest);
                         const bool gpu = ctx.limits().timestamps;
@@ -134,7 +142,8 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                                               .fuse_qkv = recorded,
                                                               .fuse_layernorm = recorded,
                                                               .reuse_steps = recorded,
-                                                              .kv_dtype = kv_dtype});
+                                                              .kv_dtype = kv_dtype,
+                                                              .window = window});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
                         std::vector<double> times;
@@ -190,6 +199,8 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         r.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
                         r.bytes = read;
                         r.extra.emplace_back("weight_bytes", static_cast<double>(weights));
+                        // The KV cache and activations: constant in the context under a window.
+                        r.extra.emplace_back("session_device_bytes", static_cast<double>(session.device_bytes()));
                         r.extra.emplace_back("bytes_read_per_pass", static_cast<double>(read));
                         if (whole_model) {
                             // The LM head's arithmetic, on the one row whose logits are wanted.

@@ -111,6 +111,21 @@ CLI::Option* add_weight_format(CLI::App& cli, std::optional<WeightFormat>& targe
     return add_choice(cli, "--weights", target, std::move(choices), description);
 }
 
+CLI::Option* add_window(CLI::App& cli, std::optional<std::uint32_t>& target, const std::string& description) {
+    return add_parsed_option(cli, "--window", "W", description, [&target](const std::string& text) {
+        // The kernels compare positions as 32-bit signed integers (kMaxAttentionWindow).
+        const auto w = parse_integer<std::uint32_t>("--window", text, 0);
+        if (w > 0x3fffffffu) {
+            throw UsageError("--window: " + text + " is over the largest window, 1073741823");
+        }
+        target = w;
+    });
+}
+
+std::uint32_t run_window(const std::optional<std::uint32_t>& option, const ModelConfig& config) {
+    return option.value_or(config.attention_window);
+}
+
 CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
     return add_parsed_option(cli, "--limits", "SPEC",
                              "lower the device's limits as a smaller device's: \"phone\",\n"

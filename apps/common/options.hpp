@@ -5,6 +5,7 @@
 
 #include "apps/common/app_main.hpp"
 #include "host/quant/quant_format.hpp"
+#include "host/spec/model_config.hpp"
 #include "runtime/context.hpp"
 #include "runtime/limits.hpp"
 
@@ -137,6 +138,12 @@ CLI::Option* add_choice(CLI::App& cli, const std::string& name, Target& target,
 
 // --weights f32|f16|q8_0|q4_0: the weights' storage on the device (WeightFormat), unset unless given.
 CLI::Option* add_weight_format(CLI::App& cli, std::optional<WeightFormat>& target, const std::string& description);
+
+// --window W: the key window of local attention (AttentionParams::window), over the model's
+// own (MPT attn_config.sliding_window_size); 0: full attention. Unset unless given.
+CLI::Option* add_window(CLI::App& cli, std::optional<std::uint32_t>& target, const std::string& description);
+// The window a run uses: --window where given, else the model's.
+std::uint32_t run_window(const std::optional<std::uint32_t>& option, const ModelConfig& config);
 
 // --limits SPEC, merged over earlier --limits (the environment's VKF_LIMITS is merged
 // under it by the Context).

@@ -16,7 +16,7 @@
 namespace vkf::run_cli {
 
 CheckResult check_logits(const Model& model, std::span<const std::uint32_t> prompt, const GenerationResult& result,
-                         bool quiet) {
+                         std::uint32_t window, bool quiet) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::uint32_t> ids(prompt.begin(), prompt.end());
     ids.insert(ids.end(), result.tokens.begin(), result.tokens.end() - 1);
@@ -28,7 +28,9 @@ CheckResult check_logits(const Model& model, std::span<const std::uint32_t> prom
             line->update(static_cast<double>(layer + 1) / n_layer,
                          fmt::format("check: CPU reference model ({}), layer {} of {}", what, layer + 1, n_layer));
         };
-        const reference::Model reference(model.config(), model.checkpoint(), options);
+        ModelConfig config = model.config();
+        config.attention_window = window;
+        const reference::Model reference(config, model.checkpoint(), options);
         // In the session's chunks where they cover exactly these tokens (a first turn).
         const bool same_chunks = !result.chunk_ends.empty() && result.chunk_ends.back() == ids.size();
         const std::vector<double> ref =

@@ -22,8 +22,9 @@ struct CheckResult {
 
 // The reference runs once over prompt + generated[0 .. n-2]: the row of position
 // prompt - 1 + s holds the logits step s was sampled from. `result` needs its logits
-// (GenerationOptions::keep_logits).
+// (GenerationOptions::keep_logits). `window`: the run's key window, which the reference
+// applies too.
 CheckResult check_logits(const Model& model, std::span<const std::uint32_t> prompt, const GenerationResult& result,
-                         bool quiet);
+                         std::uint32_t window, bool quiet);
 
 }  // namespace vkf::run_cli

@@ -132,7 +132,13 @@ void declare_options(CLI::App& cli, Options& o) {
                  "session: the KV cache keeps the whole conversation; an answer ends\n"
                  "where the cache (--ctx) is full, and a later line that does not fit\n"
                  "what is left is refused with a message (the session reads on)");
-    add_integer(cli, "--ctx", "N", o.ctx, 2, "--interactive: KV-cache capacity in tokens (default 2048)");
+    add_integer(cli, "--ctx", "N", o.ctx, 2,
+                "KV-cache capacity in tokens (default 2048): a run whose cache fills\n"
+                "ends there (stop reason \"length\"), unless a window frees it");
+    add_window(cli, o.window,
+               "local attention: each token sees the W tokens before it (default:\n"
+               "the model's, MPT sliding_window_size; 0: all). The cache keeps only\n"
+               "what the window sees, and generation goes on past --ctx");
     add_number(cli, "--temp", "T", o.sampling.temperature, "sampling temperature (default 0: greedy)");
     add_integer(cli, "--top-k", "K", o.sampling.top_k, 0, "sample among the K most likely tokens (default 0: all)");
     add_number(cli, "--top-p", "P", o.sampling.top_p,

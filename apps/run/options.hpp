@@ -33,6 +33,7 @@ struct Options {
     bool ignore_eos = false;
     bool interactive = false;
     std::uint32_t ctx = 2048;
+    std::optional<std::uint32_t> window;
     std::uint32_t n_predict = 32;
     SamplingParams sampling;
     std::optional<WeightFormat> weights;

@@ -136,6 +136,7 @@ int run_prompt_file(Context& ctx, const Options& o) {
     const Model& model = *loaded.model;
     const std::vector<std::uint32_t> stop_ids =
         o.ignore_eos ? std::vector<std::uint32_t>{} : model.config().eos_token_ids;
+    const std::uint32_t window = app::run_window(o.window, model.config());
 
     Batch batch(model, BatchOptions{.max_tokens = sizing.pool_tokens,
                                     .max_sequence_tokens = sizing.sequence_tokens,
@@ -147,7 +148,8 @@ int run_prompt_file(Context& ctx, const Options& o) {
                                     .fuse_layernorm = !o.unfused,
                                     .reuse_steps = !o.unfused,
                                     .kv_dtype = o.kv,
-                                    .int8_activations = o.int8_activations});
+                                    .int8_activations = o.int8_activations,
+                                    .window = window});
     print_model_line(ctx, model, o, batch.device_bytes(), fmt::format("{} sequences,", sizing.sequences).c_str());
 
     BatchGenerator generator(batch);
@@ -201,7 +203,7 @@ int run_prompt_file(Context& ctx, const Options& o) {
     bool check_failed = false;
     if (o.check) {
         for (std::size_t i = 0; i < prompts.size(); ++i) {
-            outcomes[i].check = check_logits(model, prompts[i].ids, outcomes[i].result, o.quiet);
+            outcomes[i].check = check_logits(model, prompts[i].ids, outcomes[i].result, window, o.quiet);
             check_failed = check_failed || !(outcomes[i].check->max_rel <= o.check_tolerance);
         }
     }

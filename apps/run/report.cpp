@@ -20,7 +20,7 @@ std::string_view stop_reason_name(StopReason reason) {
         case StopReason::Caller:
             return "stop string";
         case StopReason::CacheFull:
-            return "cache full";
+            return "length";  // OpenAI's finish_reason: a length limit, here the cache's
     }
     return "unknown";
 }

@@ -13,7 +13,7 @@
 
 namespace vkf::run_cli {
 
-// The --json word of a stop reason ("length", "eos", "stop string", "cache full").
+// The --json word of a stop reason ("length": --n-predict or a full KV cache, "eos", "stop string").
 std::string_view stop_reason_name(StopReason reason);
 // The same in a sentence's words ("end-of-sequence token").
 std::string_view stop_reason_text(StopReason reason);

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <csignal>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,7 @@ struct Options {
     std::uint32_t queue = 16;
     std::optional<std::uint32_t> ctx;
     std::optional<std::uint32_t> ctx_blocks;
+    std::optional<std::uint32_t> window;
     std::optional<std::uint32_t> max_prompt_tokens;
     std::optional<std::uint32_t> max_tokens;
     std::uint32_t max_n = 4;
@@ -75,6 +77,10 @@ void declare_options(CLI::App& cli, Options& o) {
                 "tokens one sequence holds, prompt and answer (default: 2048 or the\nmodel's max_seq_len)");
     add_integer(cli, "--ctx-blocks", "N", o.ctx_blocks, 1u,
                 "KV-cache blocks of 16 tokens for all sequences (default: room for\n--parallel full sequences)");
+    vkf::app::add_window(cli, o.window,
+                         "local attention: each token sees the W tokens before it (default:\n"
+                         "the model's, MPT sliding_window_size; 0: all); a sequence then keeps\n"
+                         "only the blocks its window sees and may go on past --ctx");
     add_integer(cli, "--max-prompt-tokens", "N", o.max_prompt_tokens, 1u, "longest prompt accepted (default: --ctx)");
     add_integer(cli, "--max-tokens", "N", o.max_tokens, 1u, "largest max_tokens accepted (default: --ctx)");
     add_integer(cli, "--max-n", "N", o.max_n, 1u, "largest n (choices per request) accepted (default 4)");
@@ -160,6 +166,10 @@ int serve(const Options& o) {
         const vkf::ModelConfig config = vkf::read_model_config(std::filesystem::path(o.model) / "config.json");
         const std::uint32_t ctx_tokens = o.ctx.value_or(std::min<std::uint32_t>(2048, config.max_seq_len));
         const std::uint32_t block = vkf::BatchOptions{}.block_size;
+        const std::uint32_t window = vkf::app::run_window(o.window, config);
+        // With a window a sequence's positions count on past its ring: only the prompt is
+        // bounded (--max-prompt-tokens), not prompt plus answer.
+        const std::uint32_t sequence_tokens = window != 0 ? std::numeric_limits<std::int32_t>::max() : ctx_tokens;
         const std::uint32_t blocks = o.ctx_blocks.value_or(o.parallel * ((ctx_tokens + block - 1) / block));
         model = std::make_unique<vkf::Model>(
             ctx, o.model,
@@ -169,7 +179,8 @@ int serve(const Options& o) {
                                                                        .max_sequence_tokens = ctx_tokens,
                                                                        .max_sequences = o.parallel,
                                                                        .chunk = o.chunk,
-                                                                       .kv_dtype = o.kv});
+                                                                       .kv_dtype = o.kv,
+                                                                       .window = window});
         engine = std::make_unique<vkf::server::Engine>(*batch, *tokenizer, metrics,
                                                        vkf::server::EngineOptions{o.parallel, o.queue});
         served.settings.limits.max_tokens = o.max_tokens.value_or(ctx_tokens);
@@ -180,7 +191,7 @@ int serve(const Options& o) {
             .vocab_size = model->config().vocab_size,
             .chat_format = chat_format.value_or(vkf::text::detect_chat_format(o.model)),
             .eos_ids = model->config().eos_token_ids,
-            .sequence_tokens = ctx_tokens,
+            .sequence_tokens = sequence_tokens,
             .max_prompt_tokens = std::min(o.max_prompt_tokens.value_or(ctx_tokens), ctx_tokens)};
         if (!o.quiet) {
             fmt::print(stderr, "vkf-server: {} ({} layers, {}), chat format {}, {} KV blocks of {} tokens, on {}\n",

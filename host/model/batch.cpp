@@ -37,6 +37,21 @@ BatchOptions checked(const Model& model, BatchOptions o) {
                     " (max_seq_len)");
     }
     o.chunk = std::clamp<std::uint32_t>(o.chunk, 1, o.max_tokens);
+    if (o.window != 0) {
+        // A step's rows and the window before them must fit a sequence's ring (at most the
+        // pool): fewer rows per step where the pool is small.
+        const std::uint32_t pool = ceil_div(o.max_tokens, o.block_size);
+        if (window_ring_blocks(o.window, o.chunk, o.block_size) > pool) {
+            const std::uint64_t room = std::uint64_t{pool - 1} * o.block_size;
+            if (room <= o.window) {
+                throw Error("batch: a window of " + std::to_string(o.window) +
+                            " tokens needs a KV cache of more than " +
+                            std::to_string(std::uint64_t{o.window} + 2 * o.block_size) + " tokens; it holds " +
+                            std::to_string(std::uint64_t{pool} * o.block_size));
+            }
+            o.chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>(o.chunk, room - o.window));
+        }
+    }
     return o;
 }
 
@@ -65,7 +80,11 @@ Batch::Batch(const Model& model, BatchOptions options)
                 .int8_activations = options_.int8_activations,
                 .kv_dtype = options_.kv_dtype,
                 .block_size = options_.block_size,
-                .blocks_per_seq = ceil_div(options_.max_sequence_tokens, options_.block_size)},
+                .blocks_per_seq = options_.window != 0 ? std::min(window_ring_blocks(options_.window, options_.chunk,
+                                                                                     options_.block_size),
+                                                                  ceil_div(options_.max_tokens, options_.block_size))
+                                                       : ceil_div(options_.max_sequence_tokens, options_.block_size),
+                .window = options_.window},
       cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
              options_.kv_dtype) {
     const ModelConfig& c = model.config();
@@ -157,9 +176,9 @@ void Batch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logit
                         " is not below the vocabulary size " + std::to_string(c.vocab_size));
         }
     }
-    if (ids.size() > options_.max_sequence_tokens - seq.tokens.size()) {
+    if (ids.size() > sequence_limit() - seq.tokens.size()) {
         throw Error("batch: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(seq.tokens.size()) +
-                    " exceed a sequence's " + std::to_string(options_.max_sequence_tokens) + " tokens");
+                    " exceed a sequence's " + std::to_string(sequence_limit()) + " tokens");
     }
     const bool fresh = seq.tokens.empty();
     seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
@@ -170,54 +189,6 @@ void Batch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logit
     if (fresh && options_.share_prefixes) {
         share_prefix(seq);
     }
-}
-
-void Batch::share_prefix(Sequence& seq) {
-    // The longest run of leading tokens another sequence has computed; the last fed token is
-    // always run (its logits are wanted).
-    const Sequence* donor = nullptr;
-    std::uint32_t best = 0;
-    for (const auto& [other_id, other] : sequences_) {
-        if (&other == &seq) {
-            continue;
-        }
-        const std::uint32_t limit =
-            std::min<std::uint32_t>(other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1);
-        std::uint32_t n = 0;
-        while (n < limit && other.tokens[n] == seq.tokens[n]) {
-            ++n;
-        }
-        if (n > best) {
-            best = n;
-            donor = &other;
-        }
-    }
-    if (donor == nullptr) {
-        return;
-    }
-    const std::uint32_t blocks = ceil_div(best, options_.block_size);
-    for (std::uint32_t b = 0; b < blocks; ++b) {
-        cache_.blocks().retain(donor->blocks[b]);
-        seq.blocks.push_back(donor->blocks[b]);
-    }
-    seq.computed = best;
-    seq.shared = best;
-    for (std::uint32_t end : donor->chunk_ends) {
-        if (end <= best) {
-            seq.chunk_ends.push_back(end);
-        }
-    }
-    if (seq.chunk_ends.empty() || seq.chunk_ends.back() != best) {
-        seq.chunk_ends.push_back(best);
-    }
-}
-
-void Batch::remove(SequenceId id) {
-    Sequence& seq = get(id);
-    for (std::uint32_t block : seq.blocks) {
-        cache_.blocks().release(block);
-    }
-    sequences_.erase(id);
 }
 
 bool Batch::has_pending() const {
@@ -260,34 +231,6 @@ std::uint64_t Batch::device_bytes() const {
         total += step->attention->scratch_bytes();
     }
     return total;
-}
-
-std::uint32_t Batch::reserve(Sequence& seq, std::uint32_t rows,
-                             std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies) {
-    KvBlocks& pool = cache_.blocks();
-    const std::uint32_t bs = options_.block_size;
-    if (seq.computed % bs != 0) {
-        // The block the next row goes into is partly filled; when another sequence holds it
-        // too, this one writes into a copy.
-        std::uint32_t& block = seq.blocks[seq.computed / bs];
-        if (pool.references(block) > 1) {
-            const std::optional<std::uint32_t> fresh = pool.allocate();
-            if (!fresh) {
-                return 0;
-            }
-            copies.emplace_back(block, *fresh);
-            pool.release(block);
-            block = *fresh;
-        }
-    }
-    while (seq.blocks.size() * bs < seq.computed + rows) {
-        const std::optional<std::uint32_t> fresh = pool.allocate();
-        if (!fresh) {
-            return static_cast<std::uint32_t>(seq.blocks.size() * bs - seq.computed);
-        }
-        seq.blocks.push_back(*fresh);
-    }
-    return rows;
 }
 
 StepResult Batch::step() {
@@ -387,6 +330,8 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
     StepShape shape{.sequences = static_cast<std::uint32_t>(scheduled.size())};
     for (const Scheduled& s : scheduled) {
         const Sequence& seq = *s.seq;
+        // With a window, kv_len counts positions on past the ring; the kernels read key j at
+        // blocks[(j / block_size) % blocks_per_seq] (AttentionParams::window).
         table.push_back(PagedSequence{.q_start = static_cast<std::uint32_t>(ids.size()),
                                       .q_len = s.rows,
                                       .kv_len = seq.computed + s.rows,
@@ -398,7 +343,7 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
             }
             ids.push_back(seq.tokens[pos]);
             positions.push_back(pos);
-            slots.push_back(seq.blocks[pos / bs] * bs + pos % bs);
+            slots.push_back(table_entry(*s.seq, pos / bs) * bs + pos % bs);
         }
         shape.max_q_len = std::max(shape.max_q_len, s.rows);
     }
@@ -412,7 +357,7 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
         ctx_.upload(positions_, std::span<const std::uint32_t>(positions));
     }
     ctx_.upload(slots_, std::span<const std::uint32_t>(slots));
-    ctx_.upload(sequence_table_, std::span<const std::uint32_t>(paged_sequence_table(table, paged)));
+    ctx_.upload(sequence_table_, std::span<const std::uint32_t>(paged_sequence_table(table, paged, settings_.window)));
     if (!logit_index.empty()) {
         ctx_.upload(logit_index_, std::span<const std::uint32_t>(logit_index));
     }

@@ -53,6 +53,11 @@ struct BatchOptions {
     DType kv_dtype = DType::F16;  // F16 or F32
     // Quantized weights: X rounded to int8 per block for the integer dot products.
     bool int8_activations = false;
+    // Key window (AttentionParams::window; 0: full attention). With one, a sequence's block
+    // table is a ring of window_ring_blocks() blocks: blocks no query can see any more go
+    // back to the pool, positions count on, and a sequence has no length limit (but the
+    // model's learned positions, if any); max_sequence_tokens then bounds nothing.
+    std::uint32_t window = 0;
     // A sequence's first tokens take another sequence's computed blocks where they match.
     bool share_prefixes = true;
     // Tests: NaN in every KV block at the start and in the logits before every step, so that
@@ -134,6 +139,10 @@ public:
     const KvBlocks& blocks() const { return cache_.blocks(); }
     std::uint32_t block_size() const { return options_.block_size; }
     std::uint32_t max_sequence_tokens() const { return options_.max_sequence_tokens; }
+    std::uint32_t window() const { return options_.window; }
+    // Blocks the sequence holds now (a windowed one holds at most blocks_per_seq()).
+    std::uint32_t blocks_held(SequenceId id) const;
+    std::uint32_t blocks_per_seq() const { return settings_.blocks_per_seq; }
     const BatchOptions& options() const { return options_; }
     const Model& model() const { return model_; }
     const SessionStats& stats() const { return stats_; }
@@ -148,7 +157,11 @@ private:
         std::vector<std::uint8_t> want;     // per token: its logits are returned
         std::uint32_t computed = 0;         // tokens whose keys are in the cache
         std::uint32_t shared = 0;           // of them, taken from another sequence
-        std::vector<std::uint32_t> blocks;  // block table
+        // Block table: logical block b (keys b * block_size ..) at blocks[b], or with a window
+        // at blocks[b % ring]; it holds the logical blocks first_block .. end_block - 1.
+        std::vector<std::uint32_t> blocks;
+        std::uint32_t first_block = 0;
+        std::uint32_t end_block = 0;
         std::vector<std::uint32_t> chunk_ends;
         std::uint64_t order = 0;  // when it was added
     };
@@ -160,6 +173,12 @@ private:
     Sequence& get(SequenceId id);
     const Sequence& get(SequenceId id) const;
     void share_prefix(Sequence& seq);
+    // Where logical block `b` of the sequence sits in its table (a ring with a window).
+    std::uint32_t& table_entry(Sequence& seq, std::uint32_t b) const;
+    // Returns the blocks wholly before the window of a query at position `position`.
+    void release_unseen(Sequence& seq, std::uint32_t position);
+    // The most tokens a sequence may hold (feed's limit).
+    std::uint64_t sequence_limit() const;
     // Gives the sequence blocks for up to `rows` more tokens (copying a shared block it is
     // about to write into); returns how many got room.
     std::uint32_t reserve(Sequence& seq, std::uint32_t rows,

@@ -23,7 +23,7 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
         throw Error("generate: n_predict must be at least 1");
     }
     const std::uint64_t needed = prompt.size() + std::uint64_t{options.n_predict} - 1;
-    if (needed > batch_.max_sequence_tokens()) {
+    if (batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
         throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
                     std::to_string(options.n_predict) + " new tokens need " + std::to_string(needed) +
                     " tokens of KV cache; a sequence of this batch holds " +

@@ -66,6 +66,7 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
         .scale = static_cast<float>(attention_scale(c)),
         .slopes = model.alibi_slopes(),
         .alibi_train_len = c.alibi_train_seq_len.value_or(0),
+        .window = settings.window,
     };
     plan.attention_options = AttentionOptions{
         .kv_dtype = settings.kv_dtype,

@@ -32,7 +32,8 @@ struct DecoderSettings {
     bool int8_activations = false;
     DType kv_dtype = DType::F16;
     std::uint32_t block_size = 16;
-    std::uint32_t blocks_per_seq = 0;
+    std::uint32_t blocks_per_seq = 0;  // a sequence's block table; a ring with a window
+    std::uint32_t window = 0;          // AttentionParams::window (0: full attention)
 };
 
 struct DecoderPlan {

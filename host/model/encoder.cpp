@@ -165,7 +165,8 @@ std::vector<float> Encoder::encode(std::span<const std::uint32_t> ids, const Enc
                                            .head_dim = c.head_dim},
                                  .mask = MaskMode::None,
                                  .alibi = AlibiMode::Symmetric,
-                                 .max_bias = 8.0f};
+                                 .max_bias = 8.0f,
+                                 .window = options.window};
     const Attention attention(ctx_, params, DType::F32);
 
     std::unique_ptr<CommandList> list_owner = ctx_.command_list();

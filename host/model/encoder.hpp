@@ -52,6 +52,9 @@ struct EncoderWeights {
 struct EncodeOptions {
     Pooling pooling = Pooling::Mean;
     bool normalize = false;  // L2-normalize the pooled embedding (not with Pooling::None)
+    // Symmetric key window (AttentionParams::window): token i sees the keys with |i - j| <= window;
+    // 0: all of them.
+    std::uint32_t window = 0;
     // Fill every activation buffer with NaN first, so that an element no kernel writes shows
     // (tests).
     bool poison = false;

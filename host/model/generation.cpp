@@ -23,12 +23,14 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
     if (options.n_predict == 0) {
         throw Error("generate: n_predict must be at least 1");
     }
-    const std::uint64_t needed = std::uint64_t{session.position()} + prompt.size() + options.n_predict - 1;
-    if (needed > session.max_tokens()) {
-        throw Error("generate: " + std::to_string(session.position()) + " tokens already in the cache, a " +
-                    std::to_string(prompt.size()) + "-token prompt and " + std::to_string(options.n_predict) +
-                    " new tokens need a KV cache of " + std::to_string(needed) + " tokens; the session holds " +
-                    std::to_string(session.max_tokens()));
+    // The prompt must fit; generation then goes on until n_predict, a stop, or (without a key
+    // window, whose ring of blocks never fills) the cache's capacity, which ends it with
+    // StopReason::CacheFull.
+    const std::uint64_t needed = std::uint64_t{session.position()} + prompt.size();
+    if (session.window() == 0 && needed > session.max_tokens()) {
+        throw Error("generate: " + std::to_string(session.position()) + " tokens already in the cache and a " +
+                    std::to_string(prompt.size()) + "-token prompt need a KV cache of " + std::to_string(needed) +
+                    " tokens; the session holds " + std::to_string(session.max_tokens()));
     }
     Sampler sampler(options.sampling);
     GenerationResult result{.prompt_tokens = static_cast<std::uint32_t>(prompt.size())};
@@ -59,6 +61,10 @@ GenerationResult generate(Session& session, std::span<const std::uint32_t> promp
             break;
         }
         if (i + 1 < options.n_predict) {
+            if (session.window() == 0 && session.position() >= session.max_tokens()) {
+                result.stop = StopReason::CacheFull;
+                break;
+            }
             const std::uint32_t next[] = {token};
             logits = session.forward(next);
         }

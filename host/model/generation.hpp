@@ -28,8 +28,9 @@ struct GenerationOptions {
     Session::ChunkProgress on_prefill = {};
 };
 
-// CacheFull: the batch's KV blocks ran out with every generation waiting for one; the
-// youngest ended with the tokens it had (BatchGenerator).
+// CacheFull: the KV cache has no room for the next token: a Session without a key window
+// at max_tokens (generate), or the batch's KV blocks ran out with every generation waiting
+// for one; the youngest ended with the tokens it had (BatchGenerator).
 enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
@@ -50,8 +51,9 @@ struct GenerationResult {
 // Runs the prompt through `session`, continuing the sequence it already holds (a chat's
 // earlier turns; the last token generated before is not in the cache yet, so a caller
 // continuing puts it first in the next prompt), and generates up to n_predict tokens.
-// Throws vkf::Error for an empty prompt, a session without room for position() + prompt +
-// n_predict - 1 tokens, or logits that are not finite.
+// Throws vkf::Error for an empty prompt, a session without a window and without room for
+// position() + prompt tokens, or logits that are not finite. A full cache (no window) ends
+// generation with StopReason::CacheFull; with a window the session's memory is constant.
 GenerationResult generate(Session& session, std::span<const std::uint32_t> prompt, const GenerationOptions& options);
 
 }  // namespace vkf

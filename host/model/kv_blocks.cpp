@@ -6,6 +6,11 @@
 
 namespace vkf {
 
+std::uint32_t window_ring_blocks(std::uint32_t window, std::uint32_t chunk, std::uint32_t block_size) {
+    const std::uint64_t keys = std::uint64_t{window} + chunk;
+    return static_cast<std::uint32_t>((keys + block_size - 1) / block_size + 1);
+}
+
 KvBlocks::KvBlocks(std::uint32_t blocks) : refs_(blocks, 0) {
     free_.reserve(blocks);
     for (std::uint32_t b = blocks; b-- > 0;) {

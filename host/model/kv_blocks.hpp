@@ -11,6 +11,13 @@
 
 namespace vkf {
 
+// Blocks one sequence's table holds as a ring under a key window of `window` tokens (0: full
+// attention, which needs no ring): a step of up to `chunk` rows starting at position p reads
+// keys p - window .. p + chunk - 1, which span at most ceil((window + chunk) / block_size) + 1
+// blocks. Older blocks no query can see any more are freed, so the ring's slots are reused
+// and a sequence generates for as long as asked in this many blocks.
+std::uint32_t window_ring_blocks(std::uint32_t window, std::uint32_t chunk, std::uint32_t block_size);
+
 class KvBlocks {
 public:
     explicit KvBlocks(std::uint32_t blocks);

@@ -1,5 +1,6 @@
 #include "host/model/memory_estimate.hpp"
 
+#include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/format.hpp"
@@ -37,7 +38,9 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     const std::uint64_t kv_dim = std::uint64_t{c.n_kv_head} * c.head_dim;
     // The cache holds whole blocks.
     const std::uint64_t block = std::max<std::uint32_t>(session.block_size, 1);
-    const std::uint64_t blocks = (session.max_tokens + block - 1) / block;
+    const std::uint64_t cache_tokens =
+        session_cache_tokens(session.max_tokens, session.window, session.chunk, static_cast<std::uint32_t>(block));
+    const std::uint64_t blocks = (cache_tokens + block - 1) / block;
     e.kv_cache = 2ull * c.n_layer * blocks * block * kv_dim * element_size(session.kv_dtype);
     // A session's buffers (host/model/batch.cpp): hidden, normed, q and the attention output
     // [chunk, hidden], the QKV projection's output [chunk, hidden + 2 kv_dim] (which a session

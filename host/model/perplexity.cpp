@@ -13,7 +13,10 @@ PerplexityResult perplexity(const Model& model, std::span<const std::uint32_t> t
     }
     const std::size_t vocab = model.config().vocab_size;
     const auto start = std::chrono::steady_clock::now();
-    Session session(model, SessionOptions{.max_tokens = ctx, .chunk = options.chunk, .kv_dtype = options.kv_dtype});
+    Session session(model, SessionOptions{.max_tokens = ctx,
+                                          .chunk = options.chunk,
+                                          .kv_dtype = options.kv_dtype,
+                                          .window = options.attention_window});
     for (std::size_t i = 0; i < w.windows; ++i) {
         const std::span<const std::uint32_t> window = tokens.subspan(w.begin(i), ctx);
         session.reset();

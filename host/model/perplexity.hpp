@@ -16,6 +16,9 @@ struct PerplexityOptions {
     std::uint32_t chunk = 128;    // most tokens per submission (SessionOptions::chunk)
     DType kv_dtype = DType::F16;  // KV-cache storage (SessionOptions::kv_dtype)
     std::size_t max_windows = 0;  // score only the first N windows (0: all)
+    // Key window of local attention (SessionOptions::window; 0: full): each token sees the
+    // attention_window tokens before it, within its evaluation window of ctx tokens.
+    std::uint32_t attention_window = 0;
     // Called after each window (windows done, windows to do), for progress output.
     std::function<void(std::size_t, std::size_t)> progress = {};
 };

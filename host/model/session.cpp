@@ -2,6 +2,7 @@
 
 #include "runtime/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace vkf {
@@ -12,8 +13,9 @@ BatchOptions batch_options(const SessionOptions& o) {
     if (o.max_tokens == 0) {
         throw Error("session: max_tokens must be at least 1");
     }
-    return BatchOptions{.max_tokens = o.max_tokens,
-                        .max_sequence_tokens = o.max_tokens,
+    const std::uint32_t tokens = session_cache_tokens(o.max_tokens, o.window, o.chunk, o.block_size);
+    return BatchOptions{.max_tokens = tokens,
+                        .max_sequence_tokens = tokens,
                         .max_sequences = 1,
                         .block_size = o.block_size,
                         .chunk = o.chunk,
@@ -24,10 +26,22 @@ BatchOptions batch_options(const SessionOptions& o) {
                         .reuse_steps = o.reuse_steps,
                         .kv_dtype = o.kv_dtype,
                         .int8_activations = o.int8_activations,
+                        .window = o.window,
                         .share_prefixes = false};
 }
 
 }  // namespace
+
+std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t window, std::uint32_t chunk,
+                                   std::uint32_t block_size) {
+    if (window == 0 || block_size == 0) {
+        return max_tokens;
+    }
+    const std::uint64_t ring =
+        std::uint64_t{window_ring_blocks(window, std::clamp<std::uint32_t>(chunk, 1, max_tokens), block_size)} *
+        block_size;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(max_tokens, ring));
+}
 
 Session::Session(const Model& model, SessionOptions options)
     : options_(options), batch_(model, batch_options(options)), sequence_(batch_.add()) {}
@@ -48,7 +62,7 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
                         " is not below the vocabulary size " + std::to_string(vocab));
         }
     }
-    if (ids.size() > options_.max_tokens - position()) {
+    if (options_.window == 0 && ids.size() > options_.max_tokens - position()) {
         throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position()) +
                     " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
     }

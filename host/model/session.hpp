@@ -35,7 +35,16 @@ struct SessionOptions {
     // Quantized weights: X rounded to int8 per block for the integer dot-product path.
     bool int8_activations = false;
     std::uint32_t block_size = 16;  // tokens per KV-cache block
+    // Key window (BatchOptions::window; 0: full attention). With one, the cache holds the
+    // blocks the window can still see, at most max_tokens (session_cache_tokens), and the
+    // sequence goes on past max_tokens in constant memory.
+    std::uint32_t window = 0;
 };
+
+// The KV-cache tokens a session allocates: max_tokens, or with a window the ring it needs
+// when that is less (window_ring_blocks).
+std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t window, std::uint32_t chunk,
+                                   std::uint32_t block_size);
 
 class Session {
 public:
@@ -56,6 +65,9 @@ public:
 
     std::uint32_t position() const { return batch_.position(sequence_); }
     std::uint32_t max_tokens() const { return options_.max_tokens; }
+    std::uint32_t window() const { return options_.window; }
+    // KV blocks the sequence holds (constant once a windowed sequence passes its ring).
+    std::uint32_t blocks_held() const { return batch_.blocks_held(sequence_); }
     DType kv_dtype() const { return options_.kv_dtype; }
     void reset();
     // The key count after each submission since the last reset(): where the chunks the

@@ -172,7 +172,8 @@ std::vector<double> Encoder::forward(std::span<const std::uint32_t> ids) const {
                                            .head_dim = c.head_dim},
                                  .mask = MaskMode::None,
                                  .alibi = AlibiMode::Symmetric,
-                                 .max_bias = 8.0f};
+                                 .max_bias = 8.0f,
+                                 .window = options_.window};
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
     for (const RefLayer& l : w.layers) {
         // [tokens, hidden] is [tokens, n_head, head_dim]: transpose_for_scores only views it.

@@ -35,7 +35,8 @@ struct EncoderOptions {
     // Quantize every matrix (quantized_role) to this format and use its exact dequantized
     // weights (the rest rounded to fp16): what a GPU encoder quantized at load time reads.
     QuantFormat quantize = QuantFormat::None;
-    unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+    unsigned threads = 0;      // 0: std::thread::hardware_concurrency()
+    std::uint32_t window = 0;  // symmetric key window (AttentionParams::window); 0: none
 };
 
 class Encoder {

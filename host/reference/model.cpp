@@ -296,7 +296,8 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids,
         // Causal attention with the family's ALiBi: slope * (j - i) (BLOOM's, Baichuan's and
         // Jais' slope * j up to a per-row constant), Falcon's bf16(slope * j) added before the
         // scale, none for MPT without ALiBi; Jais' dynamic scaling through alibi_train_len.
-        // Chunk by chunk: rows [first, end) against keys [0, end), as a KV-cached run.
+        // Chunk by chunk: rows [first, end) against keys [0, end), as a KV-cached run; with
+        // attention_window W each row sees only the W keys before it.
         std::vector<double> context(tokens * h);
         for (std::uint32_t chunk = 0, first = 0; chunk < chunk_ends.size(); first = chunk_ends[chunk++]) {
             const std::uint32_t end = chunk_ends[chunk];
@@ -312,7 +313,8 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids,
                                                                                                : AlibiMode::Causal,
                                          .max_bias = static_cast<float>(c.alibi_bias_max),
                                          .slopes = slopes,
-                                         .alibi_train_len = c.alibi_train_seq_len.value_or(0)};
+                                         .alibi_train_len = c.alibi_train_seq_len.value_or(0),
+                                         .window = c.attention_window};
             const std::vector<double> part =
                 attention(params, std::span(q).subspan(first * h, (end - first) * h), std::span(k).first(end * kv),
                           std::span(v).first(end * kv), scale, threads);

@@ -57,8 +57,11 @@ struct ModelConfig {
     std::optional<double> logit_scale = std::nullopt;  // MPT logit_scale; Jais mup_output_alpha * mup_width_scale
     double embedding_scale = 1.0;                      // Jais mup_embeddings_scale
     bool normalized_lm_head = false;                   // Baichuan2's NormHead: rows L2-normalized
-    std::uint32_t max_seq_len = 2048;                  // BLOOM seq_length (2048 when absent); MPT max_seq_len; ...
-    bool tie_word_embeddings = true;                   // lm_head shares the token embedding matrix
+    // MPT attn_config.sliding_window_size W (-1: 0, full attention): a query sees the W keys
+    // before it (AttentionParams::window); --window overrides it.
+    std::uint32_t attention_window = 0;
+    std::uint32_t max_seq_len = 2048;  // BLOOM seq_length (2048 when absent); MPT max_seq_len; ...
+    bool tie_word_embeddings = true;   // lm_head shares the token embedding matrix
     // config.json's bos_token_id, and eos_token_id (an integer or a list: generation stops at
     // any of them). Absent or null: none.
     std::optional<std::uint32_t> bos_token_id = std::nullopt;

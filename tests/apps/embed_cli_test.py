@@ -96,6 +96,11 @@ with tempfile.TemporaryDirectory() as tmp:
     f32 = os.path.join(tmp, "f32")
     make_model(f32, ["--preset", "tiny", "--dtype", "f32"])
     check_model(f32, 96, tmp, 1e-5)
+    # A symmetric key window (|i - j| <= 2) against the windowed reference; it changes the states.
+    windowed = embed(f32, os.path.join(tmp, "window.npy"), ["--pooling", "none", "--window", "2"], 1e-5)
+    full = load_npy(os.path.join(tmp, "none.npy"))
+    if windowed is not None and close(windowed[1], full[1], 1e-6):
+        fail("--window 2 gives the states of full attention")
     # 5 heads of 64, fp16 weights, tensors named bert.* as in JinaBertForMaskedLM checkpoints.
     f16 = os.path.join(tmp, "f16")
     make_model(f16, ["--layers", "1", "--hidden", "320", "--heads", "5", "--vocab", "300", "--dtype", "f16",

@@ -175,6 +175,37 @@ def main():
         if from_file and inline and from_file["generated_ids"] != inline["generated_ids"]:
             fail("--prompt-ids-file gave %s, --prompt-ids %s" % (from_file["generated_ids"], inline["generated_ids"]))
 
+        # --ctx bounds every run: without a window a full cache ends generation (stop reason
+        # "length", as --n-predict's) with a message; with --window the run goes past --ctx in
+        # the same few blocks, its logits checked against the windowed reference.
+        full = run_json(bloom, ["--prompt-ids", "1,2,3", "--n-predict", "50", "--ctx", "20"])
+        if full and (len(full["generated_ids"]) != 18 or full.get("stop_reason") != "length"):
+            fail("--ctx 20 without a window: %d ids, stop_reason %r; expected 18 and 'length'" %
+                 (len(full["generated_ids"]), full.get("stop_reason")))
+        text = run(RUN, ["--model", bloom, "--prompt-ids", "1,2,3", "--n-predict", "50", "--ctx", "20", "--quiet"])
+        if text.returncode != 0 or "KV cache is full" not in text.stdout:
+            fail("--ctx 20 text output: exit %d, %r" % (text.returncode, text.stdout[-300:]))
+        windowed = {}
+        for n in (40, 120):
+            windowed[n] = run_json(bloom, ["--prompt-ids", "1,2,3", "--n-predict", str(n), "--ctx", "48",
+                                           "--window", "16", "--kv", "f32", "--check"])
+        if windowed[40] and windowed[120]:
+            w = windowed[120]
+            if len(w["generated_ids"]) != 120 or w.get("stop_reason") != "length" or w.get("window") != 16:
+                fail("--window 16 --ctx 48: %d ids, stop_reason %r, window %r" %
+                     (len(w["generated_ids"]), w.get("stop_reason"), w.get("window")))
+            error = w.get("check", {}).get("max_rel_logit_error")
+            if error is None or not error < BOUNDS["f32"]:
+                fail("--window 16 --ctx 48: --check error %r" % error)
+            # 16 keys before each token and 16-row steps in 16-token blocks: a ring of 3 blocks.
+            if not 0 < w.get("kv_blocks_in_use", 0) <= 3 or \
+                    w["session_device_bytes"] != windowed[40]["session_device_bytes"]:
+                fail("--window 16: %r blocks in use, %d session bytes after 120 tokens, %d after 40" %
+                     (w.get("kv_blocks_in_use"), w["session_device_bytes"], windowed[40]["session_device_bytes"]))
+        proc = run(RUN, ["--model", bloom, "--prompt-ids", "1", "--window", "-1", "--quiet"])
+        if proc.returncode != 2 or "--window" not in proc.stderr:
+            fail("--window -1: exit %d, %r" % (proc.returncode, proc.stderr))
+
         # Text output names the throughput.
         text = run(RUN, ["--model", bloom, "--prompt-ids", "1,2", "--n-predict", "2", "--quiet"])
         if text.returncode != 0 or "tokens/s" not in text.stdout or not text.stdout.startswith("generated:"):

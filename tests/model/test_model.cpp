@@ -373,7 +373,11 @@ TEST_F(Model_, GreedyGenerationFollowsTheArgmaxOfEachStep) {
     // Misuse.
     EXPECT_THROW(generate(session, prompt, GenerationOptions{}), Error) << "no room left after the first run";
     Session small(model, SessionOptions{.max_tokens = 8});
-    EXPECT_THROW(generate(small, prompt, GenerationOptions{.n_predict = 4}), Error) << "needs 9 tokens of cache";
+    // A full cache (no window) ends generation: 6 prompt tokens and 2 fed back fill the 8 rows.
+    const GenerationResult cut = generate(small, prompt, GenerationOptions{.n_predict = 4});
+    EXPECT_EQ(cut.stop, StopReason::CacheFull);
+    EXPECT_EQ(cut.tokens.size(), 3u);
+    EXPECT_THROW(generate(small, prompt, GenerationOptions{.n_predict = 1}), Error) << "the prompt has no room left";
     EXPECT_THROW(generate(small, std::span<const std::uint32_t>{}, GenerationOptions{}), Error);
 }
 

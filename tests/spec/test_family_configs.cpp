@@ -198,6 +198,28 @@ TEST(FamilyConfigs, MptGroupedQueryWithEveryOption) {
     EXPECT_EQ(mqa.n_kv_head, 1u);
 }
 
+// llm-foundry's sliding_window_size: -1 is full attention, W > 0 the key window.
+TEST(FamilyConfigs, MptSlidingWindowIsRead) {
+    EXPECT_EQ(vkf::parse_model_config(kMpt30bGqa).attention_window, 0u);
+    const auto with = [](const std::string& value) {
+        return replaced(kMpt30bGqa, R"("prefix_lm": false)", R"("prefix_lm": false, "sliding_window_size": )" + value);
+    };
+    EXPECT_EQ(vkf::parse_model_config(with("-1")).attention_window, 0u);
+    EXPECT_EQ(vkf::parse_model_config(with("512")).attention_window, 512u);
+    EXPECT_EQ(vkf::parse_model_config(with("1")).attention_window, 1u);
+    const std::pair<std::string, std::string> refused[] = {
+        {with("0"), "attn_config.sliding_window_size: 0 (each token attending only to itself) is not supported"},
+        {with("-2"), "attn_config.sliding_window_size: must be -1 (no window) or a positive number"},
+        {with("4294967296"), "attn_config.sliding_window_size: is too large"},
+        {with("1.5"), "attn_config.sliding_window_size"},
+        {with("\"512\""), "attn_config.sliding_window_size"},
+    };
+    for (const auto& [text, expected] : refused) {
+        const std::string message = error_of(text);
+        EXPECT_NE(message.find(expected), std::string::npos) << "expected: " << expected << "\nmessage: " << message;
+    }
+}
+
 TEST(FamilyConfigs, UnsupportedSettingsAreRefusedByName) {
     const std::pair<std::string, std::string> cases[] = {
         {replaced(kFalconRw1b, R"("alibi": true)", R"("alibi": false)"),

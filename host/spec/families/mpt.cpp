@@ -53,8 +53,15 @@ void read_attention(const JsonValue& attn, ModelConfig& config) {
     if (const JsonValue* fused = optional_key(attn, "fused_qkv")) {
         refuse_if(!fused->as_bool(), *fused, "separate Wq, Wk and Wv are not supported (only the fused Wqkv)");
     }
+    // llm-foundry's attention.py: -1 is full attention; W >= 0 keeps the keys with
+    // |i - j| <= W (tril(diagonal=W) and triu(diagonal=-W) of the mask), so W = 0 is each
+    // token attending to itself alone, which AttentionParams::window (0 = full) cannot say.
     if (const JsonValue* window = optional_key(attn, "sliding_window_size")) {
-        refuse_if(window->as_int64() != -1, *window, "sliding-window attention is not supported (only -1)");
+        const std::int64_t w = window->as_int64();
+        refuse_if(w == 0, *window, "0 (each token attending only to itself) is not supported; -1 or 1 and up");
+        refuse_if(w < -1, *window, "must be -1 (no window) or a positive number of tokens");
+        refuse_if(w > std::numeric_limits<std::int32_t>::max() / 2, *window, "is too large");
+        config.attention_window = w == -1 ? 0 : static_cast<std::uint32_t>(w);
     }
 }
 
@@ -152,6 +159,7 @@ nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
         {"clip_qkv", config.clip_qkv ? nlohmann::json(*config.clip_qkv) : nlohmann::json(nullptr)},
         {"prefix_lm", false},
         {"qk_ln", config.qk_ln},
+        {"sliding_window_size", config.attention_window == 0 ? -1 : std::int64_t{config.attention_window}},
         {"softmax_scale", config.softmax_scale ? nlohmann::json(*config.softmax_scale) : nlohmann::json(nullptr)},
     };
     if (gqa) {
