@@ -22,7 +22,9 @@ private:
 
 // A progress callback for a prompt's forward pass (GenerationOptions::on_prefill): from
 // the first call more than a second after this was made, "prefill: N of M tokens" on a
-// ProgressLine, as generation has; nothing for a prompt that runs fast.
+// ProgressLine, as generation has; nothing for a prompt that runs fast. VKF_PROGRESS_AFTER_MS
+// (milliseconds, 0 and up) replaces the second, so that a test needs no slow prompt; any
+// other value throws vkf::Error naming it.
 std::function<void(std::size_t, std::size_t)> prefill_progress(bool enabled);
 
 }  // namespace vkf::app

@@ -5,7 +5,8 @@ SIGPIPE ignored) is an error that stops generation; --logits-out to a FIFO, /dev
 symlink writes through it; invalid UTF-8 is reported by the text's source and byte; a Windows
 line ending is stripped; an --interactive line that does not fit the cache is refused and the
 session goes on; SIGINT/SIGTERM end generation with the line ended, the pipeline cache saved,
-and exit 130/143; VKF_VALIDATION takes yes/no and refuses the rest.
+and exit 130/143; VKF_VALIDATION takes yes/no and refuses the rest; a slow prefill shows its
+progress.
 
 vkf-perplexity scores the default context lengths that fit a short text, names the others,
 and computes a repeated --ctx once.
@@ -218,6 +219,21 @@ def validation_env():
         expect(proc, code, "VKF_VALIDATION=%s" % value, "VKF_VALIDATION='maybe'" if code else None)
 
 
+def prefill_progress():
+    # A slow prefill (over a second, or VKF_PROGRESS_AFTER_MS) shows "prefill: N of M tokens",
+    # as generation shows its progress. (Not checked: that a fast one shows nothing; its first
+    # chunk may compile pipelines for over a second on a cold cache.)
+    args = ["--model", MODEL, "--prompt-ids", ",".join(str(5 + i) for i in range(40)), "--chunk", "8",
+            "--n-predict", "1"]
+    proc = run(RUN, args, env={"VKF_PROGRESS_AFTER_MS": "0"})
+    expect(proc, 0, "vkf-run with VKF_PROGRESS_AFTER_MS=0")
+    lines = re.findall(r"prefill: (\d+) of 40 tokens", proc.stderr.decode(errors="replace"))
+    if not lines or lines[-1] != "40" or len(lines) < 2:
+        fail("prefill progress in 8-token chunks of 40: got lines for %r" % lines)
+    proc = run(RUN, args, env={"VKF_PROGRESS_AFTER_MS": "soon"})
+    expect(proc, 1, "VKF_PROGRESS_AFTER_MS=soon", "VKF_PROGRESS_AFTER_MS='soon'")
+
+
 with tempfile.TemporaryDirectory() as tmp:
     closed_descriptors()
     failed_writes()
@@ -226,6 +242,7 @@ with tempfile.TemporaryDirectory() as tmp:
     interactive_cache()
     signals(tmp)
     validation_env()
+    prefill_progress()
     perplexity_contexts(tmp)
     interactive_memory()
 sys.exit(finish("the programs hold up in a shell"))
