@@ -41,10 +41,12 @@ TEST(PushConstantReflection, ReportsTheBlockNameAndEveryMember) {
         EXPECT_EQ(m.size, 4u);
     }
     const ShaderInterface attention = reflect_shader(shaders::variant("attention", {}));
-    ASSERT_EQ(attention.push_constant_members.size(), 16u);
+    ASSERT_EQ(attention.push_constant_members.size(), 17u);
     EXPECT_EQ(attention.push_constant_members[6].name, "scale");
     EXPECT_EQ(attention.push_constant_members[6].type, "float");
     EXPECT_EQ(attention.push_constant_members[6].offset, 24u);
+    EXPECT_EQ(attention.push_constant_members[16].name, "window");
+    EXPECT_EQ(attention.push_constant_members[16].offset, 64u);
 }
 
 TEST(PushConstantReflection, RefusesWhatIsNotSpirv) {
@@ -65,13 +67,14 @@ TEST(PushConstantLayouts, DescribeTheCppStruct) {
     EXPECT_EQ(l.cpp_struct, "AttentionPush");
     EXPECT_EQ(l.block, "AttentionParams");
     EXPECT_EQ(l.size, sizeof(AttentionPush));
-    ASSERT_EQ(l.members.size(), 16u);
+    ASSERT_EQ(l.members.size(), 17u);
     EXPECT_EQ(l.members[6].name, "scale");
     EXPECT_EQ(l.members[6].type, "float");
     EXPECT_EQ(l.members[6].offset, offsetof(AttentionPush, scale));
     EXPECT_EQ(l.members[11].name, "alibi_train_len");
     EXPECT_EQ(l.members[15].name, "pool_blocks");
-    EXPECT_EQ(l.members[15].offset + l.members[15].size, sizeof(AttentionPush));
+    EXPECT_EQ(l.members[16].name, "window");
+    EXPECT_EQ(l.members[16].offset + l.members[16].size, sizeof(AttentionPush));
 }
 
 // A module without debug names: every OpName and OpMemberName replaced by OpNops.
