@@ -180,6 +180,16 @@ void PipelineCache::save() {
         throw Error("cannot create the pipeline cache directory '" + stats_.file.parent_path().string() +
                     "': " + ec.message());
     }
+    // A FIFO, device or directory in the cache's place is left alone: AtomicFile would write a
+    // FIFO or device in place (what a user's output path wants), and a FIFO nobody reads would
+    // block the program at exit. The cache only saves time.
+    const std::filesystem::file_status status = std::filesystem::status(stats_.file, ec);
+    if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+        instance_.report(MessageSeverity::Warning,
+                         "pipeline cache not saved: " + stats_.file.string() + " is not a regular file");
+        dirty_ = false;
+        return;
+    }
     // Written under a temporary name and renamed, so a concurrent reader never sees half a
     // file and a full disk leaves the previous cache in place.
     AtomicFile out(stats_.file, "pipeline cache");

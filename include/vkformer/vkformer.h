@@ -331,7 +331,7 @@ typedef enum vkf_stop_reason {
     VKF_STOP_EOS = 1,       /* a stop id (kept in the tokens) */
     VKF_STOP_CALLBACK = 2,  /* the token callback returned nonzero */
     VKF_STOP_CANCELLED = 3, /* vkf_cancel_request() */
-    VKF_STOP_CACHE_FULL = 4 /* batches: the KV cache ran out */
+    VKF_STOP_CACHE_FULL = 4 /* the KV cache ran out (no key window) */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_params {

@@ -266,9 +266,13 @@ static void test_generation(vkf_model* model, const vkf_tokenizer* tok, const ui
     gp.tokenizer = NULL;
     gp.max_new_tokens = 0;
     EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, NULL));
-    gp.max_new_tokens = 60; /* over the session's 48 tokens */
+    gp.max_new_tokens = 60; /* over the session's 48 tokens: a full cache ends generation */
     EXPECT_OK(vkf_session_reset(session));
-    EXPECT_STATUS(VKF_ERROR_MODEL, vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, NULL));
+    memset(&result, 0, sizeof result);
+    result.struct_size = sizeof result;
+    EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, &result));
+    /* 48 tokens fill the cache; the last id sampled from them needs no room. */
+    CHECK(result.stop == VKF_STOP_CACHE_FULL && result.n_prompt_tokens + result.n_tokens == 49);
     EXPECT_OK(vkf_session_free(session));
     EXPECT_STATUS(VKF_ERROR_INVALID_HANDLE, vkf_session_free(session));
     EXPECT_STATUS(VKF_ERROR_INVALID_HANDLE, vkf_session_reset(session));
