@@ -152,8 +152,11 @@ int run(const Options& o) {
     std::size_t tokens_done = 0;
     std::vector<vkf::PerplexityResult> results;
     for (const std::uint32_t c : lengths) {
+        // A window of c - 1 or more keys hides nothing in a c-token run: full attention, exactly,
+        // without the ring a windowed cache would need beside it.
+        const std::uint32_t window = vkf::app::run_window(o.window, config);
         vkf::PerplexityOptions options{
-            .chunk = o.chunk, .kv_dtype = o.kv, .attention_window = vkf::app::run_window(o.window, config)};
+            .chunk = o.chunk, .kv_dtype = o.kv, .attention_window = window + 1 >= c ? 0 : window};
         options.progress = [&](std::size_t done, std::size_t windows) {
             tokens_done += c;
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,7 +3,7 @@
 lengths, full attention against key windows (issue 30), from vkf-perplexity's --json output.
 
 usage: training/window_perplexity.py OUT_DIR [--vkf-perplexity PATH] [--model DIR] [--text FILE]
-           [--ctx LIST] [--windows LIST]
+           [--ctx LIST] [--windows LIST] [--max-tokens N]
 Runs `vkf-perplexity --window W --json` once per window unless OUT_DIR/window-W.json exists,
 then writes OUT_DIR/window-perplexity.md (a table) and OUT_DIR/window-perplexity.svg (the
 plot; Debian's python3-matplotlib).
@@ -24,6 +24,8 @@ def run_or_load(args, out: pathlib.Path, window: int) -> dict:
     if not path.exists():
         cmd = [args.vkf_perplexity, "--model", args.model, "--file", args.text, "--ctx", args.ctx,
                "--window", str(window), "--json", "--quiet"]
+        if args.max_tokens:
+            cmd += ["--max-tokens", str(args.max_tokens)]
         print("+", " ".join(cmd), flush=True)
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         path.write_text(text)
@@ -42,6 +44,7 @@ def main() -> None:
     parser.add_argument("--text", default="models/kjv-bloom/heldout.txt")
     parser.add_argument("--ctx", default="128,256,512,1024,2048,4096,8192")
     parser.add_argument("--windows", default="0,128,256,512")
+    parser.add_argument("--max-tokens", type=int, default=0, help="score only the text's first N tokens")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
