@@ -24,9 +24,11 @@ struct ArithRun {
 
 // Runs `params` on the tiled kernel over these inputs (already rounded to their storage) and
 // compares with the float64 reference, the output poisoned first.
-ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vector<float>& q, const std::vector<float>& k,
-              const std::vector<float>& v, DType dtype, std::uint32_t force_splits = 0) {
-    const Attention op(ctx, params, dtype, AttentionOptions{.force_splits = force_splits, .kernel = AttentionKernel::Tiled});
+ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vector<float>& q,
+                   const std::vector<float>& k, const std::vector<float>& v, DType dtype,
+                   std::uint32_t force_splits = 0) {
+    const Attention op(ctx, params, dtype,
+                       AttentionOptions{.force_splits = force_splits, .kernel = AttentionKernel::Tiled});
     const DeviceTensor qb = upload_tensor(ctx, q, dtype, "Q");
     const DeviceTensor kb = upload_tensor(ctx, k, dtype, "K");
     const DeviceTensor vb = upload_tensor(ctx, v, dtype, "V");
@@ -39,7 +41,7 @@ ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vecto
 }
 
 ArithRun run_random(Context& ctx, const AttentionShape& shape, MaskMode mask, DType dtype, std::uint64_t seed,
-               float amplitude = 1.0f) {
+                    float amplitude = 1.0f) {
     const AttentionParams params{.shape = shape, .mask = mask, .alibi = AlibiMode::Causal};
     const auto q = rounded_to(dtype, random_uniform(q_element_count(shape), seed, -amplitude, amplitude));
     const auto k = rounded_to(dtype, random_uniform(kv_element_count(shape), seed + 1, -amplitude, amplitude));
@@ -131,7 +133,8 @@ TEST(AttentionArithmetic, EachPathAndItsFallbackMatchOnOddShapes) {
         expect_within(d, kFp16ArithmeticTolerance, "decode, head 18");
         // fp32 tensors keep fp32 arithmetic (and its bound) on every device.
         if (spec[0] == '\0') {
-            const ArithRun f = run_random(ctx, AttentionShape{2, 7, 70, 6, 3, 72}, MaskMode::Causal, DType::F32, seed++);
+            const ArithRun f =
+                run_random(ctx, AttentionShape{2, 7, 70, 6, 3, 72}, MaskMode::Causal, DType::F32, seed++);
             expect_within(f, tolerance(DType::F32), "odd shape, fp32");
             EXPECT_FALSE(f.plan.fp16_arithmetic);
         }
