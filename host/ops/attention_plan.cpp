@@ -79,7 +79,9 @@ std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) 
     const auto loads = static_cast<std::uint32_t>(2 * ceil_div(t.keys * (dq / 2), wg));
     const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
     const std::uint32_t scores = keys_per_lane * (dq / 4 + 1);
-    return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
+    // P*V walks the tile's keys as keys_per_lane x threads_per_row (the lane holding each
+    // probability), hence keys_per_lane outer iterations besides the keys.
+    return loads + scores + t.threads_per_row + 3 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
 }
 
 // Workgroups that keep a GPU busy; fewer than this on a long KV means splitting. Where the
