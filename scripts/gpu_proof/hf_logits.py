@@ -65,7 +65,7 @@ def main():
     except ImportError as e:
         hf_ok = False
         reasons.append("Hugging Face comparison skipped: %s" % e)
-    doc = {"tolerance": TOLERANCE, "prompt_ids": PROMPT, "models": [], "note": ""}
+    doc = {"tolerance": TOLERANCE, "prompt_ids": PROMPT, "models": [], "note": "; ".join(reasons)}
     failed = False
     scratch = tempfile.mkdtemp(prefix="vkf-logits-")
     names = sorted(n for n in os.listdir(args.models) if os.path.isdir(os.path.join(args.models, n)))
@@ -88,9 +88,8 @@ def main():
             failed = True
         doc["models"].append(entry)
         print(json.dumps(entry), flush=True)
-    doc["note"] = "; ".join(reasons)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+        with open(args.out, "w") as f:  # after each checkpoint, so that a timeout keeps what ran
+            json.dump(doc, f, indent=1)
     return 1 if failed else 0
 
 

@@ -74,7 +74,7 @@ export VKF_PIPELINE_CACHE_DIR=${VKF_PIPELINE_CACHE_DIR:-$out/logs/pipeline-cache
 {
   echo "budget_s=$budget dry_run=$dry pack=$pack build=$build"
   echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} VK_LAYER_PATH=${VK_LAYER_PATH:-} VK_DRIVER_FILES=${VK_DRIVER_FILES:-}"
-  uname -a; nvidia-smi -L 2>&1 | head -4
+  uname -a; if command -v nvidia-smi >/dev/null; then nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.max.sm --format=csv; fi
 } >"$out/environment.txt" 2>&1
 
 # step NAME WANT MIN CMD...: CMD under `timeout`, WANT seconds or what the budget leaves minus
@@ -166,19 +166,19 @@ else
     --progress lines --out "$out/bench-matmul.json"
 fi
 
-# --- 5. PyTorch on the same shapes; whole models; Hugging Face's logits against vkf-run's ---
+# --- 5. PyTorch on the same shapes; Hugging Face's logits against vkf-run's; whole models ---
 python=${GPU_PROOF_PYTHON:-python3}
 py_dry=()
 [ $dry = 1 ] && py_dry=(--dry-run)
 step torch 45 10 "$python" "$here/torch_bench.py" --bench "$out/bench-attention.json" --bench "$out/bench-matmul.json" \
   --out "$out/torch-bench.json" "${py_dry[@]}"
+step logits 60 10 "$python" "$here/hf_logits.py" --bin "$bin" --models "$models" --out "$out/logits.json" "${py_dry[@]}"
 if [ $dry = 0 ]; then
   step bench-model-bloom 60 20 "$bin/vkf-bench" run --suites model --presets bloom-560m --weights f16,q8_0,q4_0 \
     --prefill-m 128 --batch 1,4,16,64 --warmup 1 --reps 5 --progress lines --out "$out/bench-model-bloom.json"
   step bench-model-mpt 75 20 "$bin/vkf-bench" run --suites model --presets mpt-7b --weights f16,q8_0,q4_0 \
     --prefill-m 128 --batch 1,4,16,64 --warmup 1 --reps 5 --progress lines --out "$out/bench-model-mpt.json"
 fi
-step logits 40 10 "$python" "$here/hf_logits.py" --bin "$bin" --models "$models" --out "$out/logits.json" "${py_dry[@]}"
 
 # --- 6. the summary -------------------------------------------------------------------------
 "$python" "$here/summary.py" "$out" >"$out/logs/summary.log" 2>&1

@@ -103,6 +103,15 @@ def torch_results(out):
     return {tuple(r["key"]): r for r in doc.get("results", []) if r.get("ms")}, doc
 
 
+def shared_ceilings(out):
+    """The first bench file's ceilings, for the files of the same run that measured none."""
+    for path in sorted(glob.glob(os.path.join(out, "bench-*.json"))):
+        c = (load(path) or {}).get("ceilings") or {}
+        if c.get("bandwidth_gbps"):
+            return c
+    return {}
+
+
 def fraction(r, field, value_key, ceiling):
     """The result's own fraction, or (a file without ceilings) against another file's, as
     vkf-bench's place_against computes it: GFLOP/s over the fp32 FMA rate, GB/s over the copy."""
@@ -117,7 +126,7 @@ def bench_lines(out):
     lines = []
     torch, torch_doc = torch_results(out)
     runs = [(p, load(p)) for p in sorted(glob.glob(os.path.join(out, "bench-*.json")))]
-    shared = next((run["ceilings"] for _, run in runs if run and (run.get("ceilings") or {}).get("bandwidth_gbps")), {})
+    shared = shared_ceilings(out)
     for path, run in runs:
         if not run:
             lines += ["", "%s: missing or unreadable" % os.path.basename(path)]
@@ -150,6 +159,35 @@ def bench_lines(out):
     return lines
 
 
+def goal_lines(out):
+    """Issue 29's goals on the GPU: attention and matmul at least 50% of PyTorch's speed on the
+    same shapes (f16), decoding at least 60% of the measured copy bandwidth."""
+    torch, _ = torch_results(out)
+    ratios = {"attention": [], "matmul": []}
+    decode = []
+    for path in sorted(glob.glob(os.path.join(out, "bench-*.json"))):
+        run = load(path) or {}
+        for r in run.get("results", []):
+            p, median = r.get("params", {}), (r.get("stats_ms") or {}).get("median")
+            key = torch_key(p)
+            t = torch.get(tuple(key)) if key else None
+            if t and median and r.get("status") == "ok" and p.get("dtype", "f16") == "f16":
+                ratios[key[0]].append(t["ms"] / median)
+            c = run.get("ceilings") if (run.get("ceilings") or {}).get("bandwidth_gbps") else shared_ceilings(out)
+            share = fraction(r, "bandwidth_fraction", "gbps", c.get("bandwidth_gbps"))
+            if r.get("suite") == "model" and p.get("mode") == "decode" and share is not None:
+                decode.append(share)
+    lines = ["| goal | cases | worst | median | best |", "| --- | --- | --- | --- | --- |"]
+    for name, values in [("attention f16 speed / PyTorch SDPA's (goal >= 0.5)", ratios["attention"]),
+                         ("matmul speed / torch.matmul fp16's (goal >= 0.5)", ratios["matmul"]),
+                         ("decoding: fraction of copy bandwidth (goal >= 0.6)", decode)]:
+        v = sorted(values)
+        lines.append("| %s | %d | %s | %s | %s |" % (name, len(v), fmt(v[0] if v else None, ".2f"),
+                                                     fmt(v[len(v) // 2] if v else None, ".2f"),
+                                                     fmt(v[-1] if v else None, ".2f")))
+    return lines
+
+
 def logits_lines(out):
     doc = load(os.path.join(out, "logits.json"))
     if not doc:
@@ -169,6 +207,7 @@ def main():
     lines = ["# vkformer GPU proof", ""] + device_lines(out)
     lines += ["", "## Steps", ""] + step_lines(out)
     lines += ["", "## Suites under the validation layer", ""] + suite_lines(out)
+    lines += ["", "## Goals (issue 29)", ""] + goal_lines(out)
     lines += ["", "## vkf-bench against the ceilings and PyTorch"] + bench_lines(out)
     lines += ["", "## Logits: vkf-run against Hugging Face", ""] + logits_lines(out)
     with open(os.path.join(out, "summary.md"), "w") as f:
