@@ -74,7 +74,7 @@ done | sort -u | while read -r name path; do
   elif ! [[ $name =~ $base ]]; then cp -L "$path" "$stage/lib/$name"; fi
 done
 # One xz stream with a 64 MiB dictionary: the suites hold the same SPIR-V, stored once.
-XZ_OPT="-9e -T${VKF_JOBS:-2}" tar -C "$stage" -cJf "$dir/payload.tar.xz" bin tests lib
+XZ_OPT="-9 -T${VKF_JOBS:-2}" tar -C "$stage" -cJf "$dir/payload.tar.xz" bin tests lib
 
 # --- checkpoints and the scripts ------------------------------------------------------------
 make_checkpoints "$dir/models" "$stage/bin" gpu >"$dir/.checkpoints.log" 2>&1 ||

@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--models", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--extra", action="append", default=[],
+                    help="another BLOOM or MPT checkpoint folder (the trained models/kjv-bloom)")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     n_predict = 4 if args.dry_run else 16
@@ -62,7 +64,7 @@ def main():
         for module in ("numpy", "torch", "transformers"):
             importlib.import_module(module)
         hf_ok = True
-    except ImportError as e:
+    except Exception as e:  # missing, or broken on import: the comparison is skipped, the rest runs
         hf_ok = False
         reasons.append("Hugging Face comparison skipped: %s" % e)
     doc = {"tolerance": TOLERANCE, "prompt_ids": PROMPT, "models": [], "note": "; ".join(reasons)}
@@ -71,8 +73,12 @@ def main():
     names = sorted(n for n in os.listdir(args.models) if os.path.isdir(os.path.join(args.models, n)))
     if args.dry_run:  # each family's f16 and one quantized format each: 4 runs of ~2 s on lavapipe
         names = [n for n in names if n in ("bloom-f16", "bloom-q8_0", "mpt-f16", "mpt-q4_0")]
-    for name in names:
-        model = os.path.join(args.models, name)
+    folders = [(n, os.path.join(args.models, n)) for n in names]
+    for extra in args.extra:  # named by its folder; its config.json says the family
+        with open(os.path.join(extra, "config.json")) as f:
+            model_type = json.load(f).get("model_type", "?")
+        folders.append(("%s-%s" % (model_type, os.path.basename(os.path.normpath(extra))), extra))
+    for name, model in folders:
         family = name.split("-")[0]
         entry = {"name": name}
         logits = os.path.join(scratch, name + ".npy")
@@ -80,7 +86,7 @@ def main():
             run = run_vkf(args.bin, model, n_predict, logits)
             entry["generated_ids"] = run["generated_ids"]
             entry["vkf_check_max_rel"] = run.get("check", {}).get("max_rel_logit_error")
-            if hf_ok and name.endswith("-f16") and family in HF_CLASSES:
+            if hf_ok and (name.endswith("-f16") or model in args.extra) and family in HF_CLASSES:
                 entry.update(hf_compare(model, family, run, logits))
                 failed |= not entry["max_rel_vs_hf"] <= TOLERANCE
         except Exception as e:  # one checkpoint's failure is recorded, the rest still run

@@ -172,7 +172,14 @@ py_dry=()
 [ $dry = 1 ] && py_dry=(--dry-run)
 step torch 45 10 "$python" "$here/torch_bench.py" --bench "$out/bench-attention.json" --bench "$out/bench-matmul.json" \
   --out "$out/torch-bench.json" "${py_dry[@]}"
-step logits 60 10 "$python" "$here/hf_logits.py" --bin "$bin" --models "$models" --out "$out/logits.json" "${py_dry[@]}"
+# The trained models/kjv-bloom travels with the repository (tracked), not in the pack: the
+# pack's folder build/gpu-proof is two levels below the repository's root.
+extra=()
+for kjv in "$pack/models/kjv-bloom" "$pack/../../models/kjv-bloom"; do
+  if [ $dry = 0 ] && [ -f "$kjv/config.json" ]; then extra=(--extra "$kjv"); break; fi
+done
+step logits 60 10 "$python" "$here/hf_logits.py" --bin "$bin" --models "$models" "${extra[@]}" \
+  --out "$out/logits.json" "${py_dry[@]}"
 if [ $dry = 0 ]; then
   step bench-model-bloom 60 20 "$bin/vkf-bench" run --suites model --presets bloom-560m --weights f16,q8_0,q4_0 \
     --prefill-m 128 --batch 1,4,16,64 --warmup 1 --reps 5 --progress lines --out "$out/bench-model-bloom.json"
