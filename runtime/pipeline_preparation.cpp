@@ -110,9 +110,9 @@ PreparationStats PipelinePreparation::finish() {
     stats.create_seconds = seconds_since(start_);
     if (!queued_.empty()) {
         const auto warm_start = std::chrono::steady_clock::now();
-        const Buffer buffer = ctx_.create_buffer(
-            std::min<VkDeviceSize>(kWarmBufferBytes, ctx_.limits().storage_buffer_range), MemoryKind::Device,
-            "pipeline warm-up");
+        const Buffer buffer =
+            ctx_.create_buffer(std::min<VkDeviceSize>(kWarmBufferBytes, ctx_.limits().storage_buffer_range),
+                               MemoryKind::Device, "pipeline warm-up");
         std::unique_ptr<CommandList> list = ctx_.command_list();
         for (const Pipeline* p : queued_) {
             list->warm_up(*p, buffer);

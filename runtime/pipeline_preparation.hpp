@@ -8,13 +8,13 @@
 // the on-disk pipeline cache where it has them. finish() waits for them all, then runs each
 // new pipeline once over zero workgroups: drivers that compile at the first dispatch
 // (lavapipe: llvmpipe makes its LLVM code then) compile there, not in the first token's
-// submission. docs/DESIGN.md "Pipelines".
+// submission. docs/DESIGN.md "Portability rules".
 
 #include "runtime/pipeline.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <chrono>
 #include <mutex>
 #include <set>
 #include <string>
@@ -26,11 +26,11 @@ namespace vkf {
 class Context;
 
 struct PreparationStats {
-    std::size_t pipelines = 0;   // distinct pipelines the work asked for
-    std::size_t created = 0;     // of them, made by this preparation (the others existed already)
-    std::size_t cache_hits = 0;  // of the made ones, found in the pipeline cache by the driver
-    bool hits_reported = false;  // the driver reports cache hits (VK_EXT_pipeline_creation_feedback)
-    std::size_t threads = 0;     // worker threads used
+    std::size_t pipelines = 0;    // distinct pipelines the work asked for
+    std::size_t created = 0;      // of them, made by this preparation (the others existed already)
+    std::size_t cache_hits = 0;   // of the made ones, found in the pipeline cache by the driver
+    bool hits_reported = false;   // the driver reports cache hits (VK_EXT_pipeline_creation_feedback)
+    std::size_t threads = 0;      // worker threads used
     double create_seconds = 0.0;  // from the start to the last pipeline made
     double warm_seconds = 0.0;    // the zero-workgroup submission
     double seconds = 0.0;         // from the start to the end of finish()
