@@ -23,6 +23,7 @@
 #include "apps/run/report.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
+#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
 
@@ -99,8 +100,15 @@ int run_one(vkf::Context& ctx, const Options& o) {
                                                     .kv_dtype = o.kv,
                                                     .int8_activations = o.int8_activations,
                                                     .window = window});
+    // The steps' pipelines now, not inside the prefill (interactive: the decoding step's;
+    // each turn's prompt shape is made at its turn).
+    const vkf::PreparationStats prepared =
+        session.prepare(o.interactive ? 1 : static_cast<std::uint32_t>(prompt.size()));
     print_model_line(ctx, model, o, session.device_bytes(), "session");
     if (o.interactive) {
+        if (!o.quiet) {
+            fmt::print(stderr, "{}\n", prepare_line(prepared));
+        }
         return chat(session, *tokenizer, o, stop_ids);
     }
     vkf::GenerationOptions gen{.n_predict = o.n_predict,
@@ -152,6 +160,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
             {"device", ctx.device_info()},
             {"model", model_json(o, model, loaded.seconds)},
             {"sampling", sampling_json(o.sampling)},
+            {"prepare", prepare_json(prepared)},
             {"prompt_ids", prompt},
             {"generated_ids", result.tokens},
             {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
@@ -194,6 +203,8 @@ int run_one(vkf::Context& ctx, const Options& o) {
     } else if (result.stop != vkf::StopReason::Length) {
         fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
     }
+    fmt::print("load:    {} of weights in {:.3f} s\n", vkf::size_text(model.weights().bytes), loaded.seconds);
+    fmt::print("{}\n", prepare_line(prepared));
     fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
                result.prefill_tokens_per_second());
     fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,

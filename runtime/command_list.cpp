@@ -108,6 +108,20 @@ void CommandList::dispatch(const Dispatch& d) {
                       .label = std::string(d.label)});
 }
 
+void CommandList::warm_up(const Pipeline& pipeline, const Buffer& buffer) {
+    if (finished_) {
+        throw Error("warm-up of " + pipeline.name() + ": the command list is already finished");
+    }
+    // Written, as far as the encoder knows: the shader may declare writes, and synchronization
+    // validation counts declared accesses even over zero workgroups; barriers cost nothing here.
+    ops_.push_back(Op{.pipeline = &pipeline,
+                      .bindings = std::vector<ResolvedBinding>(pipeline.binding_count(),
+                                                               {buffer.handle(), 0, buffer.size(), Access::ReadWrite}),
+                      .push = std::vector<std::byte>(pipeline.push_constant_size()),
+                      .groups = {0, 0, 0},
+                      .label = "warm-up " + pipeline.name()});
+}
+
 void CommandList::copy(BufferRange src, BufferRange dst, std::string_view label) {
     if (finished_) {
         throw Error("'" + std::string(label) + "': the command list is already finished");
@@ -230,6 +244,10 @@ void CommandList::encode(VkCommandBuffer cmd) {
             if (!op.push.empty()) {
                 vkCmdPushConstants(cmd, op.pipeline->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                    static_cast<std::uint32_t>(op.push.size()), op.push.data());
+            }
+            if (op.groups.x == 0) {
+                vkCmdDispatch(cmd, 0, 0, 0);  // a warm-up: dispatch() refuses zero groups
+                dispatch_commands_ += 1;
             }
             // Group counts over the device limit are split; shaders see the global group id.
             const auto& max = limits_.workgroup_count;

@@ -66,6 +66,10 @@ public:
     // Checks the dispatch against its pipeline and the device limits (throws vkf::Error).
     void dispatch(const Dispatch& d);
     void copy(BufferRange src, BufferRange dst, std::string_view label = "copy");
+    // Runs `pipeline` over zero workgroups, `buffer` at every binding and zero push constants:
+    // does nothing on the device, but makes drivers that compile at the first dispatch
+    // (lavapipe) compile now (PipelinePreparation::finish).
+    void warm_up(const Pipeline& pipeline, const Buffer& buffer);
 
     // Encodes into the list's own command buffer; submission does this when needed.
     void finish();

@@ -110,13 +110,32 @@ Buffer Context::create_buffer(VkDeviceSize size, MemoryKind kind, std::string na
 
 const Pipeline& Context::pipeline(const PipelineDesc& desc) {
     const std::string key = desc.key();
-    // Held while a pipeline is created: the cache's statistics and file are shared too.
+    // Held while a pipeline is created now; a deferred one is created by a preparation's
+    // workers, and the cache (internally synchronized) and its statistics lock themselves.
     const std::lock_guard lock(pipeline_mutex_);
     auto it = pipelines_.find(key);
-    if (it == pipelines_.end()) {
-        it = pipelines_.emplace(key, std::make_unique<Pipeline>(*device_, *cache_, limits_, desc)).first;
+    const bool fresh = it == pipelines_.end();
+    if (fresh) {
+        const PipelineCreation creation = preparations_.empty() ? PipelineCreation::Now : PipelineCreation::Deferred;
+        it = pipelines_.emplace(key, std::make_unique<Pipeline>(*device_, *cache_, limits_, desc, creation)).first;
+    }
+    for (PipelinePreparation* p : preparations_) {
+        p->requested(key);
+    }
+    if (fresh && !preparations_.empty()) {
+        preparations_.back()->queue(*it->second);
     }
     return *it->second;
+}
+
+void Context::begin_preparation(PipelinePreparation& preparation) {
+    const std::lock_guard lock(pipeline_mutex_);
+    preparations_.push_back(&preparation);
+}
+
+void Context::end_preparation(PipelinePreparation& preparation) {
+    const std::lock_guard lock(pipeline_mutex_);
+    std::erase(preparations_, &preparation);
 }
 
 std::size_t Context::pipeline_count() const {
@@ -125,7 +144,6 @@ std::size_t Context::pipeline_count() const {
 }
 
 PipelineCacheStats Context::pipeline_cache_stats() const {
-    const std::lock_guard lock(pipeline_mutex_);
     return cache_->stats();
 }
 

@@ -26,6 +26,7 @@
 #include "runtime/memory.hpp"
 #include "runtime/pipeline.hpp"
 #include "runtime/pipeline_cache.hpp"
+#include "runtime/pipeline_preparation.hpp"
 #include "runtime/quirks.hpp"
 #include "runtime/timeout.hpp"
 
@@ -38,6 +39,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace vkf {
 
@@ -101,9 +103,13 @@ public:
         download(src, std::as_writable_bytes(values), offset);
     }
 
-    // Created once per PipelineDesc::key() and reused.
+    // Created once per PipelineDesc::key() and reused. While a PipelinePreparation is alive,
+    // a new pipeline's VkPipeline is made on its workers (runtime/pipeline_preparation.hpp).
     const Pipeline& pipeline(const PipelineDesc& desc);
     std::size_t pipeline_count() const;
+    // PipelinePreparation's constructor and finish() (or destructor).
+    void begin_preparation(PipelinePreparation& preparation);
+    void end_preparation(PipelinePreparation& preparation);
 
     std::unique_ptr<CommandList> command_list(bool profiling = false) const;
     // Finishes the list if needed, submits it and waits. Throws DeviceLostError when the
@@ -142,8 +148,9 @@ private:
     ComputeLimits limits_;
     std::unique_ptr<MemoryAllocator> allocator_;
     std::unique_ptr<PipelineCache> cache_;
-    mutable std::mutex pipeline_mutex_;  // pipelines_ and cache_
+    mutable std::mutex pipeline_mutex_;  // pipelines_, preparations_ and saving cache_
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+    std::vector<PipelinePreparation*> preparations_;  // alive ones, the newest last
     std::chrono::milliseconds timeout_{120000};
     VkDeviceSize staging_size_;
     bool force_staging_ = false;

@@ -9,6 +9,12 @@
 
 namespace vkf {
 
+struct Pipeline::Pending {
+    std::vector<VkSpecializationMapEntry> entries;
+    std::vector<std::uint32_t> values;
+    std::uint32_t required_subgroup_size = 0;
+};
+
 std::string PipelineDesc::key() const {
     std::string k(code != nullptr ? code->name : "?");
     k += "/wg" + std::to_string(workgroup_size[0]) + "x" + std::to_string(workgroup_size[1]) + "x" +
@@ -22,8 +28,13 @@ std::string PipelineDesc::key() const {
     return k;
 }
 
-Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc)
-    : device_(device), push_constant_size_(desc.push_constant_layout.size), binding_count_(desc.binding_count) {
+Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc,
+                   PipelineCreation creation)
+    : device_(device),
+      cache_(cache),
+      pending_(std::make_unique<Pending>()),
+      push_constant_size_(desc.push_constant_layout.size),
+      binding_count_(desc.binding_count) {
     if (desc.code == nullptr) {
         throw Error("pipeline without shader code");
     }
@@ -144,8 +155,8 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
                                                    .pCode = words.data()};
         check(vkCreateShaderModule(dev, &module_info, nullptr, &module_), "vkCreateShaderModule");
 
-        std::vector<VkSpecializationMapEntry> entries;
-        std::vector<std::uint32_t> values;
+        std::vector<VkSpecializationMapEntry>& entries = pending_->entries;
+        std::vector<std::uint32_t>& values = pending_->values;
         auto add = [&](std::uint32_t id, std::uint32_t value) {
             entries.push_back({.constantID = id, .offset = static_cast<std::uint32_t>(values.size() * 4), .size = 4});
             values.push_back(value);
@@ -159,50 +170,110 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
             }
             add(c.id, c.value);
         }
-        const VkSpecializationInfo spec{.mapEntryCount = static_cast<std::uint32_t>(entries.size()),
-                                        .pMapEntries = entries.data(),
-                                        .dataSize = values.size() * 4,
-                                        .pData = values.data()};
-        const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
-            .requiredSubgroupSize = desc.required_subgroup_size};
-        // A required size comes with full subgroups (the checks above): the kernels assume both.
-        const VkPipelineShaderStageCreateFlags stage_flags =
-            sg != 0 ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0;
-        VkPipelineCreationFeedback feedback{};
-        VkPipelineCreationFeedbackCreateInfo feedback_info{
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO, .pPipelineCreationFeedback = &feedback};
-        const bool want_feedback = device.enabled().pipeline_creation_feedback;
-        const VkComputePipelineCreateInfo info_ci{
-            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-            .pNext = want_feedback ? &feedback_info : nullptr,
-            // Dispatches over the group-count limit are split with vkCmdDispatchBase.
-            .flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
-            .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                      .pNext = sg != 0 ? &subgroup : nullptr,
-                      .flags = stage_flags,
-                      .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                      .module = module_,
-                      .pName = "main",
-                      .pSpecializationInfo = &spec},
-            .layout = layout_,
-        };
-        const auto start = std::chrono::steady_clock::now();
-        check(vkCreateComputePipelines(dev, cache.handle(), 1, &info_ci, nullptr, &pipeline_),
-              "vkCreateComputePipelines");
-        const double create_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        const bool reported = want_feedback && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) != 0;
-        cache.record_creation(
-            reported && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0,
-            reported, create_ms);
+        pending_->required_subgroup_size = sg;
+        if (creation == PipelineCreation::Now) {
+            create();
+        }
     } catch (...) {
         destroy();
         throw;
     }
 }
 
+void Pipeline::create_pipeline() const {
+    const Pending& p = *pending_;
+    const VkSpecializationInfo spec{.mapEntryCount = static_cast<std::uint32_t>(p.entries.size()),
+                                    .pMapEntries = p.entries.data(),
+                                    .dataSize = p.values.size() * 4,
+                                    .pData = p.values.data()};
+    const std::uint32_t sg = p.required_subgroup_size;
+    const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = sg};
+    // A required size comes with full subgroups (the constructor's checks): the kernels assume both.
+    const VkPipelineShaderStageCreateFlags stage_flags =
+        sg != 0 ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0;
+    VkPipelineCreationFeedback feedback{};
+    VkPipelineCreationFeedbackCreateInfo feedback_info{
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO, .pPipelineCreationFeedback = &feedback};
+    const bool want_feedback = device_.enabled().pipeline_creation_feedback;
+    const VkComputePipelineCreateInfo info{
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .pNext = want_feedback ? &feedback_info : nullptr,
+        // Dispatches over the group-count limit are split with vkCmdDispatchBase.
+        .flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .pNext = sg != 0 ? &subgroup : nullptr,
+                  .flags = stage_flags,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = module_,
+                  .pName = "main",
+                  .pSpecializationInfo = &spec},
+        .layout = layout_,
+    };
+    const auto start = std::chrono::steady_clock::now();
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    check(vkCreateComputePipelines(device_.handle(), cache_.handle(), 1, &info, nullptr, &pipeline),
+          "vkCreateComputePipelines");
+    const double create_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const bool reported = want_feedback && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) != 0;
+    const bool hit =
+        reported && (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0;
+    cache_.record_creation(hit, reported, create_ms);
+    pipeline_ = pipeline;
+    cache_hit_ = hit;
+}
+
+void Pipeline::create() const {
+    std::unique_lock lock(state_mutex_);
+    state_changed_.wait(lock, [this] { return state_ != State::Creating; });
+    if (state_ == State::Created) {
+        return;
+    }
+    if (state_ == State::Failed) {
+        std::rethrow_exception(error_);
+    }
+    state_ = State::Creating;
+    lock.unlock();
+    // The driver's compile runs unlocked: other threads create other pipelines meanwhile.
+    std::exception_ptr error;
+    try {
+        create_pipeline();
+    } catch (...) {
+        error = std::current_exception();
+    }
+    lock.lock();
+    state_ = error ? State::Failed : State::Created;
+    error_ = error;
+    pending_.reset();
+    state_changed_.notify_all();
+    if (error) {
+        std::rethrow_exception(error);
+    }
+}
+
+VkPipeline Pipeline::handle() const {
+    create();
+    return pipeline_;
+}
+
+bool Pipeline::created() const {
+    const std::lock_guard lock(state_mutex_);
+    return state_ == State::Created;
+}
+
+bool Pipeline::cache_hit() const {
+    const std::lock_guard lock(state_mutex_);
+    return state_ == State::Created && cache_hit_;
+}
+
 Pipeline::~Pipeline() {
+    {
+        // A worker still creating it (a preparation's caller gave up on an error) finishes first.
+        std::unique_lock lock(state_mutex_);
+        state_changed_.wait(lock, [this] { return state_ != State::Creating; });
+    }
     destroy();
 }
 

@@ -10,6 +10,10 @@
 #include "runtime/spirv.hpp"
 
 #include <array>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,14 +41,29 @@ struct PipelineDesc {
     std::string key() const;  // identifies the pipeline: shader and every constant
 };
 
+// Now: the constructor creates the VkPipeline. Deferred: the constructor checks the desc and
+// makes the layouts and the shader module (cheap), and the VkPipeline (the driver's compile)
+// is made by create(), on whichever thread calls it first: a preparation's workers
+// (runtime/pipeline_preparation.hpp) make many at once, since vkCreateComputePipelines may be
+// called from several threads with one VkPipelineCache (the cache is internally synchronized
+// unless created EXTERNALLY_SYNCHRONIZED, which vkformer's is not).
+enum class PipelineCreation { Now, Deferred };
+
 class Pipeline {
 public:
-    Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc);
+    Pipeline(const Device& device, PipelineCache& cache, const ComputeLimits& limits, const PipelineDesc& desc,
+             PipelineCreation creation = PipelineCreation::Now);
     ~Pipeline();
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;
 
-    VkPipeline handle() const { return pipeline_; }
+    // Creates a deferred pipeline first (or waits for the thread creating it); throws the
+    // creation's vkf::Error, every time, when it failed.
+    VkPipeline handle() const;
+    void create() const;
+    bool created() const;
+    // The driver found it in the pipeline cache (VK_EXT_pipeline_creation_feedback), once created.
+    bool cache_hit() const;
     VkPipelineLayout layout() const { return layout_; }
     VkDescriptorSetLayout set_layout() const { return set_layout_; }
     std::uint32_t push_constant_size() const { return push_constant_size_; }
@@ -52,12 +71,22 @@ public:
     const std::string& name() const { return name_; }
 
 private:
+    struct Pending;  // what a deferred vkCreateComputePipelines needs
+    enum class State { Pending, Creating, Created, Failed };
+    void create_pipeline() const;
     void destroy() noexcept;
 
     const Device& device_;
+    PipelineCache& cache_;
+    mutable std::unique_ptr<Pending> pending_;
+    mutable std::mutex state_mutex_;
+    mutable std::condition_variable state_changed_;
+    mutable State state_ = State::Pending;
+    mutable std::exception_ptr error_;
+    mutable bool cache_hit_ = false;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
-    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    mutable VkPipeline pipeline_ = VK_NULL_HANDLE;
     VkShaderModule module_ = VK_NULL_HANDLE;
     std::uint32_t push_constant_size_ = 0;
     std::uint32_t binding_count_ = 0;

@@ -146,7 +146,13 @@ std::optional<std::string> validate_pipeline_cache_file(std::span<const char> by
     return std::nullopt;
 }
 
+PipelineCacheStats PipelineCache::stats() const {
+    const std::lock_guard lock(stats_mutex_);
+    return stats_;
+}
+
 void PipelineCache::record_creation(bool hit, bool reported, double create_ms) {
+    const std::lock_guard lock(stats_mutex_);
     stats_.pipelines_created += 1;
     stats_.create_ms += create_ms;
     stats_.cache_hits += hit ? 1 : 0;
@@ -155,8 +161,11 @@ void PipelineCache::record_creation(bool hit, bool reported, double create_ms) {
 }
 
 void PipelineCache::save() {
-    if (stats_.file.empty() || !dirty_) {
-        return;
+    {
+        const std::lock_guard lock(stats_mutex_);
+        if (stats_.file.empty() || !dirty_) {
+            return;
+        }
     }
     std::size_t size = 0;
     check(vkGetPipelineCacheData(device_.handle(), cache_, &size, nullptr), "vkGetPipelineCacheData");
@@ -187,6 +196,7 @@ void PipelineCache::save() {
     if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
         instance_.report(MessageSeverity::Warning,
                          "pipeline cache not saved: " + stats_.file.string() + " is not a regular file");
+        const std::lock_guard lock(stats_mutex_);
         dirty_ = false;
         return;
     }
@@ -196,6 +206,7 @@ void PipelineCache::save() {
     out.write(std::as_bytes(std::span<const FileHeader>(&h, 1)));
     out.write(std::as_bytes(std::span<const char>(payload)));
     out.commit();
+    const std::lock_guard lock(stats_mutex_);
     stats_.saved_bytes = payload.size();
     dirty_ = false;
 }

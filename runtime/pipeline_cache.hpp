@@ -6,6 +6,7 @@
 #include "runtime/device.hpp"
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,7 +45,8 @@ public:
     PipelineCache& operator=(const PipelineCache&) = delete;
 
     VkPipelineCache handle() const { return cache_; }
-    const PipelineCacheStats& stats() const { return stats_; }
+    PipelineCacheStats stats() const;
+    // Called by every vkCreateComputePipelines, from any thread (deferred pipelines).
     void record_creation(bool hit, bool reported, double create_ms);
     void save();
 
@@ -56,6 +58,7 @@ private:
     const Device& device_;
     const Instance& instance_;
     VkPipelineCache cache_ = VK_NULL_HANDLE;
+    mutable std::mutex stats_mutex_;  // stats_ and dirty_
     PipelineCacheStats stats_;
     bool dirty_ = false;
 };

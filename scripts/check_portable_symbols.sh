@@ -2,7 +2,7 @@
 # The portability check of vkformer's library archives (the libvkf_*.a of the runtime, the host
 # libraries and the shaders; not the tests' or the programs'), of libvkformer.so and of the JNI
 # glue libvkformer_jni.so: lists every symbol they leave undefined (nm) and fails on any that
-# Android's C library, bionic, lacks at API level 26 (the NDK build's minimum, README
+# Android's C library, bionic, lacks at API level 26 (the NDK build's minimum, docs/API.md
 # "Android"), and on any desktop-only one (X11, XCB, Wayland, libdrm, Vulkan's window-system
 # entry points). Each offender is named with the object that uses it.
 # scripts/test_aarch64.sh runs it on the aarch64 cross-build; it works on any build folder.

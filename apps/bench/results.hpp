@@ -2,7 +2,7 @@
 // vkf-bench result files: one JSON document per run, carrying everything needed to
 // compare runs made on different machines (device, driver, API, effective limits, the
 // tile plan of every result, vkformer version and commit, date, command line and the raw
-// repetitions). The schema is documented in README.md, "Benchmark result files";
+// repetitions). The schema is documented in docs/FORMATS.md, "Benchmark result files";
 // kSchemaVersion changes whenever a reader of the previous version would misread a file.
 
 #include "host/io/json.hpp"

@@ -21,7 +21,7 @@ constexpr const char* kAbout =
     "host<->device transfers), then vkformer's kernels on the model presets, and places each\n"
     "kernel result against the ceilings. Each result is the median of --reps GPU-timed\n"
     "submissions after --warmup untimed ones, with min, max and quartiles. --out writes a\n"
-    "result file (JSON, see README \"Benchmark result files\") for `vkf-bench compare`.\n"
+    "result file (JSON, see docs/FORMATS.md \"Benchmark result files\") for `vkf-bench compare`.\n"
     "\n"
     "suites (--suites, in this order):\n"
     "  ceilings    memory bandwidth, fp32 and fp16 FMA, dispatch overhead, transfers\n"

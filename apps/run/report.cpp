@@ -52,6 +52,20 @@ nlohmann::ordered_json model_json(const Options& o, const Model& model, double l
             {"load_seconds", load_seconds}};
 }
 
+std::string prepare_line(const PreparationStats& s) {
+    const std::string hits = s.created == 0    ? ""
+                             : s.hits_reported ? fmt::format(", {} from the pipeline cache", s.cache_hits)
+                                               : ", the driver does not report pipeline-cache hits";
+    return fmt::format("prepare: {} pipelines in {:.3f} s ({} made on {} threads{}; {} existed)", s.pipelines,
+                       s.seconds, s.created, s.threads, hits, s.pipelines - s.created);
+}
+
+nlohmann::ordered_json prepare_json(const PreparationStats& s) {
+    return {{"pipelines", s.pipelines},         {"created", s.created}, {"cache_hits", s.cache_hits},
+            {"hits_reported", s.hits_reported}, {"threads", s.threads}, {"create_seconds", s.create_seconds},
+            {"warm_seconds", s.warm_seconds},   {"seconds", s.seconds}};
+}
+
 nlohmann::ordered_json sampling_json(const SamplingParams& sampling) {
     return {{"temperature", double{sampling.temperature}},
             {"top_k", sampling.top_k},

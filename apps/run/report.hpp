@@ -9,6 +9,7 @@
 #include "host/model/generation.hpp"
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace vkf::run_cli {
@@ -20,6 +21,9 @@ std::string_view stop_reason_text(StopReason reason);
 
 nlohmann::ordered_json model_json(const Options& o, const Model& model, double load_seconds);
 nlohmann::ordered_json sampling_json(const SamplingParams& sampling);
+// "prepare: N pipelines in X s (...)": what Session::prepare made before the first token.
+std::string prepare_line(const PreparationStats& stats);
+nlohmann::ordered_json prepare_json(const PreparationStats& stats);
 // Device buffers that went to host-visible memory because device-local memory was full
 // (runtime/memory.hpp), and why; 0 and null on most devices.
 void add_memory_json(nlohmann::ordered_json& json, const Context& ctx);

@@ -181,6 +181,14 @@ int serve(const Options& o) {
                                                                        .chunk = o.chunk,
                                                                        .kv_dtype = o.kv,
                                                                        .window = window});
+        // The steps a first request takes (its prompt in chunks, one sequence decoding) are
+        // recorded, their pipelines made, before the server listens: the first request's
+        // time to first token holds no compile. Other mixes record their steps when they come.
+        const vkf::PreparationStats prepared = batch->prepare(batch->sequence_shapes(o.chunk));
+        if (!o.quiet) {
+            fmt::print(stderr, "vkf-server: prepare: {} pipelines in {:.3f} s ({} made on {} threads)\n",
+                       prepared.pipelines, prepared.seconds, prepared.created, prepared.threads);
+        }
         engine = std::make_unique<vkf::server::Engine>(*batch, *tokenizer, metrics,
                                                        vkf::server::EngineOptions{o.parallel, o.queue});
         served.settings.limits.max_tokens = o.max_tokens.value_or(ctx_tokens);

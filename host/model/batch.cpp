@@ -299,16 +299,21 @@ void Batch::ensure_buffers(const DecoderPlan& plan) {
     }
 }
 
-RecordedStep& Batch::recorded(const StepShape& shape) {
-    auto it = steps_.find(shape);
-    if (it != steps_.end() && options_.reuse_steps) {
-        return *it->second;
-    }
-    const DecoderPlan plan = plan_decoder_step(ctx_, model_, settings_, shape);
+DecoderPlan Batch::checked_plan(const StepShape& shape) const {
+    DecoderPlan plan = plan_decoder_step(ctx_, model_, settings_, shape);
     if (plan.scatter != fused_qkv_) {
         throw Error("batch: the matmul op answered differently for QKV scatter at " + std::to_string(shape.tokens) +
                     " rows than for one; the step's buffers follow the first answer");
     }
+    return plan;
+}
+
+RecordedStep& Batch::recorded(const StepShape& shape, bool finish) {
+    auto it = steps_.find(shape);
+    if (it != steps_.end() && options_.reuse_steps) {
+        return *it->second;
+    }
+    const DecoderPlan plan = checked_plan(shape);
     ensure_buffers(plan);
     // A few shapes recur (decoding's n sequences, full prompt chunks); the odd mixes would
     // otherwise pile up.
@@ -316,10 +321,52 @@ RecordedStep& Batch::recorded(const StepShape& shape) {
         std::erase_if(steps_, [](const auto& entry) { return entry.first.max_q_len != 1; });
     }
     std::unique_ptr<RecordedStep> step = record_decoder_step(ctx_, model_, plan, cache_, buffers_, options_.profiling);
+    if (finish) {
+        step->list->finish();
+    }
     ++stats_.recordings;
     RecordedStep& ref = *step;
     steps_[shape] = std::move(step);
     return ref;
+}
+
+PreparationStats Batch::prepare(std::span<const StepShape> shapes) {
+    PipelinePreparation preparation(ctx_);
+    // Every shape's buffers first: growing one would drop the steps recorded before it.
+    for (const StepShape& shape : shapes) {
+        ensure_buffers(checked_plan(shape));
+    }
+    // All the steps' pipelines are queued before any list waits for its own.
+    for (const StepShape& shape : shapes) {
+        if (!steps_.contains(shape)) {
+            recorded(shape, false);
+        }
+    }
+    PreparationStats stats = preparation.finish();
+    for (const StepShape& shape : shapes) {
+        if (auto it = steps_.find(shape); it != steps_.end()) {
+            it->second->list->finish();  // encoding: descriptor sets written now, not at the first token
+        }
+    }
+    return stats;
+}
+
+std::vector<StepShape> Batch::sequence_shapes(std::uint32_t prompt_tokens) const {
+    std::vector<StepShape> shapes;
+    const auto add = [&shapes](std::uint32_t rows, std::uint32_t logit_rows) {
+        const StepShape shape{.tokens = rows, .sequences = 1, .max_q_len = rows, .logit_rows = logit_rows};
+        if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) {
+            shapes.push_back(shape);
+        }
+    };
+    const std::uint32_t chunk = std::max<std::uint32_t>(chunk_limit_, 1);
+    for (std::uint32_t done = 0; done < prompt_tokens;) {
+        const std::uint32_t rows = std::min(chunk, prompt_tokens - done);
+        done += rows;
+        add(rows, done == prompt_tokens ? 1 : 0);
+    }
+    add(1, 1);
+    return shapes;
 }
 
 void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {

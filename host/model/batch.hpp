@@ -19,6 +19,7 @@
 #include "host/model/decoder_step.hpp"
 #include "host/model/kv_cache.hpp"
 #include "host/model/model.hpp"
+#include "runtime/pipeline_preparation.hpp"
 
 #include <cstdint>
 #include <map>
@@ -123,6 +124,15 @@ public:
     void remove(SequenceId id);
     // One forward pass over pending tokens; a step with nothing to run submits nothing.
     StepResult step();
+    // Records the steps of these shapes now, their pipelines made in parallel and run once
+    // (runtime/pipeline_preparation.hpp), so that the first step of each shape only runs:
+    // time to first token without the driver's compiles. Shapes recorded already cost nothing.
+    PreparationStats prepare(std::span<const StepShape> shapes);
+    // The shapes one sequence's steps take: a prompt of `prompt_tokens` tokens (its last
+    // token's logits wanted) alone in the batch, then its decoding steps. On GPUs the prompt's
+    // later chunks follow the measured time (BatchOptions::submission_target_ms): the first is
+    // exact, the rest what the chunk limit is now.
+    std::vector<StepShape> sequence_shapes(std::uint32_t prompt_tokens) const;
 
     bool contains(SequenceId id) const { return sequences_.contains(id); }
     bool has_pending() const;
@@ -184,7 +194,9 @@ private:
     std::uint32_t reserve(Sequence& seq, std::uint32_t rows,
                           std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies);
     void ensure_buffers(const DecoderPlan& plan);
-    RecordedStep& recorded(const StepShape& shape);
+    DecoderPlan checked_plan(const StepShape& shape) const;
+    // The step of this shape, recorded if needed; `finish` false leaves a new list open.
+    RecordedStep& recorded(const StepShape& shape, bool finish = true);
     void run(std::vector<Scheduled>& scheduled, StepResult& result);
 
     const Model& model_;

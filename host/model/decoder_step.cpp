@@ -351,7 +351,6 @@ std::unique_ptr<RecordedStep> record_decoder_step(Context& ctx, const Model& mod
     if (plan.shape.logit_rows > 0) {
         recorder.head();
     }
-    list.finish();
     return step;
 }
 

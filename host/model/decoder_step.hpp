@@ -32,6 +32,8 @@ struct RecordedStep {
     std::unique_ptr<CommandList> list;
 };
 
+// The list is left open: Batch finishes it (encoding needs every pipeline made, and a
+// preparation records several steps before it waits for their pipelines).
 std::unique_ptr<RecordedStep> record_decoder_step(Context& ctx, const Model& model, const DecoderPlan& plan,
                                                   const KvCache& cache, const StepBuffers& buffers, bool profiling);
 

@@ -46,6 +46,10 @@ std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t windo
 Session::Session(const Model& model, SessionOptions options)
     : options_(options), batch_(model, batch_options(options)), sequence_(batch_.add()) {}
 
+PreparationStats Session::prepare(std::uint32_t prompt_tokens) {
+    return batch_.prepare(batch_.sequence_shapes(prompt_tokens));
+}
+
 void Session::reset() {
     batch_.remove(sequence_);
     sequence_ = batch_.add();

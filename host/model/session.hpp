@@ -63,6 +63,11 @@ public:
     std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last,
                                const ChunkProgress& on_chunk = {});
 
+    // Records the steps a prompt of `prompt_tokens` tokens and the decoding after it take,
+    // their pipelines made now, in parallel where the driver allows (Batch::prepare): what
+    // precedes the first token is then the prompt's own work.
+    PreparationStats prepare(std::uint32_t prompt_tokens);
+
     std::uint32_t position() const { return batch_.position(sequence_); }
     std::uint32_t max_tokens() const { return options_.max_tokens; }
     std::uint32_t window() const { return options_.window; }

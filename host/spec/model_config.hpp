@@ -7,7 +7,7 @@
 //   Jais     (model_type "jais",     JAISLMHeadModel)
 // Each key a family's modeling code reads is either honoured or, where vkformer cannot run
 // it faithfully (rotary positions, prefix-LM masks, parallel attention, ...), refused with
-// an error naming the key, rather than run with silently wrong numerics. README.md has the
+// an error naming the key, rather than run with silently wrong numerics. docs/FORMATS.md has the
 // table.
 
 #include "host/spec/activation.hpp"

@@ -111,7 +111,7 @@ def check_document(path, problems, forced):
 
 STARTUP_KEYS = ("pipelines", "pipelines_at_first_token", "create_ms_cold", "create_ms_warm", "cache_hits_warm",
                 "load_ms_cold", "first_token_ms_cold", "first_token_ms_warm", "second_token_ms_cold",
-                "second_token_ms_warm", "token_ms_steady")
+                "second_token_ms_warm", "token_ms_steady", "prepare_ms_cold", "prepare_ms_warm", "prepare_threads")
 
 
 def check_startup(exe, tmp, problems):
@@ -136,6 +136,11 @@ def check_startup(exe, tmp, problems):
     # 24 layers share their pipelines: a forward pass needs tens, not one per layer.
     if not 5 <= extra["pipelines_at_first_token"] <= extra["pipelines"] <= 60:
         problems.append("startup: pipeline counts %r" % extra)
+    # Prepared before the first token: the first token and later ones make none.
+    if extra["pipelines_at_first_token"] != extra["pipelines"] or extra["prepare_threads"] < 1:
+        problems.append("startup: pipelines made after the preparation %r" % extra)
+    if not (extra["prepare_ms_cold"] > 0 and extra["prepare_ms_warm"] > 0):
+        problems.append("startup: preparation times %r" % extra)
     if not (extra["first_token_ms_cold"] > 0 and extra["first_token_ms_warm"] > 0 and extra["create_ms_cold"] > 0):
         problems.append("startup: times %r" % extra)
     if extra["cache_hits_warm"] > extra["pipelines"]:

@@ -102,6 +102,23 @@ def check_greedy(model, name, prompt, n_predict, numpy_model, kv):
     return result
 
 
+def check_prepare(result):
+    """The pipelines were made before the prompt ran (Session::prepare), so the prefill's time is
+    its own: counts only, never times."""
+    prep = result.get("prepare")
+    if not isinstance(prep, dict):
+        fail("--json has no prepare object: %r" % result)
+        return
+    if not prep["pipelines"] > 0 or prep["created"] != prep["pipelines"]:
+        fail("a fresh process should make every pipeline it prepares: %r" % prep)
+    if not 1 <= prep["threads"] <= prep["created"] or not 0 <= prep["cache_hits"] <= prep["created"]:
+        fail("inconsistent preparation counts: %r" % prep)
+    if not 0 <= prep["create_seconds"] <= prep["seconds"] or not 0 <= prep["warm_seconds"] <= prep["seconds"]:
+        fail("inconsistent preparation times: %r" % prep)
+    if result["model"]["load_seconds"] < 0 or result["prefill_seconds"] < 0:
+        fail("negative load or prefill time: %r" % result)
+
+
 def main():
     numpy_model = load_numpy_model()
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,6 +138,8 @@ def main():
             if saved != 2 * 16 * 128 * 2 * 2:
                 fail("--kv f16 saves %d bytes of the session, expected %d" % (saved, 2 * 16 * 128 * 2 * 2))
         default = run_json(bloom, ["--prompt-ids", "1,2", "--n-predict", "2"])
+        if default:
+            check_prepare(default)
         if default and default.get("kv") != "f16":
             fail("the default KV cache is %r, expected f16" % default.get("kv"))
         if default and (default.get("host_visible_fallback_bytes") != 0 or default.get("memory_note") is not None):

@@ -11,6 +11,7 @@ usage: text_cli_test.py PATH/TO/vkf-run PATH/TO/vkf-perplexity PATH/TO/vkf-token
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,13 @@ def check_generation():
         fail("24 tokens of an English model should make several words: %r" % out["text"])
     if "prefill:" not in proc.stdout or "check: largest relative logit error" not in proc.stdout:
         fail("the figures are missing after the text: %r" % proc.stdout)
+    # Loading, pipeline preparation, prefill and decoding each on a line of their own, in order.
+    figures = re.findall(r"^(load|prepare|prefill|decode): *(.*)$", proc.stdout, re.M)
+    if [name for name, _ in figures] != ["load", "prepare", "prefill", "decode"]:
+        fail("expected load, prepare, prefill and decode lines in that order: %r" % proc.stdout)
+    elif not re.match(r"(\d+) pipelines in [\d.]+ s \((\d+) made on (\d+) threads", figures[1][1]) or \
+            int(re.match(r"(\d+)", figures[1][1]).group(1)) == 0:
+        fail("the prepare line names no pipelines: %r" % figures[1][1])
 
     # A stop string taken from that text: generation ends where it starts, not printed.
     words = out["text"].split()

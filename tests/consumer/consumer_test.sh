@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The installed package as an application sees it: `cmake --install` of BUILD_DIR into a fresh
-# prefix, then README's C example (between its c-example markers) built outside the tree twice,
+# prefix, then docs/API.md's C example (between its c-example markers) built outside the tree twice,
 # through find_package(vkformer) and through pkg-config, each run on MODEL_DIR; and the install's
 # files (header, SONAME link, package files) and the library's exports (vkf_* only) checked.
 # usage: consumer_test.sh SOURCE_DIR BUILD_DIR MODEL_DIR C_COMPILER
@@ -10,10 +10,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 
-sed -n '/<!-- c-example begin -->/,/<!-- c-example end -->/p' "$src/README.md" | sed '1,2d;$d' | sed '$d' >"$tmp/example.c"
+sed -n '/<!-- c-example begin -->/,/<!-- c-example end -->/p' "$src/docs/API.md" | sed '1,2d;$d' | sed '$d' >"$tmp/example.c"
 lines=$(wc -l <"$tmp/example.c")
 if [ "$lines" -lt 20 ] || ! grep -q '^int main' "$tmp/example.c"; then
-  echo "consumer_test: no C example between the c-example markers of README.md ($lines lines)" >&2
+  echo "consumer_test: no C example between the c-example markers of docs/API.md ($lines lines)" >&2
   exit 1
 fi
 
