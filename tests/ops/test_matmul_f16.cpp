@@ -34,12 +34,12 @@ struct DenseCase {
 // The tiled kernel on fp16 weights with fp16 arithmetic asked for; returns the plan used.
 MatmulPlan run_dense(Context& ctx, const DenseCase& c, std::uint64_t seed) {
     SCOPED_TRACE("m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) +
-                 (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " + to_string(c.activation) +
-                 " splits" + std::to_string(c.splits) + " pad" + std::to_string(c.pad) + " x_range" +
-                 std::to_string(c.x_range));
+                 (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " + to_string(c.activation) + " splits" +
+                 std::to_string(c.splits) + " pad" + std::to_string(c.pad) + " x_range" + std::to_string(c.x_range));
     const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -c.x_range, c.x_range);
     const auto w = rounded_to(DType::F16, random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f));
-    const auto bias = c.bias ? rounded_to(DType::F16, random_uniform(c.n, seed + 2, -1.0f, 1.0f)) : std::vector<float>{};
+    const auto bias =
+        c.bias ? rounded_to(DType::F16, random_uniform(c.n, seed + 2, -1.0f, 1.0f)) : std::vector<float>{};
     const auto res = c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
     const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "X", c.pad);
     const DeviceTensor wb = upload_tensor(ctx, w, DType::F16, "W", c.pad);
