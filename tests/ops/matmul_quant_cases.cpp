@@ -173,7 +173,7 @@ void expect_within_f16_bound(std::span<const float> out, std::span<const double>
                        << worst_ratio << "); plan: " << plan;
     // The bound is for the worst case, which random signs never near: an fp16 sum that grows
     // with K (a fold lost) can stay inside it at K = 4096 while its error over all outputs is
-    // several times fp16's tolerance, so that is checked too (the folds give ~3e-4), over 8
+    // several times fp16's tolerance, so that is checked too (the folds stay under it), over 8
     // outputs or more: one output may be a near-cancelled sum, small against its error.
     EXPECT_LT(worst_ratio, 0.5) << "plan: " << plan;
     if (out.size() >= 8) {
