@@ -127,6 +127,9 @@ int run_one(vkf::Context& ctx, const Options& o) {
         };
     }
     const vkf::GenerationResult result = vkf::generate(session, prompt, gen);
+    // A signal ends the run the way a stop string does (the callback declines the next token);
+    // the report names which one it was.
+    const bool interrupted = result.stop == vkf::StopReason::Caller && vkf::app::stop_signal() != 0;
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -151,7 +154,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
             {"sampling", sampling_json(o.sampling)},
             {"prompt_ids", prompt},
             {"generated_ids", result.tokens},
-            {"stop_reason", stop_reason_name(result.stop)},
+            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
             {"prefill_seconds", result.prefill_time.count()},
             {"decode_seconds", result.decode_time.count()},
             {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
@@ -186,6 +189,8 @@ int run_one(vkf::Context& ctx, const Options& o) {
             "stopped after {} tokens: the {}-token KV cache is full (--ctx; --window W lets generation go "
             "on)\n",
             result.tokens.size(), max_tokens);
+    } else if (interrupted) {
+        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), vkf::app::stop_signal());
     } else if (result.stop != vkf::StopReason::Length) {
         fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
     }

@@ -78,8 +78,9 @@ case "$mode" in
     fi
     ;;
   --mesa25)
-    # Only the suites that use Vulkan (the "host" label marks the others).
-    excluded+=(host)
+    # Only the suites that use Vulkan (the "host" label marks the others), and not those of
+    # the first leg alone (first_leg: gpu_proof_dry_run checks a script, not a driver).
+    excluded+=(host first_leg)
     if [ $full -eq 0 ]; then
       excluded+=(spec_minimum)
     fi

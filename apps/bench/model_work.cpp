@@ -16,8 +16,17 @@ std::uint64_t layer_params(const ModelConfig& c) {
 
 }  // namespace
 
-std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64_t tokens) {
-    const std::uint64_t visible = tokens * past + tokens * (tokens + 1) / 2;
+std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64_t tokens, std::uint64_t window) {
+    // Keys the rows see: row i (0-based, after `past`) sees past + i + 1 of them, at most
+    // window + 1 under a key window.
+    std::uint64_t visible = 0;
+    if (window == 0) {
+        visible = tokens * past + tokens * (tokens + 1) / 2;
+    } else {
+        for (std::uint64_t i = 0; i < tokens; ++i) {
+            visible += std::min(past + i + 1, window + 1);
+        }
+    }
     return c.n_layer * (2 * tokens * layer_params(c) + 4 * visible * c.hidden);
 }
 

@@ -13,8 +13,9 @@
 namespace vkf::bench {
 
 // Arithmetic of `tokens` new tokens after `past` cached ones through the layers (an FMA
-// counts 2): the linear layers and causal attention (QK^T and PV over the visible keys).
-std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64_t tokens);
+// counts 2): the linear layers and causal attention (QK^T and PV over the visible keys: at most
+// window + 1 a row under a key window, 0 for none).
+std::uint64_t layers_flops(const ModelConfig& c, std::uint64_t past, std::uint64_t tokens, std::uint64_t window = 0);
 
 // Weight bytes one forward pass reads: everything but the embedding table, of which it reads
 // a row per token, unless the table is also the (tied) LM head.

@@ -51,6 +51,7 @@ struct RunOptions {
     std::optional<std::uint64_t> max_memory;
     std::optional<DType> kv;
     std::optional<std::uint32_t> window;
+    std::optional<std::vector<std::string>> modes;
     std::optional<std::uint32_t> warmup, reps;
     std::optional<std::string> out;
     bool json = false;
@@ -117,6 +118,12 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                "key window of the block and model suites' sessions: each token\n"
                "sees the W before it, the cache keeps what the window sees\n"
                "(default 0: full attention)");
+    add_parsed_option(cli, "--modes", "LIST",
+                      "steps the block and model suites time: prefill, decode\n"
+                      "(default both; decode alone still fills the cache once)",
+                      [&o](const std::string& text) {
+                          o.modes = parse_words("--modes", text, {"prefill", "decode"});
+                      });
     add_integer(cli, "--warmup", "N", o.warmup, 0u, "untimed submissions per case (default 2)");
     add_integer(cli, "--reps", "N", o.reps, 1u, "timed submissions per case (default 7)");
     add_text(cli, "--out", "FILE", o.out, "write the result file here");
@@ -145,6 +152,10 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.kv_dtype = o.kv.value_or(s.kv_dtype);
     s.window = o.window.value_or(0);
     s.batch = o.batch.value_or(s.batch);
+    if (o.modes) {
+        s.prefill = std::find(o.modes->begin(), o.modes->end(), "prefill") != o.modes->end();
+        s.decode = std::find(o.modes->begin(), o.modes->end(), "decode") != o.modes->end();
+    }
     s.attention = AttentionSweep{
         .models = attention_presets_named(s.presets),
         .lengths = o.lengths.value_or(quick ? Counts{64, 128, 256} : Counts{512, 1024, 2048, 4096, 8192}),

@@ -90,6 +90,9 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                 // Decoding also runs the way every step ran before recorded steps (unfused QKV,
                 // the list recorded anew per token): the baseline of the same run.
                 for (const auto& [decode, recorded] : {std::pair{false, true}, {true, true}, {true, false}}) {
+                    if (!(decode ? s.decode : s.prefill)) {
+                        continue;
+                    }
                     BenchCase c;
                     const std::string mode = decode ? "decode" : "prefill";
                     const std::string step_kind = recorded ? "recorded once" : "re-recorded";
@@ -112,7 +115,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     }
                     const std::uint64_t weights = weight_bytes(config, format);
                     const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
-                    c.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
+                    c.flops = decode ? layers_flops(config, m, 1, window) : layers_flops(config, 0, m, window);
                     c.bytes = read;
                     c.run = [config, m, decode, recorded, format, kv_dtype, weights, read, whole_model, window](
                                 CaseEnv& env, Result& r) {
@@ -196,7 +199,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         }
                         r.reps_ms = times;
                         r.timing = timing_name(ctx);
-                        r.flops = decode ? layers_flops(config, m, 1) : layers_flops(config, 0, m);
+                        r.flops = decode ? layers_flops(config, m, 1, window) : layers_flops(config, 0, m, window);
                         r.bytes = read;
                         r.extra.emplace_back("weight_bytes", static_cast<double>(weights));
                         // The KV cache and activations: constant in the context under a window.
@@ -234,8 +237,10 @@ std::vector<BenchCase> block_cases(const Context&, const SuiteSettings& s) {
 
 std::vector<BenchCase> model_cases(const Context&, const SuiteSettings& s) {
     std::vector<BenchCase> cases = forward_cases(s, true);
-    for (BenchCase& c : batch_decode_cases(s)) {
-        cases.push_back(std::move(c));
+    if (s.decode) {
+        for (BenchCase& c : batch_decode_cases(s)) {
+            cases.push_back(std::move(c));
+        }
     }
     return cases;
 }

@@ -11,6 +11,7 @@
 #include "apps/bench/model_work.hpp"
 #include "apps/bench/suites.hpp"
 #include "host/model/batch.hpp"
+#include "host/model/kv_blocks.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ struct BatchShape {
     DType kv_dtype = DType::F16;
     std::uint32_t batch = 1;
     std::uint32_t context = 0;  // prompt tokens of every sequence before the timed steps
+    std::uint32_t window = 0;   // key window (0: full attention)
 };
 
 void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
@@ -39,16 +41,22 @@ void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
     const std::uint32_t block = BatchOptions{}.block_size;
     // The prompt, the untimed first step and the timed ones; every sequence in whole blocks.
     const std::uint32_t sequence_tokens = m + 1 + steps;
-    const std::uint32_t pool = b * ((sequence_tokens + block - 1) / block) * block;
     // Every decoding row in one step, and prompt chunks of at most 128 rows as vkf-run's.
     const std::uint32_t chunk = std::max(b, std::min<std::uint32_t>(128, b * m));
+    // Under a window a sequence holds at most its ring of blocks, whatever its length.
+    std::uint32_t blocks_per_sequence = (sequence_tokens + block - 1) / block;
+    if (shape.window != 0) {
+        blocks_per_sequence = std::min(blocks_per_sequence, window_ring_blocks(shape.window, chunk, block));
+    }
+    const std::uint32_t pool = b * blocks_per_sequence * block;
     SuiteSettings budget = st;
     if (budget.max_memory == 0) {
         budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;  // as the model suite's cases
     }
     check_memory(
         ctx, budget,
-        estimate_model_memory(config, shape.format, {.max_tokens = pool, .chunk = chunk, .kv_dtype = shape.kv_dtype})
+        estimate_model_memory(config, shape.format,
+                              {.max_tokens = pool, .chunk = chunk, .kv_dtype = shape.kv_dtype, .window = shape.window})
             .total(),
         largest_tensor_bytes(config, shape.format));
     const bool gpu = ctx.limits().timestamps;
@@ -60,6 +68,7 @@ void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
                                     .block_size = block,
                                     .chunk = chunk,
                                     .kv_dtype = shape.kv_dtype,
+                                    .window = shape.window,
                                     .share_prefixes = false});
     std::vector<SequenceId> ids;
     for (std::uint32_t s = 0; s < b; ++s) {
@@ -103,7 +112,7 @@ void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
     r.reps_ms = times;
     r.timing = timing_name(ctx);
     // Every sequence's token through the layers after m + 1 cached ones, and its LM-head row.
-    r.flops = b * (layers_flops(config, m + 1, 1) + 2ull * config.vocab_size * config.hidden);
+    r.flops = b * (layers_flops(config, m + 1, 1, shape.window) + 2ull * config.vocab_size * config.hidden);
     r.bytes = read;
     r.plan = fmt::format(
         "{} sequence(s) decoding together, one token of each per step: {} layer(s), {} weights, fp32 "
@@ -143,10 +152,13 @@ std::vector<BenchCase> batch_decode_cases(const SuiteSettings& s) {
                 // As the model suite's other cases: --quick keeps whole-model prompts at 8 tokens.
                 const std::uint32_t m = s.quick ? std::min<std::uint32_t>(prefill_m, 8) : prefill_m;
                 for (const std::uint32_t b : s.batch) {
-                    const BatchShape shape{preset.config, format, s.kv_dtype, b, m};
+                    const BatchShape shape{preset.config, format, s.kv_dtype, b, m, s.window};
                     BenchCase c;
                     c.name = fmt::format("{} decode batch {} after {} tokens {} kv {}", preset.name, b, m,
                                          to_string(format), to_string(s.kv_dtype));
+                    if (s.window != 0) {
+                        c.name += fmt::format(" window {}", s.window);
+                    }
                     c.params = {{"model", preset.name},
                                 {"mode", std::string("decode")},
                                 {"weights", to_string(format)},
@@ -156,7 +168,10 @@ std::vector<BenchCase> batch_decode_cases(const SuiteSettings& s) {
                                 {"tokens", std::int64_t{b}},
                                 {"context", std::int64_t{m}},
                                 {"step", std::string("batch")}};
-                    c.flops = b * layers_flops(preset.config, m, 1);
+                    if (s.window != 0) {
+                        c.params.emplace_back("window", std::int64_t{s.window});
+                    }
+                    c.flops = b * layers_flops(preset.config, m, 1, s.window);
                     c.bytes = bytes_read_per_pass(preset.config, format, true);
                     c.run = [shape](CaseEnv& env, Result& r) { run_batch_case(shape, env, r); };
                     cases.push_back(std::move(c));

@@ -33,6 +33,7 @@ struct SuiteSettings {
     DType kv_dtype = DType::F16;                 // block and model: the sessions' KV cache (SessionOptions)
     std::vector<std::uint32_t> batch = {1};      // model: sequences decoding together (suite_model_batch.cpp)
     std::uint32_t window = 0;                    // block and model: the sessions' key window (0: full)
+    bool prefill = true, decode = true;          // block and model: which steps they time (--modes)
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the

@@ -192,6 +192,42 @@ def check_batch(exe, tmp, problems):
         problems.append("--batch: the table has no per-sequence tokens/s:\n%s" % proc.stdout)
 
 
+def check_window_decode(exe, tmp, problems):
+    """--modes decode --window 8 after 40 tokens: only decoding cases, each named and marked by
+    its window; the batched one holds its ring of blocks, not the 3 blocks 40 tokens fill, and
+    the arithmetic counts the window's keys, not the context's."""
+    path = os.path.join(tmp, "window.json")
+    proc = run(exe, ["run", "--suites", "model", "--presets", "bloom-24x64", "--prefill-m", "40", "--weights", "f32",
+                     "--window", "8", "--modes", "decode", "--warmup", "0", "--reps", "1", "--progress", "none",
+                     "--out", path])
+    if proc.returncode != 0:
+        problems.append("run --modes decode --window 8: exit code %d\n%s%s" % (proc.returncode, proc.stdout,
+                                                                               proc.stderr))
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    if [r["params"]["mode"] for r in results] != ["decode"] * 3 or \
+            any(r["params"].get("window") != 8 or not r["name"].endswith("window 8") for r in results):
+        problems.append("--modes decode --window 8: %r" % [(r["name"], r["params"]) for r in results])
+        return
+    single = [r for r in results if r["params"]["step"] == "recorded once"][0]
+    batched = [r for r in results if r["params"]["step"] == "batch"][0]
+    # Both decode a token that sees 9 keys (the window and itself), so their arithmetic is the
+    # same; counted over the context, the batched one (after 41 tokens) would see one key more.
+    if single.get("flops") != batched.get("flops"):
+        problems.append("--window 8: %r flops after 40 tokens, %r after 41" % (single.get("flops"),
+                                                                           batched.get("flops")))
+    extra = dict(batched["extra"])
+    # Ring: ceil((8 + chunk 40) / 16) + 1 = 4 blocks at most; 40 + 1 + 1 tokens fill 3: the ring
+    # bound shows only in blocks total, which is the pool the case sized from it.
+    if extra.get("kv_blocks_total", 99) > 4 or extra.get("kv_blocks_used", 99) > extra.get("kv_blocks_total", 0):
+        problems.append("--window 8 batch: KV blocks %r of %r" % (extra.get("kv_blocks_used"),
+                                                                  extra.get("kv_blocks_total")))
+    for r in results:
+        if r["status"] != "ok":
+            problems.append("--window 8: %s is %s: %s" % (r["name"], r["status"], r["message"]))
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -214,6 +250,7 @@ def main():
             check_document(path, problems, forced=bool(extra))
         check_startup(exe, tmp, problems)
         check_batch(exe, tmp, problems)
+        check_window_decode(exe, tmp, problems)
         if not problems:
             plots = os.path.join(tmp, "plots")
             proc = run(exe, ["compare", a, b, "--out-dir", plots])

@@ -162,6 +162,19 @@ def signals(tmp):
             fail("signal %d: no pipeline cache saved in %s" % (sig, cache))
 
 
+def interrupted_run():
+    """A signal ends a one-shot run like a stop string does; the report says which it was."""
+    proc = subprocess.Popen(command(RUN, BASE + ["--prompt", "And God said", "--n-predict", "100000", "--ctx", "4000",
+                                                 "--ignore-eos"]),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.read(40)  # generation is under way
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode != 130 or not re.search(rb"stopped after \d+ tokens: interrupted \(signal 2\)", out):
+        fail("SIGINT during --prompt: expected exit 130 and 'interrupted', got %d, %r: %s" %
+             (proc.returncode, (first + out)[-200:], err[-300:]))
+
+
 def perplexity_contexts(tmp):
     text = os.path.join(tmp, "short.txt")
     with open(os.path.join(MODEL, "heldout.txt"), "rb") as f:
@@ -242,6 +255,7 @@ with tempfile.TemporaryDirectory() as tmp:
     text_sources(tmp)
     interactive_cache()
     signals(tmp)
+    interrupted_run()
     validation_env()
     prefill_progress()
     perplexity_contexts(tmp)
