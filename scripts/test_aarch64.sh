@@ -112,7 +112,8 @@ export VKF_TEST_QUICK=1
 # embedding and KV kernels; test_attention_alibi_forms, test_attention_naive and test_op_limits:
 # the attention and matmul families of the kernel suites below):
 #   test_attention (the shape grid) and the suites split from it (test_attention_kernels,
-#   test_attention_limits, test_attention_plans), test_attention_window (its float64 reference
+#   test_attention_limits, test_attention_plans, test_attention_arith: the tiled kernel's fp16 and
+#   subgroup variants), test_attention_window (its float64 reference
 #   runs at position 100,003), test_matmul, test_matmul_fused,
 #   test_matmul_quant and test_matmul_quant_int8 (split from it), test_matmul_f16 (fp16
 #   arithmetic: ~25 s of cold llvmpipe compiles on x86 alone), test_model_head_sizes,
@@ -126,7 +127,8 @@ export VKF_TEST_QUICK=1
 #   same forward passes, test_capi_model 21 s of CPU under qemu; the arm64 libvkformer.so is
 #   built, symbol-checked and run by test_capi_basic), and the CTest entries labelled
 #   spec_minimum (the reruns under VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
-skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans|test_attention_window'
+skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans|test_attention_arith'
+skipped+='|test_attention_window'
 skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int8|test_matmul_f16|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_model_families|test_batch|test_batch_window|test_perplexity_model'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_bench_run_compare|vkf_bench_attention_quick'

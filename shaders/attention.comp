@@ -16,13 +16,33 @@
 // Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
 // model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
 // (max, sum) for attention_combine.comp instead of the output), PACKED_TABLES (with SPLIT_KV:
-// 4 storage buffers, the slope table and key counts read from the partials' binding).
+// 4 storage buffers, the slope table and key counts read from the partials' binding),
+// SUBGROUP_REDUCE (the row max and sum over the TPR lanes of a row, and the probabilities P*V
+// reads, by subgroup shuffles instead of shared memory; the host requires full subgroups of a
+// size TPR divides), ARITH_F16 (Q*K and P*V in fp16 with fp32 statistics; see below).
+//
+// ARITH_F16 (docs/DESIGN.md, "fp16 arithmetic in attention"): the Q and K/V tiles hold halves.
+// Q is multiplied by the softmax scale in fp32 before it is rounded, so the f16 products are
+// of the score's own size; each score is summed in f16 over groups of QK_GROUP quads (8
+// elements) and the groups in fp32, so no f16 sum holds more than 8 products. Probabilities
+// are taken relative to their tile's own max (<= 1, the largest exactly 1), rounded to f16,
+// and P*V sums PV_GROUP of them per f16 accumulator, flushed into the fp32 accumulator times
+// exp(tile max - running max); the row sum adds the same rounded probabilities, so the output
+// stays a weighted mean of V. The running max, the sums and the rescaling are fp32.
 //
 // Paged batches (VKF_ATTN_FLAG_PAGED): z's batch index is a sequence of the table, whose
 // rows are packed in Q and O and whose keys are read through its block table; the query
 // tiles past its row count leave at once (the grid is sized for the longest).
 
 #extension GL_GOOGLE_include_directive : require
+#if defined(ARITH_F16)
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#if defined(SUBGROUP_REDUCE)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 #include "interface/attention.h"
 
@@ -44,6 +64,15 @@ const bool NO_PAD_PAIR = 2u * DQ == DP; // else the last quad's upper pair lies 
 // whose DQ is even; DQ itself when it is odd, e.g. 63 quads for D = 250).
 const uint KV_STRIDE = DQ + 1u - DQ % 2u;
 const float MASKED = -3.0e38;        // finite: no reliance on infinities in exp()
+#if defined(ARITH_F16)
+#define TILE_QUAD f16vec4
+#define TILE_PAIR f16vec2
+const uint QK_GROUP = 2u;  // quads per f16 partial score (8 products), then fp32
+const uint PV_GROUP = 8u;  // keys per f16 P*V accumulator, then fp32
+#else
+#define TILE_QUAD vec4
+#define TILE_PAIR vec2
+#endif
 
 #include "attention_io.glsl"
 
@@ -76,8 +105,19 @@ uint seq_word(uint i) { return kv_lens[i]; }
 
 #include "alibi.glsl"
 
-shared vec4 q_tile[BR * DQ];
-shared vec4 kv_tile[BC * KV_STRIDE];
+// A Q or K/V pair as the tiles hold it. ARITH_F16: fp16 storage as its halves (exact), fp32
+// saturated to +-65504 (common.glsl) and rounded.
+#if defined(ARITH_F16)
+f16vec2 tile_pair(uint w) { return unpackFloat2x16(w); }
+f16vec2 tile_pair(vec2 w) { return f16vec2(finite_f16(w)); }
+#else
+vec2 tile_pair(uint w) { return unpackHalf2x16(w); }
+vec2 tile_pair(vec2 w) { return w; }
+#endif
+
+shared TILE_QUAD q_tile[BR * DQ];
+shared TILE_QUAD kv_tile[BC * KV_STRIDE];
+#if !defined(SUBGROUP_REDUCE)
 // Softmax numerators of the current tile, one row of PS floats per query row. Lane l of row
 // r writes columns l + i * TPR, and P*V reads column c of every row at once; a subgroup of 32
 // holds the R = 32 / TPR rows r0 .. r0 + R - 1. With the stride BC (32 or 64) the R rows of a
@@ -89,16 +129,17 @@ shared vec4 kv_tile[BC * KV_STRIDE];
 const uint PS = BC + TPR * (1u - (BC / TPR) % 2u);
 shared float p_tile[BR * PS];
 shared float lane_stats[BR * TPR];   // per-lane maxima, then per-lane sums
+#endif
 
 void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
     for (uint e = gl_LocalInvocationID.x; e < BC * DP; e += WG) {
         const uint c = e / DP;
         const uint p = e % DP;
         const uint key = key0 + c;
-        vec2 value = vec2(0.0);
+        TILE_PAIR value = TILE_PAIR(0.0);
         if (key < key_end) {
             const uint index = (kv_row(b, key) * params.n_kv_head + kv_head) * DP + p;
-            value = load_v ? pair_to_vec2(v_data[index]) : pair_to_vec2(k_data[index]);
+            value = load_v ? tile_pair(v_data[index]) : tile_pair(k_data[index]);
         }
         if ((p & 1u) == 0u) {
             kv_tile[c * KV_STRIDE + p / 2u].xy = value;
@@ -108,8 +149,54 @@ void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
     }
 }
 
+#if defined(SUBGROUP_REDUCE)
+// Over the TPR lanes of this invocation's row: consecutive, TPR-aligned subgroup lanes (main()
+// numbers the invocations by subgroup), so a butterfly of log2(TPR) shuffles leaves the result
+// in every lane. The max is exact in any order, so every lane rescales by the same factor.
+float row_max_of(float x) {
+    for (uint m = 1u; m < TPR; m *= 2u) {
+        x = max(x, subgroupShuffleXor(x, m));
+    }
+    return x;
+}
+float row_sum_of(float x) {
+    for (uint m = 1u; m < TPR; m *= 2u) {
+        x += subgroupShuffleXor(x, m);
+    }
+    return x;
+}
+#endif
+
+// q . k of query row r and tile key c, the query already scaled.
+float score_dot(uint r, uint c) {
+    float dot_qk = 0.0;
+#if defined(ARITH_F16)
+    float16_t part = float16_t(0.0);
+    for (uint dq = 0u; dq < DQ; ++dq) {
+        part += dot(q_tile[r * DQ + dq], kv_tile[c * KV_STRIDE + dq]);
+        if (dq % QK_GROUP == QK_GROUP - 1u || dq == DQ - 1u) {
+            dot_qk += float(part);
+            part = float16_t(0.0);
+        }
+    }
+#else
+    for (uint dq = 0u; dq < DQ; ++dq) {
+        dot_qk += dot(q_tile[r * DQ + dq], kv_tile[c * KV_STRIDE + dq]);
+    }
+#endif
+    return dot_qk;
+}
+
 void main() {
+#if defined(SUBGROUP_REDUCE)
+    // The host requires full subgroups of a size TPR divides (and WG a multiple of it): this
+    // numbering puts the TPR lanes of each row in one subgroup, TPR-aligned, whatever order
+    // the driver gives subgroups within the workgroup.
+    const uint tid = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    const uint row_lane0 = gl_SubgroupInvocationID - gl_SubgroupInvocationID % TPR;
+#else
     const uint tid = gl_LocalInvocationID.x;
+#endif
     const uint row_local = tid / TPR;
     const uint lane = tid % TPR;
     const uint row0 = gl_WorkGroupID.x * BR;
@@ -153,10 +240,10 @@ void main() {
     // the tile loads never write them. The first tile's barrier orders these stores.
     if (!NO_PAD_PAIR) {
         for (uint r = tid; r < BR; r += WG) {
-            q_tile[r * DQ + DQ - 1u].zw = vec2(0.0);
+            q_tile[r * DQ + DQ - 1u].zw = TILE_PAIR(0.0);
         }
         for (uint c = tid; c < BC; c += WG) {
-            kv_tile[c * KV_STRIDE + DQ - 1u].zw = vec2(0.0);
+            kv_tile[c * KV_STRIDE + DQ - 1u].zw = TILE_PAIR(0.0);
         }
     }
     for (uint e = tid; e < BR * DP; e += WG) {
@@ -166,23 +253,26 @@ void main() {
         if (row0 + r < q_len) {
             value = pair_to_vec2(q_data[((first_row + row0 + r) * params.n_head + head) * DP + p]);
         }
+        // Scaled in fp32 before any rounding to f16 (ARITH_F16): the products are the scores'.
+        const TILE_PAIR scaled = tile_pair(value * params.scale);
         if ((p & 1u) == 0u) {
-            q_tile[r * DQ + p / 2u].xy = value * params.scale;
+            q_tile[r * DQ + p / 2u].xy = scaled;
         } else {
-            q_tile[r * DQ + p / 2u].zw = value * params.scale;
+            q_tile[r * DQ + p / 2u].zw = scaled;
         }
     }
 
     // Each lane scores its own BC/TPR keys of a tile and exponentiates only those; the lanes
-    // of a row agree on the running max through lane_stats, and each keeps a partial row sum
-    // (every lane rescales by the same factor, so the partial sums add up at the end).
+    // of a row agree on the running max (through lane_stats, or shuffles), and each keeps a
+    // partial row sum (every lane rescales by the same factor, so the partial sums add up at
+    // the end).
     float row_max = MASKED;
     float lane_sum = 0.0;
     vec2 acc[PAIRS_PER_THREAD];
     for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
         acc[k] = vec2(0.0);
     }
-    float own_scores[KEYS_PER_LANE];
+    float own_scores[KEYS_PER_LANE];  // then the probabilities, with SUBGROUP_REDUCE
 
     for (uint key0 = key_begin; key0 < key_end; key0 += BC) {
         barrier(); // the previous tile's V and probabilities are no longer read
@@ -195,15 +285,16 @@ void main() {
             const uint key = key0 + c;
             float s = MASKED;
             if (row_valid && key < key_end && (!causal || int(key) <= qpos) && in_window(qpos, key)) {
-                float dot_qk = 0.0;
-                for (uint dq = 0u; dq < DQ; ++dq) {
-                    dot_qk += dot(q_tile[row_local * DQ + dq], kv_tile[c * KV_STRIDE + dq]);
-                }
-                s = dot_qk + alibi_bias(slope, qpos, int(key));
+                s = score_dot(row_local, c) + alibi_bias(slope, qpos, int(key));
             }
             own_scores[i] = s;
             lane_max = max(lane_max, s);
         }
+#if defined(SUBGROUP_REDUCE)
+        const float tile_max = row_max_of(lane_max);
+        barrier(); // K no longer read
+        load_kv_tile(b, kv_head, key0, key_end, true);
+#else
         lane_stats[row_local * TPR + lane] = lane_max;
         barrier(); // scores and lane maxima complete, K no longer read
         load_kv_tile(b, kv_head, key0, key_end, true);
@@ -212,6 +303,7 @@ void main() {
         for (uint l = 0u; l < TPR; ++l) {
             tile_max = max(tile_max, lane_stats[row_local * TPR + l]);
         }
+#endif
         const float new_max = max(row_max, tile_max);
         const bool tile_has_keys = tile_max > 0.5 * MASKED;
         if (tile_has_keys) {
@@ -222,29 +314,89 @@ void main() {
             }
             row_max = new_max;
         }
+#if defined(ARITH_F16)
+        // Relative to the tile's max, so that the largest is 1 and an fp16 underflow drops at
+        // most BC tiny terms of a tile that holds a 1; the tile's share is scaled in fp32.
+        const float p_base = tile_max;
+        const float tile_scale = tile_has_keys ? exp(tile_max - new_max) : 0.0;
+#else
+        const float p_base = new_max;
+#endif
+        float tile_sum = 0.0;
         for (uint i = 0u; i < KEYS_PER_LANE; ++i) {
             const float s = own_scores[i];
-            const float p = s > 0.5 * MASKED ? exp(s - new_max) : 0.0;
-            lane_sum += p;
+            float p = s > 0.5 * MASKED ? exp(s - p_base) : 0.0;
+#if defined(ARITH_F16)
+            p = float(float16_t(p)); // the weight P*V uses: the sum adds the same
+#endif
+            tile_sum += p;
+#if defined(SUBGROUP_REDUCE)
+            own_scores[i] = p;
+#else
             p_tile[row_local * PS + lane + i * TPR] = p;
+#endif
         }
+#if defined(ARITH_F16)
+        lane_sum += tile_scale * tile_sum;
+#else
+        lane_sum += tile_sum;
+#endif
         barrier(); // V and probabilities complete
 
-        if (tile_has_keys) {
-            for (uint c = 0u; c < BC; ++c) {
-                const float p = p_tile[row_local * PS + c];
-                for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
-                    const uint pair = lane + k * TPR;
-                    if (PAIRS_SPLIT_EVENLY || pair < DP) {
-                        const vec4 quad = kv_tile[c * KV_STRIDE + pair / 2u];
-                        acc[k] += p * ((pair & 1u) == 0u ? quad.xy : quad.zw);
+#if defined(SUBGROUP_REDUCE)
+        // Uniform over the subgroup: the shuffles below read lanes of other rows' branches.
+        const bool pv = subgroupMax(tile_has_keys ? 1u : 0u) != 0u;
+#else
+        const bool pv = tile_has_keys;
+#endif
+        if (pv) {
+#if defined(ARITH_F16)
+            f16vec2 part[PAIRS_PER_THREAD];
+            for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+                part[k] = f16vec2(0.0);
+            }
+#endif
+            // Key c = i * TPR + l, whose probability lane l of the row holds as own_scores[i].
+            for (uint i = 0u; i < KEYS_PER_LANE; ++i) {
+                for (uint l = 0u; l < TPR; ++l) {
+                    const uint c = i * TPR + l;
+#if defined(SUBGROUP_REDUCE)
+                    const float p = subgroupShuffle(own_scores[i], row_lane0 + l);
+#else
+                    const float p = p_tile[row_local * PS + c];
+#endif
+#if defined(ARITH_F16)
+                    const f16vec2 ph = f16vec2(float16_t(p));
+#endif
+                    for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+                        const uint pair = lane + k * TPR;
+                        if (PAIRS_SPLIT_EVENLY || pair < DP) {
+                            const TILE_QUAD quad = kv_tile[c * KV_STRIDE + pair / 2u];
+                            const TILE_PAIR v = (pair & 1u) == 0u ? quad.xy : quad.zw;
+#if defined(ARITH_F16)
+                            part[k] = fma(ph, v, part[k]);
+#else
+                            acc[k] += p * v;
+#endif
+                        }
                     }
+#if defined(ARITH_F16)
+                    if (c % PV_GROUP == PV_GROUP - 1u || c == BC - 1u) {
+                        for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
+                            acc[k] += tile_scale * vec2(part[k]);
+                            part[k] = f16vec2(0.0);
+                        }
+                    }
+#endif
                 }
             }
         }
     }
 
     // The row's sum is the sum of its lanes' partial sums.
+#if defined(SUBGROUP_REDUCE)
+    const float row_sum = row_sum_of(lane_sum);
+#else
     barrier(); // lane_stats no longer read by the last tile
     lane_stats[row_local * TPR + lane] = lane_sum;
     barrier();
@@ -252,6 +404,7 @@ void main() {
     for (uint l = 0u; l < TPR; ++l) {
         row_sum += lane_stats[row_local * TPR + l];
     }
+#endif
 
     if (!row_valid) {
         return;

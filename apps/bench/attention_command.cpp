@@ -53,6 +53,7 @@ struct AttentionOptions {
     std::uint32_t window = 0;
     std::optional<std::uint32_t> heads, warmup, reps;
     bool no_naive = false;
+    AttentionKernel kernel = AttentionKernel::Auto;
     bool json = false;
     bool quick = false;
     app::DeviceOptions device;
@@ -98,6 +99,9 @@ void declare_options(CLI::App& cli, AttentionOptions& o) {
     add_integer(cli, "--warmup", "N", o.warmup, 0u, "untimed submissions per op (default 2)");
     add_integer(cli, "--reps", "N", o.reps, 1u, "timed submissions per op (default 5)");
     cli.add_flag("--no-naive", o.no_naive, "time the tiled kernel only");
+    add_choice(cli, "--kernel", o.kernel,
+               {{"auto", AttentionKernel::Auto}, {"tiled", AttentionKernel::Tiled}, {"rows", AttentionKernel::Rows}},
+               "the attention kernel: auto (rows on CPU devices, else tiled),\ntiled or rows (default auto)");
     cli.add_flag("--json", o.json, "print one JSON document instead of the table");
     cli.add_flag("--quick", o.quick,
                  "CI smoke: lengths 256 and 1024 (decoding at 1024), warmup 1,\n"
@@ -130,6 +134,7 @@ SuiteSettings settings_of(const AttentionOptions& o) {
     sweep.batch = o.batch;
     sweep.window = o.window;
     sweep.naive_prefill = sweep.naive_decode = !o.no_naive;
+    sweep.kernel = o.kernel;
     sweep.alternate_dtypes = o.quick;
     sweep.cheapest_first = true;
     return s;
@@ -185,6 +190,7 @@ Json settings_json(const Context& ctx, const SuiteSettings& s, const AttentionOp
             {"warmup", s.warmup},
             {"reps", s.reps},
             {"naive", !o.no_naive},
+            {"kernel", to_string(o.kernel)},
             {"quick", o.quick},
             {"mask", "causal"},
             {"alibi", "causal"},

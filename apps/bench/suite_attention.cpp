@@ -47,6 +47,7 @@ struct AttentionCase {
     bool naive = false;
     AttentionShape shape{};
     std::uint32_t window = 0;
+    AttentionKernel kernel = AttentionKernel::Auto;
 };
 
 // Unmasked (query, key) pairs: the work a kernel that skips masked tiles has to do. Under
@@ -132,9 +133,15 @@ void run_case(const AttentionCase& c, CaseEnv& env, Result& r) {
         own_bytes = naive->scores_bytes();
         r.plan = "naive three-pass (n x n float32 scores)";
     } else {
-        tiled.emplace(ctx, params, c.dtype);
+        tiled.emplace(ctx, params, c.dtype, AttentionOptions{.kernel = c.kernel});
         own_bytes = tiled->scratch_bytes();
         r.plan = tiled->plan().describe();
+        // The tiled kernel's variants (also in the plan's words): subgroup size of its row
+        // reductions (0: shared memory), and fp16 arithmetic (1) or fp32 (0).
+        if (tiled->plan().kernel == AttentionKernel::Tiled) {
+            r.extra.emplace_back("subgroup_reduce", static_cast<double>(tiled->plan().subgroup_reduce));
+            r.extra.emplace_back("fp16_arithmetic", tiled->plan().fp16_arithmetic ? 1.0 : 0.0);
+        }
     }
     // Each tensor its own seed, the same in every case: runs stay comparable.
     const DeviceTensor q = upload_tensor(ctx, random_uniform(q_element_count(shape), 0x5eed01), c.dtype, "bench Q");
@@ -171,6 +178,9 @@ BenchCase bench_case(const AttentionCase& c) {
                  {"kv_len", std::int64_t{s.kv_len}}};
     if (c.window != 0) {  // absent otherwise, as in result files of earlier runs
         bc.params.emplace_back("window", std::int64_t{c.window});
+    }
+    if (c.kernel != AttentionKernel::Auto && !c.naive) {  // likewise
+        bc.params.emplace_back("kernel", std::string(to_string(c.kernel)));
     }
     bc.flops = attention_flops(s, c.window);
     bc.bytes = tensor_bytes(s, c.dtype);
@@ -218,7 +228,8 @@ std::vector<BenchCase> attention_cases(const Context&, const SuiteSettings& sett
                                                              .dtype = dtype,
                                                              .naive = naive,
                                                              .shape = shape,
-                                                             .window = sweep.window}));
+                                                             .window = sweep.window,
+                                                             .kernel = sweep.kernel}));
                 }
             }
         }

@@ -5,6 +5,7 @@
 // the presets; `vkf-bench attention` sets up a sweep of its own (any heads, head sizes and
 // batch). The cases are attention_cases() in suites.hpp.
 
+#include "host/ops/attention.hpp"
 #include "host/util/dtype.hpp"
 
 #include <cstdint>
@@ -44,6 +45,9 @@ struct AttentionSweep {
     // Within each model the cheap shapes first: a slow device reports most of the table
     // before it reaches the long prefills (lavapipe needs hours for 8192 tokens).
     bool cheapest_first = false;
+    // The kernel the op takes (AttentionOptions::kernel): Auto is the rows kernel on CPU
+    // devices, so `--kernel tiled` measures the GPU kernel's variants on lavapipe.
+    AttentionKernel kernel = AttentionKernel::Auto;
 };
 
 }  // namespace vkf::bench

@@ -87,6 +87,9 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     }
     validate(params);
     plan_ = plan_attention(attention_device(ctx), shape_, options, params.window);
+    // fp16 arithmetic where the tensors are fp16 already (their precision and range): an fp32
+    // tensor asks for fp32 precision, and fp32 Q/O over an fp16 cache keeps the fp32 bound.
+    plan_.fp16_arithmetic = plan_.kernel == AttentionKernel::Tiled && all_f16 && ctx.limits().fp16_arithmetic;
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;
@@ -142,20 +145,25 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                      {VKF_ATTN_SPEC_D, shape_.head_dim},
                      {VKF_ATTN_ROWS_SPEC_SG, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
     } else {
-        code = &shaders::variant(
-            "attention", {{"SPLIT_KV", split}, {"PACKED_TABLES", packed}, {"STORAGE_F16", f16}, {"KV_F16", kv_f16}});
+        code = &shaders::variant("attention", {{"SPLIT_KV", split},
+                                               {"PACKED_TABLES", packed},
+                                               {"STORAGE_F16", f16},
+                                               {"ARITH_F16", plan_.fp16_arithmetic},
+                                               {"KV_F16", kv_f16},
+                                               {"SUBGROUP_REDUCE", plan_.subgroup_reduce > 0}});
         constants = {{VKF_ATTN_SPEC_BR, plan_.rows_per_group},
                      {VKF_ATTN_SPEC_BC, plan_.keys_per_tile},
                      {VKF_ATTN_SPEC_TPR, plan_.threads_per_row},
                      {VKF_ATTN_SPEC_D, shape_.head_dim}};
     }
-    attention_ = &ctx.pipeline(PipelineDesc{.code = code,
-                                            .workgroup_size = {plan_.workgroup_size, 1, 1},
-                                            .constants = constants,
-                                            .push_constant_layout = AttentionPush::layout,
-                                            .binding_count = packed ? kPackedAttentionBindings : kAttentionBindings,
-                                            .shared_memory_bytes = plan_.shared_bytes,
-                                            .required_subgroup_size = plan_.subgroup_loads});
+    attention_ =
+        &ctx.pipeline(PipelineDesc{.code = code,
+                                   .workgroup_size = {plan_.workgroup_size, 1, 1},
+                                   .constants = constants,
+                                   .push_constant_layout = AttentionPush::layout,
+                                   .binding_count = packed ? kPackedAttentionBindings : kAttentionBindings,
+                                   .shared_memory_bytes = plan_.shared_bytes,
+                                   .required_subgroup_size = rows ? plan_.subgroup_loads : plan_.subgroup_reduce});
     if (split) {
         combine_ = &ctx.pipeline(PipelineDesc{
             .code = &shaders::variant("attention_combine", {{"STORAGE_F16", f16}}),

@@ -57,8 +57,16 @@ struct AttentionPlan {
     std::uint32_t workgroup_size = 0;       // rows_per_group / rows_per_invocation * threads_per_row
     std::uint32_t rows_per_invocation = 1;  // rows kernel: query rows held by one invocation
     std::uint32_t subgroup_loads = 0;       // rows kernel: subgroup size whose lanes share K/V loads, 0: none
-    std::uint32_t shared_bytes = 0;
-    std::uint32_t n_splits = 1;  // > 1: split-KV decode path
+    // Tiled kernel: the subgroup size whose shuffles reduce each row's max and sum and broadcast
+    // its probabilities (SUBGROUP_REDUCE; the pipeline requires full subgroups of it), 0: shared
+    // memory. Where the device has subgroup arithmetic and shuffles, can require full subgroups,
+    // and threads_per_row divides that size, which divides the workgroup.
+    std::uint32_t subgroup_reduce = 0;
+    // Tiled kernel: Q*K and P*V in fp16 with fp32 statistics (ARITH_F16). Set by the op, which
+    // knows the storage: fp16 Q, K, V and O on a device with shaderFloat16.
+    bool fp16_arithmetic = false;
+    std::uint32_t shared_bytes = 0;  // tiled: the fp32, shared-memory variant's (an upper bound)
+    std::uint32_t n_splits = 1;      // > 1: split-KV decode path
     std::uint32_t kv_split_len = 0;
     // Devices with fewer than 6 storage buffers per shader stage (Vulkan guarantees 4): the
     // kernel binds Q, K, V and the partials buffer only, reads the slope table and the key
@@ -122,7 +130,9 @@ struct AttentionOptions {
     AttentionKernel kernel = AttentionKernel::Auto;
     // Storage of K and V when it differs from that of Q and O (the `dtype` of Attention):
     // F16 with F32 Q and O reads a model's fp16 KV cache while its fp32 activations stay
-    // fp32. Unset: the Q/O dtype. Arithmetic and softmax statistics are fp32 either way.
+    // fp32. Unset: the Q/O dtype. Softmax statistics are fp32 always; arithmetic is fp32
+    // except all-F16 storage on a device with fp16 arithmetic, where the tiled kernel computes
+    // Q*K and P*V in fp16 (AttentionPlan::fp16_arithmetic; VKF_LIMITS=no_fp16_arithmetic: fp32).
     std::optional<DType> kv_dtype = std::nullopt;
     // The valid key count of each batch comes from a uint32 buffer given to record() that the
     // caller writes before every submission, so that one recorded list serves a growing KV

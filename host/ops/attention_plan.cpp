@@ -79,7 +79,9 @@ std::uint32_t loop_iterations_per_tile(const TileCandidate& t, std::uint32_t d) 
     const auto loads = static_cast<std::uint32_t>(2 * ceil_div(t.keys * (dq / 2), wg));
     const std::uint32_t keys_per_lane = t.keys / t.threads_per_row;
     const std::uint32_t scores = keys_per_lane * (dq / 4 + 1);
-    return loads + scores + t.threads_per_row + 2 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
+    // P*V walks the tile's keys as keys_per_lane x threads_per_row (the lane holding each
+    // probability), hence keys_per_lane outer iterations besides the keys.
+    return loads + scores + t.threads_per_row + 3 * keys_per_lane + t.keys * (pairs + 1) + pairs + 8;
 }
 
 // Workgroups that keep a GPU busy; fewer than this on a long KV means splitting. Where the
@@ -145,6 +147,9 @@ constexpr std::uint32_t kRowsPerInvocationLargeHead = 2;  // head_dim > 128
 constexpr std::uint32_t kRowsDecodeMaxRows = 4;
 constexpr std::uint32_t kRowsSplitLanes = 8;
 constexpr std::uint32_t kRowsSplitLanesMinKeys = 512;
+// Subgroup sizes the tiled kernel's SUBGROUP_REDUCE serves (every size Vulkan devices report).
+constexpr std::uint32_t kMinSubgroupReduce = 4;
+constexpr std::uint32_t kMaxSubgroupReduce = 128;
 // A CPU has few cores: split the KV only when the rows give fewer workgroups than this.
 constexpr std::uint32_t kTargetWorkgroupsCpu = 16;
 
@@ -270,7 +275,10 @@ std::string AttentionPlan::describe() const {
     } else {
         s = "tiled kernel, tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
             std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) + " per row), " +
-            std::to_string(shared_bytes) + " B shared";
+            std::to_string(shared_bytes) + " B shared, " +
+            (subgroup_reduce > 0 ? "row reductions by subgroup shuffles (" + std::to_string(subgroup_reduce) + ")"
+                                 : "row reductions in shared memory") +
+            (fp16_arithmetic ? ", fp16 arithmetic" : "");
     }
     if (n_splits > 1) {
         s += ", split-KV " + std::to_string(n_splits) + " x " + std::to_string(kv_split_len) + " keys";
@@ -321,6 +329,18 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
 
 namespace {
 
+// The subgroup size the tiled kernel's SUBGROUP_REDUCE variant may use, 0: none. Its
+// butterflies need each row's lanes in one subgroup, TPR-aligned (TPR divides the size), and
+// full subgroups of a known size (the pipeline requires the device's, which must divide the
+// workgroup); without size control a driver may run partial subgroups (docs/DESIGN.md,
+// portability rules), so the shared-memory variant runs there.
+std::uint32_t tiled_subgroup_reduce(const ComputeLimits& limits, std::uint32_t tpr, std::uint32_t workgroup) {
+    const std::uint32_t sg = limits.subgroup_size;
+    const bool usable = limits.subgroup_ops && limits.subgroup_size_control && std::has_single_bit(sg) &&
+                        sg >= kMinSubgroupReduce && sg <= kMaxSubgroupReduce && sg % tpr == 0 && workgroup % sg == 0;
+    return usable ? sg : 0;
+}
+
 AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
     const std::uint32_t d = shape.head_dim;
     // Short query blocks (decoding) take short tiles rather than idle rows.
@@ -353,6 +373,7 @@ AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shap
                        .shared_bytes = tile_shared_bytes(*chosen, d),
                        .n_splits = 1,
                        .kv_split_len = shape.kv_len};
+    plan.subgroup_reduce = tiled_subgroup_reduce(limits, plan.threads_per_row, plan.workgroup_size);
 
     const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
     std::uint64_t splits = parallel_splits(groups, shape.kv_len, gpu_target_workgroups(limits), options);

@@ -54,6 +54,10 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
     EXPECT_EQ(seen["matmul"].size(), 51u);
     // SCORES and SCORES+PACKED_TABLES and PV in both storages; softmax has no STORAGE_F16 variant.
     EXPECT_EQ(seen["attention_naive"].size(), 7u);
+    // (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, STORAGE_F16+ARITH_F16,
+    // KV_F16) x SUBGROUP_REDUCE: 24, was 9 before the fp16-arithmetic and subgroup variants
+    // (ARITH_F16 only with STORAGE_F16: the op takes it for all-fp16 tensors alone).
+    EXPECT_EQ(seen["attention"].size(), 24u);
 }
 
 TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {
@@ -79,8 +83,9 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                         shaders::variant("attention", {{"SPLT_KV", false}});
                     }),
                     "shader variant attention: no variant of attention has define SPLT_KV; the variants are "
-                    "attention, attention[KV_F16], attention[STORAGE_F16], attention[SPLIT_KV], "
-                    "attention[SPLIT_KV,KV_F16], attention[SPLIT_KV,STORAGE_F16]");
+                    "attention, attention[SUBGROUP_REDUCE], attention[STORAGE_F16], "
+                    "attention[STORAGE_F16,SUBGROUP_REDUCE], attention[STORAGE_F16,ARITH_F16], "
+                    "attention[STORAGE_F16,ARITH_F16,SUBGROUP_REDUCE], attention[KV_F16], ");
     expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
                     "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[NO_EPILOGUE], "
                     "matmul[SCATTER], matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,NO_EPILOGUE], "

@@ -1,0 +1,221 @@
+// The tiled kernel's arithmetic variants (shaders/attention.comp): SUBGROUP_REDUCE (row max,
+// sum and probability broadcasts by subgroup shuffles) and ARITH_F16 (fp16 Q*K and P*V with
+// fp32 statistics). Where each is planned and forced off (VKF_LIMITS), odd shapes on every
+// combination under validation, and fp16 arithmetic against the float64 reference on long rows
+// and on large activations that overflow an fp16 q.k taken before the softmax scale. The grids
+// of the other attention suites run the variants lavapipe gets by default (both on), and their
+// spec_minimum runs the fallbacks (both off).
+
+#include "tests/ops/attention_cases.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace vkf::test {
+namespace {
+
+struct ArithRun {
+    ErrorStats error;
+    AttentionPlan plan;
+};
+
+// Runs `params` on the tiled kernel over these inputs (already rounded to their storage) and
+// compares with the float64 reference, the output poisoned first.
+ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vector<float>& q,
+                   const std::vector<float>& k, const std::vector<float>& v, DType dtype,
+                   std::uint32_t force_splits = 0) {
+    const Attention op(ctx, params, dtype,
+                       AttentionOptions{.force_splits = force_splits, .kernel = AttentionKernel::Tiled});
+    const DeviceTensor qb = upload_tensor(ctx, q, dtype, "Q");
+    const DeviceTensor kb = upload_tensor(ctx, k, dtype, "K");
+    const DeviceTensor vb = upload_tensor(ctx, v, dtype, "V");
+    const DeviceTensor ob = nan_tensor(ctx, q.size(), dtype, "O");
+    auto list = ctx.command_list();
+    op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
+    ctx.submit(*list);
+    const std::vector<float> out = download_tensor(ctx, ob);
+    return ArithRun{compare_to_reference(out, reference::attention(params, q, k, v)), op.plan()};
+}
+
+ArithRun run_random(Context& ctx, const AttentionShape& shape, MaskMode mask, DType dtype, std::uint64_t seed,
+                    std::uint32_t force_splits = 0) {
+    const AttentionParams params{.shape = shape, .mask = mask, .alibi = AlibiMode::Causal};
+    const auto q = rounded_to(dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
+    const auto k = rounded_to(dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
+    const auto v = rounded_to(dtype, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
+    return run_tiled(ctx, params, q, k, v, dtype, force_splits);
+}
+
+// fp16 arithmetic keeps fp16 storage's bound on both measures (tolerance(F16), 2e-3;
+// docs/DESIGN.md, "fp16 arithmetic in attention"): storage alone rounds each output once
+// (2^-12 relative, measured ~3e-4 here); the arithmetic adds the roundings of the scaled Q, of
+// each probability and of the f16 sums of 8 products (scores) and of 8 terms (P*V), each at
+// most 2^-11 relative, which average out over the keys rather than add up: measured 4e-4 to
+// 1e-3 (printed below) from 70 keys to 8192, half the bound.
+const double kFp16ArithmeticTolerance = tolerance(DType::F16);
+
+void expect_within(const ArithRun& run, double tol, const char* what) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(run.error.first_nonfinite, SIZE_MAX) << "unwritten or non-finite output at " << run.error.first_nonfinite;
+    EXPECT_LT(run.error.max_rel, tol) << describe(run.error) << " plan: " << run.plan.describe();
+    EXPECT_LT(run.error.rel_l2, tol) << describe(run.error);
+    std::printf("%-34s %s; %s\n", what, describe(run.error).c_str(), run.plan.describe().c_str());
+}
+
+// The planner at every subgroup size a device may report (4..128): SUBGROUP_REDUCE where the
+// device has subgroup arithmetic and shuffles and full subgroups of a known size (size
+// control), threads_per_row divides the size and the size the workgroup; else shared memory.
+TEST(AttentionArithmetic, SubgroupReductionsArePlannedForEverySubgroupSize) {
+    ComputeLimits l{.shared_memory = 49152,
+                    .workgroup_invocations = 1024,
+                    .workgroup_size = {1024, 1024, 64},
+                    .workgroup_count = {65535, 65535, 65535},
+                    .push_constants = 128,
+                    .storage_buffer_range = 1ull << 30,
+                    .storage_offset_alignment = 16,
+                    .storage_buffers = 8,
+                    .subgroup_size = 0,
+                    .subgroup_ops = true,
+                    .subgroup_size_control = true};
+    for (std::uint32_t sg : {4u, 8u, 16u, 32u, 64u, 128u}) {
+        l.subgroup_size = sg;
+        for (const AttentionShape& shape : {AttentionShape{1, 200, 300, 4, 4, 64}, AttentionShape{1, 1, 300, 4, 4, 64},
+                                            AttentionShape{1, 3, 300, 4, 4, 256}}) {
+            const AttentionPlan p = plan_attention(l, shape);
+            const bool fits = sg % p.threads_per_row == 0 && p.workgroup_size % sg == 0;
+            EXPECT_EQ(p.subgroup_reduce, fits ? sg : 0u) << sg << ": " << p.describe();
+            if (sg == 32 && shape.q_len == 200) {
+                EXPECT_EQ(p.subgroup_reduce, 32u) << "a GPU's subgroup of 32 and 8 lanes per row";
+            }
+        }
+    }
+    const AttentionShape shape{1, 200, 300, 4, 4, 64};
+    l.subgroup_size = 32;
+    l.subgroup_ops = false;
+    EXPECT_EQ(plan_attention(l, shape).subgroup_reduce, 0u) << "no_subgroup_ops";
+    l.subgroup_ops = true;
+    l.subgroup_size_control = false;
+    EXPECT_EQ(plan_attention(l, shape).subgroup_reduce, 0u) << "no_subgroup_size_control";
+    l.subgroup_size_control = true;
+    l.subgroup_size = 24;  // not a power of two: no butterfly
+    EXPECT_EQ(plan_attention(l, shape).subgroup_reduce, 0u);
+}
+
+// Shapes whose pipelines the tests below share (on lavapipe CI's cost is compiling them): an odd
+// prefill (GQA, q_len != kv_len, a head size whose pairs no row of 8 lanes splits evenly) and
+// split-KV decoding at a 4n + 2 head size with its combine pass.
+const AttentionShape kOddShape{2, 7, 70, 6, 3, 72};
+AttentionShape decode_shape(std::uint32_t kv_len) {
+    return AttentionShape{1, 3, kv_len, 4, 1, 18};
+}
+constexpr std::uint32_t kDecodeSplits = 3;
+
+class AttentionArith : public VulkanTest {};
+
+// With each path forced off (VKF_LIMITS): what the op chooses and the odd shape on it, under
+// validation. On lavapipe (subgroups of 8, fp16 arithmetic) the two runs are fp16 arithmetic
+// with shared-memory reductions and subgroup reductions with fp32 arithmetic; the suite's
+// other tests (and the other suites' grids) run both on, the spec_minimum runs both off.
+TEST(AttentionArithmetic, EachFallbackMatchesOnAnOddShape) {
+    std::uint64_t seed = 9100;
+    for (const char* spec : {"no_subgroup_ops", "no_fp16_arithmetic"}) {
+        SCOPED_TRACE(spec);
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+        const ComputeLimits& l = ctx.limits();
+        const ArithRun r = run_random(ctx, kOddShape, MaskMode::Causal, DType::F16, seed++);
+        expect_within(r, kFp16ArithmeticTolerance, "odd shape");
+        EXPECT_EQ(r.plan.fp16_arithmetic, l.fp16_arithmetic) << r.plan.describe();
+        const bool divides =
+            l.subgroup_size % r.plan.threads_per_row == 0 && r.plan.workgroup_size % l.subgroup_size == 0;
+        EXPECT_EQ(r.plan.subgroup_reduce, l.subgroup_ops && l.subgroup_size_control && divides ? l.subgroup_size : 0u)
+            << r.plan.describe();
+        if (std::string_view(spec) == "no_subgroup_ops") {
+            EXPECT_EQ(r.plan.subgroup_reduce, 0u);
+        } else {
+            EXPECT_FALSE(r.plan.fp16_arithmetic);
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+}
+
+// Both paths where the device has them: the odd shape and split-KV decoding.
+TEST_F(AttentionArith, BothPathsMatchOnOddShapes) {
+    const ComputeLimits& l = ctx().limits();
+    const ArithRun r = run_random(ctx(), kOddShape, MaskMode::Causal, DType::F16, 9110);
+    expect_within(r, kFp16ArithmeticTolerance, "odd shape");
+    EXPECT_EQ(r.plan.fp16_arithmetic, l.fp16_arithmetic) << r.plan.describe();
+    if (l.subgroup_ops && l.subgroup_size_control && l.subgroup_size == 8) {
+        EXPECT_EQ(r.plan.subgroup_reduce, 8u) << "lavapipe: subgroups of 8, 8 lanes per row";
+    }
+    const ArithRun d = run_random(ctx(), decode_shape(301), MaskMode::None, DType::F16, 9111, kDecodeSplits);
+    expect_within(d, kFp16ArithmeticTolerance, "split decode, head 18");
+    EXPECT_GT(d.plan.n_splits, 1u);
+}
+
+// Long rows: every query row sees up to L keys, so fp16 roundings of scores, probabilities and
+// P*V sums meet as many terms as a long context gives them. The quick one shares the decode
+// pipelines above; L = 8192 at head size 128 is in the `full` label.
+TEST_F(AttentionArith, Fp16ArithmeticStaysWithinTolerance_LongRows) {
+    if (!ctx().limits().fp16_arithmetic) {
+        GTEST_SKIP() << "no fp16 arithmetic (shaderFloat16) on this device";
+    }
+    const ArithRun r = run_random(ctx(), decode_shape(2048), MaskMode::Causal, DType::F16, 9200, kDecodeSplits);
+    EXPECT_TRUE(r.plan.fp16_arithmetic);
+    expect_within(r, kFp16ArithmeticTolerance, "long rows, L 2048");
+}
+
+TEST_F(AttentionArith, Fp16ArithmeticStaysWithinTolerance_LongRows8192) {
+    if (!ctx().limits().fp16_arithmetic) {
+        GTEST_SKIP() << "no fp16 arithmetic (shaderFloat16) on this device";
+    }
+    const ArithRun r = run_random(ctx(), AttentionShape{1, 16, 8192, 2, 1, 128}, MaskMode::Causal, DType::F16, 9300);
+    EXPECT_TRUE(r.plan.fp16_arithmetic);
+    expect_within(r, kFp16ArithmeticTolerance, "long rows, L 8192");
+}
+
+// Large activations: |q| = |k| ~ 30-40 and |v| up to 30 on the odd shape, each query row's own
+// position holding a key equal to it (self attention on a large residual stream): q.k there is
+// ~88000, past fp16's 65504, and its scaled score ~10000 (ulp 8 in fp16). With Q scaled first
+// and f16 sums of 8 products the kernel stays finite and within tolerance; the softmax is
+// nearly one-hot on that key, so a wrong score shows as a wrong row.
+TEST_F(AttentionArith, Fp16ArithmeticDoesNotOverflowOnLargeActivations) {
+    const AttentionShape shape = kOddShape;
+    const AttentionParams params{.shape = shape, .mask = MaskMode::Causal, .alibi = AlibiMode::Causal};
+    const std::uint32_t d = shape.head_dim;
+    auto large = [](std::size_t n, std::uint64_t seed) {
+        std::vector<float> x = random_uniform(n, seed, 30.0f, 40.0f);
+        const std::vector<float> sign = random_uniform(n, seed + 1, -1.0f, 1.0f);
+        for (std::size_t i = 0; i < n; ++i) {
+            x[i] = sign[i] < 0 ? -x[i] : x[i];
+        }
+        return rounded_to(DType::F16, x);
+    };
+    std::vector<float> q = large(q_element_count(shape), 9400);
+    std::vector<float> k = large(kv_element_count(shape), 9402);
+    // Query heads 2g and 2g + 1 share KV head g: both get the same row, which key
+    // kv_len - q_len + i (row i's own position) of KV head g repeats.
+    for (std::uint32_t b = 0; b < shape.batch; ++b) {
+        for (std::uint32_t i = 0; i < shape.q_len; ++i) {
+            for (std::uint32_t g = 0; g < shape.n_kv_head; ++g) {
+                const std::size_t q0 = ((std::size_t{b} * shape.q_len + i) * shape.n_head + 2 * g) * d;
+                const std::size_t k0 =
+                    ((std::size_t{b} * shape.kv_len + shape.kv_len - shape.q_len + i) * shape.n_kv_head + g) * d;
+                for (std::uint32_t e = 0; e < d; ++e) {
+                    q[q0 + d + e] = q[q0 + e];
+                    k[k0 + e] = q[q0 + e];
+                }
+            }
+        }
+    }
+    const auto v = rounded_to(DType::F16, random_uniform(kv_element_count(shape), 9404, -30.0f, 30.0f));
+    const ArithRun r = run_tiled(ctx(), params, q, k, v, DType::F16);
+    EXPECT_EQ(r.plan.fp16_arithmetic, ctx().limits().fp16_arithmetic);
+    expect_within(r, kFp16ArithmeticTolerance, "large activations");
+}
+
+}  // namespace
+}  // namespace vkf::test
