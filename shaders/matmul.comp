@@ -23,6 +23,11 @@
 //             half the components. X is loaded once per chunk for all RN rows. Needs subgroup
 //             arithmetic; the blocked kernel is the fallback. A workgroup owns RN * RG columns
 //             of Y (its subgroups take groups of RN in turn) and RM rows.
+//   TILED_F16 the tiled kernel in fp16 arithmetic on fp16 weights (WEIGHTS_F16 implied;
+//             needs shaderFloat16): fp16 tiles (half the shared memory), and each invocation
+//             multiply-adds its 4 x 4 block in f16vec4s over kF16FoldProducts (8) k at a time,
+//             then adds those partials to its fp32 accumulators: the fp16 error and range are
+//             those of 8 products (docs/DESIGN.md), the sum over K and the epilogue fp32.
 //   REDUCE    split-K second pass: sums the partial results of the K slices and applies
 //             bias, activation and residual.
 // NO_EPILOGUE (with a kernel other than REDUCE): binds X, W and the partial sums only (3
@@ -45,6 +50,10 @@
 #endif
 #if defined(WIDE64)
 #extension GL_ARB_gpu_shader_int64 : require
+#endif
+#if defined(TILED_F16)
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define WEIGHTS_F16
 #endif
 
 #include "interface/matmul.h"
@@ -352,8 +361,16 @@ const uint WG = TM4 * TN4; // == local_size_x
 // vec4s, ty shared (a broadcast). host/ops/matmul.cpp's Tile::shared_bytes counts the padding.
 const uint XS4 = TM4 | 1u;
 const uint WS4 = TN4 | 1u;
-shared vec4 x_tile[TK * XS4];
-shared vec4 w_tile[TK * WS4];
+#if defined(TILED_F16)
+#define TILE_VEC f16vec4
+#define TILE_ELEM float16_t
+const uint FOLD = 8u; // == kF16FoldProducts (host/ops/matmul.hpp); TK is a multiple
+#else
+#define TILE_VEC vec4
+#define TILE_ELEM float
+#endif
+shared TILE_VEC x_tile[TK * XS4];
+shared TILE_VEC w_tile[TK * WS4];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -376,7 +393,7 @@ void main() {
             if (row < params.m && kk < k_end) {
                 v = x_data[params.x_base + row * params.k + kk];
             }
-            x_tile[c * XS4 + r / 4u][r % 4u] = v;
+            x_tile[c * XS4 + r / 4u][r % 4u] = TILE_ELEM(v);
         }
         for (uint e = tid; e < TN * TK; e += WG) {
             const uint r = e / TK;
@@ -387,9 +404,26 @@ void main() {
             if (col < params.n && kk < k_end) {
                 v = load_w(col, kk);
             }
-            w_tile[c * WS4 + r / 4u][r % 4u] = v;
+            w_tile[c * WS4 + r / 4u][r % 4u] = TILE_ELEM(v);
         }
         barrier();
+#if defined(TILED_F16)
+        for (uint c0 = 0u; c0 < TK; c0 += FOLD) {
+            f16vec4 h0 = f16vec4(0.0hf), h1 = f16vec4(0.0hf), h2 = f16vec4(0.0hf), h3 = f16vec4(0.0hf);
+            for (uint c = c0; c < c0 + FOLD; ++c) {
+                const f16vec4 a = x_tile[c * XS4 + ty];
+                const f16vec4 b = w_tile[c * WS4 + tx];
+                h0 = fma(a.xxxx, b, h0);
+                h1 = fma(a.yyyy, b, h1);
+                h2 = fma(a.zzzz, b, h2);
+                h3 = fma(a.wwww, b, h3);
+            }
+            acc0 += vec4(h0);
+            acc1 += vec4(h1);
+            acc2 += vec4(h2);
+            acc3 += vec4(h3);
+        }
+#else
         for (uint c = 0u; c < TK; ++c) {
             const vec4 a = x_tile[c * XS4 + ty];
             const vec4 b = w_tile[c * WS4 + tx];
@@ -398,6 +432,7 @@ void main() {
             acc2 += a.z * b;
             acc3 += a.w * b;
         }
+#endif
         barrier(); // the tiles are overwritten next
     }
     const uint row = row0 + 4u * ty;

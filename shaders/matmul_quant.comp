@@ -27,6 +27,10 @@
 //             products of packed 4x8-bit words per block (OpSDot, SPV_KHR_integer_dot_product;
 //             needs shaderIntegerDotProduct), times scale_w * scale_x once per block, fp32
 //             across blocks. Changes the numerics (X rounded to int8): opt-in only.
+//   F16_MATH  (ROWDOT and BLOCKED, not INTDOT) fp16 arithmetic, needs shaderFloat16: X and the
+//             decoded values in fp16 (values exact, scaled into [-1, 1] by a power of two),
+//             each 8 products of a block summed in fp16 and added in fp32; the block scale
+//             and the sum across blocks fp32 (matmul_quant_math.glsl).
 // Grid: x = column tiles (RN * RG columns for ROWDOT, RN * workgroup size for BLOCKED),
 // y = row tiles, z = K slices (split-K, slices of whole blocks). With
 // VKF_MATMUL_FLAG_PARTIALS the raw sums go to P for matmul.comp's REDUCE pass, which adds
@@ -46,6 +50,9 @@
 #endif
 #if defined(INTDOT)
 #extension GL_EXT_spirv_intrinsics : require
+#endif
+#if defined(F16_MATH)
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
 #include "interface/matmul_quant.h"
@@ -184,44 +191,7 @@ int block_idot(uvec4 a, uvec4 b, uvec4 xl, uvec4 xh) {
 }
 #endif
 
-// A block as the kernels hold it: `a` its first four words and `b` the next four (q8_0
-// only). Word c of `a` (q8_0 and q4_0 alike) holds elements 4c .. 4c + 3 of the block and
-// the elements 16 + 4c .. 16 + 4c + 3 are in word c of `b` (q8_0) or in the high nibbles of
-// word c of `a` (q4_0); X is held in the same order, lo[c] and hi[c].
-vec4 decode_lo(uvec4 a, uvec4 b, uint c) {
-#if defined(Q8_0)
-    return q8_decode(a[c]);
-#else
-    return q4_decode_lo(a[c]);
-#endif
-}
-vec4 decode_hi(uvec4 a, uvec4 b, uint c) {
-#if defined(Q8_0)
-    return q8_decode(b[c]);
-#else
-    return q4_decode_hi(a[c]);
-#endif
-}
-
-void load_block(uint word, out uvec4 a, out uvec4 b) {
-    a = load_w4(word);
-#if defined(Q8_0)
-    b = load_w4(word + 4u);
-#else
-    b = uvec4(0u);
-#endif
-}
-
-// What the values of a block are offset by, times the block's sum of X (lo and hi as the
-// block is held): 0 for q8_0, 8 * sum for q4_0.
-float block_offset(vec4 lo[4], vec4 hi[4]) {
-#if defined(Q8_0)
-    return 0.0;
-#else
-    const vec4 s = ((lo[0] + hi[0]) + (lo[1] + hi[1])) + ((lo[2] + hi[2]) + (lo[3] + hi[3]));
-    return 8.0 * dot(s, vec4(1.0));
-#endif
-}
+#include "matmul_quant_math.glsl"
 
 #if defined(ROWDOT)
 
@@ -270,30 +240,30 @@ void rowdot() {
             [[unroll]] for (uint u = 0u; u < BG; ++u) {
                 const uint blk = step * BG + u;
                 // The block of X, read once for all RN rows of W.
-                vec4 x_lo[RM][4], x_hi[RM][4];
+                QVEC x_lo[RM][4], x_hi[RM][4];
                 float x_offset[RM]; // q4_0: 8 * the block's sum of X
                 [[unroll]] for (uint i = 0u; i < RM; ++i) {
                     const uint e = x_row[i] + 32u * blk;
                     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                        x_lo[i][c] = load_x4(e + 4u * c);
-                        x_hi[i][c] = load_x4(e + 16u + 4u * c);
+                        x_lo[i][c] = QVEC(load_x4(e + 4u * c));
+                        x_hi[i][c] = QVEC(load_x4(e + 16u + 4u * c));
                     }
                     x_offset[i] = block_offset(x_lo[i], x_hi[i]);
                 }
                 [[unroll]] for (uint j = 0u; j < RN; ++j) {
                     uvec4 a, b;
                     load_block(w_row[j] + blk * QUANT_BLOCK_WORDS, a, b);
-                    vec4 lo[4], hi[4];
+                    QVEC lo[4], hi[4];
                     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
                         lo[c] = decode_lo(a, b, c);
                         hi[c] = decode_hi(a, b, c);
                     }
                     [[unroll]] for (uint i = 0u; i < RM; ++i) {
-                        const float d = (dot(x_lo[i][0], lo[0]) + dot(x_hi[i][0], hi[0])) +
-                                        (dot(x_lo[i][1], lo[1]) + dot(x_hi[i][1], hi[1])) +
-                                        (dot(x_lo[i][2], lo[2]) + dot(x_hi[i][2], hi[2])) +
-                                        (dot(x_lo[i][3], lo[3]) + dot(x_hi[i][3], hi[3]));
-                        acc[i][j] += scales[j][u] * (d - x_offset[i]);
+                        const float d = (QSUM8(x_lo[i][0], lo[0], x_hi[i][0], hi[0]) +
+                                         QSUM8(x_lo[i][1], lo[1], x_hi[i][1], hi[1])) +
+                                        (QSUM8(x_lo[i][2], lo[2], x_hi[i][2], hi[2]) +
+                                         QSUM8(x_lo[i][3], lo[3], x_hi[i][3], hi[3]));
+                        acc[i][j] += QUANT_SCALE(scales[j][u]) * (d - x_offset[i]);
                     }
                 }
             }
@@ -364,34 +334,34 @@ void blocked() {
                 }
             }
             [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-                vec4 lo[RN], hi[RN];
+                QVEC lo[RN], hi[RN];
                 [[unroll]] for (uint j = 0u; j < RN; ++j) {
                     lo[j] = decode_lo(a[j], b[j], c);
                     hi[j] = decode_hi(a[j], b[j], c);
                 }
                 [[unroll]] for (uint i = 0u; i < RM; ++i) {
                     const uint e = x_row[i] + 32u * blk + 4u * c;
-                    const vec4 xl = load_x4(e);
-                    const vec4 xh = load_x4(e + 16u);
-#if defined(Q4_0)
+                    const QVEC xl = QVEC(load_x4(e));
+                    const QVEC xh = QVEC(load_x4(e + 16u));
+#if defined(Q4_0) && !defined(F16_MATH)
                     x_sum[i] += xl + xh;
 #endif
                     [[unroll]] for (uint q = 0u; q < RQ; ++q) {
-                        d[i][q] += vec4(dot(xl, lo[4u * q]) + dot(xh, hi[4u * q]),
-                                        dot(xl, lo[4u * q + 1u]) + dot(xh, hi[4u * q + 1u]),
-                                        dot(xl, lo[4u * q + 2u]) + dot(xh, hi[4u * q + 2u]),
-                                        dot(xl, lo[4u * q + 3u]) + dot(xh, hi[4u * q + 3u]));
+                        d[i][q] += vec4(QSUM8(xl, lo[4u * q], xh, hi[4u * q]),
+                                        QSUM8(xl, lo[4u * q + 1u], xh, hi[4u * q + 1u]),
+                                        QSUM8(xl, lo[4u * q + 2u], xh, hi[4u * q + 2u]),
+                                        QSUM8(xl, lo[4u * q + 3u], xh, hi[4u * q + 3u]));
                     }
                 }
             }
             [[unroll]] for (uint i = 0u; i < RM; ++i) {
-#if defined(Q4_0)
+#if defined(Q4_0) && !defined(F16_MATH)
                 const float offset = 8.0 * dot(x_sum[i], vec4(1.0)); // see block_offset
 #else
                 const float offset = 0.0;
 #endif
                 [[unroll]] for (uint q = 0u; q < RQ; ++q) {
-                    acc[i][q] += scale[q] * (d[i][q] - offset);
+                    acc[i][q] += QUANT_SCALE(scale[q]) * (d[i][q] - offset);
                 }
             }
         }

@@ -26,7 +26,8 @@ constexpr const char* kAbout =
     "suites (--suites, in this order):\n"
     "  ceilings    memory bandwidth, fp32 and fp16 FMA, dispatch overhead, transfers\n"
     "  attention   tiled ALiBi attention (and the naive baseline for prefill), f32 and f16\n"
-    "  matmul      the presets' linear layers at m = 1 and the prefill rows, f16 weights\n"
+    "  matmul      the presets' linear layers at m = 1 and the prefill rows, --weights formats,\n"
+    "              fp32 and fp16 arithmetic where both run\n"
     "  block       one transformer block: prefill of the prefill rows, one decoding step\n"
     "  model       whole models (LM head included): prefill and decoding tokens/s, in each\n"
     "              --weights format, bytes read per token against the copy bandwidth;\n"
@@ -101,7 +102,7 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                "and per-sequence tokens/s, weight bytes read per token, KV blocks\n"
                "(default 1)");
     add_parsed_option(cli, "--weights", "LIST",
-                      "weight formats of the block and model suites: f32, f16,\n"
+                      "weight formats of the matmul, block and model suites: f32, f16,\n"
                       "q8_0, q4_0 (default f16)",
                       [&o](const std::string& text) {
                           o.weights = parse_words("--weights", text, {"f32", "f16", "q8_0", "q4_0"});

@@ -27,6 +27,19 @@ namespace vkf {
 enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
 const char* to_string(MatmulKernel k);
 
+// The arithmetic of the inner products (MatmulPlan::f16_arithmetic). F16: X and the weights
+// in fp16, packed fp16 multiply-adds into an fp16 partial that is added to an fp32
+// accumulator every kF16FoldProducts products (bias, epilogue and the sum across folds and
+// quantization blocks stay fp32); only where the device has fp16 arithmetic (shaderFloat16,
+// not VKF_LIMITS no_fp16_arithmetic) and the kernel has an fp16 form: the tiled kernel on
+// fp16 weights, and the quantized row-dot and blocked kernels (not the int8 path). Elsewhere
+// F16 runs fp32. Auto: F16 where it may, except on CPU devices (llvmpipe emulates fp16).
+// F32: today's fp32 arithmetic everywhere.
+enum class MatmulArithmetic : std::uint32_t { Auto = 0, F32, F16 };
+const char* to_string(MatmulArithmetic a);
+// Products summed in fp16 before each fold into fp32 (docs/DESIGN.md: the error bound).
+inline constexpr std::uint32_t kF16FoldProducts = 8;
+
 struct MatmulOptions {
     MatmulKernel kernel = MatmulKernel::Auto;  // tests force each kernel
     // 0: chosen; n: at least n K slices (split-K), and none added for parallelism (slices
@@ -39,6 +52,7 @@ struct MatmulOptions {
     // no_integer_dot turns it off) and the kernel is Auto or Blocked; the float kernels run
     // otherwise (MatmulPlan::int_dot says which).
     bool int8_activations = false;
+    MatmulArithmetic arithmetic = MatmulArithmetic::Auto;  // fp16 inner products where they run
     // Fused work the caller asks for; the plan answers in MatmulPlan::scatter and x_norm, and
     // where it refuses, the caller runs the separate passes (KV append, LayerNorm).
     bool scatter = false;  // the caller wants the fused QKV scatter epilogue
@@ -141,6 +155,7 @@ struct MatmulPlan {
     std::uint32_t blocks_per_step = 0;                 // quantized: blocks whose scales are read together
     bool wide_loads = false;                           // rowdot and blocked: 64-bit components (shaderInt64)
     bool int_dot = false;                              // quantized blocked on int8 X (MatmulOptions::int8_activations)
+    bool f16_arithmetic = false;                       // fp16 inner products (MatmulArithmetic)
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;  // K slices; > 1 adds the reduce pass

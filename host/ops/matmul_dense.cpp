@@ -95,8 +95,10 @@ std::uint32_t gemv_workgroup(const ComputeLimits& l, std::uint32_t k) {
 std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
     switch (p.kernel) {
         case MatmulKernel::Tiled: {
+            // fp16 arithmetic: the products of a tile in folds of kF16FoldProducts, a loop more.
+            const std::uint64_t folds = p.f16_arithmetic ? p.tile_k / kF16FoldProducts : 0;
             const std::uint64_t per_tile = ceil_div(p.tile_m * p.tile_k, p.workgroup_size) +
-                                           ceil_div(p.tile_n * p.tile_k, p.workgroup_size) + p.tile_k + 1;
+                                           ceil_div(p.tile_n * p.tile_k, p.workgroup_size) + p.tile_k + folds + 1;
             return ceil_div(len, p.tile_k) * per_tile + 8;
         }
         case MatmulKernel::Gemv:
@@ -112,15 +114,20 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
     }
 }
 
-// The tiled kernel is matmul.comp without a kernel define.
-const SpirvCode& main_code(MatmulKernel kernel, bool f16, bool wide, bool scatter, bool layernorm, bool no_epilogue) {
+// The tiled kernel is matmul.comp without a kernel define; TILED_F16 is its fp16
+// arithmetic on fp16 weights (WEIGHTS_F16 implied).
+const SpirvCode& main_code(const MatmulPlan& plan, bool f16, bool scatter, bool no_epilogue) {
+    const MatmulKernel kernel = plan.kernel;
+    const bool wide = plan.wide_loads;
+    const bool tiled_f16 = kernel == MatmulKernel::Tiled && plan.f16_arithmetic;
     return shaders::variant("matmul",
-                            {{"GEMV", kernel == MatmulKernel::Gemv},
+                            {{"TILED_F16", tiled_f16},
+                             {"GEMV", kernel == MatmulKernel::Gemv},
                              {"BLOCKED", kernel == MatmulKernel::Blocked},
                              {"ROWDOT", kernel == MatmulKernel::RowDot},
                              {"WIDE64", (kernel == MatmulKernel::RowDot || kernel == MatmulKernel::Blocked) && wide},
-                             {"LN_X", layernorm},
-                             {"WEIGHTS_F16", f16},
+                             {"LN_X", plan.x_norm},
+                             {"WEIGHTS_F16", f16 && !tiled_f16},
                              {"SCATTER", scatter},
                              {"NO_EPILOGUE", no_epilogue}});
 }
@@ -145,8 +152,7 @@ public:
         } else {
             constants = {{VKF_MATMUL_SPEC_RM, plan.block_m}, {VKF_MATMUL_SPEC_RN, plan.block_n}};
         }
-        const SpirvCode& code = main_code(plan.kernel, a.weight_dtype == DType::F16, plan.wide_loads, scatter_main,
-                                          plan.x_norm, plan.separate_epilogue);
+        const SpirvCode& code = main_code(plan, a.weight_dtype == DType::F16, scatter_main, plan.separate_epilogue);
         pipeline_ = &kernel_pipeline(ctx, plan, a, code, std::move(constants), MatmulPush::layout, scatter_main);
     }
 
@@ -228,6 +234,11 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
             plan.tile_k = tile->k;
             plan.workgroup_size = tile->workgroup_size();
             plan.shared_bytes = tile->shared_bytes();
+            // fp16 arithmetic on fp16 weights: fp16 tiles, half the shared memory.
+            plan.f16_arithmetic = weight_dtype == DType::F16 && f16_arithmetic(device, options);
+            if (plan.f16_arithmetic) {
+                plan.shared_bytes /= 2;
+            }
             granule = tile->k;
             groups = ceil_div(m, tile->m) * ceil_div(n, tile->n);
             break;

@@ -27,6 +27,10 @@ std::uint64_t target_workgroups(const MatmulDevice& device);
 // subgroups of a size the pipeline can require, and workgroups of at least one subgroup.
 bool rowdot_fits(const ComputeLimits& limits);
 
+// Whether a kernel with an fp16 form runs it (MatmulArithmetic): the device has fp16
+// arithmetic, and F16 was asked for, or Auto on a GPU.
+bool f16_arithmetic(const MatmulDevice& device, const MatmulOptions& options);
+
 // The row-dot layout (dense and quantized kernels): block_m = min(m, max_rows) rows and
 // groups of `cols` columns, one subgroup each, at most `max_groups` per workgroup, fewer when
 // the output is small. Sets subgroup_size, block_m, block_n, column_groups and

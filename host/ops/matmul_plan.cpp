@@ -63,6 +63,14 @@ std::uint64_t target_workgroups(const MatmulDevice& device) {
     return device.cpu ? kTargetWorkgroupsCpu : kTargetWorkgroupsGpu;
 }
 
+bool f16_arithmetic(const MatmulDevice& device, const MatmulOptions& options) {
+    // llvmpipe emulates fp16 (converts each operation to fp32 and back): no gain there, and
+    // the CPU-tuned kernels stay as measured (vkf-bench's matmul suite shows both).
+    const bool wanted =
+        options.arithmetic == MatmulArithmetic::F16 || (options.arithmetic == MatmulArithmetic::Auto && !device.cpu);
+    return wanted && device.limits.fp16_arithmetic;
+}
+
 bool rowdot_fits(const ComputeLimits& limits) {
     return limits.subgroup_ops && limits.subgroup_size_control && limits.subgroup_size > 0 &&
            limits.subgroup_size <= std::min(limits.workgroup_invocations, limits.workgroup_size[0]);
@@ -185,6 +193,17 @@ const char* to_string(MatmulKernel k) {
     }
 }
 
+const char* to_string(MatmulArithmetic a) {
+    switch (a) {
+        case MatmulArithmetic::F32:
+            return "f32";
+        case MatmulArithmetic::F16:
+            return "f16";
+        default:
+            return "auto";
+    }
+}
+
 std::string MatmulPlan::describe() const {
     std::string s = std::string(to_string(kernel));
     if (quant != QuantFormat::None) {
@@ -202,6 +221,9 @@ std::string MatmulPlan::describe() const {
              " (subgroups of " + std::to_string(subgroup_size) + (wide_loads ? ", 64-bit loads)" : ")");
     }
     s += ", " + std::to_string(workgroup_size) + " invocations, " + std::to_string(shared_bytes) + " B shared";
+    if (f16_arithmetic) {
+        s += ", fp16 arithmetic";
+    }
     if (n_splits > 1) {
         s += ", split-K " + std::to_string(n_splits) + " x " + std::to_string(k_split);
     }

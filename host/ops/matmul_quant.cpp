@@ -110,6 +110,8 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
     plan.quant = quant;
     plan.wide_loads = limits.int64;
     plan.int_dot = int_dot;
+    // Both float kernels have an fp16 form (matmul_quant_math.glsl); the int8 path does not.
+    plan.f16_arithmetic = !int_dot && f16_arithmetic(device, options);
     plan.separate_epilogue = limits.storage_buffers < kQuantBindings;
     std::uint64_t groups = 0;  // workgroups of the whole output, before splitting K
     if (kernel == MatmulKernel::RowDot) {
@@ -246,6 +248,7 @@ private:
                                                   {"BIAS_F16", f16 && !plan_.separate_epilogue},
                                                   {"SCALAR", !vector_loads},
                                                   {"INTDOT", plan_.int_dot},
+                                                  {"F16_MATH", plan_.f16_arithmetic},
                                                   {"SCATTER", scatter_main_},
                                                   {"NO_EPILOGUE", plan_.separate_epilogue}});
             p = &kernel_pipeline(ctx_, plan_, a_, code, std::move(constants), MatmulQuantPush::layout, scatter_main_);

@@ -44,11 +44,25 @@ struct Case {
     MatmulOptions options{};
     std::uint32_t pad = 0;    // elements in front of X, bias, residual, Y and scales (odd: unaligned)
     std::uint32_t w_pad = 0;  // words in front of the values (not a multiple of 4: no vector loads)
+    float x_range = 1.0f;     // X uniform in [-x_range, x_range] (large activations)
 };
 std::string name(const Case& c);
 
 // Runs one case on `ctx`, checks it against the reference and returns the plan used.
 MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed);
+
+// The fp16-arithmetic bound (docs/DESIGN.md) on every output of act(X W^T + bias) + R:
+// |out - ref| <= 1.2 (kF16ErrorUnits u + 2^-13) M + 1e-5 (|ref| + 1), u = 2^-11 (fp16's unit
+// roundoff), M = sum over k of |x w| (`magnitude`, the reference on |X| and |W|). Each 8
+// products (X rounded to fp16 once, 8 fused multiply-adds) err by at most 9u of their
+// magnitudes, rounded to 10u; 2^-13 M covers the fp32 sum of up to 16384 / 8 folds; 1.2 is
+// GELU's slope bound (1.13); 1e-5 the fp32 bias, residual and activation.
+inline constexpr double kF16ErrorUnits = 10.0;
+void expect_within_f16_bound(std::span<const float> out, std::span<const double> ref, std::span<const double> magnitude,
+                             const std::string& plan);
+// Sums over k of |x w| for x [m, k] and w [n, k].
+std::vector<double> magnitudes(std::span<const float> x, std::span<const float> w, std::uint32_t m, std::uint32_t n,
+                               std::uint32_t k);
 
 Activation activation_of(std::uint32_t i);
 QuantFormat format_of(std::uint32_t i);

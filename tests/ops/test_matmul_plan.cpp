@@ -105,6 +105,43 @@ TEST(MatmulPlanAnswers, TheLayerNormOnlyWhereTheRowDotKernelDoesItAndItPays) {
     EXPECT_TRUE(p.scatter && p.x_norm) << p.describe();
 }
 
+// fp16 arithmetic (MatmulArithmetic): by default on GPUs with shaderFloat16, in the kernels
+// that have the form (the tiled kernel on fp16 weights, the quantized float kernels); forced
+// on CPU devices with F16; never without the feature (VKF_LIMITS no_fp16_arithmetic) or with F32.
+TEST(MatmulPlanAnswers, Fp16ArithmeticWhereTheDeviceAndTheKernelHaveIt) {
+    MatmulDevice gpu = device(16, false), cpu = device(16, true);
+    gpu.limits.fp16_arithmetic = cpu.limits.fp16_arithmetic = true;
+    const MatmulOptions f16{.arithmetic = MatmulArithmetic::F16}, f32{.arithmetic = MatmulArithmetic::F32};
+    const auto f16_in = [](const MatmulDevice& d, std::uint32_t m, DType dtype, MatmulOptions o,
+                           QuantFormat q = QuantFormat::None) {
+        const MatmulPlan p = plan_matmul(d, m, 96, 1024, dtype, o, q);
+        EXPECT_EQ(p.describe().find("fp16 arithmetic") != std::string::npos, p.f16_arithmetic) << p.describe();
+        return p.f16_arithmetic;
+    };
+    EXPECT_TRUE(f16_in(gpu, 64, DType::F16, {}));   // tiled prefill
+    EXPECT_FALSE(f16_in(gpu, 64, DType::F32, {}));  // fp32 weights stay fp32
+    EXPECT_FALSE(f16_in(gpu, 1, DType::F16, {}));   // GEMV: no fp16 form
+    EXPECT_FALSE(f16_in(gpu, 64, DType::F16, f32));
+    EXPECT_TRUE(f16_in(gpu, 1, DType::F32, {}, QuantFormat::Q8_0));   // quantized row-dot
+    EXPECT_TRUE(f16_in(gpu, 64, DType::F16, {}, QuantFormat::Q4_0));  // quantized blocked
+    MatmulOptions int8 = f16;
+    int8.int8_activations = true;
+    gpu.limits.integer_dot_product = true;
+    EXPECT_FALSE(f16_in(gpu, 64, DType::F32, int8, QuantFormat::Q8_0));  // the int8 path
+    // CPU devices: fp32 unless forced, and then only where the kernel has the form.
+    EXPECT_FALSE(f16_in(cpu, 64, DType::F32, {}, QuantFormat::Q8_0));
+    EXPECT_TRUE(f16_in(cpu, 64, DType::F32, f16, QuantFormat::Q8_0));
+    EXPECT_FALSE(f16_in(cpu, 64, DType::F16, f16));  // the blocked kernel
+    EXPECT_TRUE(f16_in(cpu, 64, DType::F16, {.kernel = MatmulKernel::Tiled, .arithmetic = MatmulArithmetic::F16}));
+    // Without the feature F16 is fp32, and the tiled kernel's fp16 tiles take half the memory.
+    MatmulDevice no_fp16 = gpu;
+    no_fp16.limits.fp16_arithmetic = false;
+    EXPECT_FALSE(f16_in(no_fp16, 64, DType::F16, f16));
+    EXPECT_FALSE(f16_in(no_fp16, 1, DType::F32, f16, QuantFormat::Q4_0));
+    EXPECT_EQ(2 * plan_matmul(gpu, 64, 96, 1024, DType::F16).shared_bytes,
+              plan_matmul(no_fp16, 64, 96, 1024, DType::F16).shared_bytes);
+}
+
 // Kernels, tiles, slices and pieces (moved from test_matmul.cpp, which runs them).
 TEST(MatmulPlans, TilesAndSlicesFollowTheLimits) {
     const ComputeLimits gpu_limits{.shared_memory = 49152,
