@@ -127,7 +127,9 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                                     {"m", std::int64_t{m}},
                                     {"n", std::int64_t{layer.n}},
                                     {"k", std::int64_t{layer.k}},
-                                    {"arithmetic", std::string(f16_math ? "f16" : "f32")}};
+                                    {"arithmetic", std::string(f16_math ? "f16" : "f32")},
+                                    // "forced": the other arithmetic than the plan's, a comparison row
+                                    {"arithmetic_choice", std::string(math[0] == '\0' ? "plan" : "forced")}};
                         const std::uint64_t wbytes =
                             quant != QuantFormat::None
                                 ? std::uint64_t{layer.n} * (quant_row_bytes(quant, layer.k) + layer.k / 32 * 2)
