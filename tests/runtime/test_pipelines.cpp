@@ -96,8 +96,9 @@ TEST_F(Pipelines, SubgroupKernelsRequireFullSubgroupsOfTheirSize) {
 }
 
 TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
-    // The kernels whose ops require full subgroups (attention_rows SUBGROUP_LOADS, the
-    // ROWDOT matmuls) are the only ones with subgroup operations: a new one must be planned
+    // The kernels whose ops require full subgroups (attention_rows SUBGROUP_LOADS, the tiled
+    // attention's SUBGROUP_REDUCE, the ROWDOT matmuls) are the only ones with subgroup
+    // operations: a new one must be planned
     // only where ComputeLimits::subgroup_size_control holds, and created with its size.
     std::vector<std::string> found;
     for (const shaders::ShaderVariant& v : shaders::all_variants()) {
@@ -108,12 +109,13 @@ TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
     ASSERT_FALSE(found.empty());
     for (const std::string& name : found) {
         const bool expected = name.starts_with("attention_rows[") ? name.find("SUBGROUP_LOADS") != std::string::npos
+                              : name.starts_with("attention[")    ? name.find("SUBGROUP_REDUCE") != std::string::npos
                               : name.starts_with("matmul[") || name.starts_with("matmul_quant[")
                                   ? name.find("ROWDOT") != std::string::npos
                                   : false;
         EXPECT_TRUE(expected) << name << " uses subgroup operations";
     }
-    for (const char* family : {"attention_rows[", "matmul[", "matmul_quant["}) {
+    for (const char* family : {"attention_rows[", "attention[", "matmul[", "matmul_quant["}) {
         EXPECT_TRUE(std::any_of(found.begin(), found.end(), [&](const std::string& n) {
             return n.starts_with(family);
         })) << family;
