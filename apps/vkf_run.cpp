@@ -5,7 +5,8 @@
 // throughput; --profile adds GPU time per op kind, --check compares every step's logits with
 // the double-precision CPU reference model, --json prints one JSON object for scripts,
 // --interactive keeps one session (and its KV cache) over the turns of a conversation read
-// from stdin, --prompt-file runs many prompts, --parallel of them at once in one batch.
+// from stdin, --prompt-file runs many prompts, --parallel of them at once in one batch,
+// --devices splits the model by layers over several devices (apps/run/split.cpp).
 //
 // The pieces live in apps/run/: options, check, chat, load, report and parallel.
 
@@ -21,6 +22,7 @@
 #include "apps/run/options.hpp"
 #include "apps/run/parallel.hpp"
 #include "apps/run/report.hpp"
+#include "apps/run/split.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
 #include "host/util/format.hpp"
@@ -227,6 +229,9 @@ int main(int argc, char** argv) {
     return vkf::app::run_app(cli, argc, argv, [&] {
         check_options(options);
         vkf::app::install_stop_signals();
+        if (!options.devices.empty()) {
+            return run_split(options);
+        }
         vkf::Context ctx(options.device.context_options());
         return options.prompt_file.empty() ? run_one(ctx, options) : run_prompt_file(ctx, options);
     });

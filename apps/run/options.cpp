@@ -3,6 +3,7 @@
 #include "apps/common/text_source.hpp"
 
 #include "host/io/text_file.hpp"
+#include "host/model/layer_range.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
@@ -154,6 +155,29 @@ void declare_options(CLI::App& cli, Options& o) {
                "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
+    add_parsed_option(cli, "--devices", "D,D,...",
+                      "split the model by layers over these devices (indices or\n"
+                      "name substrings; one device twice: two contexts on it): each\n"
+                      "holds a contiguous range of layers and their KV cache, the\n"
+                      "first the embedding, the last the head",
+                      [&o](const std::string& text) {
+                          o.devices.clear();
+                          std::size_t start = 0;
+                          while (true) {
+                              const std::size_t comma = text.find(',', start);
+                              o.devices.push_back(text.substr(start, comma - start));
+                              if (o.devices.back().empty()) {
+                                  throw app::UsageError("--devices '" + text + "': an empty device in the list");
+                              }
+                              if (comma == std::string::npos) {
+                                  break;
+                              }
+                              start = comma + 1;
+                          }
+                      });
+    add_text(cli, "--split", "auto|N,N,...", o.split,
+             "layers per device of --devices: auto (default) divides them\n"
+             "by each device's memory budget, or the count of each stage");
     cli.add_flag("--profile", o.profile, "time every dispatch and print GPU time per op kind");
     cli.add_flag("--skip-weight-check", o.skip_weight_check,
                  "load weights without refusing NaN or infinite values (checked by default)");
@@ -204,6 +228,35 @@ void check_options(const Options& o) {
         validate(o.sampling);
     } catch (const Error& e) {
         throw UsageError(e.what());
+    }
+    split_counts(o);  // refuses bad text early
+    if (o.split && o.devices.empty()) {
+        throw UsageError("--split divides the layers over --devices; give --devices");
+    }
+    if (!o.devices.empty()) {
+        if (o.device.device) {
+            throw UsageError("--device and --devices: give one of them");
+        }
+        if (o.interactive || !o.prompt_file.empty() || o.profile) {
+            throw UsageError(
+                "--devices runs one prompt (--prompt or --prompt-ids), without --interactive, "
+                "--prompt-file or --profile");
+        }
+        if (o.split && o.split != "auto" && split_counts(o).size() != o.devices.size()) {
+            throw UsageError("--split " + *o.split + " gives " + std::to_string(split_counts(o).size()) +
+                             " stages for " + std::to_string(o.devices.size()) + " devices");
+        }
+    }
+}
+
+std::vector<std::uint32_t> split_counts(const Options& o) {
+    if (!o.split || *o.split == "auto") {
+        return {};
+    }
+    try {
+        return parse_layer_counts(*o.split);
+    } catch (const Error&) {
+        throw app::UsageError("--split '" + *o.split + "': give auto or the layers of every stage, e.g. 12,12");
     }
 }
 

@@ -40,6 +40,12 @@ struct Options {
     DType kv = SessionOptions{}.kv_dtype;
     std::uint32_t chunk = 128;
     app::DeviceOptions device;
+    // Layer split (issue 31, docs/DESIGN.md "Layer split"): --devices D,D,...: stage i of the
+    // model on the i-th device (an index or a name substring; the same device twice is two
+    // Contexts on it). --split: "auto" (layers by each device's memory budget, the default)
+    // or the layers of every stage, "12,12"; as given, checked by check_options.
+    std::vector<std::string> devices;
+    std::optional<std::string> split;
     bool profile = false;
     bool int8_activations = false;
     bool unfused = false;
@@ -54,6 +60,10 @@ struct Options {
 void declare_options(CLI::App& cli, Options& o);
 // What the options cannot check one at a time.
 void check_options(const Options& o);
+
+// --split's layer counts; empty for "auto" (or no --split). Throws app::UsageError for
+// anything but "auto" or comma-separated positive layer counts.
+std::vector<std::uint32_t> split_counts(const Options& o);
 
 // The prompts of a --prompt-file: one per line ('\n' or "\r\n"), lines of only whitespace
 // skipped. Throws app::UsageError for a file that cannot be read or holds no prompt.

@@ -86,10 +86,12 @@ Batch::Batch(const Model& model, BatchOptions options)
                                                        : ceil_div(options_.max_sequence_tokens, options_.block_size),
                 .window = options_.window},
       cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
-             options_.kv_dtype) {
+             options_.kv_dtype, model.layers()) {
     const ModelConfig& c = model.config();
     const std::uint64_t n = options_.chunk;
-    adaptive_chunks_ = options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu;
+    // Later stages of a layer split run the rows the first stage chose.
+    adaptive_chunks_ =
+        options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu && model.first_stage();
     chunk_limit_ = adaptive_chunks_ ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
     const PagedKv paged{.block_size = settings_.block_size, .blocks_per_seq = settings_.blocks_per_seq, .q_rows = 1};
     ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
@@ -108,7 +110,9 @@ Batch::Batch(const Model& model, BatchOptions options)
     if (family_traits(c.family).mlp == MlpKind::Gated) {
         gate_ = ctx_.create_buffer(n * c.ffn_hidden * kF32, MemoryKind::Device, "mlp gate");
     }
-    logits_ = ctx_.create_buffer(std::uint64_t{c.vocab_size} * kF32, MemoryKind::Host, "logits");
+    if (model.last_stage()) {
+        logits_ = ctx_.create_buffer(std::uint64_t{c.vocab_size} * kF32, MemoryKind::Host, "logits");
+    }
     buffers_ = StepBuffers{.ids = &ids_,
                            .positions = &positions_,
                            .slots = &slots_,
@@ -127,7 +131,7 @@ Batch::Batch(const Model& model, BatchOptions options)
     if (options_.poison) {
         // Quiet NaNs: an fp32 word, or two fp16 halves.
         const std::uint32_t nan = options_.kv_dtype == DType::F16 ? 0x7E007E00u : 0x7FC00000u;
-        for (std::uint32_t l = 0; l < c.n_layer; ++l) {
+        for (std::uint32_t l = model.layers().begin; l < model.layers().end; ++l) {
             const std::vector<std::uint32_t> words(cache_.k(l).size() / 4, nan);
             ctx_.upload(cache_.k(l), std::span<const std::uint32_t>(words));
             ctx_.upload(cache_.v(l), std::span<const std::uint32_t>(words));
@@ -234,6 +238,10 @@ std::uint64_t Batch::device_bytes() const {
 }
 
 StepResult Batch::step() {
+    if (!model_.first_stage()) {
+        throw Error("batch: a stage without the embedding (" + describe(model_.layers(), model_.config()) +
+                    ") runs the rows the stage before ran: step(schedule, hidden)");
+    }
     const auto start = std::chrono::steady_clock::now();
     StepResult result;
     // Decode tokens first (they hold a user waiting token by token), then prompt chunks, each
@@ -267,14 +275,7 @@ StepResult Batch::step() {
         rows += n;
     }
     if (!scheduled.empty()) {
-        if (!copies.empty()) {
-            std::unique_ptr<CommandList> list = ctx_.command_list();
-            for (auto [from, to] : copies) {
-                cache_.record_copy(*list, from, to);
-            }
-            ctx_.submit(*list);
-            stats_.block_copies += copies.size();
-        }
+        copy_blocks(copies);
         run(scheduled, result);
     }
     stats_.wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -363,13 +364,13 @@ std::vector<StepShape> Batch::sequence_shapes(std::uint32_t prompt_tokens) const
     for (std::uint32_t done = 0; done < prompt_tokens;) {
         const std::uint32_t rows = std::min(chunk, prompt_tokens - done);
         done += rows;
-        add(rows, done == prompt_tokens ? 1 : 0);
+        add(rows, done == prompt_tokens && model_.last_stage() ? 1 : 0);
     }
-    add(1, 1);
+    add(1, model_.last_stage() ? 1 : 0);
     return shapes;
 }
 
-void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
+void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span<const float> hidden_in) {
     const ModelConfig& c = model_.config();
     const std::uint32_t bs = options_.block_size;
     std::vector<std::uint32_t> ids, positions, slots, logit_index;
@@ -385,7 +386,7 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
                                       .blocks = seq.blocks});
         for (std::uint32_t i = 0; i < s.rows; ++i) {
             const std::uint32_t pos = seq.computed + i;
-            if (seq.want[pos] != 0) {
+            if (seq.want[pos] != 0 && model_.last_stage()) {
                 logit_index.push_back(static_cast<std::uint32_t>(ids.size()));
             }
             ids.push_back(seq.tokens[pos]);
@@ -412,6 +413,9 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
     if (options_.poison && shape.logit_rows > 0) {
         const std::vector<float> nan(std::size_t{shape.logit_rows} * c.vocab_size, std::nanf(""));
         ctx_.upload(logits_, std::span<const float>(nan));
+    }
+    if (!model_.first_stage()) {
+        ctx_.upload(hidden_, hidden_in);
     }
     CommandList& list = *step.list;
     ctx_.submit(list);
@@ -441,12 +445,16 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result) {
     if (!logits.empty()) {
         ctx_.download(logits_, std::span<float>(logits));
     }
+    if (!model_.last_stage()) {
+        result.hidden.resize(std::size_t{shape.tokens} * c.hidden);
+        ctx_.download(hidden_, std::span<float>(result.hidden));
+    }
     std::size_t logit_row = 0;
     for (const Scheduled& s : scheduled) {
         Sequence& seq = *s.seq;
         SequenceOutput out{.id = s.id, .tokens = s.rows};
         for (std::uint32_t i = 0; i < s.rows; ++i) {
-            if (seq.want[seq.computed + i] != 0) {
+            if (seq.want[seq.computed + i] != 0 && model_.last_stage()) {
                 const auto row = std::span(logits).subspan(logit_row++ * c.vocab_size, c.vocab_size);
                 out.logits.insert(out.logits.end(), row.begin(), row.end());
             }

@@ -94,6 +94,13 @@ std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint3
 
 using SequenceId = std::uint64_t;
 
+// One sequence's rows in a step of a later stage of a layer split: the rows the stage before
+// ran for it (its SequenceOutput::tokens), in the order it ran them.
+struct StageRows {
+    SequenceId id = 0;
+    std::uint32_t rows = 0;
+};
+
 struct SequenceOutput {
     SequenceId id = 0;
     std::uint32_t tokens = 0;    // rows this step ran
@@ -104,11 +111,21 @@ struct SequenceOutput {
 
 struct StepResult {
     std::vector<SequenceOutput> ran;
+    // A stage of a layer split without the head: the hidden rows after its layers, [rows of
+    // the step, hidden] fp32 in `ran` order, what the next stage's step(schedule, hidden)
+    // takes (its outputs' logits are empty). Empty for the last stage.
+    std::vector<float> hidden;
     std::vector<SequenceId> blocked;   // pending tokens, but no free KV block: free some (remove)
     std::vector<SequenceId> deferred;  // pending tokens, but the step was full: the next step
 };
 
 // Not thread-safe: one thread adds, feeds, removes and steps (a server's engine thread).
+//
+// Over a stage of a layer split (Model::layers()): every stage's Batch is given the same
+// add, feed and remove calls in the same order, so that sequence ids, positions and KV blocks
+// agree; the first stage schedules with step(), each later one runs exactly the rows the one
+// before ran with step(schedule, hidden). Only the first stage reads the ids' values (and
+// the prefix sharing that compares them, which therefore agrees as well).
 class Batch {
 public:
     Batch(const Model& model, BatchOptions options);
@@ -123,7 +140,13 @@ public:
     // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds.
     void remove(SequenceId id);
     // One forward pass over pending tokens; a step with nothing to run submits nothing.
+    // Throws vkf::Error on a later stage of a layer split (it does not schedule).
     StepResult step();
+    // A later stage of a layer split (host/model/batch_stage.cpp): runs the rows `schedule`
+    // names, whose hidden rows the stage before computed, `hidden_in` [sum of rows, hidden]
+    // fp32 in schedule order. Throws vkf::Error on the first stage, for a shape mismatch, an
+    // unknown sequence, rows it has not pending, or more rows than a step holds.
+    StepResult step(std::span<const StageRows> schedule, std::span<const float> hidden_in);
     // Records the steps of these shapes now, their pipelines made in parallel and run once
     // (runtime/pipeline_preparation.hpp), so that the first step of each shape only runs:
     // time to first token without the driver's compiles. Shapes recorded already cost nothing.
@@ -197,7 +220,10 @@ private:
     DecoderPlan checked_plan(const StepShape& shape) const;
     // The step of this shape, recorded if needed; `finish` false leaves a new list open.
     RecordedStep& recorded(const StepShape& shape, bool finish = true);
-    void run(std::vector<Scheduled>& scheduled, StepResult& result);
+    // Copies KV blocks (copy on write) before a step writes into them.
+    void copy_blocks(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies);
+    // `hidden_in`: a later stage's input rows (empty on the first stage).
+    void run(std::vector<Scheduled>& scheduled, StepResult& result, std::span<const float> hidden_in = {});
 
     const Model& model_;
     Context& ctx_;

@@ -31,8 +31,9 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
         plan.scratch_bytes = std::max(plan.scratch_bytes, p.scratch_bytes);
         return p;
     };
-    // Every layer has the same shapes: layer 0's weights stand for all.
-    const LayerWeights& w = model.weights().layers.at(0);
+    // Every layer has the same shapes: the model's first layer stands for all (a stage of a
+    // layer split holds its own layers only).
+    const LayerWeights& w = model.weights().layers.at(model.layers().begin);
     const std::uint32_t m = shape.tokens;
     // MPT's qk_ln normalizes Q and K between the projection and the cache: separate passes.
     plan.qkv = plan_linear(m, w.qkv, true, settings.fuse_qkv && !c.qk_ln);

@@ -1,6 +1,7 @@
 #include "host/model/decoder_step.hpp"
 
 #include "host/ops/ops.hpp"
+#include "runtime/error.hpp"
 
 #include <optional>
 
@@ -344,11 +345,20 @@ std::unique_ptr<RecordedStep> record_decoder_step(Context& ctx, const Model& mod
         list.time_total();
     }
     StepRecorder recorder(ctx, model, plan, cache, buffers, list);
-    recorder.embedding();
-    for (std::uint32_t l = 0; l < model.config().n_layer; ++l) {
+    // A stage of a layer split: the first embeds the ids, the others start from the hidden
+    // rows the stage before computed (uploaded into `hidden` before the submission); only
+    // the last has the head.
+    if (model.first_stage()) {
+        recorder.embedding();
+    }
+    for (std::uint32_t l = model.layers().begin; l < model.layers().end; ++l) {
         recorder.layer(l, *step->attention);
     }
     if (plan.shape.logit_rows > 0) {
+        if (!model.last_stage()) {
+            throw Error("decoder step: logits asked of a stage without the head (" +
+                        describe(model.layers(), model.config()) + ")");
+        }
         recorder.head();
     }
     return step;

@@ -1,6 +1,8 @@
 #pragma once
 // Recording one forward step of a decoder from its DecoderPlan: the embedding, every layer,
-// and the final norm and head over the rows whose logits are wanted, as one command list.
+// and the final norm and head over the rows whose logits are wanted, as one command list
+// (a stage of a layer split: its layers, the embedding only on the first, the head only on
+// the last).
 // What changes from step to step (token ids, positions, the slot of every row in the paged
 // KV cache, the sequence table attention reads, the rows whose logits are read back) sits
 // in small host-visible buffers written before each submission, so a recorded step is

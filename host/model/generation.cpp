@@ -16,7 +16,8 @@ double GenerationResult::decode_tokens_per_second() const {
     return decode_time.count() > 0 ? steps / decode_time.count() : 0.0;
 }
 
-GenerationResult generate(Session& session, std::span<const std::uint32_t> prompt, const GenerationOptions& options) {
+GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t> prompt,
+                          const GenerationOptions& options) {
     if (prompt.empty()) {
         throw Error("generate: the prompt is empty; give at least one token id");
     }

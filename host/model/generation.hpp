@@ -2,6 +2,7 @@
 // Text generation over token ids: prefill the prompt, then decode one token per step
 // through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
 
+#include "host/model/sequence_model.hpp"
 #include "host/model/session.hpp"
 #include "host/spec/sampling.hpp"
 
@@ -25,7 +26,7 @@ struct GenerationOptions {
     std::function<bool(std::uint32_t, std::uint32_t)> on_token = {};
     // Called during the prompt's forward pass after each chunk (tokens run, prompt tokens):
     // a progress line for a prompt that takes a while.
-    Session::ChunkProgress on_prefill = {};
+    ChunkProgress on_prefill = {};
 };
 
 // CacheFull: the KV cache has no room for the next token: a Session without a key window
@@ -54,6 +55,8 @@ struct GenerationResult {
 // Throws vkf::Error for an empty prompt, a session without a window and without room for
 // position() + prompt tokens, or logits that are not finite. A full cache (no window) ends
 // generation with StopReason::CacheFull; with a window the session's memory is constant.
-GenerationResult generate(Session& session, std::span<const std::uint32_t> prompt, const GenerationOptions& options);
+// `session`: a Session, a SplitSession, or any other SequenceModel.
+GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t> prompt,
+                          const GenerationOptions& options);
 
 }  // namespace vkf

@@ -6,8 +6,9 @@
 
 namespace vkf {
 
-KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype)
-    : block_size_(block_size), dtype_(dtype), blocks_(blocks) {
+KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype,
+                 LayerRange layers)
+    : block_size_(block_size), dtype_(dtype), layers_(layers), blocks_(blocks) {
     if (dtype != DType::F32 && dtype != DType::F16) {
         throw Error(std::string("KV cache: f32 or f16, not ") + to_string(dtype));
     }
@@ -23,7 +24,7 @@ KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, 
                     std::to_string(pool_bytes) + " bytes, over the device's maxStorageBufferRange of " +
                     std::to_string(ctx.limits().storage_buffer_range) + "; use fewer tokens");
     }
-    for (std::uint32_t l = 0; l < config.n_layer; ++l) {
+    for (std::uint32_t l = layers.begin; l < layers.end; ++l) {
         k_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
         v_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
     }

@@ -5,6 +5,7 @@
 // host-side bookkeeping of which blocks are free and who holds the others (KvBlocks).
 
 #include "host/model/kv_blocks.hpp"
+#include "host/model/layer_range.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
@@ -18,11 +19,14 @@ namespace vkf {
 class KvCache {
 public:
     // Throws vkf::Error when one layer's pool is over the device's maxStorageBufferRange
-    // (attention binds it whole), or for a dtype other than F16 and F32.
-    KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype);
+    // (attention binds it whole), or for a dtype other than F16 and F32. A stage of a layer
+    // split holds the pools of its `layers` only, still indexed by the model's layer numbers.
+    KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype,
+            LayerRange layers);
 
-    const Buffer& k(std::uint32_t layer) const { return k_[layer]; }
-    const Buffer& v(std::uint32_t layer) const { return v_[layer]; }
+    const Buffer& k(std::uint32_t layer) const { return k_.at(layer - layers_.begin); }
+    const Buffer& v(std::uint32_t layer) const { return v_.at(layer - layers_.begin); }
+    LayerRange layers() const { return layers_; }
     std::uint32_t block_size() const { return block_size_; }
     DType dtype() const { return dtype_; }
     KvBlocks& blocks() { return blocks_; }
@@ -36,6 +40,7 @@ private:
     std::uint64_t block_bytes_ = 0;
     std::uint32_t block_size_ = 0;
     DType dtype_;
+    LayerRange layers_;
     std::vector<Buffer> k_, v_;
     KvBlocks blocks_;
 };

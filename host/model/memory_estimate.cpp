@@ -21,16 +21,18 @@ std::string ModelMemoryEstimate::describe() const {
            ", KV cache " + size_text(kv_cache) + ", activations " + size_text(activations) + ")";
 }
 
-std::uint64_t weight_bytes(const ModelConfig& config, WeightFormat format) {
+std::uint64_t weight_bytes(const ModelConfig& config, WeightFormat format, std::optional<LayerRange> layers) {
     std::uint64_t bytes = 0;
-    for (const ExpectedTensor& t : expected_tensors(config)) {
+    for (const ExpectedTensor& t : stage_tensors(config, layers.value_or(all_layers(config)))) {
         bytes += tensor_bytes(t, format);
     }
     return bytes;
 }
 
-ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionSize& session) {
+ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionSize& session,
+                                            std::optional<LayerRange> layers) {
     ModelMemoryEstimate e;
+    const LayerRange range = layers.value_or(all_layers(c));
     if (session.max_tokens == 0) {
         return e;
     }
@@ -41,7 +43,7 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     const std::uint64_t cache_tokens =
         session_cache_tokens(session.max_tokens, session.window, session.chunk, static_cast<std::uint32_t>(block));
     const std::uint64_t blocks = (cache_tokens + block - 1) / block;
-    e.kv_cache = 2ull * c.n_layer * blocks * block * kv_dim * element_size(session.kv_dtype);
+    e.kv_cache = 2ull * range.size() * blocks * block * kv_dim * element_size(session.kv_dtype);
     // A session's buffers (host/model/batch.cpp): hidden, normed, q and the attention output
     // [chunk, hidden], the QKV projection's output [chunk, hidden + 2 kv_dim] (which a session
     // that scatters QKV does without), the MLP's [chunk, ffn_hidden] (twice for a gated MLP),
@@ -50,14 +52,16 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     const std::uint64_t mlp = family_traits(c.family).mlp == MlpKind::Gated ? 2ull * c.ffn_hidden : c.ffn_hidden;
     const std::uint64_t id_buffers = c.learned_pos_emb ? 4 : 3;
     const std::uint64_t sequence_table = (3 + blocks) * 4;
+    const std::uint64_t logits = range.end == c.n_layer ? chunk * c.vocab_size * kF32 : 0;
     e.activations = chunk * (5ull * c.hidden + c.hidden + 2 * kv_dim + mlp) * kF32 + id_buffers * chunk * 4 +
-                    sequence_table + chunk * c.vocab_size * kF32;
+                    sequence_table + logits;
     return e;
 }
 
-ModelMemoryEstimate estimate_model_memory(const ModelConfig& config, WeightFormat format, const SessionSize& session) {
-    ModelMemoryEstimate e = estimate_session_memory(config, session);
-    e.weights = weight_bytes(config, format);
+ModelMemoryEstimate estimate_model_memory(const ModelConfig& config, WeightFormat format, const SessionSize& session,
+                                          std::optional<LayerRange> layers) {
+    ModelMemoryEstimate e = estimate_session_memory(config, session, layers);
+    e.weights = weight_bytes(config, format, layers);
     return e;
 }
 

@@ -5,12 +5,14 @@
 // Model's constructor checks it against the Context's memory budget and refuses a model
 // that cannot fit; vkf-bench sizes its model cases with it.
 
+#include "host/model/layer_range.hpp"
 #include "host/quant/quant_format.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace vkf {
@@ -36,18 +38,24 @@ struct ModelMemoryEstimate {
     std::string describe() const;
 };
 
-// Device bytes of the weights: the sum of tensor_bytes over expected_tensors(config).
-std::uint64_t weight_bytes(const ModelConfig& config, WeightFormat format);
+// Device bytes of the weights: the sum of tensor_bytes over expected_tensors(config), or over
+// stage_tensors(config, layers) for one stage of a layer split.
+std::uint64_t weight_bytes(const ModelConfig& config, WeightFormat format,
+                           std::optional<LayerRange> layers = std::nullopt);
 
 // Device bytes of one Session: the KV cache, and the fp32 activations, token ids and logits
 // (every row of a chunk, as Logits::All needs) of a chunk; the QKV output buffer too, which a
 // session that fuses QKV (SessionOptions::fuse_qkv) does without: an upper bound. The matmuls'
 // split-K scratch and attention's split-KV partials are not counted: they depend on the
 // device's plans, and they are split only where the output is too small to fill the device.
-ModelMemoryEstimate estimate_session_memory(const ModelConfig& config, const SessionSize& session);
+// A stage of a layer split (`layers`) holds the KV cache of its layers only, and logits only
+// on the last stage.
+ModelMemoryEstimate estimate_session_memory(const ModelConfig& config, const SessionSize& session,
+                                            std::optional<LayerRange> layers = std::nullopt);
 
 ModelMemoryEstimate estimate_model_memory(const ModelConfig& config, WeightFormat format,
-                                          const SessionSize& session = {});
+                                          const SessionSize& session = {},
+                                          std::optional<LayerRange> layers = std::nullopt);
 
 // Throws vkf::Error naming both numbers when `estimate` is more than the Device buffers of
 // `ctx` can still get (Context::memory_budget: device-local memory plus the host-visible

@@ -45,6 +45,10 @@ struct ModelOptions {
     // activations do not fit the device's memory budget (memory_estimate.hpp). Default: the
     // weights alone.
     SessionSize session = {};
+    // One stage of a layer split (host/model/layer_range.hpp): only these layers' tensors, and
+    // the embedding or head parts the stage owns, are read and uploaded, and only they count
+    // in the memory check. Default: every layer.
+    std::optional<LayerRange> layers = std::nullopt;
 };
 
 class Model {
@@ -54,6 +58,8 @@ public:
     Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options = {});
     // A model of this shape with synthetic_weights(): for benchmarks, no checkpoint.
     Model(Context& ctx, const ModelConfig& config, WeightFormat format);
+    // One stage of such a model (tests, benchmarks of a split).
+    Model(Context& ctx, const ModelConfig& config, WeightFormat format, LayerRange layers);
     Model(const Model&) = delete;
     Model& operator=(const Model&) = delete;
 
@@ -66,10 +72,19 @@ public:
     // The ALiBi slope of every head, as the attention kernel receives them.
     const std::vector<float>& alibi_slopes() const { return slopes_; }
 
+    // The layers this model runs: all of them, or one stage's of a layer split.
+    LayerRange layers() const { return layers_; }
+    // Holds the embedding (BLOOM's embedding LayerNorm, MPT's learned positions): layer 0.
+    bool first_stage() const { return layers_.begin == 0; }
+    // Holds the final norm and the head (a tied head keeps the embedding): the last layer.
+    bool last_stage() const { return layers_.end == config_.n_layer; }
+    bool whole() const { return first_stage() && last_stage(); }
+
 private:
     Context& ctx_;
     ModelConfig config_;
     std::unique_ptr<ShardedCheckpoint> checkpoint_;
+    LayerRange layers_;
     ModelWeights weights_;
     std::vector<float> slopes_;
 };

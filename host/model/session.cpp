@@ -7,9 +7,7 @@
 
 namespace vkf {
 
-namespace {
-
-BatchOptions batch_options(const SessionOptions& o) {
+BatchOptions session_batch_options(const SessionOptions& o) {
     if (o.max_tokens == 0) {
         throw Error("session: max_tokens must be at least 1");
     }
@@ -30,8 +28,6 @@ BatchOptions batch_options(const SessionOptions& o) {
                         .share_prefixes = false};
 }
 
-}  // namespace
-
 std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t window, std::uint32_t chunk,
                                    std::uint32_t block_size) {
     if (window == 0 || block_size == 0) {
@@ -44,7 +40,7 @@ std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t windo
 }
 
 Session::Session(const Model& model, SessionOptions options)
-    : options_(options), batch_(model, batch_options(options)), sequence_(batch_.add()) {}
+    : options_(options), batch_(model, session_batch_options(options)), sequence_(batch_.add()) {}
 
 PreparationStats Session::prepare(std::uint32_t prompt_tokens) {
     return batch_.prepare(batch_.sequence_shapes(prompt_tokens));

@@ -5,6 +5,7 @@
 // again for every later chunk of that size (every decoding step is the same one-token list).
 
 #include "host/model/batch.hpp"
+#include "host/model/sequence_model.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -41,12 +42,15 @@ struct SessionOptions {
     std::uint32_t window = 0;
 };
 
+// The Batch options of a session's single sequence; throws vkf::Error for max_tokens 0.
+BatchOptions session_batch_options(const SessionOptions& options);
+
 // The KV-cache tokens a session allocates: max_tokens, or with a window the ring it needs
 // when that is less (window_ring_blocks).
 std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t window, std::uint32_t chunk,
                                    std::uint32_t block_size);
 
-class Session {
+class Session : public SequenceModel {
 public:
     Session(const Model& model, SessionOptions options);
     Session(const Session&) = delete;
@@ -59,26 +63,27 @@ public:
     // input, ids >= vocab_size, or a sequence over max_tokens. `on_chunk`, when given, is
     // called after each submission with how many of the ids have run (a long prompt's progress).
     using Logits = vkf::Logits;
-    using ChunkProgress = std::function<void(std::size_t done, std::size_t total)>;
+    using ChunkProgress = vkf::ChunkProgress;
     std::vector<float> forward(std::span<const std::uint32_t> ids, Logits logits = Logits::Last,
-                               const ChunkProgress& on_chunk = {});
+                               const ChunkProgress& on_chunk = {}) override;
 
     // Records the steps a prompt of `prompt_tokens` tokens and the decoding after it take,
     // their pipelines made now, in parallel where the driver allows (Batch::prepare): what
     // precedes the first token is then the prompt's own work.
     PreparationStats prepare(std::uint32_t prompt_tokens);
 
-    std::uint32_t position() const { return batch_.position(sequence_); }
-    std::uint32_t max_tokens() const { return options_.max_tokens; }
-    std::uint32_t window() const { return options_.window; }
+    std::uint32_t position() const override { return batch_.position(sequence_); }
+    std::uint32_t max_tokens() const override { return options_.max_tokens; }
+    std::uint32_t window() const override { return options_.window; }
     // KV blocks the sequence holds (constant once a windowed sequence passes its ring).
     std::uint32_t blocks_held() const { return batch_.blocks_held(sequence_); }
     DType kv_dtype() const { return options_.kv_dtype; }
-    void reset();
+    void reset() override;
     // The key count after each submission since the last reset(): where the chunks the
     // tokens ran in ended (a reference run in the same chunks, reference::Model::forward,
     // gives the same numerics even under Jais' length-dependent ALiBi scaling).
-    const std::vector<std::uint32_t>& chunk_ends() const { return batch_.chunk_ends(sequence_); }
+    const std::vector<std::uint32_t>& chunk_ends() const override { return batch_.chunk_ends(sequence_); }
+    const ModelConfig& config() const override { return batch_.model().config(); }
     const Profile& profile() const { return batch_.profile(); }
     std::uint64_t submissions() const { return batch_.stats().submissions; }
     const SessionStats& stats() const { return batch_.stats(); }

@@ -390,7 +390,7 @@ WeightFormat default_weight_format(const ShardedCheckpoint& checkpoint, const Mo
 
 ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint,
                             WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress,
-                            bool check_finite) {
+                            bool check_finite, std::optional<LayerRange> layers) {
     validate(config);
     const QuantFormat source = check_model_checkpoint(checkpoint, config);
     if (source != QuantFormat::None && format != WeightFormat{.dense = DType::F16, .quant = source}) {
@@ -402,7 +402,9 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
         throw Error("model weights: quantized matrices go with fp16 norms and biases, not " +
                     std::string(dtype_name(format.dense)));
     }
-    const std::vector<ExpectedTensor> tensors = expected_tensors(config);
+    const LayerRange range = layers.value_or(all_layers(config));
+    check_layer_range(config, range);
+    const std::vector<ExpectedTensor> tensors = stage_tensors(config, range);
     std::uint64_t total = 0;
     for (const ExpectedTensor& expected : tensors) {
         total += checkpoint.tensor_info(expected.name).byte_size();
@@ -419,14 +421,15 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
         flat.push_back(up.tensor(expected, head ? &head_sumsq : nullptr));
     }
     ModelWeights w = assemble(config, format, tensors, std::move(flat));
-    if (config.normalized_lm_head) {
+    if (config.normalized_lm_head && range.end == config.n_layer) {
         w.lm_head_row_scales = row_scales_buffer(ctx, head_sumsq);
         w.bytes += w.lm_head_row_scales.size();
     }
     return w;
 }
 
-ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format) {
+ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format,
+                               std::optional<LayerRange> layers) {
     validate(config);
     // One block of seeded random values per role (seeded by the role), repeated over each
     // tensor: cheap for a 500 MB table, and never constant data a GPU could compress or a CPU
@@ -462,13 +465,15 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFo
         upload_repeated(ctx, b, block, format.dense, count);
         return TensorBuffers{.values = std::move(b)};
     };
-    const std::vector<ExpectedTensor> tensors = expected_tensors(config);
+    const LayerRange range = layers.value_or(all_layers(config));
+    check_layer_range(config, range);
+    const std::vector<ExpectedTensor> tensors = stage_tensors(config, range);
     std::vector<TensorBuffers> flat;
     for (const ExpectedTensor& t : tensors) {
         flat.push_back(make(t));
     }
     ModelWeights w = assemble(config, format, tensors, std::move(flat));
-    if (config.normalized_lm_head) {
+    if (config.normalized_lm_head && range.end == config.n_layer) {
         // Synthetic rows are uniform: any positive norm keeps the benchmark's work the same.
         w.lm_head_row_scales = row_scales_buffer(ctx, std::vector<double>(config.vocab_size, 1.0));
         w.bytes += w.lm_head_row_scales.size();

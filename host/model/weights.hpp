@@ -5,6 +5,7 @@
 // the forward pass does not care which family they came from.
 
 #include "host/io/safetensors.hpp"
+#include "host/model/layer_range.hpp"
 #include "host/quant/quant_format.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/model_tensors.hpp"
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,14 +49,14 @@ struct LayerWeights {
 
 struct ModelWeights {
     WeightFormat format;
-    Buffer embedding;            // [vocab, hidden]: BLOOM word_embeddings, MPT wte
-    Buffer embedding_scales;     // quantized only
-    NormWeights embedding_norm;  // BLOOM word_embeddings_layernorm; absent elsewhere
-    Buffer position_embedding;   // MPT wpe [max_seq_len, hidden] with learned_pos_emb
-    std::vector<LayerWeights> layers;
-    NormWeights final_norm;  // BLOOM ln_f, MPT norm_f
-    Buffer lm_head;          // [vocab, hidden] when not tied to the embedding
-    Buffer lm_head_scales;   // quantized only
+    Buffer embedding;                  // [vocab, hidden]: BLOOM word_embeddings, MPT wte
+    Buffer embedding_scales;           // quantized only
+    NormWeights embedding_norm;        // BLOOM word_embeddings_layernorm; absent elsewhere
+    Buffer position_embedding;         // MPT wpe [max_seq_len, hidden] with learned_pos_emb
+    std::vector<LayerWeights> layers;  // n_layer entries; a stage's others are empty
+    NormWeights final_norm;            // BLOOM ln_f, MPT norm_f
+    Buffer lm_head;                    // [vocab, hidden] when not tied to the embedding
+    Buffer lm_head_scales;             // quantized only
     // Baichuan2's NormHead: 1 / |row| of the head as the GPU reads it, [vocab] fp32; the
     // logits are scaled by it, which is multiplying by the row-normalized matrix.
     Buffer lm_head_row_scales;
@@ -76,14 +78,16 @@ struct WeightUploadProgress {
 // (it loads only in its own format). A value that does not fit fp16 is refused naming the
 // tensor, and with check_finite so is a NaN or infinite weight (or quantization scale): a
 // corrupt checkpoint is named at load, not found as non-finite logits at sampling time.
-// `progress` is called after each tensor.
+// `progress` is called after each tensor. With `layers`, only the tensors a stage of those
+// layers owns (stage_tensors) are read and uploaded.
 ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const ShardedCheckpoint& checkpoint,
                             WeightFormat format, const std::function<void(const WeightUploadProgress&)>& progress = {},
-                            bool check_finite = true);
+                            bool check_finite = true, std::optional<LayerRange> layers = std::nullopt);
 
 // Weights of the right shapes filled with seeded random values (weight_distribution's
 // ranges), without a checkpoint: for benchmarks of model shapes no file exists for
 // (vkf-bench's block and model suites).
-ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format);
+ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFormat format,
+                               std::optional<LayerRange> layers = std::nullopt);
 
 }  // namespace vkf

@@ -1,0 +1,216 @@
+#include "apps/run/split.hpp"
+
+#include "apps/common/exit_codes.hpp"
+#include "apps/common/model_tokenizer.hpp"
+#include "apps/common/progress_line.hpp"
+#include "apps/common/stop_signals.hpp"
+#include "apps/common/streamed_text.hpp"
+#include "apps/common/text_source.hpp"
+#include "apps/run/check.hpp"
+#include "apps/run/report.hpp"
+#include "host/io/npy.hpp"
+#include "host/model/generation.hpp"
+#include "host/model/split_model.hpp"
+#include "host/model/split_session.hpp"
+#include "host/util/format.hpp"
+#include "runtime/device_info_json.hpp"
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+namespace vkf::run_cli {
+
+namespace {
+
+// One Context per --devices entry, each with --limits and --timeout; the same device named
+// twice is opened twice.
+std::vector<std::unique_ptr<Context>> open_devices(const Options& o) {
+    std::vector<std::unique_ptr<Context>> contexts;
+    for (const std::string& device : o.devices) {
+        ContextOptions options = o.device.context_options();
+        options.device = device;
+        contexts.push_back(std::make_unique<Context>(options));
+    }
+    return contexts;
+}
+
+nlohmann::ordered_json stages_json(const SplitModel& split, const SplitSession& session,
+                                   const std::vector<std::unique_ptr<Context>>& contexts) {
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < split.stages().size(); ++i) {
+        const Model& m = *split.stages()[i];
+        stages.push_back({{"device", contexts[i]->device_info().name},
+                          {"layers", {m.layers().begin, m.layers().end}},
+                          {"weight_bytes", m.weights().bytes},
+                          {"session_device_bytes", session.stage(i).device_bytes()}});
+    }
+    return stages;
+}
+
+}  // namespace
+
+int run_split(const Options& o) {
+    std::optional<text::Tokenizer> tokenizer;
+    if (o.prompt_text) {
+        tokenizer = app::load_model_tokenizer(o.model, o.tokenizer);
+    }
+    std::vector<std::uint32_t> prompt = o.prompt;
+    if (o.prompt_text) {
+        app::check_utf8(*o.prompt_text, "--prompt");
+        prompt = tokenizer->encode(*o.prompt_text);
+        if (prompt.empty()) {
+            throw Error("--prompt: the text encodes to no tokens");
+        }
+    }
+    const std::uint64_t positions = std::min<std::uint64_t>(o.ctx, std::uint64_t{prompt.size()} + o.n_predict - 1);
+    if (positions > ModelLimits::max_seq_len) {
+        throw app::UsageError(
+            fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions, ModelLimits::max_seq_len));
+    }
+    const auto max_tokens = static_cast<std::uint32_t>(positions);
+
+    const std::vector<std::unique_ptr<Context>> contexts = open_devices(o);
+    std::vector<Context*> pointers;
+    for (const auto& ctx : contexts) {
+        pointers.push_back(ctx.get());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ModelOptions options{.weights = o.weights,
+                         .check_finite_weights = !o.skip_weight_check,
+                         .session = {.max_tokens = max_tokens,
+                                     .chunk = o.chunk,
+                                     .kv_dtype = o.kv,
+                                     .window = o.window.value_or(0)}};
+    auto line = std::make_shared<app::ProgressLine>(!o.quiet);
+    options.progress = [line](const WeightUploadProgress& p) {
+        const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
+        line->update(percent / 100.0, fmt::format("loading a stage's weights: {}% of {}", percent,
+                                                  size_text(p.total_bytes)));
+    };
+    const SplitModel split(pointers, o.model, split_counts(o), options);
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const ModelConfig& config = split.config();
+    const Model& first = *split.stages().front();
+    const std::uint32_t window = app::run_window(o.window, config);
+    if (window == 0 && prompt.size() > max_tokens) {
+        throw app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {})",
+                                          prompt.size(), max_tokens, o.ctx));
+    }
+    SplitSession session(split.stages(), SessionOptions{.max_tokens = max_tokens,
+                                                        .chunk = o.chunk,
+                                                        .fuse_qkv = !o.unfused,
+                                                        .fuse_layernorm = !o.unfused,
+                                                        .reuse_steps = !o.unfused,
+                                                        .kv_dtype = o.kv,
+                                                        .int8_activations = o.int8_activations,
+                                                        .window = window});
+    std::uint64_t weight_bytes = 0;
+    for (std::size_t i = 0; i < split.stages().size(); ++i) {
+        const Model& m = *split.stages()[i];
+        weight_bytes += m.weights().bytes;
+        if (!o.quiet) {
+            fmt::print(stderr, "stage {}: {}, {} weights ({}), {} KV cache and activations, on {}\n", i,
+                       describe(m.layers(), config), size_text(m.weights().bytes), to_string(m.weight_format()),
+                       size_text(session.stage(i).device_bytes()), contexts[i]->device_info().name);
+        }
+    }
+
+    GenerationOptions gen{.n_predict = o.n_predict,
+                          .sampling = o.sampling,
+                          .keep_logits = o.check || !o.logits_out.empty(),
+                          .stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids,
+                          .on_prefill = app::prefill_progress(!o.quiet)};
+    std::optional<app::StreamedText> streamed;
+    if (o.prompt_text) {
+        streamed.emplace(*tokenizer, o.stops, o.json ? nullptr : stdout);
+        if (!o.json) {
+            fmt::print("{}", *o.prompt_text);
+            std::fflush(stdout);
+        }
+        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
+            return streamed->push(id) && app::stop_signal() == 0;
+        };
+    } else {
+        gen.on_token = [](std::uint32_t, std::uint32_t) { return app::stop_signal() == 0; };
+    }
+    const GenerationResult result = generate(session, prompt, gen);
+    const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
+    if (streamed) {
+        streamed->finish();
+        if (!o.json) {
+            fmt::print("\n\n");
+        }
+    }
+    if (!o.logits_out.empty()) {
+        const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
+        write_npy_f32(o.logits_out, shape, result.logits);
+    }
+    std::optional<CheckResult> check;
+    if (o.check) {
+        check = check_logits(first, prompt, result, window, o.quiet);  // the first stage knows the checkpoint
+    }
+    const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
+    const SplitStats& moved = session.split_stats();
+    if (o.json) {
+        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+        for (const auto& ctx : contexts) {
+            devices.push_back(ctx->device_info());
+        }
+        nlohmann::ordered_json json = {
+            {"devices", devices},
+            {"model", {{"dir", o.model}, {"weights", to_string(first.weight_format())}, {"weight_bytes", weight_bytes},
+                       {"load_seconds", load_seconds}}},
+            {"stages", stages_json(split, session, contexts)},
+            {"sampling", sampling_json(o.sampling)},
+            {"prompt_ids", prompt},
+            {"generated_ids", result.tokens},
+            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
+            {"prefill_seconds", result.prefill_time.count()},
+            {"decode_seconds", result.decode_time.count()},
+            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
+            {"decode_tokens_per_second", result.decode_tokens_per_second()},
+            {"kv", to_string(o.kv)},
+            {"hand_offs", moved.hand_offs},
+            {"hand_off_bytes", moved.hidden_bytes},
+            {"window", window},
+            {"ctx", max_tokens},
+        };
+        if (streamed) {
+            json["prompt"] = *o.prompt_text;
+            json["text"] = streamed->text();
+        }
+        if (check) {
+            json["check"] = check_json(*check);
+        }
+        fmt::print("{}\n", json_text(json));
+        return check_failed ? app::kExitCheckFailed : app::kExitOk;
+    }
+    if (!streamed) {
+        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
+    }
+    if (interrupted) {
+        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), app::stop_signal());
+    } else if (result.stop != StopReason::Length) {
+        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
+    }
+    fmt::print("load:    {} of weights over {} stages in {:.3f} s\n", size_text(weight_bytes), contexts.size(),
+               load_seconds);
+    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
+               result.prefill_tokens_per_second());
+    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
+               result.decode_time.count(), result.decode_tokens_per_second());
+    fmt::print("split:   {} hand-offs of hidden rows, {} through host memory\n", moved.hand_offs,
+               size_text(moved.hidden_bytes));
+    if (check && !print_check(*check, result.tokens.size(), first, o.check_tolerance)) {
+        return app::kExitCheckFailed;
+    }
+    return app::kExitOk;
+}
+
+}  // namespace vkf::run_cli
