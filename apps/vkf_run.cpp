@@ -8,7 +8,9 @@
 // from stdin, --prompt-file runs many prompts, --parallel of them at once in one batch,
 // --devices splits the model by layers over several devices (apps/run/split.cpp).
 //
-// The pieces live in apps/run/: options, check, chat, load, report and parallel.
+// Under `mpirun -n R`, the model is split by layers over the ranks (apps/run/distributed.hpp).
+//
+// The pieces live in apps/run/: options, check, chat, load, report, parallel and distributed.
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/model_tokenizer.hpp"
@@ -18,11 +20,13 @@
 #include "apps/common/text_source.hpp"
 #include "apps/run/chat.hpp"
 #include "apps/run/check.hpp"
+#include "apps/run/distributed.hpp"
 #include "apps/run/load.hpp"
 #include "apps/run/options.hpp"
 #include "apps/run/parallel.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/split.hpp"
+#include "host/dist/launch.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
 #include "host/util/format.hpp"
@@ -229,6 +233,10 @@ int main(int argc, char** argv) {
     return vkf::app::run_app(cli, argc, argv, [&] {
         check_options(options);
         vkf::app::install_stop_signals();
+        if (vkf::dist::started_by_mpirun_with_ranks()) {
+            check_distributed_options(options);
+            return run_distributed(options);  // throws where MPI support was not built
+        }
         if (!options.devices.empty()) {
             return run_split(options);
         }

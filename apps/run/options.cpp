@@ -2,6 +2,7 @@
 
 #include "apps/common/text_source.hpp"
 
+#include "host/dist/launch.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/layer_range.hpp"
 #include "runtime/error.hpp"
@@ -199,6 +200,26 @@ void declare_options(CLI::App& cli, Options& o) {
              "write the float32 logits of every generated step [n_predict, vocab]");
     cli.add_flag("--json", o.json, "print one JSON object instead of text");
     cli.add_flag("--quiet", o.quiet, "no progress output on stderr");
+    // The layer split over MPI ranks (docs/DISTRIBUTED.md); --split gives each rank's layers.
+    cli.add_option("--rank-timeout", o.rank_timeout,
+                   "under mpirun: seconds without a message from a rank after which it counts as failed and "
+                   "every rank exits naming it (default 20)")
+        ->check(CLI::Range(0.5, 86400.0));
+}
+
+void check_distributed_options(const Options& o) {
+    using app::UsageError;
+    if (o.interactive || !o.prompt_file.empty()) {
+        throw UsageError(
+            "under mpirun, vkf-run runs one prompt (--prompt or --prompt-ids), not --interactive or "
+            "--prompt-file");
+    }
+    if (o.check || o.profile) {
+        throw UsageError("--check and --profile need the whole model in one process; run without mpirun");
+    }
+    if (!o.devices.empty()) {
+        throw UsageError("under mpirun each rank runs on one device: give no --devices (--device picks it)");
+    }
 }
 
 void check_options(const Options& o) {
@@ -230,8 +251,10 @@ void check_options(const Options& o) {
         throw UsageError(e.what());
     }
     split_counts(o);  // refuses bad text early
-    if (o.split && o.devices.empty()) {
-        throw UsageError("--split divides the layers over --devices; give --devices");
+    if (o.split && o.devices.empty() && !dist::started_by_mpirun_with_ranks()) {
+        throw UsageError(
+            "--split divides the layers over --devices (or over MPI ranks under mpirun -n R); give "
+            "--devices");
     }
     if (!o.devices.empty()) {
         if (o.device.device) {

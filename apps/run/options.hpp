@@ -55,11 +55,16 @@ struct Options {
     std::string logits_out;
     bool json = false;
     bool quiet = false;
+    // Under `mpirun -n R` (apps/run/distributed.hpp), where --split gives each rank's layers:
+    // the seconds of silence after which a rank counts as failed.
+    double rank_timeout = 20.0;
 };
 
 void declare_options(CLI::App& cli, Options& o);
 // What the options cannot check one at a time.
 void check_options(const Options& o);
+// What a run split over MPI ranks does not do (one prompt, no --check or --profile).
+void check_distributed_options(const Options& o);
 
 // --split's layer counts; empty for "auto" (or no --split). Throws app::UsageError for
 // anything but "auto" or comma-separated positive layer counts.

@@ -16,9 +16,12 @@ double seconds(Clock::duration d) {
 
 std::string signal_name(int signal) {
     switch (signal) {
-    case 2: return "SIGINT";
-    case 15: return "SIGTERM";
-    default: return "signal " + std::to_string(signal);
+        case 2:
+            return "SIGINT";
+        case 15:
+            return "SIGTERM";
+        default:
+            return "signal " + std::to_string(signal);
     }
 }
 
@@ -53,8 +56,8 @@ std::string Channel::who(int r) const {
 MPI_Request Channel::start_send_locked(int dest, Tag tag, std::vector<std::byte> bytes) {
     InFlight& f = in_flight_.emplace_back();
     f.bytes = std::move(bytes);
-    const int code = MPI_Isend(f.bytes.data(), static_cast<int>(f.bytes.size()), MPI_BYTE, dest,
-                               static_cast<int>(tag), MPI_COMM_WORLD, &f.request);
+    const int code = MPI_Isend(f.bytes.data(), static_cast<int>(f.bytes.size()), MPI_BYTE, dest, static_cast<int>(tag),
+                               MPI_COMM_WORLD, &f.request);
     if (code != MPI_SUCCESS) {
         in_flight_.pop_back();
         check_mpi(code, fmt::format("MPI_Isend to rank {}", dest));
@@ -159,9 +162,8 @@ void Channel::service_locked() {
                 reason.assign(reinterpret_cast<const char*>(notice.data()) + sizeof failed,
                               notice.size() - sizeof failed);
             }
-            declare_failure_locked(failed, fmt::format("{} (reported to rank {} by rank {})", reason, rank_,
-                                                       status.MPI_SOURCE),
-                                   false);
+            declare_failure_locked(
+                failed, fmt::format("{} (reported to rank {} by rank {})", reason, rank_, status.MPI_SOURCE), false);
             return;
         }
     }

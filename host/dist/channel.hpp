@@ -85,8 +85,7 @@ public:
     void send(int dest, Tag tag, std::span<const std::byte> bytes);
     // Waits for the next message of this kind from `source`, servicing the channel meanwhile.
     // The wait is bounded by the source's liveness (and by `limit` when given).
-    std::vector<std::byte> receive(int source, Tag tag,
-                                   std::optional<std::chrono::milliseconds> limit = std::nullopt);
+    std::vector<std::byte> receive(int source, Tag tag, std::optional<std::chrono::milliseconds> limit = std::nullopt);
 
     template <class T>
     void send_values(int dest, Tag tag, std::span<const T> values) {

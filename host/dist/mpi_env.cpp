@@ -26,8 +26,9 @@ MpiEnvironment::MpiEnvironment() {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
     if (provided < MPI_THREAD_SERIALIZED) {
         MPI_Finalize();
-        throw Error("this MPI library does not allow calls from more than one thread (MPI_THREAD_SERIALIZED), "
-                    "which the ranks' heartbeats need");
+        throw Error(
+            "this MPI library does not allow calls from more than one thread (MPI_THREAD_SERIALIZED), "
+            "which the ranks' heartbeats need");
     }
     check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");

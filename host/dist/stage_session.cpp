@@ -35,9 +35,12 @@ RankZeroSession::RankZeroSession(Channel& channel, const Model& stage, SessionOp
 }
 
 void RankZeroSession::command(const std::vector<std::uint32_t>& words) {
+    const auto start = std::chrono::steady_clock::now();
     for (int r = 1; r < channel_.size(); ++r) {
         channel_.send_values<std::uint32_t>(r, Tag::Command, words);
+        stats_.messages += 1;
     }
+    stats_.transfer_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 PreparationStats RankZeroSession::prepare(std::uint32_t prompt_tokens) {
@@ -76,18 +79,21 @@ std::vector<float> RankZeroSession::forward(std::span<const std::uint32_t> ids, 
     while (batch_.pending(sequence_) > 0) {
         channel_.check();
         command({static_cast<std::uint32_t>(Command::Step)});
-        const auto start = std::chrono::steady_clock::now();
         const StepResult step = batch_.step();
         if (step.ran.empty()) {
-            throw Error(fmt::format("session: the step ran nothing with {} tokens pending",
-                                    batch_.pending(sequence_)));
+            throw Error(fmt::format("session: the step ran nothing with {} tokens pending", batch_.pending(sequence_)));
         }
+        const auto start = std::chrono::steady_clock::now();
         channel_.send_values<StageRows>(1, Tag::Schedule, schedule_of(step));
         channel_.send_values<float>(1, Tag::Hidden, step.hidden);
+        const auto sent = std::chrono::steady_clock::now();
         const std::vector<float> rows = channel_.receive_values<float>(last, Tag::Logits);
-        stats_.wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        const auto back = std::chrono::steady_clock::now();
+        stats_.transfer_ms += std::chrono::duration<double, std::milli>(sent - start).count();
+        stats_.downstream_ms += std::chrono::duration<double, std::milli>(back - sent).count();
         stats_.steps += 1;
-        stats_.hidden_bytes += step.hidden.size() * sizeof(float);
+        stats_.messages += 3;
+        stats_.transfer_bytes += (step.hidden.size() + rows.size()) * sizeof(float);
         logits.insert(logits.end(), rows.begin(), rows.end());
         if (on_chunk) {
             on_chunk(ids.size() - batch_.pending(sequence_), ids.size());
@@ -116,38 +122,38 @@ void serve_stage(Channel& channel, const Model& stage, SessionOptions options, s
             throw Error("rank 0 sent an empty command");
         }
         switch (static_cast<Command>(words[0])) {
-        case Command::Feed:
-            if (words.size() < 3) {
-                throw Error("rank 0 sent a feed without ids");
-            }
-            batch.feed(sequence, std::span(words).subspan(2), static_cast<Logits>(words[1]));
-            break;
-        case Command::Step: {
-            const std::vector<StageRows> schedule = channel.receive_values<StageRows>(previous, Tag::Schedule);
-            const std::vector<float> hidden = channel.receive_values<float>(previous, Tag::Hidden);
-            const StepResult step = batch.step(schedule, hidden);
-            channel.check();
-            if (last) {
-                std::vector<float> logits;
-                for (const SequenceOutput& out : step.ran) {
-                    logits.insert(logits.end(), out.logits.begin(), out.logits.end());
+            case Command::Feed:
+                if (words.size() < 3) {
+                    throw Error("rank 0 sent a feed without ids");
                 }
-                channel.send_values<float>(0, Tag::Logits, logits);
-            } else {
-                channel.send_values<StageRows>(channel.rank() + 1, Tag::Schedule, schedule_of(step));
-                channel.send_values<float>(channel.rank() + 1, Tag::Hidden, step.hidden);
+                batch.feed(sequence, std::span(words).subspan(2), static_cast<Logits>(words[1]));
+                break;
+            case Command::Step: {
+                const std::vector<StageRows> schedule = channel.receive_values<StageRows>(previous, Tag::Schedule);
+                const std::vector<float> hidden = channel.receive_values<float>(previous, Tag::Hidden);
+                const StepResult step = batch.step(schedule, hidden);
+                channel.check();
+                if (last) {
+                    std::vector<float> logits;
+                    for (const SequenceOutput& out : step.ran) {
+                        logits.insert(logits.end(), out.logits.begin(), out.logits.end());
+                    }
+                    channel.send_values<float>(0, Tag::Logits, logits);
+                } else {
+                    channel.send_values<StageRows>(channel.rank() + 1, Tag::Schedule, schedule_of(step));
+                    channel.send_values<float>(channel.rank() + 1, Tag::Hidden, step.hidden);
+                }
+                break;
             }
-            break;
-        }
-        case Command::Reset:
-            batch.remove(sequence);
-            sequence = batch.add();
-            break;
-        case Command::Stop:
-            channel.finish();
-            return;
-        default:
-            throw Error(fmt::format("rank 0 sent an unknown command {}", words[0]));
+            case Command::Reset:
+                batch.remove(sequence);
+                sequence = batch.add();
+                break;
+            case Command::Stop:
+                channel.finish();
+                return;
+            default:
+                throw Error(fmt::format("rank 0 sent an unknown command {}", words[0]));
         }
     }
 }

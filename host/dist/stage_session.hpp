@@ -23,11 +23,14 @@
 
 namespace vkf::dist {
 
-// What moving activations between ranks cost.
+// What moving activations between ranks cost, seen from rank 0.
 struct RankSplitStats {
     std::uint64_t steps = 0;
-    std::uint64_t hidden_bytes = 0;  // fp32 hidden rows rank 0 sent to rank 1
-    double wait_ms = 0.0;            // rank 0's wall time from its stage's step to the logits
+    std::uint64_t messages = 0;        // commands, schedules, hidden rows and logits
+    std::uint64_t transfer_bytes = 0;  // the hidden rows rank 0 sent and the logits it received
+    double transfer_ms = 0.0;          // rank 0's wall time in sends until MPI took the bytes
+    // From stage 0's step to the logits back: the later ranks' layers and every hand-off.
+    double downstream_ms = 0.0;
 };
 
 class RankZeroSession : public SequenceModel {

@@ -25,8 +25,8 @@ void check_stages(std::span<const Model* const> stages) {
         next = m.layers().end;
     }
     if (next != config.n_layer) {
-        throw Error("split: the stages end at layer " + std::to_string(next) + " of " +
-                    std::to_string(config.n_layer) + "; the last stage must hold the last layer and the head");
+        throw Error("split: the stages end at layer " + std::to_string(next) + " of " + std::to_string(config.n_layer) +
+                    "; the last stage must hold the last layer and the head");
     }
 }
 

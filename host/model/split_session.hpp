@@ -18,9 +18,9 @@ namespace vkf {
 
 // What moving activations between stages cost (vkf-bench reports it per token).
 struct SplitStats {
-    std::uint64_t hand_offs = 0;       // hidden rows passed from a stage to the next, per step
-    std::uint64_t hidden_bytes = 0;    // fp32 bytes of them
-    double stage_ms = 0.0;             // wall time of the stages' steps, hand-offs included
+    std::uint64_t hand_offs = 0;     // hidden rows passed from a stage to the next, per step
+    std::uint64_t hidden_bytes = 0;  // fp32 bytes of them
+    double stage_ms = 0.0;           // wall time of the stages' steps, hand-offs included
 };
 
 // Throws vkf::Error unless `stages` are of one configuration, their layers contiguous from

@@ -1,0 +1,297 @@
+#include "apps/run/distributed.hpp"
+
+#include "apps/common/model_tokenizer.hpp"
+#include "apps/common/progress_line.hpp"
+#include "apps/common/stop_signals.hpp"
+#include "apps/common/streamed_text.hpp"
+#include "apps/common/text_source.hpp"
+#include "apps/run/report.hpp"
+#include "host/dist/channel.hpp"
+#include "host/dist/handshake.hpp"
+#include "host/dist/stage_session.hpp"
+#include "host/io/npy.hpp"
+#include "host/model/generation.hpp"
+#include "host/model/layer_range.hpp"
+#include "host/util/format.hpp"
+#include "runtime/device_info_json.hpp"
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkf::run_cli {
+
+namespace {
+
+// What rank 0 decides for every rank once the handshake agrees.
+struct Plan {
+    std::vector<LayerRange> layers;  // per rank
+    std::uint32_t max_tokens = 0;
+    std::uint32_t prompt_tokens = 0;
+    std::uint32_t window = 0;
+};
+
+std::string plan_text(const Plan& p) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    for (const LayerRange& r : p.layers) {
+        layers.push_back({r.begin, r.end});
+    }
+    return json_text({{"layers", layers},
+                      {"max_tokens", p.max_tokens},
+                      {"prompt_tokens", p.prompt_tokens},
+                      {"window", p.window}},
+                     JsonStyle::Compact);
+}
+
+Plan parse_plan(const std::string& text) {
+    try {
+        const auto j = nlohmann::json::parse(text);
+        Plan p{.max_tokens = j.at("max_tokens"), .prompt_tokens = j.at("prompt_tokens"), .window = j.at("window")};
+        for (const auto& r : j.at("layers")) {
+            p.layers.push_back({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
+        }
+        return p;
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(std::string("rank 0's plan is not one: ") + e.what());
+    }
+}
+
+// The options every stage must share: they shape each stage's work and its memory.
+std::string shared_options(const Options& o) {
+    return fmt::format("weights {}, kv {}, chunk {}, ctx {}, window {}, int8 activations {}, unfused {}",
+                       o.weights ? to_string(*o.weights) : std::string("as stored"), to_string(o.kv), o.chunk, o.ctx,
+                       o.window ? std::to_string(*o.window) : std::string("the model's"), o.int8_activations,
+                       o.unfused);
+}
+
+// --split's layer counts: given, or "auto": the layers evenly, the first ranks one more where
+// they do not divide (ranks are usually alike; unlike ones get counts).
+std::vector<std::uint32_t> layer_counts(const Options& o, std::uint32_t n_layer, std::uint32_t ranks) {
+    if (std::vector<std::uint32_t> counts = split_counts(o); !counts.empty()) {
+        if (counts.size() != ranks) {
+            throw Error(fmt::format("--split {} gives {} layer counts for {} MPI ranks", *o.split, counts.size(), ranks));
+        }
+        return counts;
+    }
+    if (n_layer < ranks) {
+        throw Error(fmt::format("the model's {} layers cannot be split over {} MPI ranks (each runs at least one)",
+                                n_layer, ranks));
+    }
+    std::vector<std::uint32_t> counts;
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+        counts.push_back(n_layer / ranks + (r < n_layer % ranks ? 1 : 0));
+    }
+    return counts;
+}
+
+std::vector<std::string> layers_text(const Plan& p) {
+    std::vector<std::string> parts;
+    for (const LayerRange& r : p.layers) {
+        parts.push_back(fmt::format("{}..{}", r.begin, r.end - 1));
+    }
+    return parts;
+}
+
+SessionOptions session_options(const Options& o, const Plan& plan) {
+    return SessionOptions{.max_tokens = plan.max_tokens,
+                          .chunk = o.chunk,
+                          .fuse_qkv = !o.unfused,
+                          .fuse_layernorm = !o.unfused,
+                          .reuse_steps = !o.unfused,
+                          .kv_dtype = o.kv,
+                          .int8_activations = o.int8_activations,
+                          .window = plan.window};
+}
+
+std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Options& o, const Plan& plan) {
+    const LayerRange range = plan.layers.at(static_cast<std::size_t>(channel.rank()));
+    ModelOptions options{.weights = o.weights,
+                         .check_finite_weights = !o.skip_weight_check,
+                         .session = {.max_tokens = plan.max_tokens,
+                                     .chunk = o.chunk,
+                                     .kv_dtype = o.kv,
+                                     .window = o.window.value_or(0)},
+                         .layers = range};
+    // Between uploads: a peer's failure ends the load early.
+    options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };
+    auto model = std::make_unique<Model>(ctx, o.model, options);
+    if (!o.quiet) {
+        fmt::print(stderr, "vkf-run: rank {} of {}: {} ({} of weights) on {}\n", channel.rank(), channel.size(),
+                   describe(range, model->config()), size_text(model->weights().bytes), ctx.device_info().name);
+    }
+    return model;
+}
+
+int drive(Context& ctx, dist::Channel& channel, const Options& o) {
+    std::optional<text::Tokenizer> tokenizer;
+    std::vector<std::uint32_t> prompt = o.prompt;
+    if (o.prompt_text) {
+        tokenizer = app::load_model_tokenizer(o.model, o.tokenizer);
+        app::check_utf8(*o.prompt_text, "--prompt");
+        prompt = tokenizer->encode(*o.prompt_text);
+        if (prompt.empty()) {
+            throw Error("--prompt: the text encodes to no tokens");
+        }
+    }
+    const ModelConfig config = read_model_config(o.model);
+    const std::uint64_t wanted = std::uint64_t{prompt.size()} + o.n_predict - 1;
+    const std::uint64_t positions = std::min<std::uint64_t>(o.ctx, wanted);
+    if (positions > ModelLimits::max_seq_len) {
+        throw app::UsageError(
+            fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions, ModelLimits::max_seq_len));
+    }
+    Plan plan{.max_tokens = static_cast<std::uint32_t>(positions),
+              .prompt_tokens = static_cast<std::uint32_t>(prompt.size()),
+              .window = app::run_window(o.window, config)};
+    if (plan.window == 0 && prompt.size() > plan.max_tokens) {
+        throw app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {})",
+                                          prompt.size(), plan.max_tokens, o.ctx));
+    }
+    const auto ranks = static_cast<std::uint32_t>(channel.size());
+    plan = parse_plan(dist::handshake(
+        channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)), [&](std::span<const dist::Fingerprint>) {
+            const std::vector<std::uint32_t> counts = layer_counts(o, config.n_layer, ranks);
+            plan.layers = split_layers(config, counts);
+            return plan_text(plan);
+        }));
+
+    const auto load_start = std::chrono::steady_clock::now();
+    const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    dist::RankZeroSession session(channel, *model, session_options(o, plan));
+    const PreparationStats prepared = session.prepare(plan.prompt_tokens);
+
+    const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
+    GenerationOptions gen{.n_predict = o.n_predict,
+                          .sampling = o.sampling,
+                          .keep_logits = !o.logits_out.empty(),
+                          .stop_ids = stop_ids,
+                          .on_prefill = app::prefill_progress(!o.quiet)};
+    std::optional<app::StreamedText> streamed;
+    if (o.prompt_text) {
+        streamed.emplace(*tokenizer, o.stops, o.json ? nullptr : stdout);
+        if (!o.json) {
+            fmt::print("{}", *o.prompt_text);
+            std::fflush(stdout);
+        }
+        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
+            return streamed->push(id) && app::stop_signal() == 0;
+        };
+    } else {
+        auto line = std::make_shared<app::ProgressLine>(!o.quiet);
+        gen.on_token = [line, n = o.n_predict](std::uint32_t i, std::uint32_t) {
+            line->update(static_cast<double>(i + 1) / n, fmt::format("generating: {} of {} tokens", i + 1, n));
+            return app::stop_signal() == 0;
+        };
+    }
+    const GenerationResult result = generate(session, prompt, gen);
+    // A signal is this rank's failure (the channel throws it), never a partial result.
+    channel.check();
+    session.stop();
+    if (streamed) {
+        streamed->finish();
+        if (!o.json) {
+            fmt::print("\n\n");
+        }
+    }
+    if (!o.logits_out.empty()) {
+        // Written under a temporary name and renamed (host/util/files.hpp): never partial.
+        const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
+        write_npy_f32(o.logits_out, shape, result.logits);
+    }
+    const dist::RankSplitStats& split = session.split_stats();
+    const double steps = static_cast<double>(std::max<std::uint64_t>(split.steps, 1));
+    if (o.json) {
+        nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+        for (const LayerRange& r : plan.layers) {
+            layers.push_back({r.begin, r.end});
+        }
+        const nlohmann::ordered_json split_json = {{"stages", channel.size()},
+                                                   {"ranks", channel.size()},
+                                                   {"layers", layers},
+                                                   {"steps", split.steps},
+                                                   {"messages", split.messages},
+                                                   {"transfer_bytes", split.transfer_bytes},
+                                                   {"transfer_ms", split.transfer_ms},
+                                                   {"downstream_ms", split.downstream_ms}};
+        nlohmann::ordered_json json = {
+            {"device", ctx.device_info()},
+            {"model", model_json(o, *model, load_seconds)},
+            {"sampling", sampling_json(o.sampling)},
+            {"prepare", prepare_json(prepared)},
+            {"prompt_ids", prompt},
+            {"generated_ids", result.tokens},
+            {"stop_reason", stop_reason_name(result.stop)},
+            {"prefill_seconds", result.prefill_time.count()},
+            {"decode_seconds", result.decode_time.count()},
+            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
+            {"decode_tokens_per_second", result.decode_tokens_per_second()},
+            {"kv", to_string(o.kv)},
+            {"window", plan.window},
+            {"ctx", plan.max_tokens},
+            {"split", split_json},
+        };
+        if (streamed) {
+            json["prompt"] = *o.prompt_text;
+            json["text"] = streamed->text();
+        }
+        fmt::print("{}\n", json_text(json));
+        return app::kExitOk;
+    }
+    if (!streamed) {
+        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
+    }
+    if (result.stop != StopReason::Length) {
+        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
+    }
+    fmt::print("ranks:   {}, layers {}\n", channel.size(), fmt::join(layers_text(plan), " | "));
+    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
+               result.prefill_tokens_per_second());
+    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
+               result.decode_time.count(), result.decode_tokens_per_second());
+    fmt::print("split:   {} steps; per step {:.3f} ms sending, {:.3f} ms until the logits came back\n", split.steps,
+               split.transfer_ms / steps, split.downstream_ms / steps);
+    return app::kExitOk;
+}
+
+int serve(Context& ctx, dist::Channel& channel, const Options& o) {
+    const Plan plan = parse_plan(dist::handshake(channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)), {}));
+    const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
+    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens);
+    return app::kExitOk;
+}
+
+}  // namespace
+
+bool mpi_built() {
+    return true;
+}
+
+int run_distributed(const Options& o) {
+    dist::MpiEnvironment env;
+    dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000)),
+                                .signal = [] { return app::stop_signal(); }});
+    const int rank = env.rank();
+    try {
+        Context ctx(o.device.context_options());
+        return rank == 0 ? drive(ctx, channel, o) : serve(ctx, channel, o);
+    } catch (const dist::RankFailure& e) {
+        throw Error(fmt::format("rank {} of {}: {}", rank, env.size(), e.what()));
+    } catch (const app::UsageError& e) {
+        channel.fail_self(e.what());
+        throw;
+    } catch (const std::exception& e) {
+        // This rank's own error: every other rank hears it and names this rank.
+        channel.fail_self(e.what());
+        throw Error(fmt::format("rank {} of {}: {}", rank, env.size(), e.what()));
+    }
+}
+
+}  // namespace vkf::run_cli
