@@ -9,6 +9,8 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
   libgtest-dev python3 python3-numpy
+  # The layer split over MPI ranks (host/dist, docs/DISTRIBUTED.md): Debian's OpenMPI.
+  libopenmpi-dev openmpi-bin
   abigail-tools
   # The Java binding (bindings/java, tests/java): the JNI headers, javac and the JVM its test
   # runs on (about 116 MB downloaded, 265 MB installed: OpenJDK 17's JDK and JRE, headless).

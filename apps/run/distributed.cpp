@@ -21,9 +21,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vkf::run_cli {
@@ -43,11 +47,9 @@ std::string plan_text(const Plan& p) {
     for (const LayerRange& r : p.layers) {
         layers.push_back({r.begin, r.end});
     }
-    return json_text({{"layers", layers},
-                      {"max_tokens", p.max_tokens},
-                      {"prompt_tokens", p.prompt_tokens},
-                      {"window", p.window}},
-                     JsonStyle::Compact);
+    return json_text(
+        {{"layers", layers}, {"max_tokens", p.max_tokens}, {"prompt_tokens", p.prompt_tokens}, {"window", p.window}},
+        JsonStyle::Compact);
 }
 
 Plan parse_plan(const std::string& text) {
@@ -76,7 +78,8 @@ std::string shared_options(const Options& o) {
 std::vector<std::uint32_t> layer_counts(const Options& o, std::uint32_t n_layer, std::uint32_t ranks) {
     if (std::vector<std::uint32_t> counts = split_counts(o); !counts.empty()) {
         if (counts.size() != ranks) {
-            throw Error(fmt::format("--split {} gives {} layer counts for {} MPI ranks", *o.split, counts.size(), ranks));
+            throw Error(
+                fmt::format("--split {} gives {} layer counts for {} MPI ranks", *o.split, counts.size(), ranks));
         }
         return counts;
     }
@@ -112,13 +115,11 @@ SessionOptions session_options(const Options& o, const Plan& plan) {
 
 std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Options& o, const Plan& plan) {
     const LayerRange range = plan.layers.at(static_cast<std::size_t>(channel.rank()));
-    ModelOptions options{.weights = o.weights,
-                         .check_finite_weights = !o.skip_weight_check,
-                         .session = {.max_tokens = plan.max_tokens,
-                                     .chunk = o.chunk,
-                                     .kv_dtype = o.kv,
-                                     .window = o.window.value_or(0)},
-                         .layers = range};
+    ModelOptions options{
+        .weights = o.weights,
+        .check_finite_weights = !o.skip_weight_check,
+        .session = {.max_tokens = plan.max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)},
+        .layers = range};
     // Between uploads: a peer's failure ends the load early.
     options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };
     auto model = std::make_unique<Model>(ctx, o.model, options);
@@ -144,8 +145,8 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     const std::uint64_t wanted = std::uint64_t{prompt.size()} + o.n_predict - 1;
     const std::uint64_t positions = std::min<std::uint64_t>(o.ctx, wanted);
     if (positions > ModelLimits::max_seq_len) {
-        throw app::UsageError(
-            fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions, ModelLimits::max_seq_len));
+        throw app::UsageError(fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions,
+                                          ModelLimits::max_seq_len));
     }
     Plan plan{.max_tokens = static_cast<std::uint32_t>(positions),
               .prompt_tokens = static_cast<std::uint32_t>(prompt.size()),
@@ -155,12 +156,13 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
                                           prompt.size(), plan.max_tokens, o.ctx));
     }
     const auto ranks = static_cast<std::uint32_t>(channel.size());
-    plan = parse_plan(dist::handshake(
-        channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)), [&](std::span<const dist::Fingerprint>) {
-            const std::vector<std::uint32_t> counts = layer_counts(o, config.n_layer, ranks);
-            plan.layers = split_layers(config, counts);
-            return plan_text(plan);
-        }));
+    plan = parse_plan(dist::handshake(channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)),
+                                      [&](std::span<const dist::Fingerprint>) {
+                                          const std::vector<std::uint32_t> counts =
+                                              layer_counts(o, config.n_layer, ranks);
+                                          plan.layers = split_layers(config, counts);
+                                          return plan_text(plan);
+                                      }));
 
     const auto load_start = std::chrono::steady_clock::now();
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
@@ -261,10 +263,30 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     return app::kExitOk;
 }
 
+// VKF_TEST_RANK_FAULT=RANK:STEP:stop|kill: that rank stops itself (SIGSTOP) or dies
+// (SIGKILL, as by kill -9) before its step STEP, for tests/dist/dist_run_test.py: a fault
+// in the middle of generation, at a step the test chooses.
+std::function<void(std::uint64_t)> test_fault(int rank) {
+    const char* spec = std::getenv("VKF_TEST_RANK_FAULT");
+    int fault_rank = -1;
+    unsigned long long step = 0;
+    char action[8] = {};
+    if (spec == nullptr || std::sscanf(spec, "%d:%llu:%7s", &fault_rank, &step, action) != 3 || fault_rank != rank) {
+        return {};
+    }
+    const int signal = std::string_view(action) == "kill" ? SIGKILL : SIGSTOP;
+    return [step, signal](std::uint64_t now) {
+        if (now == step) {
+            std::raise(signal);
+        }
+    };
+}
+
 int serve(Context& ctx, dist::Channel& channel, const Options& o) {
-    const Plan plan = parse_plan(dist::handshake(channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)), {}));
+    const Plan plan = parse_plan(
+        dist::handshake(channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)), {}));
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
-    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens);
+    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens, test_fault(channel.rank()));
     return app::kExitOk;
 }
 

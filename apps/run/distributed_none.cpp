@@ -10,8 +10,9 @@ bool mpi_built() {
 }
 
 int run_distributed(const Options&) {
-    throw Error("MPI support was not built: this vkf-run cannot split a model over MPI ranks (install "
-                "libopenmpi-dev and openmpi-bin, then configure and build again; docs/DISTRIBUTED.md)");
+    throw Error(
+        "MPI support was not built: this vkf-run cannot split a model over MPI ranks (install "
+        "libopenmpi-dev and openmpi-bin, then configure and build again; docs/DISTRIBUTED.md)");
 }
 
 }  // namespace vkf::run_cli

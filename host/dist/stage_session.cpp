@@ -107,7 +107,8 @@ std::vector<float> RankZeroSession::forward(std::span<const std::uint32_t> ids, 
     return logits;
 }
 
-void serve_stage(Channel& channel, const Model& stage, SessionOptions options, std::uint32_t prompt_tokens) {
+void serve_stage(Channel& channel, const Model& stage, SessionOptions options, std::uint32_t prompt_tokens,
+                 const std::function<void(std::uint64_t)>& before_step) {
     if (stage.first_stage()) {
         throw Error("a serving rank of a layer split holds later layers, not the first");
     }
@@ -116,6 +117,7 @@ void serve_stage(Channel& channel, const Model& stage, SessionOptions options, s
     batch.prepare(batch.sequence_shapes(prompt_tokens));
     const int previous = channel.rank() - 1;
     const bool last = stage.last_stage();
+    std::uint64_t steps = 0;
     for (;;) {
         const std::vector<std::uint32_t> words = channel.receive_values<std::uint32_t>(0, Tag::Command);
         if (words.empty()) {
@@ -129,6 +131,10 @@ void serve_stage(Channel& channel, const Model& stage, SessionOptions options, s
                 batch.feed(sequence, std::span(words).subspan(2), static_cast<Logits>(words[1]));
                 break;
             case Command::Step: {
+                if (before_step) {
+                    before_step(steps);
+                }
+                ++steps;
                 const std::vector<StageRows> schedule = channel.receive_values<StageRows>(previous, Tag::Schedule);
                 const std::vector<float> hidden = channel.receive_values<float>(previous, Tag::Hidden);
                 const StepResult step = batch.step(schedule, hidden);

@@ -19,6 +19,7 @@
 #include "host/model/session.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace vkf::dist {
@@ -66,7 +67,9 @@ private:
 };
 
 // Rank r > 0: mirrors rank 0's session on this rank's stage until rank 0 stops it.
-// `prompt_tokens`: the prompt's length, whose steps' pipelines are made first.
-void serve_stage(Channel& channel, const Model& stage, SessionOptions options, std::uint32_t prompt_tokens);
+// `prompt_tokens`: the prompt's length, whose steps' pipelines are made first. `before_step`,
+// when given, is called with the step's number (from 0) before each step (tests' faults).
+void serve_stage(Channel& channel, const Model& stage, SessionOptions options, std::uint32_t prompt_tokens,
+                 const std::function<void(std::uint64_t)>& before_step = {});
 
 }  // namespace vkf::dist

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""vkf-run split by layers over MPI ranks (issue 31, docs/DISTRIBUTED.md), on lavapipe:
+mpirun -n 2 and -n 3 give one process's generated ids and logits (kjv-bloom in f16; a 4-layer
+MPT in q4_0 blocks, uneven splits); a rank whose --split or model differs is named by every
+rank before loading; a rank killed (SIGKILL, as kill -9) or stopped (SIGSTOP) in the middle of
+generation ends every rank non-zero within 60 s, the output naming it, and no --logits-out
+file is left.
+
+usage: dist_run_test.py PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint PATH/TO/vkf-quantize MODELS/kjv-bloom [--full]
+Without --full (CI): 2 ranks on kjv-bloom, 3 on the MPT, another --split, a stopped rank.
+--full (label full): 3 ranks on kjv-bloom unevenly, 2 on the MPT unevenly, another model, a
+killed rank.
+(VKF_MPIRUN: mpirun's path; mpirun's ranks inherit the environment: VKF_VALIDATION,
+VK_ICD_FILENAMES.)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+from cli_checks import fail, finish  # noqa: E402
+
+RUN, MAKE, QUANTIZE, KJV = sys.argv[1:5]
+FULL = "--full" in sys.argv[5:]
+MPIRUN = os.environ.get("VKF_MPIRUN", "mpirun")
+PROMPT = ["--prompt-ids", "5,9,11,3,2,77,100,4,8,9,10", "--n-predict", "6", "--quiet", "--ignore-eos"]
+
+
+def run(cmd, env_extra=None, timeout=120):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        fail("%s: still running after %d s: %r" % (" ".join(cmd), timeout, e.stderr))
+        return None, timeout
+    if "validation" in proc.stderr.lower():
+        fail("Vulkan validation spoke during %s:\n%s" % (" ".join(cmd), proc.stderr))
+    return proc, time.monotonic() - start
+
+
+def mpirun(ranks, args, env_extra=None):
+    return run([MPIRUN, "--oversubscribe", "-n", str(ranks), RUN] + args, env_extra)
+
+
+def load_npy(path):
+    import numpy as np
+    return np.load(path)
+
+
+def compare(name, model, ranks, split, tmp, tolerance):
+    """One process against `ranks` ranks: the same ids, logits within `tolerance` (relative)."""
+    one_out, many_out = os.path.join(tmp, "one.npy"), os.path.join(tmp, "many.npy")
+    one, _ = run([RUN, "--model", model, "--json", "--logits-out", one_out] + PROMPT)
+    args = ["--model", model, "--json", "--logits-out", many_out] + PROMPT + (["--split", split] if split else [])
+    many, seconds = mpirun(ranks, args)
+    what = "%s on %d ranks (--split %s)" % (name, ranks, split or "auto")
+    if one is None or many is None:
+        return
+    if one.returncode != 0 or many.returncode != 0:
+        fail("%s: exit %d / %d: %s %s" % (what, one.returncode, many.returncode, one.stderr, many.stderr))
+        return
+    a, b = json.loads(one.stdout), json.loads(many.stdout)
+    if a["generated_ids"] != b["generated_ids"]:
+        fail("%s: ids %s, one process %s" % (what, b["generated_ids"], a["generated_ids"]))
+    if b["split"]["ranks"] != ranks or len(b["split"]["layers"]) != ranks:
+        fail("%s: the JSON's split says %s" % (what, b["split"]))
+    la, lb = load_npy(one_out), load_npy(many_out)
+    rel = float(abs(la - lb).max() / abs(la).max()) if la.shape == lb.shape else float("inf")
+    print("%s: ids %s, logits max rel diff %.3g, layers %s, %.1f s" % (what, b["generated_ids"], rel,
+                                                                    b["split"]["layers"], seconds))
+    if not rel <= tolerance:
+        fail("%s: logits differ from one process's by %.3g (tolerance %g)" % (what, rel, tolerance))
+    for path in (one_out, many_out):
+        os.remove(path)
+
+
+def expect_fault(what, ranks, args, env_extra, failed, survivors, needle, tmp):
+    out_path = os.path.join(tmp, "fault.npy")
+    proc, seconds = mpirun(ranks, args + ["--logits-out", out_path], env_extra)
+    if proc is None:
+        return
+    out = proc.stdout + proc.stderr
+    print("%s: exit %d after %.1f s" % (what, proc.returncode, seconds))
+    if proc.returncode == 0 or seconds > 60:
+        fail("%s: exit %d after %.1f s (non-zero within 60 s expected): %s" % (what, proc.returncode, seconds, out))
+    if "rank %d" % failed not in out:
+        fail("%s: the output does not name rank %d: %s" % (what, failed, out))
+    for r in survivors:
+        lines = [x for x in out.splitlines() if x.startswith("vkf-run: error: rank %d of %d:" % (r, ranks))]
+        if not lines or needle not in lines[0]:
+            fail("%s: rank %d's error should say %r: %s" % (what, r, needle, out))
+    leftovers = [f for f in os.listdir(tmp) if f.startswith("fault")]
+    if leftovers:
+        fail("%s: left %s behind" % (what, leftovers))
+
+
+def main():
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        print("numpy is missing: skipped")
+        return 77
+    with tempfile.TemporaryDirectory() as tmp:
+        mpt, mpt_q4 = os.path.join(tmp, "mpt"), os.path.join(tmp, "mpt-q4_0")
+        made, _ = run([MAKE, "--out", mpt, "--family", "mpt", "--preset", "tiny", "--layers", "4", "--seed", "5"])
+        quantized, _ = run([QUANTIZE, "--model", mpt, "--to", "q4_0", "--out", mpt_q4])
+        if made.returncode != 0 or quantized.returncode != 0:
+            raise SystemExit("the MPT checkpoint: %s %s" % (made.stderr, quantized.stderr))
+
+        # The same kernels over the same chunks: the logits agree to rounding (they are equal
+        # on lavapipe); fp32 hidden rows pass between the ranks.
+        args = ["--model", KJV] + PROMPT[:2] + ["--n-predict", "40", "--quiet", "--ignore-eos", "--rank-timeout", "2"]
+        if not FULL:
+            compare("kjv-bloom f16", KJV, 2, None, tmp, 1e-5)
+            compare("MPT q4_0", mpt_q4, 3, "1,2,1", tmp, 1e-5)
+            # The handshake: one rank's --split differs (mpirun's MPMD form).
+            proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV, "--split", "3,1"] + PROMPT +
+                          [":", "-n", "1", RUN, "--model", KJV, "--split", "2,2"] + PROMPT)
+            needle = "the split differs: rank 0 has '3,1'; rank 1 has '2,2'"
+            for r in (0, 1):
+                if proc is not None and "vkf-run: error: rank %d of 2: the ranks do not agree before loading: %s" % (
+                        r, needle) not in proc.stderr:
+                    fail("another --split on rank 1: rank %d should name it: %s" % (r, proc.stderr))
+            # A fault in the middle of generation (VKF_TEST_RANK_FAULT: before rank R's step S).
+            expect_fault("rank 2 stopped (SIGSTOP) at step 4", 3, args, {"VKF_TEST_RANK_FAULT": "2:4:stop"}, 2, (0, 1),
+                         "rank 2 failed: nothing heard from it", tmp)
+        else:
+            compare("kjv-bloom f16", KJV, 3, "1,1,2", tmp, 1e-5)
+            compare("MPT q4_0", mpt_q4, 2, "3,1", tmp, 1e-5)
+            proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV] + PROMPT +
+                          [":", "-n", "1", RUN, "--model", mpt] + PROMPT)
+            if proc is not None and ("config.json (hash) differs: rank 0 has" not in proc.stderr or
+                                     proc.returncode == 0):
+                fail("another model on rank 1: %s" % proc.stderr)
+            expect_fault("rank 1 killed (SIGKILL) at step 4", 3, args, {"VKF_TEST_RANK_FAULT": "1:4:kill"}, 1, (), "",
+                         tmp)
+    return finish("vkf-run under mpirun: one process's output, the handshake and the faults as expected")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
