@@ -118,7 +118,7 @@ std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Op
     ModelOptions options{
         .weights = o.weights,
         .check_finite_weights = !o.skip_weight_check,
-        .session = {.max_tokens = plan.max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)},
+        .session = {.max_tokens = plan.max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = plan.window},
         .layers = range};
     // Between uploads: a peer's failure ends the load early.
     options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };

@@ -184,8 +184,9 @@ void Channel::service_locked() {
                                      seconds(now - last_heard_[static_cast<std::size_t>(quiet_peer)]));
             }
             // Not told to the peers: mpirun signals each of them too, and a notice would blame this rank.
-            failure_.emplace(rank_, fmt::format("rank {} was ended by {} (mpirun sends SIGTERM to every rank when one "
-                                                "rank dies, naming that rank{})",
+            failure_.emplace(rank_, fmt::format("rank {} was ended by {} (mpirun sends SIGTERM to every rank when the "
+                                                "job is interrupted or when a rank dies, which its message then "
+                                                "names{})",
                                                 rank_, signal_name(signal), silent));
             return;
         }
