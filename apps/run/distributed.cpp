@@ -215,13 +215,16 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         for (const LayerRange& r : plan.layers) {
             layers.push_back({r.begin, r.end});
         }
-        const nlohmann::ordered_json split_json = {{"stages", channel.size()},
+        // The shape `vkf-run --devices` prints too ("mode": "devices"), with the ranks' extras.
+        const nlohmann::ordered_json split_json = {{"mode", "ranks"},
+                                                   {"stages", channel.size()},
                                                    {"ranks", channel.size()},
                                                    {"layers", layers},
                                                    {"steps", split.steps},
                                                    {"messages", split.messages},
                                                    {"transfer_bytes", split.transfer_bytes},
                                                    {"transfer_ms", split.transfer_ms},
+                                                   {"hand_offs", split.steps * (channel.size() - 1)},
                                                    {"downstream_ms", split.downstream_ms}};
         nlohmann::ordered_json json = {
             {"device", ctx.device_info()},
