@@ -70,8 +70,8 @@ int run_split(const Options& o) {
     }
     const std::uint64_t positions = std::min<std::uint64_t>(o.ctx, std::uint64_t{prompt.size()} + o.n_predict - 1);
     if (positions > ModelLimits::max_seq_len) {
-        throw app::UsageError(
-            fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions, ModelLimits::max_seq_len));
+        throw app::UsageError(fmt::format("--ctx {}: vkformer's sessions hold at most {} positions", positions,
+                                          ModelLimits::max_seq_len));
     }
     const auto max_tokens = static_cast<std::uint32_t>(positions);
 
@@ -81,17 +81,15 @@ int run_split(const Options& o) {
         pointers.push_back(ctx.get());
     }
     const auto start = std::chrono::steady_clock::now();
-    ModelOptions options{.weights = o.weights,
-                         .check_finite_weights = !o.skip_weight_check,
-                         .session = {.max_tokens = max_tokens,
-                                     .chunk = o.chunk,
-                                     .kv_dtype = o.kv,
-                                     .window = o.window.value_or(0)}};
+    ModelOptions options{
+        .weights = o.weights,
+        .check_finite_weights = !o.skip_weight_check,
+        .session = {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)}};
     auto line = std::make_shared<app::ProgressLine>(!o.quiet);
     options.progress = [line](const WeightUploadProgress& p) {
         const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
-        line->update(percent / 100.0, fmt::format("loading a stage's weights: {}% of {}", percent,
-                                                  size_text(p.total_bytes)));
+        line->update(percent / 100.0,
+                     fmt::format("loading a stage's weights: {}% of {}", percent, size_text(p.total_bytes)));
     };
     const SplitModel split(pointers, o.model, split_counts(o), options);
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -164,8 +162,7 @@ int run_split(const Options& o) {
         }
         nlohmann::ordered_json json = {
             {"devices", devices},
-            {"model", {{"dir", o.model}, {"weights", to_string(first.weight_format())}, {"weight_bytes", weight_bytes},
-                       {"load_seconds", load_seconds}}},
+            {"model", model_json(o, first, load_seconds)},
             {"stages", stages_json(split, session, contexts)},
             {"sampling", sampling_json(o.sampling)},
             {"prompt_ids", prompt},
@@ -181,6 +178,7 @@ int run_split(const Options& o) {
             {"window", window},
             {"ctx", max_tokens},
         };
+        json["model"]["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
         if (streamed) {
             json["prompt"] = *o.prompt_text;
             json["text"] = streamed->text();
