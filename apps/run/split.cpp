@@ -108,6 +108,7 @@ int run_split(const Options& o) {
                                                         .kv_dtype = o.kv,
                                                         .int8_activations = o.int8_activations,
                                                         .window = window});
+    const PreparationStats prepared = session.prepare(static_cast<std::uint32_t>(prompt.size()));
     std::uint64_t weight_bytes = 0;
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
         const Model& m = *split.stages()[i];
@@ -165,6 +166,7 @@ int run_split(const Options& o) {
             {"model", model_json(o, first, load_seconds)},
             {"stages", stages_json(split, session, contexts)},
             {"sampling", sampling_json(o.sampling)},
+            {"prepare", prepare_json(prepared)},
             {"prompt_ids", prompt},
             {"generated_ids", result.tokens},
             {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
@@ -199,6 +201,7 @@ int run_split(const Options& o) {
     }
     fmt::print("load:    {} of weights over {} stages in {:.3f} s\n", size_text(weight_bytes), contexts.size(),
                load_seconds);
+    fmt::print("{}\n", prepare_line(prepared));
     fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
                result.prefill_tokens_per_second());
     fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,

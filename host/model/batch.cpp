@@ -331,7 +331,12 @@ RecordedStep& Batch::recorded(const StepShape& shape, bool finish) {
     return ref;
 }
 
-PreparationStats Batch::prepare(std::span<const StepShape> shapes) {
+PreparationStats Batch::prepare(std::span<const StepShape> wanted) {
+    // A stage without the head runs the shapes without logit rows.
+    std::vector<StepShape> shapes(wanted.begin(), wanted.end());
+    for (StepShape& shape : shapes) {
+        shape.logit_rows = model_.last_stage() ? shape.logit_rows : 0;
+    }
     PipelinePreparation preparation(ctx_);
     // Every shape's buffers first: growing one would drop the steps recorded before it.
     for (const StepShape& shape : shapes) {
@@ -364,9 +369,9 @@ std::vector<StepShape> Batch::sequence_shapes(std::uint32_t prompt_tokens) const
     for (std::uint32_t done = 0; done < prompt_tokens;) {
         const std::uint32_t rows = std::min(chunk, prompt_tokens - done);
         done += rows;
-        add(rows, done == prompt_tokens && model_.last_stage() ? 1 : 0);
+        add(rows, done == prompt_tokens ? 1 : 0);
     }
-    add(1, model_.last_stage() ? 1 : 0);
+    add(1, 1);
     return shapes;
 }
 

@@ -150,6 +150,7 @@ public:
     // Records the steps of these shapes now, their pipelines made in parallel and run once
     // (runtime/pipeline_preparation.hpp), so that the first step of each shape only runs:
     // time to first token without the driver's compiles. Shapes recorded already cost nothing.
+    // A stage of a layer split without the head records them without logit rows.
     PreparationStats prepare(std::span<const StepShape> shapes);
     // The shapes one sequence's steps take: a prompt of `prompt_tokens` tokens (its last
     // token's logits wanted) alone in the batch, then its decoding steps. On GPUs the prompt's

@@ -91,9 +91,10 @@ std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat forma
     std::uint32_t previous = 0;
     for (std::size_t i = 0; i < stages; ++i) {
         cumulative += capacity[i];
-        const auto bound = i + 1 == stages ? n
-                                           : static_cast<std::uint32_t>(std::llround(
-                                                 static_cast<double>(n) * cumulative / total_capacity));
+        const auto bound =
+            i + 1 == stages
+                ? n
+                : static_cast<std::uint32_t>(std::llround(static_cast<double>(n) * cumulative / total_capacity));
         counts[i] = bound - std::min(bound, previous);
         previous = std::max(bound, previous);
     }

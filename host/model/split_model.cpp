@@ -14,8 +14,8 @@ std::vector<LayerRange> plan_split(std::span<Context* const> contexts, const std
         throw Error("split: no devices");
     }
     if (!counts.empty() && counts.size() != contexts.size()) {
-        throw Error("split: " + std::to_string(counts.size()) + " layer counts for " +
-                    std::to_string(contexts.size()) + " devices; give one per device");
+        throw Error("split: " + std::to_string(counts.size()) + " layer counts for " + std::to_string(contexts.size()) +
+                    " devices; give one per device");
     }
     const ShardedCheckpoint checkpoint = open_checkpoint(dir);
     const ModelConfig config = resolve_with_checkpoint(read_model_config(dir), checkpoint);

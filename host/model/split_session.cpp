@@ -2,6 +2,7 @@
 
 #include "runtime/error.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -25,8 +26,8 @@ void check_stages(std::span<const Model* const> stages) {
         next = m.layers().end;
     }
     if (next != config.n_layer) {
-        throw Error("split: the stages end at layer " + std::to_string(next) + " of " +
-                    std::to_string(config.n_layer) + "; the last stage must hold the last layer and the head");
+        throw Error("split: the stages end at layer " + std::to_string(next) + " of " + std::to_string(config.n_layer) +
+                    "; the last stage must hold the last layer and the head");
     }
 }
 
@@ -37,6 +38,25 @@ SplitSession::SplitSession(std::span<const Model* const> stages, SessionOptions 
         batches_.push_back(std::make_unique<Batch>(*model, batch));
     }
     reset();
+}
+
+PreparationStats SplitSession::prepare(std::uint32_t prompt_tokens) {
+    // Later stages run the first stage's rows: its shapes (a Batch drops the logit rows of a
+    // stage without the head).
+    const std::vector<StepShape> shapes = batches_.front()->sequence_shapes(prompt_tokens);
+    PreparationStats total{.hits_reported = true};
+    for (auto& batch : batches_) {
+        const PreparationStats s = batch->prepare(shapes);
+        total.pipelines += s.pipelines;
+        total.created += s.created;
+        total.cache_hits += s.cache_hits;
+        total.hits_reported = total.hits_reported && s.hits_reported;
+        total.threads = std::max(total.threads, s.threads);
+        total.create_seconds += s.create_seconds;
+        total.warm_seconds += s.warm_seconds;
+        total.seconds += s.seconds;
+    }
+    return total;
 }
 
 std::uint32_t SplitSession::position() const {

@@ -70,14 +70,18 @@ ModelConfig small_baichuan() {
                        .tie_word_embeddings = false};
 }
 
-// The suite's context and two more on the same device: three "devices".
+// The suite's context and two more on the same device: three "devices", the second moving
+// data through a staging buffer (ContextOptions::force_staging) as a discrete GPU does.
 class ModelSplit : public VulkanTest {
 public:
     static void SetUpTestSuite() {
         VulkanTest::SetUpTestSuite();
         extra_sink_ = std::make_unique<MessageSink>();
         for (auto& ctx : extra_) {
-            ctx = std::make_unique<Context>(test_options(*extra_sink_));
+            ContextOptions options = test_options(*extra_sink_);
+            // The second stage's hidden rows go through the staging buffer, as on a discrete GPU.
+            options.force_staging = &ctx == &extra_.front();
+            ctx = std::make_unique<Context>(options);
         }
     }
     static void TearDownTestSuite() {
@@ -266,6 +270,13 @@ TEST_F(ModelSplit, ASplitSessionGeneratesWhatOneDeviceDoes) {
     SplitSession stages(split.stages(), options);
     const std::vector<std::uint32_t> prompt = random_token_ids(11, config.vocab_size, 4);
     const GenerationOptions gen{.n_predict = 6, .keep_logits = true};
+    // Prepared: every stage's steps are recorded before the prompt runs, none after.
+    EXPECT_GT(stages.prepare(11).pipelines, 0u);
+    std::vector<std::uint64_t> recorded;
+    for (std::size_t i = 0; i < stages.stage_count(); ++i) {
+        recorded.push_back(stages.stage(i).stats().recordings);
+        EXPECT_EQ(recorded.back(), 3u) << "stage " << i << ": chunks of 4 and 3 rows, decode steps of 1";
+    }
     for (int round = 0; round < 2; ++round) {  // again after reset(): a fresh sequence on every stage
         const GenerationResult one = generate(session, prompt, gen);
         const GenerationResult three = generate(stages, prompt, gen);
@@ -273,12 +284,16 @@ TEST_F(ModelSplit, ASplitSessionGeneratesWhatOneDeviceDoes) {
         EXPECT_EQ(three.chunk_ends, one.chunk_ends);
         EXPECT_EQ(three.chunk_ends, (std::vector<std::uint32_t>{4, 8, 11, 12, 13, 14, 15, 16}));
         ASSERT_EQ(three.logits.size(), one.logits.size());
-        const ErrorStats e = compare_to_reference(three.logits, std::vector<double>(one.logits.begin(), one.logits.end()));
+        const ErrorStats e =
+            compare_to_reference(three.logits, std::vector<double>(one.logits.begin(), one.logits.end()));
         EXPECT_LE(e.max_rel, kSplitTolerance) << describe(e);
         EXPECT_EQ(stages.position(), session.position());
         session.reset();
         stages.reset();
         EXPECT_EQ(stages.position(), 0u);
+    }
+    for (std::size_t i = 0; i < stages.stage_count(); ++i) {
+        EXPECT_EQ(stages.stage(i).stats().recordings, recorded[i]) << "stage " << i << " recorded a step anew";
     }
     // 3 stages: two hand-offs per step; 3 prompt chunks and 5 decode steps a round.
     EXPECT_EQ(stages.split_stats().hand_offs, 2u * 2 * 8);
@@ -325,8 +340,9 @@ TEST_F(ModelSplit, BadSplitsAndStageCallsAreRefused) {
     const StageRows rows[] = {{id, 3}};
     EXPECT_NE(error_message([&] { second.step(); }).find("step(schedule, hidden)"), std::string::npos);
     EXPECT_THROW(first.step(rows, hidden), Error);
-    EXPECT_NE(error_message([&] { second.step(rows, std::span(hidden).first(hidden.size() - 1)); })
-                  .find("767 hidden values for 3 rows"),
+    EXPECT_NE(error_message([&] {
+                  second.step(rows, std::span(hidden).first(hidden.size() - 1));
+              }).find("767 hidden values for 3 rows"),
               std::string::npos);
     const StageRows too_many[] = {{id, 4}}, unknown[] = {{id + 1, 3}}, twice[] = {{id, 1}, {id, 2}};
     EXPECT_THROW(second.step(too_many, std::vector<float>(4ull * config.hidden)), Error);
