@@ -420,7 +420,10 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
         ctx_.upload(logits_, std::span<const float>(nan));
     }
     if (!model_.first_stage()) {
+        const auto start = std::chrono::steady_clock::now();
         ctx_.upload(hidden_, hidden_in);
+        stats_.hand_off_ms +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     CommandList& list = *step.list;
     ctx_.submit(list);
@@ -451,8 +454,11 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
         ctx_.download(logits_, std::span<float>(logits));
     }
     if (!model_.last_stage()) {
+        const auto start = std::chrono::steady_clock::now();
         result.hidden.resize(std::size_t{shape.tokens} * c.hidden);
         ctx_.download(hidden_, std::span<float>(result.hidden));
+        stats_.hand_off_ms +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     std::size_t logit_row = 0;
     for (const Scheduled& s : scheduled) {

@@ -83,6 +83,9 @@ struct SessionStats {
     double gpu_ms = 0.0;             // GPU time of the submissions (timestamps), 0 without
     double wall_ms = 0.0;            // host wall time of the steps, submission waits included
     std::uint64_t block_copies = 0;  // KV blocks copied on write
+    // A stage of a layer split: wall time of its hidden rows' upload before each step and
+    // download after it (the hand-off between stages, host side).
+    double hand_off_ms = 0.0;
 };
 
 // Which fed tokens' logits a step returns.

@@ -118,12 +118,16 @@ std::vector<float> SplitSession::forward(std::span<const std::uint32_t> ids, Log
                 schedule.push_back(StageRows{.id = out.id, .rows = out.tokens});
             }
             ++split_stats_.hand_offs;
-            split_stats_.hidden_bytes += step.hidden.size() * sizeof(float);
+            split_stats_.transfer_bytes += step.hidden.size() * sizeof(float);
             StepResult next = batches_[s]->step(schedule, step.hidden);
             step = std::move(next);
         }
         split_stats_.stage_ms +=
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        split_stats_.transfer_ms = 0.0;
+        for (const auto& batch : batches_) {
+            split_stats_.transfer_ms += batch->stats().hand_off_ms;
+        }
         const std::vector<float>& rows = step.ran.front().logits;
         logits.insert(logits.end(), rows.begin(), rows.end());
         if (on_chunk) {

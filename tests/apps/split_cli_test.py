@@ -30,16 +30,26 @@ if one is not None:
         if got["generated_ids"] != one["generated_ids"] or got["text"] != one["text"]:
             fail("--split %s: %s %r, one device %s %r" % (split, got["generated_ids"], got["text"],
                                                          one["generated_ids"], one["text"]))
-        if [s["layers"] for s in got["stages"]] != layers:
-            fail("--split %s: stages hold %r, expected %r" % (split, [s["layers"] for s in got["stages"]], layers))
+        split_object = got.get("split", {})
+        per_stage = split_object.get("per_stage", [])
+        if split_object.get("mode") != "devices" or split_object.get("stages") != len(layers) or \
+                split_object.get("layers") != layers or [s["layers"] for s in per_stage] != layers:
+            fail("--split %s: split object %r, expected %d stages holding %r" % (split, split_object, len(layers),
+                                                                                 layers))
+            continue
         error = got.get("check", {}).get("max_rel_logit_error")
         if error is None or not error < 1e-3:
             fail("--split %s: --check error %r" % (split, error))
-        # Every stage but the last hands its rows on: (stages - 1) per step.
+        # Every stage but the last hands its rows on: (stages - 1) per step, every token's row once.
         steps = len(got["generated_ids"]) - 1 + (len(one["prompt_ids"]) + 3) // 4
-        if got["hand_offs"] != (len(layers) - 1) * steps:
-            fail("--split %s: %r hand-offs, expected %d" % (split, got["hand_offs"], (len(layers) - 1) * steps))
-        weights = sum(s["weight_bytes"] for s in got["stages"])
+        rows = len(one["prompt_ids"]) + len(got["generated_ids"]) - 1
+        if split_object["hand_offs"] != (len(layers) - 1) * steps or \
+                split_object["transfer_bytes"] != (len(layers) - 1) * rows * one["model"]["hidden"] * 4 or \
+                not 0 < split_object["transfer_ms"] < 1000 * (got["prefill_seconds"] + got["decode_seconds"]):
+            fail("--split %s: %r hand-offs, %r bytes in %r ms; expected %d and %d" %
+                 (split, split_object["hand_offs"], split_object["transfer_bytes"], split_object["transfer_ms"],
+                  (len(layers) - 1) * steps, (len(layers) - 1) * rows * one["model"]["hidden"] * 4))
+        weights = sum(s["weight_bytes"] for s in per_stage)
         if weights != got["model"]["weight_bytes"] or not weights > one["model"]["weight_bytes"]:
             fail("--split %s: stage weights %d, total %r, one device %r" %
                  (split, weights, got["model"]["weight_bytes"], one["model"]["weight_bytes"]))

@@ -297,7 +297,9 @@ TEST_F(ModelSplit, ASplitSessionGeneratesWhatOneDeviceDoes) {
     }
     // 3 stages: two hand-offs per step; 3 prompt chunks and 5 decode steps a round.
     EXPECT_EQ(stages.split_stats().hand_offs, 2u * 2 * 8);
-    EXPECT_EQ(stages.split_stats().hidden_bytes, 2u * 2 * 16 * config.hidden * 4);
+    EXPECT_EQ(stages.split_stats().transfer_bytes, 2u * 2 * 16 * config.hidden * 4);
+    EXPECT_GT(stages.split_stats().transfer_ms, 0.0);
+    EXPECT_LT(stages.split_stats().transfer_ms, stages.split_stats().stage_ms);
 }
 
 TEST_F(ModelSplit, BadSplitsAndStageCallsAreRefused) {
