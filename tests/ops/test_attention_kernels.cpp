@@ -23,8 +23,7 @@ void run_head_dim_cases(Context& ctx, std::uint32_t d, const Storage& causal, co
                         const Storage& unbiased, std::uint64_t& seed) {
     run_case(ctx, in(causal, Case{2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, causal.dtype}), seed++);
     run_case(ctx, in(bidir, Case{1, 70, 33, 4, 1, d, MaskMode::None, AlibiMode::Symmetric, bidir.dtype}), seed++);
-    run_case(ctx,
-             in(unbiased, Case{3, 5, 129, 3, 3, d, MaskMode::Causal, AlibiMode::Off, unbiased.dtype, true, true}),
+    run_case(ctx, in(unbiased, Case{3, 5, 129, 3, 3, d, MaskMode::Causal, AlibiMode::Off, unbiased.dtype, true, true}),
              seed++);
 }
 
