@@ -169,8 +169,13 @@ std::map<SequenceId, Sequence> run_batches(std::span<Batch* const> stages, std::
     return sequences;
 }
 
-BatchOptions batch_options() {
-    return BatchOptions{.max_tokens = 64, .chunk = 5, .kv_dtype = DType::F32, .poison = true};
+BatchOptions batch_options(bool fused = true) {
+    return BatchOptions{.max_tokens = 64,
+                        .chunk = 5,
+                        .fuse_qkv = fused,
+                        .fuse_layernorm = fused,
+                        .kv_dtype = DType::F32,
+                        .poison = true};
 }
 
 struct Case {
@@ -178,6 +183,7 @@ struct Case {
     ModelConfig config;
     WeightFormat format;
     std::vector<std::vector<std::uint32_t>> splits;  // layers per stage
+    bool fused = true;  // false: the portable path, LayerNorms and the QKV repack and append separate
 };
 
 void check_case(const Case& c, std::span<Context* const> contexts) {
@@ -186,7 +192,7 @@ void check_case(const Case& c, std::span<Context* const> contexts) {
     write_random_checkpoint(dir.path(), c.config, 7, DType::F32, 1);
     const ModelOptions options{.weights = c.format};
     const Model whole(*contexts.front(), dir.path(), options);
-    Batch one(whole, batch_options());
+    Batch one(whole, batch_options(c.fused));
     Batch* const one_stage[] = {&one};
     const std::map<SequenceId, Sequence> expected = run_batches(one_stage, c.config.vocab_size);
 
@@ -201,7 +207,7 @@ void check_case(const Case& c, std::span<Context* const> contexts) {
         for (const Model* stage : split.stages()) {
             EXPECT_EQ(stage->weights().bytes, weight_bytes(c.config, c.format, stage->layers()));
             stage_bytes += stage->weights().bytes;
-            batches.push_back(std::make_unique<Batch>(*stage, batch_options()));
+            batches.push_back(std::make_unique<Batch>(*stage, batch_options(c.fused)));
             stages.push_back(batches.back().get());
         }
         // Only the tied embedding is held twice (first stage: embedding; last: head).
@@ -247,7 +253,7 @@ TEST_F(ModelSplit, BloomStagesMatchOneDeviceAndTheReference) {
 
 TEST_F(ModelSplit, MptStagesMatchOneDeviceAndTheReference) {
     check_case({"mpt untied clip_qkv q4_0", untied_mpt(), kQ4, {{2, 2}, {1, 1, 2}}}, devices(3));
-    check_case({"mpt learned positions mqa f16", mpt_positions(), kF16, {{1, 3}}}, devices(3));
+    check_case({"mpt learned positions mqa f16, unfused", mpt_positions(), kF16, {{1, 3}}, false}, devices(3));
 }
 
 TEST_F(ModelSplit, BaichuanStagesMatchOneDeviceAndTheReference) {
