@@ -40,17 +40,27 @@ std::vector<std::unique_ptr<Context>> open_devices(const Options& o) {
     return contexts;
 }
 
-nlohmann::ordered_json stages_json(const SplitModel& split, const SplitSession& session,
-                                   const std::vector<std::unique_ptr<Context>>& contexts) {
-    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+// vkf-run --json's "split" object, the shape an MPI run's has too (mode "ranks" there).
+nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& session,
+                                  const std::vector<std::unique_ptr<Context>>& contexts) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
         const Model& m = *split.stages()[i];
-        stages.push_back({{"device", contexts[i]->device_info().name},
-                          {"layers", {m.layers().begin, m.layers().end}},
-                          {"weight_bytes", m.weights().bytes},
-                          {"session_device_bytes", session.stage(i).device_bytes()}});
+        layers.push_back({m.layers().begin, m.layers().end});
+        per_stage.push_back({{"device", contexts[i]->device_info().name},
+                             {"layers", {m.layers().begin, m.layers().end}},
+                             {"weight_bytes", m.weights().bytes},
+                             {"session_device_bytes", session.stage(i).device_bytes()}});
     }
-    return stages;
+    const SplitStats& moved = session.split_stats();
+    return {{"mode", "devices"},
+            {"stages", split.stages().size()},
+            {"layers", layers},
+            {"transfer_ms", moved.transfer_ms},
+            {"transfer_bytes", moved.transfer_bytes},
+            {"hand_offs", moved.hand_offs},
+            {"per_stage", per_stage}};
 }
 
 }  // namespace
@@ -108,6 +118,7 @@ int run_split(const Options& o) {
                                                         .kv_dtype = o.kv,
                                                         .int8_activations = o.int8_activations,
                                                         .window = window});
+    const PreparationStats prepared = session.prepare(static_cast<std::uint32_t>(prompt.size()));
     std::uint64_t weight_bytes = 0;
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
         const Model& m = *split.stages()[i];
@@ -162,13 +173,9 @@ int run_split(const Options& o) {
         }
         nlohmann::ordered_json json = {
             {"devices", devices},
-            {"model",
-             {{"dir", o.model},
-              {"weights", to_string(first.weight_format())},
-              {"weight_bytes", weight_bytes},
-              {"load_seconds", load_seconds}}},
-            {"stages", stages_json(split, session, contexts)},
+            {"model", model_json(o, first, load_seconds)},
             {"sampling", sampling_json(o.sampling)},
+            {"prepare", prepare_json(prepared)},
             {"prompt_ids", prompt},
             {"generated_ids", result.tokens},
             {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
@@ -177,11 +184,11 @@ int run_split(const Options& o) {
             {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
             {"decode_tokens_per_second", result.decode_tokens_per_second()},
             {"kv", to_string(o.kv)},
-            {"hand_offs", moved.hand_offs},
-            {"hand_off_bytes", moved.hidden_bytes},
+            {"split", split_json(split, session, contexts)},
             {"window", window},
             {"ctx", max_tokens},
         };
+        json["model"]["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
         if (streamed) {
             json["prompt"] = *o.prompt_text;
             json["text"] = streamed->text();
@@ -202,12 +209,13 @@ int run_split(const Options& o) {
     }
     fmt::print("load:    {} of weights over {} stages in {:.3f} s\n", size_text(weight_bytes), contexts.size(),
                load_seconds);
+    fmt::print("{}\n", prepare_line(prepared));
     fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
                result.prefill_tokens_per_second());
     fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
                result.decode_time.count(), result.decode_tokens_per_second());
-    fmt::print("split:   {} hand-offs of hidden rows, {} through host memory\n", moved.hand_offs,
-               size_text(moved.hidden_bytes));
+    fmt::print("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n", moved.hand_offs,
+               size_text(moved.transfer_bytes), moved.transfer_ms / 1000);
     if (check && !print_check(*check, result.tokens.size(), first, o.check_tolerance)) {
         return app::kExitCheckFailed;
     }

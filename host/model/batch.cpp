@@ -331,7 +331,12 @@ RecordedStep& Batch::recorded(const StepShape& shape, bool finish) {
     return ref;
 }
 
-PreparationStats Batch::prepare(std::span<const StepShape> shapes) {
+PreparationStats Batch::prepare(std::span<const StepShape> wanted) {
+    // A stage without the head runs the shapes without logit rows.
+    std::vector<StepShape> shapes(wanted.begin(), wanted.end());
+    for (StepShape& shape : shapes) {
+        shape.logit_rows = model_.last_stage() ? shape.logit_rows : 0;
+    }
     PipelinePreparation preparation(ctx_);
     // Every shape's buffers first: growing one would drop the steps recorded before it.
     for (const StepShape& shape : shapes) {
@@ -364,9 +369,9 @@ std::vector<StepShape> Batch::sequence_shapes(std::uint32_t prompt_tokens) const
     for (std::uint32_t done = 0; done < prompt_tokens;) {
         const std::uint32_t rows = std::min(chunk, prompt_tokens - done);
         done += rows;
-        add(rows, done == prompt_tokens && model_.last_stage() ? 1 : 0);
+        add(rows, done == prompt_tokens ? 1 : 0);
     }
-    add(1, model_.last_stage() ? 1 : 0);
+    add(1, 1);
     return shapes;
 }
 
@@ -415,7 +420,10 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
         ctx_.upload(logits_, std::span<const float>(nan));
     }
     if (!model_.first_stage()) {
+        const auto start = std::chrono::steady_clock::now();
         ctx_.upload(hidden_, hidden_in);
+        stats_.hand_off_ms +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     CommandList& list = *step.list;
     ctx_.submit(list);
@@ -446,8 +454,11 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
         ctx_.download(logits_, std::span<float>(logits));
     }
     if (!model_.last_stage()) {
+        const auto start = std::chrono::steady_clock::now();
         result.hidden.resize(std::size_t{shape.tokens} * c.hidden);
         ctx_.download(hidden_, std::span<float>(result.hidden));
+        stats_.hand_off_ms +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     std::size_t logit_row = 0;
     for (const Scheduled& s : scheduled) {

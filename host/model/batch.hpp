@@ -83,6 +83,9 @@ struct SessionStats {
     double gpu_ms = 0.0;             // GPU time of the submissions (timestamps), 0 without
     double wall_ms = 0.0;            // host wall time of the steps, submission waits included
     std::uint64_t block_copies = 0;  // KV blocks copied on write
+    // A stage of a layer split: wall time of its hidden rows' upload before each step and
+    // download after it (the hand-off between stages, host side).
+    double hand_off_ms = 0.0;
 };
 
 // Which fed tokens' logits a step returns.
@@ -150,6 +153,7 @@ public:
     // Records the steps of these shapes now, their pipelines made in parallel and run once
     // (runtime/pipeline_preparation.hpp), so that the first step of each shape only runs:
     // time to first token without the driver's compiles. Shapes recorded already cost nothing.
+    // A stage of a layer split without the head records them without logit rows.
     PreparationStats prepare(std::span<const StepShape> shapes);
     // The shapes one sequence's steps take: a prompt of `prompt_tokens` tokens (its last
     // token's logits wanted) alone in the batch, then its decoding steps. On GPUs the prompt's

@@ -2,6 +2,7 @@
 
 #include "runtime/error.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -37,6 +38,25 @@ SplitSession::SplitSession(std::span<const Model* const> stages, SessionOptions 
         batches_.push_back(std::make_unique<Batch>(*model, batch));
     }
     reset();
+}
+
+PreparationStats SplitSession::prepare(std::uint32_t prompt_tokens) {
+    // Later stages run the first stage's rows: its shapes (a Batch drops the logit rows of a
+    // stage without the head).
+    const std::vector<StepShape> shapes = batches_.front()->sequence_shapes(prompt_tokens);
+    PreparationStats total{.hits_reported = true};
+    for (auto& batch : batches_) {
+        const PreparationStats s = batch->prepare(shapes);
+        total.pipelines += s.pipelines;
+        total.created += s.created;
+        total.cache_hits += s.cache_hits;
+        total.hits_reported = total.hits_reported && s.hits_reported;
+        total.threads = std::max(total.threads, s.threads);
+        total.create_seconds += s.create_seconds;
+        total.warm_seconds += s.warm_seconds;
+        total.seconds += s.seconds;
+    }
+    return total;
 }
 
 std::uint32_t SplitSession::position() const {
@@ -98,12 +118,16 @@ std::vector<float> SplitSession::forward(std::span<const std::uint32_t> ids, Log
                 schedule.push_back(StageRows{.id = out.id, .rows = out.tokens});
             }
             ++split_stats_.hand_offs;
-            split_stats_.hidden_bytes += step.hidden.size() * sizeof(float);
+            split_stats_.transfer_bytes += step.hidden.size() * sizeof(float);
             StepResult next = batches_[s]->step(schedule, step.hidden);
             step = std::move(next);
         }
         split_stats_.stage_ms +=
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        split_stats_.transfer_ms = 0.0;
+        for (const auto& batch : batches_) {
+            split_stats_.transfer_ms += batch->stats().hand_off_ms;
+        }
         const std::vector<float>& rows = step.ran.front().logits;
         logits.insert(logits.end(), rows.begin(), rows.end());
         if (on_chunk) {

@@ -16,11 +16,14 @@
 
 namespace vkf {
 
-// What moving activations between stages cost (vkf-bench reports it per token).
+// What moving activations between stages cost (vkf-run --json's "split" object, vkf-bench).
 struct SplitStats {
-    std::uint64_t hand_offs = 0;     // hidden rows passed from a stage to the next, per step
-    std::uint64_t hidden_bytes = 0;  // fp32 bytes of them
-    double stage_ms = 0.0;           // wall time of the stages' steps, hand-offs included
+    std::uint64_t hand_offs = 0;       // hidden rows passed from a stage to the next, per step
+    std::uint64_t transfer_bytes = 0;  // fp32 bytes of them
+    // Wall time of the hand-offs' host copies: every non-last stage's download of its hidden
+    // rows and every later stage's upload of them (SessionStats::hand_off_ms, summed).
+    double transfer_ms = 0.0;
+    double stage_ms = 0.0;  // wall time of the stages' steps, hand-offs included
 };
 
 // Throws vkf::Error unless `stages` are of one configuration, their layers contiguous from
@@ -43,6 +46,10 @@ public:
     void reset() override;
     const std::vector<std::uint32_t>& chunk_ends() const override;
     const ModelConfig& config() const override;
+
+    // Session::prepare on every stage: the shapes the first stage will schedule for this
+    // prompt and the decoding after it. The stats add up the stages' (threads: the most).
+    PreparationStats prepare(std::uint32_t prompt_tokens);
 
     std::size_t stage_count() const { return batches_.size(); }
     const Batch& stage(std::size_t i) const { return *batches_.at(i); }
