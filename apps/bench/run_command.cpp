@@ -33,7 +33,11 @@ constexpr const char* kAbout =
     "              --weights format, bytes read per token against the copy bandwidth;\n"
     "              --batch sequences decoding together: aggregate and per-sequence tokens/s\n"
     "  startup     pipelines a model needs, their creation time cold and from the disk\n"
-    "              cache, time to first and second token (the first --weights format)\n";
+    "              cache, time to first and second token (the first --weights format)\n"
+    "  split       (only when named) a layer split's cost: vkf-run on a random fp16\n"
+    "              checkpoint of each preset, on one device, over 2 and 3 stages in one\n"
+    "              process (--devices) and under mpirun -n 1, 2, 3: decoding ms per token,\n"
+    "              time moving activations per token and its share of the run\n";
 
 constexpr const char* kFooter =
     "A case the device cannot run (no float16 arithmetic, a buffer over a limit, more memory\n"
@@ -59,10 +63,12 @@ struct RunOptions {
     app::DeviceOptions device;
 };
 
-std::vector<std::string> suite_names() {
+std::vector<std::string> suite_names(bool defaults_only = false) {
     std::vector<std::string> names;
     for (const Suite& s : suite_registry()) {
-        names.push_back(s.name);
+        if (!defaults_only || s.by_default) {
+            names.push_back(s.name);
+        }
     }
     return names;
 }
@@ -70,16 +76,17 @@ std::vector<std::string> suite_names() {
 void declare_options(CLI::App& cli, RunOptions& o) {
     using namespace app;
     cli.footer(kFooter);
-    add_parsed_option(cli, "--suites", "LIST", "comma-separated suites (default: all)", [&o](const std::string& text) {
-        o.suites.clear();
-        for (const std::string& word : split_list(text)) {
-            if (!find_suite(word)) {
-                throw UsageError(
-                    fmt::format("--suites: unknown suite '{}' (suites: {})", word, fmt::join(suite_names(), ", ")));
+    add_parsed_option(
+        cli, "--suites", "LIST", "comma-separated suites (default: all but split)", [&o](const std::string& text) {
+            o.suites.clear();
+            for (const std::string& word : split_list(text)) {
+                if (!find_suite(word)) {
+                    throw UsageError(
+                        fmt::format("--suites: unknown suite '{}' (suites: {})", word, fmt::join(suite_names(), ", ")));
+                }
+                o.suites.push_back(word);
             }
-            o.suites.push_back(word);
-        }
-    });
+        });
     cli.add_flag("--quick", o.quick,
                  "a few minutes on lavapipe: bloom-560m only, attention prefill\n"
                  "64,128,256 and decode 256,1024, matmul and block m = 1 and 32,\n"
@@ -166,7 +173,7 @@ SuiteSettings settings_of(const RunOptions& o) {
 }
 
 int run(const RunOptions& o, const std::string& command_line) {
-    const std::vector<std::string> suites = o.suites.empty() ? suite_names() : o.suites;
+    const std::vector<std::string> suites = o.suites.empty() ? suite_names(true) : o.suites;
     const SuiteSettings settings = settings_of(o);
     Context ctx(o.device.context_options());
     const Run run = run_suites(ctx, settings, suites, command_line, o.progress, !o.json);

@@ -49,6 +49,13 @@ const std::vector<Suite>& suite_registry() {
                         "and a warm on-disk pipeline cache, time to first and second token",
          .cases = startup_cases,
          .plot = PlotKind::Bars},
+        {.name = "split",
+         .description = "a layer split's cost: vkf-run on one device, over 2 and 3 stages in one process "
+                        "(--devices) and under mpirun -n 1, 2, 3; decoding time per token, time moving "
+                        "activations",
+         .cases = split_cases,
+         .plot = PlotKind::Bars,
+         .by_default = false},
     };
     return suites;
 }

@@ -72,6 +72,8 @@ struct Suite {
     PlotKind plot = PlotKind::Bars;
     std::string x_param;
     std::vector<std::string> series_params;
+    // Run when --suites is not given (split is not: it writes checkpoints and starts programs).
+    bool by_default = true;
 };
 
 // Every suite, in the order a run goes through them ("ceilings" first: the others are
@@ -109,5 +111,6 @@ std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s); 
 std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
 std::vector<BenchCase> batch_decode_cases(const SuiteSettings& s);                   // suite_model_batch.cpp
 std::vector<BenchCase> startup_cases(const Context& ctx, const SuiteSettings& s);    // suite_startup.cpp
+std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s);      // suite_split.cpp
 
 }  // namespace vkf::bench
