@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace vkf::run_cli {
@@ -304,18 +305,34 @@ int run_distributed(const Options& o) {
     dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000)),
                                 .signal = [] { return app::stop_signal(); }});
     const int rank = env.rank();
+    // A failed run prints its error here, not in run_app: every rank prints before any exits
+    // (dist::kFailureGrace), and none reaches MPI_Finalize, which would wait for a dead rank.
+    const auto failed = [&](const std::string& message, bool usage, bool grace) {
+        env.abandon();
+        if (usage) {
+            fmt::print(stderr, "vkf-run: {} (see vkf-run --help)\n", message);
+        } else {
+            fmt::print(stderr, "vkf-run: error: rank {} of {}: {}\n", rank, env.size(), message);
+        }
+        std::fflush(stderr);
+        if (grace) {
+            std::this_thread::sleep_for(dist::kFailureGrace);
+        }
+        return usage ? app::kExitUsage : app::kExitFailure;  // run_app makes it 143 after SIGTERM
+    };
     try {
         Context ctx(o.device.context_options());
         return rank == 0 ? drive(ctx, channel, o) : serve(ctx, channel, o);
     } catch (const dist::RankFailure& e) {
-        throw Error(fmt::format("rank {} of {}: {}", rank, env.size(), e.what()));
+        // mpirun's SIGTERM: it ends every rank at once, nothing to wait for.
+        return failed(e.what(), false, app::stop_signal() == 0);
     } catch (const app::UsageError& e) {
         channel.fail_self(e.what());
-        throw;
+        return failed(e.what(), true, true);
     } catch (const std::exception& e) {
         // This rank's own error: every other rank hears it and names this rank.
         channel.fail_self(e.what());
-        throw Error(fmt::format("rank {} of {}: {}", rank, env.size(), e.what()));
+        return failed(e.what(), false, true);
     }
 }
 

@@ -88,8 +88,9 @@ void Channel::declare_failure_locked(int failed_rank, const std::string& reason,
             }
         }
     }
-    // The notices are small (MPI's eager protocol); give MPI up to a second to deliver them
-    // before this rank goes on to exit, which makes mpirun end the other ranks.
+    // The notices are small (MPI's eager protocol); give MPI up to a second to deliver them.
+    // The peers then print their errors while this rank prints its own: every rank waits
+    // kFailureGrace after printing before it exits (an exit makes mpirun end the others).
     const auto until = Clock::now() + std::chrono::seconds(1);
     while (Clock::now() < until) {
         bool all_done = true;
@@ -105,8 +106,6 @@ void Channel::declare_failure_locked(int failed_rank, const std::string& reason,
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    // And the peers a moment to read them (their heartbeat threads look every heartbeat / 4).
-    std::this_thread::sleep_for(std::min<Clock::duration>(options_.heartbeat, std::chrono::milliseconds(300)));
 }
 
 void Channel::throw_if_failed_locked() const {

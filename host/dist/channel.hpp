@@ -60,6 +60,11 @@ struct ChannelOptions {
     std::function<int()> signal;
 };
 
+// How long a rank whose run failed waits after printing its error before it exits without
+// MPI_Finalize: the exit makes mpirun end every other rank, which should have printed its own
+// error by then (it learns of the failure within a heartbeat interval).
+inline constexpr std::chrono::milliseconds kFailureGrace{500};
+
 // A rank failed; every rank's channel throws this, naming it.
 class RankFailure : public Error {
 public:

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -112,24 +113,27 @@ int main(int argc, char** argv) {
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, nullptr);
-    int rank = 0, size = 0;
-    try {
-        vkf::dist::MpiEnvironment env;
-        rank = env.rank();
-        size = env.size();
-        vkf::dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<int>(timeout * 1000)),
-                                         .heartbeat = std::chrono::milliseconds(100),
-                                         .signal = [] { return static_cast<int>(received); }});
-        try {
-            return run(channel, rounds, fault);
-        } catch (const vkf::dist::RankFailure&) {
-            throw;
-        } catch (const std::exception& e) {
-            channel.fail_self(e.what());
-            throw;
+    vkf::dist::MpiEnvironment env;
+    vkf::dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<int>(timeout * 1000)),
+                                     .heartbeat = std::chrono::milliseconds(100),
+                                     .signal = [] { return static_cast<int>(received); }});
+    // As vkf-run does (apps/run/distributed.cpp): print, wait for the others to print, exit
+    // without MPI_Finalize.
+    const auto failed = [&](const char* message, bool grace) {
+        env.abandon();
+        std::fprintf(stderr, "dist_probe: rank %d of %d: %s\n", env.rank(), env.size(), message);
+        std::fflush(stderr);
+        if (grace) {
+            std::this_thread::sleep_for(vkf::dist::kFailureGrace);
         }
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "dist_probe: rank %d of %d: %s\n", rank, size, e.what());
         return 1;
+    };
+    try {
+        return run(channel, rounds, fault);
+    } catch (const vkf::dist::RankFailure& e) {
+        return failed(e.what(), received == 0);
+    } catch (const std::exception& e) {
+        channel.fail_self(e.what());
+        return failed(e.what(), true);
     }
 }
