@@ -73,7 +73,8 @@ std::string vkf_run_path() {
     std::error_code ec;
     const fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (!ec) {
-        for (const fs::path& candidate : {self.parent_path() / "vkf-run", self.parent_path().parent_path() / "vkf-run"}) {
+        for (const fs::path& candidate :
+             {self.parent_path() / "vkf-run", self.parent_path().parent_path() / "vkf-run"}) {
             if (fs::exists(candidate)) {
                 return candidate.string();
             }
@@ -135,8 +136,8 @@ std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s) {
             continue;
         }
         auto checkpoint = std::make_shared<TempCheckpoint>(preset.config);
-        const std::vector<SplitCase> splits = {{Mode::One, 1},     {Mode::Devices, 2}, {Mode::Devices, 3},
-                                               {Mode::Ranks, 1},   {Mode::Ranks, 2},   {Mode::Ranks, 3}};
+        const std::vector<SplitCase> splits = {{Mode::One, 1},   {Mode::Devices, 2}, {Mode::Devices, 3},
+                                               {Mode::Ranks, 1}, {Mode::Ranks, 2},   {Mode::Ranks, 3}};
         for (const SplitCase& split : splits) {
             if (split.stages > preset.config.n_layer) {
                 continue;
@@ -158,8 +159,8 @@ std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s) {
                     if (!on_path("mpirun")) {
                         throw Skip{"mpirun is not installed (Debian: openmpi-bin)"};
                     }
-                    launcher = fmt::format("mpirun --oversubscribe {}-n {} ", ::getuid() == 0 ? "--allow-run-as-root " : "",
-                                           split.stages);
+                    launcher = fmt::format("mpirun --oversubscribe {}-n {} ",
+                                           ::getuid() == 0 ? "--allow-run-as-root " : "", split.stages);
                 }
                 std::string devices;
                 if (split.mode == Mode::Devices) {
@@ -192,8 +193,8 @@ std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s) {
                     r.reps_ms.push_back(1000.0 / decode_tps);
                     if (out.contains("split")) {
                         const double ms = out["split"].at("transfer_ms").get<double>();
-                        const double wall_ms = 1000.0 * (out.at("prefill_seconds").get<double>() +
-                                                         out.at("decode_seconds").get<double>());
+                        const double wall_ms =
+                            1000.0 * (out.at("prefill_seconds").get<double>() + out.at("decode_seconds").get<double>());
                         transfer_ms.push_back(ms / (prompt + n_predict));
                         share.push_back(wall_ms > 0 ? ms / wall_ms : 0.0);
                     }
