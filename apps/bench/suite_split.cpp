@@ -181,7 +181,15 @@ std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s) {
                     quoted(run), quoted(checkpoint->dir().string()), devices, ids, n_predict, prompt + n_predict + 1);
                 std::vector<double> transfer_ms, share;
                 for (std::uint32_t i = 0; i < runs; ++i) {
-                    const std::string text = run_program(line, log);
+                    std::string text;
+                    try {
+                        text = run_program(line, log);
+                    } catch (const Error& e) {
+                        if (std::string_view(e.what()).find("built without MPI support") != std::string_view::npos) {
+                            throw Skip{"vkf-run was built without MPI support"};
+                        }
+                        throw;
+                    }
                     const nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
                     if (out.is_discarded() || !out.is_object()) {
                         throw Error(fmt::format("split suite: `{}` did not print one JSON object{}", line,

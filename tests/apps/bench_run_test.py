@@ -14,6 +14,7 @@ usage: bench_run_test.py PATH/TO/vkf-bench
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -233,6 +234,38 @@ def check_window_decode(exe, tmp, problems):
             problems.append("--window 8: %s is %s: %s" % (r["name"], r["status"], r["message"]))
 
 
+def check_split(exe, tmp, problems):
+    """The split suite: vkf-run on one device, over 2 and 3 Contexts, under mpirun -n 1..3."""
+    if os.environ.get("VKF_TEST_EMULATOR"):
+        return  # it starts vkf-run and mpirun itself, without the emulator
+    path = os.path.join(tmp, "split.json")
+    proc = run(exe, ["run", "--suites", "split", "--presets", "bloom-24x64", "--prefill-m", "5", "--quick",
+                     "--progress", "none", "--out", path])
+    if proc.returncode != 0:
+        problems.append("run --suites split: exit code %d\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    seen = {}
+    for r in results:
+        seen[(r["params"]["mode"], r["params"]["stages"])] = r
+    expected = [("one", 1), ("devices", 2), ("devices", 3), ("ranks", 1), ("ranks", 2), ("ranks", 3)]
+    if sorted(seen) != sorted(expected):
+        problems.append("split: cases %r" % sorted(seen))
+        return
+    for key, r in seen.items():
+        if key[0] == "ranks" and r["status"] == "skipped" and shutil.which("mpirun") is None:
+            continue
+        if r["status"] != "ok" or not r["reps_ms"][0] > 0:
+            problems.append("split %r: %s %s" % (key, r["status"], r.get("message")))
+            continue
+        extra = r["extra"]
+        if key[1] > 1 and not (extra.get("transfer_ms_per_token", -1) >= 0 and 0 <= extra.get("transfer_share", -1) < 1):
+            problems.append("split %r: no hand-off figures in %r" % (key, extra))
+        if key != ("one", 1) and not extra.get("ms_per_token_vs_one_device", 0) > 0:
+            problems.append("split %r: no ratio to one device in %r" % (key, extra))
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -256,6 +289,7 @@ def main():
         check_startup(exe, tmp, problems)
         check_batch(exe, tmp, problems)
         check_window_decode(exe, tmp, problems)
+        check_split(exe, tmp, problems)
         if not problems:
             plots = os.path.join(tmp, "plots")
             proc = run(exe, ["compare", a, b, "--out-dir", plots])
