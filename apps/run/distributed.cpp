@@ -12,6 +12,9 @@
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/layer_range.hpp"
+#include "host/model/layer_split.hpp"
+#include "host/model/weights.hpp"
+#include "host/spec/model_tensors.hpp"
 #include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
@@ -20,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -30,6 +34,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace vkf::run_cli {
 
@@ -74,25 +80,52 @@ std::string shared_options(const Options& o) {
                        o.unfused);
 }
 
-// --split's layer counts: given, or "auto": the layers evenly, the first ranks one more where
-// they do not divide (ranks are usually alike; unlike ones get counts).
-std::vector<std::uint32_t> layer_counts(const Options& o, std::uint32_t n_layer, std::uint32_t ranks) {
+// --split's layers: the counts given, or "auto": by each rank's memory budget (ranks on one
+// device share it), as `vkf-run --devices` divides them over devices.
+std::vector<LayerRange> plan_layers(const Options& o, const SessionSize& session,
+                                    std::span<const dist::Fingerprint> by_rank) {
+    const auto ranks = by_rank.size();
+    const ShardedCheckpoint checkpoint = open_checkpoint(o.model);
+    const ModelConfig config = resolve_with_checkpoint(read_model_config(o.model), checkpoint);
     if (std::vector<std::uint32_t> counts = split_counts(o); !counts.empty()) {
         if (counts.size() != ranks) {
             throw Error(
                 fmt::format("--split {} gives {} layer counts for {} MPI ranks", *o.split, counts.size(), ranks));
         }
-        return counts;
+        return split_layers(config, counts);
     }
-    if (n_layer < ranks) {
-        throw Error(fmt::format("the model's {} layers cannot be split over {} MPI ranks (each runs at least one)",
-                                n_layer, ranks));
+    const std::vector<std::uint64_t> budgets = dist::shared_budgets(by_rank);
+    try {
+        return auto_split(config, o.weights.value_or(default_weight_format(checkpoint, config)), session, budgets,
+                          "rank");
+    } catch (const Error& e) {
+        // The ranks' own budgets and devices, beside the shares auto_split names.
+        std::vector<std::string> devices;
+        for (std::size_t r = 0; r < ranks; ++r) {
+            const dist::RankDevice& d = by_rank[r].device;
+            devices.push_back(fmt::format("rank {}: {} on {}, {} ({} for its layers)", r, d.name, d.host,
+                                          size_text(d.budget), size_text(budgets[r])));
+        }
+        throw Error(fmt::format("{}; ranks on one device share its memory ({})", e.what(), fmt::join(devices, "; ")));
     }
-    std::vector<std::uint32_t> counts;
-    for (std::uint32_t r = 0; r < ranks; ++r) {
-        counts.push_back(n_layer / ranks + (r < n_layer % ranks ? 1 : 0));
+}
+
+// This rank's device, for rank 0's `--split auto`.
+dist::RankDevice rank_device(const Context& ctx) {
+    std::array<char, 256> host{};
+    if (gethostname(host.data(), host.size() - 1) != 0) {
+        host[0] = '\0';  // one unnamed host: ranks then share a device only by its UUID
     }
-    return counts;
+    return {.host = host.data(),
+            .name = ctx.device_info().name,
+            .uuid = ctx.device_info().uuid_hex(),
+            .budget = ctx.memory_budget().available()};
+}
+
+dist::Fingerprint rank_fingerprint(const Context& ctx, const Options& o) {
+    dist::Fingerprint mine = dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o));
+    mine.device = rank_device(ctx);
+    return mine;
 }
 
 std::vector<std::string> layers_text(const Plan& p) {
@@ -156,14 +189,11 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         throw app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {})",
                                           prompt.size(), plan.max_tokens, o.ctx));
     }
-    const auto ranks = static_cast<std::uint32_t>(channel.size());
-    plan = parse_plan(dist::handshake(channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)),
-                                      [&](std::span<const dist::Fingerprint>) {
-                                          const std::vector<std::uint32_t> counts =
-                                              layer_counts(o, config.n_layer, ranks);
-                                          plan.layers = split_layers(config, counts);
-                                          return plan_text(plan);
-                                      }));
+    plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), [&](std::span<const dist::Fingerprint> all) {
+        plan.layers = plan_layers(
+            o, {.max_tokens = plan.max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = plan.window}, all);
+        return plan_text(plan);
+    }));
 
     const auto load_start = std::chrono::steady_clock::now();
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
@@ -195,7 +225,10 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         };
     }
     const GenerationResult result = generate(session, prompt, gen);
-    // A signal is this rank's failure (the channel throws it), never a partial result.
+    // Ctrl-C (mpirun forwards SIGTERM to every rank): the generation ended at this token, and
+    // the ranks, which keep serving for ChannelOptions::signal_grace, are stopped as at the
+    // end. Past that grace the signal is this rank's failure (check throws it).
+    const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     channel.check();
     session.stop();
     if (streamed) {
@@ -234,7 +267,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
             {"prepare", prepare_json(prepared)},
             {"prompt_ids", prompt},
             {"generated_ids", result.tokens},
-            {"stop_reason", stop_reason_name(result.stop)},
+            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
             {"prefill_seconds", result.prefill_time.count()},
             {"decode_seconds", result.decode_time.count()},
             {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
@@ -254,7 +287,9 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     if (!streamed) {
         fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
     }
-    if (result.stop != StopReason::Length) {
+    if (interrupted) {
+        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), app::stop_signal());
+    } else if (result.stop != StopReason::Length) {
         fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
     }
     fmt::print("ranks:   {}, layers {}\n", channel.size(), fmt::join(layers_text(plan), " | "));
@@ -287,8 +322,7 @@ std::function<void(std::uint64_t)> test_fault(int rank) {
 }
 
 int serve(Context& ctx, dist::Channel& channel, const Options& o) {
-    const Plan plan = parse_plan(
-        dist::handshake(channel, dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o)), {}));
+    const Plan plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), {}));
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
     dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens, test_fault(channel.rank()));
     return app::kExitOk;

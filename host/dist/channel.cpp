@@ -167,7 +167,11 @@ void Channel::service_locked() {
         }
     }
     if (options_.signal) {
-        if (const int signal = options_.signal()) {
+        const int signal = options_.signal();
+        if (signal != 0 && signal_seen_ == Clock::time_point{}) {
+            signal_seen_ = now;
+        }
+        if (signal != 0 && now - signal_seen_ >= options_.signal_grace) {
             // mpirun's SIGTERM follows a rank's death: the peer silent longest is likely it.
             std::string silent;
             int quiet_peer = -1;
@@ -299,7 +303,10 @@ std::vector<std::byte> Channel::receive(int source, Tag tag, std::optional<std::
     for (;;) {
         {
             std::lock_guard lock(mutex_);
-            throw_if_failed_locked();
+            // The message first, a failure after: a peer that sent it and then failed (rank 0's
+            // handshake verdict refusing the run, then its failure notice) is heard in the order
+            // it spoke, even when the heartbeat thread has drained the notice already. Without
+            // this, rank 1 named rank 0's failure instead of the verdict (1 run in 10).
             int flag = 0;
             MPI_Status status;
             check_mpi(MPI_Iprobe(source, static_cast<int>(tag), MPI_COMM_WORLD, &flag, &status), "MPI_Iprobe");

@@ -55,9 +55,14 @@ struct ChannelOptions {
     std::chrono::milliseconds timeout{20000};
     // How often a rank tells its peers it is alive.
     std::chrono::milliseconds heartbeat{250};
-    // The signal this process received (SIGTERM from mpirun, Ctrl-C), or 0: polled, and a
-    // signal ends the run as this rank's failure.
+    // The signal this process received (SIGTERM from mpirun, Ctrl-C), or 0: polled. A signal
+    // ends the run as this rank's failure once `signal_grace` has passed without the run
+    // ending: meanwhile rank 0 ends its generation at the next token and stops every rank (an
+    // interrupted run, not a failure; mpirun forwards Ctrl-C as SIGTERM to every rank).
     std::function<int()> signal;
+    // Less than the second mpirun waits before its SIGKILL (OpenMPI's odls_base_sigkill_timeout),
+    // so that a rank failing after the signal (a peer died) still prints why.
+    std::chrono::milliseconds signal_grace{600};
 };
 
 // How long a rank whose run failed waits after printing its error before it exits without
@@ -140,7 +145,8 @@ private:
     std::vector<std::chrono::steady_clock::time_point> last_heard_;
     std::chrono::steady_clock::time_point last_beat_{};
     std::chrono::steady_clock::time_point last_service_{};
-    std::deque<InFlight> in_flight_;  // heartbeats and failure notices (not waited on)
+    std::chrono::steady_clock::time_point signal_seen_{};  // when service first saw the signal
+    std::deque<InFlight> in_flight_;                       // heartbeats and failure notices (not waited on)
     bool finished_ = false;
     std::optional<RankFailure> failure_;
     std::atomic<bool> stop_{false};

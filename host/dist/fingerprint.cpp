@@ -78,17 +78,21 @@ nlohmann::ordered_json to_json(const Fingerprint& f) {
             {"config", f.config},
             {"checkpoint", f.checkpoint},
             {"split", f.split},
-            {"options", f.options}};
+            {"options", f.options},
+            {"device",
+             {{"host", f.device.host}, {"name", f.device.name}, {"uuid", f.device.uuid}, {"budget", f.device.budget}}}};
 }
 
 Fingerprint fingerprint_from_json(const std::string& text) {
     try {
         const auto j = nlohmann::json::parse(text);
+        const auto& d = j.at("device");
         return {.version = j.at("version"),
                 .config = j.at("config"),
                 .checkpoint = j.at("checkpoint"),
                 .split = j.at("split"),
-                .options = j.at("options")};
+                .options = j.at("options"),
+                .device = {.host = d.at("host"), .name = d.at("name"), .uuid = d.at("uuid"), .budget = d.at("budget")}};
     } catch (const nlohmann::json::exception& e) {
         throw Error(fmt::format("a rank's handshake message is not a vkformer fingerprint ({})", e.what()));
     }
@@ -128,6 +132,18 @@ std::string compare_fingerprints(std::span<const Fingerprint> by_rank) {
         sentences.push_back(fmt::format("the {} differs: {}", field.name, fmt::join(parts, "; ")));
     }
     return fmt::format("{}", fmt::join(sentences, ". "));
+}
+
+std::vector<std::uint64_t> shared_budgets(std::span<const Fingerprint> by_rank) {
+    std::vector<std::uint64_t> budgets;
+    for (const Fingerprint& f : by_rank) {
+        const auto sharing = std::count_if(by_rank.begin(), by_rank.end(), [&](const Fingerprint& other) {
+            return other.device.host == f.device.host && other.device.name == f.device.name &&
+                   other.device.uuid == f.device.uuid;
+        });
+        budgets.push_back(f.device.budget / static_cast<std::uint64_t>(sharing));
+    }
+    return budgets;
 }
 
 }  // namespace vkf::dist

@@ -35,15 +35,16 @@ ModelMemoryEstimate estimate_stage_memory(const ModelConfig& config, WeightForma
 }
 
 std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat format, const SessionSize& session,
-                                   std::span<const std::uint64_t> budgets) {
+                                   std::span<const std::uint64_t> budgets, std::string_view stage_noun) {
+    const std::string noun(stage_noun);
     const std::size_t stages = budgets.size();
     const std::uint32_t n = config.n_layer;
     if (stages == 0) {
-        throw Error("split auto: no devices");
+        throw Error("split auto: no " + noun + "s");
     }
     if (stages > n) {
-        throw Error("split auto: " + std::to_string(stages) + " devices, but the model has only " + std::to_string(n) +
-                    " layers (every stage needs at least one)");
+        throw Error("split auto: " + std::to_string(stages) + " " + noun + "s, but the model has only " +
+                    std::to_string(n) + " layers (every stage needs at least one)");
     }
     // One layer's weights and KV cache; every layer has the same shapes.
     std::uint64_t layer = estimate_session_memory(config, session, LayerRange{0, 1}).kv_cache;
@@ -67,19 +68,19 @@ std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat forma
     const auto numbers = [&] {
         std::string text;
         for (std::size_t i = 0; i < stages; ++i) {
-            text += (i > 0 ? ", " : "") + std::string("device ") + std::to_string(i) + " " + size_text(budgets[i]);
+            text += (i > 0 ? ", " : "") + noun + " " + std::to_string(i) + " " + size_text(budgets[i]);
         }
         return text;
     };
     if (total_capacity < n || need > have) {
         throw Error("split auto: the model needs " + size_with_bytes(need) + " of device memory over " +
-                    std::to_string(stages) + " devices (weights in " + to_string(format) +
+                    std::to_string(stages) + " " + noun + "s (weights in " + to_string(format) +
                     ", KV cache and activations), but they have " + size_with_bytes(have) + " (" + numbers() +
-                    "); use a smaller weight format, fewer tokens or more devices");
+                    "); use a smaller weight format, fewer tokens or more " + noun + "s");
     }
     for (std::size_t i = 0; i < stages; ++i) {
         if (capacity[i] == 0) {
-            throw Error("split auto: device " + std::to_string(i) + " has " + size_text(budgets[i]) +
+            throw Error("split auto: " + noun + " " + std::to_string(i) + " has " + size_text(budgets[i]) +
                         ", not enough for its stage's fixed part (" + size_text(base[i]) + ") and one layer (" +
                         size_text(layer) + "); give it fewer or no layers with --split");
         }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace vkf {
@@ -22,7 +23,8 @@ ModelMemoryEstimate estimate_stage_memory(const ModelConfig& config, WeightForma
 // its stage's fixed part (embedding, head, activations). Throws vkf::Error naming both numbers
 // (what the model needs over these devices, what they have) when the model does not fit their
 // sum, naming the device when one cannot hold even one layer, and for more devices than layers.
+// `stage_noun` names a stage's holder in those messages ("device"; "rank" under MPI).
 std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat format, const SessionSize& session,
-                                   std::span<const std::uint64_t> budgets);
+                                   std::span<const std::uint64_t> budgets, std::string_view stage_noun = "device");
 
 }  // namespace vkf

@@ -53,13 +53,19 @@ def load_npy(path):
     return np.load(path)
 
 
-def compare(name, model, ranks, split, tmp, tolerance):
-    """One process against `ranks` ranks: the same ids, logits within `tolerance` (relative)."""
+def compare(name, model, ranks, split, tmp, tolerance, last_limits=None, layers=None):
+    """One process against `ranks` ranks: the same ids, logits within `tolerance` (relative).
+    last_limits: VKF_LIMITS of the last rank only (mpirun's MPMD form), a smaller memory budget
+    for --split auto; layers: the [begin, end) ranges expected."""
     one_out, many_out = os.path.join(tmp, "one.npy"), os.path.join(tmp, "many.npy")
     one, _ = run([RUN, "--model", model, "--json", "--logits-out", one_out] + PROMPT)
     args = ["--model", model, "--json", "--logits-out", many_out] + PROMPT + (["--split", split] if split else [])
-    many, seconds = mpirun(ranks, args)
-    what = "%s on %d ranks (--split %s)" % (name, ranks, split or "auto")
+    if last_limits:
+        many, seconds = run([MPIRUN, "--oversubscribe", "-n", str(ranks - 1), RUN] + args +
+                            [":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits, RUN] + args)
+    else:
+        many, seconds = mpirun(ranks, args)
+    what = "%s on %d ranks (--split %s%s)" % (name, ranks, split or "auto", ", last " + last_limits if last_limits else "")
     if one is None or many is None:
         return
     if one.returncode != 0 or many.returncode != 0:
@@ -68,8 +74,9 @@ def compare(name, model, ranks, split, tmp, tolerance):
     a, b = json.loads(one.stdout), json.loads(many.stdout)
     if a["generated_ids"] != b["generated_ids"]:
         fail("%s: ids %s, one process %s" % (what, b["generated_ids"], a["generated_ids"]))
-    if b["split"]["ranks"] != ranks or len(b["split"]["layers"]) != ranks:
-        fail("%s: the JSON's split says %s" % (what, b["split"]))
+    if b["split"]["ranks"] != ranks or len(b["split"]["layers"]) != ranks or (layers and
+                                                                              b["split"]["layers"] != layers):
+        fail("%s: the JSON's split says %s, expected layers %s" % (what, b["split"], layers))
     la, lb = load_npy(one_out), load_npy(many_out)
     rel = float(abs(la - lb).max() / abs(la).max()) if la.shape == lb.shape else float("inf")
     print("%s: ids %s, logits max rel diff %.3g, layers %s, %.1f s" % (what, b["generated_ids"], rel,
@@ -78,6 +85,64 @@ def compare(name, model, ranks, split, tmp, tolerance):
         fail("%s: logits differ from one process's by %.3g (tolerance %g)" % (what, rel, tolerance))
     for path in (one_out, many_out):
         os.remove(path)
+
+
+def expect_refusal(what, ranks, args, limits, needles):
+    """Every rank refuses with every one of `needles` in its error, non-zero, before loading."""
+    proc, seconds = run([MPIRUN, "--oversubscribe", "-n", str(ranks), "-x", "VKF_LIMITS=" + limits, RUN] + args)
+    if proc is None:
+        return
+    print("%s: exit %d after %.1f s" % (what, proc.returncode, seconds))
+    for r in range(ranks):
+        lines = [x for x in proc.stderr.splitlines() if x.startswith("vkf-run: error: rank %d of %d:" % (r, ranks))]
+        if proc.returncode == 0 or not lines or any(n not in lines[0] for n in needles):
+            fail("%s: rank %d should refuse naming %s: %s" % (what, r, needles, proc.stderr))
+
+
+def expect_interrupt(tmp):
+    """SIGINT to mpirun (Ctrl-C; it sends SIGTERM to every rank) in the middle of generation:
+    rank 0 prints its JSON with stop_reason "interrupted" and the tokens so far, no rank calls
+    it an error, and the --logits-out file holds exactly those tokens' rows (or is absent)."""
+    import numpy as np
+    import signal
+    out_path = os.path.join(tmp, "interrupted.npy")
+    # A window: generation runs on past the context until interrupted.
+    cmd = [MPIRUN, "--oversubscribe", "-n", "2", RUN, "--model", KJV, "--prompt-ids", "5,9,11", "--n-predict",
+           "2000", "--ignore-eos", "--window", "16", "--ctx", "64", "--json", "--logits-out", out_path]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"generating: 1 of" not in seen and time.monotonic() < deadline and proc.poll() is None:
+        chunk = os.read(proc.stderr.fileno(), 4096)
+        if not chunk:
+            break
+        seen += chunk
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    try:
+        stdout, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("interrupted: mpirun still running 30 s after SIGINT")
+        return
+    stderr = (seen + stderr).decode(errors="replace")
+    what = "SIGINT to mpirun"
+    print("%s: exit %d %.1f s after the signal" % (what, proc.returncode, time.monotonic() - start))
+    try:
+        result = json.loads(stdout)
+    except ValueError:
+        fail("%s: rank 0 printed no JSON: %r %s" % (what, stdout, stderr))
+        return
+    ids = result["generated_ids"]
+    if result["stop_reason"] != "interrupted" or not 1 <= len(ids) < 2000:
+        fail("%s: stop_reason %s after %d tokens" % (what, result["stop_reason"], len(ids)))
+    if "error" in stderr:
+        fail("%s: a rank called it an error: %s" % (what, stderr))
+    if os.path.exists(out_path) and np.load(out_path).shape[0] != len(ids):
+        fail("%s: the logits file has %d rows for %d tokens" % (what, np.load(out_path).shape[0], len(ids)))
+    leftovers = [f for f in os.listdir(tmp) if f.startswith("interrupted") and f != "interrupted.npy"]
+    if leftovers:
+        fail("%s: left %s behind" % (what, leftovers))
 
 
 def expect_fault(what, ranks, args, env_extra, failed, survivors, needle, tmp):
@@ -117,7 +182,13 @@ def main():
         # on lavapipe); fp32 hidden rows pass between the ranks.
         args = ["--model", KJV] + PROMPT[:2] + ["--n-predict", "40", "--quiet", "--ignore-eos", "--rank-timeout", "2"]
         if not FULL:
-            compare("kjv-bloom f16", KJV, 2, None, tmp, 1e-5)
+            # --split auto by each rank's budget: both ranks share lavapipe, so each plans with
+            # half its budget; rank 1's 8 MiB (4 MiB for it) holds its fixed part and one layer.
+            compare("kjv-bloom f16", KJV, 2, None, tmp, 1e-5, "device_heap=8M,host_heap=1K", [[0, 3], [3, 4]])
+            # A model over the ranks' budgets: refused on every rank before loading, with both numbers.
+            expect_refusal("over the ranks' budgets", 2, ["--model", KJV] + PROMPT, "device_heap=6M,host_heap=1K",
+                           ["split auto: the model needs ", "but they have ", "rank 0 3.00 MiB, rank 1 3.00 MiB",
+                            "rank 1: llvmpipe"])
             compare("MPT q4_0", mpt_q4, 3, "1,2,1", tmp, 1e-5)
             # The handshake: one rank's --split differs (mpirun's MPMD form).
             proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV, "--split", "3,1"] + PROMPT +
@@ -127,6 +198,7 @@ def main():
                 if proc is not None and "vkf-run: error: rank %d of 2: the ranks do not agree before loading: %s" % (
                         r, needle) not in proc.stderr:
                     fail("another --split on rank 1: rank %d should name it: %s" % (r, proc.stderr))
+            expect_interrupt(tmp)
             # A fault in the middle of generation (VKF_TEST_RANK_FAULT: before rank R's step S).
             expect_fault("rank 2 stopped (SIGSTOP) at step 4", 3, args, {"VKF_TEST_RANK_FAULT": "2:4:stop"}, 2, (0, 1),
                          "rank 2 failed: nothing heard from it", tmp)

@@ -62,11 +62,38 @@ TEST(Fingerprint, ComparisonNamesTheRanksThatDiffer) {
 }
 
 TEST(Fingerprint, JsonRoundTripAndRefusal) {
-    const Fingerprint a{.version = "v", .config = "c", .checkpoint = "k", .split = "2,1", .options = "o"};
+    const Fingerprint a{.version = "v",
+                        .config = "c",
+                        .checkpoint = "k",
+                        .split = "2,1",
+                        .options = "o",
+                        .device = {.host = "h", .name = "gpu", .uuid = "00ff", .budget = 1ull << 40}};
     const Fingerprint b = fingerprint_from_json(json_text(to_json(a), JsonStyle::Compact));
     EXPECT_EQ(compare_fingerprints(std::vector<Fingerprint>{a, b}), "");
+    EXPECT_EQ(b.device.host, "h");
+    EXPECT_EQ(b.device.name, "gpu");
+    EXPECT_EQ(b.device.uuid, "00ff");
+    EXPECT_EQ(b.device.budget, 1ull << 40);
     EXPECT_NE(test::error_message([] { fingerprint_from_json("{\"version\": 1}"); }).find("not a vkformer fingerprint"),
               std::string::npos);
+}
+
+// `--split auto` plans with each rank's share of its device: ranks on one host with the same
+// device (name and UUID) split its budget; the device is never compared.
+TEST(Fingerprint, RanksOnOneDeviceShareItsBudget) {
+    const auto rank = [](std::string host, std::string uuid, std::uint64_t budget) {
+        return Fingerprint{
+            .version = "v",
+            .config = "c",
+            .checkpoint = "k",
+            .split = "auto",
+            .options = "o",
+            .device = {.host = std::move(host), .name = "gpu", .uuid = std::move(uuid), .budget = budget}};
+    };
+    const std::vector<Fingerprint> ranks{rank("a", "01", 900), rank("a", "01", 600), rank("a", "02", 500),
+                                         rank("b", "01", 400), rank("a", "01", 300)};
+    EXPECT_EQ(shared_budgets(ranks), (std::vector<std::uint64_t>{300, 200, 500, 400, 100}));
+    EXPECT_EQ(compare_fingerprints(ranks), "");
 }
 
 }  // namespace
