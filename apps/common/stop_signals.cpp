@@ -1,12 +1,16 @@
 #include "apps/common/stop_signals.hpp"
 
+#include <atomic>
 #include <csignal>
 
 namespace vkf::app {
 
 namespace {
 
-volatile std::sig_atomic_t received = 0;
+// Read from other threads too (vkf-run's MPI channel polls it from its heartbeat thread): a
+// lock-free atomic is signal-safe and, unlike a volatile sig_atomic_t, free of data races.
+std::atomic<int> received{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int signal) {
     received = signal;
@@ -30,7 +34,8 @@ int stop_signal() {
 }
 
 int stop_signal_status() {
-    return received != 0 ? 128 + received : 0;
+    const int signal = received.load();
+    return signal != 0 ? 128 + signal : 0;
 }
 
 }  // namespace vkf::app

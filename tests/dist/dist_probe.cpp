@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +23,9 @@
 
 namespace {
 
-volatile std::sig_atomic_t received = 0;
+// Read by the channel's heartbeat thread too: an atomic (lock-free, so signal-safe), not a
+// volatile sig_atomic_t, which another thread may not read (ThreadSanitizer names the race).
+std::atomic<int> received{0};
 extern "C" void on_signal(int signal) {
     received = signal;
 }
@@ -116,7 +119,7 @@ int main(int argc, char** argv) {
     vkf::dist::MpiEnvironment env;
     vkf::dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<int>(timeout * 1000)),
                                      .heartbeat = std::chrono::milliseconds(100),
-                                     .signal = [] { return static_cast<int>(received); }});
+                                     .signal = [] { return received.load(); }});
     // As vkf-run does (apps/run/distributed.cpp): print, wait for the others to print, exit
     // without MPI_Finalize.
     const auto failed = [&](const char* message, bool grace) {
