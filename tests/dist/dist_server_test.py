@@ -6,11 +6,11 @@ lavapipe with models/kjv-bloom:
   a one-process vkf-server gives them, and /metrics shows the pipeline overlapped (steps
   started while another was in flight, at most 2 in flight);
 - both stop cleanly on SIGTERM (mpirun passes it on);
-- a rank that stalls (SIGSTOP) while a request runs: the request gets an error rather than
+- a rank that stalls (SIGSTOP; --full: one killed) while a request runs: the request gets an error rather than
   hanging, and rank 0 exits non-zero naming the rank within 60 s.
 
 usage: dist_server_test.py PATH/TO/vkf-server MODELS/kjv-bloom [--full]
---full: also 3 ranks.
+--full: also 3 ranks, and a killed rank.
 (VKF_MPIRUN: mpirun's path; the ranks inherit the environment.)
 """
 
@@ -130,10 +130,11 @@ def check_ranks(ranks, expected):
     print("%s: %.1f s" % (what, time.monotonic() - start))
 
 
-def check_stalled_rank():
-    """Rank 1 stops itself (SIGSTOP) before its 6th step, while a request runs."""
-    what = "mpirun -n 2 vkf-server with rank 1 stalled"
-    server = Server(2, ["--rank-timeout", "3"], {"VKF_TEST_RANK_FAULT": "1:5:stop"})
+def check_failed_rank(action):
+    """Rank 1 stops itself (SIGSTOP) or dies (SIGKILL, as kill -9) before its 6th step, while a
+    request runs."""
+    what = "mpirun -n 2 vkf-server with rank 1 %s" % ("stalled" if action == "stop" else "killed")
+    server = Server(2, ["--rank-timeout", "3"], {"VKF_TEST_RANK_FAULT": "1:5:" + action})
     status, body = server.complete(PROMPTS[0], max_tokens=20)
     if status == 200:
         fail("%s: the request succeeded: %r" % (what, body))
@@ -158,7 +159,9 @@ def main():
     check_ranks(2, expected)
     if FULL:
         check_ranks(3, expected)
-    check_stalled_rank()
+    check_failed_rank("stop")
+    if FULL:
+        check_failed_rank("kill")
     return finish("vkf-server over MPI ranks: all checks passed")
 
 
