@@ -63,11 +63,10 @@ LayerRange rank_layers(const std::string& plan, int rank) {
 }
 
 LayerRange handshake(dist::Channel& channel, const Options& o, const ModelConfig& config) {
-    const std::string plan =
-        dist::handshake(channel, dist::fingerprint(o.model, "even", shared_options(o)),
-                        [&](std::span<const dist::Fingerprint>) {
-                            return even_plan(config, static_cast<std::uint32_t>(channel.size()));
-                        });
+    const std::string plan = dist::handshake(channel, dist::fingerprint(o.model, "even", shared_options(o)),
+                                             [&](std::span<const dist::Fingerprint>) {
+                                                 return even_plan(config, static_cast<std::uint32_t>(channel.size()));
+                                             });
     return rank_layers(plan, channel.rank());
 }
 
@@ -177,7 +176,8 @@ int serve_ranks(const Options& o) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     dist::MpiEnvironment env;
     const int rank = env.rank();
-    dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000))});
+    dist::Channel channel(env,
+                          {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000))});
     // A failed run prints its error here: every rank prints before any exits, and none
     // reaches MPI_Finalize, which would wait for a dead rank (as vkf-run, apps/run/distributed.cpp).
     const auto failed = [&](const std::string& message, bool usage) {

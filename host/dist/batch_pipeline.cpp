@@ -42,7 +42,9 @@ std::vector<StageRows> schedule_of(const StepResult& step) {
 }  // namespace
 
 RankZeroBatch::RankZeroBatch(Channel& channel, Batch& stage, std::uint32_t in_flight)
-    : channel_(channel), stage_(stage), limit_(in_flight != 0 ? in_flight : static_cast<std::uint32_t>(channel.size())) {
+    : channel_(channel),
+      stage_(stage),
+      limit_(in_flight != 0 ? in_flight : static_cast<std::uint32_t>(channel.size())) {
     if (!stage.model().first_stage() || stage.model().last_stage() || channel.size() < 2) {
         throw Error("rank 0 of a layer split holds the first layers and not the last");
     }
