@@ -35,7 +35,7 @@ struct Engine::Generation {
     bool failed = false;       // a Failed event was sent: no End
 };
 
-Engine::Engine(Batch& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options)
+Engine::Engine(BatchFront& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options)
     : batch_(batch), tokenizer_(tokenizer), metrics_(metrics), options_(options), generator_(batch) {
     using Type = serve::Metrics::Type;
     metrics_.declare("vkf_active_sequences", Type::Gauge, "Sequences in the running batch.");
@@ -48,6 +48,11 @@ Engine::Engine(Batch& batch, const text::Tokenizer& tokenizer, serve::Metrics& m
     metrics_.declare("vkf_cancelled_sequences_total", Type::Counter,
                      "Sequences cancelled because their client went away.");
     metrics_.declare("vkf_batch_steps_total", Type::Counter, "Forward steps of the batch.");
+    // Under mpirun (host/dist/batch_pipeline.hpp); zeros on one device.
+    metrics_.declare("vkf_pipeline_steps_total", Type::Counter, "Steps rank 0 sent down the ranks' pipeline.");
+    metrics_.declare("vkf_pipeline_overlapped_steps_total", Type::Counter,
+                     "Pipeline steps started while an earlier step was in flight.");
+    metrics_.declare("vkf_pipeline_max_in_flight", Type::Gauge, "Most pipeline steps in flight at once.");
     publish();
     thread_ = std::thread([this] { loop(); });
 }
@@ -227,6 +232,10 @@ void Engine::publish() {
     metrics_.set("vkf_active_sequences", static_cast<double>(generator_.running()));
     metrics_.set("vkf_kv_blocks_used", batch_.blocks().used());
     metrics_.set("vkf_kv_blocks_free", batch_.blocks().free());
+    const PipelineStats pipeline = batch_.pipeline();
+    metrics_.set("vkf_pipeline_steps_total", static_cast<double>(pipeline.steps));
+    metrics_.set("vkf_pipeline_overlapped_steps_total", static_cast<double>(pipeline.overlapped));
+    metrics_.set("vkf_pipeline_max_in_flight", pipeline.max_in_flight);
     const std::lock_guard lock(mutex_);
     metrics_.set("vkf_queued_requests", static_cast<double>(queue_.size()));
 }

@@ -66,7 +66,7 @@ struct EngineOptions {
 
 class Engine {
 public:
-    Engine(Batch& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options);
+    Engine(BatchFront& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options);
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
     ~Engine();  // stops the thread; running generations end with a Failed event
@@ -91,7 +91,7 @@ private:
     void end(SequenceId id, const GenerationResult& result);
     void publish();
 
-    Batch& batch_;
+    BatchFront& batch_;
     const text::Tokenizer& tokenizer_;
     serve::Metrics& metrics_;
     EngineOptions options_;

@@ -7,7 +7,10 @@
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/server/engine.hpp"
+#include "apps/server/options.hpp"
+#include "apps/server/ranks.hpp"
 #include "apps/server/routes.hpp"
+#include "host/dist/launch.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/batch.hpp"
@@ -21,13 +24,14 @@
 #include <pthread.h>
 #include <csignal>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
 namespace {
+
+using vkf::server::Options;
 
 constexpr const char* kAbout =
     "Serves a decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais) through OpenAI's HTTP API:\n"
@@ -36,75 +40,6 @@ constexpr const char* kAbout =
     "running batch (--parallel sequences; --queue more wait; past that: 503). A JinaBERT\n"
     "checkpoint (as --model or --embedding-model) serves POST /v1/embeddings.\n"
     "It listens on 127.0.0.1 unless --host says otherwise; stop it with Ctrl-C.\n";
-
-struct Options {
-    std::string model;
-    std::string embedding_model;
-    std::string tokenizer;
-    std::string name;
-    std::string host = "127.0.0.1";
-    std::uint32_t port = 8080;
-    std::uint32_t parallel = 4;
-    std::uint32_t queue = 16;
-    std::optional<std::uint32_t> ctx;
-    std::optional<std::uint32_t> ctx_blocks;
-    std::optional<std::uint32_t> window;
-    std::optional<std::uint32_t> max_prompt_tokens;
-    std::optional<std::uint32_t> max_tokens;
-    std::uint32_t max_n = 4;
-    std::uint64_t max_body = 1 << 20;
-    std::optional<std::uint32_t> http_threads;
-    std::optional<std::string> api_key;
-    std::optional<std::string> chat_format;
-    std::optional<vkf::WeightFormat> weights;
-    vkf::DType kv = vkf::DType::F16;
-    std::uint32_t chunk = 128;
-    vkf::app::DeviceOptions device;
-    bool quiet = false;
-};
-
-void declare_options(CLI::App& cli, Options& o) {
-    using namespace vkf::app;
-    add_text(cli, "--model", "DIR", o.model, "the checkpoint to serve (a decoder, or a JinaBERT encoder)")->required();
-    add_text(cli, "--embedding-model", "DIR", o.embedding_model, "a JinaBERT checkpoint for /v1/embeddings");
-    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "the decoder's tokenizer.json (default: the model directory's)");
-    add_text(cli, "--name", "NAME", o.name, "the model's name in responses (default: the directory's name)");
-    add_text(cli, "--host", "ADDR", o.host, "address to listen on (default 127.0.0.1: this machine only)");
-    add_integer(cli, "--port", "N", o.port, 0u, "port (default 8080; 0: any free port, printed)");
-    add_integer(cli, "--parallel", "N", o.parallel, 1u, "sequences generated at once (default 4)");
-    add_integer(cli, "--queue", "N", o.queue, 0u, "requests that may wait for a slot (default 16); more get 503");
-    add_integer(cli, "--ctx", "N", o.ctx, 2u,
-                "tokens one sequence holds, prompt and answer (default: 2048 or the\nmodel's max_seq_len)");
-    add_integer(cli, "--ctx-blocks", "N", o.ctx_blocks, 1u,
-                "KV-cache blocks of 16 tokens for all sequences (default: room for\n--parallel full sequences)");
-    vkf::app::add_window(cli, o.window,
-                         "local attention: each token sees the W tokens before it (default:\n"
-                         "the model's, MPT sliding_window_size; 0: all); a sequence then keeps\n"
-                         "only the blocks its window sees and may go on past --ctx");
-    add_integer(cli, "--max-prompt-tokens", "N", o.max_prompt_tokens, 1u, "longest prompt accepted (default: --ctx)");
-    add_integer(cli, "--max-tokens", "N", o.max_tokens, 1u, "largest max_tokens accepted (default: --ctx)");
-    add_integer(cli, "--max-n", "N", o.max_n, 1u, "largest n (choices per request) accepted (default 4)");
-    add_parsed_option(cli, "--max-body", "SIZE", "largest request body (default 1M); larger: 413",
-                      [&o](const std::string& text) { o.max_body = parse_size("--max-body", text); });
-    add_integer(cli, "--http-threads", "N", o.http_threads, 1u,
-                "HTTP worker threads (default: --parallel + --queue + 8)");
-    add_parsed_option(cli, "--api-key", "KEY", "answer only requests with 'Authorization: Bearer KEY' (else 401)",
-                      [&o](const std::string& text) {
-                          if (text.empty()) {
-                              throw UsageError("--api-key: the key is empty");
-                          }
-                          o.api_key = text;
-                      });
-    add_text(cli, "--chat-format", "chatml|baichuan|jais|none", o.chat_format,
-             "the chat prompt format (default: detected from the checkpoint's\n"
-             "tokenizer_config.json / generation_config.json)");
-    add_weight_format(cli, o.weights, "weight storage on the device (as vkf-run)");
-    add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
-               "KV-cache storage (default f16)");
-    add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
-    add_device_options(cli, o.device);
-    cli.add_flag("--quiet", o.quiet, "print only the address it listens on");
-}
 
 bool is_encoder(const std::string& dir) {
     const std::filesystem::path config = std::filesystem::path(dir) / "config.json";
@@ -128,7 +63,9 @@ vkf::Pooling encoder_pooling(const std::string& dir) {
     return cls != nullptr && cls->as_bool() ? vkf::Pooling::Cls : vkf::Pooling::Mean;
 }
 
-int serve(const Options& o) {
+}  // namespace
+
+int vkf::server::serve(const Options& o, RankZero* rank_zero) {
     // The signal thread owns SIGINT and SIGTERM: every thread started from here blocks them.
     sigset_t signals;
     sigemptyset(&signals);
@@ -144,6 +81,9 @@ int serve(const Options& o) {
         }
     }
     const bool model_is_encoder = is_encoder(o.model);
+    if (rank_zero != nullptr && (model_is_encoder || !o.embedding_model.empty())) {
+        throw vkf::app::UsageError("under mpirun vkf-server splits a decoder over the ranks: no encoder");
+    }
     if (model_is_encoder && !o.embedding_model.empty()) {
         throw vkf::app::UsageError("--model is an encoder already; --embedding-model is for a decoder's server");
     }
@@ -164,23 +104,18 @@ int serve(const Options& o) {
     if (!model_is_encoder) {
         tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
         const vkf::ModelConfig config = vkf::read_model_config(std::filesystem::path(o.model) / "config.json");
-        const std::uint32_t ctx_tokens = o.ctx.value_or(std::min<std::uint32_t>(2048, config.max_seq_len));
-        const std::uint32_t block = vkf::BatchOptions{}.block_size;
-        const std::uint32_t window = vkf::app::run_window(o.window, config);
-        // With a window a sequence's positions count on past its ring: only the prompt is
-        // bounded (--max-prompt-tokens), not prompt plus answer.
-        const std::uint32_t sequence_tokens = window != 0 ? std::numeric_limits<std::int32_t>::max() : ctx_tokens;
-        const std::uint32_t blocks = o.ctx_blocks.value_or(o.parallel * ((ctx_tokens + block - 1) / block));
-        model = std::make_unique<vkf::Model>(
-            ctx, o.model,
-            vkf::ModelOptions{.weights = o.weights,
-                              .session = {.max_tokens = blocks * block, .chunk = o.chunk, .kv_dtype = o.kv}});
-        batch = std::make_unique<vkf::Batch>(*model, vkf::BatchOptions{.max_tokens = blocks * block,
-                                                                       .max_sequence_tokens = ctx_tokens,
-                                                                       .max_sequences = o.parallel,
-                                                                       .chunk = o.chunk,
-                                                                       .kv_dtype = o.kv,
-                                                                       .window = window});
+        const vkf::server::DecoderSetup setup =
+            vkf::server::decoder_setup(o, config, rank_zero != nullptr ? rank_zero->ranks() : 1);
+        const std::uint32_t ctx_tokens = setup.ctx_tokens;
+        const std::uint32_t sequence_tokens = setup.sequence_tokens;
+        const std::uint32_t blocks = setup.blocks;
+        const std::uint32_t block = setup.batch.block_size;
+        vkf::ModelOptions model_options = setup.model;
+        if (rank_zero != nullptr) {
+            model_options.layers = rank_zero->layers(config);
+        }
+        model = std::make_unique<vkf::Model>(ctx, o.model, model_options);
+        batch = std::make_unique<vkf::Batch>(*model, setup.batch);
         // The steps a first request takes (its prompt in chunks, one sequence decoding) are
         // recorded, their pipelines made, before the server listens: the first request's
         // time to first token holds no compile. Other mixes record their steps when they come.
@@ -189,7 +124,8 @@ int serve(const Options& o) {
             fmt::print(stderr, "vkf-server: prepare: {} pipelines in {:.3f} s ({} made on {} threads)\n",
                        prepared.pipelines, prepared.seconds, prepared.created, prepared.threads);
         }
-        engine = std::make_unique<vkf::server::Engine>(*batch, *tokenizer, metrics,
+        vkf::BatchFront& front = rank_zero != nullptr ? rank_zero->front(*batch) : *batch;
+        engine = std::make_unique<vkf::server::Engine>(front, *tokenizer, metrics,
                                                        vkf::server::EngineOptions{o.parallel, o.queue});
         served.settings.limits.max_tokens = o.max_tokens.value_or(ctx_tokens);
         served.decoder = vkf::server::ServedDecoder{
@@ -241,11 +177,18 @@ int serve(const Options& o) {
         sigwait(&signals, &signal);
         http.stop();
     });
+    if (rank_zero != nullptr) {
+        rank_zero->watch([&http] { http.stop(); });
+    }
     const bool ok = http.listen_after_bind();
     if (signal_thread.joinable()) {
         // listen ended without a signal (an error): wake the signal thread so it can be joined.
         pthread_kill(signal_thread.native_handle(), SIGTERM);
         signal_thread.join();
+    }
+    if (rank_zero != nullptr) {
+        engine.reset();  // its generations' sequences removed on every rank first
+        rank_zero->finish();
     }
     if (!o.quiet) {
         fmt::print(stderr, "vkf-server: stopped\n");
@@ -253,11 +196,12 @@ int serve(const Options& o) {
     return ok ? vkf::app::kExitOk : vkf::app::kExitFailure;
 }
 
-}  // namespace
-
 int main(int argc, char** argv) {
     vkf::app::CommandLine cli("vkf-server", kAbout);
     Options options;
-    declare_options(cli, options);
-    return vkf::app::run_app(cli, argc, argv, [&] { return serve(options); });
+    vkf::server::declare_options(cli, options);
+    return vkf::app::run_app(cli, argc, argv, [&] {
+        return vkf::dist::started_by_mpirun_with_ranks() ? vkf::server::serve_ranks(options)
+                                                         : vkf::server::serve(options, nullptr);
+    });
 }

@@ -255,6 +255,12 @@ void Channel::finish() {
     finished_ = true;
 }
 
+void Channel::post(int dest, Tag tag, std::span<const std::byte> bytes) {
+    const std::lock_guard lock(mutex_);
+    throw_if_failed_locked();
+    start_send_locked(dest, tag, std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
 void Channel::send(int dest, Tag tag, std::span<const std::byte> bytes) {
     InFlight mine;
     mine.bytes.assign(bytes.begin(), bytes.end());

@@ -93,6 +93,16 @@ public:
     // Sends and waits until MPI has taken the bytes (they are copied first: a send cut short
     // by a failure leaves MPI no pointer into the caller's memory).
     void send(int dest, Tag tag, std::span<const std::byte> bytes);
+    // Starts a send and returns at once: the channel completes it in the background (the
+    // bytes are copied). Messages to one rank with one tag still arrive in order. A rank whose
+    // sends to a rank that is itself sending to it must not wait (a pipeline's last stage
+    // answering rank 0 while rank 0 sends the next step: host/dist/batch_pipeline.cpp).
+    void post(int dest, Tag tag, std::span<const std::byte> bytes);
+    template <class T>
+    void post_values(int dest, Tag tag, std::span<const T> values) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        post(dest, tag, std::as_bytes(values));
+    }
     // Waits for the next message of this kind from `source`, servicing the channel meanwhile.
     // The wait is bounded by the source's liveness (and by `limit` when given).
     std::vector<std::byte> receive(int source, Tag tag, std::optional<std::chrono::milliseconds> limit = std::nullopt);

@@ -16,6 +16,7 @@
 // recorded once per StepShape (host/model/decoder_plan.hpp) and submitted again for every
 // later step of that shape. docs/DESIGN.md "Batches" follows one decode step through it.
 
+#include "host/model/batch_front.hpp"
 #include "host/model/decoder_step.hpp"
 #include "host/model/kv_cache.hpp"
 #include "host/model/model.hpp"
@@ -88,14 +89,9 @@ struct SessionStats {
     double hand_off_ms = 0.0;
 };
 
-// Which fed tokens' logits a step returns.
-enum class Logits { Last, All, None };
-
 // Prompt tokens the next submission may take after one of `tokens` tokens took `gpu_ms`:
 // what fits target_ms at that rate, a power of two, 1 .. max_chunk.
 std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms, std::uint32_t max_chunk);
-
-using SequenceId = std::uint64_t;
 
 // One sequence's rows in a step of a later stage of a layer split: the rows the stage before
 // ran for it (its SequenceOutput::tokens), in the order it ran them.
@@ -129,22 +125,22 @@ struct StepResult {
 // agree; the first stage schedules with step(), each later one runs exactly the rows the one
 // before ran with step(schedule, hidden). Only the first stage reads the ids' values (and
 // the prefix sharing that compares them, which therefore agrees as well).
-class Batch {
+class Batch : public BatchFront {
 public:
     Batch(const Model& model, BatchOptions options);
     Batch(const Batch&) = delete;
     Batch& operator=(const Batch&) = delete;
 
-    SequenceId add();
+    SequenceId add() override;
     // Queues `ids` after the sequence's tokens; `logits` says whose logits step() returns.
     // Throws vkf::Error for an unknown sequence, no ids, ids >= vocab_size, or more tokens
     // than max_sequence_tokens (nothing is queued then).
-    void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
+    void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override;
     // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds.
-    void remove(SequenceId id);
+    void remove(SequenceId id) override;
     // One forward pass over pending tokens; a step with nothing to run submits nothing.
     // Throws vkf::Error on a later stage of a layer split (it does not schedule).
-    StepResult step();
+    StepResult step() override;
     // A later stage of a layer split (host/model/batch_stage.cpp): runs the rows `schedule`
     // names, whose hidden rows the stage before computed, `hidden_in` [sum of rows, hidden]
     // fp32 in schedule order. Throws vkf::Error on the first stage, for a shape mismatch, an
@@ -161,7 +157,7 @@ public:
     // exact, the rest what the chunk limit is now.
     std::vector<StepShape> sequence_shapes(std::uint32_t prompt_tokens) const;
 
-    bool contains(SequenceId id) const { return sequences_.contains(id); }
+    bool contains(SequenceId id) const override { return sequences_.contains(id); }
     bool has_pending() const;
     std::uint32_t position(SequenceId id) const;  // tokens whose keys are in the cache
     std::uint32_t pending(SequenceId id) const;   // fed tokens not run yet
@@ -169,14 +165,14 @@ public:
     std::uint32_t shared_prefix(SequenceId id) const;
     // The key count after each step that ran the sequence (a reference run in the same chunks
     // gives the same numerics even under Jais' length-dependent ALiBi scaling).
-    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const;
+    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override;
     std::vector<SequenceId> sequences() const;
     std::size_t size() const { return sequences_.size(); }
 
-    const KvBlocks& blocks() const { return cache_.blocks(); }
+    const KvBlocks& blocks() const override { return cache_.blocks(); }
     std::uint32_t block_size() const { return options_.block_size; }
-    std::uint32_t max_sequence_tokens() const { return options_.max_sequence_tokens; }
-    std::uint32_t window() const { return options_.window; }
+    std::uint32_t max_sequence_tokens() const override { return options_.max_sequence_tokens; }
+    std::uint32_t window() const override { return options_.window; }
     // Blocks the sequence holds now (a windowed one holds at most blocks_per_seq()).
     std::uint32_t blocks_held(SequenceId id) const;
     std::uint32_t blocks_per_seq() const { return settings_.blocks_per_seq; }

@@ -18,7 +18,7 @@ namespace vkf {
 
 class BatchGenerator {
 public:
-    explicit BatchGenerator(Batch& batch) : batch_(batch) {}
+    explicit BatchGenerator(BatchFront& batch) : batch_(batch) {}
     BatchGenerator(const BatchGenerator&) = delete;
     BatchGenerator& operator=(const BatchGenerator&) = delete;
     ~BatchGenerator();
@@ -45,7 +45,7 @@ private:
     };
     void finish(SequenceId id, StopReason why);
 
-    Batch& batch_;
+    BatchFront& batch_;
     std::map<SequenceId, Running> running_;
     std::vector<std::pair<SequenceId, GenerationResult>> ended_;
 };

@@ -1,0 +1,73 @@
+#include "apps/server/options.hpp"
+
+#include <limits>
+
+namespace vkf::server {
+
+void declare_options(CLI::App& cli, Options& o) {
+    using namespace vkf::app;
+    add_text(cli, "--model", "DIR", o.model, "the checkpoint to serve (a decoder, or a JinaBERT encoder)")->required();
+    add_text(cli, "--embedding-model", "DIR", o.embedding_model, "a JinaBERT checkpoint for /v1/embeddings");
+    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "the decoder's tokenizer.json (default: the model directory's)");
+    add_text(cli, "--name", "NAME", o.name, "the model's name in responses (default: the directory's name)");
+    add_text(cli, "--host", "ADDR", o.host, "address to listen on (default 127.0.0.1: this machine only)");
+    add_integer(cli, "--port", "N", o.port, 0u, "port (default 8080; 0: any free port, printed)");
+    add_integer(cli, "--parallel", "N", o.parallel, 1u, "sequences generated at once (default 4)");
+    add_integer(cli, "--queue", "N", o.queue, 0u, "requests that may wait for a slot (default 16); more get 503");
+    add_integer(cli, "--ctx", "N", o.ctx, 2u,
+                "tokens one sequence holds, prompt and answer (default: 2048 or the\nmodel's max_seq_len)");
+    add_integer(cli, "--ctx-blocks", "N", o.ctx_blocks, 1u,
+                "KV-cache blocks of 16 tokens for all sequences (default: room for\n--parallel full sequences)");
+    vkf::app::add_window(cli, o.window,
+                         "local attention: each token sees the W tokens before it (default:\n"
+                         "the model's, MPT sliding_window_size; 0: all); a sequence then keeps\n"
+                         "only the blocks its window sees and may go on past --ctx");
+    add_integer(cli, "--max-prompt-tokens", "N", o.max_prompt_tokens, 1u, "longest prompt accepted (default: --ctx)");
+    add_integer(cli, "--max-tokens", "N", o.max_tokens, 1u, "largest max_tokens accepted (default: --ctx)");
+    add_integer(cli, "--max-n", "N", o.max_n, 1u, "largest n (choices per request) accepted (default 4)");
+    add_parsed_option(cli, "--max-body", "SIZE", "largest request body (default 1M); larger: 413",
+                      [&o](const std::string& text) { o.max_body = parse_size("--max-body", text); });
+    add_integer(cli, "--http-threads", "N", o.http_threads, 1u,
+                "HTTP worker threads (default: --parallel + --queue + 8)");
+    add_parsed_option(cli, "--api-key", "KEY", "answer only requests with 'Authorization: Bearer KEY' (else 401)",
+                      [&o](const std::string& text) {
+                          if (text.empty()) {
+                              throw UsageError("--api-key: the key is empty");
+                          }
+                          o.api_key = text;
+                      });
+    add_text(cli, "--chat-format", "chatml|baichuan|jais|none", o.chat_format,
+             "the chat prompt format (default: detected from the checkpoint's\n"
+             "tokenizer_config.json / generation_config.json)");
+    add_weight_format(cli, o.weights, "weight storage on the device (as vkf-run)");
+    add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
+               "KV-cache storage (default f16)");
+    add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
+    add_device_options(cli, o.device);
+    add_number(cli, "--rank-timeout", "SECONDS", o.rank_timeout,
+               "under mpirun: seconds without a message from a rank after which it\ncounts as failed (default 20)",
+               true);
+    cli.add_flag("--quiet", o.quiet, "print only the address it listens on");
+}
+
+DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uint32_t ranks) {
+    DecoderSetup d;
+    d.ctx_tokens = o.ctx.value_or(std::min<std::uint32_t>(2048, config.max_seq_len));
+    const std::uint32_t block = BatchOptions{}.block_size;
+    const std::uint32_t window = app::run_window(o.window, config);
+    // With a window a sequence's positions count on past its ring: only the prompt is
+    // bounded (--max-prompt-tokens), not prompt plus answer.
+    d.sequence_tokens = window != 0 ? std::numeric_limits<std::int32_t>::max() : d.ctx_tokens;
+    d.blocks = o.ctx_blocks.value_or(o.parallel * ((d.ctx_tokens + block - 1) / block));
+    d.model = ModelOptions{.weights = o.weights,
+                           .session = {.max_tokens = d.blocks * block, .chunk = o.chunk, .kv_dtype = o.kv}};
+    d.batch = BatchOptions{.max_tokens = d.blocks * block,
+                           .max_sequence_tokens = d.ctx_tokens,
+                           .max_sequences = (o.parallel + ranks - 1) / ranks,
+                           .chunk = o.chunk,
+                           .kv_dtype = o.kv,
+                           .window = window};
+    return d;
+}
+
+}  // namespace vkf::server

@@ -1,0 +1,56 @@
+#pragma once
+// vkf-server's command line, and the decoder's model and batch options it implies: the same
+// on every MPI rank, which parses the same arguments (apps/server/distributed.hpp).
+
+#include "apps/common/options.hpp"
+#include "host/model/batch.hpp"
+#include "host/model/model.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace vkf::server {
+
+struct Options {
+    std::string model;
+    std::string embedding_model;
+    std::string tokenizer;
+    std::string name;
+    std::string host = "127.0.0.1";
+    std::uint32_t port = 8080;
+    std::uint32_t parallel = 4;
+    std::uint32_t queue = 16;
+    std::optional<std::uint32_t> ctx;
+    std::optional<std::uint32_t> ctx_blocks;
+    std::optional<std::uint32_t> window;
+    std::optional<std::uint32_t> max_prompt_tokens;
+    std::optional<std::uint32_t> max_tokens;
+    std::uint32_t max_n = 4;
+    std::uint64_t max_body = 1 << 20;
+    std::optional<std::uint32_t> http_threads;
+    std::optional<std::string> api_key;
+    std::optional<std::string> chat_format;
+    std::optional<WeightFormat> weights;
+    DType kv = DType::F16;
+    std::uint32_t chunk = 128;
+    app::DeviceOptions device;
+    double rank_timeout = 20.0;  // under mpirun: seconds of silence after which a rank failed
+    bool quiet = false;
+};
+
+void declare_options(CLI::App& cli, Options& o);
+
+// The decoder's options from the command line and its config.json. Over `ranks` MPI ranks a
+// step runs at most --parallel / ranks sequences (rounded up): the running sequences form
+// micro-batches that follow each other down the ranks' pipeline (host/dist/batch_pipeline.hpp).
+struct DecoderSetup {
+    ModelOptions model;
+    BatchOptions batch;
+    std::uint32_t ctx_tokens = 0;       // tokens one sequence holds
+    std::uint32_t sequence_tokens = 0;  // with a window: no bound but the prompt's
+    std::uint32_t blocks = 0;           // KV blocks of all sequences
+};
+DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uint32_t ranks = 1);
+
+}  // namespace vkf::server

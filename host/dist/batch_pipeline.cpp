@@ -1,0 +1,228 @@
+#include "host/dist/batch_pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace vkf::dist {
+
+namespace {
+
+// The words of a Tag::Command message of the batch protocol: the kind, then its arguments;
+// a sequence id is two words, low first.
+enum class Command : std::uint32_t {
+    Add = 11,     // then the id rank 0's stage gave: every rank's must agree
+    Feed = 12,    // then the id, the Logits wanted, the ids
+    Remove = 13,  // then the id
+    Step = 14,    // run the step whose rows the stage before sends
+    Stop = 15,    // the run is over
+};
+
+void push_id(std::vector<std::uint32_t>& words, SequenceId id) {
+    words.push_back(static_cast<std::uint32_t>(id));
+    words.push_back(static_cast<std::uint32_t>(id >> 32));
+}
+
+SequenceId id_at(const std::vector<std::uint32_t>& words, std::size_t at) {
+    if (words.size() < at + 2) {
+        throw Error("rank 0 sent a command without its sequence id");
+    }
+    return SequenceId{words[at]} | (SequenceId{words[at + 1]} << 32);
+}
+
+std::vector<StageRows> schedule_of(const StepResult& step) {
+    std::vector<StageRows> rows;
+    for (const SequenceOutput& out : step.ran) {
+        rows.push_back({out.id, out.tokens});
+    }
+    return rows;
+}
+
+}  // namespace
+
+RankZeroBatch::RankZeroBatch(Channel& channel, Batch& stage, std::uint32_t in_flight)
+    : channel_(channel),
+      stage_(stage),
+      limit_(in_flight != 0 ? in_flight : static_cast<std::uint32_t>(channel.size())) {
+    if (!stage.model().first_stage() || stage.model().last_stage() || channel.size() < 2) {
+        throw Error("rank 0 of a layer split holds the first layers and not the last");
+    }
+}
+
+void RankZeroBatch::command(const std::vector<std::uint32_t>& words) {
+    for (int r = 1; r < channel_.size(); ++r) {
+        channel_.send_values<std::uint32_t>(r, Tag::Command, words);
+    }
+}
+
+SequenceId RankZeroBatch::add() {
+    channel_.check();
+    const SequenceId id = stage_.add();
+    std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Add)};
+    push_id(words, id);
+    command(words);
+    return id;
+}
+
+void RankZeroBatch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits) {
+    channel_.check();
+    // Rank 0 feeds first: what it refuses (unknown sequence, ids >= vocab_size, too many
+    // tokens) is never sent on.
+    stage_.feed(id, ids, logits);
+    std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Feed)};
+    push_id(words, id);
+    words.push_back(static_cast<std::uint32_t>(logits));
+    words.insert(words.end(), ids.begin(), ids.end());
+    command(words);
+}
+
+void RankZeroBatch::remove(SequenceId id) {
+    stage_.remove(id);
+    std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Remove)};
+    push_id(words, id);
+    try {
+        command(words);
+    } catch (const RankFailure&) {
+        // The channel keeps the failure: the next step() throws it. Removing stays safe to
+        // call while a failed run is cleaned up (BatchGenerator's cancel and destructor).
+    }
+}
+
+void RankZeroBatch::stop() {
+    // The last rank's logits of the steps still in flight are received (and dropped): a send
+    // nobody receives could keep that rank from stopping.
+    while (!in_flight_.empty()) {
+        finish_oldest();
+    }
+    command({static_cast<std::uint32_t>(Command::Stop)});
+    channel_.finish();
+}
+
+StepResult RankZeroBatch::step() {
+    channel_.check();
+    if (in_flight_.size() < limit_ && stage_.has_pending()) {
+        StepResult started = stage_.step();
+        if (started.ran.empty()) {
+            if (in_flight_.empty()) {
+                return started;  // nothing runs: its blocked sequences are the caller's to free
+            }
+        } else {
+            command({static_cast<std::uint32_t>(Command::Step)});
+            channel_.send_values<StageRows>(1, Tag::Schedule, schedule_of(started));
+            channel_.send_values<float>(1, Tag::Hidden, started.hidden);
+            started.hidden = {};
+            stats_.steps += 1;
+            stats_.overlapped += in_flight_.empty() ? 0 : 1;
+            in_flight_.push_back(std::move(started));
+            stats_.max_in_flight = std::max(stats_.max_in_flight, static_cast<std::uint32_t>(in_flight_.size()));
+            if (in_flight_.size() < limit_ && stage_.has_pending()) {
+                return {};  // other sequences can run: the next step() starts theirs
+            }
+        }
+    }
+    if (in_flight_.empty()) {
+        return {};
+    }
+    return finish_oldest();
+}
+
+StepResult RankZeroBatch::finish_oldest() {
+    StepResult result = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    const int last = channel_.size() - 1;
+    const std::vector<std::uint32_t> rows = channel_.receive_values<std::uint32_t>(last, Tag::Logits);
+    const std::vector<float> logits = channel_.receive_values<float>(last, Tag::Logits);
+    const std::size_t vocab = stage_.model().config().vocab_size;
+    std::size_t total = 0;
+    for (const std::uint32_t r : rows) {
+        total += r;
+    }
+    if (rows.size() != result.ran.size() || logits.size() != total * vocab) {
+        throw Error(fmt::format("rank {} sent {} logits for {} sequences; rank 0 ran {} sequences in that step", last,
+                                logits.size(), rows.size(), result.ran.size()));
+    }
+    std::size_t at = 0;
+    std::vector<SequenceOutput> kept;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        SequenceOutput& out = result.ran[i];
+        const std::size_t n = rows[i] * vocab;
+        // A sequence removed while its step was in flight: its logits are nobody's.
+        if (stage_.contains(out.id)) {
+            out.logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(at),
+                              logits.begin() + static_cast<std::ptrdiff_t>(at + n));
+            kept.push_back(std::move(out));
+        }
+        at += n;
+    }
+    // Stage 0's blocked and deferred lists were true when the step started, not now.
+    return StepResult{.ran = std::move(kept)};
+}
+
+void serve_batch_stage(Channel& channel, Batch& stage, const std::function<void(std::uint64_t)>& before_step) {
+    if (stage.model().first_stage()) {
+        throw Error("a serving rank of a layer split holds later layers, not the first");
+    }
+    const int previous = channel.rank() - 1;
+    const bool last = stage.model().last_stage();
+    const std::size_t vocab = stage.model().config().vocab_size;
+    std::uint64_t steps = 0;
+    for (;;) {
+        const std::vector<std::uint32_t> words = channel.receive_values<std::uint32_t>(0, Tag::Command);
+        if (words.empty()) {
+            throw Error("rank 0 sent an empty command");
+        }
+        switch (static_cast<Command>(words[0])) {
+            case Command::Add: {
+                const SequenceId mine = stage.add();
+                if (mine != id_at(words, 1)) {
+                    throw Error(fmt::format("rank 0 added sequence {}, this rank's stage {}: the ranks disagree",
+                                            id_at(words, 1), mine));
+                }
+                break;
+            }
+            case Command::Feed:
+                if (words.size() < 5) {
+                    throw Error("rank 0 sent a feed without ids");
+                }
+                stage.feed(id_at(words, 1), std::span(words).subspan(4), static_cast<Logits>(words[3]));
+                break;
+            case Command::Remove:
+                stage.remove(id_at(words, 1));
+                break;
+            case Command::Step: {
+                if (before_step) {
+                    before_step(steps);
+                }
+                ++steps;
+                const std::vector<StageRows> schedule = channel.receive_values<StageRows>(previous, Tag::Schedule);
+                const std::vector<float> hidden = channel.receive_values<float>(previous, Tag::Hidden);
+                const StepResult step = stage.step(schedule, hidden);
+                channel.check();
+                if (last) {
+                    std::vector<std::uint32_t> rows;
+                    std::vector<float> logits;
+                    for (const SequenceOutput& out : step.ran) {
+                        rows.push_back(static_cast<std::uint32_t>(out.logits.size() / vocab));
+                        logits.insert(logits.end(), out.logits.begin(), out.logits.end());
+                    }
+                    // Posted, not waited on: rank 0 may be sending the next step to this
+                    // pipeline's ranks meanwhile, and receives these only after.
+                    channel.post_values<std::uint32_t>(0, Tag::Logits, rows);
+                    channel.post_values<float>(0, Tag::Logits, logits);
+                } else {
+                    channel.send_values<StageRows>(channel.rank() + 1, Tag::Schedule, schedule_of(step));
+                    channel.send_values<float>(channel.rank() + 1, Tag::Hidden, step.hidden);
+                }
+                break;
+            }
+            case Command::Stop:
+                channel.finish();
+                return;
+            default:
+                throw Error(fmt::format("rank 0 sent an unknown command {}", words[0]));
+        }
+    }
+}
+
+}  // namespace vkf::dist

@@ -1,0 +1,46 @@
+#pragma once
+// The multi-sequence interface BatchGenerator and vkf-server's engine drive: a Batch on one
+// device implements it, and so does rank 0's front of a layer split over MPI ranks
+// (host/dist/batch_pipeline.hpp), which mirrors every call on every rank's stage Batch and
+// pipelines the steps. Only what those callers use is here.
+
+#include "host/model/kv_blocks.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace vkf {
+
+using SequenceId = std::uint64_t;
+// Which fed tokens' logits a step returns.
+enum class Logits { Last, All, None };
+struct StepResult;
+
+// How a pipelined front overlapped its stages' steps (zeros for a one-device Batch).
+struct PipelineStats {
+    std::uint64_t steps = 0;          // steps stage 0 started
+    std::uint64_t overlapped = 0;     // of them, started while an earlier step was in flight
+    std::uint32_t max_in_flight = 0;  // most steps in flight at once
+};
+
+class BatchFront {
+public:
+    virtual ~BatchFront() = default;
+
+    virtual SequenceId add() = 0;
+    virtual void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) = 0;
+    virtual void remove(SequenceId id) = 0;
+    // One step. A pipelined front may return the outputs of an earlier step, or none while its
+    // steps are in flight; a sequence whose step is in flight has no pending tokens until its
+    // output is returned (its next token is not sampled yet).
+    virtual StepResult step() = 0;
+    virtual bool contains(SequenceId id) const = 0;
+    virtual const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const = 0;
+    virtual const KvBlocks& blocks() const = 0;
+    virtual std::uint32_t max_sequence_tokens() const = 0;
+    virtual std::uint32_t window() const = 0;
+    virtual PipelineStats pipeline() const { return {}; }
+};
+
+}  // namespace vkf
