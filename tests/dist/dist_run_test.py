@@ -7,7 +7,9 @@ generation ends every rank non-zero within 60 s, the output naming it, and no --
 file is left.
 
 usage: dist_run_test.py PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint PATH/TO/vkf-quantize MODELS/kjv-bloom [--full]
-Without --full (CI): 2 ranks on kjv-bloom, 3 on the MPT, another --split, a stopped rank.
+Without --full (CI): 2 ranks on kjv-bloom split auto by budgets (rank 1 under VKF_LIMITS),
+a model over the ranks' budgets refused, 3 on the MPT, another --split, Ctrl-C (SIGINT to
+mpirun), a stopped rank.
 --full (label full): 3 ranks on kjv-bloom unevenly, 2 on the MPT unevenly, another model, a
 killed rank.
 (VKF_MPIRUN: mpirun's path; mpirun's ranks inherit the environment: VKF_VALIDATION,
