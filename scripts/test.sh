@@ -79,7 +79,8 @@ case "$mode" in
     ;;
   --mesa25)
     # Only the suites that use Vulkan (the "host" label marks the others), and not those of
-    # the first leg alone (first_leg: gpu_proof_dry_run checks a script, not a driver).
+    # the first leg alone (first_leg: gpu_proof_dry_run checks a script, dist_run and dist_server
+    # MPI and the server's pipeline over ranks, not a driver).
     excluded+=(host first_leg)
     if [ $full -eq 0 ]; then
       excluded+=(spec_minimum)
