@@ -119,6 +119,23 @@ TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
     }
 }
 
+// Every tuned head size in one storage each, the storages rotating from size to size (every
+// storage with `every_storage`: EachKernelAtEveryTunedHeadDimAndStorage, label full, 12 more
+// cold pipelines per kernel on Mesa 22.3).
+std::vector<Case> tuned_head_dim_cases(bool every_storage) {
+    std::vector<Case> cases;
+    for (std::size_t i = 0; i < std::size(kTunedHeadDims); ++i) {
+        for (std::size_t k = 0; k < std::size(kStorages); ++k) {
+            if (every_storage || k == i % std::size(kStorages)) {
+                const Storage& st = kStorages[k];
+                cases.push_back(
+                    in(st, {2, 33, 70, 6, 3, kTunedHeadDims[i], MaskMode::Causal, AlibiMode::Causal, st.dtype}));
+            }
+        }
+    }
+    return cases;
+}
+
 // A representative subset of the grid: odd and prime lengths, q_len != kv_len, MHA/GQA/MQA,
 // every head size, every storage, every mask and ALiBi mode, slope tables, kv_lens, split
 // and unsplit, decoding.
@@ -155,11 +172,8 @@ std::vector<Case> kernel_subset() {
          }) {
         cases.push_back(with_f16_kv(c));
     }
-    for (std::uint32_t d : kTunedHeadDims) {
-        for (const Storage& st : kStorages) {
-            cases.push_back(in(st, {2, 33, 70, 6, 3, d, M::Causal, A::Causal, st.dtype}));
-        }
-    }
+    const std::vector<Case> tuned = tuned_head_dim_cases(false);
+    cases.insert(cases.end(), tuned.begin(), tuned.end());
     return cases;
 }
 
@@ -181,6 +195,18 @@ TEST_F(Attention_, TiledKernelMatchesOverASubsetOfTheGrid) {
         run_case(ctx(), c, seed += 10);
         if (HasFatalFailure())
             return;
+    }
+}
+
+TEST_F(Attention_, EachKernelAtEveryTunedHeadDimAndStorage) {
+    std::uint64_t seed = 7500;
+    for (AttentionKernel kernel : {AttentionKernel::Rows, AttentionKernel::Tiled}) {
+        for (Case c : tuned_head_dim_cases(true)) {
+            c.kernel = kernel;
+            run_case(ctx(), c, seed += 10);
+            if (HasFatalFailure())
+                return;
+        }
     }
 }
 
