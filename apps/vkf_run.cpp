@@ -125,14 +125,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
     // Text streams to stdout as it is made (collected only, for --json); ids get a progress line.
     std::optional<vkf::app::StreamedText> streamed;
     if (o.prompt_text) {
-        streamed.emplace(*tokenizer, o.stops, o.json ? nullptr : stdout);
-        if (!o.json) {
-            fmt::print("{}", *o.prompt_text);
-            std::fflush(stdout);
-        }
-        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
-            return streamed->push(id) && vkf::app::stop_signal() == 0;  // Ctrl-C: stop, keep the output
-        };
+        stream_prompt_text(o, *tokenizer, streamed, gen);
     } else {
         auto gen_line = std::make_shared<vkf::app::ProgressLine>(!o.quiet);
         gen.on_token = [gen_line, n = o.n_predict](std::uint32_t i, std::uint32_t) {

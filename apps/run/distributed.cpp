@@ -209,14 +209,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
                           .on_prefill = app::prefill_progress(!o.quiet)};
     std::optional<app::StreamedText> streamed;
     if (o.prompt_text) {
-        streamed.emplace(*tokenizer, o.stops, o.json ? nullptr : stdout);
-        if (!o.json) {
-            fmt::print("{}", *o.prompt_text);
-            std::fflush(stdout);
-        }
-        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
-            return streamed->push(id) && app::stop_signal() == 0;
-        };
+        stream_prompt_text(o, *tokenizer, streamed, gen);
     } else {
         auto line = std::make_shared<app::ProgressLine>(!o.quiet);
         gen.on_token = [line, n = o.n_predict](std::uint32_t i, std::uint32_t) {

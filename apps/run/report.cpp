@@ -1,15 +1,30 @@
 #include "apps/run/report.hpp"
 
+#include "apps/common/stop_signals.hpp"
+
 #include "host/spec/model_config.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace vkf::run_cli {
+
+void stream_prompt_text(const Options& o, const text::Tokenizer& tokenizer, std::optional<app::StreamedText>& streamed,
+                        GenerationOptions& gen) {
+    streamed.emplace(tokenizer, o.stops, o.json ? nullptr : stdout);
+    if (!o.json) {
+        fmt::print("{}", *o.prompt_text);
+        std::fflush(stdout);
+    }
+    gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
+        return streamed->push(id) && app::stop_signal() == 0;  // Ctrl-C: stop, keep the output
+    };
+}
 
 std::string_view stop_reason_name(StopReason reason) {
     switch (reason) {

@@ -1,7 +1,9 @@
 #pragma once
-// What vkf-run prints after generating, shared by one prompt and a --prompt-file: the JSON
-// objects of the model, the sampling and the memory, the profile table and the check lines.
+// What vkf-run prints while and after generating, shared by one prompt, a --prompt-file, a
+// --devices split and an MPI split: the streamed text, the JSON objects of the model, the
+// sampling and the memory, the profile table and the check lines.
 
+#include "apps/common/streamed_text.hpp"
 #include "apps/run/check.hpp"
 #include "apps/run/options.hpp"
 #include "host/io/json.hpp"
@@ -9,10 +11,17 @@
 #include "host/model/generation.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace vkf::run_cli {
+
+// A text prompt's output: prints the prompt (not for --json) and makes gen.on_token stream
+// each token's text into `streamed` (stdout, or collected only for --json), which must outlive
+// the generation; Ctrl-C stops it and keeps the output.
+void stream_prompt_text(const Options& o, const text::Tokenizer& tokenizer, std::optional<app::StreamedText>& streamed,
+                        GenerationOptions& gen);
 
 // The --json word of a stop reason ("length": --n-predict or a full KV cache, "eos", "stop string").
 std::string_view stop_reason_name(StopReason reason);

@@ -137,14 +137,7 @@ int run_split(const Options& o) {
                           .on_prefill = app::prefill_progress(!o.quiet)};
     std::optional<app::StreamedText> streamed;
     if (o.prompt_text) {
-        streamed.emplace(*tokenizer, o.stops, o.json ? nullptr : stdout);
-        if (!o.json) {
-            fmt::print("{}", *o.prompt_text);
-            std::fflush(stdout);
-        }
-        gen.on_token = [&streamed](std::uint32_t, std::uint32_t id) {
-            return streamed->push(id) && app::stop_signal() == 0;
-        };
+        stream_prompt_text(o, *tokenizer, streamed, gen);
     } else {
         gen.on_token = [](std::uint32_t, std::uint32_t) { return app::stop_signal() == 0; };
     }
