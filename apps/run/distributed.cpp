@@ -9,6 +9,7 @@
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
 #include "host/dist/stage_session.hpp"
+#include "host/dist/test_fault.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/layer_range.hpp"
@@ -295,29 +296,10 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     return app::kExitOk;
 }
 
-// VKF_TEST_RANK_FAULT=RANK:STEP:stop|kill: that rank stops itself (SIGSTOP) or dies
-// (SIGKILL, as by kill -9) before its step STEP, for tests/dist/dist_run_test.py: a fault
-// in the middle of generation, at a step the test chooses.
-std::function<void(std::uint64_t)> test_fault(int rank) {
-    const char* spec = std::getenv("VKF_TEST_RANK_FAULT");
-    int fault_rank = -1;
-    unsigned long long step = 0;
-    char action[8] = {};
-    if (spec == nullptr || std::sscanf(spec, "%d:%llu:%7s", &fault_rank, &step, action) != 3 || fault_rank != rank) {
-        return {};
-    }
-    const int signal = std::string_view(action) == "kill" ? SIGKILL : SIGSTOP;
-    return [step, signal](std::uint64_t now) {
-        if (now == step) {
-            std::raise(signal);
-        }
-    };
-}
-
 int serve(Context& ctx, dist::Channel& channel, const Options& o) {
     const Plan plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), {}));
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
-    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens, test_fault(channel.rank()));
+    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens, dist::test_fault(channel.rank()));
     return app::kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
+#include "host/dist/test_fault.hpp"
 #include "host/io/json.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
@@ -122,23 +123,6 @@ private:
     std::thread watcher_;
 };
 
-// VKF_TEST_RANK_FAULT=RANK:STEP:stop|kill, as for vkf-run (docs/ENVIRONMENT.md).
-std::function<void(std::uint64_t)> test_fault(int rank) {
-    const char* spec = std::getenv("VKF_TEST_RANK_FAULT");
-    int fault_rank = -1;
-    unsigned long long step = 0;
-    char action[8] = {};
-    if (spec == nullptr || std::sscanf(spec, "%d:%llu:%7s", &fault_rank, &step, action) != 3 || fault_rank != rank) {
-        return {};
-    }
-    const int signal = std::string_view(action) == "kill" ? SIGKILL : SIGSTOP;
-    return [step, signal](std::uint64_t now) {
-        if (now == step) {
-            std::raise(signal);
-        }
-    };
-}
-
 int serve_stage(dist::Channel& channel, const Options& o) {
     const ModelConfig config = read_model_config(std::filesystem::path(o.model) / "config.json");
     const DecoderSetup setup = decoder_setup(o, config, static_cast<std::uint32_t>(channel.size()));
@@ -154,7 +138,7 @@ int serve_stage(dist::Channel& channel, const Options& o) {
         fmt::print(stderr, "vkf-server: rank {} of {}: {} on {}\n", channel.rank(), channel.size(),
                    describe(*model_options.layers, config), ctx.device_info().name);
     }
-    dist::serve_batch_stage(channel, batch, test_fault(channel.rank()));
+    dist::serve_batch_stage(channel, batch, dist::test_fault(channel.rank()));
     return app::kExitOk;
 }
 
