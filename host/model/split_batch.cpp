@@ -1,0 +1,293 @@
+#include "host/model/split_batch.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+namespace vkf {
+
+namespace {
+
+std::vector<StageRows> schedule_of(const StepResult& step) {
+    std::vector<StageRows> rows;
+    for (const SequenceOutput& out : step.ran) {
+        rows.push_back({out.id, out.tokens});
+    }
+    return rows;
+}
+
+std::vector<const Model*> models_of(std::span<Batch* const> stages) {
+    std::vector<const Model*> models;
+    for (const Batch* b : stages) {
+        if (b == nullptr) {
+            throw Error("split batch: a stage's batch is missing");
+        }
+        models.push_back(&b->model());
+    }
+    return models;
+}
+
+Batch& first_of(std::span<Batch* const> stages) {
+    if (stages.size() < 2) {
+        throw Error("split batch: " + std::to_string(stages.size()) + " stage(s); a split has at least two");
+    }
+    check_stages(models_of(stages));
+    return *stages.front();
+}
+
+}  // namespace
+
+// Threads: stage 0's Batch is used by the caller's thread only, stage s's by its worker only
+// (the caller queues its calls, never makes them), and a Model is read only once loaded, so
+// no Batch or Model is used from two threads. A Context may be used from several threads
+// (runtime/context.hpp), and each stage has its own, with its own queue and fences. What the
+// threads share (the queues between them, the results, the error) is under mutex_.
+SplitBatch::SplitBatch(std::span<Batch* const> stages, std::uint32_t in_flight)
+    : first_(first_of(stages)),
+      stages_(stages.begin(), stages.end()),
+      limit_(in_flight != 0 ? in_flight : static_cast<std::uint32_t>(stages.size())) {
+    for (const Batch* b : stages_) {
+        if (b->size() != 0) {
+            throw Error("split batch: a stage's batch holds sequences already; give every stage a new one");
+        }
+    }
+    try {
+        for (std::size_t s = 1; s < stages_.size(); ++s) {
+            auto worker = std::make_unique<Worker>();
+            worker->batch = stages_[s];
+            workers_.push_back(std::move(worker));
+        }
+        for (std::size_t s = 1; s < stages_.size(); ++s) {
+            workers_[s - 1]->thread = std::thread([this, s] { work(s); });
+        }
+    } catch (...) {
+        stop_workers();
+        throw;
+    }
+}
+
+SplitBatch::~SplitBatch() {
+    stop_workers();
+}
+
+void SplitBatch::stop_workers() {
+    {
+        const std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    changed_.notify_all();
+    for (const auto& w : workers_) {
+        if (w->thread.joinable()) {
+            w->thread.join();
+        }
+    }
+}
+
+void SplitBatch::check_locked() const {
+    if (error_) {
+        std::rethrow_exception(error_);
+    }
+}
+
+void SplitBatch::check() const {
+    const std::lock_guard lock(mutex_);
+    check_locked();
+}
+
+void SplitBatch::queue(const Call& call) {
+    {
+        const std::lock_guard lock(mutex_);
+        for (const auto& w : workers_) {
+            w->calls.push_back(call);
+        }
+    }
+    changed_.notify_all();
+}
+
+void SplitBatch::work(std::size_t stage) {
+    Worker& w = *workers_[stage - 1];
+    const bool last = stage + 1 == stages_.size();
+    try {
+        for (;;) {
+            Call call;
+            {
+                std::unique_lock lock(mutex_);
+                changed_.wait(lock, [&] { return stopping_ || error_ || !w.calls.empty(); });
+                if (stopping_ || error_) {
+                    return;
+                }
+                call = std::move(w.calls.front());
+                w.calls.pop_front();
+            }
+            switch (call.kind) {
+                case Kind::Add: {
+                    const SequenceId mine = w.batch->add();
+                    if (mine != call.id) {
+                        throw Error("split batch: stage 0 added sequence " + std::to_string(call.id) + ", stage " +
+                                    std::to_string(stage) + " " + std::to_string(mine) + ": the stages disagree");
+                    }
+                    break;
+                }
+                case Kind::Feed:
+                    w.batch->feed(call.id, call.ids, call.logits);
+                    break;
+                case Kind::Remove:
+                    w.batch->remove(call.id);
+                    break;
+                case Kind::Step: {
+                    HandOff in;
+                    {
+                        std::unique_lock lock(mutex_);
+                        changed_.wait(lock, [&] { return stopping_ || error_ || !w.inbox.empty(); });
+                        if (stopping_ || error_) {
+                            return;
+                        }
+                        in = std::move(w.inbox.front());
+                        w.inbox.pop_front();
+                    }
+                    const auto start = std::chrono::steady_clock::now();
+                    StepResult out = w.batch->step(in.schedule, in.hidden);
+                    const double ms =
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+                    {
+                        const std::lock_guard lock(mutex_);
+                        w.busy_ms += ms;
+                        w.hand_off_ms = w.batch->stats().hand_off_ms;
+                        if (last) {
+                            out.hidden = {};
+                            finished_.push_back(std::move(out));
+                        } else {
+                            HandOff next{schedule_of(out), std::move(out.hidden)};
+                            workers_[stage]->inbox.push_back(std::move(next));
+                        }
+                    }
+                    changed_.notify_all();
+                    break;
+                }
+            }
+        }
+    } catch (...) {
+        // Never past the thread: the caller's next step() throws it.
+        {
+            const std::lock_guard lock(mutex_);
+            if (!error_) {
+                error_ = std::current_exception();
+            }
+        }
+        changed_.notify_all();
+    }
+}
+
+SequenceId SplitBatch::add() {
+    check();
+    const SequenceId id = first_.add();
+    queue(Call{.kind = Kind::Add, .id = id});
+    return id;
+}
+
+void SplitBatch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits) {
+    check();
+    // Stage 0 feeds first: what it refuses (unknown sequence, ids >= vocab_size, too many
+    // tokens) is never queued for the others.
+    first_.feed(id, ids, logits);
+    queue(Call{.kind = Kind::Feed, .id = id, .ids = std::vector<std::uint32_t>(ids.begin(), ids.end()), .logits = logits});
+}
+
+void SplitBatch::remove(SequenceId id) {
+    // Safe after a worker failed (BatchGenerator's cancel and destructor clean up then).
+    first_.remove(id);
+    queue(Call{.kind = Kind::Remove, .id = id});
+}
+
+StepResult SplitBatch::step() {
+    check();
+    if (started_.size() < limit_ && first_.has_pending()) {
+        StepResult started = first_.step();
+        if (started.ran.empty()) {
+            if (started_.empty()) {
+                return started;  // nothing runs: its blocked sequences are the caller's to free
+            }
+        } else {
+            moved_.hand_offs += stages_.size() - 1;
+            moved_.transfer_bytes += (stages_.size() - 1) * started.hidden.size() * sizeof(float);
+            {
+                const std::lock_guard lock(mutex_);
+                for (const auto& w : workers_) {
+                    w->calls.push_back(Call{.kind = Kind::Step});
+                }
+                workers_.front()->inbox.push_back(HandOff{schedule_of(started), std::move(started.hidden)});
+            }
+            changed_.notify_all();
+            started.hidden = {};
+            stats_.steps += 1;
+            stats_.overlapped += started_.empty() ? 0 : 1;
+            started_.push_back(std::move(started));
+            stats_.max_in_flight = std::max(stats_.max_in_flight, static_cast<std::uint32_t>(started_.size()));
+            if (started_.size() < limit_ && first_.has_pending()) {
+                return {};  // other sequences can run: the next step() starts theirs
+            }
+        }
+    }
+    if (started_.empty()) {
+        return {};
+    }
+    return finish_oldest();
+}
+
+StepResult SplitBatch::finish_oldest() {
+    StepResult last;
+    {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return error_ || !finished_.empty(); });
+        check_locked();
+        last = std::move(finished_.front());
+        finished_.pop_front();
+    }
+    StepResult result = std::move(started_.front());
+    started_.pop_front();
+    if (last.ran.size() != result.ran.size()) {
+        throw Error("split batch: the last stage ran " + std::to_string(last.ran.size()) + " sequences, stage 0 " +
+                    std::to_string(result.ran.size()));
+    }
+    std::vector<SequenceOutput> kept;
+    for (std::size_t i = 0; i < result.ran.size(); ++i) {
+        SequenceOutput& out = result.ran[i];
+        if (last.ran[i].id != out.id || last.ran[i].tokens != out.tokens) {
+            throw Error("split batch: the last stage ran other rows than stage 0 (sequence " + std::to_string(out.id) +
+                        ")");
+        }
+        // A sequence removed while its step was in flight: its logits are nobody's.
+        if (first_.contains(out.id)) {
+            out.logits = std::move(last.ran[i].logits);
+            kept.push_back(std::move(out));
+        }
+    }
+    // Stage 0's blocked and deferred lists were true when the step started, not now.
+    return StepResult{.ran = std::move(kept)};
+}
+
+SplitStats SplitBatch::split_stats() const {
+    SplitStats s = moved_;
+    s.transfer_ms = first_.stats().hand_off_ms;
+    s.stage_ms = first_.stats().wall_ms;
+    const std::lock_guard lock(mutex_);
+    for (const auto& w : workers_) {
+        s.transfer_ms += w->hand_off_ms;
+        s.stage_ms += w->busy_ms;
+    }
+    return s;
+}
+
+std::vector<double> SplitBatch::stage_busy_ms() const {
+    std::vector<double> busy{first_.stats().wall_ms};
+    const std::lock_guard lock(mutex_);
+    for (const auto& w : workers_) {
+        busy.push_back(w->busy_ms);
+    }
+    return busy;
+}
+
+}  // namespace vkf
