@@ -122,6 +122,29 @@ CLI::Option* add_window(CLI::App& cli, std::optional<std::uint32_t>& target, con
     });
 }
 
+CLI::Option* add_device_list(CLI::App& cli, std::vector<std::string>& target) {
+    return add_parsed_option(cli, "--devices", "D,D,...",
+                             "split the model by layers over these devices (indices or\n"
+                             "name substrings; one device twice: two contexts on it): each\n"
+                             "holds a contiguous range of layers and their KV cache, the\n"
+                             "first the embedding, the last the head",
+                             [&target](const std::string& text) {
+                                 target.clear();
+                                 std::size_t start = 0;
+                                 while (true) {
+                                     const std::size_t comma = text.find(',', start);
+                                     target.push_back(text.substr(start, comma - start));
+                                     if (target.back().empty()) {
+                                         throw UsageError("--devices '" + text + "': an empty device in the list");
+                                     }
+                                     if (comma == std::string::npos) {
+                                         break;
+                                     }
+                                     start = comma + 1;
+                                 }
+                             });
+}
+
 std::uint32_t run_window(const std::optional<std::uint32_t>& option, const ModelConfig& config) {
     return option.value_or(config.attention_window);
 }

@@ -142,6 +142,9 @@ CLI::Option* add_weight_format(CLI::App& cli, std::optional<WeightFormat>& targe
 // --window W: the key window of local attention (AttentionParams::window), over the model's
 // own (MPT attn_config.sliding_window_size); 0: full attention. Unset unless given.
 CLI::Option* add_window(CLI::App& cli, std::optional<std::uint32_t>& target, const std::string& description);
+
+// --devices D,D,...: the devices of a layer split in one process (vkf-run, vkf-server).
+CLI::Option* add_device_list(CLI::App& cli, std::vector<std::string>& target);
 // The window a run uses: --window where given, else the model's.
 std::uint32_t run_window(const std::optional<std::uint32_t>& option, const ModelConfig& config);
 

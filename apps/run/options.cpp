@@ -156,26 +156,7 @@ void declare_options(CLI::App& cli, Options& o) {
                "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
-    add_parsed_option(cli, "--devices", "D,D,...",
-                      "split the model by layers over these devices (indices or\n"
-                      "name substrings; one device twice: two contexts on it): each\n"
-                      "holds a contiguous range of layers and their KV cache, the\n"
-                      "first the embedding, the last the head",
-                      [&o](const std::string& text) {
-                          o.devices.clear();
-                          std::size_t start = 0;
-                          while (true) {
-                              const std::size_t comma = text.find(',', start);
-                              o.devices.push_back(text.substr(start, comma - start));
-                              if (o.devices.back().empty()) {
-                                  throw app::UsageError("--devices '" + text + "': an empty device in the list");
-                              }
-                              if (comma == std::string::npos) {
-                                  break;
-                              }
-                              start = comma + 1;
-                          }
-                      });
+    app::add_device_list(cli, o.devices);
     add_text(cli, "--split", "auto|N,N,...", o.split,
              "layers per device of --devices: auto (default) divides them\n"
              "by each device's memory budget, or the count of each stage");

@@ -81,7 +81,9 @@ public:
         }
     }
     std::uint32_t ranks() const override { return static_cast<std::uint32_t>(channel_.size()); }
-    LayerRange layers(const ModelConfig& config) override { return handshake(channel_, options_, config); }
+    LayerRange layers(const ModelConfig& config, const SessionSize&, const Context&) override {
+        return handshake(channel_, options_, config);
+    }
     BatchFront& front(Batch& stage) override {
         batch_.emplace(channel_, stage);
         return *batch_;

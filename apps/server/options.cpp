@@ -1,6 +1,10 @@
 #include "apps/server/options.hpp"
 
+#include "host/model/layer_range.hpp"
+#include "runtime/error.hpp"
+
 #include <limits>
+#include <string>
 
 namespace vkf::server {
 
@@ -44,10 +48,53 @@ void declare_options(CLI::App& cli, Options& o) {
                "KV-cache storage (default f16)");
     add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
     add_device_options(cli, o.device);
+    add_device_list(cli, o.devices);
+    add_text(cli, "--split", "auto|N,N,...", o.split,
+             "layers per device of --devices: auto (default) divides them by\n"
+             "each device's memory budget, or the count of each stage, e.g. 12,12");
     add_number(cli, "--rank-timeout", "SECONDS", o.rank_timeout,
                "under mpirun: seconds without a message from a rank after which it\ncounts as failed (default 20)",
                true);
     cli.add_flag("--quiet", o.quiet, "print only the address it listens on");
+}
+
+void check_options(const Options& o, bool mpirun) {
+    using app::UsageError;
+    split_counts(o);  // refuses bad text early
+    if (o.devices.empty()) {
+        if (o.split && !mpirun) {
+            throw UsageError("--split divides the layers over --devices; give --devices");
+        }
+        return;
+    }
+    if (mpirun) {
+        throw UsageError("under mpirun each rank runs on one device: give no --devices (--device picks it)");
+    }
+    if (o.device.device) {
+        throw UsageError("--device and --devices: give one of them");
+    }
+    if (o.devices.size() < 2) {
+        throw UsageError("--devices splits the model over at least two devices (the same one twice is two)");
+    }
+    if (!o.embedding_model.empty()) {
+        throw UsageError("--devices splits a decoder over the devices: no --embedding-model");
+    }
+    const std::vector<std::uint32_t> counts = split_counts(o);
+    if (!counts.empty() && counts.size() != o.devices.size()) {
+        throw UsageError("--split " + *o.split + " gives " + std::to_string(counts.size()) + " stages for " +
+                         std::to_string(o.devices.size()) + " devices");
+    }
+}
+
+std::vector<std::uint32_t> split_counts(const Options& o) {
+    if (!o.split || *o.split == "auto") {
+        return {};
+    }
+    try {
+        return parse_layer_counts(*o.split);
+    } catch (const Error&) {
+        throw app::UsageError("--split '" + *o.split + "': give auto or the layers of every stage, e.g. 12,12");
+    }
 }
 
 DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uint32_t ranks) {

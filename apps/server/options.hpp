@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vkf::server {
 
@@ -35,11 +36,20 @@ struct Options {
     DType kv = DType::F16;
     std::uint32_t chunk = 128;
     app::DeviceOptions device;
+    // A layer split in this process (apps/server/devices.cpp): stage i on devices[i];
+    // split: "auto" (by each device's memory budget, the default) or layers per stage.
+    std::vector<std::string> devices;
+    std::optional<std::string> split;
     double rank_timeout = 20.0;  // under mpirun: seconds of silence after which a rank failed
     bool quiet = false;
 };
 
 void declare_options(CLI::App& cli, Options& o);
+// Refuses option combinations that cannot run (app::UsageError); `mpirun`: started by
+// mpirun with several ranks.
+void check_options(const Options& o, bool mpirun);
+// --split's layer counts; empty for auto (or none). Throws app::UsageError for bad text.
+std::vector<std::uint32_t> split_counts(const Options& o);
 
 // The decoder's options from the command line and its config.json. Over `ranks` MPI ranks a
 // step runs at most --parallel / ranks sequences (rounded up): the running sequences form

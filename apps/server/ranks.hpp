@@ -1,25 +1,35 @@
 #pragma once
-// vkf-server under `mpirun -n R` (issue 31): the decoder's layers split over the ranks. Rank 0
-// is the HTTP front end: serve() runs as alone, but loads only its layers and hands the
-// engine a RankZeroBatch (host/dist/batch_pipeline.hpp), which pipelines the steps over the
-// ranks; the other ranks serve their stages until rank 0 stops. docs/SERVER.md tells how.
+// vkf-server over a layer split (issue 31): under `mpirun -n R` the decoder's layers split
+// over the ranks, with --devices over several devices of this process. serve() runs as
+// alone, but loads only the first stage's layers on its Context and hands the engine the
+// split's front: over MPI a RankZeroBatch (host/dist/batch_pipeline.hpp), whose other ranks
+// serve their stages until rank 0 stops; over --devices a SplitBatch
+// (host/model/split_batch.hpp) over the later stages' Models this process loads
+// (apps/server/devices.cpp). Both pipeline the steps. docs/SERVER.md tells how.
 
 #include "apps/server/options.hpp"
 #include "host/model/batch_front.hpp"
 #include "host/model/layer_range.hpp"
+#include "host/model/memory_estimate.hpp"
+#include "runtime/context.hpp"
 
 #include <functional>
+#include <optional>
 
 namespace vkf::server {
 
-// What serve() asks of rank 0's side of the split.
+// What serve() asks of the split: rank 0's side of it under mpirun, or the later stages
+// of one in this process.
 class RankZero {
 public:
     virtual ~RankZero() = default;
+    // The stages (ranks, or devices).
     virtual std::uint32_t ranks() const = 0;
-    // Runs the handshake with every rank; the layers rank 0 loads.
-    virtual LayerRange layers(const ModelConfig& config) = 0;
-    // The front the engine drives over rank 0's stage.
+    // Plans the split (under mpirun: the handshake with every rank; `ctx`: the first stage's
+    // device, serve()'s Context, for --split auto; `session`: what each stage holds beside
+    // its weights, decoder_setup's); the layers the first stage loads.
+    virtual LayerRange layers(const ModelConfig& config, const SessionSize& session, const Context& ctx) = 0;
+    // The front the engine drives over the first stage.
     virtual BatchFront& front(Batch& stage) = 0;
     // Calls `stop` (from another thread) when a rank fails.
     virtual void watch(std::function<void()> stop) = 0;
@@ -27,8 +37,12 @@ public:
     virtual void finish() = 0;
 };
 
-// The server; `rank_zero` null: the whole model in this process.
-int serve(const Options& o, RankZero* rank_zero);
+// The server; `rank_zero` null: the whole model in this process. `first`: the options of
+// serve()'s Context (default: --device's).
+int serve(const Options& o, RankZero* rank_zero, const std::optional<ContextOptions>& first = {});
+
+// vkf-server --devices: the split over the devices of this process.
+int serve_devices(const Options& o);
 
 // Whether this build has MPI; serve_ranks throws saying so when it has not.
 bool mpi_built();

@@ -65,7 +65,7 @@ vkf::Pooling encoder_pooling(const std::string& dir) {
 
 }  // namespace
 
-int vkf::server::serve(const Options& o, RankZero* rank_zero) {
+int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optional<vkf::ContextOptions>& first) {
     // The signal thread owns SIGINT and SIGTERM: every thread started from here blocks them.
     sigset_t signals;
     sigemptyset(&signals);
@@ -82,14 +82,14 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero) {
     }
     const bool model_is_encoder = is_encoder(o.model);
     if (rank_zero != nullptr && (model_is_encoder || !o.embedding_model.empty())) {
-        throw vkf::app::UsageError("under mpirun vkf-server splits a decoder over the ranks: no encoder");
+        throw vkf::app::UsageError("a layer split (--devices, or mpirun) serves a decoder: no encoder");
     }
     if (model_is_encoder && !o.embedding_model.empty()) {
         throw vkf::app::UsageError("--model is an encoder already; --embedding-model is for a decoder's server");
     }
     const std::string encoder_dir = model_is_encoder ? o.model : o.embedding_model;
 
-    vkf::Context ctx(o.device.context_options());
+    vkf::Context ctx(first.value_or(o.device.context_options()));
     vkf::serve::Metrics metrics;
     vkf::server::Served served;
     served.metrics = &metrics;
@@ -112,7 +112,7 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero) {
         const std::uint32_t block = setup.batch.block_size;
         vkf::ModelOptions model_options = setup.model;
         if (rank_zero != nullptr) {
-            model_options.layers = rank_zero->layers(config);
+            model_options.layers = rank_zero->layers(config, setup.model.session, ctx);
         }
         model = std::make_unique<vkf::Model>(ctx, o.model, model_options);
         batch = std::make_unique<vkf::Batch>(*model, setup.batch);
@@ -201,7 +201,11 @@ int main(int argc, char** argv) {
     Options options;
     vkf::server::declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
-        return vkf::dist::started_by_mpirun_with_ranks() ? vkf::server::serve_ranks(options)
-                                                         : vkf::server::serve(options, nullptr);
+        const bool mpirun = vkf::dist::started_by_mpirun_with_ranks();
+        vkf::server::check_options(options, mpirun);
+        if (mpirun) {
+            return vkf::server::serve_ranks(options);
+        }
+        return options.devices.empty() ? vkf::server::serve(options, nullptr) : vkf::server::serve_devices(options);
     });
 }

@@ -193,7 +193,8 @@ void SplitBatch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits 
     // Stage 0 feeds first: what it refuses (unknown sequence, ids >= vocab_size, too many
     // tokens) is never queued for the others.
     first_.feed(id, ids, logits);
-    queue(Call{.kind = Kind::Feed, .id = id, .ids = std::vector<std::uint32_t>(ids.begin(), ids.end()), .logits = logits});
+    queue(Call{
+        .kind = Kind::Feed, .id = id, .ids = std::vector<std::uint32_t>(ids.begin(), ids.end()), .logits = logits});
 }
 
 void SplitBatch::remove(SequenceId id) {

@@ -6,9 +6,7 @@
 
 namespace vkf {
 
-namespace {
-
-std::vector<LayerRange> plan_split(std::span<Context* const> contexts, const std::filesystem::path& dir,
+std::vector<LayerRange> plan_split(std::span<const Context* const> contexts, const std::filesystem::path& dir,
                                    std::span<const std::uint32_t> counts, const ModelOptions& options) {
     if (contexts.empty()) {
         throw Error("split: no devices");
@@ -43,11 +41,9 @@ std::vector<LayerRange> plan_split(std::span<Context* const> contexts, const std
     return auto_split(config, format, options.session, budgets);
 }
 
-}  // namespace
-
 SplitModel::SplitModel(std::span<Context* const> contexts, const std::filesystem::path& dir,
                        std::span<const std::uint32_t> counts, ModelOptions options)
-    : ranges_(plan_split(contexts, dir, counts, options)) {
+    : ranges_(plan_split(std::vector<const Context*>(contexts.begin(), contexts.end()), dir, counts, options)) {
     if (options.layers) {
         throw Error("split: ModelOptions::layers is set by the split, not by the caller");
     }

@@ -14,6 +14,13 @@
 
 namespace vkf {
 
+// The layer ranges of a split over `contexts`: `counts` (one per context), or empty for
+// auto_split by their memory budgets (Contexts on one physical device share its budget).
+// What SplitModel loads; a caller that loads the stages itself (vkf-server --devices) plans
+// with it. Throws vkf::Error as SplitModel does.
+std::vector<LayerRange> plan_split(std::span<const Context* const> contexts, const std::filesystem::path& dir,
+                                   std::span<const std::uint32_t> counts, const ModelOptions& options);
+
 class SplitModel {
 public:
     // `counts`: layers per stage, one per context; empty: auto_split over the contexts' memory

@@ -129,7 +129,8 @@ std::map<char, Sequence> drive(BatchFront& front, std::uint32_t vocab) {
         }
         if (calls == 2) {
             // Its second prompt chunk is in flight through a split now.
-            const SequenceId d = std::find_if(names.begin(), names.end(), [](auto& n) { return n.second == 'D'; })->first;
+            const SequenceId d =
+                std::find_if(names.begin(), names.end(), [](auto& n) { return n.second == 'D'; })->first;
             front.remove(d);
             seqs['D'].removed = true;
         }
@@ -182,10 +183,11 @@ void check_case(const char* name, const ModelConfig& config, WeightFormat format
         for (const std::uint32_t n : counts) {
             text += (text.empty() ? "" : ",") + std::to_string(n);
         }
-        std::printf("%s, split %s: %llu steps, %llu overlapped, at most %u in flight; largest relative logit "
-                    "difference to one device %.3g\n",
-                    name, text.c_str(), static_cast<unsigned long long>(p.steps),
-                    static_cast<unsigned long long>(p.overlapped), p.max_in_flight, worst);
+        std::printf(
+            "%s, split %s: %llu steps, %llu overlapped, at most %u in flight; largest relative logit "
+            "difference to one device %.3g\n",
+            name, text.c_str(), static_cast<unsigned long long>(p.steps), static_cast<unsigned long long>(p.overlapped),
+            p.max_in_flight, worst);
     }
 }
 

@@ -14,7 +14,11 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
 - a second server with --api-key, a small --max-body, --parallel 1 --queue 1 and no chat
   format: 401 without the key, 413 over the body limit, 503 with Retry-After past the queue,
   400 naming the limit for long prompts and max_tokens, a chat request refused with the reason;
-- both servers stop cleanly on SIGTERM, and no Vulkan validation message is printed.
+- a third server with --devices 0,0 (the layers split over two Contexts on the one device,
+  pipelined: apps/server/devices.cpp): 8 concurrent temperature-0 requests return what the
+  first server (and vkf-run) gives, a client gone mid-stream frees its blocks, and the stages
+  overlapped (its pipeline line on stderr);
+- the servers stop cleanly on SIGTERM, and no Vulkan validation message is printed.
 
 usage: server_test.py VKF_SERVER VKF_RUN VKF_MAKE_CHECKPOINT KJV_BLOOM_DIR NPM_DIR
 """
@@ -22,6 +26,7 @@ usage: server_test.py VKF_SERVER VKF_RUN VKF_MAKE_CHECKPOINT KJV_BLOOM_DIR NPM_D
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -273,6 +278,36 @@ def check_errors(server):
         fail("/health: %s %s" % (status, text))
 
 
+def check_devices(expected):
+    """--devices 0,0: one device twice stands in for two; the completions of one device."""
+    split = Server(["--model", KJV, "--devices", "0,0", "--split", "auto", "--parallel", "4", "--ctx", "1024"])
+    results = {}
+
+    def one(prompt):
+        status, reply = split.post("/v1/completions", {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0})
+        results[prompt] = reply["choices"][0]["text"] if status == 200 else "HTTP %d %r" % (status, reply)
+
+    try:
+        threads = [threading.Thread(target=one, args=(p,)) for p in PROMPTS]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for prompt in PROMPTS:
+            if results.get(prompt) != expected[prompt][0]:
+                fail("--devices 0,0, %r: %r, one device: %r" % (prompt, results.get(prompt), expected[prompt][0]))
+        check_disconnect(split)
+    finally:
+        split.stop()
+    err = "".join(split.stderr)
+    stages = re.findall(r"stage (\d): layers", err)
+    pipeline = re.search(r"pipeline: (\d+) steps over 2 devices, (\d+) overlapped", err)
+    if stages != ["0", "1"] or not pipeline or int(pipeline.group(2)) == 0:
+        fail("--devices 0,0: no two stages or no overlapped steps on stderr:\n" + err)
+    else:
+        print("--devices 0,0: %s steps, %s overlapped" % pipeline.groups())
+
+
 def check_limits(plain):
     """--api-key, --max-body, --max-prompt-tokens, --parallel 1 --queue 1, no chat format."""
     key = {"Authorization": "Bearer sesame"}
@@ -357,6 +392,7 @@ def main():
             check_errors(server)
         finally:
             server.stop()
+        check_devices(expected)
 
         plain = Server(["--model", KJV, "--api-key", "sesame", "--max-body", "4096", "--parallel", "1",
                         "--queue", "1", "--ctx", "1024", "--max-prompt-tokens", "16", "--quiet"])
