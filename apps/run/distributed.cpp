@@ -6,11 +6,12 @@
 #include "apps/common/streamed_text.hpp"
 #include "apps/common/text_source.hpp"
 #include "apps/run/report.hpp"
+#include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
-#include "host/dist/stage_session.hpp"
 #include "host/dist/test_fault.hpp"
 #include "host/io/npy.hpp"
+#include "host/model/batch_session.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/model/layer_split.hpp"
@@ -199,8 +200,13 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     const auto load_start = std::chrono::steady_clock::now();
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-    dist::RankZeroSession session(channel, *model, session_options(o, plan));
-    const PreparationStats prepared = session.prepare(plan.prompt_tokens);
+    // One sequence over the batch protocol every rank mirrors (host/dist/batch_pipeline.hpp):
+    // stage 0's Batch as a Session's (session_batch_options), the same on every rank.
+    const SessionOptions options = session_options(o, plan);
+    Batch stage(*model, session_batch_options(options));
+    const PreparationStats prepared = stage.prepare(stage.sequence_shapes(plan.prompt_tokens));
+    dist::RankZeroBatch front(channel, stage);
+    BatchSession session(front, model->config(), options);
 
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
     GenerationOptions gen{.n_predict = o.n_predict,
@@ -224,7 +230,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     // end. Past that grace the signal is this rank's failure (check throws it).
     const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     channel.check();
-    session.stop();
+    front.stop();
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -236,7 +242,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
         write_npy_f32(o.logits_out, shape, result.logits);
     }
-    const dist::RankSplitStats& split = session.split_stats();
+    const dist::RankSplitStats& split = front.traffic();
     const double steps = static_cast<double>(std::max<std::uint64_t>(split.steps, 1));
     if (o.json) {
         nlohmann::ordered_json layers = nlohmann::ordered_json::array();
@@ -299,7 +305,9 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
 int serve(Context& ctx, dist::Channel& channel, const Options& o) {
     const Plan plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), {}));
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
-    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens, dist::test_fault(channel.rank()));
+    Batch stage(*model, session_batch_options(session_options(o, plan)));
+    stage.prepare(stage.sequence_shapes(plan.prompt_tokens));
+    dist::serve_batch_stage(channel, stage, dist::test_fault(channel.rank()));
     return app::kExitOk;
 }
 
