@@ -95,7 +95,8 @@ TEST_F(BatchSessionTest, GivesWhatASessionGives) {
         for (int round = 0; round < 2; ++round) {
             std::vector<std::size_t> progress;
             const auto on_chunk = [&](std::size_t done, std::size_t) { progress.push_back(done); };
-            EXPECT_TRUE(same_bits(session.forward(prompt, Logits::All, on_chunk), expected.forward(prompt, Logits::All)));
+            EXPECT_TRUE(
+                same_bits(session.forward(prompt, Logits::All, on_chunk), expected.forward(prompt, Logits::All)));
             EXPECT_EQ(progress, (std::vector<std::size_t>{5, 10, 13}));
             const std::uint32_t next[] = {7};
             EXPECT_TRUE(same_bits(session.forward(next), expected.forward(next)));
