@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
             return run_distributed(options);  // throws where MPI support was not built
         }
         if (!options.devices.empty()) {
-            return run_split(options);
+            return options.prompt_file.empty() ? run_split(options) : run_split_prompt_file(options);
         }
         vkf::Context ctx(options.device.context_options());
         return options.prompt_file.empty() ? run_one(ctx, options) : run_prompt_file(ctx, options);

@@ -241,10 +241,13 @@ void check_options(const Options& o) {
         if (o.device.device) {
             throw UsageError("--device and --devices: give one of them");
         }
-        if (o.interactive || !o.prompt_file.empty() || o.profile) {
+        if (o.interactive || o.profile) {
             throw UsageError(
-                "--devices runs one prompt (--prompt or --prompt-ids), without --interactive, "
-                "--prompt-file or --profile");
+                "--devices runs one prompt (--prompt or --prompt-ids) or a --prompt-file, without --interactive "
+                "or --profile");
+        }
+        if (o.devices.size() < 2 && !o.prompt_file.empty()) {
+            throw UsageError("--devices splits the model over at least two devices (the same one twice is two)");
         }
         if (o.split && o.split != "auto" && split_counts(o).size() != o.devices.size()) {
             throw UsageError("--split " + *o.split + " gives " + std::to_string(split_counts(o).size()) +

@@ -28,18 +28,6 @@ namespace vkf::run_cli {
 
 namespace {
 
-// One Context per --devices entry, each with --limits and --timeout; the same device named
-// twice is opened twice.
-std::vector<std::unique_ptr<Context>> open_devices(const Options& o) {
-    std::vector<std::unique_ptr<Context>> contexts;
-    for (const std::string& device : o.devices) {
-        ContextOptions options = o.device.context_options();
-        options.device = device;
-        contexts.push_back(std::make_unique<Context>(options));
-    }
-    return contexts;
-}
-
 // vkf-run --json's "split" object, the shape an MPI run's has too (mode "ranks" there).
 nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& session,
                                   const std::vector<std::unique_ptr<Context>>& contexts) {
@@ -65,6 +53,37 @@ nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& s
 
 }  // namespace
 
+// One Context per --devices entry, each with --limits and --timeout; the same device named
+// twice is opened twice.
+std::vector<std::unique_ptr<Context>> open_devices(const Options& o) {
+    std::vector<std::unique_ptr<Context>> contexts;
+    for (const std::string& device : o.devices) {
+        ContextOptions options = o.device.context_options();
+        options.device = device;
+        contexts.push_back(std::make_unique<Context>(options));
+    }
+    return contexts;
+}
+
+LoadedSplit load_split(const Options& o, const SessionSize& session) {
+    LoadedSplit loaded{.contexts = open_devices(o)};
+    std::vector<Context*> pointers;
+    for (const auto& ctx : loaded.contexts) {
+        pointers.push_back(ctx.get());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ModelOptions options{.weights = o.weights, .check_finite_weights = !o.skip_weight_check, .session = session};
+    auto line = std::make_shared<app::ProgressLine>(!o.quiet);
+    options.progress = [line](const WeightUploadProgress& p) {
+        const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
+        line->update(percent / 100.0,
+                     fmt::format("loading a stage's weights: {}% of {}", percent, size_text(p.total_bytes)));
+    };
+    loaded.split = std::make_unique<SplitModel>(pointers, o.model, split_counts(o), options);
+    loaded.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return loaded;
+}
+
 int run_split(const Options& o) {
     std::optional<text::Tokenizer> tokenizer;
     if (o.prompt_text) {
@@ -85,24 +104,11 @@ int run_split(const Options& o) {
     }
     const auto max_tokens = static_cast<std::uint32_t>(positions);
 
-    const std::vector<std::unique_ptr<Context>> contexts = open_devices(o);
-    std::vector<Context*> pointers;
-    for (const auto& ctx : contexts) {
-        pointers.push_back(ctx.get());
-    }
-    const auto start = std::chrono::steady_clock::now();
-    ModelOptions options{
-        .weights = o.weights,
-        .check_finite_weights = !o.skip_weight_check,
-        .session = {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)}};
-    auto line = std::make_shared<app::ProgressLine>(!o.quiet);
-    options.progress = [line](const WeightUploadProgress& p) {
-        const int percent = p.total_bytes ? static_cast<int>(100 * p.bytes_done / p.total_bytes) : 100;
-        line->update(percent / 100.0,
-                     fmt::format("loading a stage's weights: {}% of {}", percent, size_text(p.total_bytes)));
-    };
-    const SplitModel split(pointers, o.model, split_counts(o), options);
-    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const LoadedSplit loaded =
+        load_split(o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
+    const std::vector<std::unique_ptr<Context>>& contexts = loaded.contexts;
+    const SplitModel& split = *loaded.split;
+    const double load_seconds = loaded.seconds;
     const ModelConfig& config = split.config();
     const Model& first = *split.stages().front();
     const std::uint32_t window = app::run_window(o.window, config);

@@ -5,12 +5,16 @@ several devices. Greedy, a text prompt of odd length run in 4-token chunks gives
 and text split 2,2, 1,2,1 and auto as on one device, --check holds, each stage holds its
 layers and the stages' weights add up to the model's plus the tied embedding held again on
 the last; bad splits are refused naming the problem (usage errors exit 2, a split that does
-not fit the model exits 1).
+not fit the model exits 1). A --prompt-file of 5 prompts, 4 at once, over --devices 0,0 (a
+pipelined SplitBatch) gives every prompt the one-device --prompt-file run's ids and text, with
+steps overlapped.
 
 usage: split_cli_test.py PATH/TO/vkf-run MODEL_DIR
 """
 
+import os
 import sys
+import tempfile
 
 from cli_checks import expect_refused, fail, finish, run_json
 
@@ -54,6 +58,36 @@ if one is not None:
             fail("--split %s: stage weights %d, total %r, one device %r" %
                  (split, weights, got["model"]["weight_bytes"], one["model"]["weight_bytes"]))
 
+
+def check_prompt_file():
+    """--devices 0,0 --prompt-file --parallel 4: one device's completions, the stages overlapped."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "prompts.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("And God said unto Moses,\nIn the beginning\nAnd it came to pass, when the LORD had spoken\n"
+                    "Blessed are the\nThou shalt not\n")
+        args = ["--model", MODEL, "--prompt-file", path, "--parallel", "4", "--n-predict", "8", "--ignore-eos",
+                "--chunk", "4"]
+        one_file = run_json(RUN, args)
+        got = run_json(RUN, args + ["--devices", "0,0"])
+        if one_file is None or got is None:
+            return
+        ids = [(r["generated_ids"], r["text"]) for r in got["results"]]
+        if ids != [(r["generated_ids"], r["text"]) for r in one_file["results"]]:
+            fail("--devices 0,0 --prompt-file: %r, one device %r" % (ids, [
+                (r["generated_ids"], r["text"]) for r in one_file["results"]]))
+        split_object = got.get("split", {})
+        if split_object.get("layers") != [[0, 2], [2, 4]] or not split_object.get("overlapped", 0) > 0 or \
+                split_object.get("max_in_flight") != 2 or \
+                split_object.get("hand_offs") != split_object.get("steps") or \
+                len(split_object.get("per_stage", [])) != 2:
+            fail("--devices 0,0 --prompt-file: split object %r" % split_object)
+        else:
+            print("--devices 0,0 --prompt-file --parallel 4: %d steps, %d overlapped" %
+                  (split_object["steps"], split_object["overlapped"]))
+
+
+check_prompt_file()
 expect_refused(RUN, ARGS + ["--devices", "0,0", "--split", "1,1"], 1, "sum to 2, but the model has 4 layers")
 expect_refused(RUN, ARGS + ["--devices", "0,0", "--split", "4,0"], 1, "stage 1 has no layers")
 expect_refused(RUN, ARGS + ["--devices", "0,0", "--split", "1,1,2"], 2, "3 stages for 2 devices")

@@ -1,0 +1,151 @@
+// vkf-run --devices D,D,... --prompt-file F [--parallel N]: the prompts as sequences of one
+// BatchGenerator over a SplitBatch (host/model/split_batch.hpp), so that the devices' stages
+// overlap; printed as one device prints them (apps/run/prompt_batch.hpp), plus every stage
+// and the pipeline's figures.
+#include "apps/common/app_main.hpp"
+#include "apps/common/model_tokenizer.hpp"
+#include "apps/run/check.hpp"
+#include "apps/run/prompt_batch.hpp"
+#include "apps/run/report.hpp"
+#include "apps/run/split.hpp"
+#include "host/model/split_batch.hpp"
+#include "host/util/format.hpp"
+#include "runtime/device_info_json.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+namespace vkf::run_cli {
+
+namespace {
+
+// --json's "split": the one-prompt --devices run's shape, with how the stages overlapped.
+nlohmann::ordered_json split_json(const SplitModel& split, const SplitBatch& front,
+                                  const std::vector<std::unique_ptr<Batch>>& batches,
+                                  const std::vector<std::unique_ptr<Context>>& contexts) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
+    const std::vector<double> busy = front.stage_busy_ms();
+    for (std::size_t i = 0; i < split.stages().size(); ++i) {
+        const Model& m = *split.stages()[i];
+        layers.push_back({m.layers().begin, m.layers().end});
+        per_stage.push_back({{"device", contexts[i]->device_info().name},
+                             {"layers", {m.layers().begin, m.layers().end}},
+                             {"weight_bytes", m.weights().bytes},
+                             {"session_device_bytes", batches[i]->device_bytes()},
+                             {"busy_ms", busy[i]}});
+    }
+    const SplitStats moved = front.split_stats();
+    const PipelineStats p = front.pipeline();
+    return {{"mode", "devices"},
+            {"stages", split.stages().size()},
+            {"layers", layers},
+            {"transfer_ms", moved.transfer_ms},
+            {"transfer_bytes", moved.transfer_bytes},
+            {"hand_offs", moved.hand_offs},
+            {"steps", p.steps},
+            {"overlapped", p.overlapped},
+            {"max_in_flight", p.max_in_flight},
+            {"per_stage", per_stage}};
+}
+
+}  // namespace
+
+int run_split_prompt_file(const Options& o) {
+    const text::Tokenizer tokenizer = app::load_model_tokenizer(o.model, o.tokenizer);
+    const std::vector<Prompt> prompts = tokenize_prompts(o, tokenizer);
+    const std::uint32_t block_size = BatchOptions{}.block_size;
+    const Sizing sizing = size_batch(o, prompts, block_size);
+    const LoadedSplit loaded = load_split(o, {.max_tokens = sizing.pool_tokens,
+                                              .chunk = sizing.chunk,
+                                              .kv_dtype = o.kv,
+                                              .window = o.window.value_or(0)});
+    const SplitModel& split = *loaded.split;
+    const ModelConfig& config = split.config();
+    const Model& first = *split.stages().front();
+    const std::uint32_t window = app::run_window(o.window, config);
+    const auto stages = static_cast<std::uint32_t>(split.stages().size());
+
+    // Every stage's Batch alike; a step runs at most sequences / stages of them, so that the
+    // running sequences form groups that follow each other down the stages (as under mpirun).
+    BatchOptions options = prompt_batch_options(o, sizing, window);
+    options.max_sequences = (sizing.sequences + stages - 1) / stages;
+    std::vector<std::unique_ptr<Batch>> batches;
+    std::vector<Batch*> pointers;
+    std::uint64_t weight_bytes = 0;
+    for (std::size_t i = 0; i < split.stages().size(); ++i) {
+        const Model& m = *split.stages()[i];
+        batches.push_back(std::make_unique<Batch>(m, options));
+        pointers.push_back(batches.back().get());
+        weight_bytes += m.weights().bytes;
+        if (!o.quiet) {
+            fmt::print(stderr, "stage {}: {}, {} weights ({}), {} KV cache and activations, on {}\n", i,
+                       describe(m.layers(), config), size_text(m.weights().bytes), to_string(m.weight_format()),
+                       size_text(batches.back()->device_bytes()), loaded.contexts[i]->device_info().name);
+        }
+    }
+    // Destroyed (its workers joined) before the Batches it drives.
+    SplitBatch front(pointers);
+    const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
+    PromptRuns runs = run_prompts(front, o, tokenizer, prompts, sizing, stop_ids);
+
+    bool check_failed = false;
+    if (o.check) {
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            Outcome& r = runs.outcomes[i];
+            r.check = check_logits(first, prompts[i].ids, r.result, window, o.quiet);  // the first stage knows the checkpoint
+            check_failed = check_failed || !(r.check->max_rel <= o.check_tolerance);
+        }
+    }
+    const int status = check_failed ? app::kExitCheckFailed : app::kExitOk;
+
+    if (o.json) {
+        nlohmann::ordered_json aggregate = aggregate_json(prompts, runs, front.blocks(), block_size);
+        aggregate["submissions"] = batches.front()->stats().submissions;  // stage 0's
+        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+        for (const auto& ctx : loaded.contexts) {
+            devices.push_back(ctx->device_info());
+        }
+        nlohmann::ordered_json json = {
+            {"devices", devices},
+            {"model", model_json(o, first, loaded.seconds)},
+            {"sampling", sampling_json(o.sampling)},
+            {"kv", to_string(o.kv)},
+            {"prompt_file", o.prompt_file},
+            {"parallel", sizing.sequences},
+            {"results", results_json(prompts, runs)},
+            {"aggregate", std::move(aggregate)},
+            {"split", split_json(split, front, batches, loaded.contexts)},
+        };
+        json["model"]["weight_bytes"] = weight_bytes;  // all stages': a tied embedding is held twice
+        fmt::print("{}\n", json_text(json));
+        return status;
+    }
+
+    print_prompt_runs(o, prompts, sizing, runs, front.blocks(), block_size, [&](std::size_t i) {
+        const Outcome& r = runs.outcomes[i];
+        if (r.check) {
+            print_check(*r.check, r.result.tokens.size(), first, o.check_tolerance);
+        }
+    });
+    const PipelineStats p = front.pipeline();
+    const SplitStats moved = front.split_stats();
+    std::vector<std::string> busy;
+    for (const double ms : front.stage_busy_ms()) {
+        busy.push_back(fmt::format("{:.3f}", ms / 1000));
+    }
+    fmt::print("pipeline: {} steps over {} devices, {} overlapped, at most {} in flight; stages busy {} s\n", p.steps,
+               stages, p.overlapped, p.max_in_flight, fmt::join(busy, " | "));
+    fmt::print("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n", moved.hand_offs,
+               size_text(moved.transfer_bytes), moved.transfer_ms / 1000);
+    if (check_failed) {
+        fmt::print("check: FAILED, a prompt is above the tolerance {}\n", o.check_tolerance);
+    }
+    return status;
+}
+
+}  // namespace vkf::run_cli
