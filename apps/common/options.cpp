@@ -127,7 +127,8 @@ CLI::Option* add_device_list(CLI::App& cli, std::vector<std::string>& target) {
                              "split the model by layers over these devices (indices or\n"
                              "name substrings; one device twice: two contexts on it): each\n"
                              "holds a contiguous range of layers and their KV cache, the\n"
-                             "first the embedding, the last the head",
+                             "first the embedding, the last the head; several sequences\n"
+                             "(--prompt-file, a server's requests) go down them as a pipeline",
                              [&target](const std::string& text) {
                                  target.clear();
                                  std::size_t start = 0;

@@ -60,10 +60,8 @@ int run_split_prompt_file(const Options& o) {
     const std::vector<Prompt> prompts = tokenize_prompts(o, tokenizer);
     const std::uint32_t block_size = BatchOptions{}.block_size;
     const Sizing sizing = size_batch(o, prompts, block_size);
-    const LoadedSplit loaded = load_split(o, {.max_tokens = sizing.pool_tokens,
-                                              .chunk = sizing.chunk,
-                                              .kv_dtype = o.kv,
-                                              .window = o.window.value_or(0)});
+    const LoadedSplit loaded = load_split(
+        o, {.max_tokens = sizing.pool_tokens, .chunk = sizing.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
     const SplitModel& split = *loaded.split;
     const ModelConfig& config = split.config();
     const Model& first = *split.stages().front();
@@ -97,7 +95,8 @@ int run_split_prompt_file(const Options& o) {
     if (o.check) {
         for (std::size_t i = 0; i < prompts.size(); ++i) {
             Outcome& r = runs.outcomes[i];
-            r.check = check_logits(first, prompts[i].ids, r.result, window, o.quiet);  // the first stage knows the checkpoint
+            r.check =
+                check_logits(first, prompts[i].ids, r.result, window, o.quiet);  // the first stage knows the checkpoint
             check_failed = check_failed || !(r.check->max_rel <= o.check_tolerance);
         }
     }
