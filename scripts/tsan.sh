@@ -4,7 +4,7 @@
 # the driver, the validation layer and the loader, which are not instrumented, are suppressed
 # by tests/support/tsan.supp (see its comments); any other report fails the run.
 # usage: scripts/tsan.sh [CTEST_REGEX]   (default: ^test_model_threads$; '^dist_channel$' checks
-#   host/dist's Channel and its heartbeat thread, ~15 s)
+#   host/dist's Channel and its heartbeat thread, ~15 s; '^test_split_batch$' SplitBatch's workers, ~20 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
