@@ -76,14 +76,15 @@ DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uin
     // bounded (--max-prompt-tokens), not prompt plus answer.
     d.sequence_tokens = window != 0 ? std::numeric_limits<std::int32_t>::max() : d.ctx_tokens;
     d.blocks = o.ctx_blocks.value_or(o.parallel * ((d.ctx_tokens + block - 1) / block));
-    d.model = ModelOptions{.weights = o.weights,
-                           .session = {.max_tokens = d.blocks * block, .chunk = o.chunk, .kv_dtype = o.kv}};
     d.batch = BatchOptions{.max_tokens = d.blocks * block,
                            .max_sequence_tokens = d.ctx_tokens,
                            .max_sequences = (o.parallel + ranks - 1) / ranks,
                            .chunk = o.chunk,
                            .kv_dtype = o.kv,
                            .window = window};
+    // What Model's constructor checks against the device's budget, and what --split auto
+    // divides by under mpirun: the batch's whole KV pool and its sequences' tables.
+    d.model = ModelOptions{.weights = o.weights, .session = batch_session_size(config, d.batch)};
     return d;
 }
 
