@@ -41,9 +41,9 @@ std::string shared_options(const Options& o) {
 
 // The handshake (every rank's fingerprint with its device), then rank 0's layers for every
 // rank from --split: the counts given, or auto by each rank's budget for its weights and its
-// share of this server's KV blocks and activations (`session`, decoder_setup's: the Batch's
-// pool is exactly its blocks, which SessionSize's max_tokens = blocks * block_size gives, and
-// Model's constructor checks the same estimate). Logs the plan on rank 0.
+// share of this server's KV blocks and activations (`session`, decoder_setup's: its Batch's
+// whole pool and sequence tables, batch_session_size; Model's constructor checks the same
+// estimate). Logs the plan on rank 0.
 LayerRange handshake(dist::Channel& channel, const Options& o, const SessionSize& session, const Context& ctx) {
     std::vector<LayerRange> plan;
     const std::string text = dist::handshake(
