@@ -1,5 +1,8 @@
 #include "apps/server/options.hpp"
 
+#include "host/model/layer_range.hpp"
+#include "runtime/error.hpp"
+
 #include <limits>
 
 namespace vkf::server {
@@ -44,6 +47,20 @@ void declare_options(CLI::App& cli, Options& o) {
                "KV-cache storage (default f16)");
     add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
     add_device_options(cli, o.device);
+    add_parsed_option(
+        cli, "--split", "auto|N,N,...",
+        "under mpirun: the layers of each rank, or auto (default): by each\n"
+        "rank's memory budget for its weights and its KV blocks",
+        [&o](const std::string& text) {
+            if (text != "auto") {
+                try {
+                    parse_layer_counts(text);
+                } catch (const Error&) {
+                    throw UsageError("--split '" + text + "': give auto or the layers of every rank, e.g. 12,12");
+                }
+            }
+            o.split = text;
+        });
     add_number(cli, "--rank-timeout", "SECONDS", o.rank_timeout,
                "under mpirun: seconds without a message from a rank after which it\ncounts as failed (default 20)",
                true);

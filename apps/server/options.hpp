@@ -35,6 +35,9 @@ struct Options {
     DType kv = DType::F16;
     std::uint32_t chunk = 128;
     app::DeviceOptions device;
+    // Under mpirun: the layers of each rank ("N,N,..."), or "auto" (none: auto) by each rank's
+    // memory budget and this server's KV blocks (apps/common/rank_plan.hpp).
+    std::optional<std::string> split;
     double rank_timeout = 20.0;  // under mpirun: seconds of silence after which a rank failed
     bool quiet = false;
 };

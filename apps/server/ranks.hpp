@@ -7,6 +7,8 @@
 #include "apps/server/options.hpp"
 #include "host/model/batch_front.hpp"
 #include "host/model/layer_range.hpp"
+#include "host/model/memory_estimate.hpp"
+#include "runtime/context.hpp"
 
 #include <functional>
 
@@ -17,8 +19,9 @@ class RankZero {
 public:
     virtual ~RankZero() = default;
     virtual std::uint32_t ranks() const = 0;
-    // Runs the handshake with every rank; the layers rank 0 loads.
-    virtual LayerRange layers(const ModelConfig& config) = 0;
+    // Runs the handshake with every rank (`ctx`: rank 0's device, for --split auto; `session`:
+    // what each stage holds beside its weights, decoder_setup's); the layers rank 0 loads.
+    virtual LayerRange layers(const ModelConfig& config, const SessionSize& session, const Context& ctx) = 0;
     // The front the engine drives over rank 0's stage.
     virtual BatchFront& front(Batch& stage) = 0;
     // Calls `stop` (from another thread) when a rank fails.

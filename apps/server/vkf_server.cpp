@@ -112,7 +112,7 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero) {
         const std::uint32_t block = setup.batch.block_size;
         vkf::ModelOptions model_options = setup.model;
         if (rank_zero != nullptr) {
-            model_options.layers = rank_zero->layers(config);
+            model_options.layers = rank_zero->layers(config, setup.model.session, ctx);
         }
         model = std::make_unique<vkf::Model>(ctx, o.model, model_options);
         batch = std::make_unique<vkf::Batch>(*model, setup.batch);
@@ -201,6 +201,11 @@ int main(int argc, char** argv) {
     Options options;
     vkf::server::declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
+        if (options.split && !vkf::dist::started_by_mpirun_with_ranks()) {
+            throw vkf::app::UsageError(
+                "--split divides the layers over MPI ranks (mpirun -n R vkf-server ...); one process serves "
+                "on one device");
+        }
         return vkf::dist::started_by_mpirun_with_ranks() ? vkf::server::serve_ranks(options)
                                                          : vkf::server::serve(options, nullptr);
     });
