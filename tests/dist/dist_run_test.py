@@ -58,30 +58,33 @@ def load_npy(path):
     return np.load(path)
 
 
-ONE_PROCESS = {}  # model -> (its run, its logits file): one launch per model
+ONE_PROCESS = {}  # (model, extra options) -> (its run, its logits file): one launch each
 
 
-def one_process(model, tmp):
-    if model not in ONE_PROCESS:
+def one_process(model, extra, tmp):
+    key = (model, tuple(extra))
+    if key not in ONE_PROCESS:
         out = os.path.join(tmp, "one-%d.npy" % len(ONE_PROCESS))
-        proc, _ = run([RUN, "--model", model, "--json", "--logits-out", out] + PROMPT)
-        ONE_PROCESS[model] = (proc, out)
-    return ONE_PROCESS[model]
+        proc, _ = run([RUN, "--model", model, "--json", "--logits-out", out] + PROMPT + extra)
+        ONE_PROCESS[key] = (proc, out)
+    return ONE_PROCESS[key]
 
 
-def compare(name, model, ranks, split, tmp, tolerance, last_limits=None, layers=None):
+def compare(name, model, ranks, split, tmp, tolerance, last_limits=None, layers=None, extra=()):
     """One process against `ranks` ranks: the same ids, logits within `tolerance` (relative).
     last_limits: VKF_LIMITS of the last rank only (mpirun's MPMD form), a smaller memory budget
-    for --split auto; layers: the [begin, end) ranges expected."""
+    for --split auto; layers: the [begin, end) ranges expected; extra: options of both runs."""
     many_out = os.path.join(tmp, "many.npy")
-    one, one_out = one_process(model, tmp)
-    args = ["--model", model, "--json", "--logits-out", many_out] + PROMPT + (["--split", split] if split else [])
+    one, one_out = one_process(model, list(extra), tmp)
+    args = ["--model", model, "--json", "--logits-out", many_out] + PROMPT + list(extra) + (
+        ["--split", split] if split else [])
     if last_limits:
         many, seconds = run([MPIRUN, "--oversubscribe", "-n", str(ranks - 1), RUN] + args +
                             [":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits, RUN] + args)
     else:
         many, seconds = mpirun(ranks, args)
-    what = "%s on %d ranks (--split %s%s)" % (name, ranks, split or "auto", ", last " + last_limits if last_limits else "")
+    what = "%s on %d ranks (--split %s%s%s)" % (name, ranks, split or "auto", ", last " + last_limits if last_limits
+                                                else "", " ".join([""] + list(extra)))
     if one is None or many is None:
         return
     if one.returncode != 0 or many.returncode != 0 or not os.path.exists(one_out):
@@ -247,11 +250,13 @@ def main():
             expect_refusal("over the ranks' budgets", 2, ["--model", KJV] + PROMPT, "device_heap=6M,host_heap=1K",
                            ["split auto: the model needs ", "but they have ", "rank 0 3.00 MiB, rank 1 3.00 MiB",
                             "rank 1: llvmpipe"])
-            # The other {family x dtype}: -n 2 / -n 3 and even / uneven alternate.
-            for family, dtype, ranks, kind in (("bloom", "q4_0", 3, "even"), ("mpt", "f16", 3, "even"),
-                                               ("mpt", "q4_0", 2, "uneven")):
+            # The other {family x dtype}: -n 2 / -n 3 and even / uneven alternate. --chunk 4: the
+            # 11-token prompt's three chunks follow each other down the ranks (pipelined).
+            for family, dtype, ranks, kind, extra in (("bloom", "q4_0", 3, "even", ["--chunk", "4"]),
+                                                      ("mpt", "f16", 3, "even", []),
+                                                      ("mpt", "q4_0", 2, "uneven", [])):
                 compare("%s %s %s" % (family, dtype, kind), models[(family, dtype)], ranks, splits[(ranks, kind)],
-                        tmp, 1e-5)
+                        tmp, 1e-5, extra=extra)
             compare_parallel(tmp)
             # The handshake: one rank's --split differs (mpirun's MPMD form).
             proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV, "--split", "3,1"] + PROMPT +
