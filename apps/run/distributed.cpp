@@ -45,7 +45,8 @@ struct Plan {
     std::uint32_t max_tokens = 0;
     std::uint32_t prompt_tokens = 0;
     std::uint32_t window = 0;
-    // --prompt-file: sequences at once, each's most tokens (0: one prompt, a Session's batch).
+    // --prompt-file: the sequences running at once and the most tokens of each (sequences 0:
+    // one prompt, a Session's Batch).
     std::uint32_t sequences = 0;
     std::uint32_t sequence_tokens = 0;
     std::uint32_t chunk = 0;  // rows per step
