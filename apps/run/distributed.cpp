@@ -6,12 +6,14 @@
 #include "apps/common/stop_signals.hpp"
 #include "apps/common/streamed_text.hpp"
 #include "apps/common/text_source.hpp"
+#include "apps/run/prompt_batch.hpp"
 #include "apps/run/report.hpp"
+#include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
-#include "host/dist/stage_session.hpp"
 #include "host/dist/test_fault.hpp"
 #include "host/io/npy.hpp"
+#include "host/model/batch_session.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/model/weights.hpp"
@@ -43,6 +45,11 @@ struct Plan {
     std::uint32_t max_tokens = 0;
     std::uint32_t prompt_tokens = 0;
     std::uint32_t window = 0;
+    // --prompt-file: the sequences running at once and the most tokens of each (sequences 0:
+    // one prompt, a Session's Batch).
+    std::uint32_t sequences = 0;
+    std::uint32_t sequence_tokens = 0;
+    std::uint32_t chunk = 0;  // rows per step
 };
 
 std::string plan_text(const Plan& p) {
@@ -50,15 +57,25 @@ std::string plan_text(const Plan& p) {
     for (const LayerRange& r : p.layers) {
         layers.push_back({r.begin, r.end});
     }
-    return json_text(
-        {{"layers", layers}, {"max_tokens", p.max_tokens}, {"prompt_tokens", p.prompt_tokens}, {"window", p.window}},
-        JsonStyle::Compact);
+    return json_text({{"layers", layers},
+                      {"max_tokens", p.max_tokens},
+                      {"prompt_tokens", p.prompt_tokens},
+                      {"window", p.window},
+                      {"sequences", p.sequences},
+                      {"sequence_tokens", p.sequence_tokens},
+                      {"chunk", p.chunk}},
+                     JsonStyle::Compact);
 }
 
 Plan parse_plan(const std::string& text) {
     try {
         const auto j = nlohmann::json::parse(text);
-        Plan p{.max_tokens = j.at("max_tokens"), .prompt_tokens = j.at("prompt_tokens"), .window = j.at("window")};
+        Plan p{.max_tokens = j.at("max_tokens"),
+               .prompt_tokens = j.at("prompt_tokens"),
+               .window = j.at("window"),
+               .sequences = j.at("sequences"),
+               .sequence_tokens = j.at("sequence_tokens"),
+               .chunk = j.at("chunk")};
         for (const auto& r : j.at("layers")) {
             p.layers.push_back({r.at(0).get<std::uint32_t>(), r.at(1).get<std::uint32_t>()});
         }
@@ -98,7 +115,7 @@ std::vector<std::string> layers_text(const Plan& p) {
 
 SessionOptions session_options(const Options& o, const Plan& plan) {
     return SessionOptions{.max_tokens = plan.max_tokens,
-                          .chunk = o.chunk,
+                          .chunk = plan.chunk,
                           .fuse_qkv = !o.unfused,
                           .fuse_layernorm = !o.unfused,
                           .reuse_steps = !o.unfused,
@@ -107,12 +124,30 @@ SessionOptions session_options(const Options& o, const Plan& plan) {
                           .window = plan.window};
 }
 
+// Every rank's stage Batch: a Session's for one prompt, --prompt-file's for several. Those
+// run in `ranks` groups of at most sequences / ranks a step: while one group's step is on a
+// later rank, stage 0 runs the next group's (RankZeroBatch), so every rank has work.
+BatchOptions stage_batch_options(const Options& o, const Plan& plan, int ranks) {
+    if (plan.sequences == 0) {
+        return session_batch_options(session_options(o, plan));
+    }
+    BatchOptions options = prompt_batch_options(o,
+                                                {.sequences = plan.sequences,
+                                                 .sequence_tokens = plan.sequence_tokens,
+                                                 .pool_tokens = plan.max_tokens,
+                                                 .chunk = plan.chunk},
+                                                plan.window);
+    options.max_sequences =
+        (plan.sequences + static_cast<std::uint32_t>(ranks) - 1) / static_cast<std::uint32_t>(ranks);
+    return options;
+}
+
 std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Options& o, const Plan& plan) {
     const LayerRange range = plan.layers.at(static_cast<std::size_t>(channel.rank()));
     ModelOptions options{
         .weights = o.weights,
         .check_finite_weights = !o.skip_weight_check,
-        .session = {.max_tokens = plan.max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = plan.window},
+        .session = {.max_tokens = plan.max_tokens, .chunk = plan.chunk, .kv_dtype = o.kv, .window = plan.window},
         .layers = range};
     // Between uploads: a peer's failure ends the load early.
     options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };
@@ -124,7 +159,116 @@ std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Op
     return model;
 }
 
+struct LoadedStage {
+    Plan plan;  // rank 0's, as every rank agreed
+    std::unique_ptr<Model> model;
+    double seconds = 0.0;
+};
+
+// Rank 0: the handshake, whose plan is `plan` with the layers of every rank, then its layers.
+LoadedStage agree_and_load(Context& ctx, dist::Channel& channel, const Options& o, Plan plan) {
+    plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), [&](std::span<const dist::Fingerprint> all) {
+        plan.layers = plan_layers(
+            o, {.max_tokens = plan.max_tokens, .chunk = plan.chunk, .kv_dtype = o.kv, .window = plan.window}, all);
+        return plan_text(plan);
+    }));
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
+    return {std::move(plan), std::move(model),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+// --json's "split": the shape `vkf-run --devices` prints too ("mode": "devices"), with the
+// ranks' extras; a --prompt-file run adds how the stages overlapped.
+nlohmann::ordered_json split_json(const Plan& plan, int ranks, const dist::RankZeroBatch& front) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    for (const LayerRange& r : plan.layers) {
+        layers.push_back({r.begin, r.end});
+    }
+    const dist::RankSplitStats& split = front.traffic();
+    nlohmann::ordered_json json = {{"mode", "ranks"},
+                                   {"stages", ranks},
+                                   {"ranks", ranks},
+                                   {"layers", layers},
+                                   {"steps", split.steps},
+                                   {"messages", split.messages},
+                                   {"transfer_bytes", split.transfer_bytes},
+                                   {"transfer_ms", split.transfer_ms},
+                                   {"hand_offs", split.steps * static_cast<std::uint64_t>(ranks - 1)},
+                                   {"downstream_ms", split.downstream_ms}};
+    if (plan.sequences != 0) {
+        const PipelineStats p = front.pipeline();
+        json["overlapped"] = p.overlapped;
+        json["max_in_flight"] = p.max_in_flight;
+    }
+    return json;
+}
+
+void print_split(const Plan& plan, int ranks, const dist::RankZeroBatch& front) {
+    const dist::RankSplitStats& split = front.traffic();
+    const double steps = static_cast<double>(std::max<std::uint64_t>(split.steps, 1));
+    fmt::print("ranks:   {}, layers {}\n", ranks, fmt::join(layers_text(plan), " | "));
+    if (plan.sequences != 0) {
+        const PipelineStats p = front.pipeline();
+        fmt::print("pipeline: {} steps, {} overlapped, at most {} in flight\n", p.steps, p.overlapped, p.max_in_flight);
+    }
+    fmt::print("split:   {} steps; per step {:.3f} ms sending, {:.3f} ms waiting for the logits\n", split.steps,
+               split.transfer_ms / steps, split.downstream_ms / steps);
+}
+
+// --prompt-file under mpirun: the prompts as sequences of one BatchGenerator over rank 0's
+// pipelined front, so that the ranks' stages overlap; printed as one device prints them.
+int drive_prompts(Context& ctx, dist::Channel& channel, const Options& o) {
+    const text::Tokenizer tokenizer = app::load_model_tokenizer(o.model, o.tokenizer);
+    const std::vector<Prompt> prompts = tokenize_prompts(o, tokenizer);
+    const std::uint32_t block_size = BatchOptions{}.block_size;
+    const Sizing sizing = size_batch(o, prompts, block_size);
+    const ModelConfig config = read_model_config(o.model);
+    std::uint32_t longest = 0;
+    for (const Prompt& p : prompts) {
+        longest = std::max(longest, static_cast<std::uint32_t>(p.ids.size()));
+    }
+    const LoadedStage loaded = agree_and_load(ctx, channel, o,
+                                              {.max_tokens = sizing.pool_tokens,
+                                               .prompt_tokens = longest,
+                                               .window = app::run_window(o.window, config),
+                                               .sequences = sizing.sequences,
+                                               .sequence_tokens = sizing.sequence_tokens,
+                                               .chunk = sizing.chunk});
+    const Plan& plan = loaded.plan;
+    Batch stage(*loaded.model, stage_batch_options(o, plan, channel.size()));
+    stage.prepare(stage.sequence_shapes(plan.prompt_tokens));
+    dist::RankZeroBatch front(channel, stage);
+    const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
+    const PromptRuns runs = run_prompts(front, o, tokenizer, prompts, sizing, stop_ids);
+    channel.check();
+    front.stop();
+    if (o.json) {
+        nlohmann::ordered_json aggregate = aggregate_json(prompts, runs, front.blocks(), block_size);
+        aggregate["submissions"] = stage.stats().submissions;  // stage 0's
+        nlohmann::ordered_json json = {
+            {"device", ctx.device_info()},
+            {"model", model_json(o, *loaded.model, loaded.seconds)},
+            {"sampling", sampling_json(o.sampling)},
+            {"kv", to_string(o.kv)},
+            {"prompt_file", o.prompt_file},
+            {"parallel", sizing.sequences},
+            {"results", results_json(prompts, runs)},
+            {"aggregate", std::move(aggregate)},
+            {"split", split_json(plan, channel.size(), front)},
+        };
+        fmt::print("{}\n", json_text(json));
+        return app::kExitOk;
+    }
+    print_prompt_runs(o, prompts, sizing, runs, front.blocks(), block_size);
+    print_split(plan, channel.size(), front);
+    return app::kExitOk;
+}
+
 int drive(Context& ctx, dist::Channel& channel, const Options& o) {
+    if (!o.prompt_file.empty()) {
+        return drive_prompts(ctx, channel, o);
+    }
     std::optional<text::Tokenizer> tokenizer;
     std::vector<std::uint32_t> prompt = o.prompt;
     if (o.prompt_text) {
@@ -144,22 +288,23 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     }
     Plan plan{.max_tokens = static_cast<std::uint32_t>(positions),
               .prompt_tokens = static_cast<std::uint32_t>(prompt.size()),
-              .window = app::run_window(o.window, config)};
+              .window = app::run_window(o.window, config),
+              .chunk = o.chunk};
     if (plan.window == 0 && prompt.size() > plan.max_tokens) {
         throw app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {})",
                                           prompt.size(), plan.max_tokens, o.ctx));
     }
-    plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), [&](std::span<const dist::Fingerprint> all) {
-        plan.layers = plan_layers(
-            o, {.max_tokens = plan.max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = plan.window}, all);
-        return plan_text(plan);
-    }));
-
-    const auto load_start = std::chrono::steady_clock::now();
-    const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
-    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-    dist::RankZeroSession session(channel, *model, session_options(o, plan));
-    const PreparationStats prepared = session.prepare(plan.prompt_tokens);
+    LoadedStage loaded = agree_and_load(ctx, channel, o, plan);
+    plan = loaded.plan;
+    const Model* const model = loaded.model.get();
+    const double load_seconds = loaded.seconds;
+    // One sequence over the batch protocol every rank mirrors (host/dist/batch_pipeline.hpp):
+    // stage 0's Batch as a Session's (session_batch_options), the same on every rank.
+    const SessionOptions options = session_options(o, plan);
+    Batch stage(*model, session_batch_options(options));
+    const PreparationStats prepared = stage.prepare(stage.sequence_shapes(plan.prompt_tokens));
+    dist::RankZeroBatch front(channel, stage);
+    BatchSession session(front, model->config(), options);
 
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
     GenerationOptions gen{.n_predict = o.n_predict,
@@ -183,7 +328,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     // end. Past that grace the signal is this rank's failure (check throws it).
     const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     channel.check();
-    session.stop();
+    front.stop();
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -195,24 +340,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
         write_npy_f32(o.logits_out, shape, result.logits);
     }
-    const dist::RankSplitStats& split = session.split_stats();
-    const double steps = static_cast<double>(std::max<std::uint64_t>(split.steps, 1));
     if (o.json) {
-        nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-        for (const LayerRange& r : plan.layers) {
-            layers.push_back({r.begin, r.end});
-        }
-        // The shape `vkf-run --devices` prints too ("mode": "devices"), with the ranks' extras.
-        const nlohmann::ordered_json split_json = {{"mode", "ranks"},
-                                                   {"stages", channel.size()},
-                                                   {"ranks", channel.size()},
-                                                   {"layers", layers},
-                                                   {"steps", split.steps},
-                                                   {"messages", split.messages},
-                                                   {"transfer_bytes", split.transfer_bytes},
-                                                   {"transfer_ms", split.transfer_ms},
-                                                   {"hand_offs", split.steps * (channel.size() - 1)},
-                                                   {"downstream_ms", split.downstream_ms}};
         nlohmann::ordered_json json = {
             {"device", ctx.device_info()},
             {"model", model_json(o, *model, load_seconds)},
@@ -228,7 +356,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
             {"kv", to_string(o.kv)},
             {"window", plan.window},
             {"ctx", plan.max_tokens},
-            {"split", split_json},
+            {"split", split_json(plan, channel.size(), front)},
         };
         if (streamed) {
             json["prompt"] = *o.prompt_text;
@@ -245,20 +373,20 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     } else if (result.stop != StopReason::Length) {
         fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
     }
-    fmt::print("ranks:   {}, layers {}\n", channel.size(), fmt::join(layers_text(plan), " | "));
     fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
                result.prefill_tokens_per_second());
     fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
                result.decode_time.count(), result.decode_tokens_per_second());
-    fmt::print("split:   {} steps; per step {:.3f} ms sending, {:.3f} ms until the logits came back\n", split.steps,
-               split.transfer_ms / steps, split.downstream_ms / steps);
+    print_split(plan, channel.size(), front);
     return app::kExitOk;
 }
 
 int serve(Context& ctx, dist::Channel& channel, const Options& o) {
     const Plan plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), {}));
     const std::unique_ptr<Model> model = load_stage(ctx, channel, o, plan);
-    dist::serve_stage(channel, *model, session_options(o, plan), plan.prompt_tokens, dist::test_fault(channel.rank()));
+    Batch stage(*model, stage_batch_options(o, plan, channel.size()));
+    stage.prepare(stage.sequence_shapes(plan.prompt_tokens));
+    dist::serve_batch_stage(channel, stage, dist::test_fault(channel.rank()));
     return app::kExitOk;
 }
 

@@ -209,10 +209,10 @@ void declare_options(CLI::App& cli, Options& o) {
 
 void check_distributed_options(const Options& o) {
     using app::UsageError;
-    if (o.interactive || !o.prompt_file.empty()) {
+    if (o.interactive) {
         throw UsageError(
-            "under mpirun, vkf-run runs one prompt (--prompt or --prompt-ids), not --interactive or "
-            "--prompt-file");
+            "under mpirun, vkf-run runs one prompt (--prompt or --prompt-ids) or a --prompt-file, not "
+            "--interactive");
     }
     if (o.check || o.profile) {
         throw UsageError("--check and --profile need the whole model in one process; run without mpirun");

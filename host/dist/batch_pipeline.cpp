@@ -3,11 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace vkf::dist {
 
 namespace {
+
+using clock = std::chrono::steady_clock;
+
+double ms_since(clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+}
 
 // The words of a Tag::Command message of the batch protocol: the kind, then its arguments;
 // a sequence id is two words, low first.
@@ -51,9 +58,12 @@ RankZeroBatch::RankZeroBatch(Channel& channel, Batch& stage, std::uint32_t in_fl
 }
 
 void RankZeroBatch::command(const std::vector<std::uint32_t>& words) {
+    const auto start = clock::now();
     for (int r = 1; r < channel_.size(); ++r) {
         channel_.send_values<std::uint32_t>(r, Tag::Command, words);
+        traffic_.messages += 1;
     }
+    traffic_.transfer_ms += ms_since(start);
 }
 
 SequenceId RankZeroBatch::add() {
@@ -109,8 +119,13 @@ StepResult RankZeroBatch::step() {
             }
         } else {
             command({static_cast<std::uint32_t>(Command::Step)});
+            const auto start = clock::now();
             channel_.send_values<StageRows>(1, Tag::Schedule, schedule_of(started));
             channel_.send_values<float>(1, Tag::Hidden, started.hidden);
+            traffic_.transfer_ms += ms_since(start);
+            traffic_.messages += 2;
+            traffic_.transfer_bytes += started.hidden.size() * sizeof(float);
+            traffic_.steps += 1;
             started.hidden = {};
             stats_.steps += 1;
             stats_.overlapped += in_flight_.empty() ? 0 : 1;
@@ -131,8 +146,12 @@ StepResult RankZeroBatch::finish_oldest() {
     StepResult result = std::move(in_flight_.front());
     in_flight_.pop_front();
     const int last = channel_.size() - 1;
+    const auto start = clock::now();
     const std::vector<std::uint32_t> rows = channel_.receive_values<std::uint32_t>(last, Tag::Logits);
     const std::vector<float> logits = channel_.receive_values<float>(last, Tag::Logits);
+    traffic_.downstream_ms += ms_since(start);
+    traffic_.messages += 2;
+    traffic_.transfer_bytes += logits.size() * sizeof(float);
     const std::size_t vocab = stage_.model().config().vocab_size;
     std::size_t total = 0;
     for (const std::uint32_t r : rows) {

@@ -27,6 +27,18 @@
 
 namespace vkf::dist {
 
+// What moving activations between ranks cost, seen from rank 0 (vkf-run --json's "split",
+// vkf-bench's split suite).
+struct RankSplitStats {
+    std::uint64_t steps = 0;
+    std::uint64_t messages = 0;        // commands, schedules, hidden rows and logits
+    std::uint64_t transfer_bytes = 0;  // the hidden rows rank 0 sent and the logits it received
+    double transfer_ms = 0.0;          // rank 0's wall time in sends until MPI took the bytes
+    // Rank 0's wall time waiting for a step's logits: the later ranks' layers and every
+    // hand-off, less what stage 0 overlapped with them.
+    double downstream_ms = 0.0;
+};
+
 class RankZeroBatch : public BatchFront {
 public:
     // `stage`: rank 0's Batch (layers from 0), made with the options every rank uses.
@@ -45,6 +57,7 @@ public:
     std::uint32_t max_sequence_tokens() const override { return stage_.max_sequence_tokens(); }
     std::uint32_t window() const override { return stage_.window(); }
     PipelineStats pipeline() const override { return stats_; }
+    const RankSplitStats& traffic() const { return traffic_; }
 
     // Tells every other rank the run is over (they return from serve_batch_stage()).
     void stop();
@@ -59,6 +72,7 @@ private:
     std::uint32_t limit_;
     std::deque<StepResult> in_flight_;  // stage 0's results of the steps sent downstream
     PipelineStats stats_;
+    RankSplitStats traffic_;
 };
 
 // Rank r > 0: mirrors rank 0's RankZeroBatch on this rank's stage Batch until rank 0 stops

@@ -1,0 +1,72 @@
+#include "host/model/batch_session.hpp"
+
+#include "runtime/error.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace vkf {
+
+BatchSession::BatchSession(BatchFront& front, const ModelConfig& config, const SessionOptions& options)
+    : front_(front), config_(config), options_(options), sequence_(front.add()) {}
+
+void BatchSession::reset() {
+    front_.remove(sequence_);
+    sequence_ = front_.add();
+    position_ = 0;
+}
+
+std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Logits which,
+                                         const ChunkProgress& on_chunk) {
+    const std::uint32_t vocab = config_.vocab_size;
+    // Session::forward's checks and words, before anything is fed.
+    if (ids.empty()) {
+        throw Error("session: forward needs at least one token id");
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= vocab) {
+            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
+                        " is not below the vocabulary size " + std::to_string(vocab));
+        }
+    }
+    if (options_.window == 0 && ids.size() > options_.max_tokens - position_) {
+        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position_) +
+                    " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
+    }
+    front_.feed(sequence_, ids, which);
+    std::vector<float> logits;
+    logits.reserve(which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0);
+    std::size_t done = 0;  // of the ids, those whose step's output came back
+    while (done < ids.size()) {
+        const std::uint64_t started = front_.pipeline().steps;
+        StepResult step = front_.step();
+        // A pipelined front returns nothing only while it started a step (its steps count
+        // on); nothing returned and nothing started: the sequence cannot run. One sequence
+        // holding the whole pool always finds room: this is a bug, not input.
+        if (step.ran.empty() && front_.pipeline().steps == started) {
+            throw Error("session: the step ran nothing with " + std::to_string(ids.size() - done) + " tokens pending");
+        }
+        for (const SequenceOutput& out : step.ran) {
+            if (out.id != sequence_) {
+                throw Error("session: the step ran sequence " + std::to_string(out.id) + ", not this session's " +
+                            std::to_string(sequence_));
+            }
+            logits.insert(logits.end(), out.logits.begin(), out.logits.end());
+            done += out.tokens;
+            position_ = out.position;
+            if (on_chunk) {
+                on_chunk(std::min(done, ids.size()), ids.size());
+            }
+        }
+    }
+    const std::size_t expected = which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0;
+    if (done != ids.size() || logits.size() != expected) {
+        throw Error("session: the steps ran " + std::to_string(done) + " of " + std::to_string(ids.size()) +
+                    " tokens and returned " + std::to_string(logits.size()) + " logits; " + std::to_string(expected) +
+                    " expected");
+    }
+    return logits;
+}
+
+}  // namespace vkf
