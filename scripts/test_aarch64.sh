@@ -118,7 +118,7 @@ export VKF_TEST_QUICK=1
 #   test_matmul_quant and test_matmul_quant_int8 (split from it), test_matmul_f16 (fp16
 #   arithmetic: ~25 s of cold llvmpipe compiles on x86 alone), test_model_head_sizes,
 #   test_model_faults, test_model_threads, test_prepare, test_model_families, test_batch, test_batch_window,
-#   test_model_split, test_split_batch and test_perplexity_model (more forward passes of the same kernels: per family, per head size,
+#   test_model_split, test_split_batch, test_batch_session and test_perplexity_model (more forward passes of the same kernels: per family, per head size,
 #   per batch; test_model runs every step through the same Batch code, and
 #   test_attention_paged the paged kernels),
 #   vkf_families_cli, vkf_quantize_cli, vkf_text_cli, vkf_shell_cli, vkf_split_cli and the two vkf-bench runs (the same
@@ -131,7 +131,7 @@ skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_atte
 skipped+='|test_attention_window'
 skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int8|test_matmul_f16|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_prepare|test_model_families|test_batch|test_batch_window|test_perplexity_model'
-skipped+='|test_model_split|test_split_batch'
+skipped+='|test_model_split|test_split_batch|test_batch_session'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_split_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
 skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt)$'
 selection=()

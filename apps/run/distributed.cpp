@@ -2,6 +2,7 @@
 
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/progress_line.hpp"
+#include "apps/common/rank_plan.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/common/streamed_text.hpp"
 #include "apps/common/text_source.hpp"
@@ -15,9 +16,7 @@
 #include "host/model/batch_session.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/layer_range.hpp"
-#include "host/model/layer_split.hpp"
 #include "host/model/weights.hpp"
-#include "host/spec/model_tensors.hpp"
 #include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
@@ -26,7 +25,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -35,10 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 namespace vkf::run_cli {
 
@@ -50,7 +45,8 @@ struct Plan {
     std::uint32_t max_tokens = 0;
     std::uint32_t prompt_tokens = 0;
     std::uint32_t window = 0;
-    // --prompt-file: sequences at once, each's most tokens (0: one prompt, a Session's batch).
+    // --prompt-file: the sequences running at once and the most tokens of each (sequences 0:
+    // one prompt, a Session's Batch).
     std::uint32_t sequences = 0;
     std::uint32_t sequence_tokens = 0;
     std::uint32_t chunk = 0;  // rows per step
@@ -101,48 +97,12 @@ std::string shared_options(const Options& o) {
 // device share it), as `vkf-run --devices` divides them over devices.
 std::vector<LayerRange> plan_layers(const Options& o, const SessionSize& session,
                                     std::span<const dist::Fingerprint> by_rank) {
-    const auto ranks = by_rank.size();
-    const ShardedCheckpoint checkpoint = open_checkpoint(o.model);
-    const ModelConfig config = resolve_with_checkpoint(read_model_config(o.model), checkpoint);
-    if (std::vector<std::uint32_t> counts = split_counts(o); !counts.empty()) {
-        if (counts.size() != ranks) {
-            throw Error(
-                fmt::format("--split {} gives {} layer counts for {} MPI ranks", *o.split, counts.size(), ranks));
-        }
-        return split_layers(config, counts);
-    }
-    const std::vector<std::uint64_t> budgets = dist::shared_budgets(by_rank);
-    try {
-        return auto_split(config, o.weights.value_or(default_weight_format(checkpoint, config)), session, budgets,
-                          "rank");
-    } catch (const Error& e) {
-        // The ranks' own budgets and devices, beside the shares auto_split names.
-        std::vector<std::string> devices;
-        for (std::size_t r = 0; r < ranks; ++r) {
-            const dist::RankDevice& d = by_rank[r].device;
-            devices.push_back(fmt::format("rank {}: {} on {}, {} ({} for its layers)", r, d.name, d.host,
-                                          size_text(d.budget), size_text(budgets[r])));
-        }
-        throw Error(fmt::format("{}; ranks on one device share its memory ({})", e.what(), fmt::join(devices, "; ")));
-    }
-}
-
-// This rank's device, for rank 0's `--split auto`.
-dist::RankDevice rank_device(const Context& ctx) {
-    std::array<char, 256> host{};
-    if (gethostname(host.data(), host.size() - 1) != 0) {
-        host[0] = '\0';  // one unnamed host: ranks then share a device only by its UUID
-    }
-    return {.host = host.data(),
-            .name = ctx.device_info().name,
-            .uuid = ctx.device_info().uuid_hex(),
-            .budget = ctx.memory_budget().available()};
+    return app::plan_rank_layers({.model = o.model, .split = o.split, .weights = o.weights, .session = session},
+                                 by_rank);
 }
 
 dist::Fingerprint rank_fingerprint(const Context& ctx, const Options& o) {
-    dist::Fingerprint mine = dist::fingerprint(o.model, o.split.value_or("auto"), shared_options(o));
-    mine.device = rank_device(ctx);
-    return mine;
+    return app::rank_fingerprint(ctx, o.model, o.split, shared_options(o));
 }
 
 std::vector<std::string> layers_text(const Plan& p) {
@@ -440,36 +400,10 @@ int run_distributed(const Options& o) {
     dist::MpiEnvironment env;
     dist::Channel channel(env, {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000)),
                                 .signal = [] { return app::stop_signal(); }});
-    const int rank = env.rank();
-    // A failed run prints its error here, not in run_app: every rank prints before any exits
-    // (dist::kFailureGrace), and none reaches MPI_Finalize, which would wait for a dead rank.
-    const auto failed = [&](const std::string& message, bool usage, bool grace) {
-        env.abandon();
-        if (usage) {
-            fmt::print(stderr, "vkf-run: {} (see vkf-run --help)\n", message);
-        } else {
-            fmt::print(stderr, "vkf-run: error: rank {} of {}: {}\n", rank, env.size(), message);
-        }
-        std::fflush(stderr);
-        if (grace) {
-            std::this_thread::sleep_for(dist::kFailureGrace);
-        }
-        return usage ? app::kExitUsage : app::kExitFailure;  // run_app makes it 143 after SIGTERM
-    };
-    try {
+    return app::run_rank("vkf-run", env, channel, [&] {
         Context ctx(o.device.context_options());
-        return rank == 0 ? drive(ctx, channel, o) : serve(ctx, channel, o);
-    } catch (const dist::RankFailure& e) {
-        // mpirun's SIGTERM: it ends every rank at once, nothing to wait for.
-        return failed(e.what(), false, app::stop_signal() == 0);
-    } catch (const app::UsageError& e) {
-        channel.fail_self(e.what());
-        return failed(e.what(), true, true);
-    } catch (const std::exception& e) {
-        // This rank's own error: every other rank hears it and names this rank.
-        channel.fail_self(e.what());
-        return failed(e.what(), false, true);
-    }
+        return env.rank() == 0 ? drive(ctx, channel, o) : serve(ctx, channel, o);
+    });
 }
 
 }  // namespace vkf::run_cli

@@ -1,6 +1,7 @@
 // vkf-server under mpirun: rank 0 serves HTTP over a RankZeroBatch, the other ranks their
 // stages (apps/server/ranks.hpp).
 #include "apps/common/app_main.hpp"
+#include "apps/common/rank_plan.hpp"
 #include "apps/server/ranks.hpp"
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
@@ -11,6 +12,7 @@
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <pthread.h>
 #include <atomic>
@@ -37,38 +39,40 @@ std::string shared_options(const Options& o) {
                        o.window ? std::to_string(*o.window) : std::string("the model's"), o.parallel);
 }
 
-// The layers evenly over the ranks, the first ones one more where they do not divide.
-std::string even_plan(const ModelConfig& config, std::uint32_t ranks) {
-    if (config.n_layer < ranks) {
-        throw Error(fmt::format("the model's {} layers cannot be split over {} MPI ranks (each runs at least one)",
-                                config.n_layer, ranks));
+// The handshake (every rank's fingerprint with its device), then rank 0's layers for every
+// rank from --split: the counts given, or auto by each rank's budget for its weights and its
+// share of this server's KV blocks and activations (`session`, decoder_setup's: its Batch's
+// whole pool and sequence tables, batch_session_size; Model's constructor checks the same
+// estimate). Logs the plan on rank 0.
+LayerRange handshake(dist::Channel& channel, const Options& o, const SessionSize& session, const Context& ctx) {
+    std::vector<LayerRange> plan;
+    const std::string text = dist::handshake(
+        channel, app::rank_fingerprint(ctx, o.model, o.split, shared_options(o)),
+        [&](std::span<const dist::Fingerprint> by_rank) {
+            plan = app::plan_rank_layers({.model = o.model, .split = o.split, .weights = o.weights, .session = session},
+                                         by_rank);
+            return json_text(app::layers_json(plan), JsonStyle::Compact);
+        });
+    if (channel.rank() == 0) {
+        std::vector<std::string> parts;
+        for (const LayerRange& r : plan) {
+            parts.push_back(fmt::format("{}..{}", r.begin, r.end - 1));
+        }
+        if (!o.quiet) {
+            fmt::print(stderr, "vkf-server: layers over {} ranks (--split {}): {}\n", channel.size(),
+                       o.split.value_or("auto"), fmt::join(parts, " | "));
+        }
+        return plan.at(0);
     }
-    std::vector<std::uint32_t> counts;
-    for (std::uint32_t r = 0; r < ranks; ++r) {
-        counts.push_back(config.n_layer / ranks + (r < config.n_layer % ranks ? 1 : 0));
-    }
-    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    for (const LayerRange& range : split_layers(config, counts)) {
-        layers.push_back({range.begin, range.end});
-    }
-    return json_text(layers, JsonStyle::Compact);
-}
-
-LayerRange rank_layers(const std::string& plan, int rank) {
     try {
-        const auto j = nlohmann::json::parse(plan).at(static_cast<std::size_t>(rank));
-        return {j.at(0).get<std::uint32_t>(), j.at(1).get<std::uint32_t>()};
+        const std::vector<LayerRange> all = app::layers_from_json(nlohmann::json::parse(text));
+        if (all.size() != static_cast<std::size_t>(channel.size())) {
+            throw Error(fmt::format("rank 0's plan has {} ranges for {} ranks", all.size(), channel.size()));
+        }
+        return all[static_cast<std::size_t>(channel.rank())];
     } catch (const nlohmann::json::exception& e) {
-        throw Error(std::string("rank 0's plan is not one: ") + e.what());
+        throw Error(std::string("rank 0's plan is not JSON: ") + e.what());
     }
-}
-
-LayerRange handshake(dist::Channel& channel, const Options& o, const ModelConfig& config) {
-    const std::string plan = dist::handshake(channel, dist::fingerprint(o.model, "even", shared_options(o)),
-                                             [&](std::span<const dist::Fingerprint>) {
-                                                 return even_plan(config, static_cast<std::uint32_t>(channel.size()));
-                                             });
-    return rank_layers(plan, channel.rank());
 }
 
 class Front : public RankZero {
@@ -81,8 +85,8 @@ public:
         }
     }
     std::uint32_t ranks() const override { return static_cast<std::uint32_t>(channel_.size()); }
-    LayerRange layers(const ModelConfig& config, const SessionSize&, const Context&) override {
-        return handshake(channel_, options_, config);
+    LayerRange layers(const ModelConfig&, const SessionSize& session, const Context& ctx) override {
+        return handshake(channel_, options_, session, ctx);
     }
     BatchFront& front(Batch& stage) override {
         batch_.emplace(channel_, stage);
@@ -129,10 +133,11 @@ int serve_stage(dist::Channel& channel, const Options& o) {
     const ModelConfig config = read_model_config(std::filesystem::path(o.model) / "config.json");
     const DecoderSetup setup = decoder_setup(o, config, static_cast<std::uint32_t>(channel.size()));
     ModelOptions model_options = setup.model;
-    model_options.layers = handshake(channel, o, config);
+    // The device first: its budget goes into the handshake, for rank 0's --split auto.
+    Context ctx(o.device.context_options());
+    model_options.layers = handshake(channel, o, setup.model.session, ctx);
     // Between uploads: a peer's failure ends the load early.
     model_options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };
-    Context ctx(o.device.context_options());
     const Model model(ctx, o.model, model_options);
     Batch batch(model, setup.batch);
     batch.prepare(batch.sequence_shapes(o.chunk));
@@ -161,37 +166,16 @@ int serve_ranks(const Options& o) {
     // when rank 0 stops serving and says so (or when it is gone: the channel notices).
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     dist::MpiEnvironment env;
-    const int rank = env.rank();
     dist::Channel channel(env,
                           {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000))});
-    // A failed run prints its error here: every rank prints before any exits, and none
-    // reaches MPI_Finalize, which would wait for a dead rank (as vkf-run, apps/run/distributed.cpp).
-    const auto failed = [&](const std::string& message, bool usage) {
-        env.abandon();
-        if (usage) {
-            fmt::print(stderr, "vkf-server: {} (see vkf-server --help)\n", message);
-        } else {
-            fmt::print(stderr, "vkf-server: error: rank {} of {}: {}\n", rank, env.size(), message);
-        }
-        std::fflush(stderr);
-        std::this_thread::sleep_for(dist::kFailureGrace);
-        return usage ? app::kExitUsage : app::kExitFailure;
-    };
-    try {
-        if (rank != 0) {
+    // Signals are blocked here: a RankFailure is a peer's, and every rank waits out the grace.
+    return app::run_rank("vkf-server", env, channel, [&] {
+        if (env.rank() != 0) {
             return serve_stage(channel, o);
         }
         Front front(channel, o);
         return serve(o, &front);
-    } catch (const dist::RankFailure& e) {
-        return failed(e.what(), false);
-    } catch (const app::UsageError& e) {
-        channel.fail_self(e.what());
-        return failed(e.what(), true);
-    } catch (const std::exception& e) {
-        channel.fail_self(e.what());
-        return failed(e.what(), false);
-    }
+    });
 }
 
 }  // namespace vkf::server

@@ -49,9 +49,21 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
     add_device_options(cli, o.device);
     add_device_list(cli, o.devices);
-    add_text(cli, "--split", "auto|N,N,...", o.split,
-             "layers per device of --devices: auto (default) divides them by\n"
-             "each device's memory budget, or the count of each stage, e.g. 12,12");
+    add_parsed_option(
+        cli, "--split", "auto|N,N,...",
+        "the layers of each device of --devices (or under mpirun of each\n"
+        "rank), e.g. 12,12, or auto (default): by each one's memory budget\n"
+        "for its weights and its KV blocks",
+        [&o](const std::string& text) {
+            if (text != "auto") {
+                try {
+                    parse_layer_counts(text);
+                } catch (const Error&) {
+                    throw UsageError("--split '" + text + "': give auto or the layers of every stage, e.g. 12,12");
+                }
+            }
+            o.split = text;
+        });
     add_number(cli, "--rank-timeout", "SECONDS", o.rank_timeout,
                "under mpirun: seconds without a message from a rank after which it\ncounts as failed (default 20)",
                true);
@@ -63,7 +75,8 @@ void check_options(const Options& o, bool mpirun) {
     split_counts(o);  // refuses bad text early
     if (o.devices.empty()) {
         if (o.split && !mpirun) {
-            throw UsageError("--split divides the layers over --devices; give --devices");
+            throw UsageError(
+                "--split divides the layers over --devices (or over MPI ranks under mpirun -n R); give --devices");
         }
         return;
     }
@@ -106,14 +119,15 @@ DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uin
     // bounded (--max-prompt-tokens), not prompt plus answer.
     d.sequence_tokens = window != 0 ? std::numeric_limits<std::int32_t>::max() : d.ctx_tokens;
     d.blocks = o.ctx_blocks.value_or(o.parallel * ((d.ctx_tokens + block - 1) / block));
-    d.model = ModelOptions{.weights = o.weights,
-                           .session = {.max_tokens = d.blocks * block, .chunk = o.chunk, .kv_dtype = o.kv}};
     d.batch = BatchOptions{.max_tokens = d.blocks * block,
                            .max_sequence_tokens = d.ctx_tokens,
                            .max_sequences = (o.parallel + ranks - 1) / ranks,
                            .chunk = o.chunk,
                            .kv_dtype = o.kv,
                            .window = window};
+    // What Model's constructor checks against the device's budget, and what --split auto
+    // divides by under mpirun: the batch's whole KV pool and its sequences' tables.
+    d.model = ModelOptions{.weights = o.weights, .session = batch_session_size(config, d.batch)};
     return d;
 }
 

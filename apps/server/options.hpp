@@ -36,9 +36,11 @@ struct Options {
     DType kv = DType::F16;
     std::uint32_t chunk = 128;
     app::DeviceOptions device;
-    // A layer split in this process (apps/server/devices.cpp): stage i on devices[i];
-    // split: "auto" (by each device's memory budget, the default) or layers per stage.
+    // A layer split in this process (apps/server/devices.cpp): stage i on devices[i].
     std::vector<std::string> devices;
+    // The layers of each stage ("N,N,...": of each device of --devices, or under mpirun of each
+    // rank), or "auto" (none: auto) by each device's or rank's memory budget and this server's
+    // KV blocks (host/model/split_model.hpp, apps/common/rank_plan.hpp).
     std::optional<std::string> split;
     double rank_timeout = 20.0;  // under mpirun: seconds of silence after which a rank failed
     bool quiet = false;

@@ -17,8 +17,7 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
     return (a + b - 1) / b;
 }
 
-BatchOptions checked(const Model& model, BatchOptions o) {
-    const ModelConfig& c = model.config();
+BatchOptions checked(const ModelConfig& c, BatchOptions o) {
     if (o.max_tokens == 0) {
         throw Error("batch: max_tokens must be at least 1");
     }
@@ -55,7 +54,25 @@ BatchOptions checked(const Model& model, BatchOptions o) {
     return o;
 }
 
+// A sequence's block table: the ring its window needs (at most the pool), else its longest.
+std::uint32_t blocks_per_sequence(const BatchOptions& o) {
+    return o.window != 0
+               ? std::min(window_ring_blocks(o.window, o.chunk, o.block_size), ceil_div(o.max_tokens, o.block_size))
+               : ceil_div(o.max_sequence_tokens, o.block_size);
+}
+
 }  // namespace
+
+SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& options) {
+    const BatchOptions o = checked(config, options);
+    // window 0: a Batch's cache is its whole pool (a Session's ring is a pool of the ring's size).
+    return SessionSize{.max_tokens = o.max_tokens,
+                       .chunk = o.chunk,
+                       .kv_dtype = o.kv_dtype,
+                       .block_size = o.block_size,
+                       .max_sequences = o.max_sequences,
+                       .sequence_blocks = blocks_per_sequence(o)};
+}
 
 std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms,
                                  std::uint32_t max_chunk) {
@@ -74,16 +91,13 @@ std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint3
 Batch::Batch(const Model& model, BatchOptions options)
     : model_(model),
       ctx_(model.context()),
-      options_(checked(model, options)),
+      options_(checked(model.config(), options)),
       settings_{.fuse_qkv = options_.fuse_qkv,
                 .fuse_layernorm = options_.fuse_layernorm,
                 .int8_activations = options_.int8_activations,
                 .kv_dtype = options_.kv_dtype,
                 .block_size = options_.block_size,
-                .blocks_per_seq = options_.window != 0 ? std::min(window_ring_blocks(options_.window, options_.chunk,
-                                                                                     options_.block_size),
-                                                                  ceil_div(options_.max_tokens, options_.block_size))
-                                                       : ceil_div(options_.max_sequence_tokens, options_.block_size),
+                .blocks_per_seq = blocks_per_sequence(options_),
                 .window = options_.window},
       cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
              options_.kv_dtype, model.layers()) {

@@ -67,6 +67,12 @@ struct BatchOptions {
     bool poison = false;
 };
 
+// What a Batch with these options holds beside the weights, for the memory estimate
+// (estimate_session_memory) and Model's check of it: its whole pool of KV blocks and a
+// sequence table of max_sequences block tables. Throws vkf::Error as Batch's constructor does
+// for options it refuses.
+SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& options);
+
 // GPU time per op kind (the dispatch labels), summed over profiled submissions.
 struct OpProfile {
     double ms = 0.0;

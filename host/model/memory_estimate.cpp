@@ -48,10 +48,11 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     // [chunk, hidden], the QKV projection's output [chunk, hidden + 2 kv_dim] (which a session
     // that scatters QKV does without), the MLP's [chunk, ffn_hidden] (twice for a gated MLP),
     // the rows gathered for the head [chunk, hidden]; the ids, slots and logit rows (and
-    // learned positions) [chunk] and the one sequence's table; the logits.
+    // learned positions) [chunk] and the sequences' tables; the logits.
     const std::uint64_t mlp = family_traits(c.family).mlp == MlpKind::Gated ? 2ull * c.ffn_hidden : c.ffn_hidden;
     const std::uint64_t id_buffers = c.learned_pos_emb ? 4 : 3;
-    const std::uint64_t sequence_table = (3 + blocks) * 4;
+    const std::uint64_t sequence_table = std::uint64_t{std::max<std::uint32_t>(session.max_sequences, 1)} *
+                                         (3 + (session.sequence_blocks != 0 ? session.sequence_blocks : blocks)) * 4;
     const std::uint64_t logits = range.end == c.n_layer ? chunk * c.vocab_size * kF32 : 0;
     e.activations = chunk * (5ull * c.hidden + c.hidden + 2 * kv_dim + mlp) * kF32 + id_buffers * chunk * 4 +
                     sequence_table + logits;

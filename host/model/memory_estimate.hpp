@@ -27,6 +27,11 @@ struct SessionSize {
     // Key window (SessionOptions::window): the cache is the ring it needs when less than
     // max_tokens (session_cache_tokens), not the whole context.
     std::uint32_t window = 0;
+    // Several sequences in one Batch (vkf-server; batch_session_size in batch.hpp): its sequence
+    // table holds max_sequences block tables of sequence_blocks blocks each; 0: one sequence
+    // over the whole cache, as a Session's.
+    std::uint32_t max_sequences = 1;
+    std::uint32_t sequence_blocks = 0;
 };
 
 struct ModelMemoryEstimate {

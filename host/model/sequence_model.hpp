@@ -1,7 +1,8 @@
 #pragma once
 // One sequence through a language model, whatever runs it: a Session on one device
 // (host/model/session.hpp), a SplitSession over the stages of a layer split on several
-// devices of this process (host/model/split_session.hpp), or a split over MPI ranks
+// devices of this process (host/model/split_session.hpp), or a BatchSession over any
+// BatchFront (host/model/batch_session.hpp), e.g. rank 0's front of a split over MPI ranks
 // (host/dist). generate() (host/model/generation.hpp) runs over this interface.
 
 #include "host/model/batch.hpp"

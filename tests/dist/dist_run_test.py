@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """vkf-run split by layers over MPI ranks (issue 31, docs/DISTRIBUTED.md), on lavapipe:
-mpirun -n 2 and -n 3 give one process's generated ids and logits (kjv-bloom in f16; a 4-layer
-MPT in q4_0 blocks, uneven splits); a rank whose --split or model differs is named by every
-rank before loading; a rank killed (SIGKILL, as kill -9) or stopped (SIGSTOP) in the middle of
-generation ends every rank non-zero within 60 s, the output naming it, and no --logits-out
-file is left.
+mpirun -n 2 and -n 3 give one process's generated ids and logits for BLOOM and MPT, f16 and
+q4_0 weights, even and uneven splits (kjv-bloom, and seeded random 6-layer checkpoints);
+--prompt-file --parallel under mpirun gives every prompt one process's ids; a rank whose
+--split or model differs is named by every rank before loading; a rank killed (SIGKILL, as
+kill -9) or stopped (SIGSTOP) in the middle of generation ends every rank non-zero within
+60 s, the output naming it, and no --logits-out file is left.
 
 usage: dist_run_test.py PATH/TO/vkf-run PATH/TO/vkf-make-checkpoint PATH/TO/vkf-quantize MODELS/kjv-bloom [--full]
-Without --full (CI): 2 ranks on kjv-bloom split auto by budgets (rank 1 under VKF_LIMITS),
-a model over the ranks' budgets refused, 3 on the MPT, another --split, Ctrl-C (SIGINT to
-mpirun), a stopped rank.
---full (label full): 3 ranks on kjv-bloom unevenly, 2 on the MPT unevenly, another model, a
-killed rank.
+Without --full (CI): each {family x dtype} once, -n 2 / -n 3 and even / uneven alternating:
+kjv-bloom f16 on 2 ranks split auto by budgets (rank 1 under VKF_LIMITS, uneven), BLOOM q4_0
+on 3 evenly, MPT f16 on 3 evenly, MPT q4_0 on 2 unevenly; a model over the ranks' budgets
+refused, --parallel 3 on 2 ranks, another --split, Ctrl-C (SIGINT to mpirun), a stopped rank.
+--full (label full): the cross product {BLOOM, MPT} x {f16, q4_0} x {2, 3 ranks} x {even,
+uneven} on the random checkpoints, another model, a killed rank.
 (VKF_MPIRUN: mpirun's path; mpirun's ranks inherit the environment: VKF_VALIDATION,
 VK_ICD_FILENAMES.)
 """
@@ -56,22 +58,36 @@ def load_npy(path):
     return np.load(path)
 
 
-def compare(name, model, ranks, split, tmp, tolerance, last_limits=None, layers=None):
+ONE_PROCESS = {}  # (model, extra options) -> (its run, its logits file): one launch each
+
+
+def one_process(model, extra, tmp):
+    key = (model, tuple(extra))
+    if key not in ONE_PROCESS:
+        out = os.path.join(tmp, "one-%d.npy" % len(ONE_PROCESS))
+        proc, _ = run([RUN, "--model", model, "--json", "--logits-out", out] + PROMPT + extra)
+        ONE_PROCESS[key] = (proc, out)
+    return ONE_PROCESS[key]
+
+
+def compare(name, model, ranks, split, tmp, tolerance, last_limits=None, layers=None, extra=()):
     """One process against `ranks` ranks: the same ids, logits within `tolerance` (relative).
     last_limits: VKF_LIMITS of the last rank only (mpirun's MPMD form), a smaller memory budget
-    for --split auto; layers: the [begin, end) ranges expected."""
-    one_out, many_out = os.path.join(tmp, "one.npy"), os.path.join(tmp, "many.npy")
-    one, _ = run([RUN, "--model", model, "--json", "--logits-out", one_out] + PROMPT)
-    args = ["--model", model, "--json", "--logits-out", many_out] + PROMPT + (["--split", split] if split else [])
+    for --split auto; layers: the [begin, end) ranges expected; extra: options of both runs."""
+    many_out = os.path.join(tmp, "many.npy")
+    one, one_out = one_process(model, list(extra), tmp)
+    args = ["--model", model, "--json", "--logits-out", many_out] + PROMPT + list(extra) + (
+        ["--split", split] if split else [])
     if last_limits:
         many, seconds = run([MPIRUN, "--oversubscribe", "-n", str(ranks - 1), RUN] + args +
                             [":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits, RUN] + args)
     else:
         many, seconds = mpirun(ranks, args)
-    what = "%s on %d ranks (--split %s%s)" % (name, ranks, split or "auto", ", last " + last_limits if last_limits else "")
+    what = "%s on %d ranks (--split %s%s%s)" % (name, ranks, split or "auto", ", last " + last_limits if last_limits
+                                                else "", " ".join([""] + list(extra)))
     if one is None or many is None:
         return
-    if one.returncode != 0 or many.returncode != 0:
+    if one.returncode != 0 or many.returncode != 0 or not os.path.exists(one_out):
         fail("%s: exit %d / %d: %s %s" % (what, one.returncode, many.returncode, one.stderr, many.stderr))
         return
     a, b = json.loads(one.stdout), json.loads(many.stdout)
@@ -86,8 +102,38 @@ def compare(name, model, ranks, split, tmp, tolerance, last_limits=None, layers=
                                                                     b["split"]["layers"], seconds))
     if not rel <= tolerance:
         fail("%s: logits differ from one process's by %.3g (tolerance %g)" % (what, rel, tolerance))
-    for path in (one_out, many_out):
-        os.remove(path)
+    os.remove(many_out)
+
+
+def compare_parallel(tmp):
+    """--prompt-file --parallel 3 on 2 ranks (the prompts' sequences pipelined over them):
+    every prompt's ids as one process's --parallel 3, and the stages overlapped."""
+    prompts = os.path.join(tmp, "prompts.txt")
+    with open(prompts, "w") as f:
+        f.write("In the beginning\nAnd God said\nLet there be light, and\nthe earth was without form\n"
+                "And the evening and the morning were\n")
+    args = ["--model", KJV, "--prompt-file", prompts, "--parallel", "3", "--n-predict", "8", "--quiet",
+            "--ignore-eos", "--json"]
+    one, _ = run([RUN] + args)
+    many, seconds = mpirun(2, args)
+    what = "--parallel 3 on 2 ranks"
+    if one is None or many is None:
+        return
+    if one.returncode != 0 or many.returncode != 0:
+        fail("%s: exit %d / %d: %s %s" % (what, one.returncode, many.returncode, one.stderr, many.stderr))
+        return
+    a, b = json.loads(one.stdout), json.loads(many.stdout)
+    ids_a = [r["generated_ids"] for r in a["results"]]
+    ids_b = [r["generated_ids"] for r in b["results"]]
+    split = b["split"]
+    print("%s: %d prompts, %d steps, %d overlapped, at most %d in flight, %.1f s" % (
+        what, len(ids_b), split["steps"], split["overlapped"], split["max_in_flight"], seconds))
+    if ids_a != ids_b or len(ids_a) != 5:
+        fail("%s: ids %s, one process %s" % (what, ids_b, ids_a))
+    if [r["text"] for r in a["results"]] != [r["text"] for r in b["results"]]:
+        fail("%s: the texts differ from one process's" % what)
+    if not (split["ranks"] == 2 and split["overlapped"] > 0 and split["max_in_flight"] == 2):
+        fail("%s: the stages did not overlap: %s" % (what, split))
 
 
 def expect_refusal(what, ranks, args, limits, needles):
@@ -180,11 +226,18 @@ def main():
         print("numpy is missing: skipped")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
-        mpt, mpt_q4 = os.path.join(tmp, "mpt"), os.path.join(tmp, "mpt-q4_0")
-        made, _ = run([MAKE, "--out", mpt, "--family", "mpt", "--preset", "tiny", "--layers", "4", "--seed", "5"])
-        quantized, _ = run([QUANTIZE, "--model", mpt, "--to", "q4_0", "--out", mpt_q4])
-        if made.returncode != 0 or quantized.returncode != 0:
-            raise SystemExit("the MPT checkpoint: %s %s" % (made.stderr, quantized.stderr))
+        # Seeded random 6-layer checkpoints (even over 2 and 3 ranks), f16 and q4_0.
+        models = {}
+        for family, seed in (("bloom", 4), ("mpt", 5)):
+            f16, q4 = os.path.join(tmp, family), os.path.join(tmp, family + "-q4_0")
+            made, _ = run([MAKE, "--out", f16, "--family", family, "--preset", "tiny", "--layers", "6", "--seed",
+                           str(seed)])
+            quantized, _ = run([QUANTIZE, "--model", f16, "--to", "q4_0", "--out", q4])
+            if made.returncode != 0 or quantized.returncode != 0:
+                raise SystemExit("the %s checkpoints: %s %s" % (family, made.stderr, quantized.stderr))
+            models[(family, "f16")], models[(family, "q4_0")] = f16, q4
+        splits = {(2, "even"): "3,3", (2, "uneven"): "4,2", (3, "even"): "2,2,2", (3, "uneven"): "1,3,2"}
+        mpt = models[("mpt", "f16")]
 
         # The same kernels over the same chunks: the logits agree to rounding (they are equal
         # on lavapipe); fp32 hidden rows pass between the ranks.
@@ -197,7 +250,14 @@ def main():
             expect_refusal("over the ranks' budgets", 2, ["--model", KJV] + PROMPT, "device_heap=6M,host_heap=1K",
                            ["split auto: the model needs ", "but they have ", "rank 0 3.00 MiB, rank 1 3.00 MiB",
                             "rank 1: llvmpipe"])
-            compare("MPT q4_0", mpt_q4, 3, "1,2,1", tmp, 1e-5)
+            # The other {family x dtype}: -n 2 / -n 3 and even / uneven alternate. --chunk 4: the
+            # 11-token prompt's three chunks follow each other down the ranks (pipelined).
+            for family, dtype, ranks, kind, extra in (("bloom", "q4_0", 3, "even", ["--chunk", "4"]),
+                                                      ("mpt", "f16", 3, "even", []),
+                                                      ("mpt", "q4_0", 2, "uneven", [])):
+                compare("%s %s %s" % (family, dtype, kind), models[(family, dtype)], ranks, splits[(ranks, kind)],
+                        tmp, 1e-5, extra=extra)
+            compare_parallel(tmp)
             # The handshake: one rank's --split differs (mpirun's MPMD form).
             proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV, "--split", "3,1"] + PROMPT +
                           [":", "-n", "1", RUN, "--model", KJV, "--split", "2,2"] + PROMPT)
@@ -211,8 +271,9 @@ def main():
             expect_fault("rank 2 stopped (SIGSTOP) at step 4", 3, args, {"VKF_TEST_RANK_FAULT": "2:4:stop"}, 2, (0, 1),
                          "rank 2 failed: nothing heard from it", tmp)
         else:
-            compare("kjv-bloom f16", KJV, 3, "1,1,2", tmp, 1e-5)
-            compare("MPT q4_0", mpt_q4, 2, "3,1", tmp, 1e-5)
+            for (family, dtype), model in sorted(models.items()):
+                for (ranks, kind), split in sorted(splits.items()):
+                    compare("%s %s %s" % (family, dtype, kind), model, ranks, split, tmp, 1e-5)
             proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV] + PROMPT +
                           [":", "-n", "1", RUN, "--model", mpt] + PROMPT)
             if proc is not None and ("config.json (hash) differs: rank 0 has" not in proc.stderr or

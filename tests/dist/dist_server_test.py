@@ -2,15 +2,19 @@
 """vkf-server split by layers over MPI ranks (issue 31, docs/SERVER.md "Under mpirun"), on
 lavapipe with models/kjv-bloom:
 
-- 4 concurrent temperature-0 completions to `mpirun -n 2 vkf-server` return exactly the text
-  a one-process vkf-server gives them, and /metrics shows the pipeline overlapped (steps
+- 4 concurrent temperature-0 completions to `mpirun -n 2 vkf-server` (--split auto, rank 1's
+  budget cut to 10 MiB by VKF_LIMITS: layers 0..2 | 3..3) return exactly the text a
+  one-process vkf-server gives them, and /metrics shows the pipeline overlapped (steps
   started while another was in flight, at most 2 in flight);
 - both stop cleanly on SIGTERM (mpirun passes it on);
-- a rank that stalls (SIGSTOP; --full: one killed) while a request runs: the request gets an error rather than
-  hanging, and rank 0 exits non-zero naming the rank within 60 s.
+- a rank that stalls (SIGSTOP; --full: one killed) while a request runs (--split 1,3: rank 0
+  logs those layers): the request gets an error rather than hanging, and rank 0 exits non-zero
+  naming the rank within 60 s;
+- refused on every rank before loading: a model over the ranks' budgets (naming what it
+  needs and what they have), and --split counts that are not one per rank.
 
 usage: dist_server_test.py PATH/TO/vkf-server MODELS/kjv-bloom [--full]
---full: also 3 ranks, and a killed rank.
+--full: also 3 ranks (--split 1,2,1), and a killed rank.
 (VKF_MPIRUN: mpirun's path; the ranks inherit the environment.)
 """
 
@@ -30,14 +34,20 @@ SERVER, KJV = sys.argv[1:3]
 FULL = "--full" in sys.argv[3:]
 MPIRUN = os.environ.get("VKF_MPIRUN", "mpirun")
 PROMPTS = ["In the beginning God", "And the LORD said unto Moses", "Blessed are", "For God so loved"]
-ARGS = ["--model", KJV, "--port", "0", "--parallel", "4", "--ctx", "64", "--chunk", "16", "--quiet"]
+ARGS = ["--model", KJV, "--port", "0", "--parallel", "4", "--ctx", "64", "--chunk", "16"]
 
 
 class Server:
     """vkf-server (under mpirun with `ranks`) on a free port; its stderr collected."""
 
-    def __init__(self, ranks, extra=(), env_extra=None):
-        cmd = ([MPIRUN, "--oversubscribe", "-n", str(ranks)] if ranks > 1 else []) + [SERVER] + ARGS + list(extra)
+    def __init__(self, ranks, extra=(), env_extra=None, last_limits=None):
+        """last_limits: VKF_LIMITS of the last rank only (mpirun's MPMD form): a smaller budget."""
+        args = [SERVER] + ARGS + list(extra)
+        if last_limits:
+            cmd = [MPIRUN, "--oversubscribe", "-n", str(ranks - 1)] + args + [
+                ":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits] + args
+        else:
+            cmd = ([MPIRUN, "--oversubscribe", "-n", str(ranks)] if ranks > 1 else []) + args
         env = dict(os.environ, **(env_extra or {}))
         self.ranks = ranks
         self.start = time.monotonic()
@@ -110,12 +120,31 @@ def concurrent(server):
     return texts
 
 
-def check_ranks(ranks, expected):
+def plan_line(server):
+    """Rank 0's "layers over R ranks" line (printed before it listens), or None."""
+    for line in server.stderr:
+        if line.startswith("vkf-server: layers over "):
+            return line.strip()
+    return None
+
+
+def check_layers(server, what, layers):
+    deadline = time.monotonic() + 5  # stderr is read on a thread: the line may come just after
+    while plan_line(server) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    line = plan_line(server)
+    if line is None or not line.endswith(": " + layers):
+        fail("%s: rank 0 should log layers %s: %r" % (what, layers, line))
+
+
+def check_ranks(ranks, expected, split, layers, last_limits=None):
+    """`ranks` ranks (--split `split`) answer as one process, over `layers` (rank 0's log)."""
     start = time.monotonic()
-    server = Server(ranks)
+    server = Server(ranks, ["--split", split], last_limits=last_limits)
     texts = concurrent(server)
     metrics = server.metrics()
-    what = "mpirun -n %d vkf-server" % ranks
+    what = "mpirun -n %d vkf-server --split %s%s" % (ranks, split, ", last " + last_limits if last_limits else "")
+    check_layers(server, what, layers)
     for prompt, text, want in zip(PROMPTS, texts, expected):
         if text != want:
             fail("%s: %r -> %r; one process: %r" % (what, prompt, text, want))
@@ -134,7 +163,8 @@ def check_failed_rank(action):
     """Rank 1 stops itself (SIGSTOP) or dies (SIGKILL, as kill -9) before its 6th step, while a
     request runs."""
     what = "mpirun -n 2 vkf-server with rank 1 %s" % ("stalled" if action == "stop" else "killed")
-    server = Server(2, ["--rank-timeout", "3"], {"VKF_TEST_RANK_FAULT": "1:5:" + action})
+    server = Server(2, ["--rank-timeout", "3", "--split", "1,3"], {"VKF_TEST_RANK_FAULT": "1:5:" + action})
+    check_layers(server, what, "0..0 | 1..3")
     # A stalled rank: rank 0 answers 500 naming it. A killed one: mpirun ends the job at once,
     # and the connection closes without an answer (an error too, not a hang).
     try:
@@ -156,14 +186,39 @@ def check_failed_rank(action):
         fail("%s: exit %d, output does not name rank 1:\n%s" % (what, code, out))
 
 
+def expect_refusal(what, args, limits, needles):
+    """Every rank refuses with every one of `needles` in its error, non-zero, before loading."""
+    cmd = [MPIRUN, "--oversubscribe", "-n", "2"] + (["-x", "VKF_LIMITS=" + limits] if limits else []) + [
+        SERVER] + ARGS + args
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        fail("%s: still running after 30 s" % what)
+        return
+    print("%s: exit %d after %.1f s" % (what, proc.returncode, time.monotonic() - start))
+    for r in range(2):
+        lines = [x for x in proc.stderr.splitlines() if x.startswith("vkf-server: error: rank %d of 2:" % r)]
+        if proc.returncode == 0 or not lines or any(n not in lines[0] for n in needles):
+            fail("%s: rank %d should refuse naming %s: %s" % (what, r, needles, proc.stderr))
+
+
 def main():
     one = Server(1)
     expected = concurrent(one)
     one.stop("vkf-server")
     print("one process: %r" % expected)
-    check_ranks(2, expected)
+    # --split auto by each rank's budget for its weights and its share of the server's KV
+    # blocks: both ranks share lavapipe, so rank 1 plans with half its 10 MiB, which holds its
+    # fixed part (head and logits) and one layer.
+    check_ranks(2, expected, "auto", "0..2 | 3..3", "device_heap=10M,host_heap=1K")
     if FULL:
-        check_ranks(3, expected)
+        check_ranks(3, expected, "1,2,1", "0..0 | 1..2 | 3..3")
+    expect_refusal("over the ranks' budgets", [], "device_heap=6M,host_heap=1K",
+                   ["split auto: the model needs ", "but they have ", "rank 0 3.00 MiB, rank 1 3.00 MiB",
+                    "rank 1: llvmpipe"])
+    expect_refusal("--split 1,1,2 over 2 ranks", ["--split", "1,1,2"], None,
+                   ["--split 1,1,2 gives 3 layer counts for 2 MPI ranks"])
     check_failed_rank("stop")
     if FULL:
         check_failed_rank("kill")

@@ -49,6 +49,27 @@ TEST_F(ModelMemory, TheEstimateIsWhatModelAndSessionAllocate) {
     EXPECT_GE(e.total(), fused.device_bytes());
 }
 
+// A Batch of several sequences (vkf-server's): its whole pool of blocks and one block table per
+// sequence, as batch_session_size tells the estimate; as above but for the head's rows.
+TEST_F(ModelMemory, TheEstimateIsWhatABatchOfSequencesAllocates) {
+    const SmallBloom files(DType::F16);
+    const Model model(ctx(), files.dir());
+    const ModelConfig& c = model.config();
+    const BatchOptions options{.max_tokens = 70,
+                               .max_sequence_tokens = 20,
+                               .max_sequences = 3,
+                               .chunk = 16,
+                               .fuse_qkv = false,
+                               .fuse_layernorm = false};
+    const SessionSize size = batch_session_size(c, options);
+    EXPECT_EQ(size.max_tokens, 70u);
+    EXPECT_EQ(size.sequence_blocks, 2u);  // 20 tokens in blocks of 16
+    const ModelMemoryEstimate e = estimate_session_memory(c, size);
+    EXPECT_EQ(e.kv_cache, 2ull * c.n_layer * 80 * c.hidden * 2);  // 70 tokens in 5 blocks
+    const Batch batch(model, options);
+    EXPECT_EQ(e.total() - batch.device_bytes(), 15ull * c.vocab_size * 4 + 16ull * c.hidden * 4);
+}
+
 TEST(ModelMemoryLimits, AModelOverAForcedBudgetIsRefusedBeforeUploading) {
     const SmallBloom files(DType::F32);
     MessageSink sink;

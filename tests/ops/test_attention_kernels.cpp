@@ -69,25 +69,39 @@ TEST_F(Attention_, EveryEvenHeadSizeMatches) {
     }
 }
 
+// Split-KV decoding: three shapes (GQA at head size 128, MHA with a slope table at 80, MQA at
+// 256), each shape in one storage, the storages rotating over the shapes so that every storage
+// is split; every shape in every storage (`every_storage`) is SplitKvDecodeInEveryStorage,
+// label full: on Mesa 22.3 each (shape, storage) is a cold pipeline pair, ~30 s of CI's first leg.
+void run_split_kv_cases(Context& ctx, bool every_storage, std::uint64_t& seed) {
+    const Case shapes[] = {{2, 3, 1000, 12, 4, 128, MaskMode::Causal, AlibiMode::Causal, DType::F32, false, true, 5},
+                           {1, 7, 257, 20, 20, 80, MaskMode::None, AlibiMode::Symmetric, DType::F32, true, false, 3},
+                           {3, 1, 65, 3, 1, 256, MaskMode::Causal, AlibiMode::Causal, DType::F32, false, true, 4}};
+    for (std::size_t i = 0; i < std::size(shapes); ++i) {
+        for (std::size_t k = 0; k < std::size(kStorages); ++k) {
+            if (every_storage || k == i % std::size(kStorages)) {
+                run_case(ctx, in(kStorages[k], shapes[i]), seed++);
+            }
+        }
+    }
+}
+
 TEST_F(Attention_, SplitKvDecodeMatches) {
     std::uint64_t seed = 3000;
     // Chosen automatically for a single decoded row over a long cache.
     const auto plan =
         run_case(ctx(), Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}, seed++);
     EXPECT_GT(plan.n_splits, 1u) << "decode at kv_len 4096 should use split-KV";
-    for (const Storage& st : kStorages) {
-        const DType t = st.dtype;
-        run_case(ctx(), in(st, Case{2, 3, 1000, 12, 4, 128, MaskMode::Causal, AlibiMode::Causal, t, false, true, 5}),
-                 seed++);
-        run_case(ctx(), in(st, Case{1, 7, 257, 20, 20, 80, MaskMode::None, AlibiMode::Symmetric, t, true, false, 3}),
-                 seed++);
-        run_case(ctx(), in(st, Case{3, 1, 65, 3, 1, 256, MaskMode::Causal, AlibiMode::Causal, t, false, true, 4}),
-                 seed++);
-    }
+    run_split_kv_cases(ctx(), false, seed);
     // A session's decoding step over its fp16 cache: split automatically, as at kv_len 4096 above.
     const auto kv_plan = run_case(
         ctx(), with_f16_kv(Case{1, 1, 4096, 8, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32}), seed++);
     EXPECT_GT(kv_plan.n_splits, 1u);
+}
+
+TEST_F(Attention_, SplitKvDecodeInEveryStorage) {
+    std::uint64_t seed = 3100;
+    run_split_kv_cases(ctx(), true, seed);
 }
 
 TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
