@@ -59,7 +59,8 @@ TEST(ModelFp16Attention, TiledFp16ArithmeticMatchesTheReference) {
         gpu.insert(gpu.end(), row.begin(), row.end());
     }
 
-    const reference::Model reference(model.config(), model.checkpoint(), reference::ModelOptions{.round_weights_to_f16 = true});
+    const reference::Model reference(model.config(), model.checkpoint(),
+                                     reference::ModelOptions{.round_weights_to_f16 = true});
     const std::vector<double> ref = reference.forward(ids);
     ASSERT_EQ(ref.size(), gpu.size());
     double worst = 0.0;
@@ -72,8 +73,7 @@ TEST(ModelFp16Attention, TiledFp16ArithmeticMatchesTheReference) {
         EXPECT_EQ(argmax(g), argmax(r)) << "position " << t;
         worst = std::max(worst, e.max_rel);
     }
-    std::printf("tiled attention, fp16 arithmetic over the fp16 cache: largest relative logit error %.3g\n",
-                worst);
+    std::printf("tiled attention, fp16 arithmetic over the fp16 cache: largest relative logit error %.3g\n", worst);
     EXPECT_EQ(sink.validation_count(), 0u);
 }
 
