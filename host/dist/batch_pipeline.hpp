@@ -9,14 +9,14 @@
 // rank r runs exactly those rows and passes them on; the last rank sends the logits back.
 //
 // The pipeline (its policy is StepPipeline's, host/model/step_pipeline.hpp, shared with the
-// in-process SplitBatch): step() does not wait for a step's logits while other sequences can run. A
-// sequence whose step is in flight has no pending tokens (its next token is sampled from those
-// logits), so the next step() runs stage 0 over the other sequences while rank 1 runs the
-// step before: with R ranks, rank r runs step k while rank r + 1 runs step k - 1. step()
-// returns an earlier step's outputs once at most `in_flight` steps are out, or once nothing
-// else can run, blocking on the oldest; otherwise it returns nothing ran. Commands and the
-// steps' messages keep their order on every rank, so a sequence removed while its step is in
-// flight is removed on each rank after that step ran there; its late logits are dropped.
+// in-process SplitBatch): step() does not wait for a step's logits while other sequences can
+// run. A sequence whose step is in flight has no pending tokens (its next token is sampled
+// from those logits), so the next step() runs stage 0 over the other sequences while rank 1
+// runs the step before: with R ranks, rank r runs step k while rank r + 1 runs step k - 1.
+// step() returns an earlier step's outputs once at most `in_flight` steps are out, or once
+// nothing else can run, blocking on the oldest; otherwise it returns nothing ran. Commands and
+// the steps' messages keep their order on every rank, so a sequence removed while its step is
+// in flight is removed on each rank after that step ran there; its late logits are dropped.
 
 #include "host/dist/channel.hpp"
 #include "host/model/batch.hpp"
