@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
-#include <utility>
 
 namespace vkf::dist {
 
@@ -49,9 +47,8 @@ std::vector<StageRows> schedule_of(const StepResult& step) {
 }  // namespace
 
 RankZeroBatch::RankZeroBatch(Channel& channel, Batch& stage, std::uint32_t in_flight)
-    : channel_(channel),
-      stage_(stage),
-      limit_(in_flight != 0 ? in_flight : static_cast<std::uint32_t>(channel.size())) {
+    : PipelinedFront(stage, in_flight != 0 ? in_flight : static_cast<std::uint32_t>(channel.size())),
+      channel_(channel) {
     if (!stage.model().first_stage() || stage.model().last_stage() || channel.size() < 2) {
         throw Error("rank 0 of a layer split holds the first layers and not the last");
     }
@@ -68,7 +65,7 @@ void RankZeroBatch::command(const std::vector<std::uint32_t>& words) {
 
 SequenceId RankZeroBatch::add() {
     channel_.check();
-    const SequenceId id = stage_.add();
+    const SequenceId id = first_.add();
     std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Add)};
     push_id(words, id);
     command(words);
@@ -79,7 +76,7 @@ void RankZeroBatch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logi
     channel_.check();
     // Rank 0 feeds first: what it refuses (unknown sequence, ids >= vocab_size, too many
     // tokens) is never sent on.
-    stage_.feed(id, ids, logits);
+    first_.feed(id, ids, logits);
     std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Feed)};
     push_id(words, id);
     words.push_back(static_cast<std::uint32_t>(logits));
@@ -88,7 +85,7 @@ void RankZeroBatch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logi
 }
 
 void RankZeroBatch::remove(SequenceId id) {
-    stage_.remove(id);
+    first_.remove(id);
     std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Remove)};
     push_id(words, id);
     try {
@@ -102,8 +99,8 @@ void RankZeroBatch::remove(SequenceId id) {
 void RankZeroBatch::stop() {
     // The last rank's logits of the steps still in flight are received (and dropped): a send
     // nobody receives could keep that rank from stopping.
-    while (!in_flight_.empty()) {
-        finish_oldest();
+    while (pipeline_.in_flight() != 0) {
+        pipeline_.finish_oldest();
     }
     command({static_cast<std::uint32_t>(Command::Stop)});
     channel_.finish();
@@ -111,40 +108,21 @@ void RankZeroBatch::stop() {
 
 StepResult RankZeroBatch::step() {
     channel_.check();
-    if (in_flight_.size() < limit_ && stage_.has_pending()) {
-        StepResult started = stage_.step();
-        if (started.ran.empty()) {
-            if (in_flight_.empty()) {
-                return started;  // nothing runs: its blocked sequences are the caller's to free
-            }
-        } else {
-            command({static_cast<std::uint32_t>(Command::Step)});
-            const auto start = clock::now();
-            channel_.send_values<StageRows>(1, Tag::Schedule, schedule_of(started));
-            channel_.send_values<float>(1, Tag::Hidden, started.hidden);
-            traffic_.transfer_ms += ms_since(start);
-            traffic_.messages += 2;
-            traffic_.transfer_bytes += started.hidden.size() * sizeof(float);
-            traffic_.steps += 1;
-            started.hidden = {};
-            stats_.steps += 1;
-            stats_.overlapped += in_flight_.empty() ? 0 : 1;
-            in_flight_.push_back(std::move(started));
-            stats_.max_in_flight = std::max(stats_.max_in_flight, static_cast<std::uint32_t>(in_flight_.size()));
-            if (in_flight_.size() < limit_ && stage_.has_pending()) {
-                return {};  // other sequences can run: the next step() starts theirs
-            }
-        }
-    }
-    if (in_flight_.empty()) {
-        return {};
-    }
-    return finish_oldest();
+    return pipeline_.step();
 }
 
-StepResult RankZeroBatch::finish_oldest() {
-    StepResult result = std::move(in_flight_.front());
-    in_flight_.pop_front();
+void RankZeroBatch::hand_off(StepResult& started) {
+    command({static_cast<std::uint32_t>(Command::Step)});
+    const auto start = clock::now();
+    channel_.send_values<StageRows>(1, Tag::Schedule, schedule_of(started));
+    channel_.send_values<float>(1, Tag::Hidden, started.hidden);
+    traffic_.transfer_ms += ms_since(start);
+    traffic_.messages += 2;
+    traffic_.transfer_bytes += started.hidden.size() * sizeof(float);
+    traffic_.steps += 1;
+}
+
+void RankZeroBatch::receive_logits(StepResult& oldest) {
     const int last = channel_.size() - 1;
     const auto start = clock::now();
     const std::vector<std::uint32_t> rows = channel_.receive_values<std::uint32_t>(last, Tag::Logits);
@@ -152,30 +130,22 @@ StepResult RankZeroBatch::finish_oldest() {
     traffic_.downstream_ms += ms_since(start);
     traffic_.messages += 2;
     traffic_.transfer_bytes += logits.size() * sizeof(float);
-    const std::size_t vocab = stage_.model().config().vocab_size;
+    const std::size_t vocab = first_.model().config().vocab_size;
     std::size_t total = 0;
     for (const std::uint32_t r : rows) {
         total += r;
     }
-    if (rows.size() != result.ran.size() || logits.size() != total * vocab) {
+    if (rows.size() != oldest.ran.size() || logits.size() != total * vocab) {
         throw Error(fmt::format("rank {} sent {} logits for {} sequences; rank 0 ran {} sequences in that step", last,
-                                logits.size(), rows.size(), result.ran.size()));
+                                logits.size(), rows.size(), oldest.ran.size()));
     }
     std::size_t at = 0;
-    std::vector<SequenceOutput> kept;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-        SequenceOutput& out = result.ran[i];
         const std::size_t n = rows[i] * vocab;
-        // A sequence removed while its step was in flight: its logits are nobody's.
-        if (stage_.contains(out.id)) {
-            out.logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(at),
-                              logits.begin() + static_cast<std::ptrdiff_t>(at + n));
-            kept.push_back(std::move(out));
-        }
+        oldest.ran[i].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(at),
+                                    logits.begin() + static_cast<std::ptrdiff_t>(at + n));
         at += n;
     }
-    // Stage 0's blocked and deferred lists were true when the step started, not now.
-    return StepResult{.ran = std::move(kept)};
 }
 
 void serve_batch_stage(Channel& channel, Batch& stage, const std::function<void(std::uint64_t)>& before_step) {

@@ -8,20 +8,21 @@
 // the sequences with pending tokens and sends the step's schedule and hidden rows to rank 1;
 // rank r runs exactly those rows and passes them on; the last rank sends the logits back.
 //
-// The pipeline: step() does not wait for a step's logits while other sequences can run. A
-// sequence whose step is in flight has no pending tokens (its next token is sampled from those
-// logits), so the next step() runs stage 0 over the other sequences while rank 1 runs the
-// step before: with R ranks, rank r runs step k while rank r + 1 runs step k - 1. step()
-// returns an earlier step's outputs once at most `in_flight` steps are out, or once nothing
-// else can run, blocking on the oldest; otherwise it returns nothing ran. Commands and the
-// steps' messages keep their order on every rank, so a sequence removed while its step is in
-// flight is removed on each rank after that step ran there; its late logits are dropped.
+// The pipeline (its policy is StepPipeline's, host/model/step_pipeline.hpp, shared with the
+// in-process SplitBatch): step() does not wait for a step's logits while other sequences can
+// run. A sequence whose step is in flight has no pending tokens (its next token is sampled
+// from those logits), so the next step() runs stage 0 over the other sequences while rank 1
+// runs the step before: with R ranks, rank r runs step k while rank r + 1 runs step k - 1.
+// step() returns an earlier step's outputs once at most `in_flight` steps are out, or once
+// nothing else can run, blocking on the oldest; otherwise it returns nothing ran. Commands and
+// the steps' messages keep their order on every rank, so a sequence removed while its step is
+// in flight is removed on each rank after that step ran there; its late logits are dropped.
 
 #include "host/dist/channel.hpp"
 #include "host/model/batch.hpp"
+#include "host/model/step_pipeline.hpp"
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 
@@ -39,24 +40,16 @@ struct RankSplitStats {
     double downstream_ms = 0.0;
 };
 
-class RankZeroBatch : public BatchFront {
+class RankZeroBatch : public PipelinedFront {
 public:
     // `stage`: rank 0's Batch (layers from 0), made with the options every rank uses.
     // `in_flight`: the most steps sent downstream and not answered yet (0: the ranks' count).
     RankZeroBatch(Channel& channel, Batch& stage, std::uint32_t in_flight = 0);
-    RankZeroBatch(const RankZeroBatch&) = delete;
-    RankZeroBatch& operator=(const RankZeroBatch&) = delete;
 
     SequenceId add() override;
     void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override;
     void remove(SequenceId id) override;
     StepResult step() override;
-    bool contains(SequenceId id) const override { return stage_.contains(id); }
-    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override { return stage_.chunk_ends(id); }
-    const KvBlocks& blocks() const override { return stage_.blocks(); }
-    std::uint32_t max_sequence_tokens() const override { return stage_.max_sequence_tokens(); }
-    std::uint32_t window() const override { return stage_.window(); }
-    PipelineStats pipeline() const override { return stats_; }
     const RankSplitStats& traffic() const { return traffic_; }
 
     // Tells every other rank the run is over (they return from serve_batch_stage()).
@@ -64,14 +57,12 @@ public:
 
 private:
     void command(const std::vector<std::uint32_t>& words);
-    // Waits for the oldest step's logits; its outputs, less the sequences removed since.
-    StepResult finish_oldest();
+    // StepPipeline::Transport: a step's schedule and hidden rows go to rank 1, its logits
+    // come from the last rank.
+    void hand_off(StepResult& started) override;
+    void receive_logits(StepResult& oldest) override;
 
     Channel& channel_;
-    Batch& stage_;
-    std::uint32_t limit_;
-    std::deque<StepResult> in_flight_;  // stage 0's results of the steps sent downstream
-    PipelineStats stats_;
     RankSplitStats traffic_;
 };
 

@@ -1,8 +1,9 @@
 #pragma once
 // The multi-sequence interface BatchGenerator and vkf-server's engine drive: a Batch on one
-// device implements it, and so does rank 0's front of a layer split over MPI ranks
-// (host/dist/batch_pipeline.hpp), which mirrors every call on every rank's stage Batch and
-// pipelines the steps. Only what those callers use is here.
+// device implements it, and so do the pipelined fronts of a layer split (rank 0's over MPI
+// ranks, host/dist/batch_pipeline.hpp; SplitBatch over this process's devices,
+// host/model/split_batch.hpp), which mirror every call on every stage's Batch and pipeline the
+// steps (host/model/step_pipeline.hpp). Only what those callers use is here.
 
 #include "host/model/kv_blocks.hpp"
 

@@ -21,19 +21,7 @@ std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Log
                                          const ChunkProgress& on_chunk) {
     const std::uint32_t vocab = config_.vocab_size;
     // Session::forward's checks and words, before anything is fed.
-    if (ids.empty()) {
-        throw Error("session: forward needs at least one token id");
-    }
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] >= vocab) {
-            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
-                        " is not below the vocabulary size " + std::to_string(vocab));
-        }
-    }
-    if (options_.window == 0 && ids.size() > options_.max_tokens - position_) {
-        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position_) +
-                    " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
-    }
+    check_session_ids(ids, vocab, options_, position_);
     front_.feed(sequence_, ids, which);
     std::vector<float> logits;
     logits.reserve(which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0);

@@ -39,6 +39,23 @@ std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t windo
     return static_cast<std::uint32_t>(std::min<std::uint64_t>(max_tokens, ring));
 }
 
+void check_session_ids(std::span<const std::uint32_t> ids, std::uint32_t vocab_size, const SessionOptions& options,
+                       std::uint32_t position) {
+    if (ids.empty()) {
+        throw Error("session: forward needs at least one token id");
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= vocab_size) {
+            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
+                        " is not below the vocabulary size " + std::to_string(vocab_size));
+        }
+    }
+    if (options.window == 0 && ids.size() > options.max_tokens - position) {
+        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position) +
+                    " exceed the KV cache's " + std::to_string(options.max_tokens) + " tokens");
+    }
+}
+
 Session::Session(const Model& model, SessionOptions options)
     : options_(options), batch_(model, session_batch_options(options)), sequence_(batch_.add()) {}
 
@@ -53,19 +70,7 @@ void Session::reset() {
 
 std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which, const ChunkProgress& on_chunk) {
     const std::uint32_t vocab = batch_.model().config().vocab_size;
-    if (ids.empty()) {
-        throw Error("session: forward needs at least one token id");
-    }
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] >= vocab) {
-            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
-                        " is not below the vocabulary size " + std::to_string(vocab));
-        }
-    }
-    if (options_.window == 0 && ids.size() > options_.max_tokens - position()) {
-        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position()) +
-                    " exceed the KV cache's " + std::to_string(options_.max_tokens) + " tokens");
-    }
+    check_session_ids(ids, vocab, options_, position());
     batch_.feed(sequence_, ids, which);
     std::vector<float> logits;
     logits.reserve(which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0);

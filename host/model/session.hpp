@@ -50,6 +50,12 @@ BatchOptions session_batch_options(const SessionOptions& options);
 std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t window, std::uint32_t chunk,
                                    std::uint32_t block_size);
 
+// The checks of the ids a session's forward() feeds at `position`, before anything is fed
+// (Session's and BatchSession's, same words): throws vkf::Error for an empty input, ids >=
+// `vocab_size`, or, without a window, more tokens than options.max_tokens holds.
+void check_session_ids(std::span<const std::uint32_t> ids, std::uint32_t vocab_size, const SessionOptions& options,
+                       std::uint32_t position);
+
 class Session : public SequenceModel {
 public:
     Session(const Model& model, SessionOptions options);

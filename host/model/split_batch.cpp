@@ -2,7 +2,6 @@
 
 #include "runtime/error.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -46,9 +45,8 @@ Batch& first_of(std::span<Batch* const> stages) {
 // (runtime/context.hpp), and each stage has its own, with its own queue and fences. What the
 // threads share (the queues between them, the results, the error) is under mutex_.
 SplitBatch::SplitBatch(std::span<Batch* const> stages, std::uint32_t in_flight)
-    : first_(first_of(stages)),
-      stages_(stages.begin(), stages.end()),
-      limit_(in_flight != 0 ? in_flight : static_cast<std::uint32_t>(stages.size())) {
+    : PipelinedFront(first_of(stages), in_flight != 0 ? in_flight : static_cast<std::uint32_t>(stages.size())),
+      stages_(stages.begin(), stages.end()) {
     for (const Batch* b : stages_) {
         if (b->size() != 0) {
             throw Error("split batch: a stage's batch holds sequences already; give every stage a new one");
@@ -205,40 +203,23 @@ void SplitBatch::remove(SequenceId id) {
 
 StepResult SplitBatch::step() {
     check();
-    if (started_.size() < limit_ && first_.has_pending()) {
-        StepResult started = first_.step();
-        if (started.ran.empty()) {
-            if (started_.empty()) {
-                return started;  // nothing runs: its blocked sequences are the caller's to free
-            }
-        } else {
-            moved_.hand_offs += stages_.size() - 1;
-            moved_.transfer_bytes += (stages_.size() - 1) * started.hidden.size() * sizeof(float);
-            {
-                const std::lock_guard lock(mutex_);
-                for (const auto& w : workers_) {
-                    w->calls.push_back(Call{.kind = Kind::Step});
-                }
-                workers_.front()->inbox.push_back(HandOff{schedule_of(started), std::move(started.hidden)});
-            }
-            changed_.notify_all();
-            started.hidden = {};
-            stats_.steps += 1;
-            stats_.overlapped += started_.empty() ? 0 : 1;
-            started_.push_back(std::move(started));
-            stats_.max_in_flight = std::max(stats_.max_in_flight, static_cast<std::uint32_t>(started_.size()));
-            if (started_.size() < limit_ && first_.has_pending()) {
-                return {};  // other sequences can run: the next step() starts theirs
-            }
-        }
-    }
-    if (started_.empty()) {
-        return {};
-    }
-    return finish_oldest();
+    return pipeline_.step();
 }
 
-StepResult SplitBatch::finish_oldest() {
+void SplitBatch::hand_off(StepResult& started) {
+    moved_.hand_offs += stages_.size() - 1;
+    moved_.transfer_bytes += (stages_.size() - 1) * started.hidden.size() * sizeof(float);
+    {
+        const std::lock_guard lock(mutex_);
+        for (const auto& w : workers_) {
+            w->calls.push_back(Call{.kind = Kind::Step});
+        }
+        workers_.front()->inbox.push_back(HandOff{schedule_of(started), std::move(started.hidden)});
+    }
+    changed_.notify_all();
+}
+
+void SplitBatch::receive_logits(StepResult& oldest) {
     StepResult last;
     {
         std::unique_lock lock(mutex_);
@@ -247,27 +228,18 @@ StepResult SplitBatch::finish_oldest() {
         last = std::move(finished_.front());
         finished_.pop_front();
     }
-    StepResult result = std::move(started_.front());
-    started_.pop_front();
-    if (last.ran.size() != result.ran.size()) {
+    if (last.ran.size() != oldest.ran.size()) {
         throw Error("split batch: the last stage ran " + std::to_string(last.ran.size()) + " sequences, stage 0 " +
-                    std::to_string(result.ran.size()));
+                    std::to_string(oldest.ran.size()));
     }
-    std::vector<SequenceOutput> kept;
-    for (std::size_t i = 0; i < result.ran.size(); ++i) {
-        SequenceOutput& out = result.ran[i];
+    for (std::size_t i = 0; i < oldest.ran.size(); ++i) {
+        SequenceOutput& out = oldest.ran[i];
         if (last.ran[i].id != out.id || last.ran[i].tokens != out.tokens) {
             throw Error("split batch: the last stage ran other rows than stage 0 (sequence " + std::to_string(out.id) +
                         ")");
         }
-        // A sequence removed while its step was in flight: its logits are nobody's.
-        if (first_.contains(out.id)) {
-            out.logits = std::move(last.ran[i].logits);
-            kept.push_back(std::move(out));
-        }
+        out.logits = std::move(last.ran[i].logits);
     }
-    // Stage 0's blocked and deferred lists were true when the step started, not now.
-    return StepResult{.ran = std::move(kept)};
 }
 
 SplitStats SplitBatch::split_stats() const {

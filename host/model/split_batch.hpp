@@ -11,7 +11,8 @@
 // schedule and hidden rows to stage 1; each later stage runs on a worker thread of its own,
 // runs exactly those rows and hands them on; the last stage's logits come back to step().
 //
-// The pipeline: a sequence whose step is in flight has no pending tokens (its next token is
+// The pipeline (its policy is StepPipeline's, host/model/step_pipeline.hpp, shared with
+// RankZeroBatch): a sequence whose step is in flight has no pending tokens (its next token is
 // sampled from that step's logits), so the next step() runs stage 0 over the other sequences
 // while stage 1 runs the step before: with S stages, stage s runs step k while stage s + 1
 // runs step k - 1. step() returns an earlier step's outputs once `in_flight` steps are out,
@@ -25,6 +26,7 @@
 
 #include "host/model/batch.hpp"
 #include "host/model/split_session.hpp"
+#include "host/model/step_pipeline.hpp"
 
 #include <condition_variable>
 #include <cstdint>
@@ -38,7 +40,7 @@
 
 namespace vkf {
 
-class SplitBatch : public BatchFront {
+class SplitBatch : public PipelinedFront {
 public:
     // `stages`: one Batch per stage, in layer order (check_stages), each on its own Context,
     // made with the same BatchOptions and given no calls yet; they must outlive this, and
@@ -46,24 +48,16 @@ public:
     // stages' count). Throws vkf::Error for fewer than two stages or stages that do not
     // form one model.
     explicit SplitBatch(std::span<Batch* const> stages, std::uint32_t in_flight = 0);
-    SplitBatch(const SplitBatch&) = delete;
-    SplitBatch& operator=(const SplitBatch&) = delete;
     ~SplitBatch() override;
 
     SequenceId add() override;
     void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override;
     void remove(SequenceId id) override;
     StepResult step() override;
-    bool contains(SequenceId id) const override { return first_.contains(id); }
-    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override { return first_.chunk_ends(id); }
-    const KvBlocks& blocks() const override { return first_.blocks(); }
-    std::uint32_t max_sequence_tokens() const override { return first_.max_sequence_tokens(); }
-    std::uint32_t window() const override { return first_.window(); }
-    PipelineStats pipeline() const override { return stats_; }
 
     std::size_t stage_count() const { return stages_.size(); }
     // Steps out: started on stage 0, their logits not returned yet.
-    std::size_t in_flight() const { return started_.size(); }
+    std::size_t in_flight() const { return pipeline_.in_flight(); }
     // The hand-offs between stages so far (SplitSession's figures: transfer_ms sums the
     // stages' SessionStats::hand_off_ms, stage_ms their steps' wall time).
     SplitStats split_stats() const;
@@ -99,14 +93,12 @@ private:
     // Throws the error a worker stopped on (under mutex_).
     void check_locked() const;
     void check() const;
-    // Waits for the oldest step's logits; its outputs, less the sequences removed since.
-    StepResult finish_oldest();
+    // StepPipeline::Transport: a step's schedule and hidden rows go to stage 1's worker, its
+    // logits come from the last stage's.
+    void hand_off(StepResult& started) override;
+    void receive_logits(StepResult& oldest) override;
 
-    Batch& first_;
     std::vector<Batch*> stages_;
-    std::uint32_t limit_;
-    std::deque<StepResult> started_;  // stage 0's results of the steps out
-    PipelineStats stats_;
     SplitStats moved_;
 
     // What the workers share with the caller's thread; one lock, one condition for all.

@@ -16,6 +16,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/model/split_fixture.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -31,15 +32,6 @@ constexpr double kTolerance = 2e-5;  // against the reference: fp32 KV cache (te
 // Split against one device: the same kernels and plans on the same rows, the hidden rows
 // copied exactly; measured bit-identical on lavapipe.
 constexpr double kSplitTolerance = 1e-6;
-
-std::uint32_t argmax(std::span<const float> row) {
-    return static_cast<std::uint32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-ModelConfig four_layers(ModelConfig c) {
-    c.n_layer = 4;
-    return c;
-}
 
 ModelConfig untied_mpt() {
     ModelConfig c = four_layers(small_mpt(false, 0.3));
@@ -72,43 +64,7 @@ ModelConfig small_baichuan() {
 
 // The suite's context and two more on the same device: three "devices", the second moving
 // data through a staging buffer (ContextOptions::force_staging) as a discrete GPU does.
-class ModelSplit : public VulkanTest {
-public:
-    static void SetUpTestSuite() {
-        VulkanTest::SetUpTestSuite();
-        extra_sink_ = std::make_unique<MessageSink>();
-        for (auto& ctx : extra_) {
-            ContextOptions options = test_options(*extra_sink_);
-            // The second stage's hidden rows go through the staging buffer, as on a discrete GPU.
-            options.force_staging = &ctx == &extra_.front();
-            ctx = std::make_unique<Context>(options);
-        }
-    }
-    static void TearDownTestSuite() {
-        for (auto& ctx : extra_) {
-            ctx.reset();
-        }
-        extra_sink_.reset();
-        VulkanTest::TearDownTestSuite();
-    }
-
-protected:
-    void TearDown() override {
-        EXPECT_EQ(extra_sink_->validation_count(), 0u);
-        VulkanTest::TearDown();
-    }
-    static std::vector<Context*> devices(std::size_t n) {
-        std::vector<Context*> out{&ctx()};
-        for (std::size_t i = 1; i < n; ++i) {
-            out.push_back(extra_.at(i - 1).get());
-        }
-        return out;
-    }
-
-private:
-    static inline std::unique_ptr<MessageSink> extra_sink_;
-    static inline std::array<std::unique_ptr<Context>, 2> extra_;
-};
+using ModelSplit = ThreeDevicesTest<true>;
 
 struct Sequence {
     std::vector<std::uint32_t> tokens;  // prompt, then the greedy ones fed back
@@ -201,19 +157,16 @@ void check_case(const Case& c, std::span<Context* const> contexts) {
                                      reference::ModelOptions{.round_weights_to_f16 = f16, .quantize = c.format.quant});
     for (const std::vector<std::uint32_t>& counts : c.splits) {
         const SplitModel split(contexts.first(counts.size()), dir.path(), counts, options);
-        std::vector<std::unique_ptr<Batch>> batches;
-        std::vector<Batch*> stages;
         std::uint64_t stage_bytes = 0;
         for (const Model* stage : split.stages()) {
             EXPECT_EQ(stage->weights().bytes, weight_bytes(c.config, c.format, stage->layers()));
             stage_bytes += stage->weights().bytes;
-            batches.push_back(std::make_unique<Batch>(*stage, batch_options(c.fused)));
-            stages.push_back(batches.back().get());
         }
+        const StageBatches batches = stage_batches(split, batch_options(c.fused));
         // Only the tied embedding is held twice (first stage: embedding; last: head).
         const std::uint64_t embedding = tensor_bytes(expected_tensors(c.config).front(), c.format);
         EXPECT_EQ(stage_bytes, whole.weights().bytes + (c.config.tie_word_embeddings ? embedding : 0));
-        const std::map<SequenceId, Sequence> got = run_batches(stages, c.config.vocab_size);
+        const std::map<SequenceId, Sequence> got = run_batches(batches.stages, c.config.vocab_size);
         ASSERT_EQ(got.size(), expected.size());
         double worst_split = 0.0, worst_ref = 0.0;
         for (const auto& [id, seq] : got) {
@@ -222,24 +175,15 @@ void check_case(const Case& c, std::span<Context* const> contexts) {
             ASSERT_EQ(seq.logits.size(), want.logits.size());
             const std::vector<double> ref = reference.forward(seq.tokens);
             ASSERT_EQ(ref.size(), seq.logits.size());
-            for (std::size_t t = 0; t * c.config.vocab_size < seq.logits.size(); ++t) {
-                const auto row = std::span(seq.logits).subspan(t * c.config.vocab_size, c.config.vocab_size);
-                const auto one_row = std::span(want.logits).subspan(t * c.config.vocab_size, c.config.vocab_size);
-                const ErrorStats e = compare_to_reference(row, std::vector<double>(one_row.begin(), one_row.end()));
-                const ErrorStats r =
-                    compare_to_reference(row, std::span(ref).subspan(t * c.config.vocab_size, c.config.vocab_size));
-                EXPECT_LE(e.max_rel, kSplitTolerance) << "row " << t << " against one device: " << describe(e);
-                EXPECT_LT(r.max_rel, kTolerance) << "row " << t << " against the reference: " << describe(r);
-                worst_split = std::max(worst_split, e.max_rel);
-                worst_ref = std::max(worst_ref, r.max_rel);
-            }
-        }
-        std::string text;
-        for (const std::uint32_t n : counts) {
-            text += (text.empty() ? "" : ",") + std::to_string(n);
+            const std::vector<double> one_device(want.logits.begin(), want.logits.end());
+            const std::string name = "sequence " + std::to_string(id);
+            worst_split = std::max(worst_split, expect_rows_near(seq.logits, one_device, c.config.vocab_size,
+                                                                 kSplitTolerance, name + " against one device"));
+            worst_ref = std::max(worst_ref, expect_rows_near(seq.logits, ref, c.config.vocab_size, kTolerance,
+                                                             name + " against the reference"));
         }
         std::printf("%s, split %s: largest relative logit error %.3g against one device, %.3g against the reference\n",
-                    c.name, text.c_str(), worst_split, worst_ref);
+                    c.name, split_text(counts).c_str(), worst_split, worst_ref);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "host/model/split_model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/model/split_fixture.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -27,50 +28,8 @@ namespace {
 
 constexpr double kTolerance = 1e-5;
 
-std::uint32_t argmax(std::span<const float> row) {
-    return static_cast<std::uint32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-ModelConfig four_layers(ModelConfig c) {
-    c.n_layer = 4;
-    return c;
-}
-
 // The suite's context and two more on the same device: three "devices".
-class SplitBatchTest : public VulkanTest {
-public:
-    static void SetUpTestSuite() {
-        VulkanTest::SetUpTestSuite();
-        extra_sink_ = std::make_unique<MessageSink>();
-        for (auto& ctx : extra_) {
-            ctx = std::make_unique<Context>(test_options(*extra_sink_));
-        }
-    }
-    static void TearDownTestSuite() {
-        for (auto& ctx : extra_) {
-            ctx.reset();
-        }
-        extra_sink_.reset();
-        VulkanTest::TearDownTestSuite();
-    }
-
-protected:
-    void TearDown() override {
-        EXPECT_EQ(extra_sink_->validation_count(), 0u);
-        VulkanTest::TearDown();
-    }
-    static std::vector<Context*> devices(std::size_t n) {
-        std::vector<Context*> out{&ctx()};
-        for (std::size_t i = 1; i < n; ++i) {
-            out.push_back(extra_.at(i - 1).get());
-        }
-        return out;
-    }
-
-private:
-    static inline std::unique_ptr<MessageSink> extra_sink_;
-    static inline std::array<std::unique_ptr<Context>, 2> extra_;
-};
+using SplitBatchTest = ThreeDevicesTest<false>;
 
 BatchOptions batch_options(std::uint32_t chunk = 5) {
     return BatchOptions{.max_tokens = 128, .chunk = chunk, .kv_dtype = DType::F32, .poison = true};
@@ -149,13 +108,8 @@ void check_case(const char* name, const ModelConfig& config, WeightFormat format
     const std::map<char, Sequence> expected = drive(one, config.vocab_size);
     for (const std::vector<std::uint32_t>& counts : splits) {
         const SplitModel split(contexts.first(counts.size()), dir.path(), counts, options);
-        std::vector<std::unique_ptr<Batch>> batches;
-        std::vector<Batch*> stages;
-        for (const Model* stage : split.stages()) {
-            batches.push_back(std::make_unique<Batch>(*stage, batch_options()));
-            stages.push_back(batches.back().get());
-        }
-        SplitBatch front(stages);
+        const StageBatches batches = stage_batches(split, batch_options());
+        SplitBatch front(batches.stages);
         const std::map<char, Sequence> got = drive(front, config.vocab_size);
         double worst = 0.0;
         for (const char label : {'A', 'B', 'C'}) {
@@ -165,13 +119,9 @@ void check_case(const char* name, const ModelConfig& config, WeightFormat format
             ASSERT_EQ(seq.logits.size(), want.logits.size()) << label;
             const std::size_t rows = seq.logits.size() / config.vocab_size;
             EXPECT_EQ(rows, want.tokens.size() - 1) << label << ": every prompt row, then each fed greedy token";
-            for (std::size_t t = 0; t < rows; ++t) {
-                const auto row = std::span(seq.logits).subspan(t * config.vocab_size, config.vocab_size);
-                const auto one_row = std::span(want.logits).subspan(t * config.vocab_size, config.vocab_size);
-                const ErrorStats e = compare_to_reference(row, std::vector<double>(one_row.begin(), one_row.end()));
-                EXPECT_LE(e.max_rel, kTolerance) << label << " row " << t << ": " << describe(e);
-                worst = std::max(worst, e.max_rel);
-            }
+            const std::vector<double> one_device(want.logits.begin(), want.logits.end());
+            worst = std::max(
+                worst, expect_rows_near(seq.logits, one_device, config.vocab_size, kTolerance, std::string(1, label)));
         }
         const PipelineStats p = front.pipeline();
         EXPECT_GT(p.overlapped, 0u) << "no step started while another was in flight";
@@ -179,15 +129,11 @@ void check_case(const char* name, const ModelConfig& config, WeightFormat format
         EXPECT_LE(p.max_in_flight, counts.size());
         EXPECT_EQ(front.in_flight(), 0u);
         EXPECT_EQ(front.split_stats().hand_offs, p.steps * (counts.size() - 1));
-        std::string text;
-        for (const std::uint32_t n : counts) {
-            text += (text.empty() ? "" : ",") + std::to_string(n);
-        }
         std::printf(
             "%s, split %s: %llu steps, %llu overlapped, at most %u in flight; largest relative logit "
             "difference to one device %.3g\n",
-            name, text.c_str(), static_cast<unsigned long long>(p.steps), static_cast<unsigned long long>(p.overlapped),
-            p.max_in_flight, worst);
+            name, split_text(counts).c_str(), static_cast<unsigned long long>(p.steps),
+            static_cast<unsigned long long>(p.overlapped), p.max_in_flight, worst);
     }
 }
 
