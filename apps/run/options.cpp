@@ -249,22 +249,24 @@ void check_options(const Options& o) {
         if (o.devices.size() < 2 && !o.prompt_file.empty()) {
             throw UsageError("--devices splits the model over at least two devices (the same one twice is two)");
         }
-        if (o.split && o.split != "auto" && split_counts(o).size() != o.devices.size()) {
-            throw UsageError("--split " + *o.split + " gives " + std::to_string(split_counts(o).size()) +
-                             " stages for " + std::to_string(o.devices.size()) + " devices");
-        }
+        app::check_split_stages(o.split, o.devices.size());
     }
 }
 
 std::vector<std::uint32_t> split_counts(const Options& o) {
-    if (!o.split || *o.split == "auto") {
-        return {};
-    }
-    try {
-        return parse_layer_counts(*o.split);
-    } catch (const Error&) {
-        throw app::UsageError("--split '" + *o.split + "': give auto or the layers of every stage, e.g. 12,12");
-    }
+    return app::layer_split_counts(o.split);
+}
+
+SessionOptions session_options(const Options& o, std::uint32_t max_tokens, std::uint32_t chunk, std::uint32_t window) {
+    return SessionOptions{.max_tokens = max_tokens,
+                          .chunk = chunk,
+                          .profiling = o.profile,  // refused with --devices and under mpirun
+                          .fuse_qkv = !o.unfused,
+                          .fuse_layernorm = !o.unfused,
+                          .reuse_steps = !o.unfused,
+                          .kv_dtype = o.kv,
+                          .int8_activations = o.int8_activations,
+                          .window = window};
 }
 
 }  // namespace vkf::run_cli

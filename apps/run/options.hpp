@@ -69,6 +69,8 @@ void check_distributed_options(const Options& o);
 // --split's layer counts; empty for "auto" (or no --split). Throws app::UsageError for
 // anything but "auto" or comma-separated positive layer counts.
 std::vector<std::uint32_t> split_counts(const Options& o);
+// One prompt's session (one device, --devices, every rank of mpirun) with the options' flags.
+SessionOptions session_options(const Options& o, std::uint32_t max_tokens, std::uint32_t chunk, std::uint32_t window);
 
 // The prompts of a --prompt-file: one per line ('\n' or "\r\n"), lines of only whitespace
 // skipped. Throws app::UsageError for a file that cannot be read or holds no prompt.

@@ -211,4 +211,47 @@ void print_prompt_runs(const Options& o, const std::vector<Prompt>& prompts, con
                block_size);
 }
 
+bool check_prompts(const Options& o, const Model& model, const std::vector<Prompt>& prompts, PromptRuns& runs,
+                   std::uint32_t window) {
+    bool failed = false;
+    if (o.check) {
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            Outcome& r = runs.outcomes[i];
+            r.check = check_logits(model, prompts[i].ids, r.result, window, o.quiet);
+            failed = failed || !(r.check->max_rel <= o.check_tolerance);
+        }
+    }
+    return failed;
+}
+
+nlohmann::ordered_json prompt_file_json(const Options& o, std::string_view device_key, nlohmann::ordered_json device,
+                                        nlohmann::ordered_json model, const std::vector<Prompt>& prompts,
+                                        const Sizing& sizing, const PromptRuns& runs,
+                                        nlohmann::ordered_json aggregate) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();
+    json[std::string(device_key)] = std::move(device);
+    json["model"] = std::move(model);
+    json["sampling"] = sampling_json(o.sampling);
+    json["kv"] = to_string(o.kv);
+    json["prompt_file"] = o.prompt_file;
+    json["parallel"] = sizing.sequences;
+    json["results"] = results_json(prompts, runs);
+    json["aggregate"] = std::move(aggregate);
+    return json;
+}
+
+void print_prompt_file(const Options& o, const std::vector<Prompt>& prompts, const Sizing& sizing,
+                       const PromptRuns& runs, const KvBlocks& blocks, std::uint32_t block_size, const Model& model) {
+    print_prompt_runs(o, prompts, sizing, runs, blocks, block_size, [&](std::size_t i) {
+        const Outcome& r = runs.outcomes[i];
+        if (r.check) {
+            print_check(*r.check, r.result.tokens.size(), model, o.check_tolerance);
+        }
+    });
+}
+
+void print_prompts_check_failed(const Options& o) {
+    fmt::print("check: FAILED, a prompt is above the tolerance {}\n", o.check_tolerance);
+}
+
 }  // namespace vkf::run_cli

@@ -116,14 +116,7 @@ int run_split(const Options& o) {
         throw app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {})",
                                           prompt.size(), max_tokens, o.ctx));
     }
-    SplitSession session(split.stages(), SessionOptions{.max_tokens = max_tokens,
-                                                        .chunk = o.chunk,
-                                                        .fuse_qkv = !o.unfused,
-                                                        .fuse_layernorm = !o.unfused,
-                                                        .reuse_steps = !o.unfused,
-                                                        .kv_dtype = o.kv,
-                                                        .int8_activations = o.int8_activations,
-                                                        .window = window});
+    SplitSession session(split.stages(), session_options(o, max_tokens, o.chunk, window));
     const PreparationStats prepared = session.prepare(static_cast<std::uint32_t>(prompt.size()));
     std::uint64_t weight_bytes = 0;
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
@@ -165,60 +158,29 @@ int run_split(const Options& o) {
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
     const SplitStats& moved = session.split_stats();
+    OneRun run{.prompt = prompt,
+               .result = result,
+               .interrupted = interrupted,
+               .streamed = streamed ? &*streamed : nullptr,
+               .prepared = prepared,
+               .kv = to_string(o.kv),
+               .window = window,
+               .ctx = max_tokens,
+               .check = check ? &*check : nullptr,
+               .device_key = "devices",
+               .device = devices_json(contexts),
+               .model = model_json(o, first, load_seconds),
+               .split = split_json(split, session, contexts)};
     if (o.json) {
-        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-        for (const auto& ctx : contexts) {
-            devices.push_back(ctx->device_info());
-        }
-        nlohmann::ordered_json json = {
-            {"devices", devices},
-            {"model", model_json(o, first, load_seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"prepare", prepare_json(prepared)},
-            {"prompt_ids", prompt},
-            {"generated_ids", result.tokens},
-            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
-            {"prefill_seconds", result.prefill_time.count()},
-            {"decode_seconds", result.decode_time.count()},
-            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
-            {"decode_tokens_per_second", result.decode_tokens_per_second()},
-            {"kv", to_string(o.kv)},
-            {"split", split_json(split, session, contexts)},
-            {"window", window},
-            {"ctx", max_tokens},
-        };
-        json["model"]["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
-        if (streamed) {
-            json["prompt"] = *o.prompt_text;
-            json["text"] = streamed->text();
-        }
-        if (check) {
-            json["check"] = check_json(*check);
-        }
-        fmt::print("{}\n", json_text(json));
+        run.model["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
+        fmt::print("{}\n", json_text(one_run_json(o, run)));
         return check_failed ? app::kExitCheckFailed : app::kExitOk;
     }
-    if (!streamed) {
-        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
-    }
-    if (interrupted) {
-        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), app::stop_signal());
-    } else if (result.stop != StopReason::Length) {
-        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
-    }
-    fmt::print("load:    {} of weights over {} stages in {:.3f} s\n", size_text(weight_bytes), contexts.size(),
-               load_seconds);
-    fmt::print("{}\n", prepare_line(prepared));
-    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
-               result.prefill_tokens_per_second());
-    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
-               result.decode_time.count(), result.decode_tokens_per_second());
-    fmt::print("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n", moved.hand_offs,
-               size_text(moved.transfer_bytes), moved.transfer_ms / 1000);
-    if (check && !print_check(*check, result.tokens.size(), first, o.check_tolerance)) {
-        return app::kExitCheckFailed;
-    }
-    return app::kExitOk;
+    return print_one_run(o, run, first,
+                         fmt::format("load:    {} of weights over {} stages in {:.3f} s", size_text(weight_bytes),
+                                     contexts.size(), load_seconds),
+                         fmt::format("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n",
+                                     moved.hand_offs, size_text(moved.transfer_bytes), moved.transfer_ms / 1000));
 }
 
 }  // namespace vkf::run_cli
