@@ -145,11 +145,6 @@ CLI::Option* add_window(CLI::App& cli, std::optional<std::uint32_t>& target, con
 
 // --devices D,D,...: the devices of a layer split in one process (vkf-run, vkf-server).
 CLI::Option* add_device_list(CLI::App& cli, std::vector<std::string>& target);
-// --split auto|N,N,...: the layers of every stage, empty for none or auto; a UsageError for
-// a list that does not parse.
-std::vector<std::uint32_t> layer_split_counts(const std::optional<std::string>& split);
-// --split's stages against the --devices it splits over: a UsageError where they differ.
-void check_split_stages(const std::optional<std::string>& split, std::size_t devices);
 // The window a run uses: --window where given, else the model's.
 std::uint32_t run_window(const std::optional<std::uint32_t>& option, const ModelConfig& config);
 

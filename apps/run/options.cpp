@@ -1,5 +1,6 @@
 #include "apps/run/options.hpp"
 
+#include "apps/common/layer_split.hpp"
 #include "apps/common/text_source.hpp"
 
 #include "host/dist/launch.hpp"

@@ -1,5 +1,6 @@
 #include "apps/server/options.hpp"
 
+#include "apps/common/layer_split.hpp"
 #include "host/model/layer_range.hpp"
 #include "runtime/error.hpp"
 
