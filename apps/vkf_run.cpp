@@ -158,10 +158,9 @@ int run_one(vkf::Context& ctx, const Options& o) {
                .device = ctx.device_info(),
                .model = model_json(o, model, loaded.seconds)};
     if (o.json) {
-        run.extras = {{"submissions", session.submissions()},
-                      {"session_device_bytes", session.device_bytes()},
-                      {"kv_blocks_in_use", session.blocks_held()}};
-        add_memory_json(run.extras, ctx);
+        run.after_kv = {{"submissions", session.submissions()}, {"session_device_bytes", session.device_bytes()}};
+        run.after_ctx = {{"kv_blocks_in_use", session.blocks_held()}};
+        add_memory_json(run.after_ctx, ctx);
         nlohmann::ordered_json json = one_run_json(o, run);
         if (o.profile) {
             json["profile"] = profile_json(session.profile());

@@ -338,7 +338,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
                .ctx = plan.max_tokens,
                .device = ctx.device_info(),
                .model = model_json(o, *model, load_seconds),
-               .split = split_json(plan, channel.size(), front)};
+               .after_ctx = {{"split", split_json(plan, channel.size(), front)}}};
     if (o.json) {
         fmt::print("{}\n", json_text(one_run_json(o, run)));
         return app::kExitOk;

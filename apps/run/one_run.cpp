@@ -35,14 +35,10 @@ nlohmann::ordered_json one_run_json(const Options& o, const OneRun& run) {
     json["prefill_tokens_per_second"] = result.prefill_tokens_per_second();
     json["decode_tokens_per_second"] = result.decode_tokens_per_second();
     json["kv"] = run.kv;
+    json.update(run.after_kv);
     json["window"] = run.window;
     json["ctx"] = run.ctx;
-    if (run.split) {
-        json["split"] = *run.split;
-    }
-    for (const auto& [key, value] : run.extras.items()) {
-        json[key] = value;
-    }
+    json.update(run.after_ctx);
     if (run.streamed) {
         json["prompt"] = *o.prompt_text;
         json["text"] = run.streamed->text();

@@ -63,13 +63,14 @@ struct OneRun {
     std::uint32_t window = 0;
     std::uint32_t ctx = 0;  // the KV cache's positions
     const CheckResult* check = nullptr;
-    // --json: "device" (or "devices") and "model", then after "ctx" the "split" object when
-    // there is one and the path's own keys.
+    // --json: "device" (or "devices") and "model", and each path's own keys where it has
+    // always printed them: after "kv" (a --devices "split") and after "ctx" (an mpirun
+    // "split", one device's memory figures).
     std::string_view device_key = "device";
     nlohmann::ordered_json device;
     nlohmann::ordered_json model;
-    std::optional<nlohmann::ordered_json> split;
-    nlohmann::ordered_json extras = nlohmann::ordered_json::object();
+    nlohmann::ordered_json after_kv = nlohmann::ordered_json::object();
+    nlohmann::ordered_json after_ctx = nlohmann::ordered_json::object();
 };
 
 // The --json object; the caller prints it (after adding what comes last, e.g. "profile").

@@ -170,7 +170,7 @@ int run_split(const Options& o) {
                .device_key = "devices",
                .device = devices_json(contexts),
                .model = model_json(o, first, load_seconds),
-               .split = split_json(split, session, contexts)};
+               .after_kv = {{"split", split_json(split, session, contexts)}}};
     if (o.json) {
         run.model["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
         fmt::print("{}\n", json_text(one_run_json(o, run)));
