@@ -126,9 +126,6 @@ int run_one(vkf::Context& ctx, const Options& o) {
         };
     }
     const vkf::GenerationResult result = vkf::generate(session, prompt, gen);
-    // A signal ends the run the way a stop string does (the callback declines the next token);
-    // the report names which one it was.
-    const bool interrupted = result.stop == vkf::StopReason::Caller && vkf::app::stop_signal() != 0;
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -146,17 +143,11 @@ int run_one(vkf::Context& ctx, const Options& o) {
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
 
-    OneRun run{.prompt = prompt,
-               .result = result,
-               .interrupted = interrupted,
-               .streamed = streamed ? &*streamed : nullptr,
-               .prepared = prepared,
-               .kv = vkf::to_string(session.kv_dtype()),
-               .window = window,
-               .ctx = max_tokens,
-               .check = check ? &*check : nullptr,
-               .device = ctx.device_info(),
-               .model = model_json(o, model, loaded.seconds)};
+    OneRun run = one_run(prompt, result, streamed, prepared, window, max_tokens);
+    run.kv = vkf::to_string(session.kv_dtype());
+    run.check = check ? &*check : nullptr;
+    run.device = ctx.device_info();
+    run.model = model_json(o, model, loaded.seconds);
     if (o.json) {
         run.after_kv = {{"submissions", session.submissions()}, {"session_device_bytes", session.device_bytes()}};
         run.after_ctx = {{"kv_blocks_in_use", session.blocks_held()}};

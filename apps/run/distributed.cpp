@@ -314,7 +314,6 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     // Ctrl-C (mpirun forwards SIGTERM to every rank): the generation ended at this token, and
     // the ranks, which keep serving for ChannelOptions::signal_grace, are stopped as at the
     // end. Past that grace the signal is this rank's failure (check throws it).
-    const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     channel.check();
     front.stop();
     if (streamed) {
@@ -328,17 +327,11 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
         write_npy_f32(o.logits_out, shape, result.logits);
     }
-    OneRun run{.prompt = prompt,
-               .result = result,
-               .interrupted = interrupted,
-               .streamed = streamed ? &*streamed : nullptr,
-               .prepared = prepared,
-               .kv = to_string(o.kv),
-               .window = plan.window,
-               .ctx = plan.max_tokens,
-               .device = ctx.device_info(),
-               .model = model_json(o, *model, load_seconds),
-               .after_ctx = {{"split", split_json(plan, channel.size(), front)}}};
+    OneRun run = one_run(prompt, result, streamed, prepared, plan.window, plan.max_tokens);
+    run.kv = to_string(o.kv);
+    run.device = ctx.device_info();
+    run.model = model_json(o, *model, load_seconds);
+    run.after_ctx = {{"split", split_json(plan, channel.size(), front)}};
     if (o.json) {
         fmt::print("{}\n", json_text(one_run_json(o, run)));
         return app::kExitOk;

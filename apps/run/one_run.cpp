@@ -20,6 +20,18 @@ nlohmann::ordered_json devices_json(const std::vector<std::unique_ptr<Context>>&
     return devices;
 }
 
+OneRun one_run(std::span<const std::uint32_t> prompt, const GenerationResult& result,
+               const std::optional<app::StreamedText>& streamed, const PreparationStats& prepared, std::uint32_t window,
+               std::uint32_t ctx) {
+    return OneRun{.prompt = prompt,
+                  .result = result,
+                  .interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0,
+                  .streamed = streamed ? &*streamed : nullptr,
+                  .prepared = prepared,
+                  .window = window,
+                  .ctx = ctx};
+}
+
 nlohmann::ordered_json one_run_json(const Options& o, const OneRun& run) {
     const GenerationResult& result = run.result;
     nlohmann::ordered_json json = nlohmann::ordered_json::object();

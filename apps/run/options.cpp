@@ -259,15 +259,7 @@ std::vector<std::uint32_t> split_counts(const Options& o) {
 }
 
 SessionOptions session_options(const Options& o, std::uint32_t max_tokens, std::uint32_t chunk, std::uint32_t window) {
-    return SessionOptions{.max_tokens = max_tokens,
-                          .chunk = chunk,
-                          .profiling = o.profile,  // refused with --devices and under mpirun
-                          .fuse_qkv = !o.unfused,
-                          .fuse_layernorm = !o.unfused,
-                          .reuse_steps = !o.unfused,
-                          .kv_dtype = o.kv,
-                          .int8_activations = o.int8_activations,
-                          .window = window};
+    return with_run_flags(o, SessionOptions{.max_tokens = max_tokens, .chunk = chunk, .window = window});
 }
 
 }  // namespace vkf::run_cli

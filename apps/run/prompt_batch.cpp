@@ -54,18 +54,12 @@ Sizing size_batch(const Options& o, const std::vector<Prompt>& prompts, std::uin
 }
 
 BatchOptions prompt_batch_options(const Options& o, const Sizing& sizing, std::uint32_t window) {
-    return BatchOptions{.max_tokens = sizing.pool_tokens,
-                        .max_sequence_tokens = sizing.sequence_tokens,
-                        .max_sequences = sizing.sequences,
-                        .block_size = BatchOptions{}.block_size,
-                        .chunk = sizing.chunk,
-                        .profiling = o.profile,
-                        .fuse_qkv = !o.unfused,
-                        .fuse_layernorm = !o.unfused,
-                        .reuse_steps = !o.unfused,
-                        .kv_dtype = o.kv,
-                        .int8_activations = o.int8_activations,
-                        .window = window};
+    return with_run_flags(o, BatchOptions{.max_tokens = sizing.pool_tokens,
+                                          .max_sequence_tokens = sizing.sequence_tokens,
+                                          .max_sequences = sizing.sequences,
+                                          .block_size = BatchOptions{}.block_size,
+                                          .chunk = sizing.chunk,
+                                          .window = window});
 }
 
 namespace {

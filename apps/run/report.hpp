@@ -73,6 +73,12 @@ struct OneRun {
     nlohmann::ordered_json after_ctx = nlohmann::ordered_json::object();
 };
 
+// What every path knows after generate(): `interrupted` from the stop signal (a signal ends
+// a generation the way a stop string does: the callback declines the next token).
+OneRun one_run(std::span<const std::uint32_t> prompt, const GenerationResult& result,
+               const std::optional<app::StreamedText>& streamed, const PreparationStats& prepared, std::uint32_t window,
+               std::uint32_t ctx);
+
 // The --json object; the caller prints it (after adding what comes last, e.g. "profile").
 nlohmann::ordered_json one_run_json(const Options& o, const OneRun& run);
 // The text summary: the generated ids (no --prompt), why it stopped, `load_line` when given,

@@ -141,7 +141,6 @@ int run_split(const Options& o) {
         gen.on_token = [](std::uint32_t, std::uint32_t) { return app::stop_signal() == 0; };
     }
     const GenerationResult result = generate(session, prompt, gen);
-    const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -158,19 +157,13 @@ int run_split(const Options& o) {
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
     const SplitStats& moved = session.split_stats();
-    OneRun run{.prompt = prompt,
-               .result = result,
-               .interrupted = interrupted,
-               .streamed = streamed ? &*streamed : nullptr,
-               .prepared = prepared,
-               .kv = to_string(o.kv),
-               .window = window,
-               .ctx = max_tokens,
-               .check = check ? &*check : nullptr,
-               .device_key = "devices",
-               .device = devices_json(contexts),
-               .model = model_json(o, first, load_seconds),
-               .after_kv = {{"split", split_json(split, session, contexts)}}};
+    OneRun run = one_run(prompt, result, streamed, prepared, window, max_tokens);
+    run.kv = to_string(o.kv);
+    run.check = check ? &*check : nullptr;
+    run.device_key = "devices";
+    run.device = devices_json(contexts);
+    run.model = model_json(o, first, load_seconds);
+    run.after_kv = {{"split", split_json(split, session, contexts)}};
     if (o.json) {
         run.model["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
         fmt::print("{}\n", json_text(one_run_json(o, run)));
