@@ -26,11 +26,10 @@
 
 namespace vkf::run_cli {
 
-namespace {
-
-// vkf-run --json's "split" object, the shape an MPI run's has too (mode "ranks" there).
-nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& session,
-                                  const std::vector<std::unique_ptr<Context>>& contexts) {
+nlohmann::ordered_json devices_split_json(const SplitModel& split,
+                                          const std::vector<std::unique_ptr<Context>>& contexts,
+                                          const std::vector<std::uint64_t>& stage_bytes, const SplitStats& moved,
+                                          const nlohmann::ordered_json& more, std::span<const double> busy_ms) {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
@@ -39,19 +38,21 @@ nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& s
         per_stage.push_back({{"device", contexts[i]->device_info().name},
                              {"layers", {m.layers().begin, m.layers().end}},
                              {"weight_bytes", m.weights().bytes},
-                             {"session_device_bytes", session.stage(i).device_bytes()}});
+                             {"session_device_bytes", stage_bytes[i]}});
+        if (!busy_ms.empty()) {
+            per_stage.back()["busy_ms"] = busy_ms[i];
+        }
     }
-    const SplitStats& moved = session.split_stats();
-    return {{"mode", "devices"},
-            {"stages", split.stages().size()},
-            {"layers", layers},
-            {"transfer_ms", moved.transfer_ms},
-            {"transfer_bytes", moved.transfer_bytes},
-            {"hand_offs", moved.hand_offs},
-            {"per_stage", per_stage}};
+    nlohmann::ordered_json json = {{"mode", "devices"},
+                                   {"stages", split.stages().size()},
+                                   {"layers", layers},
+                                   {"transfer_ms", moved.transfer_ms},
+                                   {"transfer_bytes", moved.transfer_bytes},
+                                   {"hand_offs", moved.hand_offs}};
+    json.update(more);
+    json["per_stage"] = per_stage;
+    return json;
 }
-
-}  // namespace
 
 // One Context per --devices entry, each with --limits and --timeout; the same device named
 // twice is opened twice.
@@ -163,7 +164,12 @@ int run_split(const Options& o) {
     run.device_key = "devices";
     run.device = devices_json(contexts);
     run.model = model_json(o, first, load_seconds);
-    run.after_kv = {{"split", split_json(split, session, contexts)}};
+    std::vector<std::uint64_t> stage_bytes;
+    for (std::size_t i = 0; i < split.stages().size(); ++i) {
+        stage_bytes.push_back(session.stage(i).device_bytes());
+    }
+    run.after_kv = {{"split", devices_split_json(split, contexts, stage_bytes, session.split_stats(),
+                                                 nlohmann::ordered_json::object())}};
     if (o.json) {
         run.model["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
         fmt::print("{}\n", json_text(one_run_json(o, run)));

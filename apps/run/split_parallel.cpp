@@ -27,30 +27,15 @@ namespace {
 nlohmann::ordered_json split_json(const SplitModel& split, const SplitBatch& front,
                                   const std::vector<std::unique_ptr<Batch>>& batches,
                                   const std::vector<std::unique_ptr<Context>>& contexts) {
-    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
-    const std::vector<double> busy = front.stage_busy_ms();
-    for (std::size_t i = 0; i < split.stages().size(); ++i) {
-        const Model& m = *split.stages()[i];
-        layers.push_back({m.layers().begin, m.layers().end});
-        per_stage.push_back({{"device", contexts[i]->device_info().name},
-                             {"layers", {m.layers().begin, m.layers().end}},
-                             {"weight_bytes", m.weights().bytes},
-                             {"session_device_bytes", batches[i]->device_bytes()},
-                             {"busy_ms", busy[i]}});
+    std::vector<std::uint64_t> stage_bytes;
+    for (const auto& batch : batches) {
+        stage_bytes.push_back(batch->device_bytes());
     }
-    const SplitStats moved = front.split_stats();
     const PipelineStats p = front.pipeline();
-    return {{"mode", "devices"},
-            {"stages", split.stages().size()},
-            {"layers", layers},
-            {"transfer_ms", moved.transfer_ms},
-            {"transfer_bytes", moved.transfer_bytes},
-            {"hand_offs", moved.hand_offs},
-            {"steps", p.steps},
-            {"overlapped", p.overlapped},
-            {"max_in_flight", p.max_in_flight},
-            {"per_stage", per_stage}};
+    const std::vector<double> busy = front.stage_busy_ms();
+    return devices_split_json(split, contexts, stage_bytes, front.split_stats(),
+                              {{"steps", p.steps}, {"overlapped", p.overlapped}, {"max_in_flight", p.max_in_flight}},
+                              busy);
 }
 
 }  // namespace
