@@ -32,6 +32,10 @@ struct LimitOverrides {
     bool no_int64 = false;
     bool no_integer_dot = false;
     bool no_unroll = false;  // the kernels' unroll hints off, as the llvmpipe 25 quirk does
+    // Not a limit: attention planned as on a GPU on a CPU device (the tiled kernel, and fp16
+    // arithmetic over fp16 K/V where the device has it), so that lavapipe runs what a GPU's
+    // model step runs (tests; host/ops/attention.cpp).
+    bool gpu_attention = false;
     // Device memory, not compute limits: the MemoryCaps (runtime/memory.hpp) of a Context.
     std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
     std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
@@ -40,7 +44,7 @@ struct LimitOverrides {
     // workgroup_invocations=N, workgroup_size=XxYxZ (or N for all three), workgroup_count=N,
     // storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
-    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, device_heap=N, host_heap=N. Sizes
+    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N. Sizes
     // accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();

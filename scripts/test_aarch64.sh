@@ -113,7 +113,7 @@ export VKF_TEST_QUICK=1
 # the attention and matmul families of the kernel suites below):
 #   test_attention (the shape grid) and the suites split from it (test_attention_kernels,
 #   test_attention_limits, test_attention_plans, test_attention_arith: the tiled kernel's fp16 and
-#   subgroup variants), test_attention_window (its float64 reference
+#   subgroup variants), test_model_attention_f16 (the same fp16 variant in a model), test_attention_window (its float64 reference
 #   runs at position 100,003), test_matmul, test_matmul_fused,
 #   test_matmul_quant and test_matmul_quant_int8 (split from it), test_matmul_f16 (fp16
 #   arithmetic: ~25 s of cold llvmpipe compiles on x86 alone), test_model_head_sizes,
@@ -128,7 +128,7 @@ export VKF_TEST_QUICK=1
 #   built, symbol-checked and run by test_capi_basic), and the CTest entries labelled
 #   spec_minimum (the reruns under VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
 skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans|test_attention_arith'
-skipped+='|test_attention_window'
+skipped+='|test_attention_window|test_model_attention_f16'
 skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int8|test_matmul_f16|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_prepare|test_model_families|test_batch|test_batch_window|test_perplexity_model'
 skipped+='|test_model_split|test_split_batch|test_batch_session'

@@ -86,10 +86,17 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                     " is not supported; supported: f32 with f32 K/V, f16 with f16 K/V, f32 with f16 K/V");
     }
     validate(params);
-    plan_ = plan_attention(attention_device(ctx), shape_, options, params.window);
-    // fp16 arithmetic where the tensors are fp16 already (their precision and range): an fp32
-    // tensor asks for fp32 precision, and fp32 Q/O over an fp16 cache keeps the fp32 bound.
-    plan_.fp16_arithmetic = plan_.kernel == AttentionKernel::Tiled && all_f16 && ctx.limits().fp16_arithmetic;
+    const AttentionDevice device = attention_device(ctx);
+    plan_ = plan_attention(device, shape_, options, params.window);
+    // fp16 arithmetic (tiled kernel, shaderFloat16) wherever K and V are fp16: their precision
+    // bounds the products already. Q is scaled in fp32 and then rounded as K is, and O comes
+    // from the fp32 accumulator, so fp32 Q/O over a model's fp16 KV cache (decode and prefill
+    // in every model session) takes it too. Over an fp16 cache with fp32 Q/O, CPU devices keep
+    // fp32: llvmpipe emulates fp16 (each operation converted to fp32 and back, as for the
+    // matmul in matmul_plan.cpp), so it would only cost time, and Auto gives them the rows
+    // kernel anyway; VKF_LIMITS=gpu_attention plans lavapipe as a GPU (the tests).
+    plan_.fp16_arithmetic =
+        plan_.kernel == AttentionKernel::Tiled && ctx.limits().fp16_arithmetic && (all_f16 || (kv_f16 && !device.cpu));
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;

@@ -63,7 +63,7 @@ struct AttentionPlan {
     // and threads_per_row divides that size, which divides the workgroup.
     std::uint32_t subgroup_reduce = 0;
     // Tiled kernel: Q*K and P*V in fp16 with fp32 statistics (ARITH_F16). Set by the op, which
-    // knows the storage: fp16 Q, K, V and O on a device with shaderFloat16.
+    // knows the storage: fp16 K and V on a device with shaderFloat16 (fp32 Q/O: GPUs only).
     bool fp16_arithmetic = false;
     std::uint32_t shared_bytes = 0;  // tiled: the fp32, shared-memory variant's (an upper bound)
     std::uint32_t n_splits = 1;      // > 1: split-KV decode path
@@ -131,8 +131,9 @@ struct AttentionOptions {
     // Storage of K and V when it differs from that of Q and O (the `dtype` of Attention):
     // F16 with F32 Q and O reads a model's fp16 KV cache while its fp32 activations stay
     // fp32. Unset: the Q/O dtype. Softmax statistics are fp32 always; arithmetic is fp32
-    // except all-F16 storage on a device with fp16 arithmetic, where the tiled kernel computes
-    // Q*K and P*V in fp16 (AttentionPlan::fp16_arithmetic; VKF_LIMITS=no_fp16_arithmetic: fp32).
+    // except F16 K/V on a device with fp16 arithmetic, where the tiled kernel computes Q*K and
+    // P*V in fp16 (AttentionPlan::fp16_arithmetic; VKF_LIMITS=no_fp16_arithmetic: fp32); with
+    // fp32 Q/O on GPUs only (VKF_LIMITS=gpu_attention: CPU devices too).
     std::optional<DType> kv_dtype = std::nullopt;
     // The valid key count of each batch comes from a uint32 buffer given to record() that the
     // caller writes before every submission, so that one recorded list serves a growing KV

@@ -262,7 +262,9 @@ const char* to_string(AttentionKernel kernel) {
 }
 
 AttentionDevice attention_device(const Context& ctx) {
-    return AttentionDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
+    // VKF_LIMITS=gpu_attention: plans as on a GPU (tests run a GPU's kernels on lavapipe).
+    return AttentionDevice{.limits = ctx.limits(),
+                           .cpu = ctx.device_info().type == DeviceType::Cpu && !ctx.overrides().gpu_attention};
 }
 
 std::string AttentionPlan::describe() const {

@@ -11,7 +11,7 @@ apps/bench/vkf-bench"
 GPU_PROOF_TESTS="ops/test_attention ops/test_attention_kernels ops/test_attention_arith ops/test_attention_window
 ops/test_attention_paged ops/test_matmul
 ops/test_matmul_quant ops/test_matmul_fused model/test_model model/test_model_families model/test_batch
-model/test_quantized_model"
+model/test_quantized_model model/test_model_attention_f16"
 
 # Random checkpoints: NAME FAMILY and vkf-make-checkpoint's shape options. Each is written in
 # f16 and quantized to q8_0 and q4_0 (NAME-f16, NAME-q8_0, NAME-q4_0). The MPT one keeps the

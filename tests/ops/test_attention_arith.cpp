@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,14 +25,17 @@ struct ArithRun {
 
 // Runs `params` on the tiled kernel over these inputs (already rounded to their storage) and
 // compares with the float64 reference, the output poisoned first.
+// K and V in kv_dtype (unset: dtype).
 ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vector<float>& q,
                    const std::vector<float>& k, const std::vector<float>& v, DType dtype,
-                   std::uint32_t force_splits = 0) {
-    const Attention op(ctx, params, dtype,
-                       AttentionOptions{.force_splits = force_splits, .kernel = AttentionKernel::Tiled});
+                   std::uint32_t force_splits = 0, std::optional<DType> kv_dtype = std::nullopt) {
+    const DType kv = kv_dtype.value_or(dtype);
+    const Attention op(
+        ctx, params, dtype,
+        AttentionOptions{.force_splits = force_splits, .kernel = AttentionKernel::Tiled, .kv_dtype = kv});
     const DeviceTensor qb = upload_tensor(ctx, q, dtype, "Q");
-    const DeviceTensor kb = upload_tensor(ctx, k, dtype, "K");
-    const DeviceTensor vb = upload_tensor(ctx, v, dtype, "V");
+    const DeviceTensor kb = upload_tensor(ctx, k, kv, "K");
+    const DeviceTensor vb = upload_tensor(ctx, v, kv, "V");
     const DeviceTensor ob = nan_tensor(ctx, q.size(), dtype, "O");
     auto list = ctx.command_list();
     op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
@@ -41,12 +45,13 @@ ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vecto
 }
 
 ArithRun run_random(Context& ctx, const AttentionShape& shape, MaskMode mask, DType dtype, std::uint64_t seed,
-                    std::uint32_t force_splits = 0) {
+                    std::uint32_t force_splits = 0, std::optional<DType> kv_dtype = std::nullopt) {
+    const DType kv = kv_dtype.value_or(dtype);
     const AttentionParams params{.shape = shape, .mask = mask, .alibi = AlibiMode::Causal};
     const auto q = rounded_to(dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
-    const auto k = rounded_to(dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
-    const auto v = rounded_to(dtype, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
-    return run_tiled(ctx, params, q, k, v, dtype, force_splits);
+    const auto k = rounded_to(kv, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
+    const auto v = rounded_to(kv, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
+    return run_tiled(ctx, params, q, k, v, dtype, force_splits, kv_dtype);
 }
 
 // fp16 arithmetic keeps fp16 storage's bound on both measures (tolerance(F16), 2e-3;
@@ -154,6 +159,46 @@ TEST_F(AttentionArith, BothPathsMatchOnOddShapes) {
     const ArithRun d = run_random(ctx(), decode_shape(301), MaskMode::None, DType::F16, 9111, kDecodeSplits);
     expect_within(d, kFp16ArithmeticTolerance, "split decode, head 18");
     EXPECT_GT(d.plan.n_splits, 1u);
+}
+
+// fp32 Q/O over an fp16 K/V cache (every model session's attention): fp16 arithmetic on
+// GPUs, fp32 on CPU devices unless VKF_LIMITS=gpu_attention plans them as GPUs (the op's
+// choice: llvmpipe emulates fp16). The odd prefill (GQA, q_len != kv_len, head 72) and
+// split-KV decoding (head 18, 4n + 2) under `spec`; fp32 arithmetic stays within fp32's bound
+// over the same rounded K/V (measured ~1e-7), fp16 arithmetic within fp16's (5e-4 .. 9e-4), so
+// a plan that took the wrong one fails. Paged batches run the same kernel (a flag, no variant
+// of their own): test_model_attention_f16 and the model suites run them. `decode`: the CPU
+// default (no gpu_attention) checks its choice on the prefill alone.
+void check_fp32_queries_over_fp16_cache(const char* spec, bool fp16_wanted, bool decode, std::uint64_t seed) {
+    SCOPED_TRACE(spec);
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+    const bool fp16 = fp16_wanted && ctx.limits().fp16_arithmetic;
+    const double tol = fp16 ? kFp16ArithmeticTolerance : tolerance(DType::F32);
+    const ArithRun r = run_random(ctx, kOddShape, MaskMode::Causal, DType::F32, seed, 0, DType::F16);
+    EXPECT_EQ(r.plan.fp16_arithmetic, fp16) << r.plan.describe();
+    expect_within(r, tol, fp16 ? "f32 Q/O, f16 K/V, fp16 arith" : "f32 Q/O, f16 K/V, fp32 arith");
+    if (decode) {
+        const ArithRun d =
+            run_random(ctx, decode_shape(301), MaskMode::None, DType::F32, seed + 10, kDecodeSplits, DType::F16);
+        EXPECT_EQ(d.plan.fp16_arithmetic, fp16) << d.plan.describe();
+        EXPECT_GT(d.plan.n_splits, 1u);
+        expect_within(d, tol, "f32 Q/O, f16 K/V, split decode");
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(AttentionArithmetic, Fp32QueriesOverAnFp16CacheTakeFp16ArithmeticOnGpus) {
+    check_fp32_queries_over_fp16_cache("gpu_attention", true, true, 9500);
+}
+
+// The fp32 arithmetic over the same tensors (label full: 2 more cold pipelines on Mesa 22.3):
+// forced off, and the CPU device's own choice (on a GPU the same plan as above).
+TEST(AttentionArithmetic, Fp32QueriesOverAnFp16CacheKeepFp32WhereAsked_Full) {
+    check_fp32_queries_over_fp16_cache("gpu_attention,no_fp16_arithmetic", false, true, 9600);
+    MessageSink sink;
+    const bool cpu = Context(test_options(sink)).device_info().type == DeviceType::Cpu;
+    check_fp32_queries_over_fp16_cache("", !cpu, false, 9700);
 }
 
 // Long rows: every query row sees up to L keys, so fp16 roundings of scores, probabilities and

@@ -110,6 +110,13 @@ TEST(Limits, OverridesParseAndOnlyLower) {
     EXPECT_EQ(LimitOverrides::parse("no_integer_dot").describe(), "no_integer_dot");
     EXPECT_TRUE(LimitOverrides{}.merged_with(LimitOverrides::parse("no_integer_dot")).no_integer_dot);
     EXPECT_FALSE(LimitOverrides::parse("no_integer_dot").empty());
+    // gpu_attention (attention planned as on a GPU) is no limit: parsed, merged, described.
+    const auto gpu = LimitOverrides::parse("gpu_attention");
+    EXPECT_TRUE(gpu.gpu_attention);
+    EXPECT_FALSE(gpu.empty());
+    EXPECT_EQ(gpu.describe(), "gpu_attention");
+    EXPECT_TRUE(LimitOverrides{}.merged_with(gpu).gpu_attention);
+    expect_error([] { (void)LimitOverrides::parse("gpu_attention=1"); }, "unknown limit override");
 }
 
 TEST(Limits, StorageBuffersComputeUnitsAndSubgroupSizeControl) {
