@@ -97,15 +97,7 @@ int run_one(vkf::Context& ctx, const Options& o) {
     }
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
 
-    vkf::Session session(model, vkf::SessionOptions{.max_tokens = max_tokens,
-                                                    .chunk = o.chunk,
-                                                    .profiling = o.profile,
-                                                    .fuse_qkv = !o.unfused,
-                                                    .fuse_layernorm = !o.unfused,
-                                                    .reuse_steps = !o.unfused,
-                                                    .kv_dtype = o.kv,
-                                                    .int8_activations = o.int8_activations,
-                                                    .window = window});
+    vkf::Session session(model, session_options(o, max_tokens, o.chunk, window));
     // The steps' pipelines now, not inside the prefill (interactive: the decoding step's;
     // each turn's prompt shape is made at its turn).
     const vkf::PreparationStats prepared =
@@ -134,9 +126,6 @@ int run_one(vkf::Context& ctx, const Options& o) {
         };
     }
     const vkf::GenerationResult result = vkf::generate(session, prompt, gen);
-    // A signal ends the run the way a stop string does (the callback declines the next token);
-    // the report names which one it was.
-    const bool interrupted = result.stop == vkf::StopReason::Caller && vkf::app::stop_signal() != 0;
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -154,67 +143,26 @@ int run_one(vkf::Context& ctx, const Options& o) {
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
 
+    OneRun run = one_run(prompt, result, streamed, prepared, window, max_tokens);
+    run.kv = vkf::to_string(session.kv_dtype());
+    run.check = check ? &*check : nullptr;
+    run.device = ctx.device_info();
+    run.model = model_json(o, model, loaded.seconds);
     if (o.json) {
-        nlohmann::ordered_json json = {
-            {"device", ctx.device_info()},
-            {"model", model_json(o, model, loaded.seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"prepare", prepare_json(prepared)},
-            {"prompt_ids", prompt},
-            {"generated_ids", result.tokens},
-            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
-            {"prefill_seconds", result.prefill_time.count()},
-            {"decode_seconds", result.decode_time.count()},
-            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
-            {"decode_tokens_per_second", result.decode_tokens_per_second()},
-            {"kv", vkf::to_string(session.kv_dtype())},
-            {"submissions", session.submissions()},
-            {"session_device_bytes", session.device_bytes()},
-            {"window", window},
-            {"ctx", max_tokens},
-            {"kv_blocks_in_use", session.blocks_held()},
-        };
-        add_memory_json(json, ctx);
-        if (streamed) {
-            json["prompt"] = *o.prompt_text;
-            json["text"] = streamed->text();
-        }
-        if (check) {
-            json["check"] = check_json(*check);
-        }
+        run.after_kv = {{"submissions", session.submissions()}, {"session_device_bytes", session.device_bytes()}};
+        run.after_ctx = {{"kv_blocks_in_use", session.blocks_held()}};
+        add_memory_json(run.after_ctx, ctx);
+        nlohmann::ordered_json json = one_run_json(o, run);
         if (o.profile) {
             json["profile"] = profile_json(session.profile());
         }
         fmt::print("{}\n", vkf::json_text(json));
         return check_failed ? vkf::app::kExitCheckFailed : vkf::app::kExitOk;
     }
-
-    if (!streamed) {
-        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
-    }
-    if (result.stop == vkf::StopReason::CacheFull) {
-        fmt::print(
-            "stopped after {} tokens: the {}-token KV cache is full (--ctx; --window W lets generation go "
-            "on)\n",
-            result.tokens.size(), max_tokens);
-    } else if (interrupted) {
-        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), vkf::app::stop_signal());
-    } else if (result.stop != vkf::StopReason::Length) {
-        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
-    }
-    fmt::print("load:    {} of weights in {:.3f} s\n", vkf::size_text(model.weights().bytes), loaded.seconds);
-    fmt::print("{}\n", prepare_line(prepared));
-    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
-               result.prefill_tokens_per_second());
-    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
-               result.decode_time.count(), result.decode_tokens_per_second());
-    if (o.profile) {
-        print_profile(session.profile(), session.submissions());
-    }
-    if (check && !print_check(*check, result.tokens.size(), model, o.check_tolerance)) {
-        return vkf::app::kExitCheckFailed;
-    }
-    return vkf::app::kExitOk;
+    const std::string load_line =
+        fmt::format("load:    {} of weights in {:.3f} s", vkf::size_text(model.weights().bytes), loaded.seconds);
+    return print_one_run(o, run, model, load_line,
+                         o.profile ? profile_text(session.profile(), session.submissions()) : std::string{});
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "apps/common/stop_signals.hpp"
 
+#include <pthread.h>
 #include <atomic>
 #include <csignal>
 
@@ -36,6 +37,15 @@ int stop_signal() {
 int stop_signal_status() {
     const int signal = received.load();
     return signal != 0 ? 128 + signal : 0;
+}
+
+sigset_t block_stop_signals() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    return signals;
 }
 
 }  // namespace vkf::app

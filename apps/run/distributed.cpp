@@ -114,14 +114,7 @@ std::vector<std::string> layers_text(const Plan& p) {
 }
 
 SessionOptions session_options(const Options& o, const Plan& plan) {
-    return SessionOptions{.max_tokens = plan.max_tokens,
-                          .chunk = plan.chunk,
-                          .fuse_qkv = !o.unfused,
-                          .fuse_layernorm = !o.unfused,
-                          .reuse_steps = !o.unfused,
-                          .kv_dtype = o.kv,
-                          .int8_activations = o.int8_activations,
-                          .window = plan.window};
+    return run_cli::session_options(o, plan.max_tokens, plan.chunk, plan.window);
 }
 
 // Every rank's stage Batch: a Session's for one prompt, --prompt-file's for several. Those
@@ -204,16 +197,18 @@ nlohmann::ordered_json split_json(const Plan& plan, int ranks, const dist::RankZ
     return json;
 }
 
-void print_split(const Plan& plan, int ranks, const dist::RankZeroBatch& front) {
+std::string split_text(const Plan& plan, int ranks, const dist::RankZeroBatch& front) {
     const dist::RankSplitStats& split = front.traffic();
     const double steps = static_cast<double>(std::max<std::uint64_t>(split.steps, 1));
-    fmt::print("ranks:   {}, layers {}\n", ranks, fmt::join(layers_text(plan), " | "));
+    std::string text = fmt::format("ranks:   {}, layers {}\n", ranks, fmt::join(layers_text(plan), " | "));
     if (plan.sequences != 0) {
         const PipelineStats p = front.pipeline();
-        fmt::print("pipeline: {} steps, {} overlapped, at most {} in flight\n", p.steps, p.overlapped, p.max_in_flight);
+        text += fmt::format("pipeline: {} steps, {} overlapped, at most {} in flight\n", p.steps, p.overlapped,
+                            p.max_in_flight);
     }
-    fmt::print("split:   {} steps; per step {:.3f} ms sending, {:.3f} ms waiting for the logits\n", split.steps,
-               split.transfer_ms / steps, split.downstream_ms / steps);
+    text += fmt::format("split:   {} steps; per step {:.3f} ms sending, {:.3f} ms waiting for the logits\n",
+                        split.steps, split.transfer_ms / steps, split.downstream_ms / steps);
+    return text;
 }
 
 // --prompt-file under mpirun: the prompts as sequences of one BatchGenerator over rank 0's
@@ -246,22 +241,15 @@ int drive_prompts(Context& ctx, dist::Channel& channel, const Options& o) {
     if (o.json) {
         nlohmann::ordered_json aggregate = aggregate_json(prompts, runs, front.blocks(), block_size);
         aggregate["submissions"] = stage.stats().submissions;  // stage 0's
-        nlohmann::ordered_json json = {
-            {"device", ctx.device_info()},
-            {"model", model_json(o, *loaded.model, loaded.seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"kv", to_string(o.kv)},
-            {"prompt_file", o.prompt_file},
-            {"parallel", sizing.sequences},
-            {"results", results_json(prompts, runs)},
-            {"aggregate", std::move(aggregate)},
-            {"split", split_json(plan, channel.size(), front)},
-        };
+        nlohmann::ordered_json json =
+            prompt_file_json(o, "device", ctx.device_info(), model_json(o, *loaded.model, loaded.seconds), prompts,
+                             sizing, runs, std::move(aggregate));
+        json["split"] = split_json(plan, channel.size(), front);
         fmt::print("{}\n", json_text(json));
         return app::kExitOk;
     }
-    print_prompt_runs(o, prompts, sizing, runs, front.blocks(), block_size);
-    print_split(plan, channel.size(), front);
+    print_prompt_file(o, prompts, sizing, runs, front.blocks(), block_size, *loaded.model);
+    fmt::print("{}", split_text(plan, channel.size(), front));
     return app::kExitOk;
 }
 
@@ -326,7 +314,6 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
     // Ctrl-C (mpirun forwards SIGTERM to every rank): the generation ended at this token, and
     // the ranks, which keep serving for ChannelOptions::signal_grace, are stopped as at the
     // end. Past that grace the signal is this rank's failure (check throws it).
-    const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     channel.check();
     front.stop();
     if (streamed) {
@@ -340,45 +327,16 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
         write_npy_f32(o.logits_out, shape, result.logits);
     }
+    OneRun run = one_run(prompt, result, streamed, prepared, plan.window, plan.max_tokens);
+    run.kv = to_string(o.kv);
+    run.device = ctx.device_info();
+    run.model = model_json(o, *model, load_seconds);
+    run.after_ctx = {{"split", split_json(plan, channel.size(), front)}};
     if (o.json) {
-        nlohmann::ordered_json json = {
-            {"device", ctx.device_info()},
-            {"model", model_json(o, *model, load_seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"prepare", prepare_json(prepared)},
-            {"prompt_ids", prompt},
-            {"generated_ids", result.tokens},
-            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
-            {"prefill_seconds", result.prefill_time.count()},
-            {"decode_seconds", result.decode_time.count()},
-            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
-            {"decode_tokens_per_second", result.decode_tokens_per_second()},
-            {"kv", to_string(o.kv)},
-            {"window", plan.window},
-            {"ctx", plan.max_tokens},
-            {"split", split_json(plan, channel.size(), front)},
-        };
-        if (streamed) {
-            json["prompt"] = *o.prompt_text;
-            json["text"] = streamed->text();
-        }
-        fmt::print("{}\n", json_text(json));
+        fmt::print("{}\n", json_text(one_run_json(o, run)));
         return app::kExitOk;
     }
-    if (!streamed) {
-        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
-    }
-    if (interrupted) {
-        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), app::stop_signal());
-    } else if (result.stop != StopReason::Length) {
-        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
-    }
-    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
-               result.prefill_tokens_per_second());
-    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
-               result.decode_time.count(), result.decode_tokens_per_second());
-    print_split(plan, channel.size(), front);
-    return app::kExitOk;
+    return print_one_run(o, run, *model, std::nullopt, split_text(plan, channel.size(), front));
 }
 
 int serve(Context& ctx, dist::Channel& channel, const Options& o) {

@@ -1,5 +1,6 @@
 #include "apps/run/options.hpp"
 
+#include "apps/common/layer_split.hpp"
 #include "apps/common/text_source.hpp"
 
 #include "host/dist/launch.hpp"
@@ -249,22 +250,16 @@ void check_options(const Options& o) {
         if (o.devices.size() < 2 && !o.prompt_file.empty()) {
             throw UsageError("--devices splits the model over at least two devices (the same one twice is two)");
         }
-        if (o.split && o.split != "auto" && split_counts(o).size() != o.devices.size()) {
-            throw UsageError("--split " + *o.split + " gives " + std::to_string(split_counts(o).size()) +
-                             " stages for " + std::to_string(o.devices.size()) + " devices");
-        }
+        app::check_split_stages(o.split, o.devices.size());
     }
 }
 
 std::vector<std::uint32_t> split_counts(const Options& o) {
-    if (!o.split || *o.split == "auto") {
-        return {};
-    }
-    try {
-        return parse_layer_counts(*o.split);
-    } catch (const Error&) {
-        throw app::UsageError("--split '" + *o.split + "': give auto or the layers of every stage, e.g. 12,12");
-    }
+    return app::layer_split_counts(o.split);
+}
+
+SessionOptions session_options(const Options& o, std::uint32_t max_tokens, std::uint32_t chunk, std::uint32_t window) {
+    return with_run_flags(o, SessionOptions{.max_tokens = max_tokens, .chunk = chunk, .window = window});
 }
 
 }  // namespace vkf::run_cli

@@ -69,6 +69,20 @@ void check_distributed_options(const Options& o);
 // --split's layer counts; empty for "auto" (or no --split). Throws app::UsageError for
 // anything but "auto" or comma-separated positive layer counts.
 std::vector<std::uint32_t> split_counts(const Options& o);
+// The options' flags (--profile, --unfused, --kv, --int8-activations) on a SessionOptions or
+// a BatchOptions.
+template <class StepOptions>
+StepOptions with_run_flags(const Options& o, StepOptions options) {
+    options.profiling = o.profile;  // refused with --devices and under mpirun
+    options.fuse_qkv = !o.unfused;
+    options.fuse_layernorm = !o.unfused;
+    options.reuse_steps = !o.unfused;
+    options.kv_dtype = o.kv;
+    options.int8_activations = o.int8_activations;
+    return options;
+}
+// One prompt's session (one device, --devices, every rank of mpirun) with the options' flags.
+SessionOptions session_options(const Options& o, std::uint32_t max_tokens, std::uint32_t chunk, std::uint32_t window);
 
 // The prompts of a --prompt-file: one per line ('\n' or "\r\n"), lines of only whitespace
 // skipped. Throws app::UsageError for a file that cannot be read or holds no prompt.

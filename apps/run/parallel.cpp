@@ -29,14 +29,7 @@ int run_prompt_file(Context& ctx, const Options& o) {
     print_model_line(ctx, model, o, batch.device_bytes(), fmt::format("{} sequences,", sizing.sequences).c_str());
     PromptRuns runs = run_prompts(batch, o, tokenizer, prompts, sizing, stop_ids);
 
-    bool check_failed = false;
-    if (o.check) {
-        for (std::size_t i = 0; i < prompts.size(); ++i) {
-            Outcome& r = runs.outcomes[i];
-            r.check = check_logits(model, prompts[i].ids, r.result, window, o.quiet);
-            check_failed = check_failed || !(r.check->max_rel <= o.check_tolerance);
-        }
-    }
+    const bool check_failed = check_prompts(o, model, prompts, runs, window);
     const int status = check_failed ? app::kExitCheckFailed : app::kExitOk;
 
     if (o.json) {
@@ -44,17 +37,10 @@ int run_prompt_file(Context& ctx, const Options& o) {
         const SessionStats& stats = batch.stats();
         aggregate["submissions"] = stats.submissions;
         aggregate["gpu_seconds"] = stats.gpu_ms / 1000.0;
-        nlohmann::ordered_json json = {
-            {"device", ctx.device_info()},
-            {"model", model_json(o, model, loaded.seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"kv", to_string(o.kv)},
-            {"prompt_file", o.prompt_file},
-            {"parallel", sizing.sequences},
-            {"results", results_json(prompts, runs)},
-            {"aggregate", std::move(aggregate)},
-            {"batch_device_bytes", batch.device_bytes()},
-        };
+        nlohmann::ordered_json json =
+            prompt_file_json(o, "device", ctx.device_info(), model_json(o, model, loaded.seconds), prompts, sizing,
+                             runs, std::move(aggregate));
+        json["batch_device_bytes"] = batch.device_bytes();
         add_memory_json(json, ctx);
         if (o.profile) {
             json["profile"] = profile_json(batch.profile());
@@ -63,17 +49,12 @@ int run_prompt_file(Context& ctx, const Options& o) {
         return status;
     }
 
-    print_prompt_runs(o, prompts, sizing, runs, batch.blocks(), block_size, [&](std::size_t i) {
-        const Outcome& r = runs.outcomes[i];
-        if (r.check) {
-            print_check(*r.check, r.result.tokens.size(), model, o.check_tolerance);
-        }
-    });
+    print_prompt_file(o, prompts, sizing, runs, batch.blocks(), block_size, model);
     if (o.profile) {
         print_profile(batch.profile(), batch.stats().submissions);
     }
     if (check_failed) {
-        fmt::print("check: FAILED, a prompt is above the tolerance {}\n", o.check_tolerance);
+        print_prompts_check_failed(o);
     }
     return status;
 }

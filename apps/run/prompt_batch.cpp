@@ -54,18 +54,12 @@ Sizing size_batch(const Options& o, const std::vector<Prompt>& prompts, std::uin
 }
 
 BatchOptions prompt_batch_options(const Options& o, const Sizing& sizing, std::uint32_t window) {
-    return BatchOptions{.max_tokens = sizing.pool_tokens,
-                        .max_sequence_tokens = sizing.sequence_tokens,
-                        .max_sequences = sizing.sequences,
-                        .block_size = BatchOptions{}.block_size,
-                        .chunk = sizing.chunk,
-                        .profiling = o.profile,
-                        .fuse_qkv = !o.unfused,
-                        .fuse_layernorm = !o.unfused,
-                        .reuse_steps = !o.unfused,
-                        .kv_dtype = o.kv,
-                        .int8_activations = o.int8_activations,
-                        .window = window};
+    return with_run_flags(o, BatchOptions{.max_tokens = sizing.pool_tokens,
+                                          .max_sequence_tokens = sizing.sequence_tokens,
+                                          .max_sequences = sizing.sequences,
+                                          .block_size = BatchOptions{}.block_size,
+                                          .chunk = sizing.chunk,
+                                          .window = window});
 }
 
 namespace {
@@ -209,6 +203,49 @@ void print_prompt_runs(const Options& o, const std::vector<Prompt>& prompts, con
                total.decoded, total.decode_seconds, total.decode_tokens_per_second(), total.per_sequence);
     fmt::print("KV cache: {} of {} blocks of {} tokens in use at the peak\n", runs.peak_blocks, blocks.total(),
                block_size);
+}
+
+bool check_prompts(const Options& o, const Model& model, const std::vector<Prompt>& prompts, PromptRuns& runs,
+                   std::uint32_t window) {
+    bool failed = false;
+    if (o.check) {
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            Outcome& r = runs.outcomes[i];
+            r.check = check_logits(model, prompts[i].ids, r.result, window, o.quiet);
+            failed = failed || !(r.check->max_rel <= o.check_tolerance);
+        }
+    }
+    return failed;
+}
+
+nlohmann::ordered_json prompt_file_json(const Options& o, std::string_view device_key, nlohmann::ordered_json device,
+                                        nlohmann::ordered_json model, const std::vector<Prompt>& prompts,
+                                        const Sizing& sizing, const PromptRuns& runs,
+                                        nlohmann::ordered_json aggregate) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();
+    json[std::string(device_key)] = std::move(device);
+    json["model"] = std::move(model);
+    json["sampling"] = sampling_json(o.sampling);
+    json["kv"] = to_string(o.kv);
+    json["prompt_file"] = o.prompt_file;
+    json["parallel"] = sizing.sequences;
+    json["results"] = results_json(prompts, runs);
+    json["aggregate"] = std::move(aggregate);
+    return json;
+}
+
+void print_prompt_file(const Options& o, const std::vector<Prompt>& prompts, const Sizing& sizing,
+                       const PromptRuns& runs, const KvBlocks& blocks, std::uint32_t block_size, const Model& model) {
+    print_prompt_runs(o, prompts, sizing, runs, blocks, block_size, [&](std::size_t i) {
+        const Outcome& r = runs.outcomes[i];
+        if (r.check) {
+            print_check(*r.check, r.result.tokens.size(), model, o.check_tolerance);
+        }
+    });
+}
+
+void print_prompts_check_failed(const Options& o) {
+    fmt::print("check: FAILED, a prompt is above the tolerance {}\n", o.check_tolerance);
 }
 
 }  // namespace vkf::run_cli

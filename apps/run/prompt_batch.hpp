@@ -87,4 +87,20 @@ void print_prompt_runs(const Options& o, const std::vector<Prompt>& prompts, con
                        const PromptRuns& runs, const KvBlocks& blocks, std::uint32_t block_size,
                        const std::function<void(std::size_t)>& after = {});
 
+// What the --prompt-file paths (one device, --devices, mpirun) share of their report.
+// --check: each prompt's logits against the CPU reference of `model` (a split's first stage
+// knows the checkpoint); true when one is above the tolerance.
+bool check_prompts(const Options& o, const Model& model, const std::vector<Prompt>& prompts, PromptRuns& runs,
+                   std::uint32_t window);
+// --json's object up to "aggregate": `device_key` ("device" or "devices") first; the caller
+// adds its own keys after.
+nlohmann::ordered_json prompt_file_json(const Options& o, std::string_view device_key, nlohmann::ordered_json device,
+                                        nlohmann::ordered_json model, const std::vector<Prompt>& prompts,
+                                        const Sizing& sizing, const PromptRuns& runs, nlohmann::ordered_json aggregate);
+// print_prompt_runs with each prompt's check lines; the caller's lines come after.
+void print_prompt_file(const Options& o, const std::vector<Prompt>& prompts, const Sizing& sizing,
+                       const PromptRuns& runs, const KvBlocks& blocks, std::uint32_t block_size, const Model& model);
+// The last line when check_prompts found one above the tolerance.
+void print_prompts_check_failed(const Options& o);
+
 }  // namespace vkf::run_cli

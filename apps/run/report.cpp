@@ -111,18 +111,23 @@ nlohmann::ordered_json profile_json(const Profile& profile) {
     return json;
 }
 
-void print_profile(const Profile& profile, std::uint64_t submissions) {
+std::string profile_text(const Profile& profile, std::uint64_t submissions) {
     double total = 0.0;
     for (const auto& [kind, p] : profile) {
         total += p.ms;
     }
-    fmt::print("GPU time by op kind over {} submissions ({:.1f} ms in all):\n", submissions, total);
+    std::string text = fmt::format("GPU time by op kind over {} submissions ({:.1f} ms in all):\n", submissions, total);
     std::vector<std::pair<std::string, OpProfile>> kinds(profile.begin(), profile.end());
     std::sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
     for (const auto& [kind, p] : kinds) {
-        fmt::print("  {:<22} {:>10.1f} ms {:>5.1f}% {:>8} dispatches\n", kind, p.ms,
-                   total > 0 ? 100.0 * p.ms / total : 0.0, p.dispatches);
+        text += fmt::format("  {:<22} {:>10.1f} ms {:>5.1f}% {:>8} dispatches\n", kind, p.ms,
+                            total > 0 ? 100.0 * p.ms / total : 0.0, p.dispatches);
     }
+    return text;
+}
+
+void print_profile(const Profile& profile, std::uint64_t submissions) {
+    fmt::print("{}", profile_text(profile, submissions));
 }
 
 bool print_check(const CheckResult& check, std::size_t steps, const Model& model, double tolerance) {

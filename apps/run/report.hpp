@@ -11,9 +11,12 @@
 #include "host/model/generation.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vkf::run_cli {
 
@@ -39,9 +42,49 @@ void add_memory_json(nlohmann::ordered_json& json, const Context& ctx);
 nlohmann::ordered_json check_json(const CheckResult& check);
 nlohmann::ordered_json profile_json(const Profile& profile);
 
-// GPU time per op kind, largest first.
+// GPU time per op kind, largest first: the lines, and printed.
+std::string profile_text(const Profile& profile, std::uint64_t submissions);
 void print_profile(const Profile& profile, std::uint64_t submissions);
 // The check's lines; false when it is above the tolerance (after printing so).
 bool print_check(const CheckResult& check, std::size_t steps, const Model& model, double tolerance);
+
+// --json's "devices": every context's device, in --devices' order.
+nlohmann::ordered_json devices_json(const std::vector<std::unique_ptr<Context>>& contexts);
+
+// What one prompt's run reports, on one device, over --devices or under mpirun: each path
+// fills in its own device(s), model and extras, and all print the same keys and lines.
+struct OneRun {
+    std::span<const std::uint32_t> prompt;
+    const GenerationResult& result;
+    bool interrupted = false;                     // a signal ended it (stop is Caller then)
+    const app::StreamedText* streamed = nullptr;  // the text, for a --prompt
+    PreparationStats prepared;
+    std::string_view kv;
+    std::uint32_t window = 0;
+    std::uint32_t ctx = 0;  // the KV cache's positions
+    const CheckResult* check = nullptr;
+    // --json: "device" (or "devices") and "model", and each path's own keys where it has
+    // always printed them: after "kv" (a --devices "split") and after "ctx" (an mpirun
+    // "split", one device's memory figures).
+    std::string_view device_key = "device";
+    nlohmann::ordered_json device;
+    nlohmann::ordered_json model;
+    nlohmann::ordered_json after_kv = nlohmann::ordered_json::object();
+    nlohmann::ordered_json after_ctx = nlohmann::ordered_json::object();
+};
+
+// What every path knows after generate(): `interrupted` from the stop signal (a signal ends
+// a generation the way a stop string does: the callback declines the next token).
+OneRun one_run(std::span<const std::uint32_t> prompt, const GenerationResult& result,
+               const std::optional<app::StreamedText>& streamed, const PreparationStats& prepared, std::uint32_t window,
+               std::uint32_t ctx);
+
+// The --json object; the caller prints it (after adding what comes last, e.g. "profile").
+nlohmann::ordered_json one_run_json(const Options& o, const OneRun& run);
+// The text summary: the generated ids (no --prompt), why it stopped, `load_line` when given,
+// the prepare, prefill and decode lines, `extra` (the path's own lines) and the check's lines
+// (`model`: the checkpoint's weight format). Returns the exit status.
+int print_one_run(const Options& o, const OneRun& run, const Model& model, const std::optional<std::string>& load_line,
+                  const std::string& extra);
 
 }  // namespace vkf::run_cli

@@ -26,11 +26,10 @@
 
 namespace vkf::run_cli {
 
-namespace {
-
-// vkf-run --json's "split" object, the shape an MPI run's has too (mode "ranks" there).
-nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& session,
-                                  const std::vector<std::unique_ptr<Context>>& contexts) {
+nlohmann::ordered_json devices_split_json(const SplitModel& split,
+                                          const std::vector<std::unique_ptr<Context>>& contexts,
+                                          const std::vector<std::uint64_t>& stage_bytes, const SplitStats& moved,
+                                          const nlohmann::ordered_json& more, std::span<const double> busy_ms) {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
@@ -39,19 +38,21 @@ nlohmann::ordered_json split_json(const SplitModel& split, const SplitSession& s
         per_stage.push_back({{"device", contexts[i]->device_info().name},
                              {"layers", {m.layers().begin, m.layers().end}},
                              {"weight_bytes", m.weights().bytes},
-                             {"session_device_bytes", session.stage(i).device_bytes()}});
+                             {"session_device_bytes", stage_bytes[i]}});
+        if (!busy_ms.empty()) {
+            per_stage.back()["busy_ms"] = busy_ms[i];
+        }
     }
-    const SplitStats& moved = session.split_stats();
-    return {{"mode", "devices"},
-            {"stages", split.stages().size()},
-            {"layers", layers},
-            {"transfer_ms", moved.transfer_ms},
-            {"transfer_bytes", moved.transfer_bytes},
-            {"hand_offs", moved.hand_offs},
-            {"per_stage", per_stage}};
+    nlohmann::ordered_json json = {{"mode", "devices"},
+                                   {"stages", split.stages().size()},
+                                   {"layers", layers},
+                                   {"transfer_ms", moved.transfer_ms},
+                                   {"transfer_bytes", moved.transfer_bytes},
+                                   {"hand_offs", moved.hand_offs}};
+    json.update(more);
+    json["per_stage"] = per_stage;
+    return json;
 }
-
-}  // namespace
 
 // One Context per --devices entry, each with --limits and --timeout; the same device named
 // twice is opened twice.
@@ -116,14 +117,7 @@ int run_split(const Options& o) {
         throw app::UsageError(fmt::format("a {}-token prompt does not fit the {}-token KV cache (--ctx {})",
                                           prompt.size(), max_tokens, o.ctx));
     }
-    SplitSession session(split.stages(), SessionOptions{.max_tokens = max_tokens,
-                                                        .chunk = o.chunk,
-                                                        .fuse_qkv = !o.unfused,
-                                                        .fuse_layernorm = !o.unfused,
-                                                        .reuse_steps = !o.unfused,
-                                                        .kv_dtype = o.kv,
-                                                        .int8_activations = o.int8_activations,
-                                                        .window = window});
+    SplitSession session(split.stages(), session_options(o, max_tokens, o.chunk, window));
     const PreparationStats prepared = session.prepare(static_cast<std::uint32_t>(prompt.size()));
     std::uint64_t weight_bytes = 0;
     for (std::size_t i = 0; i < split.stages().size(); ++i) {
@@ -148,7 +142,6 @@ int run_split(const Options& o) {
         gen.on_token = [](std::uint32_t, std::uint32_t) { return app::stop_signal() == 0; };
     }
     const GenerationResult result = generate(session, prompt, gen);
-    const bool interrupted = result.stop == StopReason::Caller && app::stop_signal() != 0;
     if (streamed) {
         streamed->finish();
         if (!o.json) {
@@ -165,60 +158,28 @@ int run_split(const Options& o) {
     }
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
     const SplitStats& moved = session.split_stats();
+    OneRun run = one_run(prompt, result, streamed, prepared, window, max_tokens);
+    run.kv = to_string(o.kv);
+    run.check = check ? &*check : nullptr;
+    run.device_key = "devices";
+    run.device = devices_json(contexts);
+    run.model = model_json(o, first, load_seconds);
+    std::vector<std::uint64_t> stage_bytes;
+    for (std::size_t i = 0; i < split.stages().size(); ++i) {
+        stage_bytes.push_back(session.stage(i).device_bytes());
+    }
+    run.after_kv = {{"split", devices_split_json(split, contexts, stage_bytes, session.split_stats(),
+                                                 nlohmann::ordered_json::object())}};
     if (o.json) {
-        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-        for (const auto& ctx : contexts) {
-            devices.push_back(ctx->device_info());
-        }
-        nlohmann::ordered_json json = {
-            {"devices", devices},
-            {"model", model_json(o, first, load_seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"prepare", prepare_json(prepared)},
-            {"prompt_ids", prompt},
-            {"generated_ids", result.tokens},
-            {"stop_reason", interrupted ? std::string_view{"interrupted"} : stop_reason_name(result.stop)},
-            {"prefill_seconds", result.prefill_time.count()},
-            {"decode_seconds", result.decode_time.count()},
-            {"prefill_tokens_per_second", result.prefill_tokens_per_second()},
-            {"decode_tokens_per_second", result.decode_tokens_per_second()},
-            {"kv", to_string(o.kv)},
-            {"split", split_json(split, session, contexts)},
-            {"window", window},
-            {"ctx", max_tokens},
-        };
-        json["model"]["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
-        if (streamed) {
-            json["prompt"] = *o.prompt_text;
-            json["text"] = streamed->text();
-        }
-        if (check) {
-            json["check"] = check_json(*check);
-        }
-        fmt::print("{}\n", json_text(json));
+        run.model["weight_bytes"] = weight_bytes;  // all stages': the tied embedding is held twice
+        fmt::print("{}\n", json_text(one_run_json(o, run)));
         return check_failed ? app::kExitCheckFailed : app::kExitOk;
     }
-    if (!streamed) {
-        fmt::print("generated: {}\n", fmt::join(result.tokens, " "));
-    }
-    if (interrupted) {
-        fmt::print("stopped after {} tokens: interrupted (signal {})\n", result.tokens.size(), app::stop_signal());
-    } else if (result.stop != StopReason::Length) {
-        fmt::print("stopped after {} tokens: {}\n", result.tokens.size(), stop_reason_text(result.stop));
-    }
-    fmt::print("load:    {} of weights over {} stages in {:.3f} s\n", size_text(weight_bytes), contexts.size(),
-               load_seconds);
-    fmt::print("{}\n", prepare_line(prepared));
-    fmt::print("prefill: {} tokens in {:.3f} s, {:.2f} tokens/s\n", prompt.size(), result.prefill_time.count(),
-               result.prefill_tokens_per_second());
-    fmt::print("decode:  {} tokens in {:.3f} s, {:.2f} tokens/s\n", result.tokens.size() - 1,
-               result.decode_time.count(), result.decode_tokens_per_second());
-    fmt::print("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n", moved.hand_offs,
-               size_text(moved.transfer_bytes), moved.transfer_ms / 1000);
-    if (check && !print_check(*check, result.tokens.size(), first, o.check_tolerance)) {
-        return app::kExitCheckFailed;
-    }
-    return app::kExitOk;
+    return print_one_run(o, run, first,
+                         fmt::format("load:    {} of weights over {} stages in {:.3f} s", size_text(weight_bytes),
+                                     contexts.size(), load_seconds),
+                         fmt::format("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n",
+                                     moved.hand_offs, size_text(moved.transfer_bytes), moved.transfer_ms / 1000));
 }
 
 }  // namespace vkf::run_cli

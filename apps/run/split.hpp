@@ -5,10 +5,14 @@
 // device, plus a line per stage and the split's figures.
 
 #include "apps/run/options.hpp"
+#include "host/io/json.hpp"
 #include "host/model/split_model.hpp"
+#include "host/model/split_session.hpp"
 #include "runtime/context.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace vkf::run_cli {
@@ -24,6 +28,14 @@ struct LoadedSplit {
 };
 // The --devices split (--split's counts or auto for `session`), with a progress line.
 LoadedSplit load_split(const Options& o, const SessionSize& session);
+
+// --json's "split" of a --devices run (an MPI run's has the same shape, mode "ranks"):
+// each stage's layers, device, weights and `stage_bytes` (its session's or batch's), the
+// hand-offs, then `more` and, where given, each stage's `busy_ms`.
+nlohmann::ordered_json devices_split_json(const SplitModel& split,
+                                          const std::vector<std::unique_ptr<Context>>& contexts,
+                                          const std::vector<std::uint64_t>& stage_bytes, const SplitStats& moved,
+                                          const nlohmann::ordered_json& more, std::span<const double> busy_ms = {});
 
 int run_split(const Options& o);
 // vkf-run --devices --prompt-file [--parallel N] (apps/run/split_parallel.cpp): the prompts

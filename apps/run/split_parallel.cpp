@@ -27,30 +27,15 @@ namespace {
 nlohmann::ordered_json split_json(const SplitModel& split, const SplitBatch& front,
                                   const std::vector<std::unique_ptr<Batch>>& batches,
                                   const std::vector<std::unique_ptr<Context>>& contexts) {
-    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    nlohmann::ordered_json per_stage = nlohmann::ordered_json::array();
-    const std::vector<double> busy = front.stage_busy_ms();
-    for (std::size_t i = 0; i < split.stages().size(); ++i) {
-        const Model& m = *split.stages()[i];
-        layers.push_back({m.layers().begin, m.layers().end});
-        per_stage.push_back({{"device", contexts[i]->device_info().name},
-                             {"layers", {m.layers().begin, m.layers().end}},
-                             {"weight_bytes", m.weights().bytes},
-                             {"session_device_bytes", batches[i]->device_bytes()},
-                             {"busy_ms", busy[i]}});
+    std::vector<std::uint64_t> stage_bytes;
+    for (const auto& batch : batches) {
+        stage_bytes.push_back(batch->device_bytes());
     }
-    const SplitStats moved = front.split_stats();
     const PipelineStats p = front.pipeline();
-    return {{"mode", "devices"},
-            {"stages", split.stages().size()},
-            {"layers", layers},
-            {"transfer_ms", moved.transfer_ms},
-            {"transfer_bytes", moved.transfer_bytes},
-            {"hand_offs", moved.hand_offs},
-            {"steps", p.steps},
-            {"overlapped", p.overlapped},
-            {"max_in_flight", p.max_in_flight},
-            {"per_stage", per_stage}};
+    const std::vector<double> busy = front.stage_busy_ms();
+    return devices_split_json(split, contexts, stage_bytes, front.split_stats(),
+                              {{"steps", p.steps}, {"overlapped", p.overlapped}, {"max_in_flight", p.max_in_flight}},
+                              busy);
 }
 
 }  // namespace
@@ -91,46 +76,23 @@ int run_split_prompt_file(const Options& o) {
     const std::vector<std::uint32_t> stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids;
     PromptRuns runs = run_prompts(front, o, tokenizer, prompts, sizing, stop_ids);
 
-    bool check_failed = false;
-    if (o.check) {
-        for (std::size_t i = 0; i < prompts.size(); ++i) {
-            Outcome& r = runs.outcomes[i];
-            r.check =
-                check_logits(first, prompts[i].ids, r.result, window, o.quiet);  // the first stage knows the checkpoint
-            check_failed = check_failed || !(r.check->max_rel <= o.check_tolerance);
-        }
-    }
+    // The first stage knows the checkpoint.
+    const bool check_failed = check_prompts(o, first, prompts, runs, window);
     const int status = check_failed ? app::kExitCheckFailed : app::kExitOk;
 
     if (o.json) {
         nlohmann::ordered_json aggregate = aggregate_json(prompts, runs, front.blocks(), block_size);
         aggregate["submissions"] = batches.front()->stats().submissions;  // stage 0's
-        nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-        for (const auto& ctx : loaded.contexts) {
-            devices.push_back(ctx->device_info());
-        }
-        nlohmann::ordered_json json = {
-            {"devices", devices},
-            {"model", model_json(o, first, loaded.seconds)},
-            {"sampling", sampling_json(o.sampling)},
-            {"kv", to_string(o.kv)},
-            {"prompt_file", o.prompt_file},
-            {"parallel", sizing.sequences},
-            {"results", results_json(prompts, runs)},
-            {"aggregate", std::move(aggregate)},
-            {"split", split_json(split, front, batches, loaded.contexts)},
-        };
-        json["model"]["weight_bytes"] = weight_bytes;  // all stages': a tied embedding is held twice
+        nlohmann::ordered_json model = model_json(o, first, loaded.seconds);
+        model["weight_bytes"] = weight_bytes;  // all stages': a tied embedding is held twice
+        nlohmann::ordered_json json = prompt_file_json(o, "devices", devices_json(loaded.contexts), std::move(model),
+                                                       prompts, sizing, runs, std::move(aggregate));
+        json["split"] = split_json(split, front, batches, loaded.contexts);
         fmt::print("{}\n", json_text(json));
         return status;
     }
 
-    print_prompt_runs(o, prompts, sizing, runs, front.blocks(), block_size, [&](std::size_t i) {
-        const Outcome& r = runs.outcomes[i];
-        if (r.check) {
-            print_check(*r.check, r.result.tokens.size(), first, o.check_tolerance);
-        }
-    });
+    print_prompt_file(o, prompts, sizing, runs, front.blocks(), block_size, first);
     const PipelineStats p = front.pipeline();
     const SplitStats moved = front.split_stats();
     std::vector<std::string> busy;
@@ -142,7 +104,7 @@ int run_split_prompt_file(const Options& o) {
     fmt::print("split:   {} hand-offs of hidden rows, {} through host memory in {:.3f} s\n", moved.hand_offs,
                size_text(moved.transfer_bytes), moved.transfer_ms / 1000);
     if (check_failed) {
-        fmt::print("check: FAILED, a prompt is above the tolerance {}\n", o.check_tolerance);
+        print_prompts_check_failed(o);
     }
     return status;
 }

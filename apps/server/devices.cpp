@@ -2,6 +2,7 @@
 // devices of this process (apps/server/ranks.hpp). serve() loads the first stage on its
 // Context (the first device); this loads the later stages on their own Contexts and hands
 // the engine a SplitBatch over all, which pipelines the steps.
+#include "apps/common/stop_signals.hpp"
 #include "apps/server/ranks.hpp"
 #include "host/model/batch.hpp"
 #include "host/model/split_batch.hpp"
@@ -11,8 +12,6 @@
 
 #include <fmt/format.h>
 
-#include <pthread.h>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -97,11 +96,7 @@ private:
 int serve_devices(const Options& o) {
     // serve() leaves SIGINT and SIGTERM to its signal thread: the drivers' threads the later
     // stages' Contexts start here, before serve(), must not take them either.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    app::block_stop_signals();
     DeviceStages stages(o);
     ContextOptions first = o.device.context_options();
     first.device = o.devices.front();

@@ -2,6 +2,7 @@
 // stages (apps/server/ranks.hpp).
 #include "apps/common/app_main.hpp"
 #include "apps/common/rank_plan.hpp"
+#include "apps/common/stop_signals.hpp"
 #include "apps/server/ranks.hpp"
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
@@ -14,10 +15,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <pthread.h>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -158,13 +157,9 @@ bool mpi_built() {
 int serve_ranks(const Options& o) {
     // Rank 0's serve() leaves SIGINT and SIGTERM to its signal thread: MPI's and the
     // channel's threads, started first, must not take them either.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
     // The other ranks ignore them too: mpirun passes its SIGTERM to every rank, and they stop
     // when rank 0 stops serving and says so (or when it is gone: the channel notices).
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    app::block_stop_signals();
     dist::MpiEnvironment env;
     dist::Channel channel(env,
                           {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.rank_timeout * 1000))});

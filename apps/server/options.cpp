@@ -1,5 +1,6 @@
 #include "apps/server/options.hpp"
 
+#include "apps/common/layer_split.hpp"
 #include "host/model/layer_range.hpp"
 #include "runtime/error.hpp"
 
@@ -92,22 +93,11 @@ void check_options(const Options& o, bool mpirun) {
     if (!o.embedding_model.empty()) {
         throw UsageError("--devices splits a decoder over the devices: no --embedding-model");
     }
-    const std::vector<std::uint32_t> counts = split_counts(o);
-    if (!counts.empty() && counts.size() != o.devices.size()) {
-        throw UsageError("--split " + *o.split + " gives " + std::to_string(counts.size()) + " stages for " +
-                         std::to_string(o.devices.size()) + " devices");
-    }
+    app::check_split_stages(o.split, o.devices.size());
 }
 
 std::vector<std::uint32_t> split_counts(const Options& o) {
-    if (!o.split || *o.split == "auto") {
-        return {};
-    }
-    try {
-        return parse_layer_counts(*o.split);
-    } catch (const Error&) {
-        throw app::UsageError("--split '" + *o.split + "': give auto or the layers of every stage, e.g. 12,12");
-    }
+    return app::layer_split_counts(o.split);
 }
 
 DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uint32_t ranks) {

@@ -6,6 +6,7 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
+#include "apps/common/stop_signals.hpp"
 #include "apps/server/engine.hpp"
 #include "apps/server/options.hpp"
 #include "apps/server/ranks.hpp"
@@ -67,11 +68,7 @@ vkf::Pooling encoder_pooling(const std::string& dir) {
 
 int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optional<vkf::ContextOptions>& first) {
     // The signal thread owns SIGINT and SIGTERM: every thread started from here blocks them.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    const sigset_t signals = vkf::app::block_stop_signals();
 
     std::optional<vkf::text::ChatFormat> chat_format;
     if (o.chat_format) {
