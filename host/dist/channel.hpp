@@ -121,7 +121,9 @@ public:
                         " bytes, not a whole number of " + std::to_string(sizeof(T)) + "-byte values");
         }
         std::vector<T> values(bytes.size() / sizeof(T));
-        std::memcpy(values.data(), bytes.data(), bytes.size());
+        if (!bytes.empty()) {  // an empty message (a step with no logits) has no buffers to copy
+            std::memcpy(values.data(), bytes.data(), bytes.size());
+        }
         return values;
     }
     void send_text(int dest, Tag tag, const std::string& text);
