@@ -3,7 +3,9 @@
 #include "runtime/error.hpp"
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace vkf {
@@ -108,18 +110,25 @@ void SplitBatch::queue(const Call& call) {
 void SplitBatch::work(std::size_t stage) {
     Worker& w = *workers_[stage - 1];
     const bool last = stage + 1 == stages_.size();
+    // The next entry of one of this worker's queues, once there is one; none when the pipeline
+    // stops or failed meanwhile.
+    const auto take = [this](auto& queue) -> std::optional<std::decay_t<decltype(queue.front())>> {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || error_ || !queue.empty(); });
+        if (stopping_ || error_) {
+            return std::nullopt;
+        }
+        auto next = std::move(queue.front());
+        queue.pop_front();
+        return next;
+    };
     try {
         for (;;) {
-            Call call;
-            {
-                std::unique_lock lock(mutex_);
-                changed_.wait(lock, [&] { return stopping_ || error_ || !w.calls.empty(); });
-                if (stopping_ || error_) {
-                    return;
-                }
-                call = std::move(w.calls.front());
-                w.calls.pop_front();
+            std::optional<Call> next_call = take(w.calls);
+            if (!next_call) {
+                return;
             }
+            Call& call = *next_call;
             switch (call.kind) {
                 case Kind::Add: {
                     const SequenceId mine = w.batch->add();
@@ -136,16 +145,11 @@ void SplitBatch::work(std::size_t stage) {
                     w.batch->remove(call.id);
                     break;
                 case Kind::Step: {
-                    HandOff in;
-                    {
-                        std::unique_lock lock(mutex_);
-                        changed_.wait(lock, [&] { return stopping_ || error_ || !w.inbox.empty(); });
-                        if (stopping_ || error_) {
-                            return;
-                        }
-                        in = std::move(w.inbox.front());
-                        w.inbox.pop_front();
+                    std::optional<HandOff> next_in = take(w.inbox);
+                    if (!next_in) {
+                        return;
                     }
+                    HandOff& in = *next_in;
                     const auto start = std::chrono::steady_clock::now();
                     StepResult out = w.batch->step(in.schedule, in.hidden);
                     const double ms =
