@@ -53,12 +53,8 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     if (c.residual)
         rb = upload_tensor(ctx, res, DType::F32, "residual", c.pad);
 
-    // The fp32 arithmetic these tolerances are for: on GPUs Auto takes fp16 arithmetic on fp16
-    // weights (TILED_F16, GEMV_F16), which test_matmul_f16 checks against its own bound.
     MatmulOptions options = c.options;
-    if (options.arithmetic == MatmulArithmetic::Auto) {
-        options.arithmetic = MatmulArithmetic::F32;
-    }
+    options.arithmetic = MatmulArithmetic::F32;  // these tolerances' (GPUs' default on f16 W is f16)
     const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, c.n, c.k, c.dtype, options);
     Buffer scratch;
     if (plan.scratch_bytes > 0) {
