@@ -38,6 +38,9 @@ struct LimitOverrides {
     // arithmetic over fp16 K/V where the device has it), so that lavapipe runs what a GPU's
     // model step runs (tests; host/ops/attention.cpp).
     bool gpu_attention = false;
+    // Not a limit: the matmuls planned as on a GPU on a CPU device (the tiled and GEMV kernels,
+    // fp16 arithmetic on fp16 weights where the device has it: host/ops/matmul_plan.cpp).
+    bool gpu_matmul = false;
     // Device memory, not compute limits: the MemoryCaps (runtime/memory.hpp) of a Context.
     std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
     std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
@@ -46,8 +49,8 @@ struct LimitOverrides {
     // workgroup_invocations=N, workgroup_size=XxYxZ (or N for all three), workgroup_count=N,
     // storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
-    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N. Sizes
-    // accept K/M/G suffixes. Throws on bad input.
+    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, gpu_attention, gpu_matmul, device_heap=N,
+    // host_heap=N. Sizes accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
     // Exactly what every Vulkan 1.1+ device guarantees (the specification's "Required

@@ -54,6 +54,7 @@ struct RunOptions {
     bool no_naive = false;
     std::optional<std::uint64_t> max_memory;
     std::optional<DType> kv;
+    std::optional<MatmulKernel> matmul_kernel;
     std::optional<std::uint32_t> window;
     std::optional<std::vector<std::string>> modes;
     std::optional<std::uint32_t> warmup, reps;
@@ -115,6 +116,14 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                           o.weights = parse_words("--weights", text, {"f32", "f16", "q8_0", "q4_0"});
                       });
     cli.add_flag("--no-naive", o.no_naive, "leave out the naive attention baseline");
+    add_choice(cli, "--matmul-kernel", o.matmul_kernel,
+               {{"auto", MatmulKernel::Auto},
+                {"tiled", MatmulKernel::Tiled},
+                {"gemv", MatmulKernel::Gemv},
+                {"blocked", MatmulKernel::Blocked},
+                {"rowdot", MatmulKernel::RowDot}},
+               "matmul suite: force this kernel on every case (a GPU's tiled or\n"
+               "gemv on lavapipe; cases it cannot run are skipped) (default auto)");
     add_parsed_option(cli, "--max-memory", "SIZE",
                       "device memory one case may use (K/M/G suffixes; default half\n"
                       "the largest device-local heap); bigger cases are skipped",
@@ -157,6 +166,7 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.max_memory = o.max_memory.value_or(0);
     s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
     s.kv_dtype = o.kv.value_or(s.kv_dtype);
+    s.matmul_kernel = o.matmul_kernel.value_or(MatmulKernel::Auto);
     s.window = o.window.value_or(0);
     s.batch = o.batch.value_or(s.batch);
     if (o.modes) {

@@ -6,6 +6,7 @@
 
 #include "host/ops/matmul.hpp"
 #include "host/quant/quant_format.hpp"
+#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -87,17 +88,26 @@ void run_linear(CaseEnv& env, Result& r, std::uint32_t m, const Linear& layer, D
 // Cases for each --weights format (f32, f16 and the block formats; default f16). Each case
 // runs in the arithmetic its plan chooses and, where the device has fp16 arithmetic and
 // forcing the other one changes the plan, in that one too, named "<case> f16 math" or
-// "<case> f32 math" (MatmulArithmetic): on GPUs the f16 prefill and quantized cases, on
-// lavapipe (fp32 by default) the quantized ones.
+// "<case> f32 math" (MatmulArithmetic): on GPUs the f16 cases (tiled prefill, GEMV decode)
+// and the quantized ones, on lavapipe (fp32 by default) the quantized ones.
+// --matmul-kernel forces a kernel on every case (named "<case> <kernel>"; skipped where the
+// kernel cannot run it, e.g. GEMV on quantized weights): the GEMV and tiled kernels, and
+// their fp16 forms, on lavapipe.
 std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSettings& s) {
     std::vector<BenchCase> cases;
     const MatmulDevice device = matmul_device(suite_ctx);
+    const MatmulKernel kernel = s.matmul_kernel;
+    const std::string kernel_name = kernel == MatmulKernel::Auto ? std::string() : std::string(" ") + to_string(kernel);
     for (const LinearPreset& preset : linear_presets()) {
         if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
             continue;
         }
         std::vector<std::uint32_t> ms = {1};
-        ms.insert(ms.end(), s.prefill_m.begin(), s.prefill_m.end());
+        for (const std::uint32_t m : s.prefill_m) {
+            if (std::find(ms.begin(), ms.end(), m) == ms.end()) {
+                ms.push_back(m);  // --prefill-m 1: decoding alone
+            }
+        }
         for (const std::string& weights : s.weights) {
             const QuantFormat quant = parse_quant_format(weights).value_or(QuantFormat::None);
             // The bias dtype of quantized weights (there is no bias here).
@@ -108,9 +118,22 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                     if (layer.layer == "lm_head" && m != 1) {
                         continue;
                     }
-                    const bool chosen = plan_matmul(device, m, layer.n, layer.k, wdtype, {}, quant).f16_arithmetic;
-                    const MatmulOptions other{.arithmetic = chosen ? MatmulArithmetic::F32 : MatmulArithmetic::F16};
-                    std::vector<std::pair<MatmulOptions, bool>> runs = {{MatmulOptions{}, chosen}};
+                    const std::string base =
+                        fmt::format("{} {} m={} n={} k={} {}", preset.name, layer.layer, m, layer.n, layer.k, weights);
+                    const MatmulOptions own{.kernel = kernel};
+                    bool chosen = false;
+                    try {
+                        chosen = plan_matmul(device, m, layer.n, layer.k, wdtype, own, quant).f16_arithmetic;
+                    } catch (const Error& e) {  // a forced kernel that does not read these weights
+                        BenchCase c;
+                        c.name = base + kernel_name;
+                        c.run = [reason = std::string(e.what())](CaseEnv&, Result&) { throw Skip{reason}; };
+                        cases.push_back(std::move(c));
+                        continue;
+                    }
+                    const MatmulOptions other{.kernel = kernel,
+                                              .arithmetic = chosen ? MatmulArithmetic::F32 : MatmulArithmetic::F16};
+                    std::vector<std::pair<MatmulOptions, bool>> runs = {{own, chosen}};
                     if (plan_matmul(device, m, layer.n, layer.k, wdtype, other, quant).f16_arithmetic != chosen) {
                         runs.emplace_back(other, !chosen);
                     }
@@ -119,8 +142,7 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                         const char* math = options.arithmetic == MatmulArithmetic::Auto ? ""
                                            : f16_math                                   ? " f16 math"
                                                                                         : " f32 math";
-                        c.name = fmt::format("{} {} m={} n={} k={} {}{}", preset.name, layer.layer, m, layer.n, layer.k,
-                                             weights, math);
+                        c.name = base + kernel_name + math;
                         c.params = {{"model", preset.name},
                                     {"layer", layer.layer},
                                     {"weights", weights},
@@ -130,6 +152,9 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                                     {"arithmetic", std::string(f16_math ? "f16" : "f32")},
                                     // "forced": the other arithmetic than the plan's, a comparison row
                                     {"arithmetic_choice", std::string(math[0] == '\0' ? "plan" : "forced")}};
+                        if (kernel != MatmulKernel::Auto) {
+                            c.params.push_back({"kernel", std::string(to_string(kernel))});
+                        }
                         const std::uint64_t wbytes =
                             quant != QuantFormat::None
                                 ? std::uint64_t{layer.n} * (quant_row_bytes(quant, layer.k) + layer.k / 32 * 2)

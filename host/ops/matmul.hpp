@@ -31,8 +31,8 @@ const char* to_string(MatmulKernel k);
 // in fp16, packed fp16 multiply-adds into an fp16 partial that is added to an fp32
 // accumulator every kF16FoldProducts products (bias, epilogue and the sum across folds and
 // quantization blocks stay fp32); only where the device has fp16 arithmetic (shaderFloat16,
-// not VKF_LIMITS no_fp16_arithmetic) and the kernel has an fp16 form: the tiled kernel on
-// fp16 weights, and the quantized row-dot and blocked kernels (not the int8 path). Elsewhere
+// not VKF_LIMITS no_fp16_arithmetic) and the kernel has an fp16 form: the tiled and GEMV
+// kernels on fp16 weights, and the quantized row-dot and blocked kernels (not the int8 path). Elsewhere
 // F16 runs fp32. Auto: F16 where it may, except on CPU devices (llvmpipe emulates fp16).
 // F32: today's fp32 arithmetic everywhere.
 enum class MatmulArithmetic : std::uint32_t { Auto = 0, F32, F16 };

@@ -242,7 +242,9 @@ std::string MatmulPlan::describe() const {
 }
 
 MatmulDevice matmul_device(const Context& ctx) {
-    return MatmulDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
+    // VKF_LIMITS=gpu_matmul: plans as on a GPU (tests run a GPU's decode kernels on lavapipe).
+    return MatmulDevice{.limits = ctx.limits(),
+                        .cpu = ctx.device_info().type == DeviceType::Cpu && !ctx.overrides().gpu_matmul};
 }
 
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,

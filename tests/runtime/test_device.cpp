@@ -117,6 +117,10 @@ TEST(Limits, OverridesParseAndOnlyLower) {
     EXPECT_EQ(gpu.describe(), "gpu_attention");
     EXPECT_TRUE(LimitOverrides{}.merged_with(gpu).gpu_attention);
     expect_error([] { (void)LimitOverrides::parse("gpu_attention=1"); }, "unknown limit override");
+    const auto both = LimitOverrides::parse("gpu_matmul,gpu_attention");
+    EXPECT_TRUE(both.gpu_matmul && both.gpu_attention && !gpu.gpu_matmul);
+    EXPECT_EQ(both.describe(), "gpu_attention,gpu_matmul");
+    EXPECT_TRUE(gpu.merged_with(LimitOverrides::parse("gpu_matmul")).gpu_matmul);
 }
 
 TEST(Limits, StorageBuffersComputeUnitsAndSubgroupSizeControl) {

@@ -49,9 +49,10 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
     // PAIR_LOADS: STORAGE_F16+KV_F16 is excluded.
     EXPECT_EQ(seen["attention_rows"].size(), 36u);
     // 9 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER, and NO_EPILOGUE
-    // (4 storage buffers) of the 6 kernels without LN_X or REDUCE x WEIGHTS_F16; TILED_F16 (fp16
-    // arithmetic, fp16 weights implied) x SCATTER and with NO_EPILOGUE: 3 more.
-    EXPECT_EQ(seen["matmul"].size(), 51u);
+    // (4 storage buffers) of the 6 kernels without LN_X or REDUCE x WEIGHTS_F16; TILED_F16 and
+    // GEMV_F16 (fp16 arithmetic, fp16 weights implied) x SCATTER and with NO_EPILOGUE: 3 more
+    // each (GEMV_F16: 51 -> 54).
+    EXPECT_EQ(seen["matmul"].size(), 54u);
     // SCORES and SCORES+PACKED_TABLES and PV in both storages; softmax has no STORAGE_F16 variant.
     EXPECT_EQ(seen["attention_naive"].size(), 7u);
     // (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, STORAGE_F16+ARITH_F16,
@@ -94,6 +95,10 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                     "matmul[SCATTER], matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,NO_EPILOGUE], "
                     "matmul[WEIGHTS_F16,SCATTER], matmul[TILED_F16], matmul[TILED_F16,NO_EPILOGUE], "
                     "matmul[TILED_F16,SCATTER], matmul[GEMV]");
+    expect_contains(error_message([] {
+                        shaders::variant("matmul", {"GEMV_F16", "WEIGHTS_F16"});
+                    }),
+                    "no shader variant matmul[GEMV_F16,WEIGHTS_F16]");
     expect_contains(error_message([] {
                         shaders::variant("attention_naive", {"SOFTMAX", "STORAGE_F16"});
                     }),
