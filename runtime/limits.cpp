@@ -183,6 +183,8 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             out.no_unroll = true;
         } else if (key == "gpu_attention" && !has_value) {
             out.gpu_attention = true;
+        } else if (key == "coopmat" && !has_value) {
+            out.coopmat = true;
         } else if (key == "device_heap" || key == "host_heap") {
             need_value();
             (key == "device_heap" ? out.device_heap : out.host_heap) = parse_size(key, value);
@@ -192,7 +194,7 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
                         "workgroup_size=XxYxZ, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, storage_buffers=N, compute_units=N, "
                         "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control, "
-                        "no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N");
+                        "no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N, coopmat");
         }
     }
     return out;
@@ -202,7 +204,7 @@ bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_size && !workgroup_count && !storage_buffer_range &&
            !push_constants && !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic &&
            !no_subgroup_ops && !no_subgroup_size_control && !no_int64 && !no_integer_dot && !no_unroll &&
-           !gpu_attention && !device_heap && !host_heap;
+           !gpu_attention && !coopmat && !device_heap && !host_heap;
 }
 
 std::string LimitOverrides::describe() const {
@@ -241,6 +243,8 @@ std::string LimitOverrides::describe() const {
         add("no_unroll");
     if (gpu_attention)
         add("gpu_attention");
+    if (coopmat)
+        add("coopmat");
     if (device_heap)
         add("device_heap=" + std::to_string(*device_heap));
     if (host_heap)
@@ -274,6 +278,7 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     r.no_integer_dot |= o.no_integer_dot;
     r.no_unroll |= o.no_unroll;
     r.gpu_attention |= o.gpu_attention;
+    r.coopmat |= o.coopmat;
     if (o.device_heap)
         r.device_heap = o.device_heap;
     if (o.host_heap)
@@ -317,6 +322,14 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.subgroup_size_control = size_control && !o.no_subgroup_size_control;
     l.int64 = info.int64 && !o.no_int64;
     l.integer_dot_product = info.integer_dot_product && !o.no_integer_dot;
+    if (info.cooperative_matrix && l.fp16_arithmetic) {
+        for (const CoopMatShape& s : info.cooperative_matrix_shapes) {
+            if (s.acc_f32) {
+                l.coopmat_shapes.push_back(s);
+            }
+        }
+    }
+    l.prefer_coopmat = o.coopmat;
     l.compute_units = info.compute_units;
     if (o.compute_units && (info.compute_units == 0 || *o.compute_units < info.compute_units)) {
         l.compute_units = *o.compute_units;
