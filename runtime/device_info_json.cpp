@@ -110,6 +110,7 @@ void to_json(nlohmann::ordered_json& json, const ComputeLimits& limits) {
         {"integer_dot_product", limits.integer_dot_product},
         {"coopmat_shapes", coopmat_shapes(limits.coopmat_shapes)},
         {"prefer_coopmat", limits.prefer_coopmat},
+        {"coopmat_emulated", limits.coopmat_emulated},
         {"compute_units",
          limits.compute_units == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(limits.compute_units)},
         {"timestamps", limits.timestamps},

@@ -41,6 +41,10 @@ struct LimitOverrides {
     // kernel where the device has it and the shape fits (host/ops/matmul_coopmat.cpp). Opt-in
     // until a GPU run has proven that kernel: no device has run it yet (docs/DESIGN.md).
     bool coopmat = false;
+    // Tests: on a device without cooperative matrices, the cooperative-matrix kernel's
+    // EMULATE variant (plain shared-memory arithmetic in the matrices' layout) with this M x N x K,
+    // so that lavapipe checks its tiles, indexing, split K and epilogue against the reference.
+    std::optional<std::array<std::uint32_t, 3>> coopmat_emulated;
     // Device memory, not compute limits: the MemoryCaps (runtime/memory.hpp) of a Context.
     std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
     std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
@@ -50,7 +54,7 @@ struct LimitOverrides {
     // storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
     // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N,
-    // coopmat. Sizes
+    // coopmat, coopmat_emulated=MxNxK. Sizes
     // accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
@@ -94,7 +98,8 @@ struct ComputeLimits {
     // DeviceInfo::cooperative_matrix_shapes where the device was created with cooperative
     // matrices (DeviceInfo::cooperative_matrix) and fp16 arithmetic is allowed; else empty.
     std::vector<CoopMatShape> coopmat_shapes;
-    bool prefer_coopmat = false;  // VKF_LIMITS coopmat (LimitOverrides::coopmat)
+    bool prefer_coopmat = false;    // VKF_LIMITS coopmat (LimitOverrides::coopmat)
+    bool coopmat_emulated = false;  // coopmat_shapes is LimitOverrides::coopmat_emulated's (tests)
     bool timestamps = false;
     std::uint32_t max_loop_iterations = 0;  // per invocation, from driver quirks; 0: unlimited
     // Pipelines keep the kernels' unroll hints; off by a quirk or no_unroll (pipeline.cpp).

@@ -20,13 +20,22 @@
 // where a subgroup barrier would do.
 // Needs full subgroups (the pipeline requires the plan's size): every cooperative-matrix
 // operation runs in subgroup-uniform control flow, and all loops here are workgroup-uniform.
+// EMULATE (tests, VKF_LIMITS coopmat_emulated): the same kernel on devices without
+// cooperative matrices. Its "matrices" are the operations' own arguments: an A or B matrix is
+// its element offset in shared memory, read there with the stride and layout the real load
+// is given (GL_NV_cooperative_matrix: element (i, j) at offset + i * stride + j row-major,
+// offset + j * stride + i column-major); an accumulator is CM * CN / EMU_LANES fp32 values per
+// lane (element e = i * CN + j held by lane e % lanes). Only the matrix operations differ, so
+// lavapipe checks everything else: the tiles, their offsets, split K and the epilogue.
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#if !defined(EMULATE)
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 
 #define WEIGHTS_F16
 #include "interface/matmul_coopmat.h"
@@ -62,6 +71,71 @@ const uint STAGE = CM * CS;                // floats of one subgroup's staging b
 shared float16_t x_tile[TM * XS];  // [TM][TK] X rows, padded
 shared float16_t w_tile[TN * XS];  // [TN][TK] W rows (B = W^T, read column-major)
 shared float stage[SG_M * SG_N * STAGE];
+
+// The matrix operations, written once for both forms: the arguments the kernel gives them
+// are the same, so the emulation checks those too.
+#if defined(EMULATE)
+layout(constant_id = VKF_COOPMAT_SPEC_EMU_LANES) const uint EMU_LANES = 32;  // == gl_SubgroupSize
+const uint EMU_PER_LANE = CM * CN / EMU_LANES;
+float emu_acc[FRAG_M * FRAG_N * EMU_PER_LANE];
+
+struct EmuMat {  // an A or B matrix as loaded: where it is in its tile, and how
+    uint offset;
+    uint stride;
+    bool cols;  // column-major
+};
+
+// Accumulator f += A B: A (CM x CK) in x_tile, B (CK x CN) in w_tile.
+void emu_mul_add(uint f, EmuMat a, EmuMat b) {
+    for (uint q = 0u; q < EMU_PER_LANE; ++q) {
+        const uint e = q * EMU_LANES + gl_SubgroupInvocationID;
+        const uint i = e / CN;
+        const uint j = e % CN;
+        float sum = emu_acc[f * EMU_PER_LANE + q];
+        for (uint kk = 0u; kk < CK; ++kk) {
+            const uint ai = a.cols ? a.offset + kk * a.stride + i : a.offset + i * a.stride + kk;
+            const uint bi = b.cols ? b.offset + j * b.stride + kk : b.offset + kk * b.stride + j;
+            sum += float(x_tile[ai]) * float(w_tile[bi]);
+        }
+        emu_acc[f * EMU_PER_LANE + q] = sum;
+    }
+}
+
+// Accumulator f into the staging blocks.
+void emu_store(uint f, uint offset, uint stride, bool cols) {
+    for (uint q = 0u; q < EMU_PER_LANE; ++q) {
+        const uint e = q * EMU_LANES + gl_SubgroupInvocationID;
+        const uint i = e / CN;
+        const uint j = e % CN;
+        stage[cols ? offset + j * stride + i : offset + i * stride + j] = emu_acc[f * EMU_PER_LANE + q];
+    }
+}
+
+#define ACC_DECLARE()                                                \
+    for (uint q = 0u; q < FRAG_M * FRAG_N * EMU_PER_LANE; ++q) {   \
+        emu_acc[q] = 0.0;                                            \
+    }
+#define MAT_A EmuMat
+#define MAT_B EmuMat
+#define LOAD_A(m, offset, stride, cols) m = EmuMat(offset, stride, cols)
+#define LOAD_B(m, offset, stride, cols) m = EmuMat(offset, stride, cols)
+#define MUL_ADD(i, j, a, b) emu_mul_add((i) * FRAG_N + (j), a, b)
+#define STORE_ACC(i, j, offset, stride, cols) emu_store((i) * FRAG_N + (j), offset, stride, cols)
+#else
+#define ACC_DECLARE()                                                       \
+    fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[FRAG_M][FRAG_N];           \
+    [[unroll]] for (uint i = 0u; i < FRAG_M; ++i) {                         \
+        [[unroll]] for (uint j = 0u; j < FRAG_N; ++j) {                     \
+            acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);      \
+        }                                                                   \
+    }
+#define MAT_A fcoopmatNV<16, gl_ScopeSubgroup, CM, CK>
+#define MAT_B fcoopmatNV<16, gl_ScopeSubgroup, CK, CN>
+#define LOAD_A(m, offset, stride, cols) coopMatLoadNV(m, x_tile, offset, stride, cols)
+#define LOAD_B(m, offset, stride, cols) coopMatLoadNV(m, w_tile, offset, stride, cols)
+#define MUL_ADD(i, j, a, b) acc[i][j] = coopMatMulAddNV(a, b, acc[i][j])
+#define STORE_ACC(i, j, offset, stride, cols) coopMatStoreNV(acc[i][j], stage, offset, stride, cols)
+#endif
 
 // fp16 X, with values past fp16's range saturated rather than infinite.
 float16_t x_half(uint row, uint kk, uint k_end) {
@@ -120,28 +194,24 @@ void main() {
     const uint k_begin = gl_WorkGroupID.z * params.k_split;
     const uint k_end = min(params.k, k_begin + params.k_split);
 
-    fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[FRAG_M][FRAG_N];
-    [[unroll]] for (uint i = 0u; i < FRAG_M; ++i) {
-        [[unroll]] for (uint j = 0u; j < FRAG_N; ++j) {
-            acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
-        }
-    }
+    ACC_DECLARE()
 
     for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
         load_tiles(row0, col0, k0, k_end);
         barrier();
         [[unroll]] for (uint s = 0u; s < K_STEPS; ++s) {
-            fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> a[FRAG_M];
+            // A: rows of X, row-major; B = W^T: W's rows read column-major.
+            MAT_A a[FRAG_M];
             [[unroll]] for (uint i = 0u; i < FRAG_M; ++i) {
                 const uint r = (sg_m * FRAG_M + i) * CM;
-                coopMatLoadNV(a[i], x_tile, r * XS + s * CK, XS, false);
+                LOAD_A(a[i], r * XS + s * CK, XS, false);
             }
             [[unroll]] for (uint j = 0u; j < FRAG_N; ++j) {
                 const uint c = (sg_n * FRAG_N + j) * CN;
-                fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> b;
-                coopMatLoadNV(b, w_tile, c * XS + s * CK, XS, true);
+                MAT_B b;
+                LOAD_B(b, c * XS + s * CK, XS, true);
                 [[unroll]] for (uint i = 0u; i < FRAG_M; ++i) {
-                    acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
+                    MUL_ADD(i, j, a[i], b);
                 }
             }
         }
@@ -153,7 +223,7 @@ void main() {
     const uint lanes = gl_SubgroupSize;
     [[unroll]] for (uint i = 0u; i < FRAG_M; ++i) {
         [[unroll]] for (uint j = 0u; j < FRAG_N; ++j) {
-            coopMatStoreNV(acc[i][j], stage, sg * STAGE, CS, false);
+            STORE_ACC(i, j, sg * STAGE, CS, false);
             barrier();
             const uint r0 = row0 + (sg_m * FRAG_M + i) * CM;
             const uint c0 = col0 + (sg_n * FRAG_N + j) * CN;

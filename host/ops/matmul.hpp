@@ -167,6 +167,7 @@ struct MatmulPlan {
     struct CoopMatLayout {
         CoopMatShape shape;
         std::uint32_t subgroups_m = 0, subgroups_n = 0, frags_m = 0, frags_n = 0;
+        bool emulated = false;  // the EMULATE variant (ComputeLimits::coopmat_emulated: tests)
     } coopmat;
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;

@@ -84,8 +84,11 @@ public:
             {VKF_COOPMAT_SPEC_CK, c.shape.k},       {VKF_COOPMAT_SPEC_SG_M, c.subgroups_m},
             {VKF_COOPMAT_SPEC_SG_N, c.subgroups_n}, {VKF_COOPMAT_SPEC_FRAG_M, c.frags_m},
             {VKF_COOPMAT_SPEC_FRAG_N, c.frags_n},   {VKF_COOPMAT_SPEC_K_STEPS, plan.tile_k / c.shape.k}};
-        pipeline_ = &kernel_pipeline(ctx, plan, a, shaders::variant("matmul_coopmat", {}), std::move(constants),
-                                     MatmulPush::layout, false);
+        if (c.emulated) {
+            constants.push_back({VKF_COOPMAT_SPEC_EMU_LANES, plan.subgroup_size});
+        }
+        pipeline_ = &kernel_pipeline(ctx, plan, a, shaders::variant("matmul_coopmat", {{"EMULATE", c.emulated}}),
+                                     std::move(constants), MatmulPush::layout, false);
     }
 
     WeightPiece piece(const ElementBinding& /*x*/, std::uint32_t n0, std::uint32_t nc) override {
@@ -133,6 +136,12 @@ std::optional<std::string> coopmat_refusal(const MatmulDevice& device, DType wei
         return who +
                "needs full subgroups of a required size (subgroupSizeControl and computeFullSubgroups; not VKF_LIMITS "
                "no_subgroup_size_control)";
+    }
+    const CoopMatShape& shape = *choose_shape(l);
+    if (l.coopmat_emulated && (shape.m * shape.n) % l.subgroup_size != 0) {
+        return who + "emulated (VKF_LIMITS coopmat_emulated) spreads a " + std::to_string(shape.m) + "x" +
+               std::to_string(shape.n) + " accumulator over subgroups of " + std::to_string(l.subgroup_size) +
+               ", which do not divide it";
     }
     if (l.storage_buffers < kernel_bindings(MatmulPlan{}, false, false)) {
         return who +
@@ -188,7 +197,8 @@ MatmulPlan plan_matmul_coopmat(const MatmulDevice& device, std::uint32_t m, std:
                     .subgroups_m = tile->subgroups_m,
                     .subgroups_n = tile->subgroups_n,
                     .frags_m = tile->frags_m,
-                    .frags_n = tile->frags_n};
+                    .frags_n = tile->frags_n,
+                    .emulated = l.coopmat_emulated};
     plan.subgroup_size = l.subgroup_size;
     plan.tile_m = tile->subgroups_m * tile->frags_m * shape.m;
     plan.tile_n = tile->subgroups_n * tile->frags_n * shape.n;

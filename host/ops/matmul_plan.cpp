@@ -224,7 +224,7 @@ std::string MatmulPlan::describe() const {
              std::to_string(coopmat.subgroups_m) + "x" + std::to_string(coopmat.subgroups_n) + " subgroups of " +
              std::to_string(subgroup_size) + ", each " + std::to_string(coopmat.frags_m) + "x" +
              std::to_string(coopmat.frags_n) + " matrices of " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-             std::to_string(c.k) + ")";
+             std::to_string(c.k) + (coopmat.emulated ? ", emulated" : "") + ")";
     } else if (kernel == MatmulKernel::Blocked) {
         s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + (wide_loads ? " (64-bit loads)" : "");
     } else if (kernel == MatmulKernel::RowDot) {

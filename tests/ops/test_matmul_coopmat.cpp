@@ -2,12 +2,14 @@
 // host/ops/matmul_coopmat.cpp, shaders/matmul_coopmat.comp). Its plans over made-up devices
 // that have the extension's shapes run everywhere: chosen when forced or under VKF_LIMITS
 // coopmat (never by default), tiles that fit, split K and pieces, and a clear refusal naming
-// what is missing when forced where it cannot run. The numerical tests run only where the
-// device has cooperative matrices (NVIDIA; no driver here has them: they skip on lavapipe
-// and run first in scripts/gpu_proof.sh): odd and prime shapes, k up to 4096, every
-// epilogue, split K and unaligned tensors against the float64 reference, within the fp16
-// bound of test_matmul_f16 (X rounded to fp16 once, products exact, fp32 sums), outputs
-// poisoned before every run.
+// what is missing when forced where it cannot run. The numerical tests run where the device
+// has cooperative matrices (NVIDIA; no driver here has them: they skip on lavapipe and run
+// first in scripts/gpu_proof.sh): odd and prime shapes, k up to 4096, every epilogue, split K
+// and unaligned tensors against the float64 reference, within the fp16 bound of
+// test_matmul_f16 (X rounded to fp16 once, products exact, fp32 sums), outputs poisoned
+// before every run. On lavapipe the kernel's EMULATE variant (VKF_LIMITS coopmat_emulated)
+// runs a quick set here and the odd-shape grid (k up to 1024) under the label full: all of
+// the kernel but the matrix instructions themselves.
 
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
@@ -18,6 +20,8 @@
 #include "tests/support/test_support.hpp"
 #include "tests/support/vulkan_test.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace vkf::test {
@@ -173,66 +177,54 @@ struct CoopCase {
     float x_range = 1.0f;
 };
 
-class MatmulCoopMat : public VulkanTest {
-protected:
-    void SetUp() override {
-        VulkanTest::SetUp();
-        if (ctx().limits().coopmat_shapes.empty()) {
-            GTEST_SKIP() << "the device (" << ctx().device_info().name
-                         << ") has no cooperative matrices of fp16 inputs and fp32 accumulators "
-                            "(VK_NV_cooperative_matrix: NVIDIA drivers only; scripts/gpu_proof.sh runs this suite)";
-        }
+// One case on the cooperative-matrix kernel, forced, against the reference.
+void run_case(Context& cx, const CoopCase& c, std::uint64_t seed) {
+    SCOPED_TRACE("m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) +
+                 (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " + to_string(c.activation) + " splits" +
+                 std::to_string(c.splits) + " pad" + std::to_string(c.pad));
+    const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -c.x_range, c.x_range);
+    const auto w = rounded_to(DType::F16, random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f));
+    const auto bias =
+        c.bias ? rounded_to(DType::F16, random_uniform(c.n, seed + 2, -1.0f, 1.0f)) : std::vector<float>{};
+    const auto res = c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
+    const DeviceTensor xb = upload_tensor(cx, x, DType::F32, "X", c.pad);
+    const DeviceTensor wb = upload_tensor(cx, w, DType::F16, "W", c.pad);
+    const DeviceTensor yb = nan_tensor(cx, std::uint64_t{c.m} * c.n, DType::F32, "Y", c.pad);
+    std::optional<DeviceTensor> bb, rb;
+    if (c.bias)
+        bb = upload_tensor(cx, bias, DType::F16, "bias", c.pad);
+    if (c.residual)
+        rb = upload_tensor(cx, res, DType::F32, "residual", c.pad);
+    const MatmulPlan plan = plan_matmul(matmul_device(cx), c.m, c.n, c.k, DType::F16,
+                                        {.kernel = MatmulKernel::CoopMat, .force_splits = c.splits});
+    ASSERT_EQ(plan.kernel, MatmulKernel::CoopMat) << plan.describe();
+    Buffer scratch;
+    if (plan.scratch_bytes > 0) {
+        scratch = cx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+        poison(cx, scratch);
     }
+    auto list = cx.command_list();
+    record_matmul(cx, *list, plan,
+                  MatmulArgs{.x = xb.range(),
+                             .w = wb.range(),
+                             .bias = bb ? bb->range() : BufferRange{},
+                             .residual = rb ? rb->range() : BufferRange{},
+                             .y = yb.range(),
+                             .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                             .m = c.m,
+                             .n = c.n,
+                             .k = c.k,
+                             .weight_dtype = DType::F16,
+                             .activation = c.activation});
+    cx.submit(*list);
+    std::vector<float> out(std::size_t{c.m} * c.n);
+    cx.download(yb.buffer(), std::span(out), yb.range().offset);
+    const auto ref = reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation);
+    expect_within_f16_bound(out, ref, magnitudes(x, w, c.m, c.n, c.k), plan.describe());
+}
 
-    void run(const CoopCase& c, std::uint64_t seed) {
-        SCOPED_TRACE("m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) +
-                     (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " + to_string(c.activation) +
-                     " splits" + std::to_string(c.splits) + " pad" + std::to_string(c.pad));
-        Context& cx = ctx();
-        const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -c.x_range, c.x_range);
-        const auto w = rounded_to(DType::F16, random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f));
-        const auto bias =
-            c.bias ? rounded_to(DType::F16, random_uniform(c.n, seed + 2, -1.0f, 1.0f)) : std::vector<float>{};
-        const auto res =
-            c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
-        const DeviceTensor xb = upload_tensor(cx, x, DType::F32, "X", c.pad);
-        const DeviceTensor wb = upload_tensor(cx, w, DType::F16, "W", c.pad);
-        const DeviceTensor yb = nan_tensor(cx, std::uint64_t{c.m} * c.n, DType::F32, "Y", c.pad);
-        std::optional<DeviceTensor> bb, rb;
-        if (c.bias)
-            bb = upload_tensor(cx, bias, DType::F16, "bias", c.pad);
-        if (c.residual)
-            rb = upload_tensor(cx, res, DType::F32, "residual", c.pad);
-        const MatmulPlan plan = plan_matmul(matmul_device(cx), c.m, c.n, c.k, DType::F16,
-                                            {.kernel = MatmulKernel::CoopMat, .force_splits = c.splits});
-        ASSERT_EQ(plan.kernel, MatmulKernel::CoopMat) << plan.describe();
-        Buffer scratch;
-        if (plan.scratch_bytes > 0) {
-            scratch = cx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
-            poison(cx, scratch);
-        }
-        auto list = cx.command_list();
-        record_matmul(cx, *list, plan,
-                      MatmulArgs{.x = xb.range(),
-                                 .w = wb.range(),
-                                 .bias = bb ? bb->range() : BufferRange{},
-                                 .residual = rb ? rb->range() : BufferRange{},
-                                 .y = yb.range(),
-                                 .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
-                                 .m = c.m,
-                                 .n = c.n,
-                                 .k = c.k,
-                                 .weight_dtype = DType::F16,
-                                 .activation = c.activation});
-        cx.submit(*list);
-        std::vector<float> out(std::size_t{c.m} * c.n);
-        cx.download(yb.buffer(), std::span(out), yb.range().offset);
-        const auto ref = reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation);
-        expect_within_f16_bound(out, ref, magnitudes(x, w, c.m, c.n, c.k), plan.describe());
-    }
-};
-
-TEST_F(MatmulCoopMat, OddAndPrimeShapesWithEveryEpilogue) {
+// Odd and prime m, n and k (k up to `max_k`), every epilogue, split K, unaligned tensors.
+void odd_shape_grid(Context& cx, std::uint32_t max_k) {
     const std::uint32_t ms[] = {1, 3, 16, 17, 61, 64, 127, 257};
     const std::uint32_t ns[] = {1, 5, 16, 31, 97, 128, 263};
     const std::uint32_t ks[] = {1, 7, 16, 33, 127, 509, 1024, 4093, 4096};
@@ -240,26 +232,83 @@ TEST_F(MatmulCoopMat, OddAndPrimeShapesWithEveryEpilogue) {
     std::uint32_t step = 0;
     for (const std::uint32_t m : ms) {
         for (std::uint32_t i = 0; i < 3; ++i, ++step) {
-            run(CoopCase{.m = m,
-                         .n = ns[(step * 5 + i) % std::size(ns)],
-                         .k = ks[(step * 7 + 3 * i) % std::size(ks)],
-                         .bias = step % 3 != 2,
-                         .residual = step % 4 == 1,
-                         .activation = activation_of(step / 2),
-                         .splits = step % 5 == 4 ? 3u : 0u,
-                         .pad = step % 6 == 3 ? 3u : 0u},
-                seed += 10);
-            if (HasFatalFailure())
+            const std::uint32_t k = ks[(step * 7 + 3 * i) % std::size(ks)];
+            run_case(cx,
+                     CoopCase{.m = m,
+                              .n = ns[(step * 5 + i) % std::size(ns)],
+                              .k = std::min(k, max_k),
+                              .bias = step % 3 != 2,
+                              .residual = step % 4 == 1,
+                              .activation = activation_of(step / 2),
+                              .splits = step % 5 == 4 ? 3u : 0u,
+                              .pad = step % 6 == 3 ? 3u : 0u},
+                     seed += 10);
+            if (::testing::Test::HasFatalFailure())
                 return;
         }
     }
 }
 
+// The device's own cooperative matrices (NVIDIA): skipped elsewhere.
+class MatmulCoopMat : public VulkanTest {
+protected:
+    void SetUp() override {
+        VulkanTest::SetUp();
+        if (ctx().limits().coopmat_shapes.empty() || ctx().limits().coopmat_emulated) {
+            GTEST_SKIP() << "the device (" << ctx().device_info().name
+                         << ") has no cooperative matrices of fp16 inputs and fp32 accumulators "
+                            "(VK_NV_cooperative_matrix: NVIDIA drivers only; scripts/gpu_proof.sh runs this suite)";
+        }
+    }
+};
+
+TEST_F(MatmulCoopMat, OddAndPrimeShapesWithEveryEpilogue) {
+    odd_shape_grid(ctx(), 4096);
+}
+
 TEST_F(MatmulCoopMat, LongRowsSplitKAndLargeActivations) {
-    run({.m = 300, .n = 1031, .k = 4096, .bias = true, .residual = true, .activation = Activation::GeluTanh}, 2990);
-    run({.m = 67, .n = 129, .k = 4093, .splits = 5, .pad = 1}, 2991);
+    run_case(ctx(),
+             {.m = 300, .n = 1031, .k = 4096, .bias = true, .residual = true, .activation = Activation::GeluTanh},
+             2990);
+    run_case(ctx(), {.m = 67, .n = 129, .k = 4093, .splits = 5, .pad = 1}, 2991);
     // |x| up to 128 over k = 4096: fp32 accumulators, no overflow.
-    run({.m = 33, .n = 70, .k = 4096, .bias = true, .x_range = 128.0f}, 2992);
+    run_case(ctx(), {.m = 33, .n = 70, .k = 4096, .bias = true, .x_range = 128.0f}, 2992);
+}
+
+// The EMULATE variant (VKF_LIMITS coopmat_emulated) where the device has no cooperative
+// matrices (lavapipe): the kernel's tiles, offsets, the loads' strides and layouts as the
+// real loads are given them, the staging, split K and the epilogue, against the reference.
+// A non-square shape (16 x 8 x 16, as NVIDIA lists) catches M/N mix-ups a square one hides.
+class MatmulCoopMatEmulated : public ::testing::Test {
+protected:
+    static void with_emulation(const char* shape, const std::function<void(Context&)>& body) {
+        MessageSink sink;
+        Context cx(test_options(sink, LimitOverrides::parse(std::string("coopmat_emulated=") + shape)));
+        if (!cx.limits().coopmat_emulated) {
+            GTEST_SKIP() << "no emulation here: the device has cooperative matrices, or lacks fp16 arithmetic";
+        }
+        if (!cx.limits().subgroup_size_control) {
+            GTEST_SKIP() << "the device cannot require full subgroups";
+        }
+        body(cx);
+    }
+};
+
+TEST_F(MatmulCoopMatEmulated, Quick) {
+    with_emulation("16x8x16", [](Context& cx) {
+        // 1 x 2 subgroups of 1 x 2 accumulators, unaligned (no fp16 pairs), every epilogue.
+        run_case(
+            cx,
+            {.m = 29, .n = 37, .k = 45, .bias = true, .residual = true, .activation = Activation::GeluTanh, .pad = 3},
+            3000);
+        // 2 x 2 subgroups of 2 x 4, split K over steps and a ragged last step.
+        run_case(cx, {.m = 70, .n = 97, .k = 100, .activation = Activation::GeluErf, .splits = 3}, 3001);
+    });
+    with_emulation("16x16x16", [](Context& cx) { run_case(cx, {.m = 64, .n = 65, .k = 64, .bias = true}, 3002); });
+}
+
+TEST_F(MatmulCoopMatEmulated, OddShapeGridFull) {
+    with_emulation("16x8x16", [](Context& cx) { odd_shape_grid(cx, 1024); });
 }
 
 // Where the device lacks it (lavapipe), forcing it throws before anything is recorded.

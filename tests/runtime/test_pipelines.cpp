@@ -111,7 +111,7 @@ TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
         const bool expected = name.starts_with("attention_rows[") ? name.find("SUBGROUP_LOADS") != std::string::npos
                               : name.starts_with("attention[")    ? name.find("SUBGROUP_REDUCE") != std::string::npos
                               // gl_SubgroupID: its subgroups own blocks of Y (the plan requires their size)
-                              : name == "matmul_coopmat" ? true
+                              : name.starts_with("matmul_coopmat") ? true
                               : name.starts_with("matmul[") || name.starts_with("matmul_quant[")
                                   ? name.find("ROWDOT") != std::string::npos
                                   : false;
