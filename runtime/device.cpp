@@ -152,7 +152,9 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
     VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES, .vulkanMemoryModel = VK_TRUE};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+        .vulkanMemoryModel = VK_TRUE,
+        .vulkanMemoryModelDeviceScope = VK_TRUE};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.features.shaderInt64 = enabled_.int64 ? VK_TRUE : VK_FALSE;
     void** tail = &features.pNext;

@@ -21,8 +21,8 @@ struct EnabledFeatures {
     bool subgroup_size_control = false;
     bool compute_full_subgroups = false;  // computeFullSubgroups
     bool pipeline_creation_feedback = false;
-    // VK_NV_cooperative_matrix's cooperativeMatrix and the vulkanMemoryModel its shaders declare
-    // (DeviceInfo::cooperative_matrix).
+    // VK_NV_cooperative_matrix's cooperativeMatrix and the vulkanMemoryModel (with device
+    // scope) its shaders declare (DeviceInfo::cooperative_matrix).
     bool cooperative_matrix = false;
 };
 

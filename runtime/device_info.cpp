@@ -340,7 +340,8 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     info.cooperative_matrix_nv = has_coopmat;
     info.cooperative_matrix = has_coopmat && coopmat_features.cooperativeMatrix == VK_TRUE &&
                               (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
-                              has_memory_model && memory_model.vulkanMemoryModel == VK_TRUE && info.float16_arithmetic;
+                              has_memory_model && memory_model.vulkanMemoryModel == VK_TRUE &&
+                              memory_model.vulkanMemoryModelDeviceScope == VK_TRUE && info.float16_arithmetic;
     if (has_coopmat) {
         info.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
     }

@@ -88,8 +88,9 @@ struct DeviceInfo {
     bool integer_dot_product = false;    // shaderIntegerDotProduct (Vulkan 1.3 or VK_KHR_shader_integer_dot_product)
     bool cooperative_matrix_nv = false;  // VK_NV_cooperative_matrix is listed
     // The extension with its cooperativeMatrix feature, in compute shaders, and what its
-    // shaders also need: the Vulkan memory model (glslang's GL_NV_cooperative_matrix code
-    // declares it) and shaderFloat16. Then the device is created with all of them enabled.
+    // shaders also need: the Vulkan memory model with device scope (glslang's
+    // GL_NV_cooperative_matrix code declares the model, and the fp16 KV cache's atomics use
+    // device scope) and shaderFloat16. Then the device is created with all of them enabled.
     bool cooperative_matrix = false;
     std::vector<CoopMatShape> cooperative_matrix_shapes;  // fp16 x fp16, subgroup scope, as reported
     bool pipeline_creation_feedback = false;

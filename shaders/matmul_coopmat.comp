@@ -13,8 +13,9 @@
 // column-major: B = W^T) from shared memory and multiply-adds. At the end each subgroup
 // stores one accumulator at a time into its own fp32 staging block in shared memory, and
 // its lanes pass the elements inside m and n through the common epilogue
-// (matmul_epilogue.glsl: bias, activation, clamp, residual; or the raw sums of a K slice
-// with VKF_MATMUL_FLAG_PARTIALS, for the split-K reduce pass of matmul.comp).
+// (matmul_epilogue.glsl: bias, activation, clamp, residual; SCATTER: the fused QKV
+// projection's, Q to Y and K and V into the cache slots; or the raw sums of a K slice with
+// VKF_MATMUL_FLAG_PARTIALS, for the split-K reduce pass of matmul.comp).
 // Simple rather than fast: scalar loads into shared memory (W by fp16 pairs where rows
 // start on pairs, VKF_MATMUL_FLAG_PAIRS), no double buffering, and workgroup barriers
 // where a subgroup barrier would do.
@@ -47,8 +48,14 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer X { float x_data[]; };
 layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
 layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+#if defined(SCATTER)
+layout(std430, binding = 3) readonly buffer Slots { uint slot_data[]; };
+#else
 layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
+#endif
 layout(std430, binding = 4) writeonly buffer Y { float y_data[]; };
+#define VKF_MATMUL_K_BINDING 5
+#define VKF_MATMUL_V_BINDING 6
 
 #include "matmul_epilogue.glsl"
 

@@ -76,7 +76,8 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
 
 class CoopMatWeights final : public WeightSource {
 public:
-    CoopMatWeights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& a) : limits_(ctx.limits()), a_(a) {
+    CoopMatWeights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& a, bool scatter_main)
+        : limits_(ctx.limits()), a_(a) {
         check_tensor(a.w, std::uint64_t{a.n} * a.k, 2, "matmul", "W", shape_text({a.n, a.k}, "f16"));
         const MatmulPlan::CoopMatLayout& c = plan.coopmat;
         std::vector<SpecConstant> constants = {
@@ -87,8 +88,9 @@ public:
         if (c.emulated) {
             constants.push_back({VKF_COOPMAT_SPEC_EMU_LANES, plan.subgroup_size});
         }
-        pipeline_ = &kernel_pipeline(ctx, plan, a, shaders::variant("matmul_coopmat", {{"EMULATE", c.emulated}}),
-                                     std::move(constants), MatmulPush::layout, false);
+        pipeline_ = &kernel_pipeline(
+            ctx, plan, a, shaders::variant("matmul_coopmat", {{"SCATTER", scatter_main}, {"EMULATE", c.emulated}}),
+            std::move(constants), MatmulPush::layout, scatter_main);
     }
 
     WeightPiece piece(const ElementBinding& /*x*/, std::uint32_t n0, std::uint32_t nc) override {
@@ -214,8 +216,9 @@ MatmulPlan plan_matmul_coopmat(const MatmulDevice& device, std::uint32_t m, std:
     return plan;
 }
 
-std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args) {
-    return std::make_unique<CoopMatWeights>(ctx, plan, args);
+std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                              bool scatter_main) {
+    return std::make_unique<CoopMatWeights>(ctx, plan, args, scatter_main);
 }
 
 }  // namespace vkf::matmul_detail

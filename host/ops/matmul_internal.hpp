@@ -111,7 +111,8 @@ public:
 // the main kernel scatters (not split).
 std::unique_ptr<WeightSource> dense_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
-std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args);
+std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                              bool scatter_main);
 std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
 

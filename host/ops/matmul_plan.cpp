@@ -38,9 +38,8 @@ std::uint64_t max_slice(const MatmulPlan& p, std::uint64_t budget, std::uint32_t
 // The answers to MatmulOptions::scatter and x_norm (MatmulPlan::scatter, x_norm).
 void grant_fusions(MatmulPlan& plan, const ComputeLimits& limits, const MatmulOptions& options) {
     const std::uint32_t buffers = limits.storage_buffers;
-    // The cooperative-matrix kernel has no SCATTER variant (it has never run; one thing at a time).
-    plan.scatter = options.scatter && !plan.separate_epilogue && plan.kernel != MatmulKernel::CoopMat &&
-                   buffers >= matmul_detail::kernel_bindings(plan, true, false);
+    plan.scatter =
+        options.scatter && !plan.separate_epilogue && buffers >= matmul_detail::kernel_bindings(plan, true, false);
     // A forced kernel is the caller's choice of cost (tests cover the kernel at every k).
     const bool pays = options.kernel != MatmulKernel::Auto || plan.k <= kLayerNormFusionMaxK;
     plan.x_norm = options.x_norm && plan.kernel == MatmulKernel::RowDot && plan.quant == QuantFormat::None &&

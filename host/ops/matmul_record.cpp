@@ -321,7 +321,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
     const bool scatter_main = plan.scatter && !split;
     const std::unique_ptr<matmul_detail::WeightSource> source =
         plan.quant != QuantFormat::None        ? matmul_detail::quant_weights(ctx, plan, a, scatter_main)
-        : plan.kernel == MatmulKernel::CoopMat ? matmul_detail::coopmat_weights(ctx, plan, a)
+        : plan.kernel == MatmulKernel::CoopMat ? matmul_detail::coopmat_weights(ctx, plan, a, scatter_main)
                                                : matmul_detail::dense_weights(ctx, plan, a, scatter_main);
     check_scratch(plan, a);
     const ReducePass reduce = split ? reduce_pass(ctx, a) : ReducePass{};
