@@ -29,7 +29,9 @@ struct LimitOverrides {
     bool no_fp16_storage = false;
     bool no_fp16_arithmetic = false;
     bool no_subgroup_ops = false;
-    bool no_subgroup_size_control = false;  // no required subgroup sizes, hence no subgroup kernels
+    // No required subgroup sizes, hence no subgroup kernels but the one that checks its
+    // subgroups itself (the tiled attention's SUBGROUP_ANY_SIZE).
+    bool no_subgroup_size_control = false;
     bool no_int64 = false;
     bool no_integer_dot = false;
     bool no_unroll = false;  // the kernels' unroll hints off, as the llvmpipe 25 quirk does
@@ -90,6 +92,7 @@ struct ComputeLimits {
     // (subgroupSizeControl and computeFullSubgroups, compute in requiredSubgroupSizeStages).
     // Kernels that use subgroup operations run only where it can (docs/DESIGN.md, portability
     // rules): without it a driver may run fewer lanes than gl_SubgroupSize says (Intel's do).
+    // The exception, the tiled attention's SUBGROUP_ANY_SIZE, checks its subgroups at run time.
     bool subgroup_size_control = false;
     bool int64 = false;                // 64-bit integers in shaders (shaderInt64)
     bool integer_dot_product = false;  // packed 4x8-bit integer dot products (shaderIntegerDotProduct)

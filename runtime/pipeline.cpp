@@ -25,6 +25,9 @@ std::string PipelineDesc::key() const {
     if (required_subgroup_size != 0) {
         k += "/sg" + std::to_string(required_subgroup_size);
     }
+    if (subgroup_size_checked) {
+        k += "/sg-checked";
+    }
     return k;
 }
 
@@ -76,9 +79,10 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     }
     // A kernel that uses subgroup operations assumes a subgroup size (its plan chose the
     // workgroup from it) and that every subgroup is full; neither holds unless required:
-    // Intel's drivers, for one, may run fewer lanes than gl_SubgroupSize reports.
+    // Intel's drivers, for one, may run fewer lanes than gl_SubgroupSize reports. Unless the
+    // shader checks its subgroups itself (PipelineDesc::subgroup_size_checked).
     const std::uint32_t sg = desc.required_subgroup_size;
-    if (iface.subgroup_operations && sg == 0) {
+    if (iface.subgroup_operations && sg == 0 && !desc.subgroup_size_checked) {
         throw Error(who +
                     "uses subgroup operations but requires no subgroup size (PipelineDesc::required_subgroup_size); "
                     "without full subgroups of a known size a driver may run fewer lanes than gl_SubgroupSize");

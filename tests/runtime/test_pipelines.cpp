@@ -1,6 +1,7 @@
 // Pipelines: created once per key, and refused with a clear error where their C++ side
 // does not match their shader or the device, the device's limits forced lower included.
 
+#include "host/ops/attention.hpp"
 #include "host/ops/elementwise.hpp"
 #include "host/ops/matmul.hpp"
 #include "runtime/spirv_reflect.hpp"
@@ -78,6 +79,19 @@ TEST_F(Pipelines, SubgroupKernelsRequireFullSubgroupsOfTheirSize) {
     // Whatever the device: a shader with subgroup operations must require its subgroup size.
     expect_error([&] { ctx().pipeline(rowdot_desc(4 * sg, 0)); },
                  "uses subgroup operations but requires no subgroup size");
+    // Unless it checks its subgroups itself and says so (the tiled attention's
+    // SUBGROUP_ANY_SIZE, created by test_attention_arith): the claim, not the variant, lets it
+    // pass, and refused before the driver compiles anything.
+    expect_error(
+        [&] {
+            ctx().pipeline(
+                PipelineDesc{.code = &shaders::variant("attention", {"SUBGROUP_REDUCE", "SUBGROUP_ANY_SIZE"}),
+                             .workgroup_size = {4 * sg, 1, 1},
+                             .constants = {{VKF_ATTN_SPEC_TPR, 4}, {VKF_ATTN_SPEC_BR, sg}},
+                             .push_constant_layout = AttentionPush::layout,
+                             .binding_count = 6});
+        },
+        "uses subgroup operations but requires no subgroup size");
     if (!ctx().limits().subgroup_size_control) {
         GTEST_SKIP() << "the device cannot require full subgroups of a known size (subgroupSizeControl, "
                         "computeFullSubgroups)";

@@ -55,10 +55,12 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
     // SCORES and SCORES+PACKED_TABLES and PV in both storages; softmax has no STORAGE_F16 variant.
     EXPECT_EQ(seen["attention_naive"].size(), 7u);
     // (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, STORAGE_F16+ARITH_F16,
-    // KV_F16, KV_F16+ARITH_F16) x SUBGROUP_REDUCE: 30, was 9 before the fp16-arithmetic and
-    // subgroup variants (ARITH_F16 only with fp16 K/V: all-fp16 tensors, or fp32 Q/O over a
-    // session's fp16 cache).
-    EXPECT_EQ(seen["attention"].size(), 30u);
+    // KV_F16, KV_F16+ARITH_F16) x (shared memory, SUBGROUP_REDUCE, SUBGROUP_REDUCE+
+    // SUBGROUP_ANY_SIZE): 45. Was 9 before the fp16-arithmetic and subgroup variants (ARITH_F16
+    // only with fp16 K/V: all-fp16 tensors, or fp32 Q/O over a session's fp16 cache), 30 before
+    // SUBGROUP_ANY_SIZE (devices without subgroup size control; every combination, since such a
+    // device plans it wherever the others would take SUBGROUP_REDUCE).
+    EXPECT_EQ(seen["attention"].size(), 45u);
 }
 
 TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {
@@ -84,9 +86,9 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                         shaders::variant("attention", {{"SPLT_KV", false}});
                     }),
                     "shader variant attention: no variant of attention has define SPLT_KV; the variants are "
-                    "attention, attention[SUBGROUP_REDUCE], attention[STORAGE_F16], "
-                    "attention[STORAGE_F16,SUBGROUP_REDUCE], attention[STORAGE_F16,ARITH_F16], "
-                    "attention[STORAGE_F16,ARITH_F16,SUBGROUP_REDUCE], attention[KV_F16], ");
+                    "attention, attention[SUBGROUP_REDUCE], attention[SUBGROUP_REDUCE,SUBGROUP_ANY_SIZE], "
+                    "attention[STORAGE_F16], attention[STORAGE_F16,SUBGROUP_REDUCE], "
+                    "attention[STORAGE_F16,SUBGROUP_REDUCE,SUBGROUP_ANY_SIZE], attention[STORAGE_F16,ARITH_F16], ");
     expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
                     "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[NO_EPILOGUE], "
                     "matmul[SCATTER], matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,NO_EPILOGUE], "
