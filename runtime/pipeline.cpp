@@ -125,6 +125,8 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     require(iface.storage_16bit, limits.fp16_storage, "16-bit storage (storageBuffer16BitAccess; no_fp16_storage)");
     require(iface.integer_dot_product, limits.integer_dot_product,
             "integer dot products (shaderIntegerDotProduct; no_integer_dot)");
+    require(iface.cooperative_matrix, device.enabled().cooperative_matrix && !limits.coopmat_shapes.empty(),
+            "cooperative matrices (VK_NV_cooperative_matrix with vulkanMemoryModel and shaderFloat16)");
     // After the shader's own requirements (subgroups, features), so that those are named first.
     check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
 

@@ -1,6 +1,7 @@
 // The matmul suite: the presets' linear layers (QKV, attention output, FFN up and down, LM
 // head) with the --weights formats (f16 by default), at m = 1 (decoding) and the prefill
-// rows, in fp32 and fp16 arithmetic where the device has both.
+// rows, in fp32 and fp16 arithmetic where the device has both; or (--matmul-coopmat) the
+// cooperative-matrix kernel forced on the f16 prefill rows.
 
 #include "apps/bench/suites.hpp"
 
@@ -83,6 +84,57 @@ void run_linear(CaseEnv& env, Result& r, std::uint32_t m, const Linear& layer, D
     r.bytes = x_bytes + wbytes + sbytes + y_bytes;
 }
 
+// The opt-in cooperative-matrix kernel (MatmulKernel::CoopMat) forced on each f16 layer at
+// the prefill rows of at least kCoopMatMinRows (not the LM head, as above), named
+// "<case> coopmat" with params kernel "coopmat" and kernel_choice "forced". A run of its own
+// (scripts/gpu_proof's bench-matmul-coopmat step), so that a kernel that has never run
+// cannot cost the plans' results. Skipped, with the plan's reason, where it cannot run.
+std::vector<BenchCase> coopmat_cases(const SuiteSettings& s) {
+    std::vector<BenchCase> cases;
+    for (const LinearPreset& preset : linear_presets()) {
+        if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
+            continue;
+        }
+        for (const std::uint32_t m : s.prefill_m) {
+            for (const Linear& layer : preset.layers) {
+                if (layer.layer == "lm_head" || m < kCoopMatMinRows) {
+                    continue;
+                }
+                BenchCase c;
+                c.name = fmt::format("{} {} m={} n={} k={} f16 coopmat", preset.name, layer.layer, m, layer.n, layer.k);
+                c.params = {{"model", preset.name},
+                            {"layer", layer.layer},
+                            {"weights", std::string("f16")},
+                            {"m", std::int64_t{m}},
+                            {"n", std::int64_t{layer.n}},
+                            {"k", std::int64_t{layer.k}},
+                            {"arithmetic", std::string("f16")},
+                            {"arithmetic_choice", std::string("plan")},
+                            {"kernel", std::string("coopmat")},
+                            {"kernel_choice", std::string("forced")}};
+                c.flops = 2ull * m * layer.n * layer.k;
+                c.bytes = std::uint64_t{m} * layer.k * 4 + std::uint64_t{layer.n} * layer.k * 2 +
+                          std::uint64_t{m} * layer.n * 4;
+                c.run = [m, layer](CaseEnv& env, Result& r) {
+                    const MatmulOptions forced{.kernel = MatmulKernel::CoopMat};
+                    const MatmulDevice device = matmul_device(env.ctx);
+                    if (device.limits.coopmat_shapes.empty()) {  // short: summaries cut reasons at 60
+                        throw Skip{"no VK_NV_cooperative_matrix fp16 shapes on this device"};
+                    }
+                    try {
+                        plan_matmul(device, m, layer.n, layer.k, DType::F16, forced);
+                    } catch (const Error& e) {
+                        throw Skip{e.what()};
+                    }
+                    run_linear(env, r, m, layer, DType::F16, QuantFormat::None, forced);
+                };
+                cases.push_back(std::move(c));
+            }
+        }
+    }
+    return cases;
+}
+
 }  // namespace
 
 // Cases for each --weights format (f32, f16 and the block formats; default f16). Each case
@@ -94,6 +146,9 @@ void run_linear(CaseEnv& env, Result& r, std::uint32_t m, const Linear& layer, D
 // kernel cannot run it, e.g. GEMV on quantized weights): the GEMV and tiled kernels, and
 // their fp16 forms, on lavapipe.
 std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSettings& s) {
+    if (s.matmul_coopmat) {
+        return coopmat_cases(s);
+    }
     std::vector<BenchCase> cases;
     const MatmulDevice device = matmul_device(suite_ctx);
     const MatmulKernel kernel = s.matmul_kernel;

@@ -37,6 +37,9 @@ struct SuiteSettings {
     std::vector<std::uint32_t> batch = {1};  // model: sequences decoding together (suite_model_batch.cpp)
     std::uint32_t window = 0;                // block and model: the sessions' key window (0: full)
     bool prefill = true, decode = true;      // block and model: which steps they time (--modes)
+    // matmul: the opt-in cooperative-matrix kernel forced on the f16 prefill cases, instead of
+    // the plans' kernels (--matmul-coopmat; skipped where the device lacks it).
+    bool matmul_coopmat = false;
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the

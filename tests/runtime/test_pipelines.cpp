@@ -111,7 +111,7 @@ TEST_F(Pipelines, SubgroupKernelsRequireFullSubgroupsOfTheirSize) {
 
 TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
     // The kernels whose ops require full subgroups (attention_rows SUBGROUP_LOADS, the tiled
-    // attention's SUBGROUP_REDUCE, the ROWDOT matmuls) are the only ones with subgroup
+    // attention's SUBGROUP_REDUCE, the ROWDOT matmuls, the cooperative-matrix matmul) are the only ones with subgroup
     // operations: a new one must be planned
     // only where ComputeLimits::subgroup_size_control holds, and created with its size.
     std::vector<std::string> found;
@@ -124,6 +124,8 @@ TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
     for (const std::string& name : found) {
         const bool expected = name.starts_with("attention_rows[") ? name.find("SUBGROUP_LOADS") != std::string::npos
                               : name.starts_with("attention[")    ? name.find("SUBGROUP_REDUCE") != std::string::npos
+                              // gl_SubgroupID: its subgroups own blocks of Y (the plan requires their size)
+                              : name.starts_with("matmul_coopmat") ? true
                               : name.starts_with("matmul[") || name.starts_with("matmul_quant[")
                                   ? name.find("ROWDOT") != std::string::npos
                                   : false;
