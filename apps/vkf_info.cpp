@@ -129,6 +129,19 @@ vkf::MemoryCaps memory_caps(const vkf::LimitOverrides& o) {
     return vkf::MemoryCaps{.device_local = o.device_heap, .host_visible = o.host_heap};
 }
 
+// "no", or whether the device can run it and the shapes it lists (M x N x K, accumulator).
+std::string coopmat_text(const vkf::DeviceInfo& info) {
+    if (!info.cooperative_matrix_nv) {
+        return "no";
+    }
+    std::string shapes;
+    for (const vkf::CoopMatShape& c : info.cooperative_matrix_shapes) {
+        shapes += fmt::format("{}{}x{}x{} {}", shapes.empty() ? "" : ", ", c.m, c.n, c.k, c.acc_f32 ? "f32" : "f16");
+    }
+    return fmt::format("{} (fp16 shapes: {})", info.cooperative_matrix ? "yes" : "listed, not usable",
+                       shapes.empty() ? "none" : shapes);
+}
+
 Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& quirks, const vkf::MemoryBudget& budget) {
     using vkf::size_with_bytes;
     Section s;
@@ -176,7 +189,7 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
     s.add("float16 arithmetic", yes_no(info.float16_arithmetic));
     s.add("int8 arithmetic", yes_no(info.int8_arithmetic));
     s.add("integer dot product", yes_no(info.integer_dot_product));
-    s.add("NV cooperative matrix", yes_no(info.cooperative_matrix_nv));
+    s.add("NV cooperative matrix", coopmat_text(info));
     s.add("timestamps", info.timestamps ? fmt::format("yes ({} valid bits, {} ns per tick)", info.timestamp_valid_bits,
                                                       vkf::fixed(info.timestamp_period_ns, 3))
                                         : "no");
@@ -211,6 +224,10 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
     s.add("subgroup size control", yes_no(l.subgroup_size_control));
     s.add("64-bit integers", yes_no(l.int64));
     s.add("integer dot product", yes_no(l.integer_dot_product));
+    s.add("cooperative matrices", l.coopmat_shapes.empty()
+                                      ? "none"
+                                      : fmt::format("{} fp16 x fp16 -> fp32 shapes{}", l.coopmat_shapes.size(),
+                                                    l.prefer_coopmat ? ", matmul kernel opted in (coopmat)" : ""));
     s.add("compute units", l.compute_units == 0 ? "unknown" : std::to_string(l.compute_units));
     s.add("timestamps", yes_no(l.timestamps));
     s.add("lowered by overrides", yes_no(l.forced));

@@ -109,6 +109,9 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     enabled_.subgroup_size_control = info_.subgroup_size_control;
     enabled_.compute_full_subgroups = info_.compute_full_subgroups;
     enabled_.pipeline_creation_feedback = info_.pipeline_creation_feedback;
+    // Only where the device offers all of it (extension, feature, memory model, fp16): a
+    // device without cooperative matrices is created exactly as before.
+    enabled_.cooperative_matrix = info_.cooperative_matrix && enabled_.float16_arithmetic;
     if (!v12 && (enabled_.storage_8bit))
         extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     if (!v12 && (enabled_.float16_arithmetic || enabled_.int8_arithmetic))
@@ -122,6 +125,11 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     if (!v12 && (enabled_.storage_8bit || enabled_.float16_arithmetic))
         extensions.push_back(VK_KHR_STORAGE_BUFFER_STORAGE_CLASS_EXTENSION_NAME);
+    if (enabled_.cooperative_matrix) {
+        extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+        if (!v12)
+            extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    }
     // Budgets are read from the physical device (MemoryAllocator), enabled for completeness.
     if (info_.memory_budget)
         extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
@@ -141,6 +149,12 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
     VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot{
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
         .shaderIntegerDotProduct = enabled_.integer_dot_product};
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .cooperativeMatrix = VK_TRUE};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+        .vulkanMemoryModel = VK_TRUE,
+        .vulkanMemoryModelDeviceScope = VK_TRUE};
     VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.features.shaderInt64 = enabled_.int64 ? VK_TRUE : VK_FALSE;
     void** tail = &features.pNext;
@@ -157,6 +171,10 @@ Device::Device(const Instance& instance, VkPhysicalDevice physical, DeviceInfo i
         chain(size_control);
     if (enabled_.integer_dot_product)
         chain(int_dot);
+    if (enabled_.cooperative_matrix) {
+        chain(coopmat);
+        chain(memory_model);
+    }
 
     const float priority = 1.0f;
     const VkDeviceQueueCreateInfo queue_info{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -185,6 +203,8 @@ Device::Device(const ExternalDevice& external, DeviceInfo info)
         throw Error("adopting an application's device: physical device, device and queue must all be set");
     }
     info_.compute_queue_family = queue_family_;
+    // The application's device has cooperative matrices only where it enabled them.
+    info_.cooperative_matrix = info_.cooperative_matrix && enabled_.cooperative_matrix;
 }
 
 VkResult Device::wait_idle_and_release() const noexcept {

@@ -21,6 +21,9 @@ struct EnabledFeatures {
     bool subgroup_size_control = false;
     bool compute_full_subgroups = false;  // computeFullSubgroups
     bool pipeline_creation_feedback = false;
+    // VK_NV_cooperative_matrix's cooperativeMatrix and the vulkanMemoryModel (with device
+    // scope) its shaders declare (DeviceInfo::cooperative_matrix).
+    bool cooperative_matrix = false;
 };
 
 // Handles an application already owns; vkformer uses but never destroys them.

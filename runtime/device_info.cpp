@@ -26,6 +26,37 @@ bool has(const std::vector<VkExtensionProperties>& exts, const char* name) {
                        [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
+// The fp16 x fp16 -> fp32 (or fp16) subgroup-scope shapes of VK_NV_cooperative_matrix, in
+// the driver's order. Empty where the query is missing or fails (a listing must not stop
+// at one device's broken extension).
+std::vector<CoopMatShape> cooperative_matrix_shapes(VkPhysicalDevice device) {
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr) {
+        return {};
+    }
+    std::uint32_t count = 0;
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, nullptr) != VK_SUCCESS) {
+        return {};
+    }
+    std::vector<VkCooperativeMatrixPropertiesNV> props(
+        count, VkCooperativeMatrixPropertiesNV{.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+    const VkResult r = vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(device, &count, props.data());
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        return {};
+    }
+    props.resize(std::min<std::size_t>(count, props.size()));
+    std::vector<CoopMatShape> out;
+    for (const VkCooperativeMatrixPropertiesNV& p : props) {
+        const bool f16_inputs = p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV;
+        const bool f32_acc = p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV;
+        const bool f16_acc = p.CType == VK_COMPONENT_TYPE_FLOAT16_NV && p.DType == VK_COMPONENT_TYPE_FLOAT16_NV;
+        if (f16_inputs && (f32_acc || f16_acc) && p.scope == VK_SCOPE_SUBGROUP_NV && p.MSize > 0 && p.NSize > 0 &&
+            p.KSize > 0) {
+            out.push_back({.m = p.MSize, .n = p.NSize, .k = p.KSize, .acc_f32 = f32_acc});
+        }
+    }
+    return out;
+}
+
 std::string vendor_name(std::uint32_t id) {
     switch (id) {
         case 0x1002:
@@ -107,6 +138,8 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     const bool has_storage8 = v12 || has(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     const bool has_f16i8 = v12 || has(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
     const bool has_int_dot = v13 || has(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    const bool has_coopmat = has(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    const bool has_memory_model = v12 || has(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
 
     // Properties: each struct is chained only where the device can fill it.
     VkPhysicalDeviceSubgroupProperties subgroup{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -161,6 +194,11 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     if (has_arm_cores) {
         chain(arm_cores);
     }
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV coopmat_props{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    if (has_coopmat) {
+        chain(coopmat_props);
+    }
     vkGetPhysicalDeviceProperties2(device, &props);
 
     // Features, likewise.
@@ -188,6 +226,16 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     }
     if (has_int_dot) {
         chain(int_dot);
+    }
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat_features{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    if (has_coopmat) {
+        chain(coopmat_features);
+    }
+    if (has_memory_model) {
+        chain(memory_model);
     }
     vkGetPhysicalDeviceFeatures2(device, &features);
 
@@ -289,7 +337,14 @@ DeviceInfo query_device_info(VkPhysicalDevice device, std::uint32_t index, std::
     info.int8_arithmetic = has_f16i8 && f16i8.shaderInt8 == VK_TRUE;
     info.int64 = features.features.shaderInt64 == VK_TRUE;
     info.integer_dot_product = has_int_dot && int_dot.shaderIntegerDotProduct == VK_TRUE;
-    info.cooperative_matrix_nv = has(exts, "VK_NV_cooperative_matrix");
+    info.cooperative_matrix_nv = has_coopmat;
+    info.cooperative_matrix = has_coopmat && coopmat_features.cooperativeMatrix == VK_TRUE &&
+                              (coopmat_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                              has_memory_model && memory_model.vulkanMemoryModel == VK_TRUE &&
+                              memory_model.vulkanMemoryModelDeviceScope == VK_TRUE && info.float16_arithmetic;
+    if (has_coopmat) {
+        info.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
+    }
     info.pipeline_creation_feedback = v13 || has(exts, VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     info.memory_budget = has(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 

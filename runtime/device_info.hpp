@@ -25,6 +25,15 @@ struct SubgroupOps {
          clustered = false, quad = false;
 };
 
+// One cooperative-matrix multiply the device runs (VK_NV_cooperative_matrix,
+// vkGetPhysicalDeviceCooperativeMatrixPropertiesNV): D[m, n] = A[m, k] B[k, n] + C, with fp16
+// A and B, at subgroup scope. acc_f32: C and D are fp32 (else fp16).
+struct CoopMatShape {
+    std::uint32_t m = 0, n = 0, k = 0;
+    bool acc_f32 = true;
+    bool operator==(const CoopMatShape&) const = default;
+};
+
 struct DeviceInfo {
     std::uint32_t index = 0;  // in vkEnumeratePhysicalDevices order
     std::string name;
@@ -71,13 +80,19 @@ struct DeviceInfo {
     std::uint32_t compute_units = 0;
     bool memory_budget = false;  // VK_EXT_memory_budget: per-heap budget and usage (MemoryBudget)
 
-    bool storage_16bit = false;        // storageBuffer16BitAccess
-    bool storage_8bit = false;         // storageBuffer8BitAccess
-    bool float16_arithmetic = false;   // shaderFloat16
-    bool int8_arithmetic = false;      // shaderInt8
-    bool int64 = false;                // shaderInt64
-    bool integer_dot_product = false;  // shaderIntegerDotProduct (Vulkan 1.3 or VK_KHR_shader_integer_dot_product)
-    bool cooperative_matrix_nv = false;
+    bool storage_16bit = false;          // storageBuffer16BitAccess
+    bool storage_8bit = false;           // storageBuffer8BitAccess
+    bool float16_arithmetic = false;     // shaderFloat16
+    bool int8_arithmetic = false;        // shaderInt8
+    bool int64 = false;                  // shaderInt64
+    bool integer_dot_product = false;    // shaderIntegerDotProduct (Vulkan 1.3 or VK_KHR_shader_integer_dot_product)
+    bool cooperative_matrix_nv = false;  // VK_NV_cooperative_matrix is listed
+    // The extension with its cooperativeMatrix feature, in compute shaders, and what its
+    // shaders also need: the Vulkan memory model with device scope (glslang's
+    // GL_NV_cooperative_matrix code declares the model, and the fp16 KV cache's atomics use
+    // device scope) and shaderFloat16. Then the device is created with all of them enabled.
+    bool cooperative_matrix = false;
+    std::vector<CoopMatShape> cooperative_matrix_shapes;  // fp16 x fp16, subgroup scope, as reported
     bool pipeline_creation_feedback = false;
 
     bool timestamps = false;  // compute queue has timestampValidBits > 0

@@ -2,6 +2,20 @@
 
 namespace vkf {
 
+namespace {
+
+// "16x16x16 f32": M x N x K and the accumulator type.
+nlohmann::ordered_json coopmat_shapes(const std::vector<CoopMatShape>& shapes) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const CoopMatShape& s : shapes) {
+        out.push_back(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                      (s.acc_f32 ? " f32" : " f16"));
+    }
+    return out;
+}
+
+}  // namespace
+
 void to_json(nlohmann::ordered_json& json, const DeviceInfo& info) {
     nlohmann::ordered_json heaps = nlohmann::ordered_json::array();
     for (const MemoryHeapInfo& heap : info.memory_heaps) {
@@ -65,6 +79,8 @@ void to_json(nlohmann::ordered_json& json, const DeviceInfo& info) {
         {"int8_arithmetic", info.int8_arithmetic},
         {"integer_dot_product", info.integer_dot_product},
         {"cooperative_matrix_nv", info.cooperative_matrix_nv},
+        {"cooperative_matrix", info.cooperative_matrix},
+        {"cooperative_matrix_shapes", coopmat_shapes(info.cooperative_matrix_shapes)},
         {"pipeline_creation_feedback", info.pipeline_creation_feedback},
         {"timestamps", info.timestamps},
         {"timestamp_valid_bits", info.timestamp_valid_bits},
@@ -92,6 +108,9 @@ void to_json(nlohmann::ordered_json& json, const ComputeLimits& limits) {
         {"subgroup_ops", limits.subgroup_ops},
         {"subgroup_size_control", limits.subgroup_size_control},
         {"integer_dot_product", limits.integer_dot_product},
+        {"coopmat_shapes", coopmat_shapes(limits.coopmat_shapes)},
+        {"prefer_coopmat", limits.prefer_coopmat},
+        {"coopmat_emulated", limits.coopmat_emulated},
         {"compute_units",
          limits.compute_units == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(limits.compute_units)},
         {"timestamps", limits.timestamps},

@@ -27,20 +27,20 @@ std::uint32_t parse_u32(std::string_view key, std::string_view text) {
 }
 
 // "XxYxZ" or "N" (all three).
-std::array<std::uint32_t, 3> parse_workgroup_size(std::string_view text) {
+std::array<std::uint32_t, 3> parse_workgroup_size(std::string_view text, std::string_view key = "workgroup_size") {
     std::array<std::uint32_t, 3> out{};
     const std::size_t x1 = text.find('x');
     if (x1 == std::string_view::npos) {
-        out.fill(parse_u32("workgroup_size", text));
+        out.fill(parse_u32(key, text));
         return out;
     }
     const std::size_t x2 = text.find('x', x1 + 1);
     if (x2 == std::string_view::npos) {
-        throw Error("limit override 'workgroup_size': '" + std::string(text) + "' is not XxYxZ or N");
+        throw Error("limit override '" + std::string(key) + "': '" + std::string(text) + "' is not XxYxZ or N");
     }
-    out[0] = parse_u32("workgroup_size", text.substr(0, x1));
-    out[1] = parse_u32("workgroup_size", text.substr(x1 + 1, x2 - x1 - 1));
-    out[2] = parse_u32("workgroup_size", text.substr(x2 + 1));
+    out[0] = parse_u32(key, text.substr(0, x1));
+    out[1] = parse_u32(key, text.substr(x1 + 1, x2 - x1 - 1));
+    out[2] = parse_u32(key, text.substr(x2 + 1));
     return out;
 }
 
@@ -183,6 +183,13 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
             out.no_unroll = true;
         } else if (key == "gpu_attention" && !has_value) {
             out.gpu_attention = true;
+        } else if (key == "gpu_matmul" && !has_value) {
+            out.gpu_matmul = true;
+        } else if (key == "coopmat" && !has_value) {
+            out.coopmat = true;
+        } else if (key == "coopmat_emulated") {
+            need_value();
+            out.coopmat_emulated = parse_workgroup_size(value, key);
         } else if (key == "device_heap" || key == "host_heap") {
             need_value();
             (key == "device_heap" ? out.device_heap : out.host_heap) = parse_size(key, value);
@@ -192,7 +199,8 @@ LimitOverrides LimitOverrides::parse(std::string_view spec) {
                         "workgroup_size=XxYxZ, workgroup_count=N, "
                         "storage_buffer_range=N, push_constants=N, storage_buffers=N, compute_units=N, "
                         "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops, no_subgroup_size_control, "
-                        "no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N");
+                        "no_int64, no_integer_dot, no_unroll, gpu_attention, gpu_matmul, device_heap=N, host_heap=N, "
+                        "coopmat, coopmat_emulated=MxNxK");
         }
     }
     return out;
@@ -202,7 +210,7 @@ bool LimitOverrides::empty() const {
     return !shared_memory && !workgroup_invocations && !workgroup_size && !workgroup_count && !storage_buffer_range &&
            !push_constants && !storage_buffers && !compute_units && !no_fp16_storage && !no_fp16_arithmetic &&
            !no_subgroup_ops && !no_subgroup_size_control && !no_int64 && !no_integer_dot && !no_unroll &&
-           !gpu_attention && !device_heap && !host_heap;
+           !gpu_attention && !gpu_matmul && !coopmat && !coopmat_emulated && !device_heap && !host_heap;
 }
 
 std::string LimitOverrides::describe() const {
@@ -241,6 +249,13 @@ std::string LimitOverrides::describe() const {
         add("no_unroll");
     if (gpu_attention)
         add("gpu_attention");
+    if (gpu_matmul)
+        add("gpu_matmul");
+    if (coopmat)
+        add("coopmat");
+    if (coopmat_emulated)
+        add("coopmat_emulated=" + std::to_string((*coopmat_emulated)[0]) + "x" +
+            std::to_string((*coopmat_emulated)[1]) + "x" + std::to_string((*coopmat_emulated)[2]));
     if (device_heap)
         add("device_heap=" + std::to_string(*device_heap));
     if (host_heap)
@@ -274,6 +289,10 @@ LimitOverrides LimitOverrides::merged_with(const LimitOverrides& o) const {
     r.no_integer_dot |= o.no_integer_dot;
     r.no_unroll |= o.no_unroll;
     r.gpu_attention |= o.gpu_attention;
+    r.gpu_matmul |= o.gpu_matmul;
+    r.coopmat |= o.coopmat;
+    if (o.coopmat_emulated)
+        r.coopmat_emulated = o.coopmat_emulated;
     if (o.device_heap)
         r.device_heap = o.device_heap;
     if (o.host_heap)
@@ -317,6 +336,19 @@ ComputeLimits effective_limits(const DeviceInfo& info, const DriverQuirks& quirk
     l.subgroup_size_control = size_control && !o.no_subgroup_size_control;
     l.int64 = info.int64 && !o.no_int64;
     l.integer_dot_product = info.integer_dot_product && !o.no_integer_dot;
+    if (info.cooperative_matrix && l.fp16_arithmetic) {
+        for (const CoopMatShape& s : info.cooperative_matrix_shapes) {
+            if (s.acc_f32) {
+                l.coopmat_shapes.push_back(s);
+            }
+        }
+    }
+    l.prefer_coopmat = o.coopmat;
+    if (o.coopmat_emulated && l.coopmat_shapes.empty() && l.fp16_arithmetic) {
+        const auto& s = *o.coopmat_emulated;
+        l.coopmat_shapes = {CoopMatShape{.m = s[0], .n = s[1], .k = s[2]}};
+        l.coopmat_emulated = true;
+    }
     l.compute_units = info.compute_units;
     if (o.compute_units && (info.compute_units == 0 || *o.compute_units < info.compute_units)) {
         l.compute_units = *o.compute_units;

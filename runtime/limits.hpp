@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vkf {
 
@@ -28,7 +29,9 @@ struct LimitOverrides {
     bool no_fp16_storage = false;
     bool no_fp16_arithmetic = false;
     bool no_subgroup_ops = false;
-    bool no_subgroup_size_control = false;  // no required subgroup sizes, hence no subgroup kernels
+    // No required subgroup sizes, hence no subgroup kernels but the one that checks its
+    // subgroups itself (the tiled attention's SUBGROUP_ANY_SIZE).
+    bool no_subgroup_size_control = false;
     bool no_int64 = false;
     bool no_integer_dot = false;
     bool no_unroll = false;  // the kernels' unroll hints off, as the llvmpipe 25 quirk does
@@ -36,6 +39,17 @@ struct LimitOverrides {
     // arithmetic over fp16 K/V where the device has it), so that lavapipe runs what a GPU's
     // model step runs (tests; host/ops/attention.cpp).
     bool gpu_attention = false;
+    // Not a limit: the matmuls planned as on a GPU on a CPU device (the tiled and GEMV kernels,
+    // fp16 arithmetic on fp16 weights where the device has it: host/ops/matmul_plan.cpp).
+    bool gpu_matmul = false;
+    // Not a limit either: the matmul's Auto choice takes the cooperative-matrix (tensor core)
+    // kernel where the device has it and the shape fits (host/ops/matmul_coopmat.cpp). Opt-in
+    // until a GPU run has proven that kernel: no device has run it yet (docs/DESIGN.md).
+    bool coopmat = false;
+    // Tests: on a device without cooperative matrices, the cooperative-matrix kernel's
+    // EMULATE variant (plain shared-memory arithmetic in the matrices' layout) with this M x N x K,
+    // so that lavapipe checks its tiles, indexing, split K and epilogue against the reference.
+    std::optional<std::array<std::uint32_t, 3>> coopmat_emulated;
     // Device memory, not compute limits: the MemoryCaps (runtime/memory.hpp) of a Context.
     std::optional<std::uint64_t> device_heap;  // device-local bytes vkformer may use
     std::optional<std::uint64_t> host_heap;    // host-visible bytes Device buffers may fall back to
@@ -44,8 +58,9 @@ struct LimitOverrides {
     // workgroup_invocations=N, workgroup_size=XxYxZ (or N for all three), workgroup_count=N,
     // storage_buffer_range=N, push_constants=N, storage_buffers=N,
     // compute_units=N, no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,
-    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, gpu_attention, device_heap=N, host_heap=N. Sizes
-    // accept K/M/G suffixes. Throws on bad input.
+    // no_subgroup_size_control, no_int64, no_integer_dot, no_unroll, gpu_attention, gpu_matmul, device_heap=N,
+    // host_heap=N,
+    // coopmat, coopmat_emulated=MxNxK. Sizes accept K/M/G suffixes. Throws on bad input.
     static LimitOverrides parse(std::string_view spec);
     static LimitOverrides phone();
     // Exactly what every Vulkan 1.1+ device guarantees (the specification's "Required
@@ -80,10 +95,17 @@ struct ComputeLimits {
     // (subgroupSizeControl and computeFullSubgroups, compute in requiredSubgroupSizeStages).
     // Kernels that use subgroup operations run only where it can (docs/DESIGN.md, portability
     // rules): without it a driver may run fewer lanes than gl_SubgroupSize says (Intel's do).
+    // The exception, the tiled attention's SUBGROUP_ANY_SIZE, checks its subgroups at run time.
     bool subgroup_size_control = false;
     bool int64 = false;                // 64-bit integers in shaders (shaderInt64)
     bool integer_dot_product = false;  // packed 4x8-bit integer dot products (shaderIntegerDotProduct)
     std::uint32_t compute_units = 0;   // DeviceInfo::compute_units or its override; 0: unknown
+    // Cooperative-matrix shapes with fp16 inputs and fp32 accumulators, in the driver's order:
+    // DeviceInfo::cooperative_matrix_shapes where the device was created with cooperative
+    // matrices (DeviceInfo::cooperative_matrix) and fp16 arithmetic is allowed; else empty.
+    std::vector<CoopMatShape> coopmat_shapes;
+    bool prefer_coopmat = false;    // VKF_LIMITS coopmat (LimitOverrides::coopmat)
+    bool coopmat_emulated = false;  // coopmat_shapes is LimitOverrides::coopmat_emulated's (tests)
     bool timestamps = false;
     std::uint32_t max_loop_iterations = 0;  // per invocation, from driver quirks; 0: unlimited
     // Pipelines keep the kernels' unroll hints; off by a quirk or no_unroll (pipeline.cpp).

@@ -25,6 +25,9 @@ std::string PipelineDesc::key() const {
     if (required_subgroup_size != 0) {
         k += "/sg" + std::to_string(required_subgroup_size);
     }
+    if (subgroup_size_checked) {
+        k += "/sg-checked";
+    }
     return k;
 }
 
@@ -76,9 +79,10 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     }
     // A kernel that uses subgroup operations assumes a subgroup size (its plan chose the
     // workgroup from it) and that every subgroup is full; neither holds unless required:
-    // Intel's drivers, for one, may run fewer lanes than gl_SubgroupSize reports.
+    // Intel's drivers, for one, may run fewer lanes than gl_SubgroupSize reports. Unless the
+    // shader checks its subgroups itself (PipelineDesc::subgroup_size_checked).
     const std::uint32_t sg = desc.required_subgroup_size;
-    if (iface.subgroup_operations && sg == 0) {
+    if (iface.subgroup_operations && sg == 0 && !desc.subgroup_size_checked) {
         throw Error(who +
                     "uses subgroup operations but requires no subgroup size (PipelineDesc::required_subgroup_size); "
                     "without full subgroups of a known size a driver may run fewer lanes than gl_SubgroupSize");
@@ -121,6 +125,8 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     require(iface.storage_16bit, limits.fp16_storage, "16-bit storage (storageBuffer16BitAccess; no_fp16_storage)");
     require(iface.integer_dot_product, limits.integer_dot_product,
             "integer dot products (shaderIntegerDotProduct; no_integer_dot)");
+    require(iface.cooperative_matrix, device.enabled().cooperative_matrix && !limits.coopmat_shapes.empty(),
+            "cooperative matrices (VK_NV_cooperative_matrix with vulkanMemoryModel and shaderFloat16)");
     // After the shader's own requirements (subgroups, features), so that those are named first.
     check_storage_buffers(limits, desc.binding_count, "pipeline " + name_);
 

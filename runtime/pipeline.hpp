@@ -37,6 +37,10 @@ struct PipelineDesc {
     // required of every shader that uses subgroup operations. 0: the driver's choice, for
     // shaders without them.
     std::uint32_t required_subgroup_size = 0;
+    // Instead of a required size: the shader checks at run time that its subgroups suit it and
+    // has a path without subgroup operations where they do not (attention SUBGROUP_ANY_SIZE),
+    // so that it may use them at whatever size the driver runs.
+    bool subgroup_size_checked = false;
 
     std::string key() const;  // identifies the pipeline: shader and every constant
 };

@@ -5,7 +5,9 @@
 #include <spirv_cross/spirv_cross.hpp>
 
 #include <algorithm>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace vkf {
 
@@ -56,13 +58,39 @@ bool is_subgroup_capability(spv::Capability c) {
     }
 }
 
+// Debian 12's SPIRV-Cross (2021.01.15) predates cooperative-matrix types and throws on
+// OpTypeCooperativeMatrixNV. Reflection reads only the interface (push constants, storage
+// buffers, capabilities), never those types, so a copy of the module in which each becomes a
+// four-component vector of its component type is read instead; the matrix instructions in
+// function bodies are kept as opaque operations. Other modules are read as they are.
+std::vector<std::uint32_t> reflectable_words(std::span<const std::uint32_t> words) {
+    constexpr std::uint32_t kHeaderWords = 5;
+    constexpr std::uint32_t kTypeCooperativeMatrixNV = 5358;
+    std::vector<std::uint32_t> out(words.begin(), words.begin() + std::min<std::size_t>(kHeaderWords, words.size()));
+    for (std::size_t i = kHeaderWords; i < words.size();) {
+        const std::uint32_t count = words[i] >> 16;
+        if (count == 0 || i + count > words.size()) {
+            return {words.begin(), words.end()};  // malformed: SPIRV-Cross says so
+        }
+        if ((words[i] & 0xFFFFu) == kTypeCooperativeMatrixNV && count == 6) {
+            // OpTypeCooperativeMatrixNV %result %component %scope %rows %columns
+            out.insert(out.end(), {(4u << 16) | spv::OpTypeVector, words[i + 1], words[i + 2], 4u});
+        } else {
+            out.insert(out.end(), words.begin() + i, words.begin() + i + count);
+        }
+        i += count;
+    }
+    return out;
+}
+
 }  // namespace
 
 ShaderInterface reflect_shader(const SpirvCode& code) {
     const std::string shader(code.name);
     ShaderInterface out;
     try {
-        const spirv_cross::Compiler compiler(code.words.data(), code.words.size());
+        const std::vector<std::uint32_t> words = reflectable_words(code.words);
+        const spirv_cross::Compiler compiler(words.data(), words.size());
         const spirv_cross::ShaderResources resources = compiler.get_shader_resources();
         for (const spirv_cross::Resource& block : resources.push_constant_buffers) {
             const spirv_cross::SPIRType& type = compiler.get_type(block.base_type_id);
@@ -95,6 +123,9 @@ ShaderInterface reflect_shader(const SpirvCode& code) {
                 case spv::CapabilityUniformAndStorageBuffer16BitAccess:
                 case spv::CapabilityStoragePushConstant16:
                     out.storage_16bit = true;
+                    break;
+                case spv::CapabilityCooperativeMatrixNV:
+                    out.cooperative_matrix = true;
                     break;
                 case 6016:  // DotProductInputAll
                 case 6017:  // DotProductInput4x8Bit

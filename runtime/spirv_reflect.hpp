@@ -33,6 +33,7 @@ struct ShaderInterface {
     bool float16 = false;                         // Float16 (shaderFloat16)
     bool storage_16bit = false;                   // StorageBuffer16BitAccess and the like
     bool integer_dot_product = false;             // DotProduct* (shaderIntegerDotProduct)
+    bool cooperative_matrix = false;              // CooperativeMatrixNV (VK_NV_cooperative_matrix)
 };
 
 // Throws vkf::Error when the module is malformed, uses descriptor sets other than 0 or

@@ -19,7 +19,9 @@
 // 4 storage buffers, the slope table and key counts read from the partials' binding),
 // SUBGROUP_REDUCE (the row max and sum over the TPR lanes of a row, and the probabilities P*V
 // reads, by subgroup shuffles instead of shared memory; the host requires full subgroups of a
-// size TPR divides), ARITH_F16 (Q*K and P*V in fp16 with fp32 statistics; see below).
+// size TPR divides), SUBGROUP_REDUCE+SUBGROUP_ANY_SIZE (no required size: the kernel checks its
+// subgroups once per workgroup and takes the shuffles or shared memory, attention_reduce.glsl),
+// ARITH_F16 (Q*K and P*V in fp16 with fp32 statistics; see below).
 //
 // ARITH_F16 (docs/DESIGN.md, "fp16 arithmetic in attention"): the Q and K/V tiles hold halves.
 // Q is multiplied by the softmax scale in fp32 before it is rounded, so the f16 products are
@@ -42,6 +44,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#if defined(SUBGROUP_ANY_SIZE) && !defined(SUBGROUP_REDUCE)
+#error "SUBGROUP_ANY_SIZE is a form of SUBGROUP_REDUCE"
 #endif
 
 #include "interface/attention.h"
@@ -117,19 +122,6 @@ vec2 tile_pair(vec2 w) { return w; }
 
 shared TILE_QUAD q_tile[BR * DQ];
 shared TILE_QUAD kv_tile[BC * KV_STRIDE];
-#if !defined(SUBGROUP_REDUCE)
-// Softmax numerators of the current tile, one row of PS floats per query row. Lane l of row
-// r writes columns l + i * TPR, and P*V reads column c of every row at once; a subgroup of 32
-// holds the R = 32 / TPR rows r0 .. r0 + R - 1. With the stride BC (32 or 64) the R rows of a
-// column share one of the 32 banks (of 4 bytes): R-way conflicts on reads and writes. A
-// stride that is an odd multiple of TPR (BC, or BC + TPR when BC / TPR is even) starts row r
-// at bank TPR * (r * PS / TPR mod R), different for each of the R rows, so a read's R
-// addresses and a write's R x TPR addresses all fall in different banks (TPR is a power of
-// two up to 32). host/ops/attention.cpp's tile_shared_bytes counts the padding.
-const uint PS = BC + TPR * (1u - (BC / TPR) % 2u);
-shared float p_tile[BR * PS];
-shared float lane_stats[BR * TPR];   // per-lane maxima, then per-lane sums
-#endif
 
 void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
     for (uint e = gl_LocalInvocationID.x; e < BC * DP; e += WG) {
@@ -149,23 +141,7 @@ void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
     }
 }
 
-#if defined(SUBGROUP_REDUCE)
-// Over the TPR lanes of this invocation's row: consecutive, TPR-aligned subgroup lanes (main()
-// numbers the invocations by subgroup), so a butterfly of log2(TPR) shuffles leaves the result
-// in every lane. The max is exact in any order, so every lane rescales by the same factor.
-float row_max_of(float x) {
-    for (uint m = 1u; m < TPR; m *= 2u) {
-        x = max(x, subgroupShuffleXor(x, m));
-    }
-    return x;
-}
-float row_sum_of(float x) {
-    for (uint m = 1u; m < TPR; m *= 2u) {
-        x += subgroupShuffleXor(x, m);
-    }
-    return x;
-}
-#endif
+#include "attention_reduce.glsl"
 
 // q . k of query row r and tile key c, the query already scaled.
 float score_dot(uint r, uint c) {
@@ -188,15 +164,11 @@ float score_dot(uint r, uint c) {
 }
 
 void main() {
-#if defined(SUBGROUP_REDUCE)
-    // The host requires full subgroups of a size TPR divides (and WG a multiple of it): this
-    // numbering puts the TPR lanes of each row in one subgroup, TPR-aligned, whatever order
-    // the driver gives subgroups within the workgroup.
-    const uint tid = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
-    const uint row_lane0 = gl_SubgroupInvocationID - gl_SubgroupInvocationID % TPR;
-#else
-    const uint tid = gl_LocalInvocationID.x;
+#if defined(SUBGROUP_ANY_SIZE)
+    sg_path = subgroup_numbering_holds();  // the same in the whole workgroup
 #endif
+    const uint tid = invocation_index();
+    const uint row_lane0 = row_first_lane();  // the subgroup path's
     const uint row_local = tid / TPR;
     const uint lane = tid % TPR;
     const uint row0 = gl_WorkGroupID.x * BR;
@@ -290,20 +262,10 @@ void main() {
             own_scores[i] = s;
             lane_max = max(lane_max, s);
         }
-#if defined(SUBGROUP_REDUCE)
-        const float tile_max = row_max_of(lane_max);
-        barrier(); // K no longer read
-        load_kv_tile(b, kv_head, key0, key_end, true);
-#else
-        lane_stats[row_local * TPR + lane] = lane_max;
+        const float row_lane_max = tile_max_publish(row_local, lane, lane_max);
         barrier(); // scores and lane maxima complete, K no longer read
         load_kv_tile(b, kv_head, key0, key_end, true);
-
-        float tile_max = MASKED;
-        for (uint l = 0u; l < TPR; ++l) {
-            tile_max = max(tile_max, lane_stats[row_local * TPR + l]);
-        }
-#endif
+        const float tile_max = tile_max_collect(row_local, row_lane_max);
         const float new_max = max(row_max, tile_max);
         const bool tile_has_keys = tile_max > 0.5 * MASKED;
         if (tile_has_keys) {
@@ -330,11 +292,8 @@ void main() {
             p = float(float16_t(p)); // the weight P*V uses: the sum adds the same
 #endif
             tile_sum += p;
-#if defined(SUBGROUP_REDUCE)
             own_scores[i] = p;
-#else
-            p_tile[row_local * PS + lane + i * TPR] = p;
-#endif
+            keep_probability(row_local, lane + i * TPR, p);
         }
 #if defined(ARITH_F16)
         lane_sum += tile_scale * tile_sum;
@@ -343,13 +302,7 @@ void main() {
 #endif
         barrier(); // V and probabilities complete
 
-#if defined(SUBGROUP_REDUCE)
-        // Uniform over the subgroup: the shuffles below read lanes of other rows' branches.
-        const bool pv = subgroupMax(tile_has_keys ? 1u : 0u) != 0u;
-#else
-        const bool pv = tile_has_keys;
-#endif
-        if (pv) {
+        if (pv_needed(tile_has_keys)) {
 #if defined(ARITH_F16)
             f16vec2 part[PAIRS_PER_THREAD];
             for (uint k = 0u; k < PAIRS_PER_THREAD; ++k) {
@@ -360,11 +313,7 @@ void main() {
             for (uint i = 0u; i < KEYS_PER_LANE; ++i) {
                 for (uint l = 0u; l < TPR; ++l) {
                     const uint c = i * TPR + l;
-#if defined(SUBGROUP_REDUCE)
-                    const float p = subgroupShuffle(own_scores[i], row_lane0 + l);
-#else
-                    const float p = p_tile[row_local * PS + c];
-#endif
+                    const float p = probability_of(row_local, row_lane0, own_scores[i], l, c);
 #if defined(ARITH_F16)
                     const f16vec2 ph = f16vec2(float16_t(p));
 #endif
@@ -394,19 +343,9 @@ void main() {
     }
 
     // The row's sum is the sum of its lanes' partial sums.
-#if defined(SUBGROUP_REDUCE)
-    const float row_sum = row_sum_of(lane_sum);
-#else
-    barrier(); // lane_stats no longer read by the last tile
-    lane_stats[row_local * TPR + lane] = lane_sum;
-    barrier();
-    float row_sum = 0.0;
-    for (uint l = 0u; l < TPR; ++l) {
-        row_sum += lane_stats[row_local * TPR + l];
-    }
-#endif
+    const float row_sum = row_sum_of_lanes(row_local, lane, lane_sum);
 
-    if (!row_valid) {
+    if (!row_valid || !writes_output()) {
         return;
     }
 #if defined(SPLIT_KV)

@@ -7,6 +7,8 @@
 //             loop counts matter on llvmpipe, see runtime/quirks.cpp).
 //   GEMV      few rows of X (decoding): a workgroup owns 4 columns of one row of Y, its
 //             invocations split K and add their partial sums in shared memory.
+//             matmul_gemv.glsl; GEMV_F16 is its fp16 arithmetic on fp16 weights (WEIGHTS_F16
+//             implied): 8 products a fold, one 16-byte load of W per column where rows line up.
 //   BLOCKED   no shared memory: each invocation owns an RM x RN block of Y and reads X and
 //             W directly. The portable fallback, and the fastest kernel on CPU devices
 //             (llvmpipe), where every memory load costs per invocation and barriers are
@@ -51,7 +53,7 @@
 #if defined(WIDE64)
 #extension GL_ARB_gpu_shader_int64 : require
 #endif
-#if defined(TILED_F16)
+#if defined(TILED_F16) || defined(GEMV_F16)
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #define WEIGHTS_F16
 #endif
@@ -285,59 +287,9 @@ void main() {
     }
 }
 
-#elif defined(GEMV)
+#elif defined(GEMV) || defined(GEMV_F16)
 
-layout(constant_id = VKF_MATMUL_SPEC_WG) const uint WG = 64; // == local_size_x, a power of two
-shared vec4 sums[WG];
-
-void main() {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint col0 = gl_WorkGroupID.x * 4u;
-    const uint row = gl_WorkGroupID.y;
-    const uint k_begin = gl_WorkGroupID.z * params.k_split;
-    const uint k_end = min(params.k, k_begin + params.k_split);
-    // Columns past n read the last column (in bounds); their sums are never stored.
-    const uint last = params.n - 1u;
-    const uvec4 w_row = params.w_base + uvec4(min(col0, last), min(col0 + 1u, last), min(col0 + 2u, last),
-                                              min(col0 + 3u, last)) * params.k;
-    const uint x_row = params.x_base + row * params.k;
-
-    vec4 acc = vec4(0.0);
-    if ((params.flags & VKF_MATMUL_FLAG_PAIRS) != 0u) {
-        // k_begin is even (the host makes k_split even); every W row starts on a pair.
-        for (uint kk = k_begin + 2u * tid; kk < k_end; kk += 2u * WG) {
-            const vec2 xv = vec2(x_data[x_row + kk], x_data[x_row + kk + 1u]);
-#if defined(WEIGHTS_F16)
-            acc.x += dot(xv, unpackHalf2x16(w_data[(w_row.x + kk) >> 1u]));
-            acc.y += dot(xv, unpackHalf2x16(w_data[(w_row.y + kk) >> 1u]));
-            acc.z += dot(xv, unpackHalf2x16(w_data[(w_row.z + kk) >> 1u]));
-            acc.w += dot(xv, unpackHalf2x16(w_data[(w_row.w + kk) >> 1u]));
-#else
-            acc.x += dot(xv, vec2(w_data[w_row.x + kk], w_data[w_row.x + kk + 1u]));
-            acc.y += dot(xv, vec2(w_data[w_row.y + kk], w_data[w_row.y + kk + 1u]));
-            acc.z += dot(xv, vec2(w_data[w_row.z + kk], w_data[w_row.z + kk + 1u]));
-            acc.w += dot(xv, vec2(w_data[w_row.w + kk], w_data[w_row.w + kk + 1u]));
-#endif
-        }
-    } else {
-        for (uint kk = k_begin + tid; kk < k_end; kk += WG) {
-            const float xv = x_data[x_row + kk];
-            acc += xv * vec4(VKF_LOAD_WEIGHT(w_data, w_row.x + kk), VKF_LOAD_WEIGHT(w_data, w_row.y + kk),
-                             VKF_LOAD_WEIGHT(w_data, w_row.z + kk), VKF_LOAD_WEIGHT(w_data, w_row.w + kk));
-        }
-    }
-    sums[tid] = acc;
-    barrier();
-    for (uint stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if (tid < stride) {
-            sums[tid] += sums[tid + stride];
-        }
-        barrier();
-    }
-    if (tid == 0u) {
-        store_quad(row, col0, sums[0]);
-    }
-}
+#include "matmul_gemv.glsl"
 
 #else // tiled
 

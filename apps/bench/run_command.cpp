@@ -52,8 +52,10 @@ struct RunOptions {
     std::optional<std::vector<std::uint32_t>> lengths, decode_kv, prefill_m, batch;
     std::optional<std::vector<std::string>> weights;
     bool no_naive = false;
+    bool matmul_coopmat = false;
     std::optional<std::uint64_t> max_memory;
     std::optional<DType> kv;
+    std::optional<MatmulKernel> matmul_kernel;
     std::optional<std::uint32_t> window;
     std::optional<std::vector<std::string>> modes;
     std::optional<std::uint32_t> warmup, reps;
@@ -115,6 +117,18 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                           o.weights = parse_words("--weights", text, {"f32", "f16", "q8_0", "q4_0"});
                       });
     cli.add_flag("--no-naive", o.no_naive, "leave out the naive attention baseline");
+    add_choice(cli, "--matmul-kernel", o.matmul_kernel,
+               {{"auto", MatmulKernel::Auto},
+                {"tiled", MatmulKernel::Tiled},
+                {"gemv", MatmulKernel::Gemv},
+                {"blocked", MatmulKernel::Blocked},
+                {"rowdot", MatmulKernel::RowDot}},
+               "matmul suite: force this kernel on every case (a GPU's tiled or\n"
+               "gemv on lavapipe; cases it cannot run are skipped) (default auto)");
+    cli.add_flag("--matmul-coopmat", o.matmul_coopmat,
+                 "matmul suite: time the cooperative-matrix kernel (tensor cores; opt-in,\n"
+                 "never run by default) forced on the f16 prefill rows instead of the\n"
+                 "plans' kernels; skipped where the device lacks VK_NV_cooperative_matrix");
     add_parsed_option(cli, "--max-memory", "SIZE",
                       "device memory one case may use (K/M/G suffixes; default half\n"
                       "the largest device-local heap); bigger cases are skipped",
@@ -157,8 +171,10 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.max_memory = o.max_memory.value_or(0);
     s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
     s.kv_dtype = o.kv.value_or(s.kv_dtype);
+    s.matmul_kernel = o.matmul_kernel.value_or(MatmulKernel::Auto);
     s.window = o.window.value_or(0);
     s.batch = o.batch.value_or(s.batch);
+    s.matmul_coopmat = o.matmul_coopmat;
     if (o.modes) {
         s.prefill = std::find(o.modes->begin(), o.modes->end(), "prefill") != o.modes->end();
         s.decode = std::find(o.modes->begin(), o.modes->end(), "decode") != o.modes->end();

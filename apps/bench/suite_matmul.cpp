@@ -1,11 +1,13 @@
 // The matmul suite: the presets' linear layers (QKV, attention output, FFN up and down, LM
 // head) with the --weights formats (f16 by default), at m = 1 (decoding) and the prefill
-// rows, in fp32 and fp16 arithmetic where the device has both.
+// rows, in fp32 and fp16 arithmetic where the device has both; or (--matmul-coopmat) the
+// cooperative-matrix kernel forced on the f16 prefill rows.
 
 #include "apps/bench/suites.hpp"
 
 #include "host/ops/matmul.hpp"
 #include "host/quant/quant_format.hpp"
+#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -82,22 +84,85 @@ void run_linear(CaseEnv& env, Result& r, std::uint32_t m, const Linear& layer, D
     r.bytes = x_bytes + wbytes + sbytes + y_bytes;
 }
 
+// The opt-in cooperative-matrix kernel (MatmulKernel::CoopMat) forced on each f16 layer at
+// the prefill rows of at least kCoopMatMinRows (not the LM head, as above), named
+// "<case> coopmat" with params kernel "coopmat" and kernel_choice "forced". A run of its own
+// (scripts/gpu_proof's bench-matmul-coopmat step), so that a kernel that has never run
+// cannot cost the plans' results. Skipped, with the plan's reason, where it cannot run.
+std::vector<BenchCase> coopmat_cases(const SuiteSettings& s) {
+    std::vector<BenchCase> cases;
+    for (const LinearPreset& preset : linear_presets()) {
+        if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
+            continue;
+        }
+        for (const std::uint32_t m : s.prefill_m) {
+            for (const Linear& layer : preset.layers) {
+                if (layer.layer == "lm_head" || m < kCoopMatMinRows) {
+                    continue;
+                }
+                BenchCase c;
+                c.name = fmt::format("{} {} m={} n={} k={} f16 coopmat", preset.name, layer.layer, m, layer.n, layer.k);
+                c.params = {{"model", preset.name},
+                            {"layer", layer.layer},
+                            {"weights", std::string("f16")},
+                            {"m", std::int64_t{m}},
+                            {"n", std::int64_t{layer.n}},
+                            {"k", std::int64_t{layer.k}},
+                            {"arithmetic", std::string("f16")},
+                            {"arithmetic_choice", std::string("plan")},
+                            {"kernel", std::string("coopmat")},
+                            {"kernel_choice", std::string("forced")}};
+                c.flops = 2ull * m * layer.n * layer.k;
+                c.bytes = std::uint64_t{m} * layer.k * 4 + std::uint64_t{layer.n} * layer.k * 2 +
+                          std::uint64_t{m} * layer.n * 4;
+                c.run = [m, layer](CaseEnv& env, Result& r) {
+                    const MatmulOptions forced{.kernel = MatmulKernel::CoopMat};
+                    const MatmulDevice device = matmul_device(env.ctx);
+                    if (device.limits.coopmat_shapes.empty()) {  // short: summaries cut reasons at 60
+                        throw Skip{"no VK_NV_cooperative_matrix fp16 shapes on this device"};
+                    }
+                    try {
+                        plan_matmul(device, m, layer.n, layer.k, DType::F16, forced);
+                    } catch (const Error& e) {
+                        throw Skip{e.what()};
+                    }
+                    run_linear(env, r, m, layer, DType::F16, QuantFormat::None, forced);
+                };
+                cases.push_back(std::move(c));
+            }
+        }
+    }
+    return cases;
+}
+
 }  // namespace
 
 // Cases for each --weights format (f32, f16 and the block formats; default f16). Each case
 // runs in the arithmetic its plan chooses and, where the device has fp16 arithmetic and
 // forcing the other one changes the plan, in that one too, named "<case> f16 math" or
-// "<case> f32 math" (MatmulArithmetic): on GPUs the f16 prefill and quantized cases, on
-// lavapipe (fp32 by default) the quantized ones.
+// "<case> f32 math" (MatmulArithmetic): on GPUs the f16 cases (tiled prefill, GEMV decode)
+// and the quantized ones, on lavapipe (fp32 by default) the quantized ones.
+// --matmul-kernel forces a kernel on every case (named "<case> <kernel>"; skipped where the
+// kernel cannot run it, e.g. GEMV on quantized weights): the GEMV and tiled kernels, and
+// their fp16 forms, on lavapipe.
 std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSettings& s) {
+    if (s.matmul_coopmat) {
+        return coopmat_cases(s);
+    }
     std::vector<BenchCase> cases;
     const MatmulDevice device = matmul_device(suite_ctx);
+    const MatmulKernel kernel = s.matmul_kernel;
+    const std::string kernel_name = kernel == MatmulKernel::Auto ? std::string() : std::string(" ") + to_string(kernel);
     for (const LinearPreset& preset : linear_presets()) {
         if (std::find(s.presets.begin(), s.presets.end(), preset.name) == s.presets.end()) {
             continue;
         }
         std::vector<std::uint32_t> ms = {1};
-        ms.insert(ms.end(), s.prefill_m.begin(), s.prefill_m.end());
+        for (const std::uint32_t m : s.prefill_m) {
+            if (std::find(ms.begin(), ms.end(), m) == ms.end()) {
+                ms.push_back(m);  // --prefill-m 1: decoding alone
+            }
+        }
         for (const std::string& weights : s.weights) {
             const QuantFormat quant = parse_quant_format(weights).value_or(QuantFormat::None);
             // The bias dtype of quantized weights (there is no bias here).
@@ -108,9 +173,22 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                     if (layer.layer == "lm_head" && m != 1) {
                         continue;
                     }
-                    const bool chosen = plan_matmul(device, m, layer.n, layer.k, wdtype, {}, quant).f16_arithmetic;
-                    const MatmulOptions other{.arithmetic = chosen ? MatmulArithmetic::F32 : MatmulArithmetic::F16};
-                    std::vector<std::pair<MatmulOptions, bool>> runs = {{MatmulOptions{}, chosen}};
+                    const std::string base =
+                        fmt::format("{} {} m={} n={} k={} {}", preset.name, layer.layer, m, layer.n, layer.k, weights);
+                    const MatmulOptions own{.kernel = kernel};
+                    bool chosen = false;
+                    try {
+                        chosen = plan_matmul(device, m, layer.n, layer.k, wdtype, own, quant).f16_arithmetic;
+                    } catch (const Error& e) {  // a forced kernel that does not read these weights
+                        BenchCase c;
+                        c.name = base + kernel_name;
+                        c.run = [reason = std::string(e.what())](CaseEnv&, Result&) { throw Skip{reason}; };
+                        cases.push_back(std::move(c));
+                        continue;
+                    }
+                    const MatmulOptions other{.kernel = kernel,
+                                              .arithmetic = chosen ? MatmulArithmetic::F32 : MatmulArithmetic::F16};
+                    std::vector<std::pair<MatmulOptions, bool>> runs = {{own, chosen}};
                     if (plan_matmul(device, m, layer.n, layer.k, wdtype, other, quant).f16_arithmetic != chosen) {
                         runs.emplace_back(other, !chosen);
                     }
@@ -119,8 +197,7 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                         const char* math = options.arithmetic == MatmulArithmetic::Auto ? ""
                                            : f16_math                                   ? " f16 math"
                                                                                         : " f32 math";
-                        c.name = fmt::format("{} {} m={} n={} k={} {}{}", preset.name, layer.layer, m, layer.n, layer.k,
-                                             weights, math);
+                        c.name = base + kernel_name + math;
                         c.params = {{"model", preset.name},
                                     {"layer", layer.layer},
                                     {"weights", weights},
@@ -130,6 +207,9 @@ std::vector<BenchCase> matmul_cases(const Context& suite_ctx, const SuiteSetting
                                     {"arithmetic", std::string(f16_math ? "f16" : "f32")},
                                     // "forced": the other arithmetic than the plan's, a comparison row
                                     {"arithmetic_choice", std::string(math[0] == '\0' ? "plan" : "forced")}};
+                        if (kernel != MatmulKernel::Auto) {
+                            c.params.push_back({"kernel", std::string(to_string(kernel))});
+                        }
                         const std::uint64_t wbytes =
                             quant != QuantFormat::None
                                 ? std::uint64_t{layer.n} * (quant_row_bytes(quant, layer.k) + layer.k / 32 * 2)

@@ -10,6 +10,7 @@
 
 #include "apps/bench/results.hpp"
 #include "apps/bench/suite_attention.hpp"
+#include "host/ops/matmul.hpp"
 #include "host/spec/model_config.hpp"
 #include "runtime/context.hpp"
 
@@ -29,11 +30,16 @@ struct SuiteSettings {
     std::vector<std::uint32_t> prefill_m;        // matmul rows for prefill (decode is m = 1)
     std::vector<std::string> weights = {"f16"};  // block and model: f32, f16, q8_0, q4_0
     AttentionSweep attention;                    // what the attention suite times
-    std::uint64_t max_memory = 0;                // bytes one case may allocate; 0: from the device
-    DType kv_dtype = DType::F16;                 // block and model: the sessions' KV cache (SessionOptions)
-    std::vector<std::uint32_t> batch = {1};      // model: sequences decoding together (suite_model_batch.cpp)
-    std::uint32_t window = 0;                    // block and model: the sessions' key window (0: full)
-    bool prefill = true, decode = true;          // block and model: which steps they time (--modes)
+    // matmul: the kernel every case forces (Auto: each plan's own), e.g. GEMV on lavapipe
+    MatmulKernel matmul_kernel = MatmulKernel::Auto;
+    std::uint64_t max_memory = 0;            // bytes one case may allocate; 0: from the device
+    DType kv_dtype = DType::F16;             // block and model: the sessions' KV cache (SessionOptions)
+    std::vector<std::uint32_t> batch = {1};  // model: sequences decoding together (suite_model_batch.cpp)
+    std::uint32_t window = 0;                // block and model: the sessions' key window (0: full)
+    bool prefill = true, decode = true;      // block and model: which steps they time (--modes)
+    // matmul: the opt-in cooperative-matrix kernel forced on the f16 prefill cases, instead of
+    // the plans' kernels (--matmul-coopmat; skipped where the device lacks it).
+    bool matmul_coopmat = false;
 };
 
 // Thrown by a case the device cannot run (a missing feature, a size over a limit): the

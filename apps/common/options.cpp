@@ -160,7 +160,7 @@ CLI::Option* add_limits(CLI::App& cli, LimitOverrides& target) {
                              "push_constants=N, storage_buffers=N, compute_units=N,\n"
                              "no_fp16_storage, no_fp16_arithmetic, no_subgroup_ops,\n"
                              "no_subgroup_size_control, no_int64, no_integer_dot, no_unroll,\n"
-                             "device_heap=N, host_heap=N (the device\n"
+                             "gpu_attention, gpu_matmul (planned as on a GPU), device_heap=N, host_heap=N (the device\n"
                              "memory vkformer may use; sizes accept K/M/G suffixes); merged\n"
                              "over VKF_LIMITS",
                              [&target](const std::string& text) { target = parse_limits("--limits", text, target); });

@@ -152,16 +152,21 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                      {VKF_ATTN_SPEC_D, shape_.head_dim},
                      {VKF_ATTN_ROWS_SPEC_SG, std::max<std::uint32_t>(plan_.subgroup_loads, 1)}};
     } else {
-        code = &shaders::variant("attention", {{"SPLIT_KV", split},
-                                               {"PACKED_TABLES", packed},
-                                               {"STORAGE_F16", f16},
-                                               {"ARITH_F16", plan_.fp16_arithmetic},
-                                               {"KV_F16", kv_f16},
-                                               {"SUBGROUP_REDUCE", plan_.subgroup_reduce > 0}});
+        code =
+            &shaders::variant("attention", {{"SPLIT_KV", split},
+                                            {"PACKED_TABLES", packed},
+                                            {"STORAGE_F16", f16},
+                                            {"ARITH_F16", plan_.fp16_arithmetic},
+                                            {"KV_F16", kv_f16},
+                                            {"SUBGROUP_REDUCE", plan_.subgroup_reduce > 0 || plan_.subgroup_any_size},
+                                            {"SUBGROUP_ANY_SIZE", plan_.subgroup_any_size}});
         constants = {{VKF_ATTN_SPEC_BR, plan_.rows_per_group},
                      {VKF_ATTN_SPEC_BC, plan_.keys_per_tile},
                      {VKF_ATTN_SPEC_TPR, plan_.threads_per_row},
                      {VKF_ATTN_SPEC_D, shape_.head_dim}};
+        if (plan_.subgroup_any_size) {
+            constants.push_back({VKF_ATTN_SPEC_SG_EXPECT, options.expect_subgroup_path});
+        }
     }
     attention_ =
         &ctx.pipeline(PipelineDesc{.code = code,
@@ -170,7 +175,8 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                                    .push_constant_layout = AttentionPush::layout,
                                    .binding_count = packed ? kPackedAttentionBindings : kAttentionBindings,
                                    .shared_memory_bytes = plan_.shared_bytes,
-                                   .required_subgroup_size = rows ? plan_.subgroup_loads : plan_.subgroup_reduce});
+                                   .required_subgroup_size = rows ? plan_.subgroup_loads : plan_.subgroup_reduce,
+                                   .subgroup_size_checked = !rows && plan_.subgroup_any_size});
     if (split) {
         combine_ = &ctx.pipeline(PipelineDesc{
             .code = &shaders::variant("attention_combine", {{"STORAGE_F16", f16}}),

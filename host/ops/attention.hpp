@@ -62,6 +62,12 @@ struct AttentionPlan {
     // memory. Where the device has subgroup arithmetic and shuffles, can require full subgroups,
     // and threads_per_row divides that size, which divides the workgroup.
     std::uint32_t subgroup_reduce = 0;
+    // Tiled kernel without size control (most Vulkan 1.1 phones): SUBGROUP_REDUCE+SUBGROUP_ANY_SIZE,
+    // created without a required size; each workgroup checks that its subgroups are full and
+    // hold whole rows, and takes the shuffles or shared memory. Where the device has subgroup
+    // arithmetic and shuffles but no size control, and its reported subgroup size (which
+    // gl_SubgroupSize then is) would pass that check: threads_per_row divides it, it the workgroup.
+    bool subgroup_any_size = false;
     // Tiled kernel: Q*K and P*V in fp16 with fp32 statistics (ARITH_F16). Set by the op, which
     // knows the storage: fp16 K and V on a device with shaderFloat16 (fp32 Q/O: GPUs only).
     bool fp16_arithmetic = false;
@@ -144,6 +150,13 @@ struct AttentionOptions {
     // external_kv_lens (which may be left false). The shape's kv_len is then
     // paged->blocks_per_seq * paged->block_size.
     std::optional<PagedKv> paged = std::nullopt;
+    // Tests of the SUBGROUP_ANY_SIZE variant (AttentionPlan::subgroup_any_size): plan it
+    // wherever the device has subgroup arithmetic and shuffles (the tiled kernel), also where
+    // size control or the reported subgroup size would choose otherwise; and the path its check
+    // must choose (VKF_ATTN_SG_EXPECT_*, shaders/interface/attention.h: a workgroup that takes
+    // the other writes nothing, so that an output poisoned before the run shows it).
+    bool force_subgroup_any_size = false;
+    std::uint32_t expect_subgroup_path = VKF_ATTN_SG_EXPECT_EITHER;
 };
 
 // Storage buffers per shader stage of the attention kernels, and of their PACKED_TABLES

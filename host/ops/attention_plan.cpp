@@ -279,6 +279,8 @@ std::string AttentionPlan::describe() const {
             std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) + " per row), " +
             std::to_string(shared_bytes) + " B shared, " +
             (subgroup_reduce > 0 ? "row reductions by subgroup shuffles (" + std::to_string(subgroup_reduce) + ")"
+             : subgroup_any_size ? "row reductions by subgroup shuffles where the kernel finds its subgroups fit, "
+                                   "else in shared memory"
                                  : "row reductions in shared memory") +
             (fp16_arithmetic ? ", fp16 arithmetic" : "");
     }
@@ -336,11 +338,30 @@ namespace {
 // full subgroups of a known size (the pipeline requires the device's, which must divide the
 // workgroup); without size control a driver may run partial subgroups (docs/DESIGN.md,
 // portability rules), so the shared-memory variant runs there.
+bool subgroup_size_serves(std::uint32_t sg, std::uint32_t tpr, std::uint32_t workgroup) {
+    return std::has_single_bit(sg) && sg >= kMinSubgroupReduce && sg <= kMaxSubgroupReduce && sg % tpr == 0 &&
+           workgroup % sg == 0;
+}
 std::uint32_t tiled_subgroup_reduce(const ComputeLimits& limits, std::uint32_t tpr, std::uint32_t workgroup) {
     const std::uint32_t sg = limits.subgroup_size;
-    const bool usable = limits.subgroup_ops && limits.subgroup_size_control && std::has_single_bit(sg) &&
-                        sg >= kMinSubgroupReduce && sg <= kMaxSubgroupReduce && sg % tpr == 0 && workgroup % sg == 0;
+    const bool usable = limits.subgroup_ops && limits.subgroup_size_control && subgroup_size_serves(sg, tpr, workgroup);
     return usable ? sg : 0;
+}
+
+// Without size control: the SUBGROUP_ANY_SIZE variant, which checks its subgroups itself
+// (attention_reduce.glsl), where the reported size would pass the check. Our SPIR-V (1.3),
+// created without a required size or ALLOW_VARYING_SUBGROUP_SIZE, sees gl_SubgroupSize equal
+// to that size (Vulkan's SubgroupSize rule), so where it does not serve the kernel could only
+// fall back. The check's flag takes 4 bytes of shared memory more.
+void plan_subgroup_any_size(AttentionPlan& plan, const ComputeLimits& limits, const AttentionOptions& options) {
+    const bool wanted = options.force_subgroup_any_size ||
+                        (plan.subgroup_reduce == 0 && !limits.subgroup_size_control &&
+                         subgroup_size_serves(limits.subgroup_size, plan.threads_per_row, plan.workgroup_size));
+    if (limits.subgroup_ops && wanted && plan.shared_bytes + 4 <= limits.shared_memory) {
+        plan.subgroup_reduce = 0;
+        plan.subgroup_any_size = true;
+        plan.shared_bytes += 4;
+    }
 }
 
 AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options) {
@@ -376,6 +397,7 @@ AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shap
                        .n_splits = 1,
                        .kv_split_len = shape.kv_len};
     plan.subgroup_reduce = tiled_subgroup_reduce(limits, plan.threads_per_row, plan.workgroup_size);
+    plan_subgroup_any_size(plan, limits, options);
 
     const std::uint64_t groups = std::uint64_t{ceil_div(shape.q_len, plan.rows_per_group)} * shape.n_head * shape.batch;
     std::uint64_t splits = parallel_splits(groups, shape.kv_len, gpu_target_workgroups(limits), options);

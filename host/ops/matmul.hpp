@@ -24,15 +24,20 @@ namespace vkf {
 // arithmetic and full subgroups of a required size, ComputeLimits::subgroup_size_control).
 // Quantized weights have a row-dot kernel (decode; needs the same, on GPUs too) and a blocked
 // one (prefill and the fallback) of their own, and no other.
-enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot };
+// CoopMat: cooperative matrices (VK_NV_cooperative_matrix: NVIDIA's tensor cores) on fp16
+// weights, fp16 products summed in fp32 (shaders/matmul_coopmat.comp). It has never run (no
+// device here has the extension), so it is opt-in: taken when forced here, or by Auto where
+// VKF_LIMITS has `coopmat` (ComputeLimits::prefer_coopmat) and m >= kCoopMatMinRows; forced on a
+// device or weights without it, the plan throws saying what is missing (matmul_coopmat.cpp).
+enum class MatmulKernel : std::uint32_t { Auto = 0, Tiled, Gemv, Blocked, RowDot, CoopMat };
 const char* to_string(MatmulKernel k);
 
 // The arithmetic of the inner products (MatmulPlan::f16_arithmetic). F16: X and the weights
 // in fp16, packed fp16 multiply-adds into an fp16 partial that is added to an fp32
 // accumulator every kF16FoldProducts products (bias, epilogue and the sum across folds and
 // quantization blocks stay fp32); only where the device has fp16 arithmetic (shaderFloat16,
-// not VKF_LIMITS no_fp16_arithmetic) and the kernel has an fp16 form: the tiled kernel on
-// fp16 weights, and the quantized row-dot and blocked kernels (not the int8 path). Elsewhere
+// not VKF_LIMITS no_fp16_arithmetic) and the kernel has an fp16 form: the tiled and GEMV
+// kernels on fp16 weights, and the quantized row-dot and blocked kernels (not the int8 path). Elsewhere
 // F16 runs fp32. Auto: F16 where it may, except on CPU devices (llvmpipe emulates fp16).
 // F32: today's fp32 arithmetic everywhere.
 enum class MatmulArithmetic : std::uint32_t { Auto = 0, F32, F16 };
@@ -156,6 +161,14 @@ struct MatmulPlan {
     bool wide_loads = false;                           // rowdot and blocked: 64-bit components (shaderInt64)
     bool int_dot = false;                              // quantized blocked on int8 X (MatmulOptions::int8_activations)
     bool f16_arithmetic = false;                       // fp16 inner products (MatmulArithmetic)
+    // coopmat: the cooperative matrix (the device's shape), subgroups_m x subgroups_n subgroups
+    // of subgroup_size, each owning frags_m x frags_n accumulators; tile_m, tile_n and tile_k
+    // are the workgroup's Y tile and K step.
+    struct CoopMatLayout {
+        CoopMatShape shape;
+        std::uint32_t subgroups_m = 0, subgroups_n = 0, frags_m = 0, frags_n = 0;
+        bool emulated = false;  // the EMULATE variant (ComputeLimits::coopmat_emulated: tests)
+    } coopmat;
     std::uint32_t workgroup_size = 0;
     std::uint32_t shared_bytes = 0;
     std::uint32_t n_splits = 1;  // K slices; > 1 adds the reduce pass
@@ -178,6 +191,11 @@ struct MatmulPlan {
     bool x_norm = false;
     std::string describe() const;
 };
+
+// The fewest rows for which Auto takes the cooperative-matrix kernel under VKF_LIMITS coopmat
+// (one row of 16 x 16 matrices; decoding rows keep the matrix-vector kernel). Forced, it runs
+// any m: the tiles are padded with zeros.
+inline constexpr std::uint32_t kCoopMatMinRows = 16;
 
 // The longest rows whose LayerNorm a plan fuses when the kernel is chosen (MatmulPlan::x_norm).
 // Each workgroup takes the row's statistics and each column group normalizes its X chunks

@@ -101,8 +101,14 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
                                            ceil_div(p.tile_n * p.tile_k, p.workgroup_size) + p.tile_k + folds + 1;
             return ceil_div(len, p.tile_k) * per_tile + 8;
         }
-        case MatmulKernel::Gemv:
-            return ceil_div(len, p.workgroup_size) + std::bit_width(p.workgroup_size) + 8;
+        case MatmulKernel::Gemv: {
+            // fp16 arithmetic: chunks of kF16FoldProducts elements a step (the chunk's own
+            // loop has a constant count and is unrolled); fp32: one element a step (pairs
+            // where rows start on them, counted as single elements).
+            const std::uint64_t step =
+                p.f16_arithmetic ? std::uint64_t{kF16FoldProducts} * p.workgroup_size : p.workgroup_size;
+            return ceil_div(len, step) + std::bit_width(p.workgroup_size) + 8;
+        }
         case MatmulKernel::RowDot: {
             // Passes of a subgroup over its column groups, each at most one iteration per
             // `subgroup_size` elements (8 or 16 times fewer with vector loads) plus the tail's.
@@ -114,20 +120,23 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
     }
 }
 
-// The tiled kernel is matmul.comp without a kernel define; TILED_F16 is its fp16
-// arithmetic on fp16 weights (WEIGHTS_F16 implied).
+// The tiled kernel is matmul.comp without a kernel define; TILED_F16 and GEMV_F16 are the
+// tiled and matrix-vector kernels' fp16 arithmetic on fp16 weights (WEIGHTS_F16 implied).
 const SpirvCode& main_code(const MatmulPlan& plan, bool f16, bool scatter, bool no_epilogue) {
     const MatmulKernel kernel = plan.kernel;
     const bool wide = plan.wide_loads;
     const bool tiled_f16 = kernel == MatmulKernel::Tiled && plan.f16_arithmetic;
+    const bool gemv = kernel == MatmulKernel::Gemv;
+    const bool gemv_f16 = gemv && plan.f16_arithmetic;
     return shaders::variant("matmul",
                             {{"TILED_F16", tiled_f16},
-                             {"GEMV", kernel == MatmulKernel::Gemv},
+                             {"GEMV", gemv && !gemv_f16},
+                             {"GEMV_F16", gemv_f16},
                              {"BLOCKED", kernel == MatmulKernel::Blocked},
                              {"ROWDOT", kernel == MatmulKernel::RowDot},
                              {"WIDE64", (kernel == MatmulKernel::RowDot || kernel == MatmulKernel::Blocked) && wide},
                              {"LN_X", plan.x_norm},
-                             {"WEIGHTS_F16", f16 && !tiled_f16},
+                             {"WEIGHTS_F16", f16 && !tiled_f16 && !gemv_f16},
                              {"SCATTER", scatter},
                              {"NO_EPILOGUE", no_epilogue}});
 }
@@ -167,6 +176,10 @@ public:
         if (plan_.kernel == MatmulKernel::Blocked && plan_.wide_loads && a_.k % 8 == 0 && x.base % 4 == 0 &&
             w.base % 4 == 0) {
             p.load_flags |= VKF_MATMUL_FLAG_VEC8;  // rows start on 4 elements: 64-bit loads
+        }
+        if (plan_.kernel == MatmulKernel::Gemv && plan_.f16_arithmetic && a_.k % 8 == 0 && x.base % 4 == 0 &&
+            w.base % 8 == 0) {
+            p.load_flags |= VKF_MATMUL_FLAG_VEC8;  // 16-byte loads: 8 halves of W, 4 floats of X
         }
         if (plan_.kernel == MatmulKernel::RowDot && a_.k % 8 == 0 && x.base % 4 == 0 && w.base % (f16 ? 8 : 4) == 0) {
             p.load_flags |= VKF_MATMUL_FLAG_VEC8;
@@ -251,7 +264,10 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
             }
             plan.workgroup_size = gemv_wg;
             plan.shared_bytes = 16 * gemv_wg;
-            granule = 2;  // slices start on pairs
+            // fp16 arithmetic on fp16 weights (GEMV_F16): decoding on a GPU.
+            plan.f16_arithmetic = weight_dtype == DType::F16 && f16_arithmetic(device, options);
+            // Slices start on pairs; in fp16 on whole chunks of 8 (the 16-byte loads' rows).
+            granule = plan.f16_arithmetic ? kF16FoldProducts : 2;
             groups = std::uint64_t{m} * ceil_div(n, 4);
             break;
         case MatmulKernel::RowDot: {

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace vkf::matmul_detail {
@@ -66,6 +68,15 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
 MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                              DType bias_dtype, const MatmulOptions& options, QuantFormat quant);
 
+// The cooperative-matrix kernel (matmul_coopmat.cpp). coopmat_refusal: why it cannot run
+// here on these weights, naming what is missing; nullopt when it can. coopmat_chosen: Auto
+// takes it (VKF_LIMITS coopmat, it can run, m >= kCoopMatMinRows). plan_matmul_coopmat throws
+// coopmat_refusal's message.
+std::optional<std::string> coopmat_refusal(const MatmulDevice& device, DType weight_dtype);
+bool coopmat_chosen(const MatmulDevice& device, std::uint32_t m, DType weight_dtype, const MatmulOptions& options);
+MatmulPlan plan_matmul_coopmat(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                               DType weight_dtype, const MatmulOptions& options);
+
 // The workgroups of one piece of mc rows and nc columns (z: the K slices).
 GroupCount piece_groups(const MatmulPlan& plan, std::uint32_t mc, std::uint32_t nc);
 
@@ -100,6 +111,8 @@ public:
 // the main kernel scatters (not split).
 std::unique_ptr<WeightSource> dense_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
+std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                              bool scatter_main);
 std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
 

@@ -156,6 +156,7 @@ GroupCount piece_groups(const MatmulPlan& plan, std::uint32_t mc, std::uint32_t 
     std::uint64_t cols = 0, rows = 0;  // of Y per workgroup
     switch (plan.kernel) {
         case MatmulKernel::Tiled:
+        case MatmulKernel::CoopMat:
             cols = plan.tile_n;
             rows = plan.tile_m;
             break;
@@ -188,6 +189,8 @@ const char* to_string(MatmulKernel k) {
             return "blocked";
         case MatmulKernel::RowDot:
             return "rowdot";
+        case MatmulKernel::CoopMat:
+            return "coopmat";
         default:
             return "auto";
     }
@@ -214,6 +217,13 @@ std::string MatmulPlan::describe() const {
     }
     if (kernel == MatmulKernel::Tiled) {
         s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);
+    } else if (kernel == MatmulKernel::CoopMat) {
+        const CoopMatShape& c = coopmat.shape;
+        s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k) + " (" +
+             std::to_string(coopmat.subgroups_m) + "x" + std::to_string(coopmat.subgroups_n) + " subgroups of " +
+             std::to_string(subgroup_size) + ", each " + std::to_string(coopmat.frags_m) + "x" +
+             std::to_string(coopmat.frags_n) + " matrices of " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+             std::to_string(c.k) + (coopmat.emulated ? ", emulated" : "") + ")";
     } else if (kernel == MatmulKernel::Blocked) {
         s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + (wide_loads ? " (64-bit loads)" : "");
     } else if (kernel == MatmulKernel::RowDot) {
@@ -242,7 +252,9 @@ std::string MatmulPlan::describe() const {
 }
 
 MatmulDevice matmul_device(const Context& ctx) {
-    return MatmulDevice{.limits = ctx.limits(), .cpu = ctx.device_info().type == DeviceType::Cpu};
+    // VKF_LIMITS=gpu_matmul: plans as on a GPU (tests run a GPU's decode kernels on lavapipe).
+    return MatmulDevice{.limits = ctx.limits(),
+                        .cpu = ctx.device_info().type == DeviceType::Cpu && !ctx.overrides().gpu_matmul};
 }
 
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
@@ -251,9 +263,11 @@ MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_
         throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
                     " k=" + std::to_string(k));
     }
-    MatmulPlan plan = quant == QuantFormat::None
-                          ? matmul_detail::plan_matmul_dense(device, m, n, k, weight_dtype, options)
-                          : matmul_detail::plan_matmul_quant(device, m, n, k, weight_dtype, options, quant);
+    MatmulPlan plan = quant != QuantFormat::None
+                          ? matmul_detail::plan_matmul_quant(device, m, n, k, weight_dtype, options, quant)
+                      : matmul_detail::coopmat_chosen(device, m, weight_dtype, options)
+                          ? matmul_detail::plan_matmul_coopmat(device, m, n, k, weight_dtype, options)
+                          : matmul_detail::plan_matmul_dense(device, m, n, k, weight_dtype, options);
     plan.m = m;
     plan.n = n;
     plan.k = k;

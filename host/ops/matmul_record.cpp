@@ -298,14 +298,15 @@ const Pipeline& kernel_pipeline(Context& ctx, const MatmulPlan& plan, const Matm
         const std::vector<SpecConstant> more = scatter_constants(args);
         constants.insert(constants.end(), more.begin(), more.end());
     }
-    return ctx.pipeline(
-        PipelineDesc{.code = &code,
-                     .workgroup_size = {plan.workgroup_size, 1, 1},
-                     .constants = constants,
-                     .push_constant_layout = layout,
-                     .binding_count = kernel_bindings(plan, scatter_main, plan.x_norm),
-                     .shared_memory_bytes = plan.shared_bytes,
-                     .required_subgroup_size = plan.kernel == MatmulKernel::RowDot ? plan.subgroup_size : 0});
+    return ctx.pipeline(PipelineDesc{
+        .code = &code,
+        .workgroup_size = {plan.workgroup_size, 1, 1},
+        .constants = constants,
+        .push_constant_layout = layout,
+        .binding_count = kernel_bindings(plan, scatter_main, plan.x_norm),
+        .shared_memory_bytes = plan.shared_bytes,
+        .required_subgroup_size =
+            plan.kernel == MatmulKernel::RowDot || plan.kernel == MatmulKernel::CoopMat ? plan.subgroup_size : 0});
 }
 
 }  // namespace matmul_detail
@@ -319,8 +320,9 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
     const bool split = plan.n_splits > 1 || plan.separate_epilogue;
     const bool scatter_main = plan.scatter && !split;
     const std::unique_ptr<matmul_detail::WeightSource> source =
-        plan.quant == QuantFormat::None ? matmul_detail::dense_weights(ctx, plan, a, scatter_main)
-                                        : matmul_detail::quant_weights(ctx, plan, a, scatter_main);
+        plan.quant != QuantFormat::None        ? matmul_detail::quant_weights(ctx, plan, a, scatter_main)
+        : plan.kernel == MatmulKernel::CoopMat ? matmul_detail::coopmat_weights(ctx, plan, a, scatter_main)
+                                               : matmul_detail::dense_weights(ctx, plan, a, scatter_main);
     check_scratch(plan, a);
     const ReducePass reduce = split ? reduce_pass(ctx, a) : ReducePass{};
     const std::vector<Binding> scatter = scatter_bindings(a);

@@ -9,7 +9,7 @@ apps/bench/vkf-bench"
 # The GoogleTest suites that exercise the kernels (attention, matmul, quantized matmul) and
 # the models (families, batching, quantized weights), by their path under build/tests.
 GPU_PROOF_TESTS="ops/test_attention ops/test_attention_kernels ops/test_attention_arith ops/test_attention_window
-ops/test_attention_paged ops/test_matmul
+ops/test_attention_paged ops/test_matmul ops/test_matmul_coopmat
 ops/test_matmul_quant ops/test_matmul_fused model/test_model model/test_model_families model/test_batch
 model/test_quantized_model model/test_model_attention_f16"
 

@@ -156,6 +156,9 @@ if [ $dry = 1 ]; then
     --lengths 64 --decode-kv 128 --no-naive "${small[@]}" --out "$out/bench-attention.json"
   step bench-model-bloom 60 10 "$bin/vkf-bench" run --suites model --presets bloom-24x64 --weights q4_0 \
     --prefill-m 4 --batch 1,2 "${small[@]}" --out "$out/bench-model-bloom.json"
+  # Skipped case by case where the device lacks cooperative matrices (lavapipe): the path stays run.
+  step bench-matmul-coopmat 20 5 "$bin/vkf-bench" run --suites matmul --matmul-coopmat --presets bloom-560m \
+    --prefill-m 32 "${small[@]}" --out "$out/bench-matmul-coopmat.json"
 else
   # Attention at the default lengths (prefill 512..8192 with the naive baseline, decoding
   # against 512..8192 keys); the linear layers at m = 1 and 512; whole models at BLOOM-560m
@@ -164,6 +167,10 @@ else
     --progress lines --out "$out/bench-attention.json"
   step bench-matmul 45 15 "$bin/vkf-bench" run --suites matmul --presets bloom-560m,mpt-7b \
     --progress lines --out "$out/bench-matmul.json"
+  # The opt-in cooperative-matrix (tensor core) kernel forced at m = 512, in a run of its own:
+  # this is its first run anywhere, and a fault must not cost the plans' results above.
+  step bench-matmul-coopmat 30 10 "$bin/vkf-bench" run --suites matmul --matmul-coopmat \
+    --presets bloom-560m,mpt-7b --progress lines --out "$out/bench-matmul-coopmat.json"
 fi
 
 # --- 5. PyTorch on the same shapes; Hugging Face's logits against vkf-run's; whole models ---

@@ -33,7 +33,9 @@ def shapes_of(bench):
         if r.get("suite") == "attention" and p.get("impl") == "tiled" and "window" not in p:
             key = ["attention", p.get("batch", 1), p["n_head"], p["head_dim"], p["q_len"], p["kv_len"], p["dtype"]]
             yield "attention", key, p
-        elif r.get("suite") == "matmul" and p.get("arithmetic_choice") != "forced":
+        # Rows that force another arithmetic or kernel share their plan row's shape.
+        elif r.get("suite") == "matmul" and p.get("arithmetic_choice") != "forced" and \
+                p.get("kernel_choice") != "forced":
             yield "matmul", ["matmul", p["m"], p["n"], p["k"]], p
 
 

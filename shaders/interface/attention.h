@@ -40,6 +40,12 @@
 #define VKF_ATTN_SPEC_BR 3   // query rows per workgroup
 #define VKF_ATTN_SPEC_BC 4   // keys per shared tile
 #define VKF_ATTN_SPEC_TPR 5  // invocations per query row
+// SUBGROUP_ANY_SIZE, tests only: the path its in-shader check must choose (a workgroup that
+// takes the other writes nothing); EITHER: whichever the check says (what the op sets).
+#define VKF_ATTN_SPEC_SG_EXPECT 7
+#define VKF_ATTN_SG_EXPECT_EITHER 0u
+#define VKF_ATTN_SG_EXPECT_SUBGROUP 1u
+#define VKF_ATTN_SG_EXPECT_SHARED 2u
 // attention_rows.comp
 #define VKF_ATTN_ROWS_SPEC_SPLIT_LANES 3  // invocations per row, each its own KV split
 #define VKF_ATTN_ROWS_SPEC_BK 4           // keys per softmax update

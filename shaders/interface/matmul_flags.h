@@ -10,8 +10,9 @@
 #define VKF_MATMUL_FLAG_GELU_ERF 8u
 #define VKF_MATMUL_FLAG_PARTIALS 16u  // split-K: raw sums of the K slice instead of Y
 #define VKF_MATMUL_FLAG_PAIRS 32u     // k and w_base even: W rows start on pairs (GEMV, BLOCKED)
-// ROWDOT: rows of X and W start on the vector views' elements: k % 8 == 0, x_base % 4 == 0,
-// w_base % 8 (fp32: 4) == 0; and for VEC16 (WIDE64) k % 16 == 0, w_base % 16 (fp32: 8) == 0.
+// ROWDOT, GEMV_F16: rows of X and W start on the vector views' elements: k % 8 == 0,
+// x_base % 4 == 0, w_base % 8 (fp32: 4) == 0; and for VEC16 (ROWDOT WIDE64) k % 16 == 0,
+// w_base % 16 (fp32: 8) == 0.
 #define VKF_MATMUL_FLAG_VEC8 64u
 #define VKF_MATMUL_FLAG_VEC16 128u
 // Every epilogue: clamp to [-clamp_to, clamp_to] after bias and activation (MPT's clip_qkv).

@@ -1,6 +1,7 @@
 // The tiled kernel's arithmetic variants (shaders/attention.comp): SUBGROUP_REDUCE (row max,
-// sum and probability broadcasts by subgroup shuffles) and ARITH_F16 (fp16 Q*K and P*V with
-// fp32 statistics). Where each is planned and forced off (VKF_LIMITS), odd shapes on every
+// sum and probability broadcasts by subgroup shuffles; SUBGROUP_ANY_SIZE, its form for devices
+// without size control, with the in-shader check and the shared-memory fallback) and ARITH_F16
+// (fp16 Q*K and P*V with fp32 statistics). Where each is planned and forced off (VKF_LIMITS), odd shapes on every
 // combination under validation, and fp16 arithmetic against the float64 reference on long rows
 // and on large activations that overflow an fp16 q.k taken before the softmax scale. The grids
 // of the other attention suites run the variants lavapipe gets by default (both on), and their
@@ -26,13 +27,16 @@ struct ArithRun {
 // Runs `params` on the tiled kernel over these inputs (already rounded to their storage) and
 // compares with the float64 reference, the output poisoned first.
 // K and V in kv_dtype (unset: dtype).
+// `options`: the rest (subgroup tests).
 ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vector<float>& q,
                    const std::vector<float>& k, const std::vector<float>& v, DType dtype,
-                   std::uint32_t force_splits = 0, std::optional<DType> kv_dtype = std::nullopt) {
+                   std::uint32_t force_splits = 0, std::optional<DType> kv_dtype = std::nullopt,
+                   AttentionOptions options = {}) {
     const DType kv = kv_dtype.value_or(dtype);
-    const Attention op(
-        ctx, params, dtype,
-        AttentionOptions{.force_splits = force_splits, .kernel = AttentionKernel::Tiled, .kv_dtype = kv});
+    options.force_splits = force_splits;
+    options.kernel = AttentionKernel::Tiled;
+    options.kv_dtype = kv;
+    const Attention op(ctx, params, dtype, options);
     const DeviceTensor qb = upload_tensor(ctx, q, dtype, "Q");
     const DeviceTensor kb = upload_tensor(ctx, k, kv, "K");
     const DeviceTensor vb = upload_tensor(ctx, v, kv, "V");
@@ -45,13 +49,14 @@ ArithRun run_tiled(Context& ctx, const AttentionParams& params, const std::vecto
 }
 
 ArithRun run_random(Context& ctx, const AttentionShape& shape, MaskMode mask, DType dtype, std::uint64_t seed,
-                    std::uint32_t force_splits = 0, std::optional<DType> kv_dtype = std::nullopt) {
+                    std::uint32_t force_splits = 0, std::optional<DType> kv_dtype = std::nullopt,
+                    const AttentionOptions& options = {}) {
     const DType kv = kv_dtype.value_or(dtype);
     const AttentionParams params{.shape = shape, .mask = mask, .alibi = AlibiMode::Causal};
     const auto q = rounded_to(dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
     const auto k = rounded_to(kv, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
     const auto v = rounded_to(kv, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
-    return run_tiled(ctx, params, q, k, v, dtype, force_splits, kv_dtype);
+    return run_tiled(ctx, params, q, k, v, dtype, force_splits, kv_dtype, options);
 }
 
 // fp16 arithmetic keeps fp16 storage's bound on both measures (tolerance(F16), 2e-3;
@@ -73,25 +78,30 @@ void expect_within(const ArithRun& run, double tol, const char* what) {
 // The planner at every subgroup size a device may report (4..128): SUBGROUP_REDUCE where the
 // device has subgroup arithmetic and shuffles and full subgroups of a known size (size
 // control), threads_per_row divides the size and the size the workgroup; else shared memory.
+ComputeLimits gpu_limits() {
+    return ComputeLimits{.shared_memory = 49152,
+                         .workgroup_invocations = 1024,
+                         .workgroup_size = {1024, 1024, 64},
+                         .workgroup_count = {65535, 65535, 65535},
+                         .push_constants = 128,
+                         .storage_buffer_range = 1ull << 30,
+                         .storage_offset_alignment = 16,
+                         .storage_buffers = 8,
+                         .subgroup_size = 0,
+                         .subgroup_ops = true,
+                         .subgroup_size_control = true};
+}
+const AttentionShape kPlannerShapes[] = {{1, 200, 300, 4, 4, 64}, {1, 1, 300, 4, 4, 64}, {1, 3, 300, 4, 4, 256}};
+
 TEST(AttentionArithmetic, SubgroupReductionsArePlannedForEverySubgroupSize) {
-    ComputeLimits l{.shared_memory = 49152,
-                    .workgroup_invocations = 1024,
-                    .workgroup_size = {1024, 1024, 64},
-                    .workgroup_count = {65535, 65535, 65535},
-                    .push_constants = 128,
-                    .storage_buffer_range = 1ull << 30,
-                    .storage_offset_alignment = 16,
-                    .storage_buffers = 8,
-                    .subgroup_size = 0,
-                    .subgroup_ops = true,
-                    .subgroup_size_control = true};
+    ComputeLimits l = gpu_limits();
     for (std::uint32_t sg : {4u, 8u, 16u, 32u, 64u, 128u}) {
         l.subgroup_size = sg;
-        for (const AttentionShape& shape : {AttentionShape{1, 200, 300, 4, 4, 64}, AttentionShape{1, 1, 300, 4, 4, 64},
-                                            AttentionShape{1, 3, 300, 4, 4, 256}}) {
+        for (const AttentionShape& shape : kPlannerShapes) {
             const AttentionPlan p = plan_attention(l, shape);
             const bool fits = sg % p.threads_per_row == 0 && p.workgroup_size % sg == 0;
             EXPECT_EQ(p.subgroup_reduce, fits ? sg : 0u) << sg << ": " << p.describe();
+            EXPECT_FALSE(p.subgroup_any_size) << "size control: the required size, no check";
             if (sg == 32 && shape.q_len == 200) {
                 EXPECT_EQ(p.subgroup_reduce, 32u) << "a GPU's subgroup of 32 and 8 lanes per row";
             }
@@ -107,6 +117,53 @@ TEST(AttentionArithmetic, SubgroupReductionsArePlannedForEverySubgroupSize) {
     l.subgroup_size_control = true;
     l.subgroup_size = 24;  // not a power of two: no butterfly
     EXPECT_EQ(plan_attention(l, shape).subgroup_reduce, 0u);
+}
+
+// Without size control (most Vulkan 1.1 phones): SUBGROUP_ANY_SIZE, no required size, where the
+// reported size would pass the kernel's check (threads_per_row divides it, it the workgroup);
+// shared memory elsewhere and without subgroup arithmetic and shuffles. Forced (tests): wherever
+// the device has those. The check's flag costs 4 bytes of shared memory, and where they do not
+// fit the plan keeps the shared-memory path.
+TEST(AttentionArithmetic, CheckedSubgroupReductionsArePlannedWithoutSizeControl) {
+    ComputeLimits l = gpu_limits();
+    l.subgroup_size_control = false;
+    for (std::uint32_t sg : {4u, 8u, 16u, 32u, 64u, 128u}) {
+        l.subgroup_size = sg;
+        for (const AttentionShape& shape : kPlannerShapes) {
+            const AttentionPlan p = plan_attention(l, shape);
+            const bool fits = sg % p.threads_per_row == 0 && p.workgroup_size % sg == 0;
+            EXPECT_EQ(p.subgroup_reduce, 0u) << sg << ": " << p.describe();
+            EXPECT_EQ(p.subgroup_any_size, fits) << sg << ": " << p.describe();
+            ComputeLimits no_ops = l;
+            no_ops.subgroup_ops = false;
+            const AttentionPlan shared = plan_attention(no_ops, shape);
+            EXPECT_FALSE(shared.subgroup_any_size);
+            EXPECT_EQ(p.shared_bytes, shared.shared_bytes + (fits ? 4u : 0u)) << p.describe();
+            if (sg == 64 && shape.q_len == 200) {
+                EXPECT_TRUE(p.subgroup_any_size) << "Adreno's wave64, 8 lanes per row";
+            }
+        }
+    }
+    const AttentionShape shape = kPlannerShapes[0];
+    l.subgroup_size = 16;
+    const AttentionPlan p = plan_attention(l, shape);
+    ASSERT_TRUE(p.subgroup_any_size);
+    ComputeLimits tight = l;
+    tight.shared_memory = p.shared_bytes - 4;  // the same tile, but not the flag
+    const AttentionPlan q = plan_attention(tight, shape);
+    EXPECT_EQ(q.workgroup_size, p.workgroup_size);
+    EXPECT_FALSE(q.subgroup_any_size) << q.describe();
+    l.subgroup_size = 24;  // not a power of two
+    EXPECT_FALSE(plan_attention(l, shape).subgroup_any_size);
+    const AttentionOptions forced{.force_subgroup_any_size = true};
+    EXPECT_TRUE(plan_attention(l, shape, forced).subgroup_any_size) << "forced: the kernel checks";
+    l.subgroup_size = 32;
+    l.subgroup_size_control = true;
+    const AttentionPlan f = plan_attention(l, shape, forced);
+    EXPECT_TRUE(f.subgroup_any_size);
+    EXPECT_EQ(f.subgroup_reduce, 0u) << "never both";
+    l.subgroup_ops = false;
+    EXPECT_FALSE(plan_attention(l, shape, forced).subgroup_any_size) << "no subgroup arithmetic or shuffles";
 }
 
 // Shapes whose pipelines the tests below share (on lavapipe CI's cost is compiling them): an odd
@@ -159,6 +216,81 @@ TEST_F(AttentionArith, BothPathsMatchOnOddShapes) {
     const ArithRun d = run_random(ctx(), decode_shape(301), MaskMode::None, DType::F16, 9111, kDecodeSplits);
     expect_within(d, kFp16ArithmeticTolerance, "split decode, head 18");
     EXPECT_GT(d.plan.n_splits, 1u);
+}
+
+// Whether SUBGROUP_ANY_SIZE's check passes for this plan on full subgroups of the device's
+// reported size (what lavapipe runs, and GPUs on workgroups that are a multiple of it).
+std::uint32_t expected_subgroup_path(const ComputeLimits& l, const AttentionPlan& p) {
+    const bool holds = l.subgroup_size % p.threads_per_row == 0 && p.workgroup_size % l.subgroup_size == 0;
+    return holds ? VKF_ATTN_SG_EXPECT_SUBGROUP : VKF_ATTN_SG_EXPECT_SHARED;
+}
+
+// VKF_LIMITS=no_subgroup_size_control: the checked variant, created without a required size,
+// on the odd prefill (causal) and split-KV decoding (no mask, head 18) with its combine pass.
+// Each workgroup must take the subgroup path (lavapipe: full subgroups of 8, 8 lanes per row):
+// one whose check failed would write nothing, and the NaN-poisoned output would show it.
+TEST(AttentionArithmetic, CheckedSubgroupReductionsMatchWithoutSizeControl) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_size_control")));
+    const ComputeLimits& l = ctx.limits();
+    if (!plan_attention(attention_device(ctx), kOddShape, AttentionOptions{.kernel = AttentionKernel::Tiled})
+             .subgroup_any_size) {
+        GTEST_SKIP() << "no subgroup arithmetic and shuffles, or a subgroup size of " << l.subgroup_size
+                     << " that 8 lanes per row and the workgroup do not suit (lavapipe's 8 does)";
+    }
+    const AttentionOptions expect{.expect_subgroup_path = VKF_ATTN_SG_EXPECT_SUBGROUP};
+    const ArithRun r = run_random(ctx, kOddShape, MaskMode::Causal, DType::F16, 9120, 0, std::nullopt, expect);
+    expect_within(r, kFp16ArithmeticTolerance, "checked subgroups, odd shape");
+    EXPECT_EQ(r.plan.subgroup_reduce, 0u);
+    EXPECT_TRUE(r.plan.subgroup_any_size) << r.plan.describe();
+    EXPECT_EQ(expected_subgroup_path(l, r.plan), VKF_ATTN_SG_EXPECT_SUBGROUP);
+    const ArithRun d =
+        run_random(ctx, decode_shape(301), MaskMode::None, DType::F16, 9121, kDecodeSplits, std::nullopt, expect);
+    expect_within(d, kFp16ArithmeticTolerance, "checked subgroups, split decode");
+    EXPECT_TRUE(d.plan.subgroup_any_size) << d.plan.describe();
+    EXPECT_GT(d.plan.n_splits, 1u);
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+// The check's fallback: the variant forced on decoding tiles whose rows the subgroups cannot
+// hold. 32 lanes per row (one row of 32 invocations) in subgroups of 8 (lavapipe): rows span
+// subgroups, the check fails, and every workgroup must take shared memory (one that took the
+// shuffles would write nothing). On a device whose size serves the tile, the subgroup path.
+TEST_F(AttentionArith, CheckedSubgroupReductionsFallBackWhereRowsSpanSubgroups) {
+    const ComputeLimits& l = ctx().limits();
+    if (!l.subgroup_ops) {
+        GTEST_SKIP() << "no subgroup arithmetic and shuffles";
+    }
+    const AttentionShape shape{1, 1, 301, 4, 1, 18};
+    AttentionOptions options{.force_subgroup_any_size = true};
+    const AttentionPlan plan =
+        plan_attention(attention_device(ctx()), shape,
+                       AttentionOptions{.kernel = AttentionKernel::Tiled, .force_subgroup_any_size = true});
+    options.expect_subgroup_path = expected_subgroup_path(l, plan);
+    if (l.subgroup_size == 8) {
+        EXPECT_EQ(plan.threads_per_row, 32u) << plan.describe();
+        EXPECT_EQ(options.expect_subgroup_path, VKF_ATTN_SG_EXPECT_SHARED);
+    }
+    const ArithRun r = run_random(ctx(), shape, MaskMode::None, DType::F16, 9130, 0, std::nullopt, options);
+    EXPECT_TRUE(r.plan.subgroup_any_size) << r.plan.describe();
+    expect_within(r, kFp16ArithmeticTolerance, "checked subgroups, rows span them");
+}
+
+// Partial subgroups: a workgroup of 4 invocations (VKF_LIMITS) in subgroups of 8 (lavapipe)
+// fails the check (gl_NumSubgroups * gl_SubgroupSize != 4) and takes shared memory.
+TEST(AttentionArithmetic, CheckedSubgroupReductionsFallBackOnPartialSubgroups_Full) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("no_subgroup_size_control,workgroup_invocations=4")));
+    const ComputeLimits& l = ctx.limits();
+    if (!l.subgroup_ops || l.subgroup_size <= 4) {
+        GTEST_SKIP() << "no subgroup arithmetic and shuffles, or subgroups of 4 invocations or fewer";
+    }
+    const AttentionOptions options{.force_subgroup_any_size = true, .expect_subgroup_path = VKF_ATTN_SG_EXPECT_SHARED};
+    const ArithRun r = run_random(ctx, kOddShape, MaskMode::Causal, DType::F16, 9140, 0, std::nullopt, options);
+    EXPECT_TRUE(r.plan.subgroup_any_size) << r.plan.describe();
+    EXPECT_LE(r.plan.workgroup_size, 4u);
+    expect_within(r, kFp16ArithmeticTolerance, "checked subgroups, partial");
+    EXPECT_EQ(sink.validation_count(), 0u);
 }
 
 // fp32 Q/O over an fp16 K/V cache (every model session's attention): fp16 arithmetic on

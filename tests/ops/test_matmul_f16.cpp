@@ -1,5 +1,5 @@
-// The matmul's fp16 arithmetic (MatmulArithmetic::F16: the tiled kernel on fp16 weights and
-// the quantized row-dot and blocked kernels) against the double-precision CPU reference,
+// The matmul's fp16 arithmetic (MatmulArithmetic::F16: the tiled and matrix-vector kernels on
+// fp16 weights and the quantized row-dot and blocked kernels) against the double-precision CPU reference,
 // within the fp16 bound of docs/DESIGN.md on every output (expect_within_f16_bound): the
 // odd-shape grids the fp32 kernels pass, long rows (K up to 16384), split K, unaligned
 // tensors and large activations (|x| up to 128 with K = 4096: no overflow). The same suite
@@ -29,13 +29,16 @@ struct DenseCase {
     std::uint32_t splits = 0;
     std::uint32_t pad = 0;  // elements in front of every tensor (odd: unaligned)
     float x_range = 1.0f;   // X uniform in [-x_range, x_range]
+    MatmulKernel kernel = MatmulKernel::Tiled;
 };
 
-// The tiled kernel on fp16 weights with fp16 arithmetic asked for; returns the plan used.
+// A dense kernel (tiled or GEMV) on fp16 weights with fp16 arithmetic asked for; returns
+// the plan used.
 MatmulPlan run_dense(Context& ctx, const DenseCase& c, std::uint64_t seed) {
-    SCOPED_TRACE("m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) +
-                 (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " + to_string(c.activation) + " splits" +
-                 std::to_string(c.splits) + " pad" + std::to_string(c.pad) + " x_range" + std::to_string(c.x_range));
+    SCOPED_TRACE(std::string(to_string(c.kernel)) + " m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" +
+                 std::to_string(c.k) + (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " +
+                 to_string(c.activation) + " splits" + std::to_string(c.splits) + " pad" + std::to_string(c.pad) +
+                 " x_range" + std::to_string(c.x_range));
     const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -c.x_range, c.x_range);
     const auto w = rounded_to(DType::F16, random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f));
     const auto bias =
@@ -49,9 +52,12 @@ MatmulPlan run_dense(Context& ctx, const DenseCase& c, std::uint64_t seed) {
         bb = upload_tensor(ctx, bias, DType::F16, "bias", c.pad);
     if (c.residual)
         rb = upload_tensor(ctx, res, DType::F32, "residual", c.pad);
-    const MatmulOptions options{
-        .kernel = MatmulKernel::Tiled, .force_splits = c.splits, .arithmetic = MatmulArithmetic::F16};
+    const MatmulOptions options{.kernel = c.kernel, .force_splits = c.splits, .arithmetic = MatmulArithmetic::F16};
     const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, c.n, c.k, DType::F16, options);
+    EXPECT_EQ(plan.kernel, c.kernel) << plan.describe();
+    if (ctx.limits().max_loop_iterations != 0) {
+        EXPECT_LE(plan.loop_iterations, ctx.limits().max_loop_iterations / 2) << plan.describe();
+    }
     Buffer scratch;
     if (plan.scratch_bytes > 0) {
         scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
@@ -117,6 +123,52 @@ TEST_F(MatmulF16, TiledOverOddAndPrimeShapes) {
     }
 }
 
+// The matrix-vector kernel (GPUs' decode, m <= 4) in fp16 arithmetic: odd n (the last
+// workgroup's columns past n), k odd, even and a multiple of 8 (GEMV_F16's 16-byte loads where
+// rows line up; k % 8 != 0 or the odd pad: the element path), split K, the epilogues.
+TEST_F(MatmulF16, GemvOverOddShapes) {
+    const std::uint32_t ns[] = {1, 3, 5, 31, 37, 97, 257};
+    const std::uint32_t ks[] = {1, 2, 3, 7, 8, 16, 31, 64, 127, 504, 1032, 1024, 2047, 2048};
+    std::uint64_t seed = 500;
+    for (std::uint32_t step = 0; step < 14; ++step) {
+        const MatmulPlan plan = run_dense(ctx(),
+                                          DenseCase{.m = 1 + step % 4,
+                                                    .n = ns[(step * 3) % std::size(ns)],
+                                                    .k = ks[step],
+                                                    .bias = step % 3 != 1,
+                                                    .residual = step % 4 == 2,
+                                                    .activation = activation_of(step / 2),
+                                                    .splits = step % 5 == 3 ? 3u : 0u,
+                                                    .pad = step % 6 == 5 ? 3u : 0u,
+                                                    .kernel = MatmulKernel::Gemv},
+                                          seed += 10);
+        expect_arithmetic(plan);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+// A GEMV workgroup of one invocation (shared memory for one: VKF_LIMITS shared_memory=16)
+// walks all of K alone, and one slice (splits 1: none added for parallelism): the folds are
+// what keeps its fp16 partials at 8 products. Without them the error of fp16 sums over K
+// stays inside the worst-case bound but not fp16's tolerance over all outputs (checked by
+// breaking the kernel). Both paths: the 16-byte loads, and elements (odd pad).
+TEST(MatmulF16Gemv, OneInvocationKeepsItsFoldsOverLongRows) {
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse("shared_memory=16")));
+    std::uint64_t seed = 9600;
+    for (const std::uint32_t pad : {0u, 3u}) {
+        const MatmulPlan plan = run_dense(
+            ctx,
+            DenseCase{.m = 2, .n = 9, .k = 4096, .bias = true, .splits = 1, .pad = pad, .kernel = MatmulKernel::Gemv},
+            seed++);
+        EXPECT_EQ(plan.workgroup_size, 1u) << plan.describe();
+        EXPECT_EQ(plan.n_splits, 1u) << plan.describe();
+        EXPECT_EQ(plan.f16_arithmetic, ctx.limits().fp16_arithmetic) << plan.describe();
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
 // Both formats and float kernels (the row-dot one where it runs), both bias types, the
 // epilogues, split K, unaligned tensors and the SCALAR variant's unaligned rows of W: the
 // quick set (each pipeline costs seconds of llvmpipe compiling, cold).
@@ -179,6 +231,10 @@ void long_rows(Context& ctx, std::uint32_t k, bool all) {
     std::uint64_t seed = 7000 + k;
     run_dense(ctx, DenseCase{.m = 3, .n = 5, .k = k, .bias = true, .residual = true}, seed++);
     run_dense(ctx, DenseCase{.m = 2, .n = 7, .k = k, .splits = 2}, seed++);
+    // GEMV unsplit (one invocation's fp32 sum over k / 8 / 64 folds) and with an odd pad (the
+    // element path).
+    run_dense(ctx, DenseCase{.m = 1, .n = 9, .k = k, .bias = true, .kernel = MatmulKernel::Gemv}, seed++);
+    run_dense(ctx, DenseCase{.m = 4, .n = 3, .k = k, .residual = true, .pad = 3, .kernel = MatmulKernel::Gemv}, seed++);
     for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
         for (MatmulKernel kernel : {MatmulKernel::Blocked, MatmulKernel::RowDot}) {
             if ((kernel == MatmulKernel::RowDot && !rowdot_runs(ctx)) || !(all || quick_pair(f, kernel)))
@@ -208,6 +264,12 @@ TEST_F(MatmulF16, LongRowsFull) {
 TEST_F(MatmulF16, LargeActivationsDoNotOverflow) {
     std::uint64_t seed = 9000;
     run_dense(ctx(), DenseCase{.m = 3, .n = 5, .k = 4096, .bias = true, .x_range = 128.0f}, seed++);
+    run_dense(ctx(),
+              DenseCase{.m = 1, .n = 9, .k = 4096, .bias = true, .x_range = 128.0f, .kernel = MatmulKernel::Gemv},
+              seed++);
+    run_dense(ctx(),
+              DenseCase{.m = 2, .n = 5, .k = 4095, .residual = true, .x_range = 128.0f, .kernel = MatmulKernel::Gemv},
+              seed++);
     for (QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0}) {
         for (MatmulKernel kernel : {MatmulKernel::Blocked, MatmulKernel::RowDot}) {
             if ((kernel == MatmulKernel::RowDot && !rowdot_runs(ctx())) || !quick_pair(f, kernel))

@@ -222,13 +222,16 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
         std::vector<double> q_ref(std::size_t{c.m} * q_cols);
         std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
         scatter_reference(c, y, slots, kCapacity, q_ref, k_ref, v_ref);
+        // fp16 arithmetic (GPUs' default on fp16 and quantized weights; forced below): fp16's
+        // tolerance (k = 64: its bound is test_matmul_f16's).
+        const double tol = plan.f16_arithmetic ? tolerance(DType::F16) : tolerance(DType::F32);
         const ErrorStats q_err = compare_to_reference(download_tensor(ctx, qb), q_ref);
-        EXPECT_LT(q_err.max_rel, tolerance(DType::F32)) << describe(q_err) << "; " << plan.describe();
+        EXPECT_LT(q_err.max_rel, tol) << describe(q_err) << "; " << plan.describe();
         const std::vector<float> k_after = download_tensor(ctx, kc), v_after = download_tensor(ctx, vc);
         for (const auto& [after, ref, before] :
              {std::tuple{&k_after, &k_ref, &k_before}, {&v_after, &v_ref, &v_before}}) {
             const ErrorStats e = compare_to_reference(*after, *ref);
-            EXPECT_LT(e.max_rel, tolerance(c.cache)) << describe(e) << "; " << plan.describe();
+            EXPECT_LT(e.max_rel, std::max(tol, tolerance(c.cache))) << describe(e) << "; " << plan.describe();
             for (std::size_t i = 0; i < after->size(); ++i) {
                 const auto row = static_cast<std::uint32_t>(i / kv_cols);
                 if (std::find(slots.begin(), slots.end(), row) == slots.end()) {
@@ -264,6 +267,27 @@ TEST_F(MatmulScatter, EveryDenseKernelAndLayout) {
             }
         }
     }
+}
+
+// GEMV_F16's SCATTER variant (every decode step's QKV projection of an fp16 model on a GPU),
+// forced on lavapipe: fused, and split (the reduce pass scatters). No clamp: max_rel is
+// relative to the largest output, which a clamp of sums of 64 products makes small.
+TEST_F(MatmulScatter, GemvInFp16Arithmetic) {
+    const MatmulArithmetic f16 = MatmulArithmetic::F16;
+    // Where the device has fp16 arithmetic (not under no_fp16_arithmetic) these run GEMV_F16.
+    EXPECT_EQ(
+        plan_matmul(matmul_device(ctx()), 1, 192, 64, DType::F16, {.kernel = MatmulKernel::Gemv, .arithmetic = f16})
+            .f16_arithmetic,
+        ctx().limits().fp16_arithmetic);
+    run_case(ctx(), Case{.m = 1, .options = {.kernel = MatmulKernel::Gemv, .arithmetic = f16}}, 150);
+    run_case(ctx(),
+             Case{.m = 3,
+                  .q_heads = 4,
+                  .kv_heads = 2,
+                  .interleaved = false,
+                  .cache = DType::F32,
+                  .options = {.kernel = MatmulKernel::Gemv, .force_splits = 3, .arithmetic = f16}},
+             151);
 }
 
 TEST_F(MatmulScatter, QuantizedWeightsAndHeadSizes) {

@@ -106,7 +106,7 @@ TEST(MatmulPlanAnswers, TheLayerNormOnlyWhereTheRowDotKernelDoesItAndItPays) {
 }
 
 // fp16 arithmetic (MatmulArithmetic): by default on GPUs with shaderFloat16, in the kernels
-// that have the form (the tiled kernel on fp16 weights, the quantized float kernels); forced
+// that have the form (the tiled and GEMV kernels on fp16 weights, the quantized float kernels); forced
 // on CPU devices with F16; never without the feature (VKF_LIMITS no_fp16_arithmetic) or with F32.
 TEST(MatmulPlanAnswers, Fp16ArithmeticWhereTheDeviceAndTheKernelHaveIt) {
     MatmulDevice gpu = device(16, false), cpu = device(16, true);
@@ -120,7 +120,9 @@ TEST(MatmulPlanAnswers, Fp16ArithmeticWhereTheDeviceAndTheKernelHaveIt) {
     };
     EXPECT_TRUE(f16_in(gpu, 64, DType::F16, {}));   // tiled prefill
     EXPECT_FALSE(f16_in(gpu, 64, DType::F32, {}));  // fp32 weights stay fp32
-    EXPECT_FALSE(f16_in(gpu, 1, DType::F16, {}));   // GEMV: no fp16 form
+    EXPECT_TRUE(f16_in(gpu, 1, DType::F16, {}));    // GEMV decode (GEMV_F16)
+    EXPECT_FALSE(f16_in(gpu, 1, DType::F32, {}));   // GEMV on fp32 weights
+    EXPECT_FALSE(f16_in(gpu, 1, DType::F16, f32));
     EXPECT_FALSE(f16_in(gpu, 64, DType::F16, f32));
     EXPECT_TRUE(f16_in(gpu, 1, DType::F32, {}, QuantFormat::Q8_0));   // quantized row-dot
     EXPECT_TRUE(f16_in(gpu, 64, DType::F16, {}, QuantFormat::Q4_0));  // quantized blocked
@@ -133,10 +135,13 @@ TEST(MatmulPlanAnswers, Fp16ArithmeticWhereTheDeviceAndTheKernelHaveIt) {
     EXPECT_TRUE(f16_in(cpu, 64, DType::F32, f16, QuantFormat::Q8_0));
     EXPECT_FALSE(f16_in(cpu, 64, DType::F16, f16));  // the blocked kernel
     EXPECT_TRUE(f16_in(cpu, 64, DType::F16, {.kernel = MatmulKernel::Tiled, .arithmetic = MatmulArithmetic::F16}));
+    EXPECT_TRUE(f16_in(cpu, 1, DType::F16, {.kernel = MatmulKernel::Gemv, .arithmetic = MatmulArithmetic::F16}));
+    EXPECT_FALSE(f16_in(cpu, 1, DType::F16, {.kernel = MatmulKernel::Gemv}));
     // Without the feature F16 is fp32, and the tiled kernel's fp16 tiles take half the memory.
     MatmulDevice no_fp16 = gpu;
     no_fp16.limits.fp16_arithmetic = false;
     EXPECT_FALSE(f16_in(no_fp16, 64, DType::F16, f16));
+    EXPECT_FALSE(f16_in(no_fp16, 1, DType::F16, f16));
     EXPECT_FALSE(f16_in(no_fp16, 1, DType::F32, f16, QuantFormat::Q4_0));
     EXPECT_EQ(2 * plan_matmul(gpu, 64, 96, 1024, DType::F16).shared_bytes,
               plan_matmul(no_fp16, 64, 96, 1024, DType::F16).shared_bytes);

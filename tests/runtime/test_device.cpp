@@ -117,6 +117,42 @@ TEST(Limits, OverridesParseAndOnlyLower) {
     EXPECT_EQ(gpu.describe(), "gpu_attention");
     EXPECT_TRUE(LimitOverrides{}.merged_with(gpu).gpu_attention);
     expect_error([] { (void)LimitOverrides::parse("gpu_attention=1"); }, "unknown limit override");
+    const auto both = LimitOverrides::parse("gpu_matmul,gpu_attention");
+    EXPECT_TRUE(both.gpu_matmul && both.gpu_attention && !gpu.gpu_matmul);
+    EXPECT_EQ(both.describe(), "gpu_attention,gpu_matmul");
+    EXPECT_TRUE(gpu.merged_with(LimitOverrides::parse("gpu_matmul")).gpu_matmul);
+}
+
+TEST(Limits, CooperativeMatricesOnlyWhereTheDeviceHasThemOrTheyAreEmulated) {
+    const auto on = LimitOverrides::parse("coopmat,coopmat_emulated=16x8x16");
+    EXPECT_TRUE(on.coopmat);
+    EXPECT_FALSE(on.empty());
+    EXPECT_EQ(on.describe(), "coopmat,coopmat_emulated=16x8x16");
+    EXPECT_EQ(LimitOverrides::parse(on.describe()).describe(), on.describe());
+    EXPECT_TRUE(LimitOverrides{}.merged_with(on).coopmat);
+    expect_error([] { (void)LimitOverrides::parse("coopmat=1"); }, "unknown limit override");
+    expect_error([] { (void)LimitOverrides::parse("coopmat_emulated=16x8"); }, "limit override 'coopmat_emulated'");
+
+    DeviceInfo info;
+    info.max_workgroup_invocations = 1024;
+    info.float16_arithmetic = true;
+    info.cooperative_matrix_shapes = {{16, 8, 16, true}, {16, 16, 16, false}};
+    // Listed but not usable (no feature, memory model or fp16): none.
+    EXPECT_TRUE(effective_limits(info, {}, {}).coopmat_shapes.empty());
+    info.cooperative_matrix = true;
+    const ComputeLimits l = effective_limits(info, {}, {});
+    EXPECT_EQ(l.coopmat_shapes, (std::vector<CoopMatShape>{{16, 8, 16, true}}));  // fp32 accumulators only
+    EXPECT_FALSE(l.prefer_coopmat);
+    EXPECT_FALSE(l.coopmat_emulated);
+    EXPECT_TRUE(effective_limits(info, {}, LimitOverrides::parse("coopmat")).prefer_coopmat);
+    EXPECT_TRUE(effective_limits(info, {}, LimitOverrides::parse("no_fp16_arithmetic")).coopmat_shapes.empty());
+    EXPECT_TRUE(effective_limits(info, {}, LimitOverrides::spec_minimum()).coopmat_shapes.empty());
+    // The real ones win over an emulation; without them the emulated shape is there.
+    EXPECT_FALSE(effective_limits(info, {}, on).coopmat_emulated);
+    info.cooperative_matrix = false;
+    const ComputeLimits emulated = effective_limits(info, {}, on);
+    EXPECT_TRUE(emulated.coopmat_emulated);
+    EXPECT_EQ(emulated.coopmat_shapes, (std::vector<CoopMatShape>{{16, 8, 16, true}}));
 }
 
 TEST(Limits, StorageBuffersComputeUnitsAndSubgroupSizeControl) {

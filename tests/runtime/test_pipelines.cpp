@@ -1,6 +1,7 @@
 // Pipelines: created once per key, and refused with a clear error where their C++ side
 // does not match their shader or the device, the device's limits forced lower included.
 
+#include "host/ops/attention.hpp"
 #include "host/ops/elementwise.hpp"
 #include "host/ops/matmul.hpp"
 #include "runtime/spirv_reflect.hpp"
@@ -78,6 +79,19 @@ TEST_F(Pipelines, SubgroupKernelsRequireFullSubgroupsOfTheirSize) {
     // Whatever the device: a shader with subgroup operations must require its subgroup size.
     expect_error([&] { ctx().pipeline(rowdot_desc(4 * sg, 0)); },
                  "uses subgroup operations but requires no subgroup size");
+    // Unless it checks its subgroups itself and says so (the tiled attention's
+    // SUBGROUP_ANY_SIZE, created by test_attention_arith): the claim, not the variant, lets it
+    // pass, and refused before the driver compiles anything.
+    expect_error(
+        [&] {
+            ctx().pipeline(
+                PipelineDesc{.code = &shaders::variant("attention", {"SUBGROUP_REDUCE", "SUBGROUP_ANY_SIZE"}),
+                             .workgroup_size = {4 * sg, 1, 1},
+                             .constants = {{VKF_ATTN_SPEC_TPR, 4}, {VKF_ATTN_SPEC_BR, sg}},
+                             .push_constant_layout = AttentionPush::layout,
+                             .binding_count = 6});
+        },
+        "uses subgroup operations but requires no subgroup size");
     if (!ctx().limits().subgroup_size_control) {
         GTEST_SKIP() << "the device cannot require full subgroups of a known size (subgroupSizeControl, "
                         "computeFullSubgroups)";
@@ -97,7 +111,7 @@ TEST_F(Pipelines, SubgroupKernelsRequireFullSubgroupsOfTheirSize) {
 
 TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
     // The kernels whose ops require full subgroups (attention_rows SUBGROUP_LOADS, the tiled
-    // attention's SUBGROUP_REDUCE, the ROWDOT matmuls) are the only ones with subgroup
+    // attention's SUBGROUP_REDUCE, the ROWDOT matmuls, the cooperative-matrix matmul) are the only ones with subgroup
     // operations: a new one must be planned
     // only where ComputeLimits::subgroup_size_control holds, and created with its size.
     std::vector<std::string> found;
@@ -110,6 +124,8 @@ TEST(ShaderVariants, OnlyTheSubgroupVariantsUseSubgroupOperations) {
     for (const std::string& name : found) {
         const bool expected = name.starts_with("attention_rows[") ? name.find("SUBGROUP_LOADS") != std::string::npos
                               : name.starts_with("attention[")    ? name.find("SUBGROUP_REDUCE") != std::string::npos
+                              // gl_SubgroupID: its subgroups own blocks of Y (the plan requires their size)
+                              : name.starts_with("matmul_coopmat") ? true
                               : name.starts_with("matmul[") || name.starts_with("matmul_quant[")
                                   ? name.find("ROWDOT") != std::string::npos
                                   : false;

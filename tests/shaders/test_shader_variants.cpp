@@ -49,16 +49,19 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
     // PAIR_LOADS: STORAGE_F16+KV_F16 is excluded.
     EXPECT_EQ(seen["attention_rows"].size(), 36u);
     // 9 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER, and NO_EPILOGUE
-    // (4 storage buffers) of the 6 kernels without LN_X or REDUCE x WEIGHTS_F16; TILED_F16 (fp16
-    // arithmetic, fp16 weights implied) x SCATTER and with NO_EPILOGUE: 3 more.
-    EXPECT_EQ(seen["matmul"].size(), 51u);
+    // (4 storage buffers) of the 6 kernels without LN_X or REDUCE x WEIGHTS_F16; TILED_F16 and
+    // GEMV_F16 (fp16 arithmetic, fp16 weights implied) x SCATTER and with NO_EPILOGUE: 3 more
+    // each (GEMV_F16: 51 -> 54).
+    EXPECT_EQ(seen["matmul"].size(), 54u);
     // SCORES and SCORES+PACKED_TABLES and PV in both storages; softmax has no STORAGE_F16 variant.
     EXPECT_EQ(seen["attention_naive"].size(), 7u);
     // (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, STORAGE_F16+ARITH_F16,
-    // KV_F16, KV_F16+ARITH_F16) x SUBGROUP_REDUCE: 30, was 9 before the fp16-arithmetic and
-    // subgroup variants (ARITH_F16 only with fp16 K/V: all-fp16 tensors, or fp32 Q/O over a
-    // session's fp16 cache).
-    EXPECT_EQ(seen["attention"].size(), 30u);
+    // KV_F16, KV_F16+ARITH_F16) x (shared memory, SUBGROUP_REDUCE, SUBGROUP_REDUCE+
+    // SUBGROUP_ANY_SIZE): 45. Was 9 before the fp16-arithmetic and subgroup variants (ARITH_F16
+    // only with fp16 K/V: all-fp16 tensors, or fp32 Q/O over a session's fp16 cache), 30 before
+    // SUBGROUP_ANY_SIZE (devices without subgroup size control; every combination, since such a
+    // device plans it wherever the others would take SUBGROUP_REDUCE).
+    EXPECT_EQ(seen["attention"].size(), 45u);
 }
 
 TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {
@@ -84,14 +87,18 @@ TEST(ShaderVariants, MissingOnesAreRefusedWithWhatExists) {
                         shaders::variant("attention", {{"SPLT_KV", false}});
                     }),
                     "shader variant attention: no variant of attention has define SPLT_KV; the variants are "
-                    "attention, attention[SUBGROUP_REDUCE], attention[STORAGE_F16], "
-                    "attention[STORAGE_F16,SUBGROUP_REDUCE], attention[STORAGE_F16,ARITH_F16], "
-                    "attention[STORAGE_F16,ARITH_F16,SUBGROUP_REDUCE], attention[KV_F16], ");
+                    "attention, attention[SUBGROUP_REDUCE], attention[SUBGROUP_REDUCE,SUBGROUP_ANY_SIZE], "
+                    "attention[STORAGE_F16], attention[STORAGE_F16,SUBGROUP_REDUCE], "
+                    "attention[STORAGE_F16,SUBGROUP_REDUCE,SUBGROUP_ANY_SIZE], attention[STORAGE_F16,ARITH_F16], ");
     expect_contains(error_message([] { shaders::variant("matmul", {"WIDE64"}); }),
                     "no shader variant matmul[WIDE64]; the variants of matmul are matmul, matmul[NO_EPILOGUE], "
                     "matmul[SCATTER], matmul[WEIGHTS_F16], matmul[WEIGHTS_F16,NO_EPILOGUE], "
                     "matmul[WEIGHTS_F16,SCATTER], matmul[TILED_F16], matmul[TILED_F16,NO_EPILOGUE], "
                     "matmul[TILED_F16,SCATTER], matmul[GEMV]");
+    expect_contains(error_message([] {
+                        shaders::variant("matmul", {"GEMV_F16", "WEIGHTS_F16"});
+                    }),
+                    "no shader variant matmul[GEMV_F16,WEIGHTS_F16]");
     expect_contains(error_message([] {
                         shaders::variant("attention_naive", {"SOFTMAX", "STORAGE_F16"});
                     }),
@@ -126,6 +133,7 @@ const std::map<std::string, PushConstantLayout>& layouts() {
         {"kv_append", KvAppendPush::layout},
         {"bench_ceilings", CeilingPush::layout},
         {"matmul_quant", MatmulQuantPush::layout},
+        {"matmul_coopmat", MatmulPush::layout},
         {"matmul_quant_x", MatmulQuantXPush::layout},
         {"gated_activation", GatedActivationPush::layout},
         {"scale", ScalePush::layout},
