@@ -79,7 +79,8 @@ fi
 #   test_attention (the shape grid) and the suites split from it (test_attention_kernels,
 #   test_attention_limits, test_attention_plans, test_attention_arith: the tiled kernel's fp16 and
 #   subgroup variants), test_model_attention_f16 (the same fp16 variant in a model), test_attention_window (its float64 reference
-#   runs at position 100,003), test_matmul, test_matmul_fused,
+#   runs at position 100,003), test_matmul, test_matmul_fused, test_matmul_coopmat (its emulated form:
+#   shaders and planning, nothing aarch64),
 #   test_matmul_quant and test_matmul_quant_int8 (split from it), test_matmul_f16 (fp16
 #   arithmetic: ~25 s of cold llvmpipe compiles on x86 alone), test_model_head_sizes,
 #   test_model_faults, test_model_threads, test_prepare, test_model_families, test_batch, test_batch_window,
@@ -96,7 +97,7 @@ skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_atte
 skipped+='|test_attention_window|test_model_attention_f16'
 skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int8|test_matmul_f16|test_model_head_sizes'
 skipped+='|test_model_faults|test_model_threads|test_prepare|test_model_families|test_batch|test_batch_window|test_perplexity_model'
-skipped+='|test_model_split|test_split_batch|test_batch_session'
+skipped+='|test_model_split|test_split_batch|test_batch_session|test_matmul_coopmat'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_split_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
 skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt)$'
 selection=()

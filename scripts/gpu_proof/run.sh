@@ -121,8 +121,15 @@ run_suite() {
   local name=$1 exe=$2 t=$3 rc
   local -a args=()
   [ -n "${GPU_PROOF_FILTER:-}" ] && args=("--gtest_filter=$GPU_PROOF_FILTER")  # a --gtest_filter for every suite
-  VKF_VALIDATION=1 timeout -k 5 "$t" "$exe" "${args[@]}" --gtest_output="json:$out/tests/$name.json" \
-    >"$out/logs/test-$name.log" 2>&1
+  local limits=${VKF_LIMITS:-}
+  # Suites that assert fp32 arithmetic's bounds run it (common.sh, GPU_PROOF_FP16_TESTS).
+  case " ${GPU_PROOF_FP16_TESTS//$'\n'/ } " in
+    *" $name "*) ;;
+    *) limits=${limits:+$limits,}no_fp16_arithmetic ;;
+  esac
+  echo "VKF_LIMITS=$limits" >"$out/logs/test-$name.log"
+  VKF_LIMITS=$limits VKF_VALIDATION=1 timeout -k 5 "$t" "$exe" "${args[@]}" \
+    --gtest_output="json:$out/tests/$name.json" >>"$out/logs/test-$name.log" 2>&1
   rc=$?
   printf '%s %s %s\n' "$rc" "$(grep -c 'Vulkan validation message' "$out/logs/test-$name.log")" \
     "$(grep -c 'validation layer not installed' "$out/logs/test-$name.log")" >"$out/tests/$name.status"

@@ -17,6 +17,7 @@
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
+#include "tests/ops/matmul_quant_cases.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -222,9 +223,19 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
         std::vector<double> q_ref(std::size_t{c.m} * q_cols);
         std::vector<double> k_ref(k_before.begin(), k_before.end()), v_ref(v_before.begin(), v_before.end());
         scatter_reference(c, y, slots, kCapacity, q_ref, k_ref, v_ref);
-        // fp16 arithmetic (GPUs' default on fp16 and quantized weights; forced below): fp16's
-        // tolerance (k = 64: its bound is test_matmul_f16's).
-        const double tol = plan.f16_arithmetic ? tolerance(DType::F16) : tolerance(DType::F32);
+        // fp16 arithmetic (GPUs' default on fp16 and quantized weights; forced below): the
+        // per-output bound of docs/DESIGN.md (matmul_quant_cases.hpp) at the largest magnitude,
+        // relative to the largest Q: fp16's 2e-3 alone is not a bound (q8_0's row dots on a
+        // GPU-planned lavapipe reached 2.3e-3).
+        double tol = tolerance(DType::F32);
+        if (plan.f16_arithmetic) {
+            const std::vector<double> mag = magnitudes(x, w, c.m, n, k);
+            double max_q = 0.0;
+            for (const double v : q_ref)
+                max_q = std::max(max_q, std::abs(v));
+            tol = 1.2 * (kF16ErrorUnits * 0x1p-11 + 0x1p-13) * *std::max_element(mag.begin(), mag.end()) / max_q +
+                  tolerance(DType::F32);
+        }
         const ErrorStats q_err = compare_to_reference(download_tensor(ctx, qb), q_ref);
         EXPECT_LT(q_err.max_rel, tol) << describe(q_err) << "; " << plan.describe();
         const std::vector<float> k_after = download_tensor(ctx, kc), v_after = download_tensor(ctx, vc);
