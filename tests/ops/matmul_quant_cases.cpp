@@ -236,4 +236,59 @@ std::vector<Case> odd_shape_grid() {
     return cases;
 }
 
+MatmulPlan run_dense(Context& ctx, const DenseCase& c, std::uint64_t seed) {
+    SCOPED_TRACE(std::string(to_string(c.kernel)) + " m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" +
+                 std::to_string(c.k) + (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " +
+                 to_string(c.activation) + " splits" + std::to_string(c.splits) + " pad" + std::to_string(c.pad) +
+                 " x_range" + std::to_string(c.x_range));
+    const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -c.x_range, c.x_range);
+    const auto w = rounded_to(DType::F16, random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f));
+    const auto bias =
+        c.bias ? rounded_to(DType::F16, random_uniform(c.n, seed + 2, -1.0f, 1.0f)) : std::vector<float>{};
+    const auto res = c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
+    const DeviceTensor xb = upload_tensor(ctx, x, DType::F32, "X", c.pad);
+    const DeviceTensor wb = upload_tensor(ctx, w, DType::F16, "W", c.pad);
+    const DeviceTensor yb = nan_tensor(ctx, std::uint64_t{c.m} * c.n, DType::F32, "Y", c.pad);
+    std::optional<DeviceTensor> bb, rb;
+    if (c.bias)
+        bb = upload_tensor(ctx, bias, DType::F16, "bias", c.pad);
+    if (c.residual)
+        rb = upload_tensor(ctx, res, DType::F32, "residual", c.pad);
+    const MatmulOptions options{.kernel = c.kernel, .force_splits = c.splits, .arithmetic = MatmulArithmetic::F16};
+    const MatmulPlan plan = plan_matmul(matmul_device(ctx), c.m, c.n, c.k, DType::F16, options);
+    EXPECT_EQ(plan.kernel, c.kernel) << plan.describe();
+    if (ctx.limits().max_loop_iterations != 0) {
+        EXPECT_LE(plan.loop_iterations, ctx.limits().max_loop_iterations / 2) << plan.describe();
+    }
+    Buffer scratch;
+    if (plan.scratch_bytes > 0) {
+        scratch = ctx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+        poison(ctx, scratch);
+    }
+    auto list = ctx.command_list();
+    record_matmul(ctx, *list, plan,
+                  MatmulArgs{.x = xb.range(),
+                             .w = wb.range(),
+                             .bias = bb ? bb->range() : BufferRange{},
+                             .residual = rb ? rb->range() : BufferRange{},
+                             .y = yb.range(),
+                             .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                             .m = c.m,
+                             .n = c.n,
+                             .k = c.k,
+                             .weight_dtype = DType::F16,
+                             .activation = c.activation});
+    ctx.submit(*list);
+    std::vector<float> out(std::size_t{c.m} * c.n);
+    ctx.download(yb.buffer(), std::span(out), yb.range().offset);
+    const auto ref = reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation);
+    if (plan.f16_arithmetic) {
+        expect_within_f16_bound(out, ref, magnitudes(x, w, c.m, c.n, c.k), plan.describe());
+    } else {
+        const ErrorStats e = compare_to_reference(out, ref);
+        EXPECT_LT(e.max_rel, 1e-5) << describe(e) << "; plan: " << plan.describe();
+    }
+    return plan;
+}
+
 }  // namespace vkf::test

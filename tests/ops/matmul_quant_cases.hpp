@@ -1,7 +1,9 @@
 #pragma once
 // What the quantized matmul suites (test_matmul_quant.cpp, test_matmul_quant_int8.cpp)
 // share: weights quantized on the host, their upload, and one case run against the
-// reference (the dequantized weights, or the int8 path's own reference).
+// reference (the dequantized weights, or the int8 path's own reference); and what the fp16
+// suites (test_matmul_f16.cpp, test_matmul_coopmat.cpp) share: the fp16-arithmetic bound and
+// one dense fp16-weight case.
 
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/matmul.hpp"
@@ -63,6 +65,23 @@ void expect_within_f16_bound(std::span<const float> out, std::span<const double>
 // Sums over k of |x w| for x [m, k] and w [n, k].
 std::vector<double> magnitudes(std::span<const float> x, std::span<const float> w, std::uint32_t m, std::uint32_t n,
                                std::uint32_t k);
+
+// One dense fp16-weight case (test_matmul_f16's tiled and GEMV kernels, test_matmul_coopmat's
+// cooperative-matrix kernel).
+struct DenseCase {
+    std::uint32_t m, n, k;
+    bool bias = false;
+    bool residual = false;
+    Activation activation = Activation::None;
+    std::uint32_t splits = 0;
+    std::uint32_t pad = 0;  // elements in front of every tensor (odd: unaligned)
+    float x_range = 1.0f;   // X uniform in [-x_range, x_range]
+    MatmulKernel kernel = MatmulKernel::Tiled;
+};
+// Runs `c` on its kernel with fp16 arithmetic asked for (Y and the scratch poisoned) and checks
+// it against the reference: the fp16-arithmetic bound where the plan takes it, fp32's 1e-5
+// where it falls back (VKF_LIMITS=no_fp16_arithmetic); returns the plan used.
+MatmulPlan run_dense(Context& ctx, const DenseCase& c, std::uint64_t seed);
 
 Activation activation_of(std::uint32_t i);
 QuantFormat format_of(std::uint32_t i);

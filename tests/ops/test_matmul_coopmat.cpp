@@ -171,60 +171,11 @@ TEST(MatmulCoopMatPlan, ForcedWhereItCannotRunIsRefusedSayingWhy) {
         "MatmulArithmetic::F32 asks for fp32 products");
 }
 
-struct CoopCase {
-    std::uint32_t m, n, k;
-    bool bias = false;
-    bool residual = false;
-    Activation activation = Activation::None;
-    std::uint32_t splits = 0;
-    std::uint32_t pad = 0;  // elements in front of every tensor (odd: unaligned, W's rows on halves)
-    float x_range = 1.0f;
-};
-
-// One case on the cooperative-matrix kernel, forced, against the reference.
-void run_case(Context& cx, const CoopCase& c, std::uint64_t seed) {
-    SCOPED_TRACE("m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) +
-                 (c.bias ? " bias" : "") + (c.residual ? " residual" : "") + " " + to_string(c.activation) + " splits" +
-                 std::to_string(c.splits) + " pad" + std::to_string(c.pad));
-    const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -c.x_range, c.x_range);
-    const auto w = rounded_to(DType::F16, random_uniform(std::size_t{c.n} * c.k, seed + 1, -1.0f, 1.0f));
-    const auto bias =
-        c.bias ? rounded_to(DType::F16, random_uniform(c.n, seed + 2, -1.0f, 1.0f)) : std::vector<float>{};
-    const auto res = c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
-    const DeviceTensor xb = upload_tensor(cx, x, DType::F32, "X", c.pad);
-    const DeviceTensor wb = upload_tensor(cx, w, DType::F16, "W", c.pad);
-    const DeviceTensor yb = nan_tensor(cx, std::uint64_t{c.m} * c.n, DType::F32, "Y", c.pad);
-    std::optional<DeviceTensor> bb, rb;
-    if (c.bias)
-        bb = upload_tensor(cx, bias, DType::F16, "bias", c.pad);
-    if (c.residual)
-        rb = upload_tensor(cx, res, DType::F32, "residual", c.pad);
-    const MatmulPlan plan = plan_matmul(matmul_device(cx), c.m, c.n, c.k, DType::F16,
-                                        {.kernel = MatmulKernel::CoopMat, .force_splits = c.splits});
-    ASSERT_EQ(plan.kernel, MatmulKernel::CoopMat) << plan.describe();
-    Buffer scratch;
-    if (plan.scratch_bytes > 0) {
-        scratch = cx.create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
-        poison(cx, scratch);
-    }
-    auto list = cx.command_list();
-    record_matmul(cx, *list, plan,
-                  MatmulArgs{.x = xb.range(),
-                             .w = wb.range(),
-                             .bias = bb ? bb->range() : BufferRange{},
-                             .residual = rb ? rb->range() : BufferRange{},
-                             .y = yb.range(),
-                             .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
-                             .m = c.m,
-                             .n = c.n,
-                             .k = c.k,
-                             .weight_dtype = DType::F16,
-                             .activation = c.activation});
-    cx.submit(*list);
-    std::vector<float> out(std::size_t{c.m} * c.n);
-    cx.download(yb.buffer(), std::span(out), yb.range().offset);
-    const auto ref = reference::matmul(x, w, bias, res, c.m, c.n, c.k, c.activation);
-    expect_within_f16_bound(out, ref, magnitudes(x, w, c.m, c.n, c.k), plan.describe());
+// One case on the cooperative-matrix kernel, forced, against the reference (run_dense: Y and
+// the scratch poisoned, every output within the fp16-arithmetic bound).
+void run_case(Context& cx, DenseCase c, std::uint64_t seed) {
+    c.kernel = MatmulKernel::CoopMat;
+    run_dense(cx, c, seed);
 }
 
 // Odd and prime m, n and k (k up to `max_k`), every epilogue, split K, unaligned tensors.
@@ -238,14 +189,14 @@ void odd_shape_grid(Context& cx, std::uint32_t max_k) {
         for (std::uint32_t i = 0; i < 3; ++i, ++step) {
             const std::uint32_t k = ks[(step * 7 + 3 * i) % std::size(ks)];
             run_case(cx,
-                     CoopCase{.m = m,
-                              .n = ns[(step * 5 + i) % std::size(ns)],
-                              .k = std::min(k, max_k),
-                              .bias = step % 3 != 2,
-                              .residual = step % 4 == 1,
-                              .activation = activation_of(step / 2),
-                              .splits = step % 5 == 4 ? 3u : 0u,
-                              .pad = step % 6 == 3 ? 3u : 0u},
+                     DenseCase{.m = m,
+                               .n = ns[(step * 5 + i) % std::size(ns)],
+                               .k = std::min(k, max_k),
+                               .bias = step % 3 != 2,
+                               .residual = step % 4 == 1,
+                               .activation = activation_of(step / 2),
+                               .splits = step % 5 == 4 ? 3u : 0u,
+                               .pad = step % 6 == 3 ? 3u : 0u},
                      seed += 10);
             if (::testing::Test::HasFatalFailure())
                 return;
