@@ -1,6 +1,6 @@
 // The matmul on cooperative matrices (VK_NV_cooperative_matrix, NVIDIA's tensor cores;
-// shaders/matmul_coopmat.comp): its plan and its WeightSource, recorded by matmul_record.cpp
-// like the other dense kernels (pieces, split-K and the reduce pass, the fused epilogue).
+// shaders/matmul_coopmat.comp): its plan, code and constants; matmul_dense.cpp's
+// WeightSource records it like the other dense kernels (pieces, split-K and the reduce pass, the fused epilogue).
 // It has never run: no device here has the extension, so the first GPU run of
 // scripts/gpu_proof.sh (test_matmul_coopmat, vkf-bench's matmul suite) is its first run.
 // Until that passes it is opt-in (MatmulKernel::CoopMat, VKF_LIMITS coopmat; docs/DESIGN.md).
@@ -73,47 +73,6 @@ std::uint64_t loop_iterations(const MatmulPlan& p, std::uint64_t len) {
                                    ceil_div(std::uint64_t{c.m} * c.n, std::max(p.subgroup_size, 1u));
     return ceil_div(len, p.tile_k) * per_step + epilogue + 8;
 }
-
-class CoopMatWeights final : public WeightSource {
-public:
-    CoopMatWeights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& a, bool scatter_main)
-        : limits_(ctx.limits()), a_(a) {
-        check_tensor(a.w, std::uint64_t{a.n} * a.k, 2, "matmul", "W", shape_text({a.n, a.k}, "f16"));
-        const MatmulPlan::CoopMatLayout& c = plan.coopmat;
-        std::vector<SpecConstant> constants = {
-            {VKF_COOPMAT_SPEC_CM, c.shape.m},       {VKF_COOPMAT_SPEC_CN, c.shape.n},
-            {VKF_COOPMAT_SPEC_CK, c.shape.k},       {VKF_COOPMAT_SPEC_SG_M, c.subgroups_m},
-            {VKF_COOPMAT_SPEC_SG_N, c.subgroups_n}, {VKF_COOPMAT_SPEC_FRAG_M, c.frags_m},
-            {VKF_COOPMAT_SPEC_FRAG_N, c.frags_n},   {VKF_COOPMAT_SPEC_K_STEPS, plan.tile_k / c.shape.k}};
-        if (c.emulated) {
-            constants.push_back({VKF_COOPMAT_SPEC_EMU_LANES, plan.subgroup_size});
-        }
-        pipeline_ = &kernel_pipeline(
-            ctx, plan, a, shaders::variant("matmul_coopmat", {{"SCATTER", scatter_main}, {"EMULATE", c.emulated}}),
-            std::move(constants), MatmulPush::layout, scatter_main);
-    }
-
-    WeightPiece piece(const ElementBinding& /*x*/, std::uint32_t n0, std::uint32_t nc) override {
-        const ElementBinding w =
-            bind_elements(limits_, a_.w, std::uint64_t{n0} * a_.k, std::uint64_t{nc} * a_.k, 2, "matmul", "W");
-        WeightPiece p{.bindings = {{w.range, Access::Read}}, .w_base = w.base, .pipeline = pipeline_};
-        if (a_.k % 2 == 0 && w.base % 2 == 0) {
-            p.load_flags |= VKF_MATMUL_FLAG_PAIRS;  // W's rows start on words: fp16 pairs
-        }
-        return p;
-    }
-
-    std::span<const std::byte> push(const MatmulPush& push, const WeightPiece& /*piece*/) override {
-        push_ = push;
-        return push_bytes(push_);
-    }
-
-private:
-    const ComputeLimits& limits_;
-    const MatmulArgs& a_;
-    const Pipeline* pipeline_ = nullptr;
-    MatmulPush push_{};
-};
 
 }  // namespace
 
@@ -216,9 +175,21 @@ MatmulPlan plan_matmul_coopmat(const MatmulDevice& device, std::uint32_t m, std:
     return plan;
 }
 
-std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
-                                              bool scatter_main) {
-    return std::make_unique<CoopMatWeights>(ctx, plan, args, scatter_main);
+std::vector<SpecConstant> coopmat_constants(const MatmulPlan& plan) {
+    const MatmulPlan::CoopMatLayout& c = plan.coopmat;
+    std::vector<SpecConstant> constants = {
+        {VKF_COOPMAT_SPEC_CM, c.shape.m},       {VKF_COOPMAT_SPEC_CN, c.shape.n},
+        {VKF_COOPMAT_SPEC_CK, c.shape.k},       {VKF_COOPMAT_SPEC_SG_M, c.subgroups_m},
+        {VKF_COOPMAT_SPEC_SG_N, c.subgroups_n}, {VKF_COOPMAT_SPEC_FRAG_M, c.frags_m},
+        {VKF_COOPMAT_SPEC_FRAG_N, c.frags_n},   {VKF_COOPMAT_SPEC_K_STEPS, plan.tile_k / c.shape.k}};
+    if (c.emulated) {
+        constants.push_back({VKF_COOPMAT_SPEC_EMU_LANES, plan.subgroup_size});
+    }
+    return constants;
+}
+
+const SpirvCode& coopmat_code(const MatmulPlan& plan, bool scatter_main) {
+    return shaders::variant("matmul_coopmat", {{"SCATTER", scatter_main}, {"EMULATE", plan.coopmat.emulated}});
 }
 
 }  // namespace vkf::matmul_detail

@@ -1,5 +1,6 @@
 // The matmul with dense weights (fp32 or fp16; shaders/matmul.comp): its kernels' plan and
-// its WeightSource, recorded by matmul_record.cpp.
+// its WeightSource, recorded by matmul_record.cpp, which also binds the cooperative-matrix
+// kernel's fp16 weights (matmul_coopmat.cpp: its plan, code and constants).
 
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
@@ -158,10 +159,14 @@ public:
             constants = {{VKF_MATMUL_SPEC_RM, plan.block_m},
                          {VKF_MATMUL_SPEC_RN, plan.block_n},
                          {VKF_MATMUL_SPEC_RG, plan.column_groups}};
+        } else if (plan.kernel == MatmulKernel::CoopMat) {
+            constants = coopmat_constants(plan);
         } else {
             constants = {{VKF_MATMUL_SPEC_RM, plan.block_m}, {VKF_MATMUL_SPEC_RN, plan.block_n}};
         }
-        const SpirvCode& code = main_code(plan, a.weight_dtype == DType::F16, scatter_main, plan.separate_epilogue);
+        const SpirvCode& code = plan.kernel == MatmulKernel::CoopMat ? coopmat_code(plan, scatter_main)
+                                                                     : main_code(plan, a.weight_dtype == DType::F16,
+                                                                                 scatter_main, plan.separate_epilogue);
         pipeline_ = &kernel_pipeline(ctx, plan, a, code, std::move(constants), MatmulPush::layout, scatter_main);
     }
 

@@ -111,8 +111,10 @@ public:
 // the main kernel scatters (not split).
 std::unique_ptr<WeightSource> dense_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
-std::unique_ptr<WeightSource> coopmat_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
-                                              bool scatter_main);
+// The cooperative-matrix kernel's specialization constants and code: its W is the dense
+// kernels' fp16 weights, bound by dense_weights' source.
+std::vector<SpecConstant> coopmat_constants(const MatmulPlan& plan);
+const SpirvCode& coopmat_code(const MatmulPlan& plan, bool scatter_main);
 std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
 

@@ -320,9 +320,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
     const bool split = plan.n_splits > 1 || plan.separate_epilogue;
     const bool scatter_main = plan.scatter && !split;
     const std::unique_ptr<matmul_detail::WeightSource> source =
-        plan.quant != QuantFormat::None        ? matmul_detail::quant_weights(ctx, plan, a, scatter_main)
-        : plan.kernel == MatmulKernel::CoopMat ? matmul_detail::coopmat_weights(ctx, plan, a, scatter_main)
-                                               : matmul_detail::dense_weights(ctx, plan, a, scatter_main);
+        plan.quant != QuantFormat::None ? matmul_detail::quant_weights(ctx, plan, a, scatter_main)
+                                        : matmul_detail::dense_weights(ctx, plan, a, scatter_main);
     check_scratch(plan, a);
     const ReducePass reduce = split ? reduce_pass(ctx, a) : ReducePass{};
     const std::vector<Binding> scatter = scatter_bindings(a);
