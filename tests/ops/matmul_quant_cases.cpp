@@ -152,14 +152,17 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     return plan;
 }
 
+double f16_products_bound(double magnitude) {
+    const double u = std::ldexp(1.0, -11);
+    return 1.2 * (kF16ErrorUnits * u + std::ldexp(1.0, -13)) * magnitude;
+}
+
 void expect_within_f16_bound(std::span<const float> out, std::span<const double> ref, std::span<const double> magnitude,
                              const std::string& plan) {
-    const double u = std::ldexp(1.0, -11);
     std::size_t bad = 0, worst = 0;
     double worst_ratio = 0.0;
     for (std::size_t i = 0; i < out.size(); ++i) {
-        const double bound =
-            1.2 * (kF16ErrorUnits * u + std::ldexp(1.0, -13)) * magnitude[i] + 1e-5 * (std::fabs(ref[i]) + 1.0);
+        const double bound = f16_products_bound(magnitude[i]) + 1e-5 * (std::fabs(ref[i]) + 1.0);
         const double ratio = std::fabs(static_cast<double>(out[i]) - ref[i]) / bound;
         if (!(ratio <= 1.0)) {  // NaN (an unwritten output) too
             ++bad;

@@ -60,6 +60,8 @@ MatmulPlan run_case(Context& ctx, const Case& c, std::uint64_t seed);
 // magnitudes, rounded to 10u; 2^-13 M covers the fp32 sum of up to 16384 / 8 folds; 1.2 is
 // GELU's slope bound (1.13); 1e-5 the fp32 bias, residual and activation.
 inline constexpr double kF16ErrorUnits = 10.0;
+// Its fp16 part, 1.2 (kF16ErrorUnits u + 2^-13) M, for an output of magnitude M.
+double f16_products_bound(double magnitude);
 void expect_within_f16_bound(std::span<const float> out, std::span<const double> ref, std::span<const double> magnitude,
                              const std::string& plan);
 // Sums over k of |x w| for x [m, k] and w [n, k].

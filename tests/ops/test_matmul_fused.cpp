@@ -233,8 +233,7 @@ void run_case(Context& ctx, const Case& c, std::uint64_t seed) {
             double max_q = 0.0;
             for (const double v : q_ref)
                 max_q = std::max(max_q, std::abs(v));
-            tol = 1.2 * (kF16ErrorUnits * 0x1p-11 + 0x1p-13) * *std::max_element(mag.begin(), mag.end()) / max_q +
-                  tolerance(DType::F32);
+            tol = f16_products_bound(*std::max_element(mag.begin(), mag.end())) / max_q + tolerance(DType::F32);
         }
         const ErrorStats q_err = compare_to_reference(download_tensor(ctx, qb), q_ref);
         EXPECT_LT(q_err.max_rel, tol) << describe(q_err) << "; " << plan.describe();
