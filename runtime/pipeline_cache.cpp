@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "host/util/files.hpp"
+#include "runtime/cache_file.hpp"
 #include "runtime/error.hpp"
 
 #include <cstdlib>
@@ -76,7 +76,7 @@ PipelineCache::PipelineCache(const Device& device, const Instance& instance,
             // limit) is ignored with a warning like a corrupt one: it only saves time.
             std::optional<std::string> reason;
             try {
-                const std::string text = read_file(stats_.file, kPipelineCacheMaxBytes, "pipeline cache");
+                const std::string text = read_cache_file(stats_.file, kPipelineCacheMaxBytes, "pipeline cache");
                 reason = validate_pipeline_cache_file(text, device.info(), payload);
             } catch (const Error& e) {
                 reason = e.what();
@@ -189,9 +189,8 @@ void PipelineCache::save() {
         throw Error("cannot create the pipeline cache directory '" + stats_.file.parent_path().string() +
                     "': " + ec.message());
     }
-    // A FIFO, device or directory in the cache's place is left alone: AtomicFile would write a
-    // FIFO or device in place (what a user's output path wants), and a FIFO nobody reads would
-    // block the program at exit. The cache only saves time.
+    // A FIFO, device or directory in the cache's place is left alone: renaming over it would
+    // replace a node the user put there, and the cache only saves time.
     const std::filesystem::file_status status = std::filesystem::status(stats_.file, ec);
     if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
         instance_.report(MessageSeverity::Warning,
@@ -202,10 +201,9 @@ void PipelineCache::save() {
     }
     // Written under a temporary name and renamed, so a concurrent reader never sees half a
     // file and a full disk leaves the previous cache in place.
-    AtomicFile out(stats_.file, "pipeline cache");
-    out.write(std::as_bytes(std::span<const FileHeader>(&h, 1)));
-    out.write(std::as_bytes(std::span<const char>(payload)));
-    out.commit();
+    const std::span<const std::byte> parts[] = {std::as_bytes(std::span<const FileHeader>(&h, 1)),
+                                                std::as_bytes(std::span<const char>(payload))};
+    write_cache_file(stats_.file, parts, "pipeline cache");
     const std::lock_guard lock(stats_mutex_);
     stats_.saved_bytes = payload.size();
     dirty_ = false;

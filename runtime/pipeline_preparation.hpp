@@ -8,7 +8,7 @@
 // the on-disk pipeline cache where it has them. finish() waits for them all, then runs each
 // new pipeline once over zero workgroups: drivers that compile at the first dispatch
 // (lavapipe: llvmpipe makes its LLVM code then) compile there, not in the first token's
-// submission. docs/DESIGN.md "Portability rules".
+// submission. docs/DESIGN.md "Recorded steps".
 
 #include "runtime/pipeline.hpp"
 

@@ -14,7 +14,7 @@
 // cache slot, writes the small per-step buffers (ids, positions, slots, the sequence table
 // attention reads, the rows whose logits are wanted), and submits the step's command list,
 // recorded once per StepShape (host/model/decoder_plan.hpp) and submitted again for every
-// later step of that shape. docs/DESIGN.md "Batches" follows one decode step through it.
+// later step of that shape. docs/DESIGN.md "One decode step" follows it through.
 
 #include "host/model/batch_front.hpp"
 #include "host/model/decoder_step.hpp"
