@@ -59,7 +59,8 @@ void admit(const ServerSettings& settings, const httplib::Request& req, const Ro
         throw serve::host_not_allowed(host.value_or(""));
     }
     if (route.needs_key && settings.api_key) {
-        const std::optional<std::string_view> key = serve::bearer_token(req.get_header_value("Authorization"));
+        const std::string authorization = req.get_header_value("Authorization");
+        const std::optional<std::string_view> key = serve::bearer_token(authorization);
         if (!key || !serve::same_key(*key, *settings.api_key)) {
             throw serve::unauthorized();
         }

@@ -3,7 +3,7 @@
 // runs the server's stop (once, on a thread of its own): no new connections, every running
 // and queued request ended at once (a stream with an error event and [DONE], a whole answer
 // with 503), and serve() returns, the process exiting 0. A second signal, or a stop that is
-// not done 1.8 s after the first signal, ends the process at once with 128 + that signal's
+// not done 1.5 s after the first signal, ends the process at once with 128 + that signal's
 // number (130 for SIGINT, 143 for SIGTERM), as a shell reports a program killed by it.
 
 #include <pthread.h>
@@ -16,7 +16,7 @@
 
 namespace vkf::server {
 
-inline constexpr std::chrono::milliseconds kStopDeadline{1800};
+inline constexpr std::chrono::milliseconds kStopDeadline{1500};
 
 class SignalStop {
 public:

@@ -47,7 +47,7 @@ constexpr const char* kAbout =
     "(--allowed-host) and no browser page of another origin (--cors-origin).\n"
     "Stop it with Ctrl-C or SIGTERM: the running requests end at once (a stream with an error\n"
     "event and [DONE], a whole answer with 503) and it exits 0; a second signal, or a stop\n"
-    "not done in 2 s, exits at once with 128 + the signal (130, 143). docs/SERVER.md.\n";
+    "not done in 1.5 s, exits at once with 128 + the signal (130, 143). docs/SERVER.md.\n";
 
 bool is_encoder(const std::string& dir) {
     const std::filesystem::path config = std::filesystem::path(dir) / "config.json";

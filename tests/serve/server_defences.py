@@ -187,6 +187,7 @@ def check_key_sources(server_exe, key_file):
 
 
 def read_all(sock):
+    """What arrives on `sock` until its end (or an error, then named at the end)."""
     out = b""
     try:
         while True:
@@ -194,8 +195,8 @@ def read_all(sock):
             if not part:
                 return out
             out += part
-    except OSError:
-        return out
+    except OSError as e:
+        return out + (" [%r]" % e).encode()
 
 
 def dechunk(raw):
@@ -216,8 +217,12 @@ def dechunk(raw):
 
 
 def check_signal_stop(server):
-    """A stream and a non-streamed request running, then SIGTERM: the stream ends with an
-    error event and [DONE], the other gets 503, and the process exits 0 within 2 s."""
+    """A stream and a non-streamed request running and an idle keep-alive connection open,
+    then SIGTERM: the stream ends with an error event and [DONE], the other gets 503, and the
+    process exits 0 within 2 s (not held up by the idle connection's keep-alive wait)."""
+    idle = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    idle.request("GET", "/health")
+    idle.getresponse().read()
     body = {"prompt": "In the beginning", "max_tokens": 900, "ignore_eos": True}
     stream = raw_request(server.port, dict(body, stream=True))
     whole = raw_request(server.port, body)
@@ -237,6 +242,7 @@ def check_signal_stop(server):
         server.proc.kill()
         code = server.proc.wait()
     took = time.time() - start
+    idle.close()
     for t in readers:
         t.join(timeout=10)
     if took > 2 or code != 0:
