@@ -269,6 +269,11 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
         }
         if (ended < n && client.gone()) {
             channel->cancel();
+            // A stopping server shuts reading down on every connection itself: then the
+            // client may well be there, and is owed the reason.
+            if (d.engine->stopping()) {
+                throw serve::shutting_down();
+            }
             throw serve::client_gone();
         }
     }
