@@ -74,11 +74,12 @@ std::shared_ptr<Channel> Engine::submit(Job job) {
     auto channel = std::make_shared<Channel>();
     {
         const std::lock_guard lock(mutex_);
+        drop_cancelled_queued();  // a client that left frees its queue place at once
         std::uint32_t queued = 0;
         for (const Queued& q : queue_) {
             queued += q.job.n;
         }
-        if (stop_ || admitted_ + queued + job.n > options_.parallel + options_.queue) {
+        if (stop_ || stopping_ || admitted_ + queued + job.n > options_.parallel + options_.queue) {
             return nullptr;
         }
         queue_.push_back({std::move(job), channel});
@@ -91,17 +92,38 @@ std::shared_ptr<Channel> Engine::submit(Job job) {
 void Engine::loop() {
     for (;;) {
         std::vector<Queued> starting;
+        std::deque<Queued> aborted;
+        bool aborting = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stop_ || !queue_.empty() || generator_.busy(); });
+            wake_.wait(lock,
+                       [this] { return stop_ || (abort_ && !abort_done_) || !queue_.empty() || generator_.busy(); });
             if (stop_) {
                 return;
+            }
+            drop_cancelled_queued();
+            aborting = abort_ && !abort_done_;
+            if (aborting) {
+                aborted.swap(queue_);
             }
             while (!queue_.empty() && admitted_ + queue_.front().job.n <= options_.parallel) {
                 admitted_ += queue_.front().job.n;
                 starting.push_back(std::move(queue_.front()));
                 queue_.pop_front();
             }
+        }
+        if (aborting) {
+            for (Queued& q : aborted) {
+                q.channel->push({.kind = Event::Kind::Aborted});
+            }
+            end_all(Event::Kind::Aborted, "the server is shutting down");
+            publish();
+            {
+                const std::lock_guard lock(mutex_);
+                abort_done_ = true;
+            }
+            aborted_.notify_all();
+            continue;
         }
         for (Queued& q : starting) {
             start(q);
@@ -112,6 +134,18 @@ void Engine::loop() {
         }
         publish();
     }
+}
+
+void Engine::abort_all(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    stopping_ = true;
+    abort_ = true;
+    wake_.notify_one();
+    aborted_.wait_for(lock, timeout, [this] { return abort_done_; });
+}
+
+void Engine::drop_cancelled_queued() {
+    std::erase_if(queue_, [](const Queued& q) { return q.channel->cancelled(); });
 }
 
 void Engine::start(Queued& q) {
@@ -201,9 +235,15 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
 }
 
 void Engine::fail_all(const std::string& message) {
+    end_all(Event::Kind::Failed, message);
+}
+
+// Every running generation gets a last event of `kind` (unless it failed already), and its
+// sequence is cancelled and collected, its KV blocks freed.
+void Engine::end_all(Event::Kind kind, const std::string& message) {
     for (auto& [id, gen] : running_) {
         if (!gen->failed) {
-            gen->channel->push({.kind = Event::Kind::Failed, .error = message});
+            gen->channel->push({.kind = kind, .index = gen->index, .error = message});
         }
         try {
             generator_.cancel(id);

@@ -25,7 +25,8 @@
 namespace vkf::server {
 
 struct Event {
-    enum class Kind { Text, End, Failed };
+    // Aborted: the server is stopping (a signal); nothing follows.
+    enum class Kind { Text, End, Failed, Aborted };
     Kind kind = Kind::Text;
     std::uint32_t index = 0;    // which of the request's n choices
     std::string text;           // Text: the next piece (complete UTF-8, stop strings held back)
@@ -71,8 +72,13 @@ public:
     Engine& operator=(const Engine&) = delete;
     ~Engine();  // stops the thread; running generations end with a Failed event
 
-    // Null when every slot and queue place is taken.
+    // Null when every slot and queue place is taken, or after abort_all().
     std::shared_ptr<Channel> submit(Job job);
+    // The server is stopping: every running and queued job gets an Aborted event and its
+    // sequences are cancelled, and submit() refuses from now on. Returns once the engine
+    // thread has done it (at most one step), or after `timeout`.
+    void abort_all(std::chrono::milliseconds timeout);
+    bool stopping() const { return stopping_; }
     const EngineOptions& options() const { return options_; }
     // Whether the last step failed on the device (the health check reports it).
     bool failed() const { return failed_; }
@@ -88,6 +94,8 @@ private:
     void cancel_gone();
     void step();
     void fail_all(const std::string& message);
+    void end_all(Event::Kind kind, const std::string& message);
+    void drop_cancelled_queued();  // under mutex_
     void end(SequenceId id, const GenerationResult& result);
     void publish();
 
@@ -103,6 +111,10 @@ private:
     std::deque<Queued> queue_;
     std::uint32_t admitted_ = 0;  // sequences running or about to (guarded by mutex_)
     bool stop_ = false;
+    bool abort_ = false;       // abort_all() asked
+    bool abort_done_ = false;  // and the engine thread did it
+    std::condition_variable aborted_;
+    std::atomic<bool> stopping_ = false;
     std::atomic<bool> failed_ = false;
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> rate_window_;
     std::thread thread_;

@@ -1,5 +1,6 @@
 #include "apps/server/generation_route.hpp"
 
+#include "apps/server/connections.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
@@ -117,6 +118,7 @@ Job make_job(const Served& served, const serve::GenerationRequest& r) {
 // What a streamed response has sent so far; shared by the content provider's calls.
 struct Stream {
     std::shared_ptr<Channel> channel;
+    std::shared_ptr<OpenStreams::Token> open;  // counted until the response is done with
     serve::ResponseHead head;
     std::uint32_t n = 1;
     bool include_usage = false;
@@ -152,6 +154,12 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
                 // Past the headers a status cannot change: OpenAI's clients read an error
                 // object sent as an event and raise it.
                 out += serve::sse_event(serve::server_error(e.error).body());
+                failed = true;
+                break;
+            case Event::Kind::Aborted:
+                // The server is stopping: the same, so that the client knows the text is
+                // cut short (a finish_reason would pass for a whole answer).
+                out += serve::sse_event(serve::shutting_down().body());
                 failed = true;
                 break;
         }
@@ -212,11 +220,18 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     const std::uint32_t n = job.n;
     std::shared_ptr<Channel> channel = d.engine->submit(std::move(job));
     if (!channel) {
+        if (d.engine->stopping()) {
+            throw serve::shutting_down();
+        }
         throw serve::overloaded(d.engine->options().parallel, d.engine->options().queue);
     }
     if (r.stream) {
-        auto s = std::make_shared<Stream>(
-            Stream{.channel = channel, .head = head, .n = n, .include_usage = r.include_usage, .usage = prompt_usage});
+        auto s = std::make_shared<Stream>(Stream{.channel = channel,
+                                                 .open = served.open_streams.open(),
+                                                 .head = head,
+                                                 .n = n,
+                                                 .include_usage = r.include_usage,
+                                                 .usage = prompt_usage});
         res.status = 200;
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
@@ -225,13 +240,18 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                 if (!s->finished) {
                     s->channel->cancel();
                 }
+                s->open.reset();
             });
         return;
     }
+    // Nothing is written until the answer is whole, so only a look at the socket tells
+    // whether the client is still waiting; one that left has its sequences cancelled at the
+    // engine's next step.
+    const ClientConnection client(req);
     std::vector<serve::Choice> choices(n);
     serve::Usage usage = prompt_usage;
     for (std::uint32_t ended = 0; ended < n;) {
-        for (Event& e : channel->wait(1000ms)) {
+        for (Event& e : channel->wait(100ms)) {
             serve::Choice& c = choices.at(e.index);
             c.index = e.index;
             if (e.kind == Event::Kind::Text) {
@@ -240,10 +260,21 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                 c.finish_reason = e.finish_reason;
                 usage.completion_tokens += e.tokens;
                 ++ended;
+            } else if (e.kind == Event::Kind::Aborted) {
+                throw serve::shutting_down();
             } else {
                 channel->cancel();
                 throw serve::server_error(e.error);
             }
+        }
+        if (ended < n && client.gone()) {
+            channel->cancel();
+            // A stopping server shuts reading down on every connection itself: then the
+            // client may well be there, and is owed the reason.
+            if (d.engine->stopping()) {
+                throw serve::shutting_down();
+            }
+            throw serve::client_gone();
         }
     }
     res.status = 200;

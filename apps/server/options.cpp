@@ -1,9 +1,16 @@
 #include "apps/server/options.hpp"
 
 #include "apps/common/layer_split.hpp"
+#include "host/io/text_file.hpp"
 #include "host/model/layer_range.hpp"
+#include "host/serve/access.hpp"
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <string>
 
@@ -34,12 +41,36 @@ void declare_options(CLI::App& cli, Options& o) {
                       [&o](const std::string& text) { o.max_body = parse_size("--max-body", text); });
     add_integer(cli, "--http-threads", "N", o.http_threads, 1u,
                 "HTTP worker threads (default: --parallel + --queue + 8)");
-    add_parsed_option(cli, "--api-key", "KEY", "answer only requests with 'Authorization: Bearer KEY' (else 401)",
+    add_parsed_option(cli, "--api-key", "KEY",
+                      "answer only requests with 'Authorization: Bearer KEY' (else 401;\n"
+                      "/health needs none); other users see it in ps: prefer\n"
+                      "--api-key-file or the environment variable VKF_API_KEY",
                       [&o](const std::string& text) {
                           if (text.empty()) {
                               throw UsageError("--api-key: the key is empty");
                           }
                           o.api_key = text;
+                      });
+    add_text(cli, "--api-key-file", "FILE", o.api_key_file,
+             "read the API key from FILE (surrounding white space dropped)");
+    add_parsed_option(cli, "--allowed-host", "NAME",
+                      "answer requests for this Host name too (repeatable; '*': any);\n"
+                      "by default only the --host address's names are answered (on\n"
+                      "127.0.0.1: localhost, 127.0.0.1, [::1]; on 0.0.0.0: any), others 403",
+                      [&o](const std::string& text) {
+                          if (const auto problem = vkf::serve::allowed_host_problem(text)) {
+                              throw UsageError("--allowed-host: " + *problem);
+                          }
+                          o.allowed_hosts.push_back(text);
+                      });
+    add_parsed_option(cli, "--cors-origin", "ORIGIN",
+                      "let web pages of ORIGIN (e.g. http://localhost:3000; '*': any)\n"
+                      "read the answers in a browser (CORS; repeatable; default: none)",
+                      [&o](const std::string& text) {
+                          if (const auto problem = vkf::serve::origin_problem(text)) {
+                              throw UsageError("--cors-origin: " + *problem);
+                          }
+                          o.cors_origins.push_back(text);
                       });
     add_text(cli, "--chat-format", "chatml|baichuan|jais|none", o.chat_format,
              "the chat prompt format (default: detected from the checkpoint's\n"
@@ -94,6 +125,44 @@ void check_options(const Options& o, bool mpirun) {
         throw UsageError("--devices splits a decoder over the devices: no --embedding-model");
     }
     app::check_split_stages(o.split, o.devices.size());
+}
+
+void resolve_api_key(Options& o, const char* env_key) {
+    std::vector<std::string> sources;
+    if (o.api_key) {
+        sources.emplace_back("--api-key");
+    }
+    if (o.api_key_file) {
+        sources.emplace_back("--api-key-file");
+    }
+    if (env_key != nullptr) {
+        sources.emplace_back("VKF_API_KEY");
+    }
+    if (sources.size() > 1) {
+        throw app::UsageError(fmt::format("the API key is given by {}: give it one way", fmt::join(sources, " and ")));
+    }
+    if (o.api_key_file) {
+        const std::string text = read_text_file(*o.api_key_file);
+        const auto blank = [](unsigned char c) { return std::isspace(c) != 0; };
+        const auto begin = std::find_if_not(text.begin(), text.end(), blank);
+        const auto end = std::find_if_not(text.rbegin(), text.rend(), blank).base();
+        if (begin >= end) {
+            throw app::UsageError(fmt::format("--api-key-file {}: the file holds no key", *o.api_key_file));
+        }
+        o.api_key = std::string(begin, end);
+    } else if (env_key != nullptr) {
+        if (*env_key == '\0') {
+            throw app::UsageError("VKF_API_KEY is set but empty: set the key, or unset it to run without one");
+        }
+        o.api_key = env_key;
+    }
+    if (o.api_key &&
+        std::any_of(o.api_key->begin(), o.api_key->end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
+        throw app::UsageError(
+            fmt::format("the API key ({}) holds a space or a control character, which an "
+                        "Authorization header cannot carry",
+                        sources.front()));
+    }
 }
 
 std::vector<std::uint32_t> split_counts(const Options& o) {

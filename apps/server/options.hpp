@@ -30,7 +30,12 @@ struct Options {
     std::uint32_t max_n = 4;
     std::uint64_t max_body = 1 << 20;
     std::optional<std::uint32_t> http_threads;
+    // The key every request but /health must bring: from --api-key, or (kept out of `ps`)
+    // --api-key-file or the environment's VKF_API_KEY; resolve_api_key reads the latter two.
     std::optional<std::string> api_key;
+    std::optional<std::string> api_key_file;
+    std::vector<std::string> cors_origins;   // --cors-origin, each given
+    std::vector<std::string> allowed_hosts;  // --allowed-host, each given
     std::optional<std::string> chat_format;
     std::optional<WeightFormat> weights;
     DType kv = DType::F16;
@@ -50,6 +55,10 @@ void declare_options(CLI::App& cli, Options& o);
 // Refuses option combinations that cannot run (app::UsageError); `mpirun`: started by
 // mpirun with several ranks.
 void check_options(const Options& o, bool mpirun);
+// Reads the API key from --api-key-file or VKF_API_KEY (`env_key`: its value, null when it is
+// not set) into o.api_key; refuses a key from two places, an empty one, and one with a space or
+// a control character (app::UsageError).
+void resolve_api_key(Options& o, const char* env_key);
 // --split's layer counts; empty for auto (or none). Throws app::UsageError for bad text.
 std::vector<std::uint32_t> split_counts(const Options& o);
 

@@ -1,6 +1,7 @@
 #include "apps/server/routes.hpp"
 
 #include "apps/server/generation_route.hpp"
+#include "apps/server/route_access.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
 #include "runtime/error.hpp"
@@ -10,7 +11,6 @@
 #include <functional>
 
 namespace vkf::server {
-namespace {
 
 using json = nlohmann::ordered_json;
 
@@ -31,9 +31,33 @@ std::string error_kind(const serve::ApiError& e) {
     return e.code().value_or(e.type());
 }
 
-// Every route's body: an ApiError becomes its object, anything else a 500 naming it.
-void guarded(Served& served, const std::string& route, httplib::Response& res, const std::function<void()>& body) {
+OpenStreams::Token::~Token() {
+    {
+        const std::lock_guard lock(owner_.mutex_);
+        --owner_.open_;
+    }
+    owner_.closed_.notify_all();
+}
+
+std::shared_ptr<OpenStreams::Token> OpenStreams::open() {
+    const std::lock_guard lock(mutex_);
+    ++open_;
+    return std::make_shared<Token>(*this);
+}
+
+bool OpenStreams::wait_closed(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return closed_.wait_for(lock, timeout, [this] { return open_ == 0; });
+}
+
+namespace {
+
+// Every route's body, once the request is admitted (route_access.hpp): an ApiError becomes
+// its object, anything else a 500 naming it.
+void guarded(Served& served, const Route& route, const httplib::Request& req, httplib::Response& res,
+             const std::function<void()>& body) {
     try {
+        admit(served.settings, req, route);
         body();
     } catch (const serve::ApiError& e) {
         send_error(res, e);
@@ -43,17 +67,7 @@ void guarded(Served& served, const std::string& route, httplib::Response& res, c
         served.metrics->add("vkf_errors_total", 1, "kind=\"server_error\"");
     }
     served.metrics->add("vkf_requests_total", 1,
-                        "route=\"" + route + "\",status=\"" + std::to_string(res.status) + "\"");
-}
-
-// Compares the whole key whatever the first difference, so the time taken says nothing
-// about how much of a guess was right.
-bool same_key(const std::string& a, const std::string& b) {
-    unsigned char diff = a.size() == b.size() ? 0 : 1;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-    }
-    return diff == 0;
+                        "route=\"" + std::string(route.metric) + "\",status=\"" + std::to_string(res.status) + "\"");
 }
 
 json embedding_value(const std::vector<float>& v, bool base64) {
@@ -134,57 +148,20 @@ void install_routes(httplib::Server& http, Served& served) {
     metrics.declare("vkf_embedding_tokens_total", Type::Counter, "Tokens run through the embedding model.");
 
     http.set_payload_max_length(served.settings.max_body_bytes);
-    // Browser front ends ask first (CORS preflight) and send no key with the question.
-    http.set_default_headers({{"Access-Control-Allow-Origin", "*"}});
-    http.Options(".*", [](const httplib::Request&, httplib::Response& res) {
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.status = 204;
-    });
-    http.set_pre_routing_handler([&served](const httplib::Request& req, httplib::Response& res) {
-        if (!served.settings.api_key || req.method == "OPTIONS") {
-            return httplib::Server::HandlerResponse::Unhandled;
-        }
-        const std::string auth = req.get_header_value("Authorization");
-        const std::string expected = "Bearer " + *served.settings.api_key;
-        if (same_key(auth, expected)) {
-            return httplib::Server::HandlerResponse::Unhandled;
-        }
-        guarded(served, "auth", res, [] { throw serve::unauthorized(); });
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    // Statuses httplib sets itself (413 over --max-body, 404 no route, 400 unreadable) get
-    // an error object too; a handler's own error already has one.
-    http.set_error_handler(httplib::Server::HandlerWithResponse([&served](const httplib::Request& req,
-                                                                          httplib::Response& res) {
-        if (!res.body.empty() || res.is_chunked_content_provider_) {
-            return httplib::Server::HandlerResponse::Unhandled;
-        }
-        const serve::ApiError e = res.status == 404
-                                      ? serve::not_found(req.method, req.path)
-                                      : serve::error_for_status(res.status, served.settings.max_body_bytes);
-        send_json(res, res.status, e.body());
-        served.metrics->add("vkf_errors_total", 1, "kind=\"" + error_kind(e) + "\"");
-        served.metrics->add("vkf_requests_total", 1, "route=\"none\",status=\"" + std::to_string(res.status) + "\"");
-        return httplib::Server::HandlerResponse::Handled;
-    }));
-    http.set_exception_handler([&served](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        send_error(res, serve::server_error("the request failed inside the server"));
-        served.metrics->add("vkf_errors_total", 1, "kind=\"server_error\"");
-    });
+    install_access(http, served);
 
-    http.Get("/health", [&served](const httplib::Request&, httplib::Response& res) {
-        guarded(served, "health", res, [&] {
+    http.Get(kHealth.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kHealth, req, res, [&] {
             const bool ok = !served.decoder || !served.decoder->engine->failed();
             send_json(res, ok ? 200 : 503, {{"status", ok ? "ok" : "error"}});
         });
     });
-    http.Get("/metrics", [&served](const httplib::Request&, httplib::Response& res) {
-        guarded(served, "metrics", res,
+    http.Get(kMetrics.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kMetrics, req, res,
                 [&] { res.set_content(served.metrics->render(), "text/plain; version=0.0.4; charset=utf-8"); });
     });
-    http.Get("/v1/models", [&served](const httplib::Request&, httplib::Response& res) {
-        guarded(served, "models", res, [&] {
+    http.Get(kModels.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kModels, req, res, [&] {
             json data = json::array();
             if (served.decoder) {
                 data.push_back(model_entry(served.decoder->name));
@@ -195,14 +172,14 @@ void install_routes(httplib::Server& http, Served& served) {
             send_json(res, 200, {{"object", "list"}, {"data", std::move(data)}});
         });
     });
-    http.Post("/v1/completions", [&served](const httplib::Request& req, httplib::Response& res) {
-        guarded(served, "completions", res, [&] { generation(served, serve::Endpoint::Completions, req, res); });
+    http.Post(kCompletions.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kCompletions, req, res, [&] { generation(served, serve::Endpoint::Completions, req, res); });
     });
-    http.Post("/v1/chat/completions", [&served](const httplib::Request& req, httplib::Response& res) {
-        guarded(served, "chat", res, [&] { generation(served, serve::Endpoint::Chat, req, res); });
+    http.Post(kChat.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kChat, req, res, [&] { generation(served, serve::Endpoint::Chat, req, res); });
     });
-    http.Post("/v1/embeddings", [&served](const httplib::Request& req, httplib::Response& res) {
-        guarded(served, "embeddings", res, [&] { embeddings(served, req, res); });
+    http.Post(kEmbeddings.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kEmbeddings, req, res, [&] { embeddings(served, req, res); });
     });
 }
 

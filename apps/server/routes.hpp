@@ -4,6 +4,8 @@
 
 #include "apps/server/engine.hpp"
 #include "host/model/encoder.hpp"
+#include "host/serve/access.hpp"
+#include "host/serve/api_error.hpp"
 #include "host/serve/metrics.hpp"
 #include "host/serve/request.hpp"
 #include "host/spec/pooling.hpp"
@@ -12,7 +14,10 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,6 +51,33 @@ struct ServerSettings {
     std::optional<std::string> api_key;
     std::uint64_t max_body_bytes = 1 << 20;
     serve::RequestLimits limits;
+    serve::HostPolicy hosts;  // the Host headers answered (--host, --allowed-host)
+    serve::CorsPolicy cors;   // the origins whose pages may read the answers (--cors-origin)
+};
+
+// The streamed responses not yet written to their end: a stopping server lets them send
+// their last events before it closes its connections.
+class OpenStreams {
+public:
+    class Token {
+    public:
+        explicit Token(OpenStreams& owner) : owner_(owner) {}
+        Token(const Token&) = delete;
+        Token& operator=(const Token&) = delete;
+        ~Token();
+
+    private:
+        OpenStreams& owner_;
+    };
+    // Counts one stream until the token is dropped.
+    std::shared_ptr<Token> open();
+    // Whether every stream was done with within `timeout`.
+    bool wait_closed(std::chrono::milliseconds timeout);
+
+private:
+    std::mutex mutex_;
+    std::condition_variable closed_;
+    std::uint32_t open_ = 0;
 };
 
 struct Served {
@@ -53,8 +85,15 @@ struct Served {
     std::optional<ServedDecoder> decoder;
     ServedEncoder* encoder = nullptr;
     serve::Metrics* metrics = nullptr;
+    OpenStreams open_streams;
 };
 
 void install_routes(httplib::Server& http, Served& served);
+
+// What every route's answer shares: a JSON body, an error as OpenAI's error object (503 with
+// Retry-After), the label vkf_errors_total counts it under.
+void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body);
+void send_error(httplib::Response& res, const serve::ApiError& error);
+std::string error_kind(const serve::ApiError& e);
 
 }  // namespace vkf::server

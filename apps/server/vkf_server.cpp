@@ -7,10 +7,12 @@
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/stop_signals.hpp"
+#include "apps/server/connections.hpp"
 #include "apps/server/engine.hpp"
 #include "apps/server/options.hpp"
 #include "apps/server/ranks.hpp"
 #include "apps/server/routes.hpp"
+#include "apps/server/signal_stop.hpp"
 #include "host/dist/launch.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
@@ -22,8 +24,9 @@
 
 #include <fmt/format.h>
 
-#include <pthread.h>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -40,7 +43,11 @@ constexpr const char* kAbout =
     "\"stream\": true), GET /v1/models, /health and /metrics (Prometheus). Requests join one\n"
     "running batch (--parallel sequences; --queue more wait; past that: 503). A JinaBERT\n"
     "checkpoint (as --model or --embedding-model) serves POST /v1/embeddings.\n"
-    "It listens on 127.0.0.1 unless --host says otherwise; stop it with Ctrl-C.\n";
+    "It listens on 127.0.0.1 unless --host says otherwise, answers only its own Host names\n"
+    "(--allowed-host) and no browser page of another origin (--cors-origin).\n"
+    "Stop it with Ctrl-C or SIGTERM: the running requests end at once (a stream with an error\n"
+    "event and [DONE], a whole answer with 503) and it exits 0; a second signal, or a stop\n"
+    "not done in 1.5 s, exits at once with 128 + the signal (130, 143). docs/SERVER.md.\n";
 
 bool is_encoder(const std::string& dir) {
     const std::filesystem::path config = std::filesystem::path(dir) / "config.json";
@@ -67,8 +74,9 @@ vkf::Pooling encoder_pooling(const std::string& dir) {
 }  // namespace
 
 int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optional<vkf::ContextOptions>& first) {
-    // The signal thread owns SIGINT and SIGTERM: every thread started from here blocks them.
+    // SignalStop's thread owns SIGINT and SIGTERM: every thread started from here blocks them.
     const sigset_t signals = vkf::app::block_stop_signals();
+    vkf::server::SignalStop signal_stop(signals, o.quiet);
 
     std::optional<vkf::text::ChatFormat> chat_format;
     if (o.chat_format) {
@@ -93,6 +101,8 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
     served.settings.api_key = o.api_key;
     served.settings.max_body_bytes = o.max_body;
     served.settings.limits.max_n = o.max_n;
+    served.settings.hosts = vkf::serve::host_policy(o.host, o.allowed_hosts);
+    served.settings.cors.origins = o.cors_origins;
 
     std::unique_ptr<vkf::Model> model;
     std::unique_ptr<vkf::Batch> batch;
@@ -169,19 +179,23 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
     fmt::print("vkf-server: listening on http://{}:{}\n", o.host, port);
     std::fflush(stdout);
 
-    std::thread signal_thread([&http, signals] {
-        int signal = 0;
-        sigwait(&signals, &signal);
-        http.stop();
-    });
-    if (rank_zero != nullptr) {
-        rank_zero->watch([&http] { http.stop(); });
-    }
-    const bool ok = http.listen_after_bind();
-    if (signal_thread.joinable()) {
-        // listen ended without a signal (an error): wake the signal thread so it can be joined.
-        pthread_kill(signal_thread.native_handle(), SIGTERM);
-        signal_thread.join();
+    bool ok = true;
+    {
+        // The first signal: every request ends now (its stream's last events written), then
+        // no new connections, and idle keep-alive ones end instead of waiting out their timeout.
+        const bool armed = signal_stop.arm([&] {
+            if (engine) {
+                engine->abort_all(std::chrono::milliseconds(500));
+                served.open_streams.wait_closed(std::chrono::milliseconds(500));
+            }
+            http.stop();
+            vkf::server::stop_reading_connections(port);
+        });
+        const vkf::server::SignalStop::Armed disarm(signal_stop);
+        if (rank_zero != nullptr) {
+            rank_zero->watch([&http] { http.stop(); });
+        }
+        ok = !armed || http.listen_after_bind();
     }
     if (rank_zero != nullptr) {
         engine.reset();  // its generations' sequences removed on every rank first
@@ -199,6 +213,7 @@ int main(int argc, char** argv) {
     vkf::server::declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
         const bool mpirun = vkf::dist::started_by_mpirun_with_ranks();
+        vkf::server::resolve_api_key(options, std::getenv("VKF_API_KEY"));
         vkf::server::check_options(options, mpirun);
         if (mpirun) {
             return vkf::server::serve_ranks(options);

@@ -1,5 +1,7 @@
 #include "host/serve/api_error.hpp"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 namespace vkf::serve {
@@ -32,8 +34,49 @@ ApiError malformed_json(const std::string& parser_message) {
 ApiError unauthorized() {
     return {401, "authentication_error",
             "a valid API key is required: send the header 'Authorization: Bearer <key>' with the key vkf-server "
-            "was started with (--api-key)",
+            "was started with (--api-key, --api-key-file or VKF_API_KEY)",
             std::nullopt, "invalid_api_key"};
+}
+
+ApiError host_not_allowed(const std::string& host) {
+    return {403, "invalid_request_error",
+            host.empty() ? std::string("the request has no Host header")
+                         : fmt::format("this server does not answer requests for the host '{}' (the Host header); "
+                                       "start vkf-server with --allowed-host to add a name",
+                                       host),
+            std::nullopt, "host_not_allowed"};
+}
+
+ApiError origin_not_allowed(const std::string& origin) {
+    return {403, "invalid_request_error",
+            fmt::format("the origin '{}' may not use this server from a browser (start vkf-server with --cors-origin "
+                        "to allow it)",
+                        origin),
+            std::nullopt, "origin_not_allowed"};
+}
+
+ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allow) {
+    return {405, "invalid_request_error", fmt::format("{} takes {}, not {}", path, allow, method), std::nullopt,
+            "method_not_allowed"};
+}
+
+ApiError unsupported_media_type(const std::string& content_type) {
+    return {415, "invalid_request_error",
+            content_type.empty()
+                ? std::string("the request body has no Content-Type; send it as 'Content-Type: application/json'")
+                : fmt::format("the request body's Content-Type is '{}'; vkf-server reads only application/json",
+                              content_type),
+            std::nullopt, "unsupported_media_type"};
+}
+
+ApiError shutting_down() {
+    return {503, "server_error", "the server is shutting down (SIGTERM or SIGINT); the answer was not finished",
+            std::nullopt, "server_shutting_down"};
+}
+
+ApiError client_gone() {
+    return {499, "invalid_request_error", "the client closed the connection before the answer", std::nullopt,
+            "client_closed_request"};
 }
 
 ApiError not_found(const std::string& method, const std::string& path) {

@@ -36,12 +36,25 @@ ApiError invalid_request(const std::string& message, std::optional<std::string> 
 ApiError malformed_json(const std::string& parser_message);
 // 401: no or the wrong bearer token.
 ApiError unauthorized();
+// 403: a Host header the server does not answer (DNS rebinding), or a CORS preflight from an
+// origin --cors-origin does not name.
+ApiError host_not_allowed(const std::string& host);
+ApiError origin_not_allowed(const std::string& origin);
 // 404: no such route.
 ApiError not_found(const std::string& method, const std::string& path);
+// 405: a route asked with a method it does not take; `allow` lists those it takes.
+ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allow);
 // 413: the body is over the server's limit.
 ApiError body_too_large(std::uint64_t limit_bytes);
 // 503: every slot and the queue are taken; the client should retry later.
 ApiError overloaded(std::uint32_t slots, std::uint32_t queue);
+// 415: a body that does not say it is JSON (`content_type`: the header, empty when absent).
+ApiError unsupported_media_type(const std::string& content_type);
+// 503: the server is stopping (SIGTERM or SIGINT): the request was not (fully) answered.
+ApiError shutting_down();
+// 499 (nginx's "client closed request"): the client left before its answer; nobody reads it,
+// the metrics count it.
+ApiError client_gone();
 // 500: the engine failed (a device error); the message says what failed.
 ApiError server_error(const std::string& message);
 

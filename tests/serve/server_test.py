@@ -18,6 +18,11 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
   pipelined: apps/server/devices.cpp): 8 concurrent temperature-0 requests return what the
   first server (and vkf-run) gives, a client gone mid-stream frees its blocks, and the stages
   overlapped (its pipeline line on stderr);
+- the defences of server_defences.py: abandoned non-streamed requests cancelled, Host checks,
+  CORS only for --cors-origin, JSON bodies only, the key's scheme in any case and its sources
+  (--api-key-file for the third server, VKF_API_KEY for the second), /health without it, 405s,
+  and the stop on SIGTERM (the first server, with requests running) or on two signals (the
+  second);
 - the servers stop cleanly on SIGTERM, and no Vulkan validation message is printed.
 
 usage: server_test.py VKF_SERVER VKF_RUN VKF_MAKE_CHECKPOINT KJV_BLOOM_DIR NPM_DIR
@@ -38,6 +43,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
 from cli_checks import command, fail, finish, run  # noqa: E402
+import server_defences  # noqa: E402
 
 SERVER, RUN, MAKE, KJV, NPM_DIR = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,9 +59,10 @@ MAX_TOKENS = 24
 class Server:
     """A vkf-server on a free port; its stderr collected."""
 
-    def __init__(self, args):
+    def __init__(self, args, env=None, headers=None):
+        self.headers = headers or {}  # sent with every request (an API key)
         self.proc = subprocess.Popen(command(SERVER, args + ["--port", "0"]), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
         self.stderr = []
         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
         line = self.proc.stdout.readline()
@@ -69,7 +76,8 @@ class Server:
         """(status, headers, body text)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
-        conn.request(method, path, body=data, headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+        conn.request(method, path, body=data,
+                     headers=dict({"Content-Type": "application/json"}, **self.headers, **(headers or {})))
         resp = conn.getresponse()
         text = resp.read().decode("utf-8")
         conn.close()
@@ -89,6 +97,9 @@ class Server:
         return values
 
     def stop(self):
+        if self.proc.poll() is not None:  # stopped by a check already
+            self.check_stderr()
+            return
         self.proc.send_signal(signal.SIGTERM)
         try:
             code = self.proc.wait(timeout=60)
@@ -98,6 +109,10 @@ class Server:
             return
         if code != 0:
             fail("vkf-server exited %d on SIGTERM: %s" % (code, "".join(self.stderr)))
+        self.check_stderr()
+
+    def check_stderr(self):
+        time.sleep(0.2)  # the reader thread's last lines
         if "validation" in "".join(self.stderr).lower():
             fail("Vulkan validation spoke in vkf-server:\n" + "".join(self.stderr))
 
@@ -225,8 +240,9 @@ def check_disconnect(server):
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
     body = json.dumps({"prompt": PROMPTS[2], "max_tokens": 900, "temperature": 0, "stream": True,
                        "ignore_eos": True}).encode()
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    auth = "".join("%s: %s\r\n" % h for h in server.headers.items()).encode()
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s"
+                 b"Content-Length: %d\r\n\r\n%s" % (auth, len(body), body))
     got = b""
     while got.count(b"data: ") < 2:
         part = sock.recv(4096)
@@ -278,9 +294,11 @@ def check_errors(server):
         fail("/health: %s %s" % (status, text))
 
 
-def check_devices(expected):
-    """--devices 0,0: one device twice stands in for two; the completions of one device."""
-    split = Server(["--model", KJV, "--devices", "0,0", "--split", "auto", "--parallel", "4", "--ctx", "1024"])
+def check_devices(expected, key_file):
+    """--devices 0,0: one device twice stands in for two; the completions of one device. The
+    key from --api-key-file."""
+    split = Server(["--model", KJV, "--devices", "0,0", "--split", "auto", "--parallel", "4", "--ctx", "1024",
+                    "--api-key-file", key_file], headers={"Authorization": "Bearer opensesame"})
     results = {}
 
     def one(prompt):
@@ -333,7 +351,7 @@ def check_limits(plain):
     for _ in range(2):
         sock = socket.create_connection(("127.0.0.1", plain.port), timeout=60)
         body = json.dumps({"prompt": "In the", "max_tokens": 1000, "stream": True, "ignore_eos": True}).encode()
-        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n"
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sesame\r\n"
                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         held.append(sock)
     deadline = time.time() + 30
@@ -383,21 +401,31 @@ def main():
         hidden = json.load(open(os.path.join(encoder, "config.json"), encoding="utf-8"))["hidden_size"]
 
         server = Server(["--model", chat_model, "--embedding-model", encoder, "--parallel", "16", "--queue", "8",
-                         "--ctx", "1024"])
+                         "--ctx", "1024", "--cors-origin", server_defences.ORIGIN])
         try:
             expected = check_determinism(server)
             check_sse_framing(server)
             check_sdk(server, expected, hidden)
             check_disconnect(server)
             check_errors(server)
+            server_defences.check_browser_defences(server)
+            server_defences.check_signal_stop(server)
         finally:
             server.stop()
-        check_devices(expected)
+        key_file = os.path.join(tmp, "key")
+        with open(key_file, "w", encoding="utf-8") as f:
+            f.write("opensesame\n")
+        server_defences.check_key_sources(SERVER, key_file)
+        check_devices(expected, key_file)
 
-        plain = Server(["--model", KJV, "--api-key", "sesame", "--max-body", "4096", "--parallel", "1",
-                        "--queue", "1", "--ctx", "1024", "--max-prompt-tokens", "16", "--quiet"])
+        key = {"Authorization": "Bearer sesame"}
+        plain = Server(["--model", KJV, "--max-body", "4096", "--parallel", "1", "--queue", "1", "--ctx", "1024",
+                        "--max-prompt-tokens", "16", "--quiet"], env={"VKF_API_KEY": "sesame"})
         try:
             check_limits(plain)
+            server_defences.check_key_and_health(plain, key)
+            server_defences.check_abandoned_requests(plain, key)
+            server_defences.check_second_signal(plain)
         finally:
             plain.stop()
     return finish("vkf-server: OK")

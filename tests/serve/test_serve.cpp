@@ -1,6 +1,7 @@
 // host/serve: request bodies into typed requests (every refusal an OpenAI error object naming
 // the field), error objects, response and chunk shapes, SSE framing, the metrics registry.
 
+#include "host/serve/access.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/metrics.hpp"
 #include "host/serve/request.hpp"
@@ -280,6 +281,96 @@ TEST(ServeMetrics, ConcurrentUpdatesAreAllCounted) {
         t.join();
     }
     EXPECT_EQ(m.get("c"), 4000.0);
+}
+
+TEST(ServeAccess, LoopbackAnswersOnlyLoopbackNames) {
+    const HostPolicy p = host_policy("127.0.0.1", {});
+    for (const char* host : {"127.0.0.1", "127.0.0.1:8080", "localhost", "LocalHost:8080", "[::1]", "[::1]:8080"}) {
+        EXPECT_TRUE(host_allowed(p, std::string_view(host))) << host;
+    }
+    // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1.
+    for (const char* host : {"evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.", "",
+                             "localhost:80x", "[::1", "::1", "127.0.0.2"}) {
+        EXPECT_FALSE(host_allowed(p, std::string_view(host))) << host;
+    }
+    EXPECT_FALSE(host_allowed(p, std::nullopt));
+}
+
+TEST(ServeAccess, OtherAddressesAndExtraNames) {
+    const HostPolicy lan = host_policy("192.168.1.5", {"api.example"});
+    EXPECT_TRUE(host_allowed(lan, std::string_view("192.168.1.5:8080")));
+    EXPECT_TRUE(host_allowed(lan, std::string_view("API.example:443")));
+    EXPECT_FALSE(host_allowed(lan, std::string_view("localhost")));
+    const HostPolicy v6 = host_policy("::1", {});
+    EXPECT_TRUE(host_allowed(v6, std::string_view("[::1]:80")));
+    EXPECT_TRUE(host_allowed(v6, std::string_view("localhost")));
+    // A wildcard address cannot know its names: any Host, unless --allowed-host lists them.
+    EXPECT_TRUE(host_allowed(host_policy("0.0.0.0", {}), std::string_view("anything.example")));
+    EXPECT_TRUE(host_allowed(host_policy("0.0.0.0", {}), std::nullopt));
+    const HostPolicy listed = host_policy("0.0.0.0", {"box.lan"});
+    EXPECT_TRUE(host_allowed(listed, std::string_view("box.lan:8080")));
+    EXPECT_TRUE(host_allowed(listed, std::string_view("127.0.0.1")));
+    EXPECT_FALSE(host_allowed(listed, std::string_view("evil.example")));
+    EXPECT_TRUE(host_allowed(host_policy("127.0.0.1", {"*"}), std::string_view("evil.example")));
+    EXPECT_FALSE(allowed_host_problem("box.lan").has_value());
+    EXPECT_FALSE(allowed_host_problem("fe80::1").has_value());
+    EXPECT_NE(allowed_host_problem("box.lan:8080").value_or("").find("port"), std::string::npos);
+    EXPECT_NE(allowed_host_problem("[::1]:8080").value_or("").find("port"), std::string::npos);
+    EXPECT_TRUE(allowed_host_problem("http://box.lan").has_value());
+}
+
+TEST(ServeAccess, CorsOriginsAreExact) {
+    const CorsPolicy none;
+    EXPECT_FALSE(none.enabled());
+    EXPECT_FALSE(none.allows("http://localhost:3000"));
+    const CorsPolicy one{{"http://localhost:3000"}};
+    EXPECT_TRUE(one.allows("http://localhost:3000"));
+    EXPECT_TRUE(one.allows("HTTP://LOCALHOST:3000"));
+    EXPECT_FALSE(one.allows("http://localhost:3001"));
+    EXPECT_FALSE(one.allows("http://localhost:3000.evil.example"));
+    EXPECT_FALSE(one.allows(""));
+    EXPECT_TRUE(CorsPolicy{{"*"}}.allows("http://anything.example"));
+    EXPECT_FALSE(origin_problem("http://localhost:3000").has_value());
+    EXPECT_FALSE(origin_problem("*").has_value());
+    EXPECT_NE(origin_problem("http://localhost:3000/").value_or("").find("no path"), std::string::npos);
+    EXPECT_TRUE(origin_problem("localhost:3000").has_value());
+}
+
+TEST(ServeAccess, BearerSchemeInAnyCase) {
+    EXPECT_EQ(bearer_token("Bearer k-1").value_or(""), "k-1");
+    EXPECT_EQ(bearer_token("bearer k-1").value_or(""), "k-1");
+    EXPECT_EQ(bearer_token("BEARER   k-1 ").value_or(""), "k-1");
+    EXPECT_FALSE(bearer_token("Basic k-1").has_value());
+    EXPECT_FALSE(bearer_token("Bearer").has_value());
+    EXPECT_FALSE(bearer_token("Bearer ").has_value());
+    EXPECT_FALSE(bearer_token("k-1").has_value());
+    EXPECT_FALSE(bearer_token("Bearerk-1").has_value());
+    EXPECT_TRUE(same_key("k-1", "k-1"));
+    EXPECT_FALSE(same_key("k-1", "k-2"));
+    EXPECT_FALSE(same_key("k-1", "k-12"));
+    EXPECT_FALSE(same_key("", "k"));
+}
+
+TEST(ServeAccess, OnlyJsonBodies) {
+    EXPECT_TRUE(is_json_media_type("application/json"));
+    EXPECT_TRUE(is_json_media_type("Application/JSON; charset=utf-8"));
+    EXPECT_TRUE(is_json_media_type(" application/json ;charset=UTF-8"));
+    // What a page may send cross-origin without a preflight, and JSON's look-alikes.
+    for (const char* type : {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data", "",
+                             "application/jsonp", "application/json-seq", "text/json"}) {
+        EXPECT_FALSE(is_json_media_type(type)) << type;
+    }
+}
+
+TEST(ServeAccess, NewErrorObjects) {
+    EXPECT_EQ(host_not_allowed("evil.example").status(), 403);
+    EXPECT_NE(std::string(host_not_allowed("evil.example").what()).find("evil.example"), std::string::npos);
+    EXPECT_NE(std::string(host_not_allowed("").what()).find("no Host"), std::string::npos);
+    EXPECT_EQ(method_not_allowed("PUT", "/v1/completions", "POST").status(), 405);
+    EXPECT_EQ(unsupported_media_type("text/plain").status(), 415);
+    EXPECT_NE(std::string(unsupported_media_type("text/plain").what()).find("text/plain"), std::string::npos);
+    EXPECT_EQ(shutting_down().status(), 503);
+    EXPECT_EQ(shutting_down().code().value_or(""), "server_shutting_down");
 }
 
 }  // namespace
