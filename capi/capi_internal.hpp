@@ -45,8 +45,29 @@ enum class Kind { Cancel, Context, Model, Session, Batch, Tokenizer, Encoder };
 void register_handle(const void* handle, Kind kind);
 // Throws ApiError(VKF_ERROR_INVALID_HANDLE) for NULL or a handle not live as `kind`.
 void check_handle(const void* handle, Kind kind, const char* type);
-// The same, then forgets it (a second free is then refused).
+// The same, then forgets it (a second free is then refused); ApiError(VKF_ERROR_BUSY) while
+// it is in a call (InUse), which would go on with it freed.
 void unregister_handle(const void* handle, Kind kind, const char* type);
+// check_handle, and ApiError(VKF_ERROR_BUSY) while another thread has it in a call: a read
+// such as vkf_session_position is allowed from the call's own callback, not concurrently.
+void check_not_elsewhere(const void* handle, Kind kind, const char* type);
+
+// Marks a session, batch or encoder as in a call while it lives. Another call on it
+// meanwhile, from the call's own token callback or from another thread, is refused with
+// VKF_ERROR_BUSY before it touches anything, so the call under way goes on as if it had not
+// been made (a second vkf_generate from the callback would otherwise interleave its tokens
+// with the first's, a free would leave it running on freed memory). Checked and claimed under
+// the registry's lock: a free on another thread cannot slip in between.
+class InUse {
+public:
+    InUse(const void* handle, Kind kind, const char* type);
+    ~InUse();
+    InUse(const InUse&) = delete;
+    InUse& operator=(const InUse&) = delete;
+
+private:
+    const void* handle_;
+};
 
 template <class T>
 T& live(T* handle, Kind kind, const char* type) {
@@ -70,6 +91,7 @@ vkf_status guarded(const char* function, F&& body) noexcept {
     try {
         set_last_error("");
         body();
+        set_last_error("");  // a call refused in a callback during body() left its message
         return VKF_OK;
     } catch (const ApiError& e) {
         return fail(e.status, function, e.what());
@@ -169,8 +191,12 @@ struct vkf_encoder {
 
 namespace vkf::capi {
 
+// A session's or batch's KV-cache size from the caller: refused when 0 or over the limit
+// (ApiError(VKF_ERROR_INVALID_ARGUMENT) naming `name`, the value and the limit).
+void check_cache_tokens(std::uint32_t max_tokens, const char* name);
+
 // A generation's parameters, read from the caller's struct (checked: the sampling settings,
-// the stop ids, the tokenizer and cancel handles).
+// the stop ids against the model's vocabulary, the tokenizer and cancel handles).
 struct GenerateSettings {
     vkf_generate_params params;
     GenerationOptions options;  // on_token not set
