@@ -17,10 +17,12 @@ namespace {
 
 thread_local std::string last_error;
 
-// A live handle: its kind, and the thread of the call it is in (a default id: none).
+// A live handle: its kind, the thread of the call it is in (a default id: none), and how many
+// generations use it as a tokenizer or cancel flag (Pin).
 struct Entry {
     Kind kind;
     std::thread::id user;
+    std::uint32_t pins = 0;
 };
 
 std::mutex registry_mutex;
@@ -75,7 +77,7 @@ vkf_status fail(vkf_status status, const char* function, const char* message) no
 
 void register_handle(const void* handle, Kind kind) {
     const std::lock_guard lock(registry_mutex);
-    registry()[handle] = Entry{kind, {}};
+    registry()[handle] = Entry{kind, {}, 0};
 }
 
 void check_handle(const void* handle, Kind kind, const char* type) {
@@ -88,6 +90,11 @@ void unregister_handle(const void* handle, Kind kind, const char* type) {
     const Entry& entry = entry_of(handle, kind, type);
     if (entry.user != std::thread::id()) {
         refuse_busy(entry, type, "freeing it");
+    }
+    if (entry.pins != 0) {
+        throw ApiError(VKF_ERROR_BUSY, fmt::format("the {} is in use by a generation (its params.tokenizer or "
+                                                   "params.cancel): free it after the generation ends",
+                                                   type));
     }
     registry().erase(handle);
 }
@@ -107,6 +114,23 @@ InUse::InUse(const void* handle, Kind kind, const char* type) : handle_(handle) 
         refuse_busy(entry, type, "another call");
     }
     entry.user = std::this_thread::get_id();
+}
+
+Pin::Pin(const void* handle, Kind kind, const char* type) : handle_(handle) {
+    if (handle != nullptr) {
+        const std::lock_guard lock(registry_mutex);
+        entry_of(handle, kind, type).pins += 1;
+    }
+}
+
+Pin::~Pin() {
+    if (handle_ != nullptr) {
+        const std::lock_guard lock(registry_mutex);
+        const auto it = registry().find(handle_);
+        if (it != registry().end()) {
+            it->second.pins -= 1;
+        }
+    }
 }
 
 InUse::~InUse() {

@@ -62,7 +62,11 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
 }
 
 TokenSink::TokenSink(const vkf_generate_params& params)
-    : on_token_(params.on_token), user_data_(params.user_data), cancel_(params.cancel) {
+    : tokenizer_pin_(params.tokenizer, Kind::Tokenizer, "params.tokenizer"),
+      cancel_pin_(params.cancel, Kind::Cancel, "params.cancel"),
+      on_token_(params.on_token),
+      user_data_(params.user_data),
+      cancel_(params.cancel) {
     if (params.tokenizer != nullptr) {
         stream_ = std::make_unique<text::TextStream>(*params.tokenizer->tokenizer);
     }
@@ -123,6 +127,8 @@ vkf_status run_generation(const char* function, vkf_session* session, const uint
         const InUse in_use(session, Kind::Session, "vkf_session");
         vkf_session& s = *session;
         const GenerateSettings settings = generate_settings(params, s.model->model->config());
+        // Before the tokenizer encodes the prompt: it is pinned from here on.
+        TokenSink sink(settings.params);
         std::vector<std::uint32_t> ids;
         if (from_text) {
             require(settings.params.tokenizer != nullptr, "params.tokenizer is NULL: it is needed for a text prompt");
@@ -140,7 +146,6 @@ vkf_status run_generation(const char* function, vkf_session* session, const uint
             require(result->struct_size >= kGenerateResultV1, "result->struct_size is too small (set it to sizeof)");
         }
         vkf::GenerationOptions options = settings.options;
-        TokenSink sink(settings.params);
         options.on_token = [&sink](std::uint32_t, std::uint32_t id) { return sink.push(id); };
         const vkf::GenerationResult r = vkf::generate(*s.session, ids, options);
         sink.finish();

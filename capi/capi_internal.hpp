@@ -69,6 +69,21 @@ private:
     const void* handle_;
 };
 
+// Holds a tokenizer or cancel flag a generation uses while it lives: freeing it meanwhile is
+// refused (VKF_ERROR_BUSY) instead of leaving the generation reading freed memory. Shared: any
+// number of generations, on any threads, may pin one. A NULL handle pins nothing; a handle not
+// live as `kind` is refused (VKF_ERROR_INVALID_HANDLE).
+class Pin {
+public:
+    Pin(const void* handle, Kind kind, const char* type);
+    ~Pin();
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+
+private:
+    const void* handle_;
+};
+
 template <class T>
 T& live(T* handle, Kind kind, const char* type) {
     check_handle(handle, kind, type);
@@ -204,6 +219,7 @@ struct GenerateSettings {
 GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config);
 
 // The caller's token callback: whole UTF-8 characters through a TextStream, the cancel flag.
+// Pins the tokenizer and the cancel flag of the params while it lives.
 class TokenSink {
 public:
     explicit TokenSink(const vkf_generate_params& params);
@@ -215,6 +231,8 @@ public:
     vkf_stop_reason stop_reason(StopReason stop) const;
 
 private:
+    Pin tokenizer_pin_;  // first: held before stream_ reads the tokenizer
+    Pin cancel_pin_;
     vkf_token_fn on_token_;
     void* user_data_;
     vkf_cancel* cancel_;

@@ -337,7 +337,8 @@ static inline vkf_sampling_params vkf_sampling_default_params(void) {
  * vkf_batch_pending): vkf_generate, vkf_session_reset, vkf_session_forward or
  * vkf_session_free on it (a batch: submit, cancel, step, free) return VKF_ERROR_BUSY and change
  * nothing, and the generation goes on as if they had not been called. Other sessions may be
- * used. The generation's tokenizer and cancel flag must not be freed from it. */
+ * used. Freeing the generation's tokenizer or cancel flag, from the callback or another thread,
+ * is refused too (VKF_ERROR_BUSY) until the generation ends. */
 typedef int (*vkf_token_fn)(uint32_t token, const char* text, size_t length, void* user_data);
 
 typedef enum vkf_stop_reason {
@@ -430,7 +431,8 @@ VKF_API vkf_status vkf_batch_create(vkf_model* model, const vkf_batch_params* pa
  * another thread's call): free it after the call returns. */
 VKF_API vkf_status vkf_batch_free(vkf_batch* batch);
 /* Starts a generation; its tokens go to params->on_token during vkf_batch_step (the params
- * are copied; stop_ids and the tokenizer must stay valid until it ends). */
+ * are copied; freeing its tokenizer or cancel flag is refused with VKF_ERROR_BUSY until it
+ * ends). */
 VKF_API vkf_status vkf_batch_submit(vkf_batch* batch, const uint32_t* prompt, size_t n_prompt,
                                     const vkf_generate_params* params, uint64_t* sequence);
 /* Ends a generation (VKF_STOP_CANCELLED): reported by the next step. */

@@ -1,7 +1,8 @@
 /* The C API against an application that misuses it: a token callback calling back into its
- * own session or batch (generate, reset, forward, free), a second thread using a session while
- * it generates, and sizes and stop ids out of range. Each is refused with a status and a
- * message, and the generation under way gives the tokens it gives undisturbed.
+ * own session or batch (generate, reset, forward, free) or freeing the tokenizer or cancel
+ * flag its generation uses, a second thread using a session while it generates, and sizes and
+ * stop ids out of range. Each is refused with a status and a message, and the generation
+ * under way gives the tokens it gives undisturbed.
  * usage: test_capi_reentry MODEL_DIR (models/kjv-bloom) */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "check.h"
@@ -32,8 +33,9 @@ typedef struct {
     vkf_session* session;
     vkf_session* other; /* another session: usable from the callback */
     vkf_batch* batch;   /* the batch generating, for the batch's callback */
-    const vkf_tokenizer* tok;
-    uint64_t sequence; /* the batch's generation */
+    vkf_tokenizer* tok; /* the generation's tokenizer */
+    vkf_cancel* cancel; /* and cancel flag */
+    uint64_t sequence;  /* the batch's generation */
     const uint32_t* prompt;
     size_t n_prompt;
     uint32_t tokens[kTokens];
@@ -81,12 +83,16 @@ static int reenter_session(uint32_t token, const char* text, size_t length, void
     EXPECT_OK(vkf_session_reset(s->other));
     EXPECT_OK(vkf_generate(s->other, s->prompt, s->n_prompt, &gp, out, 2, NULL));
     CHECK(out[0] == s->tokens[0]);
+    /* What the generation uses: freed, it would go on reading freed memory. */
+    EXPECT_STATUS(VKF_ERROR_BUSY, vkf_tokenizer_free(s->tok));
+    EXPECT_MESSAGE("in use by a generation");
+    EXPECT_STATUS(VKF_ERROR_BUSY, vkf_cancel_free(s->cancel));
     EXPECT_STATUS(VKF_ERROR_BUSY, vkf_session_free(s->session));
     EXPECT_MESSAGE("freeing it from its own callback");
     return 0;
 }
 
-static void test_session_reentry(vkf_model* model, const vkf_tokenizer* tok, const uint32_t* prompt, size_t n_prompt,
+static void test_session_reentry(vkf_model* model, vkf_tokenizer* tok, const uint32_t* prompt, size_t n_prompt,
                                  uint32_t* expected) {
     vkf_session_params sp = vkf_session_default_params();
     vkf_generate_params gp = greedy(kTokens);
@@ -104,8 +110,11 @@ static void test_session_reentry(vkf_model* model, const vkf_tokenizer* tok, con
     s.n_prompt = n_prompt;
     s.tok = tok;
     s.reenter_at = 3;
+    EXPECT_OK(vkf_cancel_create(&s.cancel));
     gp.on_token = reenter_session;
     gp.user_data = &s;
+    gp.tokenizer = tok;
+    gp.cancel = s.cancel;
     memset(&result, 0, sizeof result);
     result.struct_size = sizeof result;
     /* VKF_OK with an empty message: the refusals in the callback do not leak out. */
@@ -115,6 +124,7 @@ static void test_session_reentry(vkf_model* model, const vkf_tokenizer* tok, con
     CHECK(memcmp(s.tokens, expected, sizeof tokens) == 0);
     EXPECT_OK(vkf_session_free(s.session)); /* after the call: freed */
     EXPECT_OK(vkf_session_free(s.other));
+    EXPECT_OK(vkf_cancel_free(s.cancel));
 }
 
 /* Two threads on one session: the second is refused while the first generates, whose
@@ -189,7 +199,8 @@ static int reenter_batch(uint32_t token, const char* text, size_t length, void* 
     return 0;
 }
 
-static void test_batch_reentry(vkf_model* model, const uint32_t* prompt, size_t n_prompt, const uint32_t* expected) {
+static void test_batch_reentry(vkf_model* model, vkf_tokenizer* tok, const uint32_t* prompt, size_t n_prompt,
+                               const uint32_t* expected) {
     vkf_generate_params gp = greedy(kTokens);
     callback_state s;
     vkf_batch_event events[2];
@@ -201,7 +212,10 @@ static void test_batch_reentry(vkf_model* model, const uint32_t* prompt, size_t 
     EXPECT_OK(vkf_batch_create(model, NULL, &s.batch));
     gp.on_token = reenter_batch;
     gp.user_data = &s;
+    gp.tokenizer = tok;
     EXPECT_OK(vkf_batch_submit(s.batch, prompt, n_prompt, &gp, &s.sequence));
+    /* The header asks the tokenizer to outlive the generation: now it is made to. */
+    EXPECT_STATUS(VKF_ERROR_BUSY, vkf_tokenizer_free(tok));
     for (int steps = 0; pending != 0 && steps < 40; steps++) {
         EXPECT_OK(vkf_batch_step(s.batch, events, 2, &n));
         EXPECT_OK(vkf_batch_pending(s.batch, &pending));
@@ -267,7 +281,7 @@ int main(int argc, char** argv) {
     test_limits(model, prompt, n_prompt);
     test_session_reentry(model, tok, prompt, n_prompt, expected);
     test_two_threads(model, prompt, n_prompt, expected);
-    test_batch_reentry(model, prompt, n_prompt, expected);
+    test_batch_reentry(model, tok, prompt, n_prompt, expected);
     EXPECT_OK(vkf_tokenizer_free(tok));
     EXPECT_OK(vkf_model_free(model));
     EXPECT_OK(vkf_context_free(ctx));
