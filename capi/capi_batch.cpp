@@ -24,9 +24,7 @@ using namespace vkf::capi;
 
 namespace {
 
-vkf_batch& batch_of(vkf_batch* batch) {
-    return live(batch, Kind::Batch, "vkf_batch");
-}
+constexpr const char* kBatch = "vkf_batch";
 
 }  // namespace
 
@@ -37,7 +35,7 @@ VKF_API vkf_status vkf_batch_create(vkf_model* model, const vkf_batch_params* pa
         vkf_model& m = live(model, Kind::Model, "vkf_model");
         out_ptr(out, "out");
         const vkf_batch_params p = read_params(params, vkf_batch_default_params(), kBatchParamsV1, "params");
-        require(p.max_tokens > 0, "params.max_tokens is 0");
+        check_cache_tokens(p.max_tokens, "params.max_tokens");
         vkf::BatchOptions options;
         options.max_tokens = p.max_tokens;
         options.max_sequence_tokens = p.max_sequence_tokens;
@@ -61,7 +59,7 @@ VKF_API vkf_status vkf_batch_create(vkf_model* model, const vkf_batch_params* pa
 VKF_API vkf_status vkf_batch_free(vkf_batch* batch) {
     return guarded(__func__, [&] {
         if (batch != nullptr) {
-            unregister_handle(batch, Kind::Batch, "vkf_batch");
+            unregister_handle(batch, Kind::Batch, kBatch);
             delete batch;
         }
     });
@@ -70,7 +68,8 @@ VKF_API vkf_status vkf_batch_free(vkf_batch* batch) {
 VKF_API vkf_status vkf_batch_submit(vkf_batch* batch, const uint32_t* prompt, size_t n_prompt,
                                     const vkf_generate_params* params, uint64_t* sequence) {
     return guarded(__func__, [&] {
-        vkf_batch& b = batch_of(batch);
+        const InUse in_use(batch, Kind::Batch, kBatch);
+        vkf_batch& b = *batch;
         out_ptr(sequence, "sequence");
         require(prompt != nullptr || n_prompt == 0, "prompt is NULL");
         require(n_prompt > 0, "the prompt has no tokens");
@@ -86,7 +85,8 @@ VKF_API vkf_status vkf_batch_submit(vkf_batch* batch, const uint32_t* prompt, si
 
 VKF_API vkf_status vkf_batch_cancel(vkf_batch* batch, uint64_t sequence) {
     return guarded(__func__, [&] {
-        vkf_batch& b = batch_of(batch);
+        const InUse in_use(batch, Kind::Batch, kBatch);
+        vkf_batch& b = *batch;
         require(b.sinks.contains(sequence), "no running generation " + std::to_string(sequence));
         b.generator->cancel(sequence);
         b.cancelled.insert(sequence);
@@ -95,7 +95,8 @@ VKF_API vkf_status vkf_batch_cancel(vkf_batch* batch, uint64_t sequence) {
 
 VKF_API vkf_status vkf_batch_step(vkf_batch* batch, vkf_batch_event* ended, size_t capacity, size_t* n_ended) {
     return guarded(__func__, [&] {
-        vkf_batch& b = batch_of(batch);
+        const InUse in_use(batch, Kind::Batch, kBatch);
+        vkf_batch& b = *batch;
         require(ended != nullptr || capacity == 0, "ended is NULL with a capacity");
         out_ptr(n_ended, "n_ended");
         if (b.generator->busy()) {
@@ -125,7 +126,8 @@ VKF_API vkf_status vkf_batch_step(vkf_batch* batch, vkf_batch_event* ended, size
 
 VKF_API vkf_status vkf_batch_pending(const vkf_batch* batch, size_t* count) {
     return guarded(__func__, [&] {
-        const vkf_batch& b = live(batch, Kind::Batch, "vkf_batch");
+        check_not_elsewhere(batch, Kind::Batch, kBatch);
+        const vkf_batch& b = *batch;
         *out_ptr(count, "count") = b.sinks.size() + b.ended.size();
     });
 }

@@ -5,8 +5,11 @@
 #include "host/text/utf8.hpp"
 #include "vkf_version.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 namespace vkf::capi {
@@ -14,10 +17,43 @@ namespace {
 
 thread_local std::string last_error;
 
+// A live handle: its kind, the thread of the call it is in (a default id: none), and how many
+// generations use it as a tokenizer or cancel flag (Pin).
+struct Entry {
+    Kind kind;
+    std::thread::id user;
+    std::uint32_t pins = 0;
+};
+
 std::mutex registry_mutex;
-std::unordered_map<const void*, Kind>& registry() {
-    static auto* live = new std::unordered_map<const void*, Kind>();  // never destroyed: usable at exit
+std::unordered_map<const void*, Entry>& registry() {
+    static auto* live = new std::unordered_map<const void*, Entry>();  // never destroyed: usable at exit
     return *live;
+}
+
+// The live entry of `handle` as `kind`; throws ApiError(VKF_ERROR_INVALID_HANDLE) otherwise.
+// Called with registry_mutex held.
+Entry& entry_of(const void* handle, Kind kind, const char* type) {
+    if (handle == nullptr) {
+        throw ApiError(VKF_ERROR_INVALID_HANDLE, fmt::format("{} handle is NULL", type));
+    }
+    const auto it = registry().find(handle);
+    if (it == registry().end() || it->second.kind != kind) {
+        throw ApiError(VKF_ERROR_INVALID_HANDLE,
+                       fmt::format("{0} handle is not a live {0} (freed already, or another kind of handle)", type));
+    }
+    return it->second;
+}
+
+[[noreturn]] void refuse_busy(const Entry& entry, const char* type, const char* what) {
+    if (entry.user == std::this_thread::get_id()) {
+        throw ApiError(VKF_ERROR_BUSY, fmt::format("the {} is in a call on this thread already: {} from its own "
+                                                   "callback is refused (the call under way goes on unchanged)",
+                                                   type, what));
+    }
+    throw ApiError(VKF_ERROR_BUSY, fmt::format("the {} is in a call on another thread: {} is refused (a {} is "
+                                               "used by one thread at a time)",
+                                               type, what, type));
 }
 
 }  // namespace
@@ -41,25 +77,69 @@ vkf_status fail(vkf_status status, const char* function, const char* message) no
 
 void register_handle(const void* handle, Kind kind) {
     const std::lock_guard lock(registry_mutex);
-    registry()[handle] = kind;
+    registry()[handle] = Entry{kind, {}, 0};
 }
 
 void check_handle(const void* handle, Kind kind, const char* type) {
-    if (handle == nullptr) {
-        throw ApiError(VKF_ERROR_INVALID_HANDLE, std::string(type) + " handle is NULL");
-    }
     const std::lock_guard lock(registry_mutex);
-    const auto it = registry().find(handle);
-    if (it == registry().end() || it->second != kind) {
-        throw ApiError(VKF_ERROR_INVALID_HANDLE, std::string(type) + " handle is not a live " + type +
-                                                     " (freed already, or another kind of handle)");
-    }
+    entry_of(handle, kind, type);
 }
 
 void unregister_handle(const void* handle, Kind kind, const char* type) {
-    check_handle(handle, kind, type);
     const std::lock_guard lock(registry_mutex);
+    const Entry& entry = entry_of(handle, kind, type);
+    if (entry.user != std::thread::id()) {
+        refuse_busy(entry, type, "freeing it");
+    }
+    if (entry.pins != 0) {
+        throw ApiError(VKF_ERROR_BUSY, fmt::format("the {} is in use by a generation (its params.tokenizer or "
+                                                   "params.cancel): free it after the generation ends",
+                                                   type));
+    }
     registry().erase(handle);
+}
+
+void check_not_elsewhere(const void* handle, Kind kind, const char* type) {
+    const std::lock_guard lock(registry_mutex);
+    const Entry& entry = entry_of(handle, kind, type);
+    if (entry.user != std::thread::id() && entry.user != std::this_thread::get_id()) {
+        refuse_busy(entry, type, "this call");
+    }
+}
+
+InUse::InUse(const void* handle, Kind kind, const char* type) : handle_(handle) {
+    const std::lock_guard lock(registry_mutex);
+    Entry& entry = entry_of(handle, kind, type);
+    if (entry.user != std::thread::id()) {
+        refuse_busy(entry, type, "another call");
+    }
+    entry.user = std::this_thread::get_id();
+}
+
+Pin::Pin(const void* handle, Kind kind, const char* type) : handle_(handle) {
+    if (handle != nullptr) {
+        const std::lock_guard lock(registry_mutex);
+        entry_of(handle, kind, type).pins += 1;
+    }
+}
+
+Pin::~Pin() {
+    if (handle_ != nullptr) {
+        const std::lock_guard lock(registry_mutex);
+        const auto it = registry().find(handle_);
+        if (it != registry().end()) {
+            it->second.pins -= 1;
+        }
+    }
+}
+
+InUse::~InUse() {
+    const std::lock_guard lock(registry_mutex);
+    // Still registered: a free meanwhile was refused.
+    const auto it = registry().find(handle_);
+    if (it != registry().end()) {
+        it->second.user = std::thread::id();
+    }
 }
 
 void require(bool condition, const std::string& message) {
@@ -162,6 +242,8 @@ VKF_API const char* vkf_status_name(vkf_status status) {
             return "VKF_ERROR_UNSUPPORTED";
         case VKF_ERROR_INTERNAL:
             return "VKF_ERROR_INTERNAL";
+        case VKF_ERROR_BUSY:
+            return "VKF_ERROR_BUSY";
     }
     return "VKF_UNKNOWN_STATUS";
 }

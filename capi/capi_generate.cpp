@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace vkf::capi {
 namespace {
 
@@ -13,11 +15,17 @@ constexpr std::size_t kSamplingParamsV1 = VKF_V1_SIZE(vkf_sampling_params, seed)
 constexpr std::size_t kGenerateParamsV1 = VKF_V1_SIZE(vkf_generate_params, cancel);
 constexpr std::size_t kGenerateResultV1 = VKF_V1_SIZE(vkf_generate_result, decode_seconds);
 
-vkf_session& session_of(vkf_session* session) {
-    return live(session, Kind::Session, "vkf_session");
-}
+// Positions are 32-bit signed integers in the attention kernels (shaders/alibi.glsl), and the
+// block count of a larger cache would overflow: sessions and batches hold at most this many.
+constexpr std::uint32_t kMaxCacheTokens = 0x7fffffffu;
 
 }  // namespace
+
+void check_cache_tokens(std::uint32_t max_tokens, const char* name) {
+    require(max_tokens > 0, fmt::format("{} is 0", name));
+    require(max_tokens <= kMaxCacheTokens,
+            fmt::format("{} is {}, over the limit of {} tokens", name, max_tokens, kMaxCacheTokens));
+}
 
 GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config) {
     GenerateSettings s{read_params(given, vkf_generate_default_params(), kGenerateParamsV1, "params"), {}};
@@ -34,6 +42,12 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
         throw ApiError(VKF_ERROR_INVALID_ARGUMENT, std::string("params.sampling: ") + e.what());
     }
     require(p.stop_ids != nullptr || p.n_stop_ids == 0, "params.stop_ids is NULL with n_stop_ids > 0");
+    for (std::size_t i = 0; i < p.n_stop_ids; ++i) {
+        // An id the model cannot produce would never stop anything: a caller's mistake.
+        require(p.stop_ids[i] < config.vocab_size,
+                fmt::format("params.stop_ids[{}] is {}, not below the model's vocabulary size {}", i, p.stop_ids[i],
+                            config.vocab_size));
+    }
     s.options.stop_ids.assign(p.stop_ids, p.stop_ids + p.n_stop_ids);
     if (p.use_model_eos) {
         s.options.stop_ids.insert(s.options.stop_ids.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
@@ -48,7 +62,11 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
 }
 
 TokenSink::TokenSink(const vkf_generate_params& params)
-    : on_token_(params.on_token), user_data_(params.user_data), cancel_(params.cancel) {
+    : tokenizer_pin_(params.tokenizer, Kind::Tokenizer, "params.tokenizer"),
+      cancel_pin_(params.cancel, Kind::Cancel, "params.cancel"),
+      on_token_(params.on_token),
+      user_data_(params.user_data),
+      cancel_(params.cancel) {
     if (params.tokenizer != nullptr) {
         stream_ = std::make_unique<text::TextStream>(*params.tokenizer->tokenizer);
     }
@@ -106,8 +124,11 @@ vkf_status run_generation(const char* function, vkf_session* session, const uint
                           const vkf_generate_params* params, uint32_t* tokens, size_t capacity,
                           vkf_generate_result* result, const char* text, size_t text_length, bool from_text) {
     return guarded(function, [&] {
-        vkf_session& s = session_of(session);
+        const InUse in_use(session, Kind::Session, "vkf_session");
+        vkf_session& s = *session;
         const GenerateSettings settings = generate_settings(params, s.model->model->config());
+        // Before the tokenizer encodes the prompt: it is pinned from here on.
+        TokenSink sink(settings.params);
         std::vector<std::uint32_t> ids;
         if (from_text) {
             require(settings.params.tokenizer != nullptr, "params.tokenizer is NULL: it is needed for a text prompt");
@@ -125,7 +146,6 @@ vkf_status run_generation(const char* function, vkf_session* session, const uint
             require(result->struct_size >= kGenerateResultV1, "result->struct_size is too small (set it to sizeof)");
         }
         vkf::GenerationOptions options = settings.options;
-        TokenSink sink(settings.params);
         options.on_token = [&sink](std::uint32_t, std::uint32_t id) { return sink.push(id); };
         const vkf::GenerationResult r = vkf::generate(*s.session, ids, options);
         sink.finish();
@@ -151,7 +171,7 @@ VKF_API vkf_status vkf_session_create(vkf_model* model, const vkf_session_params
         vkf_model& m = live(model, Kind::Model, "vkf_model");
         out_ptr(out, "out");
         const vkf_session_params p = read_params(params, vkf_session_default_params(), kSessionParamsV1, "params");
-        require(p.max_tokens > 0, "params.max_tokens is 0");
+        check_cache_tokens(p.max_tokens, "params.max_tokens");
         vkf::SessionOptions options;
         options.max_tokens = p.max_tokens;
         if (p.chunk != 0) {
@@ -177,20 +197,24 @@ VKF_API vkf_status vkf_session_free(vkf_session* session) {
 }
 
 VKF_API vkf_status vkf_session_reset(vkf_session* session) {
-    return guarded(__func__, [&] { session_of(session).session->reset(); });
+    return guarded(__func__, [&] {
+        const InUse in_use(session, Kind::Session, "vkf_session");
+        session->session->reset();
+    });
 }
 
 VKF_API vkf_status vkf_session_position(const vkf_session* session, uint32_t* position) {
     return guarded(__func__, [&] {
-        const vkf_session& s = live(session, Kind::Session, "vkf_session");
-        *out_ptr(position, "position") = s.session->position();
+        check_not_elsewhere(session, Kind::Session, "vkf_session");
+        *out_ptr(position, "position") = session->session->position();
     });
 }
 
 VKF_API vkf_status vkf_session_forward(vkf_session* session, const uint32_t* ids, size_t n_ids, float* logits,
                                        size_t capacity, size_t* n) {
     return guarded(__func__, [&] {
-        vkf_session& s = session_of(session);
+        const InUse in_use(session, Kind::Session, "vkf_session");
+        vkf_session& s = *session;
         require(ids != nullptr || n_ids == 0, "ids is NULL");
         require(logits != nullptr || capacity == 0, "logits is NULL with a capacity");
         out_ptr(n, "n");

@@ -45,8 +45,44 @@ enum class Kind { Cancel, Context, Model, Session, Batch, Tokenizer, Encoder };
 void register_handle(const void* handle, Kind kind);
 // Throws ApiError(VKF_ERROR_INVALID_HANDLE) for NULL or a handle not live as `kind`.
 void check_handle(const void* handle, Kind kind, const char* type);
-// The same, then forgets it (a second free is then refused).
+// The same, then forgets it (a second free is then refused); ApiError(VKF_ERROR_BUSY) while
+// it is in a call (InUse), which would go on with it freed.
 void unregister_handle(const void* handle, Kind kind, const char* type);
+// check_handle, and ApiError(VKF_ERROR_BUSY) while another thread has it in a call: a read
+// such as vkf_session_position is allowed from the call's own callback, not concurrently.
+void check_not_elsewhere(const void* handle, Kind kind, const char* type);
+
+// Marks a session, batch or encoder as in a call while it lives. Another call on it
+// meanwhile, from the call's own token callback or from another thread, is refused with
+// VKF_ERROR_BUSY before it touches anything, so the call under way goes on as if it had not
+// been made (a second vkf_generate from the callback would otherwise interleave its tokens
+// with the first's, a free would leave it running on freed memory). Checked and claimed under
+// the registry's lock: a free on another thread cannot slip in between.
+class InUse {
+public:
+    InUse(const void* handle, Kind kind, const char* type);
+    ~InUse();
+    InUse(const InUse&) = delete;
+    InUse& operator=(const InUse&) = delete;
+
+private:
+    const void* handle_;
+};
+
+// Holds a tokenizer or cancel flag a generation uses while it lives: freeing it meanwhile is
+// refused (VKF_ERROR_BUSY) instead of leaving the generation reading freed memory. Shared: any
+// number of generations, on any threads, may pin one. A NULL handle pins nothing; a handle not
+// live as `kind` is refused (VKF_ERROR_INVALID_HANDLE).
+class Pin {
+public:
+    Pin(const void* handle, Kind kind, const char* type);
+    ~Pin();
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+
+private:
+    const void* handle_;
+};
 
 template <class T>
 T& live(T* handle, Kind kind, const char* type) {
@@ -70,6 +106,7 @@ vkf_status guarded(const char* function, F&& body) noexcept {
     try {
         set_last_error("");
         body();
+        set_last_error("");  // a call refused in a callback during body() left its message
         return VKF_OK;
     } catch (const ApiError& e) {
         return fail(e.status, function, e.what());
@@ -169,8 +206,12 @@ struct vkf_encoder {
 
 namespace vkf::capi {
 
+// A session's or batch's KV-cache size from the caller: refused when 0 or over the limit
+// (ApiError(VKF_ERROR_INVALID_ARGUMENT) naming `name`, the value and the limit).
+void check_cache_tokens(std::uint32_t max_tokens, const char* name);
+
 // A generation's parameters, read from the caller's struct (checked: the sampling settings,
-// the stop ids, the tokenizer and cancel handles).
+// the stop ids against the model's vocabulary, the tokenizer and cancel handles).
 struct GenerateSettings {
     vkf_generate_params params;
     GenerationOptions options;  // on_token not set
@@ -178,6 +219,7 @@ struct GenerateSettings {
 GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config);
 
 // The caller's token callback: whole UTF-8 characters through a TextStream, the cancel flag.
+// Pins the tokenizer and the cancel flag of the params while it lives.
 class TokenSink {
 public:
     explicit TokenSink(const vkf_generate_params& params);
@@ -189,6 +231,8 @@ public:
     vkf_stop_reason stop_reason(StopReason stop) const;
 
 private:
+    Pin tokenizer_pin_;  // first: held before stream_ reads the tokenizer
+    Pin cancel_pin_;
     vkf_token_fn on_token_;
     void* user_data_;
     vkf_cancel* cancel_;

@@ -185,7 +185,8 @@ VKF_API vkf_status vkf_encoder_hidden_size(const vkf_encoder* encoder, uint32_t*
 VKF_API vkf_status vkf_embed(vkf_encoder* encoder, const uint32_t* ids, size_t n_ids, uint32_t pooling, int normalize,
                              float* out, size_t capacity, size_t* n) {
     return guarded(__func__, [&] {
-        vkf::Encoder& e = *live(encoder, Kind::Encoder, "vkf_encoder").encoder;
+        const InUse in_use(encoder, Kind::Encoder, "vkf_encoder");
+        vkf::Encoder& e = *encoder->encoder;
         require(ids != nullptr || n_ids == 0, "ids is NULL");
         out_ptr(n, "n");
         require(pooling <= VKF_POOLING_CLS, "pooling is " + std::to_string(pooling) + ", not a vkf_pooling");

@@ -17,7 +17,11 @@
  * - Strings are UTF-8. Out-parameters are written only on VKF_OK (and the sizes on
  *   VKF_ERROR_BUFFER_TOO_SMALL).
  * - Threads: a context may be used from several threads; a session, batch or encoder by one
- *   thread at a time. vkf_cancel_request() may be called from any thread.
+ *   thread at a time. vkf_cancel_request() may be called from any thread. A call on a session,
+ *   batch or encoder while another call on it is under way (on another thread, or from its
+ *   own token callback) is refused with VKF_ERROR_BUSY and changes nothing: the call under way
+ *   goes on as if it had not been made. Freeing it then is refused the same way (free it
+ *   after the call returns; to end a generation from its callback, return nonzero).
  * - ABI: VKF_ABI_VERSION is the SONAME's number (libvkformer.so.VKF_ABI_VERSION). Functions and
  *   enum values are only added; struct fields are only appended; anything else raises it.
  */
@@ -66,7 +70,9 @@ typedef enum vkf_status {
     VKF_ERROR_CANCELLED = 8,        /* vkf_cancel_request() or a progress callback stopped it */
     VKF_ERROR_BUFFER_TOO_SMALL = 9, /* the required size was written; call again */
     VKF_ERROR_UNSUPPORTED = 10,     /* no Vulkan device, or a feature the device lacks */
-    VKF_ERROR_INTERNAL = 11         /* anything else (a bug: please report the message) */
+    VKF_ERROR_INTERNAL = 11,        /* anything else (a bug: please report the message) */
+    VKF_ERROR_BUSY = 12             /* the session, batch or encoder is in a call already: from its
+                                       own token callback, or on another thread */
 } vkf_status;
 
 /* "VKF_ERROR_IO": static storage; "VKF_UNKNOWN_STATUS" for a value not listed. */
@@ -279,7 +285,8 @@ typedef struct vkf_session vkf_session;
 
 typedef struct vkf_session_params {
     size_t struct_size;
-    uint32_t max_tokens; /* KV-cache capacity: prompt plus generated tokens; required */
+    uint32_t max_tokens; /* KV-cache capacity: prompt plus generated tokens; required, at most
+                            0x7fffffff (positions are 32-bit signed in the kernels) */
     uint32_t chunk;      /* most prompt tokens per submission; 0: 128 */
     int kv_f32;          /* KV cache in fp32 instead of fp16 */
     int int8_activations;
@@ -294,10 +301,12 @@ static inline vkf_session_params vkf_session_default_params(void) {
 }
 
 VKF_API vkf_status vkf_session_create(vkf_model* model, const vkf_session_params* params, vkf_session** out);
+/* VKF_ERROR_BUSY while the session is in a call (from its own token callback, or on another
+ * thread): the call goes on with the session intact; free it after the call returns. */
 VKF_API vkf_status vkf_session_free(vkf_session* session);
 /* Forgets the sequence: the next generation starts from position 0. */
 VKF_API vkf_status vkf_session_reset(vkf_session* session);
-/* Tokens in the session's KV cache. */
+/* Tokens in the session's KV cache. The one session call its own token callback may make. */
 VKF_API vkf_status vkf_session_position(const vkf_session* session, uint32_t* position);
 
 typedef struct vkf_sampling_params {
@@ -323,7 +332,13 @@ static inline vkf_sampling_params vkf_sampling_default_params(void) {
  * NUL-terminated, `length` bytes, often empty; NULL when the generation has no tokenizer).
  * At the end, bytes still held back (an incomplete character, as U+FFFD) come in one more
  * call with token VKF_TOKEN_NONE, whose return value is ignored. Return nonzero to stop
- * after this token (VKF_STOP_CALLBACK). */
+ * after this token (VKF_STOP_CALLBACK).
+ * From the callback, the session generating may only be asked vkf_session_position (a batch:
+ * vkf_batch_pending): vkf_generate, vkf_session_reset, vkf_session_forward or
+ * vkf_session_free on it (a batch: submit, cancel, step, free) return VKF_ERROR_BUSY and change
+ * nothing, and the generation goes on as if they had not been called. Other sessions may be
+ * used. Freeing the generation's tokenizer or cancel flag, from the callback or another thread,
+ * is refused too (VKF_ERROR_BUSY) until the generation ends. */
 typedef int (*vkf_token_fn)(uint32_t token, const char* text, size_t length, void* user_data);
 
 typedef enum vkf_stop_reason {
@@ -338,7 +353,8 @@ typedef struct vkf_generate_params {
     size_t struct_size;
     uint32_t max_new_tokens;
     const vkf_sampling_params* sampling; /* NULL: greedy */
-    /* Generation stops after one of these ids (plus the model's EOS ids when use_model_eos). */
+    /* Generation stops after one of these ids (plus the model's EOS ids when use_model_eos).
+     * Each must be below the model's vocab_size (else VKF_ERROR_INVALID_ARGUMENT). */
     const uint32_t* stop_ids;
     size_t n_stop_ids;
     int use_model_eos;
@@ -384,7 +400,8 @@ typedef struct vkf_batch vkf_batch;
 
 typedef struct vkf_batch_params {
     size_t struct_size;
-    uint32_t max_tokens;          /* KV-cache capacity over all sequences; required */
+    uint32_t max_tokens;          /* KV-cache capacity over all sequences; required, at most
+                                     0x7fffffff */
     uint32_t max_sequence_tokens; /* 0: max_tokens */
     uint32_t max_sequences;       /* most sequences one step runs; 0: 16 */
     uint32_t chunk;               /* most rows per step; 0: 128 */
@@ -410,9 +427,12 @@ typedef struct vkf_batch_event {
 } vkf_batch_event;
 
 VKF_API vkf_status vkf_batch_create(vkf_model* model, const vkf_batch_params* params, vkf_batch** out);
+/* VKF_ERROR_BUSY while the batch is in a call (vkf_batch_step from a token callback, or
+ * another thread's call): free it after the call returns. */
 VKF_API vkf_status vkf_batch_free(vkf_batch* batch);
 /* Starts a generation; its tokens go to params->on_token during vkf_batch_step (the params
- * are copied; stop_ids and the tokenizer must stay valid until it ends). */
+ * are copied; freeing its tokenizer or cancel flag is refused with VKF_ERROR_BUSY until it
+ * ends). */
 VKF_API vkf_status vkf_batch_submit(vkf_batch* batch, const uint32_t* prompt, size_t n_prompt,
                                     const vkf_generate_params* params, uint64_t* sequence);
 /* Ends a generation (VKF_STOP_CANCELLED): reported by the next step. */

@@ -4,9 +4,10 @@
 # information; opaque handles stay declarations). Fails on any change abidiff reports (a
 # removed or changed function, a struct's member or size, an enumerator) unless the SONAME's
 # ABI version (VKF_ABI_VERSION) differs from the baseline's, i.e. was raised on purpose. An
-# added function passes. A compatible change by the header's rules (a field appended to a
-# size-carrying struct, an enumerator added) is reported too: review it, then store the new
-# baseline with --update and say so in the commit message.
+# added function passes, and so does an enumerator added (abidiff counts that harmless): store
+# the new baseline anyway, so that removing it later fails. A compatible change by the header's
+# rules that abidiff reports (a field appended to a size-carrying struct): review it, then store
+# the new baseline with --update and say so in the commit message.
 # usage: abi_check.sh LIBRARY SOURCE_DIR [--update]
 set -euo pipefail
 lib=$1 src=$2

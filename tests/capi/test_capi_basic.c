@@ -11,9 +11,10 @@ static void test_version(void) {
     CHECK(vkf_version() == VKF_VERSION_MAJOR * 10000u + VKF_VERSION_MINOR * 100u + VKF_VERSION_PATCH);
     CHECK(strncmp(vkf_version_string(), "0.", 2) == 0);
     CHECK(strcmp(vkf_status_name(VKF_OK), "VKF_OK") == 0);
-    for (int s = VKF_ERROR_INVALID_ARGUMENT; s <= VKF_ERROR_INTERNAL; s++) {
+    for (int s = VKF_ERROR_INVALID_ARGUMENT; s <= VKF_ERROR_BUSY; s++) {
         CHECK(strncmp(vkf_status_name((vkf_status)s), "VKF_ERROR_", 10) == 0);
     }
+    CHECK(strcmp(vkf_status_name(VKF_ERROR_BUSY), "VKF_ERROR_BUSY") == 0);
     CHECK(strcmp(vkf_status_name((vkf_status)999), "VKF_UNKNOWN_STATUS") == 0);
     CHECK(vkf_last_error() != NULL);
 }

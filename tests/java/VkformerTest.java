@@ -1,4 +1,6 @@
+import java.lang.ref.Reference;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -98,6 +100,42 @@ public final class VkformerTest {
         session.reset();
         GenerateResult again = session.generate(tokenizer.encode(prompt, true), options(24), null, null);
         check(java.util.Arrays.equals(again.tokens, r.tokens), "greedy generation is repeatable");
+
+        // From the token callback, generate and reset on the same session are refused, and the
+        // generation under way gives the tokens it gives without them; position() is allowed.
+        // Before: the busy lock was reentrant, and the inner calls ran inside the outer one.
+        final Session same = session;
+        session.reset();
+        List<Throwable> refused = new ArrayList<>();
+        int[] tokenCount = {0, -1};
+        GenerateResult outer = session.generate(prompt, options(24), (token, piece) -> {
+            if (++tokenCount[0] == 3) {
+                try {
+                    same.generate(prompt, options(2), null, tokenizer);
+                } catch (IllegalStateException e) {
+                    refused.add(e);
+                }
+                try {
+                    same.reset();
+                } catch (IllegalStateException e) {
+                    refused.add(e);
+                }
+                tokenCount[1] = same.position();
+            }
+            return true;
+        }, tokenizer);
+        check(refused.size() == 2 && refused.get(0).getMessage().contains("own token callback"),
+              "generate and reset from the callback refused: " + refused);
+        check(Arrays.equals(outer.tokens, r.tokens), "the generation is undisturbed by them");
+        check(tokenCount[1] > 0, "position() from the callback: " + tokenCount[1]);
+        // Stop ids the model cannot produce are refused, naming the id and the vocabulary.
+        GenerateOptions badStop = options(2);
+        badStop.stopIds = new int[] {2, model.vocabSize()};
+        expectError("stop id outside the vocabulary", VkformerException.INVALID_ARGUMENT,
+                    "is " + model.vocabSize() + ", not below the model's vocabulary size " + model.vocabSize(),
+                    () -> same.generate(prompt, badStop, null, tokenizer));
+        checkCloseFromCallback(model, dir, prompt);
+        checkUnclosedFreed(dir);
 
         // The callback stops the generation.
         session.reset();
@@ -212,6 +250,83 @@ public final class VkformerTest {
         model.close();
 
         finish();
+    }
+
+    /**
+     * close() from the session's own callback, and of the tokenizer that call holds: deferred to
+     * generate's end (the session cancelled after this token). Before, close() waited for the
+     * write lock its own thread's call held: for ever.
+     */
+    private static void checkCloseFromCallback(Model model, String dir, String prompt) throws InterruptedException {
+        Session session = new Session(model, 128);
+        Tokenizer tokenizer = new Tokenizer(dir);
+        GenerateResult[] result = {null};
+        Throwable[] error = {null};
+        Thread worker = new Thread(() -> {
+            try {
+                result[0] = session.generate(prompt, options(24), (token, piece) -> {
+                    session.close();
+                    tokenizer.close();
+                    return true;
+                }, tokenizer);
+            } catch (Throwable e) {
+                error[0] = e;
+            }
+        });
+        worker.setDaemon(true);
+        worker.start();
+        worker.join(30_000);
+        check(!worker.isAlive(), "close() from the token callback returns");
+        if (worker.isAlive()) {
+            return;
+        }
+        check(error[0] == null && result[0] != null && result[0].stop == StopReason.CANCELLED
+                  && result[0].tokens.length == 1,
+              "closed from its callback: cancelled after that token: "
+                  + (error[0] != null ? error[0] : result[0].stop + " " + result[0].tokens.length));
+        expectError("session closed from its callback", VkformerException.INVALID_HANDLE, "closed", session::position);
+        expectError("tokenizer closed from the callback", VkformerException.INVALID_HANDLE, "closed",
+                    () -> tokenizer.encode("x", false));
+    }
+
+    /**
+     * A model and sessions never closed are freed once unreachable (a Cleaner): the context's
+     * memory comes back to what it was after the same were closed. Before, they stayed allocated.
+     */
+    private static void checkUnclosedFreed(String dir) throws InterruptedException {
+        // A forced budget: the context counts what its buffers hold against it (without one,
+        // lavapipe's first 64 MiB block hides sessions from memoryAvailable()).
+        try (Context ctx = new Context(limits("device_heap=64M,host_heap=1"))) {
+            makeHandles(ctx, dir).close(); // closed: what a model and sessions leave behind
+            long before = ctx.memoryAvailable();
+            long during = makeUnclosed(ctx, dir);
+            long after = ctx.memoryAvailable();
+            for (int i = 0; i < 500 && after < before; i++) {
+                System.gc();
+                Thread.sleep(20);
+                after = ctx.memoryAvailable();
+            }
+            check(during < before && after >= before, "unclosed handles freed: " + before + " bytes available, "
+                                                          + during + " with them, " + after + " after");
+        }
+    }
+
+    private static Model makeHandles(Context ctx, String dir) {
+        Model model = new Model(ctx, dir);
+        for (int i = 0; i < 8; i++) {
+            new Session(model, 1024).close();
+        }
+        return model;
+    }
+
+    private static long makeUnclosed(Context ctx, String dir) {
+        Model model = new Model(ctx, dir);
+        for (int i = 0; i < 8; i++) {
+            new Session(model, 1024);
+        }
+        long available = ctx.memoryAvailable();
+        Reference.reachabilityFence(model);
+        return available;
     }
 
     private static void joinQuietly(Thread t) {

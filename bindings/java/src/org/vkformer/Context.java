@@ -26,8 +26,10 @@ public final class Context extends NativeHandle {
     }
 
     public Context(Options o) {
-        super("Context", Native.contextCreate(o.deviceIndex, Vkformer.utf8(o.deviceName), o.validation,
-                                              Vkformer.utf8(o.limits), Vkformer.utf8(o.pipelineCacheDir)));
+        super("Context",
+              Native.contextCreate(o.deviceIndex, Vkformer.utf8(o.deviceName), o.validation, Vkformer.utf8(o.limits),
+                                   Vkformer.utf8(o.pipelineCacheDir)),
+              Native::contextFree);
     }
 
     /** The device's name. */
@@ -48,10 +50,5 @@ public final class Context extends NativeHandle {
         } finally {
             release();
         }
-    }
-
-    @Override
-    void free(long handle) {
-        Native.contextFree(handle);
     }
 }

@@ -6,7 +6,7 @@ public final class Encoder extends NativeHandle {
     public static final int POOLING_NONE = 0, POOLING_MEAN = 1, POOLING_CLS = 2;
 
     public Encoder(Context context, String dir) {
-        super("Encoder", load(context, dir));
+        super("Encoder", load(context, dir), Native::encoderFree);
     }
 
     private static long load(Context context, String dir) {
@@ -35,10 +35,5 @@ public final class Encoder extends NativeHandle {
         } finally {
             release();
         }
-    }
-
-    @Override
-    void free(long handle) {
-        Native.encoderFree(handle);
     }
 }

@@ -36,7 +36,7 @@ public final class Model extends NativeHandle {
     }
 
     public Model(Context context, String dir, Options o) {
-        super("Model", load(context, dir, o));
+        super("Model", load(context, dir, o), Native::modelFree);
         long h = acquire();
         try {
             info = Native.modelInfo(h);
@@ -83,10 +83,5 @@ public final class Model extends NativeHandle {
         } finally {
             release();
         }
-    }
-
-    @Override
-    void free(long handle) {
-        Native.modelFree(handle);
     }
 }

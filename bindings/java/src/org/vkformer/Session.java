@@ -1,10 +1,14 @@
 package org.vkformer;
 
+import java.lang.ref.Cleaner;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A sequence and its KV cache (vkf_session). One thread generates at a time; cancel() may be
  * called from any thread, and close() from another thread cancels the generation and waits for it.
+ * From the token callback, only position() and cancel() may be called on the session generating
+ * (generate and reset throw IllegalStateException, the generation going on unchanged); close()
+ * there cancels the generation and frees the session when generate returns.
  */
 public final class Session extends NativeHandle {
     private final ReentrantLock busy = new ReentrantLock();
@@ -12,6 +16,7 @@ public final class Session extends NativeHandle {
     // thread never touches a freed one.
     private final Object cancelLock = new Object();
     private long cancel;
+    private Cleaner.Cleanable cancelCleanable;
 
     /** @param maxTokens KV-cache capacity: prompt plus generated tokens */
     public Session(Model model, int maxTokens) {
@@ -20,9 +25,10 @@ public final class Session extends NativeHandle {
 
     /** @param chunk most prompt tokens per submission; 0: the library's default */
     public Session(Model model, int maxTokens, int chunk) {
-        super("Session", create(model, maxTokens, chunk));
+        super("Session", create(model, maxTokens, chunk), Native::sessionFree);
         try {
             cancel = Native.cancelCreate();
+            cancelCleanable = register(this, cancel, Native::cancelFree);
         } catch (RuntimeException e) {
             super.close();
             throw e;
@@ -69,7 +75,7 @@ public final class Session extends NativeHandle {
             o = new GenerateOptions();
         }
         TokenSink sink = new TokenSink(callback);
-        lockForUse();
+        lockForUse("generate");
         try {
             long h = acquire();
             try {
@@ -97,7 +103,7 @@ public final class Session extends NativeHandle {
 
     /** Forgets the sequence: the next generation starts at position 0. */
     public void reset() {
-        lockForUse();
+        lockForUse("reset");
         try {
             long h = acquire();
             try {
@@ -112,7 +118,11 @@ public final class Session extends NativeHandle {
 
     /** Tokens in the KV cache. */
     public int position() {
-        lockForUse();
+        // From the token callback too: a read, with the generation's busy lock held already.
+        boolean inCallback = busy.isHeldByCurrentThread();
+        if (!inCallback) {
+            lockForUse("position");
+        }
         try {
             long h = acquire();
             try {
@@ -121,11 +131,19 @@ public final class Session extends NativeHandle {
                 release();
             }
         } finally {
-            busy.unlock();
+            if (!inCallback) {
+                busy.unlock();
+            }
         }
     }
 
-    private void lockForUse() {
+    private void lockForUse(String call) {
+        // The lock is reentrant: its holder would otherwise get in from its own token callback
+        // and run a generation inside the one under way, changing its tokens.
+        if (busy.isHeldByCurrentThread()) {
+            throw new IllegalStateException(call + " from this Session's own token callback: only position(), "
+                                            + "cancel() and close() may be called there");
+        }
         if (!busy.tryLock()) {
             throw new IllegalStateException("this Session is in use by another thread (one thread at a time)");
         }
@@ -137,12 +155,11 @@ public final class Session extends NativeHandle {
     }
 
     @Override
-    void free(long handle) {
-        Native.sessionFree(handle);
+    void afterFree() {
         synchronized (cancelLock) {
             if (cancel != 0) {
-                Native.cancelFree(cancel);
                 cancel = 0;
+                cancelCleanable.clean();
             }
         }
     }

@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets;
 public final class Tokenizer extends NativeHandle {
     /** @param path a tokenizer.json, or a directory holding one */
     public Tokenizer(String path) {
-        super("Tokenizer", Native.tokenizerLoad(Vkformer.utf8(path)));
+        super("Tokenizer", Native.tokenizerLoad(Vkformer.utf8(path)), Native::tokenizerFree);
     }
 
     public int vocabSize() {
@@ -35,10 +35,5 @@ public final class Tokenizer extends NativeHandle {
         } finally {
             release();
         }
-    }
-
-    @Override
-    void free(long handle) {
-        Native.tokenizerFree(handle);
     }
 }

@@ -9,6 +9,8 @@ import java.nio.charset.StandardCharsets;
 public class VkformerException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** VKF_ERROR_INVALID_ARGUMENT: a value out of range (the message names it). */
+    public static final int INVALID_ARGUMENT = 1;
     /** VKF_ERROR_INVALID_HANDLE: a closed handle. */
     public static final int INVALID_HANDLE = 2;
     /** VKF_ERROR_IO: a file or directory that cannot be read. */
@@ -17,6 +19,11 @@ public class VkformerException extends RuntimeException {
     public static final int OUT_OF_MEMORY = 6;
     /** VKF_ERROR_CANCELLED. */
     public static final int CANCELLED = 8;
+    /**
+     * VKF_ERROR_BUSY: a session, batch or encoder already in a call (from its own callback, or on
+     * another thread). The Session class refuses that itself, with IllegalStateException.
+     */
+    public static final int BUSY = 12;
 
     private final int status;
     private final String statusName;
