@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,8 +75,9 @@ public:
     // Null when every slot and queue place is taken.
     std::shared_ptr<Channel> submit(Job job);
     const EngineOptions& options() const { return options_; }
-    // Whether the last step failed on the device (the health check reports it).
-    bool failed() const { return failed_; }
+    // Why a step failed (on the device, or a rank of the split), if one did: the health check
+    // reports it.
+    std::optional<std::string> failure() const;
 
 private:
     struct Queued {
@@ -98,12 +100,12 @@ private:
     BatchGenerator generator_;
     std::map<SequenceId, std::unique_ptr<Generation>> running_;  // engine thread only
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<Queued> queue_;
     std::uint32_t admitted_ = 0;  // sequences running or about to (guarded by mutex_)
     bool stop_ = false;
-    std::atomic<bool> failed_ = false;
+    std::optional<std::string> failure_;  // guarded by mutex_
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> rate_window_;
     std::thread thread_;
 };

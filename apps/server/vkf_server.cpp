@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <pthread.h>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -63,6 +64,9 @@ vkf::Pooling encoder_pooling(const std::string& dir) {
     const vkf::JsonValue* cls = config.find("pooling_mode_cls_token");
     return cls != nullptr && cls->as_bool() ? vkf::Pooling::Cls : vkf::Pooling::Mean;
 }
+
+// How long rank 0 answers on after a rank failed (/health with the failure) before it stops.
+constexpr std::chrono::seconds kFailedServerLinger{1};
 
 }  // namespace
 
@@ -169,13 +173,21 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
     fmt::print("vkf-server: listening on http://{}:{}\n", o.host, port);
     std::fflush(stdout);
 
-    std::thread signal_thread([&http, signals] {
+    std::thread signal_thread([&http, signals, rank_zero] {
         int signal = 0;
         sigwait(&signals, &signal);
+        if (rank_zero != nullptr) {
+            rank_zero->interrupted();  // before the stop: the requests in flight may fail naming a dead rank
+        }
         http.stop();
     });
     if (rank_zero != nullptr) {
-        rank_zero->watch([&http] { http.stop(); });
+        rank_zero->watch([&http, &served](const std::string& failure) {
+            // /health says why meanwhile, and new requests fail naming the rank.
+            served.failure.set(failure);
+            std::this_thread::sleep_for(kFailedServerLinger);
+            http.stop();
+        });
     }
     const bool ok = http.listen_after_bind();
     if (signal_thread.joinable()) {
