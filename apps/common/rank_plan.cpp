@@ -91,16 +91,21 @@ int run_rank(std::string_view program, dist::MpiEnvironment& env, dist::Channel&
              const std::function<int()>& body) {
     const auto failed = [&](const std::string& message, bool usage, bool grace) {
         env.abandon();
+        std::fflush(stdout);
         if (usage) {
             fmt::print(stderr, "{}: {} (see {} --help)\n", program, message, program);
         } else {
             fmt::print(stderr, "{}: error: rank {} of {}: {}\n", program, env.rank(), env.size(), message);
         }
         std::fflush(stderr);
+        const int status = usage ? kExitUsage : kExitFailure;
         if (grace) {
             std::this_thread::sleep_for(dist::kFailureGrace);
+            // Not a plain exit: mpirun told not to abort on a rank's exit (which lets rank 0
+            // answer when another dies) would wait on for a stopped rank.
+            channel.abort_job(status);
         }
-        return usage ? kExitUsage : kExitFailure;  // run_app makes it 143 after SIGTERM
+        return status;  // mpirun's SIGTERM ends every rank; run_app makes it 143
     };
     try {
         return body();

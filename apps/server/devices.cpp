@@ -64,7 +64,7 @@ public:
         batch_.emplace(stages);
         return *batch_;
     }
-    void watch(std::function<void()>) override {}  // a stage's error fails the engine's step
+    void watch(std::function<void(const std::string&)>) override {}  // a stage's error fails the engine's step
     void finish() override {
         if (!batch_) {
             return;

@@ -91,19 +91,20 @@ public:
         batch_.emplace(channel_, stage);
         return *batch_;
     }
-    void watch(std::function<void()> stop) override {
-        watcher_ = std::thread([this, stop = std::move(stop)] {
+    void watch(std::function<void(const std::string&)> failed) override {
+        watcher_ = std::thread([this, failed = std::move(failed)] {
             while (!stop_) {
                 try {
                     channel_.check();
-                } catch (const dist::RankFailure&) {
-                    stop();  // the engine's requests fail on their own; finish() throws it
+                } catch (const dist::RankFailure& e) {
+                    failed(e.what());  // the engine's requests fail on their own; finish() throws it
                     return;
                 }
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
         });
     }
+    void interrupted() override { channel_.blame_silent_peer(); }
     void finish() override {
         stop_ = true;
         if (watcher_.joinable()) {

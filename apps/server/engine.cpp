@@ -204,9 +204,18 @@ void Engine::step() {
             end(id, result);
         }
     } catch (const std::exception& e) {
-        failed_ = true;
-        fail_all(std::string("the batch step failed: ") + e.what());
+        const std::string message = std::string("the batch step failed: ") + e.what();
+        {
+            const std::lock_guard lock(mutex_);
+            failure_ = message;
+        }
+        fail_all(message);
     }
+}
+
+std::optional<std::string> Engine::failure() const {
+    const std::lock_guard lock(mutex_);
+    return failure_;
 }
 
 void Engine::end(SequenceId id, const GenerationResult& result) {

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,8 +81,9 @@ public:
     void abort_all(std::chrono::milliseconds timeout);
     bool stopping() const { return stopping_; }
     const EngineOptions& options() const { return options_; }
-    // Whether the last step failed on the device (the health check reports it).
-    bool failed() const { return failed_; }
+    // Why a step failed (on the device, or a rank of the split), if one did: the health check
+    // reports it.
+    std::optional<std::string> failure() const;
 
 private:
     struct Queued {
@@ -106,7 +108,7 @@ private:
     BatchGenerator generator_;
     std::map<SequenceId, std::unique_ptr<Generation>> running_;  // engine thread only
 
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<Queued> queue_;
     std::uint32_t admitted_ = 0;  // sequences running or about to (guarded by mutex_)
@@ -115,7 +117,7 @@ private:
     bool abort_done_ = false;  // and the engine thread did it
     std::condition_variable aborted_;
     std::atomic<bool> stopping_ = false;
-    std::atomic<bool> failed_ = false;
+    std::optional<std::string> failure_;  // guarded by mutex_
     std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint64_t>> rate_window_;
     std::thread thread_;
 };

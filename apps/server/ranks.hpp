@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace vkf::server {
 
@@ -31,8 +32,11 @@ public:
     virtual LayerRange layers(const ModelConfig& config, const SessionSize& session, const Context& ctx) = 0;
     // The front the engine drives over the first stage.
     virtual BatchFront& front(Batch& stage) = 0;
-    // Calls `stop` (from another thread) when a rank fails.
-    virtual void watch(std::function<void()> stop) = 0;
+    // Calls `failed` (from another thread) with the failure when a rank fails.
+    virtual void watch(std::function<void(const std::string& failure)> failed) = 0;
+    // serve() was sent SIGTERM or SIGINT: under mpirun, maybe because a rank died (mpirun ends
+    // the job so, SIGKILL a second later): the requests in flight then fail naming it.
+    virtual void interrupted() {}
     // The engine is gone: stops the other ranks, or throws the rank failure that ended the run.
     virtual void finish() = 0;
 };

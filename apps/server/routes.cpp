@@ -152,8 +152,15 @@ void install_routes(httplib::Server& http, Served& served) {
 
     http.Get(kHealth.path, [&served](const httplib::Request& req, httplib::Response& res) {
         guarded(served, kHealth, req, res, [&] {
-            const bool ok = !served.decoder || !served.decoder->engine->failed();
-            send_json(res, ok ? 200 : 503, {{"status", ok ? "ok" : "error"}});
+            std::optional<std::string> why = served.failure.get();
+            if (!why && served.decoder) {
+                why = served.decoder->engine->failure();
+            }
+            if (why) {
+                send_json(res, 503, {{"status", "error"}, {"error", *why}});
+            } else {
+                send_json(res, 200, {{"status", "ok"}});
+            }
         });
     });
     http.Get(kMetrics.path, [&served](const httplib::Request& req, httplib::Response& res) {

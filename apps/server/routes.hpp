@@ -80,8 +80,27 @@ private:
     std::uint32_t open_ = 0;
 };
 
+// Why the server generates no more (a rank of its split failed, apps/server/ranks.hpp): set
+// from the split's watcher thread, reported by /health until the server stops.
+class ServerFailure {
+public:
+    void set(std::string why) {
+        const std::lock_guard lock(mutex_);
+        why_ = std::move(why);
+    }
+    std::optional<std::string> get() const {
+        const std::lock_guard lock(mutex_);
+        return why_;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::optional<std::string> why_;
+};
+
 struct Served {
     ServerSettings settings;
+    ServerFailure failure;
     std::optional<ServedDecoder> decoder;
     ServedEncoder* encoder = nullptr;
     serve::Metrics* metrics = nullptr;

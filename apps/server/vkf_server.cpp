@@ -71,6 +71,9 @@ vkf::Pooling encoder_pooling(const std::string& dir) {
     return cls != nullptr && cls->as_bool() ? vkf::Pooling::Cls : vkf::Pooling::Mean;
 }
 
+// How long rank 0 answers on after a rank failed (/health with the failure) before it stops.
+constexpr std::chrono::seconds kFailedServerLinger{1};
+
 }  // namespace
 
 int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optional<vkf::ContextOptions>& first) {
@@ -184,6 +187,11 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
         // The first signal: every request ends now (its stream's last events written), then
         // no new connections, and idle keep-alive ones end instead of waiting out their timeout.
         const bool armed = signal_stop.arm([&] {
+            if (rank_zero != nullptr) {
+                // Before the abort: mpirun's SIGTERM after a rank died, and the requests in
+                // flight fail naming that rank rather than the shutdown.
+                rank_zero->interrupted();
+            }
             if (engine) {
                 engine->abort_all(std::chrono::milliseconds(500));
                 served.open_streams.wait_closed(std::chrono::milliseconds(500));
@@ -193,7 +201,12 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
         });
         const vkf::server::SignalStop::Armed disarm(signal_stop);
         if (rank_zero != nullptr) {
-            rank_zero->watch([&http] { http.stop(); });
+            rank_zero->watch([&http, &served](const std::string& failure) {
+                // /health says why meanwhile, and new requests fail naming the rank.
+                served.failure.set(failure);
+                std::this_thread::sleep_for(kFailedServerLinger);
+                http.stop();
+            });
         }
         ok = !armed || http.listen_after_bind();
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace vkf::dist {
 
@@ -90,7 +91,7 @@ void Channel::declare_failure_locked(int failed_rank, const std::string& reason,
     }
     // The notices are small (MPI's eager protocol); give MPI up to a second to deliver them.
     // The peers then print their errors while this rank prints its own: every rank waits
-    // kFailureGrace after printing before it exits (an exit makes mpirun end the others).
+    // kFailureGrace after printing before it ends the job (Channel::abort_job).
     const auto until = Clock::now() + std::chrono::seconds(1);
     while (Clock::now() < until) {
         bool all_done = true;
@@ -174,14 +175,7 @@ void Channel::service_locked() {
         if (signal != 0 && now - signal_seen_ >= options_.signal_grace) {
             // mpirun's SIGTERM follows a rank's death: the peer silent longest is likely it.
             std::string silent;
-            int quiet_peer = -1;
-            for (int peer = 0; peer < size_; ++peer) {
-                const auto gap = now - last_heard_[static_cast<std::size_t>(peer)];
-                if (peer != rank_ && gap > 3 * options_.heartbeat &&
-                    (quiet_peer < 0 || gap > now - last_heard_[static_cast<std::size_t>(quiet_peer)])) {
-                    quiet_peer = peer;
-                }
-            }
+            const int quiet_peer = silent_peer_locked(now);
             if (quiet_peer >= 0) {
                 silent = fmt::format("; rank {} has been silent for {:.1f} s, and may have died", quiet_peer,
                                      seconds(now - last_heard_[static_cast<std::size_t>(quiet_peer)]));
@@ -225,6 +219,48 @@ void Channel::service_locked() {
             return;
         }
     }
+}
+
+int Channel::silent_peer_locked(Clock::time_point now) const {
+    int quiet_peer = -1;
+    for (int peer = 0; peer < size_; ++peer) {
+        const auto gap = now - last_heard_[static_cast<std::size_t>(peer)];
+        if (peer != rank_ && gap > 3 * options_.heartbeat &&
+            (quiet_peer < 0 || gap > now - last_heard_[static_cast<std::size_t>(quiet_peer)])) {
+            quiet_peer = peer;
+        }
+    }
+    return quiet_peer;
+}
+
+bool Channel::blame_silent_peer() {
+    std::lock_guard lock(mutex_);
+    try {
+        service_locked();  // the heartbeats that came meanwhile first
+    } catch (const Error& e) {
+        declare_failure_locked(rank_, e.what(), false);
+    }
+    if (failure_ || finished_) {
+        return false;
+    }
+    const auto now = Clock::now();
+    const int peer = silent_peer_locked(now);
+    if (peer < 0) {
+        return false;
+    }
+    declare_failure_locked(peer,
+                           fmt::format("nothing heard from it for {:.1f} s when rank {} was told to stop (mpirun "
+                                       "does so about a second after a rank dies): it died or hung",
+                                       seconds(now - last_heard_[static_cast<std::size_t>(peer)]), rank_),
+                           false);
+    return true;
+}
+
+void Channel::abort_job(int status) {
+    // Under the lock: the heartbeat thread makes no MPI call meanwhile (MPI_THREAD_SERIALIZED).
+    std::lock_guard lock(mutex_);
+    MPI_Abort(MPI_COMM_WORLD, status);
+    std::_Exit(status);  // MPI_Abort does not return; should it, the job still ends here
 }
 
 void Channel::heartbeat_loop() {

@@ -65,9 +65,9 @@ struct ChannelOptions {
     std::chrono::milliseconds signal_grace{600};
 };
 
-// How long a rank whose run failed waits after printing its error before it exits without
-// MPI_Finalize: the exit makes mpirun end every other rank, which should have printed its own
-// error by then (it learns of the failure within a heartbeat interval).
+// How long a rank whose run failed waits after printing its error before it ends the job
+// without MPI_Finalize (abort_job): every other rank should have printed its own error by then
+// (it learns of the failure within a heartbeat interval).
 inline constexpr std::chrono::milliseconds kFailureGrace{500};
 
 // A rank failed; every rank's channel throws this, naming it.
@@ -135,6 +135,15 @@ public:
     void fail_self(const std::string& reason);
     // The run ended normally: peers are no longer watched (they may finish first).
     void finish();
+    // This rank was sent SIGTERM or SIGINT, which mpirun sends when the job is interrupted and
+    // also, about a second later, when a rank died: a peer silent for longer than three
+    // heartbeats is taken for dead and becomes the failure (not told to the others: mpirun
+    // signals them too). Returns whether one was.
+    bool blame_silent_peer();
+    // Ends the whole job (MPI_Abort) with this rank's `status`: after a failure, mpirun may
+    // not end the other ranks on its own (`--mca orte_abort_on_non_zero_status 0`), and a
+    // stopped one would keep it waiting.
+    [[noreturn]] void abort_job(int status);
 
 private:
     // A send MPI has not completed; its buffer lives here until it has.
@@ -147,6 +156,8 @@ private:
     void service_locked();
     void declare_failure_locked(int failed_rank, const std::string& message, bool notify);
     void throw_if_failed_locked() const;
+    // The peer silent longest, when it has been silent for more than three heartbeats; -1 if none.
+    int silent_peer_locked(std::chrono::steady_clock::time_point now) const;
     void heartbeat_loop();
     std::string who(int r) const;
 

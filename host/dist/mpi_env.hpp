@@ -5,8 +5,8 @@
 //
 // A run that failed (a rank died or hung) must not reach MPI_Finalize: it waits for every
 // rank, and one of them will never come. The destructor skips it while an exception unwinds
-// the stack, or after abandon(); the process then exits without finalizing, and mpirun ends
-// the job's other ranks (they have been told which rank failed by then, host/dist/channel.hpp).
+// the stack, or after abandon(); the process then ends the job without finalizing
+// (Channel::abort_job; the other ranks have been told which rank failed by then).
 
 #include "host/dist/launch.hpp"
 

@@ -6,7 +6,10 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <system_error>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
@@ -348,23 +351,45 @@ void check_shard_directory(const std::string& index_label, const std::string& te
     }
 }
 
+// Whether `path` names something. A name that is there but cannot be followed (a loop of
+// symbolic links, a link to nothing, a directory it may not search) is an error naming it and
+// why: taken for absent, it would be blamed on the wrong thing ("has neither ...").
+bool present(const std::filesystem::path& path, std::string_view what) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    const fs::file_status entry = fs::symlink_status(path, error);
+    if (error && error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory) {
+        throw Error(fmt::format("{} '{}' cannot be read: {}", what, path.string(), error.message()));
+    }
+    if (!fs::exists(entry)) {
+        return false;
+    }
+    const fs::file_status target = fs::status(path, error);
+    if (error || !fs::exists(target)) {
+        throw Error(fmt::format("{} '{}' cannot be read: {}{}", what, path.string(),
+                                error ? error.message() : "No such file or directory",
+                                fs::is_symlink(entry) ? " (a symbolic link)" : ""));
+    }
+    return true;
+}
+
 }  // namespace
 
 ShardedCheckpoint open_checkpoint(const std::filesystem::path& path) {
     namespace fs = std::filesystem;
     std::error_code ignored;
     fs::path single_file, index_file;
-    if (fs::is_directory(path, ignored)) {
-        if (fs::exists(path / kSingleFileName, ignored)) {
+    if (!present(path, "checkpoint")) {
+        throw Error("checkpoint '" + path.string() + "' does not exist");
+    } else if (fs::is_directory(path, ignored)) {
+        if (present(path / kSingleFileName, "checkpoint file")) {
             single_file = path / kSingleFileName;
-        } else if (fs::exists(path / kIndexFileName, ignored)) {
+        } else if (present(path / kIndexFileName, "checkpoint index")) {
             index_file = path / kIndexFileName;
         } else {
             throw Error("checkpoint directory '" + path.string() + "' has neither " + std::string(kSingleFileName) +
                         " nor " + std::string(kIndexFileName));
         }
-    } else if (!fs::exists(path, ignored)) {
-        throw Error("checkpoint '" + path.string() + "' does not exist");
     } else if (path.extension() == ".json") {
         index_file = path;
     } else {
@@ -394,7 +419,7 @@ ShardedCheckpoint open_checkpoint(const std::filesystem::path& path) {
         SafetensorsFile*& shard = shards[shard_name];
         if (shard == nullptr) {
             const fs::path shard_path = index_file.parent_path() / shard_name;
-            if (!fs::exists(shard_path, ignored)) {
+            if (!present(shard_path, fmt::format("{}: tensor '{}': shard file", index_label, member.key))) {
                 throw Error(index_label + ": tensor '" + member.key + "': shard file '" + shard_path.string() +
                             "' does not exist");
             }

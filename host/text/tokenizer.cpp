@@ -5,6 +5,8 @@
 #include "host/text/utf8.hpp"
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 
 namespace vkf::text {
@@ -116,7 +118,16 @@ std::string_view Tokenizer::token(TokenId id) const {
         throw Error(impl_->origin + ": token id " + std::to_string(id) + " is not in the vocabulary (" +
                     std::to_string(p.vocab_size) + " ids)");
     }
-    return p.model->token(id);
+    const std::string_view t = p.model->token(id);
+    if (t.empty()) {
+        // A gap in model.vocab's ids (no token is empty): as much an error as an id past the
+        // end, not a piece of no text.
+        throw Error(
+            fmt::format("{}: token id {} is not in the vocabulary: no token has that id, a gap below the "
+                        "vocabulary's {} ids",
+                        impl_->origin, id, p.vocab_size));
+    }
+    return t;
 }
 
 std::optional<TokenId> Tokenizer::find(std::string_view token) const {

@@ -40,14 +40,14 @@ public:
 
     // The text of `ids` through the decoder. Bytes that do not form UTF-8 (a sequence cut
     // inside a character) come out as U+FFFD, as Hugging Face's decode does. Throws for an
-    // id outside the vocabulary.
+    // id outside the vocabulary or in a gap of its ids.
     std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
 
     // The raw bytes `ids` decode to, without replacing incomplete UTF-8 (for streaming).
     std::string decode_bytes(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
 
     // A token's string in the vocabulary ("Ġthe" in byte-level BPE, "##ing" in WordPiece); throws
-    // when out of range.
+    // when out of range, or for an id in a gap of the vocabulary's ids (no token has it).
     std::string_view token(TokenId id) const;
     // The id of a vocabulary or added token's string, if there is one.
     std::optional<TokenId> find(std::string_view token) const;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """vkf-tokenize end to end on the tokenizer fixtures of tests/text/data: ids, --json, --file,
 --no-special, --decode with and without --skip-special, and the exit status and message of bad
-command lines (2), bad files and bad input (1).
+command lines (2), bad files and bad input (1: an id past the vocabulary or in a gap of its ids).
 
 usage: tokenize_cli_test.py PATH/TO/vkf-tokenize FIXTURE_DIR
 """
@@ -71,6 +71,17 @@ def main():
             json.dump(document, f)
         expect(["--tokenizer", bad, "--text", "a"], 1,
                stderr="unigram.json: model.type: 'Unigram' is not supported (only BPE and WordPiece)")
+        # An id in a gap of model.vocab's ids (-x moved from 286 to 300) is an error like one past
+        # the end, not an empty piece.
+        with open(BYTE_BPE, encoding="utf-8") as f:
+            document = json.load(f)
+        document["model"]["vocab"]["-x"] = 300
+        gap = os.path.join(tmp, "gap.json")
+        with open(gap, "w", encoding="utf-8") as f:
+            json.dump(document, f)
+        expect(["--tokenizer", gap, "--decode", "300"], 0, "-x\n")
+        expect(["--tokenizer", gap, "--decode", "271,286"], 1,
+               stderr="gap.json: token id 286 is not in the vocabulary: no token has that id")
     return finish("ok")
 
 

@@ -7,14 +7,19 @@ lavapipe with models/kjv-bloom:
   one-process vkf-server gives them, and /metrics shows the pipeline overlapped (steps
   started while another was in flight, at most 2 in flight);
 - both stop cleanly on SIGTERM (mpirun passes it on);
-- a rank that stalls (SIGSTOP; --full: one killed) while a request runs (--split 1,3: rank 0
-  logs those layers): the request gets an error rather than hanging, and rank 0 exits non-zero
-  naming the rank within 60 s;
+- a rank that stalls (SIGSTOP) while a request runs (--split 1,3: rank 0 logs those layers),
+  under mpirun --mca orte_abort_on_non_zero_status 0: the request gets an error rather than
+  hanging, and rank 0 exits non-zero naming the rank within 60 s, ending the job;
+- a rank killed (SIGKILL) while a streamed and a non-streamed request run, under that option
+  and under mpirun's defaults: the stream ends with an error event naming the rank and
+  [DONE], the other request gets a 500 naming it, /health answers 503 naming it (under the
+  defaults rank 0 may have stopped listening already), and rank 0 exits non-zero naming it
+  within 60 s;
 - refused on every rank before loading: a model over the ranks' budgets (naming what it
   needs and what they have), and --split counts that are not one per rank.
 
 usage: dist_server_test.py PATH/TO/vkf-server MODELS/kjv-bloom [--full]
---full: also 3 ranks (--split 1,2,1), and a killed rank.
+--full: also 3 ranks (--split 1,2,1).
 (VKF_MPIRUN: mpirun's path; the ranks inherit the environment.)
 """
 
@@ -34,20 +39,22 @@ SERVER, KJV = sys.argv[1:3]
 FULL = "--full" in sys.argv[3:]
 MPIRUN = os.environ.get("VKF_MPIRUN", "mpirun")
 PROMPTS = ["In the beginning God", "And the LORD said unto Moses", "Blessed are", "For God so loved"]
+# mpirun's option that leaves rank 0 running when another rank dies (docs/DISTRIBUTED.md).
+KEEP_RANK_ZERO = ["--mca", "orte_abort_on_non_zero_status", "0"]
 ARGS = ["--model", KJV, "--port", "0", "--parallel", "4", "--ctx", "64", "--chunk", "16"]
 
 
 class Server:
     """vkf-server (under mpirun with `ranks`) on a free port; its stderr collected."""
 
-    def __init__(self, ranks, extra=(), env_extra=None, last_limits=None):
+    def __init__(self, ranks, extra=(), env_extra=None, last_limits=None, mpirun_options=()):
         """last_limits: VKF_LIMITS of the last rank only (mpirun's MPMD form): a smaller budget."""
         args = [SERVER] + ARGS + list(extra)
+        mpirun = [MPIRUN, "--oversubscribe"] + list(mpirun_options)
         if last_limits:
-            cmd = [MPIRUN, "--oversubscribe", "-n", str(ranks - 1)] + args + [
-                ":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits] + args
+            cmd = mpirun + ["-n", str(ranks - 1)] + args + [":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits] + args
         else:
-            cmd = ([MPIRUN, "--oversubscribe", "-n", str(ranks)] if ranks > 1 else []) + args
+            cmd = (mpirun + ["-n", str(ranks)] if ranks > 1 else []) + args
         env = dict(os.environ, **(env_extra or {}))
         self.ranks = ranks
         self.start = time.monotonic()
@@ -69,10 +76,15 @@ class Server:
         conn.close()
         return resp.status, text
 
-    def complete(self, prompt, max_tokens=12):
-        status, text = self.request("POST", "/v1/completions",
-                                    {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
-        return status, json.loads(text) if text.startswith("{") else text
+    def complete(self, prompt, max_tokens=12, stream=False):
+        body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
+        if stream:
+            body["stream"] = True
+        try:
+            status, text = self.request("POST", "/v1/completions", body)
+        except (OSError, http.client.HTTPException) as e:  # no answer at all (a timeout too)
+            return 0, repr(e)
+        return status, json.loads(text) if text.startswith("{") and not stream else text
 
     def metrics(self):
         values = {}
@@ -159,18 +171,15 @@ def check_ranks(ranks, expected, split, layers, last_limits=None):
     print("%s: %.1f s" % (what, time.monotonic() - start))
 
 
-def check_failed_rank(action):
-    """Rank 1 stops itself (SIGSTOP) or dies (SIGKILL, as kill -9) before its 6th step, while a
-    request runs."""
-    what = "mpirun -n 2 vkf-server with rank 1 %s" % ("stalled" if action == "stop" else "killed")
-    server = Server(2, ["--rank-timeout", "3", "--split", "1,3"], {"VKF_TEST_RANK_FAULT": "1:5:" + action})
+def check_stalled_rank():
+    """Rank 1 stops itself (SIGSTOP) before its 6th step, while a request runs: rank 0 answers
+    an error, not a hang, and exits naming it. Under --mca orte_abort_on_non_zero_status 0,
+    where rank 0's exit does not make mpirun end the stopped rank: rank 0 ends the job."""
+    what = "mpirun --mca orte_abort_on_non_zero_status 0 -n 2 vkf-server with rank 1 stalled"
+    server = Server(2, ["--rank-timeout", "3", "--split", "1,3"], {"VKF_TEST_RANK_FAULT": "1:5:stop"},
+                    mpirun_options=KEEP_RANK_ZERO)
     check_layers(server, what, "0..0 | 1..3")
-    # A stalled rank: rank 0 answers 500 naming it. A killed one: mpirun ends the job at once,
-    # and the connection closes without an answer (an error too, not a hang).
-    try:
-        status, body = server.complete(PROMPTS[0], max_tokens=20)
-    except (ConnectionError, http.client.HTTPException) as e:
-        status, body = 0, repr(e)
+    status, body = server.complete(PROMPTS[0], max_tokens=20)
     if status == 200:
         fail("%s: the request succeeded: %r" % (what, body))
     try:
@@ -184,6 +193,60 @@ def check_failed_rank(action):
     print("%s: request answered %d, exit %d after %.1f s" % (what, status, code, seconds))
     if code == 0 or "rank 1" not in out:
         fail("%s: exit %d, output does not name rank 1:\n%s" % (what, code, out))
+
+
+def check_killed_rank(mpirun_options, what):
+    """Rank 1 dies (SIGKILL, as kill -9) before its 6th step while a streamed and a
+    non-streamed request run: the stream ends with an error event naming rank 1, then [DONE];
+    the other request gets a 500 naming it; /health says so; rank 0 exits non-zero naming it.
+    With `--mca orte_abort_on_non_zero_status 0` mpirun leaves rank 0 running, which notices
+    the silence (--rank-timeout 3); without it, mpirun ends the job (SIGTERM, then SIGKILL a
+    second later) and rank 0 answers on mpirun's SIGTERM, naming the rank silent since, and
+    stops listening at once."""
+    server = Server(2, ["--rank-timeout", "3", "--split", "1,3"], {"VKF_TEST_RANK_FAULT": "1:5:kill"},
+                    mpirun_options=mpirun_options)
+    check_layers(server, what, "0..0 | 1..3")
+    answers = {}
+
+    def one(stream):
+        answers[stream] = server.complete(PROMPTS[1 if stream else 0], max_tokens=40, stream=stream)
+
+    threads = [threading.Thread(target=one, args=(stream,)) for stream in (True, False)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=90)
+    try:
+        health = server.request("GET", "/health", timeout=10)
+    except (OSError, http.client.HTTPException) as e:
+        health = (0, repr(e))
+    try:
+        code = server.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.proc.kill()
+        fail("%s: still running 60 s after the fault" % what)
+        return
+    seconds = time.monotonic() - server.start
+    out = "".join(server.stderr)
+    print("%s: stream %r, request %d, /health %d, exit %d after %.1f s" %
+          (what, answers.get(True, (None, ""))[1][-120:], answers.get(False, (0,))[0], health[0], code, seconds))
+    status, text = answers.get(True, (0, "no answer"))
+    events = [x[len("data: "):] for x in text.split("\n\n") if x.startswith("data: ")]
+    error = None
+    if len(events) >= 2 and events[-2].startswith("{"):
+        error = json.loads(events[-2]).get("error")
+    if status != 200 or events[-1:] != ["[DONE]"] or not error or "rank 1 failed" not in error.get("message", ""):
+        fail("%s: the stream should end with an error event naming rank 1, then [DONE]: %d %r" % (what, status, text))
+    status, body = answers.get(False, (0, "no answer"))
+    if status != 500 or not isinstance(body, dict) or "rank 1 failed" not in body.get("error", {}).get("message", ""):
+        fail("%s: the request should get a 500 naming rank 1: %d %r" % (what, status, body))
+    # Rank 0 answers on for a second after noticing a failure; on mpirun's SIGTERM it stops at
+    # once (its SIGKILL comes a second later): then nothing listens any more.
+    gone = not mpirun_options and health[0] == 0 and "ConnectionRefused" in health[1]
+    if not gone and (health[0] != 503 or "rank 1 failed" not in health[1]):
+        fail("%s: /health should answer 503 naming rank 1: %r" % (what, health))
+    if code == 0 or "vkf-server: error: rank 0 of 2: rank 1 failed" not in out:
+        fail("%s: exit %d, rank 0 should exit naming rank 1:\n%s" % (what, code, out))
 
 
 def expect_refusal(what, args, limits, needles):
@@ -219,9 +282,9 @@ def main():
                     "rank 1: llvmpipe"])
     expect_refusal("--split 1,1,2 over 2 ranks", ["--split", "1,1,2"], None,
                    ["--split 1,1,2 gives 3 layer counts for 2 MPI ranks"])
-    check_failed_rank("stop")
-    if FULL:
-        check_failed_rank("kill")
+    check_stalled_rank()
+    check_killed_rank(KEEP_RANK_ZERO, "mpirun --mca orte_abort_on_non_zero_status 0 -n 2 vkf-server with rank 1 killed")
+    check_killed_rank([], "mpirun -n 2 vkf-server with rank 1 killed")
     return finish("vkf-server over MPI ranks: all checks passed")
 
 

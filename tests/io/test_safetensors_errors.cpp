@@ -138,4 +138,41 @@ TEST_F(SafetensorsTest, RefusesBrokenShardedCheckpoints) {
               std::string::npos);
 }
 
+// A name that is there but cannot be followed is named with the reason, not taken for absent:
+// a loop of symbolic links as model.safetensors was reported as "has neither model.safetensors
+// nor model.safetensors.index.json".
+TEST_F(SafetensorsTest, NamesCheckpointFilesThatCannotBeFollowed) {
+    const auto error_of = [](const fs::path& p) { return vkf::test::error_message([&] { vkf::open_checkpoint(p); }); };
+    fs::create_directories(path("loop"));
+    fs::create_symlink("model.safetensors", path("loop/model.safetensors"));
+    std::string message = error_of(path("loop"));
+    EXPECT_NE(message.find("checkpoint file '" + path("loop/model.safetensors").string() + "' cannot be read: "),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("symbolic link"), std::string::npos) << message;
+    EXPECT_EQ(message.find("has neither"), std::string::npos) << message;
+
+    fs::create_directories(path("dangling"));
+    fs::create_symlink("nowhere.safetensors", path("dangling/model.safetensors.index.json"));
+    message = error_of(path("dangling"));
+    EXPECT_NE(message.find("checkpoint index '" + path("dangling/model.safetensors.index.json").string() +
+                           "' cannot be read: "),
+              std::string::npos)
+        << message;
+
+    // The checkpoint given as a loop itself, and a shard that is one.
+    fs::create_symlink("self", path("self"));
+    message = error_of(path("self"));
+    EXPECT_NE(message.find("checkpoint '" + path("self").string() + "' cannot be read: "), std::string::npos)
+        << message;
+    fs::create_directories(path("shards"));
+    fs::create_symlink("part-a.safetensors", path("shards/part-a.safetensors"));
+    write_bytes("shards/model.safetensors.index.json", R"({"weight_map": {"x": "part-a.safetensors"}})");
+    message = error_of(path("shards"));
+    EXPECT_NE(
+        message.find("tensor 'x': shard file '" + path("shards/part-a.safetensors").string() + "' cannot be read: "),
+        std::string::npos)
+        << message;
+}
+
 }  // namespace

@@ -7,12 +7,14 @@
 #include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace vkf::text {
 namespace {
@@ -281,6 +283,28 @@ TEST(TokenizerErrors, FilesThatAreNotJsonOrNotUtf8) {
     }
     EXPECT_EQ(error_message([&] { Tokenizer::load(file); }),
               file + ": model.type: 'Unigram' is not supported (only BPE and WordPiece)");
+}
+
+// An id inside the vocabulary's size that no token has (a gap in model.vocab's ids) is refused
+// as an id past the end is: decoding it gave an empty piece, silently.
+TEST(TokenizerErrors, DecodingAnIdInAVocabularyGapIsAnError) {
+    ordered_json document = base();
+    document["model"]["vocab"]["-x"] = 300;  // was 286, the last id: 286 and 291..299 are gaps now
+    const Tokenizer tokenizer = Tokenizer::parse(document.dump(), "gap.json");
+    EXPECT_EQ(tokenizer.vocab_size(), 301U);
+    EXPECT_EQ(tokenizer.decode(std::vector<TokenId>{300}), "-x");
+    EXPECT_EQ(tokenizer.decode(std::vector<TokenId>{287}), "<|endoftext|>");  // an added token fills 287
+    for (const TokenId gap : {TokenId{286}, TokenId{295}}) {
+        const std::string expected = fmt::format(
+            "gap.json: token id {} is not in the vocabulary: no token has that id, a gap below the vocabulary's 301 "
+            "ids",
+            gap);
+        EXPECT_EQ(error_message([&] { tokenizer.decode(std::vector<TokenId>{271, gap}); }), expected);
+        EXPECT_EQ(error_message([&] { tokenizer.decode_bytes(std::vector<TokenId>{gap}, true); }), expected);
+        EXPECT_EQ(error_message([&] { tokenizer.token(gap); }), expected);
+    }
+    EXPECT_EQ(error_message([&] { tokenizer.decode(std::vector<TokenId>{301}); }),
+              "gap.json: token id 301 is not in the vocabulary (301 ids)");
 }
 
 }  // namespace
