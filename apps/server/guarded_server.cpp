@@ -439,6 +439,14 @@ GuardedServer::GuardedServer(const TransportLimits& limits, serve::Metrics& metr
     });
 }
 
+bool GuardedServer::listen_after_bind() {
+    // Linux takes a second listen() on a listening socket as a new backlog.
+    if (svr_sock_ != INVALID_SOCKET) {
+        ::listen(svr_sock_, SOMAXCONN);
+    }
+    return httplib::Server::listen_after_bind();
+}
+
 void GuardedServer::reading_changed(int delta) {
     metrics_.add("vkf_http_reading_connections", delta);
 }

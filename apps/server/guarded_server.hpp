@@ -44,6 +44,12 @@ class GuardedServer : public httplib::Server {
 public:
     // Counts at `metrics`: vkf_http_reading_connections (gauge), vkf_http_refused_total by reason.
     GuardedServer(const TransportLimits& limits, serve::Metrics& metrics);
+    // httplib's, after raising the listening socket's backlog from the library's 5 (fixed when
+    // Debian compiled it) to SOMAXCONN: with 5, a burst of connections (60 slow clients cut
+    // at once and coming back) overflowed it, and a connection whose SYN was dropped waited
+    // a second for its retry, /health probes included. Hides Server's (not virtual): call it
+    // on a GuardedServer.
+    bool listen_after_bind();
 
 private:
     bool process_and_close_socket(socket_t sock) override;
