@@ -351,6 +351,10 @@ std::size_t read_body(Connection& conn, httplib::Request& req, const TransportLi
     const std::string transfer = req.get_header_value("Transfer-Encoding");
     const ContentCoding coding = parse_content_coding(req.get_header_value("Content-Encoding"));
     const bool chunked = !transfer.empty();
+    if (req.get_header_value_count("Content-Length") > 1 || req.get_header_value_count("Transfer-Encoding") > 1) {
+        throw serve::invalid_request("the request has more than one Content-Length or Transfer-Encoding header",
+                                     std::nullopt, "invalid_body");
+    }
     std::uint64_t length = 0;
     if (chunked && lower(transfer) != "chunked") {
         throw serve::invalid_request(

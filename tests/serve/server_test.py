@@ -474,6 +474,11 @@ def check_body_limits(server, limit):
                                   b"\r\n0\r\n\r\n")
     if status != 200 or json.loads(text)["choices"][0]["text"] != plain_reply["choices"][0]["text"]:
         fail("a chunked completion request under the limit: %s %r" % (status, text))
+    # Two lengths that could disagree (request smuggling through a proxy) are refused.
+    status, _, text = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                                  b"Content-Length: 40\r\n\r\n{}")
+    expect_error("two Content-Length headers", status, json.loads(text) if text.startswith(b"{") else text, 400,
+                 mentions="more than one Content-Length")
 
 
 def check_pipelining(server):
