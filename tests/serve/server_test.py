@@ -558,8 +558,34 @@ def check_slow_clients(server, header_timeout, body_timeout, clients=60, seconds
             probes.append((status, time.time() - start))
             time.sleep(max(0.0, 0.5 - (time.time() - start)))
 
+    # A stream that outlasts both deadlines meanwhile: they bound reading a request, not
+    # writing its answer.
+    stream = {"events": 0, "first": None, "last": None, "done": False, "ended": False}
+
+    def long_stream():
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        body = json.dumps({"prompt": PROMPTS[1], "max_tokens": 1000, "stream": True, "ignore_eos": True}).encode()
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        try:
+            while not stop.is_set():
+                part = sock.recv(65536)
+                if not part:
+                    stream["ended"] = True
+                    break
+                stream["events"] += part.count(b"data: {")
+                stream["first"] = stream["first"] or time.time()
+                stream["last"] = time.time()
+                if b"data: [DONE]" in part:
+                    stream["done"] = True
+                    break
+        except OSError:
+            stream["ended"] = True
+        sock.close()  # gone mid-stream if still going: cancelled
+
     threads = [threading.Thread(target=dribble, args=("headers" if i % 2 == 0 else "body",), daemon=True)
                for i in range(clients)]
+    threads.append(threading.Thread(target=long_stream, daemon=True))
     for t in threads:
         t.start()
     time.sleep(1)  # the slow clients connected first
@@ -584,6 +610,15 @@ def check_slow_clients(server, header_timeout, body_timeout, clients=60, seconds
             fail("slow %s: deadline %g s, connections lasted %r" % (kind, limit, sorted(c[1] for c in lasted)[-5:]))
     print("%d slow clients for %d s: %d cut, /health answered %d probes, slowest in %.3f s" %
           (clients, seconds, len(cuts), len(probes), max(p[1] for p in probes) if probes else 0))
+    span = (stream["last"] - stream["first"]) if stream["first"] else 0
+    outlast = 2 * max(header_timeout, body_timeout)
+    if stream["ended"] or (not stream["done"] and span < outlast):
+        fail("a stream during the slow clients was cut after %.1f s (%d events)" % (span, stream["events"]))
+    elif span < outlast:
+        print("the stream ended (%d events) in %.1f s, before the deadlines' %g s: not a check here" %
+              (stream["events"], span, outlast))
+    else:
+        print("a stream ran %.1f s (%d events) past both deadlines" % (span, stream["events"]))
     status, body = server.post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 3, "temperature": 0})
     if status != 200:
         fail("a completion after the slow clients: %s %r" % (status, body))
