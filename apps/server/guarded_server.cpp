@@ -1,11 +1,10 @@
 #include "apps/server/guarded_server.hpp"
 
+#include "apps/server/connection_stream.hpp"
 #include "apps/server/request_body.hpp"
 
 #include <fmt/format.h>
 
-#include <netdb.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,180 +29,9 @@ using std::chrono::milliseconds;
 // The longest request line and headers taken: httplib takes lines of up to 8 KB, and 64 KB of
 // them is more than any client sends (nginx's default allows 32 KB).
 constexpr std::size_t kMaxHead = 64 * 1024;
-// How often a wait looks whether the server is stopping.
-constexpr milliseconds kStopCheck{250};
-// After a refusal the connection reads (and drops) what the client still sends, for at most
-// this long and this many bytes, before it closes: closing on unread bytes sends a reset,
-// which can reach the client before it has read the refusal.
-constexpr milliseconds kLinger{1000};
-constexpr std::size_t kLingerBytes = 1 << 20;
-constexpr std::size_t kReadPiece = 16 * 1024;
-
-enum class Fill { Data, Closed, TimedOut, Stopped };
-
-// One accepted connection: what was read from it and not used yet (a request's head and
-// body, for httplib; then any pipelined bytes), and writes under httplib's write timeout.
-class Connection final : public httplib::Stream {
-public:
-    Connection(socket_t sock, const std::atomic<socket_t>& listening, milliseconds write_timeout)
-        : sock_(sock), listening_(listening), write_timeout_(write_timeout) {}
-
-    // Appends what arrives before `deadline` to pending().
-    Fill fill(Clock::time_point deadline);
-    std::string& pending() { return pending_; }
-    // The bytes of pending() httplib has read.
-    std::size_t taken() const { return taken_; }
-    void drop_taken() {
-        pending_.erase(0, taken_);
-        taken_ = 0;
-    }
-    bool write_all(std::string_view bytes);
-    // Marks the bytes before `end` as read: a body httplib left unread (a request answered
-    // before its body was wanted) is not taken for the next request.
-    void take_until(std::size_t end) { taken_ = std::max(taken_, std::min(end, pending_.size())); }
-    // Stops writing, then drops what the client still sends for a while (see kLinger).
-    void linger();
-
-    // httplib reads only what the guard read for it, never the socket.
-    bool is_readable() const override { return taken_ < pending_.size(); }
-    bool is_writable() const override;
-    ssize_t read(char* ptr, size_t size) override;
-    ssize_t write(const char* ptr, size_t size) override;
-    void get_remote_ip_and_port(std::string& ip, int& port) const override { address(false, ip, port); }
-    void get_local_ip_and_port(std::string& ip, int& port) const override { address(true, ip, port); }
-    socket_t socket() const override { return sock_; }
-
-    // Why the request being read is refused, once its body's reading found a reason.
-    std::optional<serve::ApiError> refusal;
-
-private:
-    void address(bool local, std::string& ip, int& port) const;
-    socket_t sock_;
-    const std::atomic<socket_t>& listening_;
-    milliseconds write_timeout_;
-    std::string pending_;
-    std::size_t taken_ = 0;
-};
-
-int poll_one(socket_t sock, short events, milliseconds timeout) {
-    pollfd p{sock, events, 0};
-    int r = 0;
-    do {
-        r = ::poll(&p, 1, static_cast<int>(timeout.count()));
-    } while (r < 0 && errno == EINTR);
-    return r;
-}
-
-Fill Connection::fill(Clock::time_point deadline) {
-    while (true) {
-        if (listening_ == INVALID_SOCKET) {
-            return Fill::Stopped;
-        }
-        const auto now = Clock::now();
-        if (now >= deadline) {
-            return Fill::TimedOut;
-        }
-        const auto left = std::chrono::duration_cast<milliseconds>(deadline - now) + milliseconds(1);
-        const int r = poll_one(sock_, POLLIN, std::min(left, kStopCheck));
-        if (r < 0) {
-            return Fill::Closed;
-        }
-        if (r == 0) {
-            continue;
-        }
-        const std::size_t old = pending_.size();
-        pending_.resize(old + kReadPiece);
-        const ssize_t n = ::recv(sock_, pending_.data() + old, kReadPiece, MSG_DONTWAIT);
-        pending_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
-        if (n > 0) {
-            return Fill::Data;
-        }
-        if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            return Fill::Closed;
-        }
-    }
-}
-
-void Connection::linger() {
-    ::shutdown(sock_, SHUT_WR);
-    const auto until = Clock::now() + kLinger;
-    std::size_t drained = 0;
-    char sink[kReadPiece];
-    while (drained < kLingerBytes) {
-        const auto now = Clock::now();
-        if (now >= until || poll_one(sock_, POLLIN, std::chrono::duration_cast<milliseconds>(until - now)) <= 0) {
-            return;
-        }
-        const ssize_t n = ::recv(sock_, sink, sizeof(sink), MSG_DONTWAIT);
-        if (n <= 0) {
-            return;
-        }
-        drained += static_cast<std::size_t>(n);
-    }
-}
-
-// As httplib's own socket stream: writable within the write timeout, and the peer has not
-// closed (what tells a streamed generation that its client left).
-bool Connection::is_writable() const {
-    if (poll_one(sock_, POLLOUT, write_timeout_) <= 0) {
-        return false;
-    }
-    if (poll_one(sock_, POLLIN, milliseconds(0)) == 0) {
-        return true;
-    }
-    char byte = 0;
-    return ::recv(sock_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
-ssize_t Connection::read(char* ptr, size_t size) {
-    const std::size_t n = std::min(size, pending_.size() - taken_);
-    if (n == 0) {
-        return -1;  // httplib asked past what the guard read: it never does for a whole request
-    }
-    std::copy_n(pending_.data() + taken_, n, ptr);
-    taken_ += n;
-    return static_cast<ssize_t>(n);
-}
-
-bool Connection::write_all(std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t n = write(bytes.data(), bytes.size());
-        if (n <= 0) {
-            return false;
-        }
-        bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
-}
-
-ssize_t Connection::write(const char* ptr, size_t size) {
-    if (!is_writable()) {
-        return -1;
-    }
-    ssize_t n = 0;
-    do {
-        n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n;
-}
-
-void Connection::address(bool local, std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t length = sizeof(addr);
-    auto* a = reinterpret_cast<sockaddr*>(&addr);
-    if ((local ? ::getsockname(sock_, a, &length) : ::getpeername(sock_, a, &length)) != 0) {
-        return;
-    }
-    char host[NI_MAXHOST] = {};
-    char service[NI_MAXSERV] = {};
-    if (::getnameinfo(a, length, host, sizeof(host), service, sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-        ip = host;
-        port = std::atoi(service);
-    }
-}
 
 // The connection this thread serves, for the Expect hook that turns its refusal into httplib's response.
-thread_local Connection* t_connection = nullptr;
+thread_local ConnectionStream* t_connection = nullptr;
 // Set while a connection is handed over on the accepting thread (no thread could be started).
 thread_local bool t_refuse_at_once = false;
 
@@ -346,7 +174,7 @@ std::uint64_t content_length(const std::string& text, std::uint64_t max_body) {
 // it decoded in the connection's pending bytes with the headers of a plain Content-Length body:
 // httplib's own chunked reader and decompressors then have nothing to do. Returns where the
 // body ends in the pending bytes.
-std::size_t read_body(Connection& conn, httplib::Request& req, const TransportLimits& limits) {
+std::size_t read_body(ConnectionStream& conn, httplib::Request& req, const TransportLimits& limits) {
     const auto deadline = Clock::now() + limits.body_timeout;
     const std::string transfer = req.get_header_value("Transfer-Encoding");
     const ContentCoding coding = parse_content_coding(req.get_header_value("Content-Encoding"));
@@ -431,7 +259,7 @@ GuardedServer::GuardedServer(const TransportLimits& limits, serve::Metrics& metr
     // default headers, the routes' error handler): the request is made to ask "Expect:
     // 100-continue", and this hook answers with the refusal instead of 100.
     set_expect_100_continue_handler([](const httplib::Request&, httplib::Response& res) {
-        const Connection* conn = t_connection;
+        const ConnectionStream* conn = t_connection;
         if (conn == nullptr || !conn->refusal) {
             return 100;
         }
@@ -472,7 +300,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
 
 void GuardedServer::serve_connection(socket_t sock) {
     const milliseconds write_timeout(write_timeout_sec_ * 1000 + write_timeout_usec_ / 1000);
-    Connection conn(sock, svr_sock_, write_timeout);
+    ConnectionStream conn(sock, svr_sock_, write_timeout);
     ReadingSlot slot(reading_, limits_.max_connections, [this](int delta) { reading_changed(delta); });
     if (t_refuse_at_once || !slot.enter()) {
         const serve::ApiError busy = too_many_connections(limits_.max_connections);
