@@ -40,7 +40,16 @@ void declare_options(CLI::App& cli, Options& o) {
     add_parsed_option(cli, "--max-body", "SIZE", "largest request body (default 1M); larger: 413",
                       [&o](const std::string& text) { o.max_body = parse_size("--max-body", text); });
     add_integer(cli, "--http-threads", "N", o.http_threads, 1u,
-                "HTTP worker threads (default: --parallel + --queue + 8)");
+                "requests handled at once, once read (default: --parallel + --queue + 8)");
+    add_number(cli, "--header-timeout", "SECONDS", o.header_timeout,
+               "a request's line and headers must arrive within this (default 10;\n"
+               "from the connection's start or the request's first byte); else 408",
+               true);
+    add_number(cli, "--body-timeout", "SECONDS", o.body_timeout,
+               "a request's body must arrive within this after its headers\n(default 30); else 408", true);
+    add_integer(cli, "--max-connections", "N", o.max_connections, 1u,
+                "connections sending a request (or idle between two) at once\n"
+                "(default 256); more are refused (503) at once");
     add_parsed_option(cli, "--api-key", "KEY",
                       "answer only requests with 'Authorization: Bearer KEY' (else 401;\n"
                       "/health needs none); other users see it in ps: prefer\n"
@@ -104,6 +113,12 @@ void declare_options(CLI::App& cli, Options& o) {
 
 void check_options(const Options& o, bool mpirun) {
     using app::UsageError;
+    // httplib answers 500 on a socket numbered FD_SETSIZE (1024) or more; the process's own
+    // files (models, devices) take some of the numbers below it.
+    if (o.max_connections > 768) {
+        throw UsageError(fmt::format("--max-connections {}: at most 768 (cpp-httplib's sockets stay below 1024)",
+                                     o.max_connections));
+    }
     split_counts(o);  // refuses bad text early
     if (o.devices.empty()) {
         if (o.split && !mpirun) {

@@ -30,6 +30,10 @@ struct Options {
     std::uint32_t max_n = 4;
     std::uint64_t max_body = 1 << 20;
     std::optional<std::uint32_t> http_threads;
+    // The transport's guard (apps/server/guarded_server.hpp).
+    double header_timeout = 10.0;         // seconds for a request's line and headers
+    double body_timeout = 30.0;           // seconds for its body
+    std::uint32_t max_connections = 256;  // connections sending a request at once
     // The key every request but /health must bring: from --api-key, or (kept out of `ps`)
     // --api-key-file or the environment's VKF_API_KEY; resolve_api_key reads the latter two.
     std::optional<std::string> api_key;

@@ -9,6 +9,7 @@
 #include "apps/common/stop_signals.hpp"
 #include "apps/server/connections.hpp"
 #include "apps/server/engine.hpp"
+#include "apps/server/guarded_server.hpp"
 #include "apps/server/options.hpp"
 #include "apps/server/ranks.hpp"
 #include "apps/server/routes.hpp"
@@ -168,9 +169,13 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
         served.encoder = &served_encoder;
     }
 
-    httplib::Server http;
-    const std::uint32_t threads = o.http_threads.value_or(o.parallel + o.queue + 8);
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    const auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
+    vkf::server::GuardedServer http({.max_body = o.max_body,
+                                     .header_timeout = seconds(o.header_timeout),
+                                     .body_timeout = seconds(o.body_timeout),
+                                     .max_connections = o.max_connections,
+                                     .handlers = o.http_threads.value_or(o.parallel + o.queue + 8)},
+                                    metrics);
     vkf::server::install_routes(http, served);
     const int port = o.port == 0
                          ? http.bind_to_any_port(o.host)

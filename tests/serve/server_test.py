@@ -18,6 +18,12 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
   pipelined: apps/server/devices.cpp): 8 concurrent temperature-0 requests return what the
   first server (and vkf-run) gives, a client gone mid-stream frees its blocks, and the stages
   overlapped (its pipeline line on stderr);
+- the transport's guard (apps/server/guarded_server.hpp): a chunked body and a gzip bomb over
+  --max-body get 413 naming the limit and leave the server's peak RSS within a few MB (it stops
+  reading and inflating at the limit); a gzip body under it is served, a br one refused (415);
+  two requests pipelined in one send both answered; 60 clients sending a byte a second (headers
+  or body) cut at --header-timeout / --body-timeout with 408 while /health answers every probe
+  within 1 s; past --max-connections a new connection gets 503 at once;
 - the defences of server_defences.py: abandoned non-streamed requests cancelled, Host checks,
   CORS only for --cors-origin, JSON bodies only, the key's scheme in any case and its sources
   (--api-key-file for the third server, VKF_API_KEY for the second), /health without it, 405s,
@@ -44,6 +50,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
 from cli_checks import command, fail, finish, run  # noqa: E402
 import server_defences  # noqa: E402
+from server_checks import (check_body_limits, check_connection_bound, check_pipelining,  # noqa: E402
+                           check_slow_clients, expect_error)
 
 SERVER, RUN, MAKE, KJV, NPM_DIR = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -115,18 +123,6 @@ class Server:
         time.sleep(0.2)  # the reader thread's last lines
         if "validation" in "".join(self.stderr).lower():
             fail("Vulkan validation spoke in vkf-server:\n" + "".join(self.stderr))
-
-
-def expect_error(what, status, body, want_status, param=None, mentions=None):
-    """An OpenAI error object with this status, param and words in its message."""
-    if status != want_status or not isinstance(body, dict) or set(body.get("error", {})) != {
-            "message", "type", "param", "code"}:
-        fail("%s: expected a %d error object, got %s %r" % (what, want_status, status, body))
-        return
-    if param is not None and body["error"]["param"] != param:
-        fail("%s: param %r, expected %r" % (what, body["error"]["param"], param))
-    if mentions is not None and mentions not in body["error"]["message"]:
-        fail("%s: message %r does not name %r" % (what, body["error"]["message"], mentions))
 
 
 def stream_events(server, body, headers=None):
@@ -401,13 +397,16 @@ def main():
         hidden = json.load(open(os.path.join(encoder, "config.json"), encoding="utf-8"))["hidden_size"]
 
         server = Server(["--model", chat_model, "--embedding-model", encoder, "--parallel", "16", "--queue", "8",
-                         "--ctx", "1024", "--cors-origin", server_defences.ORIGIN])
+                         "--ctx", "1024", "--header-timeout", "3", "--body-timeout", "3", "--cors-origin", server_defences.ORIGIN])
         try:
             expected = check_determinism(server)
             check_sse_framing(server)
             check_sdk(server, expected, hidden)
             check_disconnect(server)
             check_errors(server)
+            check_body_limits(server, 1 << 20)
+            check_pipelining(server)
+            check_slow_clients(server, 3, 3)
             server_defences.check_browser_defences(server)
             server_defences.check_signal_stop(server)
         finally:
@@ -420,9 +419,10 @@ def main():
 
         key = {"Authorization": "Bearer sesame"}
         plain = Server(["--model", KJV, "--max-body", "4096", "--parallel", "1", "--queue", "1", "--ctx", "1024",
-                        "--max-prompt-tokens", "16", "--quiet"], env={"VKF_API_KEY": "sesame"})
+                        "--max-prompt-tokens", "16", "--max-connections", "6", "--quiet"], env={"VKF_API_KEY": "sesame"})
         try:
             check_limits(plain)
+            check_connection_bound(plain, 6)
             server_defences.check_key_and_health(plain, key)
             server_defences.check_abandoned_requests(plain, key)
             server_defences.check_second_signal(plain)
