@@ -28,7 +28,7 @@ StepResult Batch::step(std::span<const StageRows> schedule, std::span<const floa
     const ModelConfig& c = model_.config();
     const std::string stage = fmt::format("batch ({})", describe(model_.layers(), c));
     if (model_.first_stage()) {
-        throw Error(stage + ": the first stage of a split schedules its own steps: step()");
+        throw Error(fmt::format("{}: the first stage of a split schedules its own steps: step()", stage));
     }
     const auto start = std::chrono::steady_clock::now();
     std::uint64_t rows = 0;
