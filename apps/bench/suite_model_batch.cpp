@@ -11,7 +11,7 @@
 #include "apps/bench/model_work.hpp"
 #include "apps/bench/suites.hpp"
 #include "host/model/batch.hpp"
-#include "host/model/kv_blocks.hpp"
+#include "host/sched/kv_blocks.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>

@@ -3,9 +3,9 @@
 #include "runtime/error.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace vkf {
 
@@ -61,6 +61,28 @@ std::uint32_t blocks_per_sequence(const BatchOptions& o) {
                : ceil_div(o.max_sequence_tokens, o.block_size);
 }
 
+// The scheduling half of the options (o checked).
+SchedulerOptions scheduler_options(const Model& model, const BatchOptions& o) {
+    const bool learned_positions = model.config().learned_pos_emb;
+    // Measured prompt chunks on GPUs only; later stages of a layer split run the rows the
+    // first stage chose.
+    const bool adaptive =
+        o.submission_target_ms > 0 && model.context().device_info().type != DeviceType::Cpu && model.first_stage();
+    return SchedulerOptions{.blocks = ceil_div(o.max_tokens, o.block_size),
+                            .block_size = o.block_size,
+                            .table_blocks = blocks_per_sequence(o),
+                            .max_sequences = o.max_sequences,
+                            .chunk = o.chunk,
+                            .window = o.window,
+                            // With a window positions count on; the kernels and the slot words hold them in 32 bits.
+                            .sequence_limit = o.window != 0 && !learned_positions
+                                                  ? std::uint64_t{std::numeric_limits<std::int32_t>::max()}
+                                                  : o.max_sequence_tokens,
+                            .vocab_size = model.config().vocab_size,
+                            .share_prefixes = o.share_prefixes,
+                            .submission_target_ms = adaptive ? o.submission_target_ms : 0};
+}
+
 }  // namespace
 
 SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& options) {
@@ -72,20 +94,6 @@ SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& op
                        .block_size = o.block_size,
                        .max_sequences = o.max_sequences,
                        .sequence_blocks = blocks_per_sequence(o)};
-}
-
-std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms,
-                                 std::uint32_t max_chunk) {
-    if (gpu_ms <= 0.0 || tokens == 0) {
-        return max_chunk;
-    }
-    // As many tokens as fit the target at this chunk's time per token, rounded down to a
-    // power of two so that few chunk sizes (recorded lists) recur.
-    const double fit = target_ms / (gpu_ms / tokens);
-    if (fit >= max_chunk) {
-        return max_chunk;
-    }
-    return std::bit_floor(static_cast<std::uint32_t>(std::max(fit, 1.0)));
 }
 
 Batch::Batch(const Model& model, BatchOptions options)
@@ -100,13 +108,10 @@ Batch::Batch(const Model& model, BatchOptions options)
                 .blocks_per_seq = blocks_per_sequence(options_),
                 .window = options_.window},
       cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
-             options_.kv_dtype, model.layers()) {
+             options_.kv_dtype, model.layers()),
+      scheduler_(scheduler_options(model, options_)) {
     const ModelConfig& c = model.config();
     const std::uint64_t n = options_.chunk;
-    // Later stages of a layer split run the rows the first stage chose.
-    adaptive_chunks_ =
-        options_.submission_target_ms > 0 && ctx_.device_info().type != DeviceType::Cpu && model.first_stage();
-    chunk_limit_ = adaptive_chunks_ ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk;
     const PagedKv paged{.block_size = settings_.block_size, .blocks_per_seq = settings_.blocks_per_seq, .q_rows = 1};
     ids_ = ctx_.create_buffer(n * 4, MemoryKind::Host, "token ids");
     if (c.learned_pos_emb) {
@@ -160,85 +165,6 @@ Batch::Batch(const Model& model, BatchOptions options)
     }
 }
 
-Batch::Sequence& Batch::get(SequenceId id) {
-    auto it = sequences_.find(id);
-    if (it == sequences_.end()) {
-        throw Error("batch: no sequence " + std::to_string(id));
-    }
-    return it->second;
-}
-
-const Batch::Sequence& Batch::get(SequenceId id) const {
-    auto it = sequences_.find(id);
-    if (it == sequences_.end()) {
-        throw Error("batch: no sequence " + std::to_string(id));
-    }
-    return it->second;
-}
-
-SequenceId Batch::add() {
-    const SequenceId id = next_id_++;
-    sequences_[id].order = next_order_++;
-    return id;
-}
-
-void Batch::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits) {
-    Sequence& seq = get(id);
-    const ModelConfig& c = model_.config();
-    if (ids.empty()) {
-        throw Error("batch: sequence " + std::to_string(id) + " fed no token ids");
-    }
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] >= c.vocab_size) {
-            throw Error("batch: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
-                        " is not below the vocabulary size " + std::to_string(c.vocab_size));
-        }
-    }
-    if (ids.size() > sequence_limit() - seq.tokens.size()) {
-        throw Error("batch: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(seq.tokens.size()) +
-                    " exceed a sequence's " + std::to_string(sequence_limit()) + " tokens");
-    }
-    const bool fresh = seq.tokens.empty();
-    seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        const bool last = i + 1 == ids.size();
-        seq.want.push_back(logits == Logits::All || (logits == Logits::Last && last) ? 1 : 0);
-    }
-    if (fresh && options_.share_prefixes) {
-        share_prefix(seq);
-    }
-}
-
-bool Batch::has_pending() const {
-    return std::any_of(sequences_.begin(), sequences_.end(),
-                       [](const auto& entry) { return entry.second.computed < entry.second.tokens.size(); });
-}
-
-std::uint32_t Batch::position(SequenceId id) const {
-    return get(id).computed;
-}
-
-std::uint32_t Batch::pending(SequenceId id) const {
-    const Sequence& seq = get(id);
-    return static_cast<std::uint32_t>(seq.tokens.size()) - seq.computed;
-}
-
-std::uint32_t Batch::shared_prefix(SequenceId id) const {
-    return get(id).shared;
-}
-
-const std::vector<std::uint32_t>& Batch::chunk_ends(SequenceId id) const {
-    return get(id).chunk_ends;
-}
-
-std::vector<SequenceId> Batch::sequences() const {
-    std::vector<SequenceId> ids;
-    for (const auto& [id, seq] : sequences_) {
-        ids.push_back(id);
-    }
-    return ids;
-}
-
 std::uint64_t Batch::device_bytes() const {
     std::uint64_t total = cache_.device_bytes();
     for (const Buffer* b : {&ids_, &positions_, &slots_, &sequence_table_, &logit_index_, &hidden_, &normed_, &qkv_,
@@ -257,40 +183,10 @@ StepResult Batch::step() {
                     ") runs the rows the stage before ran: step(schedule, hidden)");
     }
     const auto start = std::chrono::steady_clock::now();
-    StepResult result;
-    // Decode tokens first (they hold a user waiting token by token), then prompt chunks, each
-    // group in the order the sequences were added.
-    std::vector<std::pair<SequenceId, Sequence*>> order;
-    for (auto& [id, seq] : sequences_) {
-        if (seq.computed < seq.tokens.size()) {
-            order.emplace_back(id, &seq);
-        }
-    }
-    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-        const bool a_decode = a.second->tokens.size() - a.second->computed == 1;
-        const bool b_decode = b.second->tokens.size() - b.second->computed == 1;
-        return a_decode != b_decode ? a_decode : a.second->order < b.second->order;
-    });
-    std::vector<Scheduled> scheduled;
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> copies;
-    std::uint32_t rows = 0;
-    for (auto& [id, seq] : order) {
-        const auto want = static_cast<std::uint32_t>(seq->tokens.size()) - seq->computed;
-        if (rows == chunk_limit_ || scheduled.size() == options_.max_sequences) {
-            result.deferred.push_back(id);
-            continue;
-        }
-        const std::uint32_t n = reserve(*seq, std::min(want, chunk_limit_ - rows), copies);
-        if (n == 0) {
-            result.blocked.push_back(id);
-            continue;
-        }
-        scheduled.push_back(Scheduled{id, seq, n});
-        rows += n;
-    }
-    if (!scheduled.empty()) {
-        copy_blocks(copies);
-        run(scheduled, result);
+    const StepSchedule schedule = scheduler_.schedule();
+    StepResult result{.blocked = schedule.blocked, .deferred = schedule.deferred};
+    if (!schedule.empty()) {
+        run(schedule, result);
     }
     stats_.wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return result;
@@ -379,7 +275,7 @@ std::vector<StepShape> Batch::sequence_shapes(std::uint32_t prompt_tokens) const
             shapes.push_back(shape);
         }
     };
-    const std::uint32_t chunk = std::max<std::uint32_t>(chunk_limit_, 1);
+    const std::uint32_t chunk = std::max<std::uint32_t>(scheduler_.chunk_limit(), 1);
     for (std::uint32_t done = 0; done < prompt_tokens;) {
         const std::uint32_t rows = std::min(chunk, prompt_tokens - done);
         done += rows;
@@ -389,44 +285,33 @@ std::vector<StepShape> Batch::sequence_shapes(std::uint32_t prompt_tokens) const
     return shapes;
 }
 
-void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span<const float> hidden_in) {
+void Batch::run(const StepSchedule& schedule, StepResult& result, std::span<const float> hidden_in) {
     const ModelConfig& c = model_.config();
-    const std::uint32_t bs = options_.block_size;
-    std::vector<std::uint32_t> ids, positions, slots, logit_index;
+    copy_blocks(schedule.copies);
+    // A stage without the head computes no logits, whatever the sequences asked for.
+    const bool logits_wanted = model_.last_stage();
     std::vector<PagedSequence> table;
-    StepShape shape{.sequences = static_cast<std::uint32_t>(scheduled.size())};
-    for (const Scheduled& s : scheduled) {
-        const Sequence& seq = *s.seq;
+    for (const ScheduledSequence& s : schedule.sequences) {
         // With a window, kv_len counts positions on past the ring; the kernels read key j at
         // blocks[(j / block_size) % blocks_per_seq] (AttentionParams::window).
-        table.push_back(PagedSequence{.q_start = static_cast<std::uint32_t>(ids.size()),
-                                      .q_len = s.rows,
-                                      .kv_len = seq.computed + s.rows,
-                                      .blocks = seq.blocks});
-        for (std::uint32_t i = 0; i < s.rows; ++i) {
-            const std::uint32_t pos = seq.computed + i;
-            if (seq.want[pos] != 0 && model_.last_stage()) {
-                logit_index.push_back(static_cast<std::uint32_t>(ids.size()));
-            }
-            ids.push_back(seq.tokens[pos]);
-            positions.push_back(pos);
-            slots.push_back(table_entry(*s.seq, pos / bs) * bs + pos % bs);
-        }
-        shape.max_q_len = std::max(shape.max_q_len, s.rows);
+        table.push_back(PagedSequence{.q_start = s.q_start, .q_len = s.rows, .kv_len = s.kv_len(), .blocks = s.blocks});
     }
-    shape.tokens = static_cast<std::uint32_t>(ids.size());
-    shape.logit_rows = static_cast<std::uint32_t>(logit_index.size());
+    const StepShape shape{.tokens = schedule.rows(),
+                          .sequences = static_cast<std::uint32_t>(schedule.sequences.size()),
+                          .max_q_len = schedule.max_q_len,
+                          .logit_rows = logits_wanted ? static_cast<std::uint32_t>(schedule.logit_rows.size()) : 0};
 
     RecordedStep& step = recorded(shape);
-    const PagedKv paged{.block_size = bs, .blocks_per_seq = settings_.blocks_per_seq, .q_rows = shape.tokens};
-    ctx_.upload(ids_, std::span<const std::uint32_t>(ids));
+    const PagedKv paged{
+        .block_size = options_.block_size, .blocks_per_seq = settings_.blocks_per_seq, .q_rows = shape.tokens};
+    ctx_.upload(ids_, std::span<const std::uint32_t>(schedule.ids));
     if (positions_.valid()) {
-        ctx_.upload(positions_, std::span<const std::uint32_t>(positions));
+        ctx_.upload(positions_, std::span<const std::uint32_t>(schedule.positions));
     }
-    ctx_.upload(slots_, std::span<const std::uint32_t>(slots));
+    ctx_.upload(slots_, std::span<const std::uint32_t>(schedule.slots));
     ctx_.upload(sequence_table_, std::span<const std::uint32_t>(paged_sequence_table(table, paged, settings_.window)));
-    if (!logit_index.empty()) {
-        ctx_.upload(logit_index_, std::span<const std::uint32_t>(logit_index));
+    if (shape.logit_rows > 0) {
+        ctx_.upload(logit_index_, std::span<const std::uint32_t>(schedule.logit_rows));
     }
 
     if (options_.poison && shape.logit_rows > 0) {
@@ -445,6 +330,7 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
     stats_.dispatches += list.dispatch_command_count();
     stats_.barriers += list.barrier_count();
     stats_.tokens += shape.tokens;
+    StepOutcome outcome;
     if (list.times_total()) {
         // Profiling reads every op's timestamps once; their sum is the submission's GPU time.
         double ms = 0.0;
@@ -459,9 +345,7 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
             ms = list.total_ms();
         }
         stats_.gpu_ms += ms;
-        if (adaptive_chunks_ && shape.tokens > shape.sequences) {
-            chunk_limit_ = prompt_chunk_after(ms, shape.tokens, options_.submission_target_ms, options_.chunk);
-        }
+        outcome.gpu_ms = ms;
     }
     std::vector<float> logits(std::size_t{shape.logit_rows} * c.vocab_size);
     if (!logits.empty()) {
@@ -474,21 +358,23 @@ void Batch::run(std::vector<Scheduled>& scheduled, StepResult& result, std::span
         stats_.hand_off_ms +=
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
-    std::size_t logit_row = 0;
-    for (const Scheduled& s : scheduled) {
-        Sequence& seq = *s.seq;
-        SequenceOutput out{.id = s.id, .tokens = s.rows};
-        for (std::uint32_t i = 0; i < s.rows; ++i) {
-            if (seq.want[seq.computed + i] != 0 && model_.last_stage()) {
-                const auto row = std::span(logits).subspan(logit_row++ * c.vocab_size, c.vocab_size);
-                out.logits.insert(out.logits.end(), row.begin(), row.end());
-            }
+    // The scheduler's sequences advance; each output takes its rows of the logits, which
+    // follow the schedule's sequence order.
+    const std::vector<StepProgress> progress = scheduler_.complete(schedule, outcome);
+    std::size_t logit_row = 0, next = 0;
+    for (const ScheduledSequence& s : schedule.sequences) {
+        const std::uint32_t rows = logits_wanted ? s.logit_rows : 0;
+        const auto mine = std::span(logits).subspan(logit_row * c.vocab_size, std::size_t{rows} * c.vocab_size);
+        logit_row += rows;
+        if (next == progress.size() || progress[next].id != s.id) {
+            continue;  // removed meanwhile: the scheduler left it out
         }
-        seq.computed += s.rows;
-        seq.chunk_ends.push_back(seq.computed);
-        out.position = seq.computed;
-        out.done = seq.computed == seq.tokens.size();
-        result.ran.push_back(std::move(out));
+        const StepProgress& p = progress[next++];
+        result.ran.push_back(SequenceOutput{.id = p.id,
+                                            .tokens = p.rows,
+                                            .position = p.position,
+                                            .done = p.done,
+                                            .logits = std::vector<float>(mine.begin(), mine.end())});
     }
 }
 

@@ -9,17 +9,19 @@
 // sequence already computed takes that sequence's blocks for them (copy on write at the first
 // block it writes into), so a common system prompt is computed and stored once.
 //
-// One step: the host picks the rows (decode tokens first, then prompt chunks, in the order
-// the sequences were added, up to the step's row and sequence budget), gives every row a
-// cache slot, writes the small per-step buffers (ids, positions, slots, the sequence table
-// attention reads, the rows whose logits are wanted), and submits the step's command list,
-// recorded once per StepShape (host/model/decoder_plan.hpp) and submitted again for every
-// later step of that shape. docs/DESIGN.md "One decode step" follows it through.
+// Which rows a step runs and where their keys go is the Scheduler's (host/sched/scheduler.hpp,
+// no Vulkan): decode tokens first, then prompt chunks, up to the step's row and sequence
+// budget. Batch executes its StepSchedule: it copies the blocks the schedule says, writes the
+// small per-step buffers (ids, positions, slots, the sequence table attention reads, the rows
+// whose logits are wanted), and submits the step's command list, recorded once per StepShape
+// (host/model/decoder_plan.hpp) and submitted again for every later step of that shape.
+// docs/DESIGN.md "One decode step" follows it through.
 
 #include "host/model/batch_front.hpp"
 #include "host/model/decoder_step.hpp"
 #include "host/model/kv_cache.hpp"
 #include "host/model/model.hpp"
+#include "host/sched/scheduler.hpp"
 #include "runtime/pipeline_preparation.hpp"
 
 #include <cstdint>
@@ -95,17 +97,6 @@ struct SessionStats {
     double hand_off_ms = 0.0;
 };
 
-// Prompt tokens the next submission may take after one of `tokens` tokens took `gpu_ms`:
-// what fits target_ms at that rate, a power of two, 1 .. max_chunk.
-std::uint32_t prompt_chunk_after(double gpu_ms, std::uint32_t tokens, std::uint32_t target_ms, std::uint32_t max_chunk);
-
-// One sequence's rows in a step of a later stage of a layer split: the rows the stage before
-// ran for it (its SequenceOutput::tokens), in the order it ran them.
-struct StageRows {
-    SequenceId id = 0;
-    std::uint32_t rows = 0;
-};
-
 struct SequenceOutput {
     SequenceId id = 0;
     std::uint32_t tokens = 0;    // rows this step ran
@@ -137,13 +128,15 @@ public:
     Batch(const Batch&) = delete;
     Batch& operator=(const Batch&) = delete;
 
-    SequenceId add() override;
+    SequenceId add() override { return scheduler_.add(); }
     // Queues `ids` after the sequence's tokens; `logits` says whose logits step() returns.
     // Throws vkf::Error for an unknown sequence, no ids, ids >= vocab_size, or more tokens
     // than max_sequence_tokens (nothing is queued then).
-    void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override;
+    void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override {
+        scheduler_.feed(id, ids, logits);
+    }
     // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds.
-    void remove(SequenceId id) override;
+    void remove(SequenceId id) override { scheduler_.remove(id); }
     // One forward pass over pending tokens; a step with nothing to run submits nothing.
     // Throws vkf::Error on a later stage of a layer split (it does not schedule).
     StepResult step() override;
@@ -163,24 +156,26 @@ public:
     // exact, the rest what the chunk limit is now.
     std::vector<StepShape> sequence_shapes(std::uint32_t prompt_tokens) const;
 
-    bool contains(SequenceId id) const override { return sequences_.contains(id); }
-    bool has_pending() const;
-    std::uint32_t position(SequenceId id) const;  // tokens whose keys are in the cache
-    std::uint32_t pending(SequenceId id) const;   // fed tokens not run yet
+    bool contains(SequenceId id) const override { return scheduler_.contains(id); }
+    bool has_pending() const { return scheduler_.has_pending(); }
+    // Tokens whose keys are in the cache. Throws vkf::Error for an unknown sequence, as do
+    // the other queries of one sequence.
+    std::uint32_t position(SequenceId id) const { return scheduler_.position(id); }
+    std::uint32_t pending(SequenceId id) const { return scheduler_.pending(id); }  // fed tokens not run yet
     // Tokens whose blocks came from another sequence (prefix sharing).
-    std::uint32_t shared_prefix(SequenceId id) const;
+    std::uint32_t shared_prefix(SequenceId id) const { return scheduler_.shared_prefix(id); }
     // The key count after each step that ran the sequence (a reference run in the same chunks
     // gives the same numerics even under Jais' length-dependent ALiBi scaling).
-    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override;
-    std::vector<SequenceId> sequences() const;
-    std::size_t size() const { return sequences_.size(); }
+    const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override { return scheduler_.chunk_ends(id); }
+    std::vector<SequenceId> sequences() const { return scheduler_.sequences(); }
+    std::size_t size() const { return scheduler_.size(); }
 
-    const KvBlocks& blocks() const override { return cache_.blocks(); }
+    const KvBlocks& blocks() const override { return scheduler_.blocks(); }
     std::uint32_t block_size() const { return options_.block_size; }
     std::uint32_t max_sequence_tokens() const override { return options_.max_sequence_tokens; }
     std::uint32_t window() const override { return options_.window; }
     // Blocks the sequence holds now (a windowed one holds at most blocks_per_seq()).
-    std::uint32_t blocks_held(SequenceId id) const;
+    std::uint32_t blocks_held(SequenceId id) const { return scheduler_.blocks_held(id); }
     std::uint32_t blocks_per_seq() const { return settings_.blocks_per_seq; }
     const BatchOptions& options() const { return options_; }
     const Model& model() const { return model_; }
@@ -191,61 +186,27 @@ public:
     std::uint64_t device_bytes() const;
 
 private:
-    struct Sequence {
-        std::vector<std::uint32_t> tokens;  // fed, computed ones first
-        std::vector<std::uint8_t> want;     // per token: its logits are returned
-        std::uint32_t computed = 0;         // tokens whose keys are in the cache
-        std::uint32_t shared = 0;           // of them, taken from another sequence
-        // Block table: logical block b (keys b * block_size ..) at blocks[b], or with a window
-        // at blocks[b % ring]; it holds the logical blocks first_block .. end_block - 1.
-        std::vector<std::uint32_t> blocks;
-        std::uint32_t first_block = 0;
-        std::uint32_t end_block = 0;
-        std::vector<std::uint32_t> chunk_ends;
-        std::uint64_t order = 0;  // when it was added
-    };
-    struct Scheduled {
-        SequenceId id;
-        Sequence* seq;
-        std::uint32_t rows;
-    };
-    Sequence& get(SequenceId id);
-    const Sequence& get(SequenceId id) const;
-    void share_prefix(Sequence& seq);
-    // Where logical block `b` of the sequence sits in its table (a ring with a window).
-    std::uint32_t& table_entry(Sequence& seq, std::uint32_t b) const;
-    // Returns the blocks wholly before the window of a query at position `position`.
-    void release_unseen(Sequence& seq, std::uint32_t position);
-    // The most tokens a sequence may hold (feed's limit).
-    std::uint64_t sequence_limit() const;
-    // Gives the sequence blocks for up to `rows` more tokens (copying a shared block it is
-    // about to write into); returns how many got room.
-    std::uint32_t reserve(Sequence& seq, std::uint32_t rows,
-                          std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies);
     void ensure_buffers(const DecoderPlan& plan);
     DecoderPlan checked_plan(const StepShape& shape) const;
     // The step of this shape, recorded if needed; `finish` false leaves a new list open.
     RecordedStep& recorded(const StepShape& shape, bool finish = true);
     // Copies KV blocks (copy on write) before a step writes into them.
-    void copy_blocks(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& copies);
-    // `hidden_in`: a later stage's input rows (empty on the first stage).
-    void run(std::vector<Scheduled>& scheduled, StepResult& result, std::span<const float> hidden_in = {});
+    void copy_blocks(const std::vector<BlockCopy>& copies);
+    // Runs the schedule (its block copies, then the step) and hands its outcome back to the
+    // scheduler. `hidden_in`: a later stage's input rows (empty on the first stage).
+    void run(const StepSchedule& schedule, StepResult& result, std::span<const float> hidden_in = {});
 
     const Model& model_;
     Context& ctx_;
     BatchOptions options_;
     DecoderSettings settings_;
     KvCache cache_;
-    std::map<SequenceId, Sequence> sequences_;
-    SequenceId next_id_ = 1;
-    std::uint64_t next_order_ = 0;
+    Scheduler scheduler_;
     // Per-step inputs (host-visible) and activations, sized for `chunk` rows.
     Buffer ids_, positions_, slots_, sequence_table_, logit_index_;
     Buffer hidden_, normed_, qkv_, q_, attn_, mlp_, gate_, logit_hidden_, logits_, scratch_;
     StepBuffers buffers_;
     std::map<StepShape, std::unique_ptr<RecordedStep>> steps_;
-    bool adaptive_chunks_ = false;
-    std::uint32_t chunk_limit_ = 0;
     bool fused_qkv_ = false;
     SessionStats stats_;
     Profile profile_;

@@ -5,7 +5,8 @@
 // host/model/split_batch.hpp), which mirror every call on every stage's Batch and pipeline the
 // steps (host/model/step_pipeline.hpp). Only what those callers use is here.
 
-#include "host/model/kv_blocks.hpp"
+#include "host/sched/kv_blocks.hpp"
+#include "host/sched/step_schedule.hpp"
 
 #include <cstdint>
 #include <span>
@@ -13,9 +14,7 @@
 
 namespace vkf {
 
-using SequenceId = std::uint64_t;
-// Which fed tokens' logits a step returns.
-enum class Logits { Last, All, None };
+// SequenceId and Logits: host/sched/step_schedule.hpp.
 struct StepResult;
 
 // How a pipelined front overlapped its stages' steps (zeros for a one-device Batch).

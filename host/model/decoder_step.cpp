@@ -206,7 +206,7 @@ void StepRecorder::separate_qkv(std::uint32_t layer, const LayerWeights& w, Buff
                                             .pos = 0},
                                   .cache_dtype = DType::F32});
     // K and V to the cache rows of the step's slot mapping.
-    const std::uint32_t pool_rows = cache_.blocks().total() * cache_.block_size();
+    const std::uint32_t pool_rows = cache_.block_count() * cache_.block_size();
     for (const auto& [src_layout, pool] :
          {std::pair{layout.k, &cache_.k(layer)}, std::pair{layout.v, &cache_.v(layer)}}) {
         record_kv_append(ctx_, list_,

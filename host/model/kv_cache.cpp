@@ -31,7 +31,7 @@ KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, 
 }
 
 std::uint64_t KvCache::device_bytes() const {
-    return 2 * block_bytes_ * blocks_.total() * k_.size();
+    return 2 * block_bytes_ * blocks_ * k_.size();
 }
 
 void KvCache::record_copy(CommandList& list, std::uint32_t from, std::uint32_t to) const {

@@ -1,10 +1,9 @@
 #pragma once
 // The paged KV cache of a decoder on the device: per layer one K and one V pool of
 // `blocks` blocks of `block_size` token rows [blocks * block_size, n_kv_head, head_dim] in
-// the cache dtype, shared by every sequence of a Batch (host/model/batch.hpp), plus the
-// host-side bookkeeping of which blocks are free and who holds the others (KvBlocks).
+// the cache dtype, shared by every sequence of a Batch (host/model/batch.hpp). Which blocks
+// are free and who holds the others is the Scheduler's (host/sched/kv_blocks.hpp).
 
-#include "host/model/kv_blocks.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/util/dtype.hpp"
@@ -29,8 +28,7 @@ public:
     LayerRange layers() const { return layers_; }
     std::uint32_t block_size() const { return block_size_; }
     DType dtype() const { return dtype_; }
-    KvBlocks& blocks() { return blocks_; }
-    const KvBlocks& blocks() const { return blocks_; }
+    std::uint32_t block_count() const { return blocks_; }
     std::uint64_t device_bytes() const;
 
     // Records copies of block `from` into block `to` in every layer's K and V (copy on write).
@@ -42,7 +40,7 @@ private:
     DType dtype_;
     LayerRange layers_;
     std::vector<Buffer> k_, v_;
-    KvBlocks blocks_;
+    std::uint32_t blocks_ = 0;
 };
 
 }  // namespace vkf

@@ -3,7 +3,7 @@
 // and how many sequences hold each of the others. A sequence's keys live in the blocks of its
 // block table; two sequences with a common prompt prefix hold the same blocks (each a
 // reference), and a sequence about to write into a block it shares takes a copy first
-// (copy on write, host/model/batch.cpp), so that what the other computed is never changed.
+// (copy on write, host/sched/block_table.hpp), so that what the other computed is never changed.
 
 #include <cstdint>
 #include <optional>

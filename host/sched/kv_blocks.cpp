@@ -1,8 +1,8 @@
-#include "host/model/kv_blocks.hpp"
+#include "host/sched/kv_blocks.hpp"
 
 #include "runtime/error.hpp"
 
-#include <string>
+#include <fmt/format.h>
 
 namespace vkf {
 
@@ -20,8 +20,7 @@ KvBlocks::KvBlocks(std::uint32_t blocks) : refs_(blocks, 0) {
 
 void KvBlocks::check(std::uint32_t block) const {
     if (block >= refs_.size()) {
-        throw Error("KV blocks: block " + std::to_string(block) + " is not below the pool's " +
-                    std::to_string(refs_.size()));
+        throw Error(fmt::format("KV blocks: block {} is not below the pool's {}", block, refs_.size()));
     }
 }
 
@@ -38,7 +37,7 @@ std::optional<std::uint32_t> KvBlocks::allocate() {
 void KvBlocks::retain(std::uint32_t block) {
     check(block);
     if (refs_[block] == 0) {
-        throw Error("KV blocks: block " + std::to_string(block) + " is free and cannot be shared");
+        throw Error(fmt::format("KV blocks: block {} is free and cannot be shared", block));
     }
     ++refs_[block];
 }
@@ -46,7 +45,7 @@ void KvBlocks::retain(std::uint32_t block) {
 void KvBlocks::release(std::uint32_t block) {
     check(block);
     if (refs_[block] == 0) {
-        throw Error("KV blocks: block " + std::to_string(block) + " released but not in use");
+        throw Error(fmt::format("KV blocks: block {} released but not in use", block));
     }
     if (--refs_[block] == 0) {
         free_.push_back(block);

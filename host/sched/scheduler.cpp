@@ -1,0 +1,217 @@
+// The Scheduler's sequences: adding, feeding (and the prefix a new prompt takes from another
+// sequence), removing, and what a step that ran them changes. The steps' policy is in
+// scheduler_step.cpp.
+
+#include "host/sched/scheduler.hpp"
+
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace vkf {
+
+namespace {
+
+std::uint32_t ceil_div(std::uint64_t a, std::uint32_t b) {
+    return static_cast<std::uint32_t>((a + b - 1) / b);
+}
+
+SchedulerOptions checked(const SchedulerOptions& o) {
+    if (o.blocks == 0 || o.block_size == 0) {
+        throw Error(fmt::format("scheduler: a pool of {} blocks of {} tokens; it needs at least one of one", o.blocks,
+                                o.block_size));
+    }
+    if (o.chunk == 0 || o.max_sequences == 0) {
+        throw Error(
+            fmt::format("scheduler: steps of {} rows of {} sequences; at least one of one", o.chunk, o.max_sequences));
+    }
+    // A table too short would have reserve() write past it: a windowed one must hold the keys
+    // of a step and the window before it, an unwindowed one a whole sequence.
+    const std::uint32_t need =
+        o.window != 0 ? window_ring_blocks(o.window, o.chunk, o.block_size) : ceil_div(o.sequence_limit, o.block_size);
+    if (o.table_blocks < need) {
+        throw Error(fmt::format("scheduler: block tables of {} blocks, but {} are needed", o.table_blocks, need));
+    }
+    return o;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerOptions& options)
+    : options_(checked(options)),
+      pool_(options_.blocks),
+      chunk_limit_(options_.submission_target_ms > 0 ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk) {}
+
+Scheduler::Sequence& Scheduler::get(SequenceId id) {
+    auto it = sequences_.find(id);
+    if (it == sequences_.end()) {
+        throw Error(fmt::format("batch: no sequence {}", id));
+    }
+    return it->second;
+}
+
+const Scheduler::Sequence& Scheduler::get(SequenceId id) const {
+    auto it = sequences_.find(id);
+    if (it == sequences_.end()) {
+        throw Error(fmt::format("batch: no sequence {}", id));
+    }
+    return it->second;
+}
+
+SequenceId Scheduler::add() {
+    const SequenceId id = next_id_++;
+    const BlockTableShape shape{.block_size = options_.block_size,
+                                .ring = options_.window != 0 ? options_.table_blocks : 0,
+                                .window = options_.window};
+    sequences_.try_emplace(id, BlockTable(pool_, shape), next_order_++);
+    return id;
+}
+
+void Scheduler::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits) {
+    Sequence& seq = get(id);
+    if (ids.empty()) {
+        throw Error(fmt::format("batch: sequence {} fed no token ids", id));
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= options_.vocab_size) {
+            throw Error(fmt::format("batch: token id {} at input position {} is not below the vocabulary size {}",
+                                    ids[i], i, options_.vocab_size));
+        }
+    }
+    if (ids.size() > options_.sequence_limit - seq.tokens.size()) {
+        throw Error(fmt::format("batch: {} more tokens after {} exceed a sequence's {} tokens", ids.size(),
+                                seq.tokens.size(), options_.sequence_limit));
+    }
+    const bool fresh = seq.tokens.empty();
+    seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const bool last = i + 1 == ids.size();
+        seq.want.push_back(logits == Logits::All || (logits == Logits::Last && last) ? 1 : 0);
+    }
+    if (fresh && options_.share_prefixes) {
+        share_prefix(seq);
+    }
+}
+
+void Scheduler::share_prefix(Sequence& seq) {
+    // The longest run of leading tokens another sequence has computed; the last fed token is
+    // always run (its logits are wanted).
+    const Sequence* donor = nullptr;
+    std::uint32_t best = 0;
+    for (const auto& [other_id, other] : sequences_) {
+        if (&other == &seq) {
+            continue;
+        }
+        const std::uint32_t limit =
+            std::min<std::uint32_t>(other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1);
+        std::uint32_t n = 0;
+        while (n < limit && other.tokens[n] == seq.tokens[n]) {
+            ++n;
+        }
+        if (n > best) {
+            best = n;
+            donor = &other;
+        }
+    }
+    if (donor == nullptr) {
+        return;
+    }
+    // With a window the donor may have freed its oldest blocks; the new sequence's next query
+    // (position `best`) needs the blocks from best - W on, and takes only those (it would
+    // free the older ones before its first step anyway). A donor that no longer holds them
+    // all shares nothing.
+    const std::uint32_t bs = options_.block_size;
+    const std::uint32_t first = options_.window != 0 && best > options_.window ? (best - options_.window) / bs : 0;
+    if (!seq.table.share(donor->table, first, ceil_div(best, bs))) {
+        return;
+    }
+    seq.computed = best;
+    seq.shared = best;
+    for (std::uint32_t end : donor->chunk_ends) {
+        if (end <= best) {
+            seq.chunk_ends.push_back(end);
+        }
+    }
+    if (seq.chunk_ends.empty() || seq.chunk_ends.back() != best) {
+        seq.chunk_ends.push_back(best);
+    }
+}
+
+void Scheduler::remove(SequenceId id) {
+    get(id).table.release();  // here, not in the destructor, so that broken counts throw
+    sequences_.erase(id);
+}
+
+std::vector<StepProgress> Scheduler::complete(const StepSchedule& step, const StepOutcome& outcome) {
+    // Checked whole first: a step completed twice changes nothing.
+    for (const ScheduledSequence& s : step.sequences) {
+        auto it = sequences_.find(s.id);
+        if (it != sequences_.end() && it->second.computed != s.position) {
+            throw Error(fmt::format("scheduler: sequence {} ran from position {}, but has {} tokens computed", s.id,
+                                    s.position, it->second.computed));
+        }
+    }
+    std::vector<StepProgress> progress;
+    for (const ScheduledSequence& s : step.sequences) {
+        auto it = sequences_.find(s.id);
+        if (it == sequences_.end()) {
+            continue;
+        }
+        Sequence& seq = it->second;
+        seq.computed += s.rows;
+        seq.chunk_ends.push_back(seq.computed);
+        progress.push_back(StepProgress{
+            .id = s.id, .rows = s.rows, .position = seq.computed, .done = seq.computed == seq.tokens.size()});
+    }
+    // Only prompt chunks resize the next one: a step of decode tokens alone says little.
+    if (options_.submission_target_ms > 0 && outcome.gpu_ms && step.rows() > step.sequences.size()) {
+        chunk_limit_ = prompt_chunk_after(*outcome.gpu_ms, step.rows(), options_.submission_target_ms, options_.chunk);
+    }
+    return progress;
+}
+
+bool Scheduler::has_pending() const {
+    return std::any_of(sequences_.begin(), sequences_.end(),
+                       [](const auto& entry) { return entry.second.computed < entry.second.tokens.size(); });
+}
+
+std::uint32_t Scheduler::position(SequenceId id) const {
+    return get(id).computed;
+}
+
+std::uint32_t Scheduler::pending(SequenceId id) const {
+    const Sequence& seq = get(id);
+    return static_cast<std::uint32_t>(seq.tokens.size()) - seq.computed;
+}
+
+std::uint32_t Scheduler::shared_prefix(SequenceId id) const {
+    return get(id).shared;
+}
+
+const std::vector<std::uint32_t>& Scheduler::chunk_ends(SequenceId id) const {
+    return get(id).chunk_ends;
+}
+
+const std::vector<std::uint32_t>& Scheduler::tokens(SequenceId id) const {
+    return get(id).tokens;
+}
+
+std::vector<SequenceId> Scheduler::sequences() const {
+    std::vector<SequenceId> ids;
+    for (const auto& [id, seq] : sequences_) {
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+std::uint32_t Scheduler::blocks_held(SequenceId id) const {
+    return get(id).table.held();
+}
+
+const BlockTable& Scheduler::table(SequenceId id) const {
+    return get(id).table;
+}
+
+}  // namespace vkf
