@@ -247,7 +247,7 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     // Nothing is written until the answer is whole, so only a look at the socket tells
     // whether the client is still waiting; one that left has its sequences cancelled at the
     // engine's next step.
-    const ClientConnection client(req);
+    const ClientConnection client;
     std::vector<serve::Choice> choices(n);
     serve::Usage usage = prompt_usage;
     for (std::uint32_t ended = 0; ended < n;) {

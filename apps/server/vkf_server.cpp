@@ -7,7 +7,6 @@
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/stop_signals.hpp"
-#include "apps/server/connections.hpp"
 #include "apps/server/engine.hpp"
 #include "apps/server/guarded_server.hpp"
 #include "apps/server/options.hpp"
@@ -202,7 +201,7 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
                 served.open_streams.wait_closed(std::chrono::milliseconds(500));
             }
             http.stop();
-            vkf::server::stop_reading_connections(port);
+            http.stop_reading_connections();
         });
         const vkf::server::SignalStop::Armed disarm(signal_stop);
         if (rank_zero != nullptr) {

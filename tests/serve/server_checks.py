@@ -95,7 +95,7 @@ def check_body_limits(server, limit):
     reset_peak_rss(pid)
     before = proc_kb(pid, "VmRSS")
     start = time.time()
-    status, _, body = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+    status, _, body = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                   b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", chunks)
     grew = proc_kb(pid, "VmHWM") - before
     body = json.loads(body) if body.startswith(b"{") else body
@@ -124,14 +124,14 @@ def check_body_limits(server, limit):
         fail("a gzip-encoded completion request: %s %s" % (status, text))
     status, _, text = server.request("POST", "/v1/completions", json.dumps(request), headers={"Content-Encoding": "br"})
     expect_error("Content-Encoding br", status, json.loads(text), 415, mentions="'br'")
-    status, _, text = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-                                  b"chunked\r\n\r\n10\r\n" + json.dumps(request).encode()[:16] + b"\r\n" +
+    status, _, text = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                  b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n" + json.dumps(request).encode()[:16] + b"\r\n" +
                                   b"%x\r\n" % (len(json.dumps(request)) - 16) + json.dumps(request).encode()[16:] +
                                   b"\r\n0\r\n\r\n")
     if status != 200 or json.loads(text)["choices"][0]["text"] != plain_reply["choices"][0]["text"]:
         fail("a chunked completion request under the limit: %s %r" % (status, text))
     # Two lengths that could disagree (request smuggling through a proxy) are refused.
-    status, _, text = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+    status, _, text = raw_request(server.port, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
                                   b"Content-Length: 40\r\n\r\n{}")
     expect_error("two Content-Length headers", status, json.loads(text) if text.startswith(b"{") else text, 400,
                  mentions="more than one Content-Length")
@@ -141,10 +141,10 @@ def check_pipelining(server):
     """Requests written in one send on a kept-alive connection: every one answered, in order."""
     body = json.dumps({"prompt": PROMPT, "max_tokens": 3, "temperature": 0}).encode()
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
-    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
-                 b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                 b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                  b"Content-Length: %d\r\n\r\n%s"
-                 b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % (len(body), body))
+                 b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" % (len(body), body))
     data = b""
     start = time.time()
     try:
@@ -170,7 +170,7 @@ def check_slow_clients(server, header_timeout, body_timeout, clients=60, seconds
     cuts = []  # (kind, seconds the connection lasted, first bytes of the answer)
 
     def dribble(kind):
-        head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         payload = head + b"X-Slow: " + b"a" * 64 if kind == "headers" else b"{" * 1000
         while not stop.is_set():
             start = time.time()
@@ -221,7 +221,7 @@ def check_slow_clients(server, header_timeout, body_timeout, clients=60, seconds
     def long_stream():
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         body = json.dumps({"prompt": LONG_PROMPT, "max_tokens": 1000, "stream": True, "ignore_eos": True}).encode()
-        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         try:
             while not stop.is_set():
@@ -287,7 +287,7 @@ def check_connection_bound(plain, bound):
         sock.sendall(b"GET /health HTTP/1.1\r\n")  # a head never finished
     time.sleep(0.5)
     start = time.time()
-    health = b"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n"
+    health = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sesame\r\n\r\n"
     status, headers, body = raw_request(plain.port, health, timeout=5)
     if status != 503 or time.time() - start > 1.0 or b"--max-connections" not in body or "Retry-After" not in headers:
         fail("connection %d past --max-connections %d: %s in %.1f s: %r" % (bound + 1, bound, status,

@@ -82,7 +82,7 @@ def status_of(reply):
 
 
 def post_head(length=None, extra=b""):
-    head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    head = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
     if length is not None:
         head += b"Content-Length: %d\r\n" % length
     return head + extra + b"\r\n"
@@ -153,8 +153,8 @@ def bad_chunked(port):
 
 
 def pipelined(port):
-    reply = exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 2 +
-                     b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    reply = exchange(port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2 +
+                     b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     answers = reply.count(b"HTTP/1.1 200 OK")
     return None if answers == 3 else "3 pipelined requests got %d answers: %r" % (answers, reply[-200:])
 
