@@ -176,7 +176,33 @@ def abandoned_stream(port):
     return None if status_of(got) in ("200", "503") else "a stream to abandon: %r" % got[:200]
 
 
-# One bounded act of abuse each. A client that abandons a non-streamed request is one more entry.
+def abandoned_whole(port):
+    """A request for a whole answer whose client leaves before it: its sequence must be
+    cancelled, not run to max_tokens for nobody (else the slots fill and normal clients get 503)."""
+    body = json.dumps({"prompt": PROMPTS[1], "max_tokens": 400, "ignore_eos": True}).encode()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        sock.sendall(post_head(len(body)) + body)
+        time.sleep(0.5)
+    except OSError:
+        pass
+    sock.close()
+    return None
+
+
+def browser_page(port):
+    """What a hostile web page can make a browser send: another Host (DNS rebinding), a
+    text/plain body (no preflight) and a preflight from an origin never allowed."""
+    body = json.dumps({"prompt": PROMPTS[2], "max_tokens": 4}).encode()
+    rebound = exchange(port, post_head(len(body)).replace(b"Host: 127.0.0.1", b"Host: evil.example") + body)
+    plain = exchange(port, post_head(len(body)).replace(b"application/json", b"text/plain") + body)
+    preflight = exchange(port, b"OPTIONS /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example"
+                         b"\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n")
+    return (expect_status("a rebound Host", rebound, "403") or expect_status("a text/plain body", plain, "415") or
+            expect_status("a preflight from another origin", preflight, "403"))
+
+
+# One bounded act of abuse each.
 ABUSES = {
     "slow_headers": slow_headers,
     "slow_body": slow_body,
@@ -187,6 +213,8 @@ ABUSES = {
     "bad_chunked": bad_chunked,
     "pipelined": pipelined,
     "abandoned_stream": abandoned_stream,
+    "abandoned_whole": abandoned_whole,
+    "browser_page": browser_page,
 }
 GZIP_BOMB = gzip.compress(b"\0" * (10 << 20), 9)
 
