@@ -25,6 +25,8 @@ constexpr const char* kAbout =
     "  llama       llama-bench's pp/tg/pg tests on a checkpoint in its json, jsonl, csv or md\n"
     "              form, each row checked against the float64 reference; --sustained N\n"
     "              runs N repetitions back to back (throttling as a curve)\n"
+    "  report      one self-contained HTML page of result files and llama rows: devices,\n"
+    "              figures against the ceilings, plots, files side by side, correctness\n"
     "\n"
     "vkf-bench [run options] is the same as vkf-bench run [run options].\n";
 
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
         vkf::bench::add_compare_command(cli),
         vkf::bench::add_attention_command(cli),
         vkf::bench::add_llama_command(cli),
+        vkf::bench::add_report_command(cli),
     };
     for (const vkf::bench::Command& command : commands) {
         command.cli->group("");  // listed in kAbout, with more words than one line of CLI11's list
