@@ -1,6 +1,7 @@
 #include "apps/server/routes.hpp"
 
 #include "apps/server/generation_route.hpp"
+#include "apps/server/page_route.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
 #include "runtime/error.hpp"
@@ -142,7 +143,8 @@ void install_routes(httplib::Server& http, Served& served) {
         res.status = 204;
     });
     http.set_pre_routing_handler([&served](const httplib::Request& req, httplib::Response& res) {
-        if (!served.settings.api_key || req.method == "OPTIONS") {
+        // The page at / asks for the key itself: a browser cannot send one to open it.
+        if (!served.settings.api_key || req.method == "OPTIONS" || (req.method == "GET" && req.path == "/")) {
             return httplib::Server::HandlerResponse::Unhandled;
         }
         const std::string auth = req.get_header_value("Authorization");
@@ -173,6 +175,9 @@ void install_routes(httplib::Server& http, Served& served) {
         served.metrics->add("vkf_errors_total", 1, "kind=\"server_error\"");
     });
 
+    http.Get("/", [&served](const httplib::Request&, httplib::Response& res) {
+        guarded(served, "page", res, [&] { serve_page(served, res); });
+    });
     http.Get("/health", [&served](const httplib::Request&, httplib::Response& res) {
         guarded(served, "health", res, [&] {
             const bool ok = !served.decoder || !served.decoder->engine->failed();

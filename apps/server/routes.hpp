@@ -53,6 +53,7 @@ struct Served {
     std::optional<ServedDecoder> decoder;
     ServedEncoder* encoder = nullptr;
     serve::Metrics* metrics = nullptr;
+    std::string device;  // the device's name, on the page at / (page_route.hpp)
 };
 
 void install_routes(httplib::Server& http, Served& served);

@@ -158,6 +158,7 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
     httplib::Server http;
     const std::uint32_t threads = o.http_threads.value_or(o.parallel + o.queue + 8);
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    served.device = ctx.device_info().name;
     vkf::server::install_routes(http, served);
     const int port = o.port == 0
                          ? http.bind_to_any_port(o.host)
