@@ -178,7 +178,17 @@ LlamaCheck check_llama_model(const Model& model, std::uint32_t sequences, std::u
         const reference::Model reference(
             model.config(), model.checkpoint(),
             {.round_weights_to_f16 = format.dense == DType::F16, .quantize = format.quant});
-        reference_logits = reference.forward(token_ids(tokens, model.config().vocab_size, 0));
+        // In the chunks the device ran them: the prompt (within one --ubatch), then a token a step
+        // (only Jais' length-dependent ALiBi scaling tells the difference).
+        std::vector<std::uint32_t> chunk_ends;
+        const std::uint32_t prompt = std::max<std::uint32_t>(1, tokens / 2);
+        for (std::uint32_t end = std::min(prompt, o.chunk); end < prompt; end = std::min(end + o.chunk, prompt)) {
+            chunk_ends.push_back(end);
+        }
+        for (std::uint32_t end = prompt; end <= tokens; ++end) {
+            chunk_ends.push_back(end);
+        }
+        reference_logits = reference.forward(token_ids(tokens, model.config().vocab_size, 0), chunk_ends);
     }
     check.max_rel = worst_row(alone[0], reference_logits, vocab);
     if (sequences > 1) {

@@ -211,49 +211,63 @@ std::string params_label(std::uint64_t n) {
 
 // llama-bench's markdown table: its columns for a GPU backend, then vkformer's check and
 // bandwidth fraction.
+// The characters of UTF-8 text ("±" is one): what fmt pads to a width.
+std::size_t code_points(std::string_view text) {
+    return static_cast<std::size_t>(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+std::vector<std::string> markdown_values(const LlamaRow& r) {
+    const std::optional<double> bw = r.bandwidth_fraction();
+    std::string err = r.check_max_rel ? fmt::format("{:.1e}", *r.check_max_rel) : "-";
+    if (r.batched_max_rel) {
+        err += fmt::format(" ({:.0e})", *r.batched_max_rel);
+    }
+    return {r.model_type,
+            size_label(r.model_size),
+            params_label(r.model_n_params),
+            r.backends,
+            std::to_string(r.n_gpu_layers),
+            test_label(r.test),
+            r.failed ? std::string("FAILED check") : fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts()),
+            err,
+            bw ? fmt::format("{:.1f}", *bw * 100.0) : "-"};
+}
+
+// llama-bench's markdown table: its columns for a GPU backend (its widths, wider where a value
+// needs it), then vkformer's check and bandwidth fraction.
 std::string markdown(const std::vector<LlamaRow>& rows) {
     struct Column {
         std::string title;
-        int width;  // negative: left-aligned (llama-bench's convention)
+        std::size_t width;
+        bool left;  // llama-bench's negative widths
     };
-    const std::vector<Column> columns = {{"model", -30},   {"size", 10},        {"params", 10},
-                                         {"backend", -10}, {"ngl", 3},          {"test", 15},
-                                         {"t/s", 20},      {"max rel err", 11}, {"% bw", 6}};
-    std::string out = "|";
-    std::string rule = "|";
-    for (const Column& c : columns) {
-        const auto w = static_cast<std::size_t>(std::abs(c.width));
-        out += c.width < 0 ? fmt::format(" {:<{}} |", c.title, w) : fmt::format(" {:>{}} |", c.title, w);
-        rule += fmt::format(" {}{} |", std::string(w - 1, '-'), c.width > 0 ? ":" : "-");
-    }
-    out += "\n" + rule + "\n";
+    std::vector<Column> columns = {{"model", 30, true},   {"size", 10, false},        {"params", 10, false},
+                                   {"backend", 10, true}, {"ngl", 3, false},          {"test", 15, false},
+                                   {"t/s", 20, false},    {"max rel err", 11, false}, {"% bw", 6, false}};
+    std::vector<std::vector<std::string>> table;
     for (const LlamaRow& r : rows) {
-        const std::optional<double> bw = r.bandwidth_fraction();
-        std::string ts = fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts());
-        if (r.failed) {
-            ts = "FAILED check";
-        }
-        std::string err = r.check_max_rel ? fmt::format("{:.1e}", *r.check_max_rel) : "-";
-        if (r.batched_max_rel) {
-            err += fmt::format(" ({:.0e})", *r.batched_max_rel);
-        }
-        const std::vector<std::string> values = {r.model_type,
-                                                 size_label(r.model_size),
-                                                 params_label(r.model_n_params),
-                                                 r.backends,
-                                                 std::to_string(r.n_gpu_layers),
-                                                 test_label(r.test),
-                                                 ts,
-                                                 err,
-                                                 bw ? fmt::format("{:.1f}", *bw * 100.0) : "-"};
-        out += "|";
+        table.push_back(markdown_values(r));
         for (std::size_t i = 0; i < columns.size(); ++i) {
-            // fmt counts "±" as one column (llama-bench's printf widens t/s for its second byte).
-            const auto w = static_cast<std::size_t>(std::abs(columns[i].width));
-            out +=
-                columns[i].width < 0 ? fmt::format(" {:<{}} |", values[i], w) : fmt::format(" {:>{}} |", values[i], w);
+            columns[i].width = std::max(columns[i].width, code_points(table.back()[i]));
         }
-        out += "\n";
+    }
+    const auto line = [&](const std::vector<std::string>& values) {
+        std::string text = "|";
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+            text += columns[i].left ? fmt::format(" {:<{}} |", values[i], columns[i].width)
+                                    : fmt::format(" {:>{}} |", values[i], columns[i].width);
+        }
+        return text + "\n";
+    };
+    std::vector<std::string> titles, rules;
+    for (const Column& c : columns) {
+        titles.push_back(c.title);
+        rules.push_back(std::string(c.width - 1, '-') + (c.left ? "-" : ":"));
+    }
+    std::string out = line(titles) + line(rules);
+    for (const std::vector<std::string>& values : table) {
+        out += line(values);
     }
     if (!rows.empty()) {
         out += fmt::format("\nbuild: vkformer {} ({})\n", rows.front().vkformer_version, rows.front().build_commit);
