@@ -196,6 +196,10 @@ LlamaRow row_template(const Context& ctx, const Model& model, const LlamaOptions
 }
 
 int run(const LlamaOptions& o) {
+    const std::vector<LlamaTest> tests = tests_of(o);
+    if (tests.empty()) {
+        throw app::UsageError("no tests: -p and -n are all 0 and no --pg was given");
+    }
     Context ctx(o.device.context_options());
     ModelOptions model_options;
     model_options.weights = o.weights;
@@ -210,7 +214,7 @@ int run(const LlamaOptions& o) {
     std::map<std::uint32_t, LlamaCheck> checks;  // by sequence count
     std::vector<LlamaRow> rows;
     bool failed = false;
-    for (const LlamaTest& test : tests_of(o)) {
+    for (const LlamaTest& test : tests) {
         if (!checks.contains(test.sequences)) {
             fmt::print(stderr, "vkf-bench llama: checking {} sequence(s) against the float64 reference\n",
                        test.sequences);

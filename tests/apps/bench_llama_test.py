@@ -125,9 +125,10 @@ def main():
                                                                            shown))
 
         # Bad input: a clear message, not a crash.
-        proc = run(EXE, ["llama", "-m", MODEL, "--pg", "8"])
-        if proc.returncode != 2 or "--pg needs two counts" not in proc.stderr:
-            fail("--pg 8: rc %d, %s" % (proc.returncode, proc.stderr))
+        for args, words in ((["--pg", "8"], "--pg needs two counts"), (["-p", "0", "-n", "0"], "no tests")):
+            proc = run(EXE, ["llama", "-m", MODEL] + args)
+            if proc.returncode != 2 or words not in proc.stderr:
+                fail("%s: rc %d, %s" % (" ".join(args), proc.returncode, proc.stderr))
 
 
 if __name__ == "__main__":
