@@ -66,7 +66,8 @@ def main():
         if proc.returncode != 0:
             fail("vkf-bench llama exited %d: %s" % (proc.returncode, proc.stderr))
             return
-        files = run_files() + [llama, os.path.join(SOURCE, "tests", "apps", "data", "llama_bench", "kjv-bloom-cpu.json")]
+        llama_bench = os.path.join(SOURCE, "tests", "apps", "data", "llama_bench", "kjv-bloom-cpu.json")
+        files = run_files() + [llama, llama_bench]
         if len(files) < 4:
             fail("only %d result files in bench/results" % (len(files) - 2))
         documents = []
