@@ -166,8 +166,8 @@ def check_key_page(browser, server):
     if status != 401:
         fail("GET /v1/models without the key: %d, expected 401" % status)
     tab = browser.open(server.base + "/")
-    asked = browser.evaluate(tab, "[!document.getElementById('key-form').hidden, "
-                                  "document.getElementById('chat').hidden, document.getElementById('mode').textContent]")
+    asked = browser.evaluate(tab, "['key-form', 'chat', 'mode'].map(id => document.getElementById(id))"
+                                  ".map((e, i) => i == 0 ? !e.hidden : i == 1 ? e.hidden : e.textContent)")
     if asked[:2] != [True, True] or not asked[2].startswith("completion"):
         fail("with --api-key the page shows key form, hides chat, mode = %s" % asked)
     browser.screenshot(tab, os.path.join(ARTIFACTS, "server-page-api-key.png"))
