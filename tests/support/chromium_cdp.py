@@ -51,11 +51,13 @@ class Browser:
             os.dup2(to_browser_r, 3, inheritable=True)
             os.dup2(from_browser_w, 4, inheritable=True)
 
-        # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers' /dev/shm is small.
+        # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers' /dev/shm is small;
+        # --no-proxy-server: the pages are this machine's, whatever the environment's proxy.
         args = [chromium_path(), "--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
-                "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
-                "--disable-sync", "--disable-background-networking", "--disable-component-update", "--mute-audio",
-                "--user-data-dir=" + self._profile, "--window-size=%d,%d" % (width, height), "about:blank"]
+                "--disable-dev-shm-usage", "--no-proxy-server", "--no-first-run", "--no-default-browser-check",
+                "--disable-extensions", "--disable-sync", "--disable-background-networking",
+                "--disable-component-update", "--mute-audio", "--user-data-dir=" + self._profile,
+                "--window-size=%d,%d" % (width, height), "about:blank"]
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, close_fds=False, preexec_fn=child_fds)
         os.close(to_browser_r)
