@@ -4,6 +4,7 @@
 
 #include "apps/bench/comparison.hpp"
 #include "apps/bench/llama_rows.hpp"
+#include "apps/bench/report.hpp"
 #include "apps/bench/results.hpp"
 #include "apps/bench/suites.hpp"
 #include "apps/bench/svg_plot.hpp"
@@ -274,6 +275,20 @@ TEST(LlamaRows, FieldsInLlamaBenchsOrderThenVkformers) {
     const std::string csv = llama_output({row, row}, LlamaFormat::Csv);
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
     EXPECT_TRUE(csv.starts_with("build_commit,build_number,")) << csv.substr(0, 80);
+}
+
+// Result files come from anywhere: a name in one is text on the page, never markup.
+TEST(BenchReport, PageEscapesWhatTheFilesSay) {
+    nlohmann::ordered_json row =
+        row_json(LlamaRow{.model_type = "<script>alert(1)</script>", .test = {.n_gen = 4}, .samples_ns = {1000000}});
+    row["vkf_message"] = "\"><img src=x onerror=alert(2)>";
+    const ReportInput input{.label = "a&b", .llama_rows = {row}};
+    const std::string html = report_html(std::span(&input, 1), "<title>");
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_EQ(html.find("<img"), std::string::npos);
+    EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+    EXPECT_NE(html.find("a&amp;b"), std::string::npos);
+    EXPECT_NE(html.find(R"(data-field="avg_ts" data-value="4000")"), std::string::npos) << html;
 }
 
 TEST(Cli, ReadsValuesFlagsAndLists) {
