@@ -15,6 +15,9 @@ packages=(
   # The Java binding (bindings/java, tests/java): the JNI headers, javac and the JVM its test
   # runs on (about 116 MB downloaded, 265 MB installed: OpenJDK 17's JDK and JRE, headless).
   default-jdk-headless
+  # Debian's chromium, run headless by the tests of vkf-server's page and vkf-bench report
+  # (tests/support/chromium_cdp.py; about 81 MB downloaded, 350 MB installed). No other browser.
+  chromium
 )
 # Node.js and npm only run the comparisons with Hugging Face's JavaScript packages (tests/text)
 # and vkf-server's end-to-end test with the openai SDK (tests/serve);

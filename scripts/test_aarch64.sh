@@ -87,7 +87,7 @@ fi
 #   test_model_split, test_split_batch, test_batch_session and test_perplexity_model (more forward passes of the same kernels: per family, per head size,
 #   per batch; test_model runs every step through the same Batch code, and
 #   test_attention_paged the paged kernels),
-#   vkf_families_cli, vkf_quantize_cli, vkf_text_cli, vkf_shell_cli, vkf_split_cli and the two vkf-bench runs (the same
+#   vkf_families_cli, vkf_quantize_cli, vkf_text_cli, vkf_shell_cli, vkf_split_cli and the four vkf-bench runs (the same
 #   programs' other commands; test_bench covers vkf-bench's own code), hf_tokenizers_compare
 #   (npm; nothing aarch64 in it), test_capi_model and test_capi_adopt (the C API over the
 #   same forward passes, test_capi_model 21 s of CPU under qemu; the arm64 libvkformer.so is
@@ -99,6 +99,7 @@ skipped+='|test_matmul|test_matmul_fused|test_matmul_quant|test_matmul_quant_int
 skipped+='|test_model_faults|test_model_threads|test_prepare|test_model_families|test_batch|test_batch_window|test_perplexity_model'
 skipped+='|test_model_split|test_split_batch|test_batch_session|test_matmul_coopmat'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_split_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
+skipped+='|vkf_bench_llama|vkf_bench_report'
 skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt)$'
 selection=()
 if [ $all -eq 0 ]; then

@@ -22,5 +22,9 @@ Command add_compare_command(CLI::App& bench);
 // `vkf-bench attention`: the attention suite alone, tiled against naive, with the options,
 // defaults and JSON document of the former attention benchmark.
 Command add_attention_command(CLI::App& bench);
+// `vkf-bench llama`: llama-bench's tests and output forms on a checkpoint, with correctness.
+Command add_llama_command(CLI::App& bench);
+// `vkf-bench report FILES...`: one self-contained HTML page of result files and llama rows.
+Command add_report_command(CLI::App& bench);
 
 }  // namespace vkf::bench

@@ -22,6 +22,11 @@ constexpr const char* kAbout =
     "              on lavapipe\n"
     "  compare     result files side by side, with an SVG plot per suite\n"
     "  attention   tiled (flash) ALiBi attention against the naive three-pass baseline\n"
+    "  llama       llama-bench's pp/tg/pg tests on a checkpoint in its json, jsonl, csv or md\n"
+    "              form, each row checked against the float64 reference; --sustained N\n"
+    "              runs N repetitions back to back (throttling as a curve)\n"
+    "  report      one self-contained HTML page of result files and llama rows: devices,\n"
+    "              figures against the ceilings, plots, files side by side, correctness\n"
     "\n"
     "vkf-bench [run options] is the same as vkf-bench run [run options].\n";
 
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
         vkf::bench::add_run_command(cli, join_command_line(argc, argv)),
         vkf::bench::add_compare_command(cli),
         vkf::bench::add_attention_command(cli),
+        vkf::bench::add_llama_command(cli),
+        vkf::bench::add_report_command(cli),
     };
     for (const vkf::bench::Command& command : commands) {
         command.cli->group("");  // listed in kAbout, with more words than one line of CLI11's list

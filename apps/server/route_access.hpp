@@ -19,9 +19,11 @@ struct Route {
     const char* path;
     const char* allow;  // the methods it takes, as the Allow header lists them
     bool json_body;     // a POST whose body must be JSON
-    bool needs_key;     // with an API key: every route but /health (load balancers probe it)
+    bool needs_key;     // with an API key: every route but / and /health (load balancers probe it)
 };
 
+// The chat page asks for the key itself: a browser cannot send one just to open it.
+inline constexpr Route kPage{"page", "/", "GET, HEAD, OPTIONS", false, false};
 inline constexpr Route kHealth{"health", "/health", "GET, HEAD, OPTIONS", false, false};
 inline constexpr Route kMetrics{"metrics", "/metrics", "GET, HEAD, OPTIONS", false, true};
 inline constexpr Route kModels{"models", "/v1/models", "GET, HEAD, OPTIONS", false, true};

@@ -2,6 +2,7 @@
 
 #include "apps/server/generation_route.hpp"
 #include "apps/server/route_access.hpp"
+#include "apps/server/page_route.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
 #include "runtime/error.hpp"
@@ -150,6 +151,9 @@ void install_routes(httplib::Server& http, Served& served) {
     http.set_payload_max_length(served.settings.max_body_bytes);
     install_access(http, served);
 
+    http.Get(kPage.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kPage, req, res, [&] { serve_page(served, res); });
+    });
     http.Get(kHealth.path, [&served](const httplib::Request& req, httplib::Response& res) {
         guarded(served, kHealth, req, res, [&] {
             std::optional<std::string> why = served.failure.get();

@@ -105,6 +105,7 @@ struct Served {
     ServedEncoder* encoder = nullptr;
     serve::Metrics* metrics = nullptr;
     OpenStreams open_streams;
+    std::string device;  // the device's name, on the page at / (page_route.hpp)
 };
 
 void install_routes(httplib::Server& http, Served& served);

@@ -175,6 +175,7 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
                                      .max_connections = o.max_connections,
                                      .handlers = o.http_threads.value_or(o.parallel + o.queue + 8)},
                                     metrics);
+    served.device = ctx.device_info().name;
     vkf::server::install_routes(http, served);
     const int port = o.port == 0
                          ? http.bind_to_any_port(o.host)

@@ -3,6 +3,8 @@
 // (including a skipped fp16 ceiling under forced limits).
 
 #include "apps/bench/comparison.hpp"
+#include "apps/bench/llama_rows.hpp"
+#include "apps/bench/report.hpp"
 #include "apps/bench/results.hpp"
 #include "apps/bench/suites.hpp"
 #include "apps/bench/svg_plot.hpp"
@@ -223,6 +225,70 @@ TestOptions parse_test_options(std::vector<const char*> args) {
     args.insert(args.begin(), "test");
     cli.parse(static_cast<int>(args.size()), args.data());
     return o;
+}
+
+// llama-bench's statistics, on a row it wrote itself (tests/apps/data/llama_bench/
+// kjv-bloom-cpu.json, pp64: samples_ns 3539699 and 46769416, avg_ts 9724.524521, stddev_ts
+// 11817.322519), and its test names.
+TEST(LlamaRows, StatisticsAndNamesAreLlamaBenchs) {
+    LlamaRow row;
+    row.test = {.n_prompt = 64};
+    row.samples_ns = {3539699, 46769416};
+    EXPECT_NEAR(row.avg_ts(), 9724.524521, 1e-5);
+    EXPECT_NEAR(row.stddev_ts(), 11817.322519, 1e-5);
+    const nlohmann::ordered_json j = row_json(row);
+    EXPECT_EQ(j.at("avg_ns").get<std::uint64_t>(), 25154557u);  // llama-bench: 25154557
+    EXPECT_EQ(j.at("stddev_ns").get<std::uint64_t>(), 30568026u);
+    EXPECT_EQ(test_label({.n_prompt = 512}), "pp512");
+    EXPECT_EQ(test_label({.n_gen = 128, .n_depth = 4096}), "tg128 @ d4096");
+    EXPECT_EQ(test_label({.n_prompt = 512, .n_gen = 128, .sequences = 4}), "pp512+tg128 x4");
+    // Four sequences of 128 tokens in one second: 512 t/s in all.
+    row.test = {.n_gen = 128, .sequences = 4};
+    row.samples_ns = {1000000000};
+    EXPECT_DOUBLE_EQ(row.avg_ts(), 512.0);
+}
+
+TEST(LlamaRows, FieldsInLlamaBenchsOrderThenVkformers) {
+    LlamaRow row;
+    row.test = {.n_gen = 16};
+    row.samples_ns = {1000000, 2000000};
+    row.check_max_rel = std::numeric_limits<double>::infinity();  // a NaN logit: null in JSON
+    row.failed = true;
+    const nlohmann::ordered_json j = row_json(row);
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : j.items()) {
+        keys.push_back(key);
+    }
+    const std::vector<std::string>& fields = llama_bench_fields();
+    ASSERT_GT(keys.size(), fields.size() + 2);
+    EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(fields.size())),
+              fields);
+    EXPECT_EQ(keys[fields.size()], "samples_ns");
+    EXPECT_EQ(keys[fields.size() + 1], "samples_ts");
+    for (std::size_t i = fields.size() + 2; i < keys.size(); ++i) {
+        EXPECT_TRUE(keys[i].starts_with("vkf_")) << keys[i];
+    }
+    EXPECT_TRUE(j.at("vkf_check_max_rel").is_null());
+    EXPECT_EQ(j.at("vkf_status"), "failed");
+    const std::string md = llama_output({row}, LlamaFormat::Md);
+    EXPECT_NE(md.find("FAILED check"), std::string::npos) << md;
+    const std::string csv = llama_output({row, row}, LlamaFormat::Csv);
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+    EXPECT_TRUE(csv.starts_with("build_commit,build_number,")) << csv.substr(0, 80);
+}
+
+// Result files come from anywhere: a name in one is text on the page, never markup.
+TEST(BenchReport, PageEscapesWhatTheFilesSay) {
+    nlohmann::ordered_json row =
+        row_json(LlamaRow{.model_type = "<script>alert(1)</script>", .test = {.n_gen = 4}, .samples_ns = {1000000}});
+    row["vkf_message"] = "\"><img src=x onerror=alert(2)>";
+    const ReportInput input{.label = "a&b", .llama_rows = {row}};
+    const std::string html = report_html(std::span(&input, 1), "<title>");
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_EQ(html.find("<img"), std::string::npos);
+    EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+    EXPECT_NE(html.find("a&amp;b"), std::string::npos);
+    EXPECT_NE(html.find(R"(data-field="avg_ts" data-value="4000")"), std::string::npos) << html;
 }
 
 TEST(Cli, ReadsValuesFlagsAndLists) {
