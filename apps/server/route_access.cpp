@@ -10,7 +10,8 @@
 namespace vkf::server {
 namespace {
 
-constexpr std::array<const Route*, 7> kRoutes = {&kPage, &kHealth, &kMetrics, &kModels, &kCompletions, &kChat, &kEmbeddings};
+constexpr std::array<const Route*, 7> kRoutes = {&kPage,        &kHealth, &kMetrics,   &kModels,
+                                                 &kCompletions, &kChat,   &kEmbeddings};
 
 std::optional<std::string> host_header(const httplib::Request& req) {
     if (!req.has_header("Host")) {

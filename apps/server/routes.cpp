@@ -1,8 +1,8 @@
 #include "apps/server/routes.hpp"
 
 #include "apps/server/generation_route.hpp"
-#include "apps/server/route_access.hpp"
 #include "apps/server/page_route.hpp"
+#include "apps/server/route_access.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
 #include "runtime/error.hpp"
