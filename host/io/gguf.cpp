@@ -333,13 +333,20 @@ void check_placement(const GgufFile& file, std::span<const GgufTensorInfo> tenso
     std::sort(order.begin(), order.end(), [](const GgufTensorInfo* a, const GgufTensorInfo* b) {
         return std::pair(a->offset, a->byte_size) < std::pair(b->offset, b->byte_size);
     });
-    for (std::size_t i = 1; i < order.size(); ++i) {
-        const GgufTensorInfo& prev = *order[i - 1];
-        const GgufTensorInfo& t = *order[i];
-        if (prev.byte_size != 0 && t.byte_size != 0 && t.offset < prev.offset + prev.byte_size) {
+    // Against the non-empty tensor reaching furthest so far, not just the previous one: an
+    // empty tensor between two others must not hide their overlap.
+    const GgufTensorInfo* furthest = nullptr;
+    for (const GgufTensorInfo* t : order) {
+        if (t->byte_size == 0) {
+            continue;
+        }
+        if (furthest != nullptr && t->offset < furthest->offset + furthest->byte_size) {
             throw Error(fmt::format("{}: tensor '{}' at data bytes [{}, {}) overlaps tensor '{}' at [{}, {})",
-                                    file.label(), t.name, t.offset, t.offset + t.byte_size, prev.name, prev.offset,
-                                    prev.offset + prev.byte_size));
+                                    file.label(), t->name, t->offset, t->offset + t->byte_size, furthest->name,
+                                    furthest->offset, furthest->offset + furthest->byte_size));
+        }
+        if (furthest == nullptr || t->offset + t->byte_size > furthest->offset + furthest->byte_size) {
+            furthest = t;
         }
     }
 }

@@ -64,7 +64,9 @@ std::optional<std::string> hf_name(std::string_view name) {
     std::string_view rest = name.substr(4);
     std::uint32_t layer = 0;
     const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-    if (error != std::errc{} || end == rest.data() || *end != '.') {
+    // Canonical numbers only: "blk.01" and "blk.1" must not both become h.1.
+    if (error != std::errc{} || end == rest.data() || *end != '.' ||
+        std::string_view(rest.data(), static_cast<std::size_t>(end - rest.data())) != fmt::to_string(layer)) {
         return std::nullopt;
     }
     rest.remove_prefix(static_cast<std::size_t>(end - rest.data()) + 1);

@@ -234,6 +234,11 @@ TEST_F(GgufTest, RefusesBadTensorInfos) {
     GgufBytes overlap;
     overlap.header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad(32).text(std::string(64, '\0'));
     expect_refused(overlap.bytes(), {"tensor 'b' at data bytes [32, 48) overlaps tensor 'a' at [0, 64)"});
+    // An empty tensor between them used to hide the overlap: only neighbours were compared.
+    GgufBytes hidden;
+    hidden.header(3, 0).tensor("a", {16}, 0, 0).tensor("empty", {0}, 0, 32).tensor("b", {4}, 0, 32).pad(32);
+    hidden.text(std::string(64, '\0'));
+    expect_refused(hidden.bytes(), {"tensor 'b' at data bytes [32, 48) overlaps tensor 'a' at [0, 64)"});
 }
 
 TEST_F(GgufTest, ReadsEmptyTensorsAndScalars) {

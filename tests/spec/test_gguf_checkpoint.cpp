@@ -155,6 +155,10 @@ TEST_F(GgufCheckpointTest, RefusesWhatVkformerCannotRun) {
     extra.extra_tensor = "blk.0.attn_q_norm.weight";
     EXPECT_NE(convert_error(extra).find("tensor 'blk.0.attn_q_norm.weight' is not one of llama.cpp's BLOOM tensors"),
               std::string::npos);
+    Options padded;
+    padded.extra_tensor = "blk.00.attn_norm.bias";  // would be a second h.0.input_layernorm.bias
+    EXPECT_NE(convert_error(padded).find("tensor 'blk.00.attn_norm.bias' is not one of llama.cpp's BLOOM tensors"),
+              std::string::npos);
     Options i32;
     i32.qkv_type = 26;  // I32: read by open_gguf, not a weight type
     EXPECT_NE(convert_error(i32).find("tensor 'blk.0.attn_qkv.weight' is of type I32, which vkformer does not read"),
