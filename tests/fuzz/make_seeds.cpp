@@ -91,6 +91,9 @@ void gguf_seeds() {
     GgufBytes overlap;
     overlap.header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad(32).text(std::string(64, '\0'));
     put(t, "overlap.gguf", overlap.bytes());
+    GgufBytes hidden;  // an empty tensor between two overlapping ones once hid the overlap
+    hidden.header(3, 0).tensor("a", {16}, 0, 0).tensor("empty", {0}, 0, 32).tensor("b", {4}, 0, 32).pad(32);
+    put(t, "regression-hidden-overlap.gguf", hidden.text(std::string(64, '\0')).bytes());
     GgufBytes nested;
     nested.header(0, 1).str("k").u32(9).u32(9).u64(0);
     put(t, "nested-array.gguf", nested.bytes());
