@@ -3,7 +3,8 @@
 // into a checkpoint directory under the temporary directory, which the program then loads as
 // any other and which is removed when the program ends. The conversion costs a copy of the
 // weights on disk for the run's length (checked against the free space first); reading GGUF
-// tensors in place is the next step of issue 44.
+// tensors in place is the next step of issue 44. Its tokenizer.json, when written, is the
+// model directory's as for any checkpoint.
 
 #include <filesystem>
 #include <memory>

@@ -204,6 +204,9 @@ void write_checkpoint_from_gguf(const GgufFile& file, const std::filesystem::pat
     }
     std::filesystem::create_directories(dir);
     write_text_file(dir / "config.json", hf_config_json(config, all_f16 ? DType::F16 : DType::F32));
+    if (const std::optional<std::string> tokenizer = tokenizer_json_from_gguf(file)) {
+        write_text_file(dir / "tokenizer.json", *tokenizer);
+    }
     write_safetensors_file(dir / "model.safetensors", tensors, {{"format", "pt"}, {"vkformer.source", "gguf"}});
 }
 

@@ -7,7 +7,8 @@ does (conversion/bloom.py and gguf-py's tensor map: names, the fused QKV reorder
 matrices F16 and 1-D tensors F32, the same metadata keys; the converter itself needs PyTorch,
 which is not assumed). vkf-run --check on the GGUF must generate the same greedy ids as on the
 directory, with logits within the bound of tests/apps/run_cli_test.py, and in the same weight
-format the logits must be identical. Refused by name: another architecture, a quantized tensor.
+format the logits must be identical; a text prompt tokenized with the tokenizer translated from
+tokenizer.ggml.* must generate what tokenizer.json does. Refused by name: another architecture, a quantized tensor.
 
 usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
@@ -82,6 +83,20 @@ def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False):
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     writer.add_bos_token_id(hp["bos_token_id"])
     writer.add_eos_token_id(hp["eos_token_id"])
+    # conversion/base.py's _set_vocab_gpt2: tokens by id ([PADn] fillers up to vocab_size),
+    # special added tokens as CONTROL, merges as "a b"; kjv-bloom's ByteLevel is GPT-2's.
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    by_id = {i: (t, gguf.TokenType.NORMAL) for t, i in tok["model"]["vocab"].items()}
+    for added in tok["added_tokens"]:
+        by_id[added["id"]] = (added["content"], gguf.TokenType.CONTROL if added["special"]
+                              else gguf.TokenType.USER_DEFINED)
+    entries = [by_id.get(i, ("[PAD%d]" % i, gguf.TokenType.UNUSED)) for i in range(hp["vocab_size"])]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list([t for t, _ in entries])
+    writer.add_token_types([int(k) for _, k in entries])
+    writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
     for name, data in read_safetensors(np, os.path.join(model_dir, "model.safetensors")).items():
         target = gguf_name(name)
         if target.endswith("attn_qkv.weight"):
@@ -147,6 +162,16 @@ def main():
                 fail("--weights %s: GGUF logits differ from the directory's (max |diff| %g)"
                      % (weights, float(np.max(np.abs(a - b))) if a.shape == b.shape else float("nan")))
             print("--weights %s: ids %s, check error %s" % (weights, ours.get("generated_ids"), error))
+
+        # The tokenizer from tokenizer.ggml.*: the same text generated as with tokenizer.json.
+        text_args = ["--prompt", "In the beginning God created", "--n-predict", str(N_PREDICT), "--kv", "f32"]
+        ours = run_json(vkf_run, ["--model", path] + text_args)
+        theirs = run_json(vkf_run, ["--model", model_dir] + text_args)
+        if ours is not None and theirs is not None:
+            for key in ("prompt_ids", "generated_ids", "text"):
+                if key in theirs and ours.get(key) != theirs.get(key):
+                    fail("--prompt: GGUF's %s %r, the directory's %r" % (key, ours.get(key), theirs.get(key)))
+            print("--prompt: %s" % json.dumps({k: theirs.get(k) for k in ("generated_ids", "text") if k in theirs}))
 
         llama = os.path.join(tmp, "llama.gguf")
         convert(gguf, np, model_dir, llama, arch="llama")

@@ -7,8 +7,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
@@ -171,6 +175,56 @@ TEST_F(GgufCheckpointTest, RefusesWhatVkformerCannotRun) {
                   vkf::model_config_from_gguf(file);
               }).find("no metadata key 'bloom.embedding_length'"),
               std::string::npos);
+}
+
+// tokenizer.ggml.* written as llama.cpp's converter writes BLOOM's tokenizer (tokens by id, added
+// tokens as CONTROL, pre "bloom", merges as "a b") must give back the tokenizer.json it came from.
+TEST_F(GgufCheckpointTest, TranslatesTheTokenizerBack) {
+    std::ifstream in(std::string(VKF_TEXT_DATA) + "/bloom_style.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const nlohmann::json original = nlohmann::json::parse(text.str());
+    std::map<std::uint64_t, std::pair<std::string, std::uint32_t>> by_id;  // id -> (token, GGUF type)
+    for (const auto& [token, id] : original["model"]["vocab"].items()) {
+        by_id[id.get<std::uint64_t>()] = {token, 1};
+    }
+    for (const auto& added : original["added_tokens"]) {
+        by_id[added["id"].get<std::uint64_t>()] = {added["content"].get<std::string>(), 3};
+    }
+    ASSERT_EQ(by_id.rbegin()->first + 1, by_id.size());
+    GgufBytes g;
+    g.header(0, 6).kv_str("general.architecture", "bloom").kv_str("tokenizer.ggml.model", "gpt2");
+    g.kv_str("tokenizer.ggml.pre", "bloom");
+    g.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(by_id.size());
+    for (const auto& [id, entry] : by_id) {
+        g.str(entry.first);
+    }
+    g.str("tokenizer.ggml.token_type").u32(9).u32(5).u64(by_id.size());
+    for (const auto& [id, entry] : by_id) {
+        g.u32(entry.second);
+    }
+    const nlohmann::json& merges = original["model"]["merges"];
+    g.str("tokenizer.ggml.merges").u32(9).u32(8).u64(merges.size());
+    for (const auto& merge : merges) {
+        g.str(merge.get<std::string>());
+    }
+    const auto translated = vkf::tokenizer_json_from_gguf(vkf::open_gguf(write(g.bytes())));
+    ASSERT_TRUE(translated.has_value());
+    const nlohmann::json ours = nlohmann::json::parse(*translated);
+    EXPECT_EQ(ours["pre_tokenizer"], original["pre_tokenizer"]);
+    EXPECT_EQ(ours["decoder"], original["decoder"]);
+    EXPECT_EQ(ours["model"]["merges"], original["model"]["merges"]);
+    EXPECT_EQ(ours["added_tokens"], original["added_tokens"]);
+    nlohmann::json vocab = original["model"]["vocab"];
+    for (const auto& added : original["added_tokens"]) {
+        vocab[added["content"].get<std::string>()] = added["id"];
+    }
+    EXPECT_EQ(ours["model"]["vocab"], vocab);
+
+    GgufBytes other;
+    other.header(0, 3).kv_str("general.architecture", "bloom").kv_str("tokenizer.ggml.model", "gpt2");
+    other.kv_str("tokenizer.ggml.pre", "llama-bpe");
+    EXPECT_FALSE(vkf::tokenizer_json_from_gguf(vkf::open_gguf(write(other.bytes()))).has_value());
 }
 
 }  // namespace
