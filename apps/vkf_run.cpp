@@ -174,12 +174,13 @@ int main(int argc, char** argv) {
     Options options;
     declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
-        // A GGUF file is converted to a checkpoint directory that lives as long as the run.
+        check_options(options);
+        // A GGUF file is converted to a checkpoint directory that lives as long as the run
+        // (after the options' checks: a usage error costs no conversion).
         const auto gguf = vkf::app::convert_if_gguf(options.model);
         if (gguf) {
             options.model = gguf->dir().string();
         }
-        check_options(options);
         vkf::app::install_stop_signals();
         if (vkf::dist::started_by_mpirun_with_ranks()) {
             check_distributed_options(options);

@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "host/io/safetensors.hpp"
 #include "host/io/safetensors_writer.hpp"
+#include "host/spec/model_tensors.hpp"
 #include "runtime/error.hpp"
 
 namespace vkf {
@@ -208,6 +210,13 @@ void write_checkpoint_from_gguf(const GgufFile& file, const std::filesystem::pat
         write_text_file(dir / "tokenizer.json", *tokenizer);
     }
     write_safetensors_file(dir / "model.safetensors", tensors, {{"format", "pt"}, {"vkformer.source", "gguf"}});
+    // Missing or misshapen tensors are named here, with the GGUF file, rather than later by
+    // the loader, whose messages would name only the converted directory.
+    try {
+        check_checkpoint(open_checkpoint(dir), read_model_config(dir));
+    } catch (const Error& e) {
+        fail(file, fmt::format("as a BLOOM checkpoint: {}", e.what()));
+    }
 }
 
 }  // namespace vkf

@@ -34,6 +34,7 @@ struct Options {
     std::uint32_t ffn = 4 * kHidden;
     std::uint32_t kv_heads = kHeads;
     std::string extra_tensor;
+    std::string dropped_tensor;
     std::uint32_t qkv_type = 0;  // F32
 };
 
@@ -55,6 +56,7 @@ std::string bloom_gguf(const Options& o = {}) {
         {"blk.0.ffn_down.bias", {kHidden}},       {"output_norm.weight", {kHidden}},
         {"output_norm.bias", {kHidden}},
     };
+    std::erase_if(tensors, [&](const Tensor& t) { return t.name == o.dropped_tensor; });
     if (!o.extra_tensor.empty()) {
         tensors.push_back({o.extra_tensor, {kHidden}});
     }
@@ -159,6 +161,12 @@ TEST_F(GgufCheckpointTest, RefusesWhatVkformerCannotRun) {
     extra.extra_tensor = "blk.0.attn_q_norm.weight";
     EXPECT_NE(convert_error(extra).find("tensor 'blk.0.attn_q_norm.weight' is not one of llama.cpp's BLOOM tensors"),
               std::string::npos);
+    Options missing;
+    missing.dropped_tensor = "blk.0.ffn_up.bias";
+    const std::string message = convert_error(missing);
+    EXPECT_NE(message.find("GGUF file '"), std::string::npos) << message;
+    EXPECT_NE(message.find("as a BLOOM checkpoint: "), std::string::npos) << message;
+    EXPECT_NE(message.find("h.0.mlp.dense_h_to_4h.bias"), std::string::npos) << message;
     Options padded;
     padded.extra_tensor = "blk.00.attn_norm.bias";  // would be a second h.0.input_layernorm.bias
     EXPECT_NE(convert_error(padded).find("tensor 'blk.00.attn_norm.bias' is not one of llama.cpp's BLOOM tensors"),
