@@ -74,6 +74,9 @@ public:
     }
 
     void read(std::span<std::byte> out, std::string_view what) {
+        if (out.empty()) {
+            return;  // an empty string at the end of the file: no window to copy from
+        }
         if (out.size() > remaining()) {
             fail(pos_,
                  fmt::format("the file ends inside {} ({} bytes needed, {} left)", what, out.size(), remaining()));
