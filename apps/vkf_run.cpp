@@ -13,6 +13,7 @@
 // The pieces live in apps/run/: options, check, chat, load, report, parallel and distributed.
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/gguf_model.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/common/stop_signals.hpp"
@@ -48,7 +49,8 @@ using namespace vkf::run_cli;
 
 constexpr const char* kAbout =
     "Runs a decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais; DIR/config.json +\n"
-    "model.safetensors or a sharded checkpoint) on the best Vulkan device: the prompt in one forward pass (prefill), "
+    "model.safetensors or a sharded checkpoint, or a llama.cpp GGUF file of BLOOM) on the best Vulkan device: the "
+    "prompt in one forward pass (prefill), "
     "then one\n"
     "token per step through the KV cache (decode). With --prompt, the text is tokenized with\n"
     "DIR/tokenizer.json (or --tokenizer) and the generated text is printed as it is made;\n"
@@ -173,6 +175,12 @@ int main(int argc, char** argv) {
     declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
         check_options(options);
+        // A GGUF file is converted to a checkpoint directory that lives as long as the run
+        // (after the options' checks: a usage error costs no conversion).
+        const auto gguf = vkf::app::convert_if_gguf(options.model);
+        if (gguf) {
+            options.model = gguf->dir().string();
+        }
         vkf::app::install_stop_signals();
         if (vkf::dist::started_by_mpirun_with_ranks()) {
             check_distributed_options(options);

@@ -83,7 +83,7 @@ std::vector<FilePrompt> read_prompt_file(const std::string& path) {
 void declare_options(CLI::App& cli, Options& o) {
     using namespace app;
     cli.footer(kFooter);
-    add_text(cli, "--model", "DIR", o.model, "the checkpoint directory")->required();
+    add_text(cli, "--model", "DIR", o.model, "the checkpoint directory, or a llama.cpp GGUF file (BLOOM)")->required();
     // One prompt option, once: a second prompt is more likely a mistake than an override.
     const auto no_prompt_yet = [&o] {
         if (!o.prompt.empty() || o.prompt_text || !o.prompt_file.empty()) {

@@ -14,6 +14,7 @@
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
 #include "runtime/error.hpp"
+#include "tests/io/gguf_test_writer.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -74,6 +75,34 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
     for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
         text.replace(at, from.size(), to);
     }
+}
+
+// --- gguf -----------------------------------------------------------------------------------
+// Besides these, the corpus keeps files written by llama.cpp's gguf-py (gguf-py-*.gguf).
+void gguf_seeds() {
+    const std::string t = "gguf";
+    using test::GgufBytes;
+    GgufBytes good;
+    good.header(2, 3).kv_str("general.architecture", "bloom").kv_u32("bloom.block_count", 1);
+    good.str("tokens").u32(9).u32(8).u64(2).str("a").str("b");
+    good.tensor("token_embd.weight", {32, 2}, 1, 0).tensor("blk.0.attn_qkv.weight", {32, 1}, 8, 128).pad(32);
+    good.text(std::string(128 + 34, '\x01'));
+    put(t, "writer-good.gguf", good.bytes());
+    GgufBytes overlap;
+    overlap.header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad(32).text(std::string(64, '\0'));
+    put(t, "overlap.gguf", overlap.bytes());
+    GgufBytes hidden;  // an empty tensor between two overlapping ones once hid the overlap
+    hidden.header(3, 0).tensor("a", {16}, 0, 0).tensor("empty", {0}, 0, 32).tensor("b", {4}, 0, 32).pad(32);
+    put(t, "regression-hidden-overlap.gguf", hidden.text(std::string(64, '\0')).bytes());
+    GgufBytes nested;
+    nested.header(0, 1).str("k").u32(9).u32(9).u64(0);
+    put(t, "nested-array.gguf", nested.bytes());
+    GgufBytes huge;
+    huge.header(0, 1).str("k").u32(9).u32(4).u64(std::uint64_t{1} << 40).u32(1);
+    put(t, "huge-array.gguf", huge.bytes());
+    GgufBytes unknown;
+    unknown.header(1, 0).tensor("t", {4}, 4, 0).pad(32).text(std::string(16, '\0'));
+    put(t, "unknown-type.gguf", unknown.bytes());
 }
 
 // --- safetensors --------------------------------------------------------------------------
@@ -452,6 +481,7 @@ int main(int argc, char** argv) {
         index_seeds();
         config_seeds(repo);
         npy_seeds();
+        gguf_seeds();
         tokenizer_seeds(repo);
         quant_seeds();
         pipeline_cache_seeds();
