@@ -43,7 +43,9 @@ def gguf_py_dir(npm_dir):
         os.makedirs(npm_dir, exist_ok=True)
         try:
             proc = subprocess.run(["npm", "install", "--prefix", npm_dir, "--ignore-scripts", "--no-audit",
-                                   "--no-fund", "%s@%s" % (name, version)],
+                                   # Only the package's llama.cpp source is read: not its prebuilt
+                                   # binaries for every platform (900 MB with them, CUDA's included).
+                                   "--omit=optional", "--no-fund", "%s@%s" % (name, version)],
                                   capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             skip("npm install %s@%s took over 10 minutes" % (name, version))
