@@ -269,8 +269,7 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
         }
         if (ended < n && client.gone()) {
             channel->cancel();
-            // A stopping server shuts reading down on every connection itself: then the
-            // client may well be there, and is owed the reason.
+            // A client that leaves while the server stops is told why all the same.
             if (d.engine->stopping()) {
                 throw serve::shutting_down();
             }

@@ -291,27 +291,11 @@ socket_t GuardedServer::current_socket() {
     return t_connection != nullptr ? t_connection->socket() : INVALID_SOCKET;
 }
 
-void GuardedServer::stop_reading_connections() {
-    const std::lock_guard lock(open_mutex_);
-    for (const socket_t sock : open_) {
-        ::shutdown(sock, SHUT_RD);
-    }
-}
-
 bool GuardedServer::process_and_close_socket(socket_t sock) {
-    {
-        const std::lock_guard lock(open_mutex_);
-        open_.insert(sock);
-    }
     try {
         serve_connection(sock);
     } catch (const std::exception&) {
         // Out of memory, or a failure inside httplib: this connection ends, the server goes on.
-    }
-    {
-        // Out of the set before the close: the descriptor's number may be reused at once.
-        const std::lock_guard lock(open_mutex_);
-        open_.erase(sock);
     }
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);

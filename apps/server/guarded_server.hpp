@@ -28,9 +28,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <semaphore>
-#include <set>
 
 namespace vkf::server {
 
@@ -56,10 +54,6 @@ public:
     // handler's: each connection's requests are handled on its own thread); INVALID_SOCKET
     // elsewhere. httplib 0.11.4 gives a handler no way to learn that its client left.
     static socket_t current_socket();
-    // Shuts reading down on every open connection: one waiting for a kept-alive connection's
-    // next request sees its end at once, so a stopping server is not held up by idle clients.
-    // Answers being written are not touched.
-    void stop_reading_connections();
 
 private:
     bool process_and_close_socket(socket_t sock) override;
@@ -71,8 +65,6 @@ private:
     serve::Metrics& metrics_;
     std::atomic<std::uint32_t> reading_ = 0;
     std::counting_semaphore<> handlers_;
-    std::mutex open_mutex_;
-    std::set<socket_t> open_;  // connections being served (guarded by open_mutex_)
 };
 
 }  // namespace vkf::server

@@ -191,6 +191,8 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
     {
         // The first signal: every request ends now (its stream's last events written), then
         // no new connections, and idle keep-alive ones end instead of waiting out their timeout.
+        // Reading is not shut down on the connections: a whole answer's handler may still be
+        // writing its 503, and a socket shut for reading looks closed to its write check.
         const bool armed = signal_stop.arm([&] {
             if (rank_zero != nullptr) {
                 // Before the abort: mpirun's SIGTERM after a rank died, and the requests in
@@ -201,8 +203,9 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
                 engine->abort_all(std::chrono::milliseconds(500));
                 served.open_streams.wait_closed(std::chrono::milliseconds(500));
             }
+            // Connections waiting for a request see the listener closed within 250 ms
+            // (ConnectionStream::fill); those writing an answer finish it first.
             http.stop();
-            http.stop_reading_connections();
         });
         const vkf::server::SignalStop::Armed disarm(signal_stop);
         if (rank_zero != nullptr) {
