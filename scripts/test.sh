@@ -4,8 +4,8 @@
 # usage: scripts/test.sh [--sanitize | --mesa25] [--full]
 #   (none)      every suite but the "full" runs below: what CI runs first (Mesa 22.3's lavapipe)
 #   --sanitize  the same suites built with ASan and UBSan (build-sanitize), without the
-#               validation layer (the first leg checks the same calls under it) and without the
-#               npm comparison
+#               validation layer (the first leg checks the same calls under it), without the
+#               npm comparison and without the server's soak
 #   --mesa25    the same build's suites that use Vulkan on a second driver: Mesa 25's lavapipe
 #               from bookworm-backports, unpacked beside the system's 22.3
 #               (scripts/mesa25_driver.sh); not the spec_minimum reruns, which check limits,
@@ -66,6 +66,9 @@ case "$mode" in
     export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
     # The CPU reference is ~3x slower instrumented: the attention grid runs its quick subset.
     export VKF_TEST_QUICK=1
+    # The server's soak (label soak, 2 minutes of load) runs in the first leg: every abuse it
+    # mixes is also one check of vkf_server_e2e, which this leg runs under ASan and UBSan.
+    excluded+=(soak)
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     if [ $full -eq 0 ]; then
       # The validation layer is not instrumented, but every allocation it makes goes through
