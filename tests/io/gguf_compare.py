@@ -16,6 +16,7 @@ Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install 
 
 import json
 import os
+import shlex
 import shutil
 import struct
 import subprocess
@@ -65,7 +66,8 @@ def gguf_py_dir(npm_dir):
 
 
 def dump(tool, path, tensor_dir=None):
-    args = [tool, path] + ([tensor_dir] if tensor_dir else [])
+    # In a cross-build the tool runs under the emulator (VKF_TEST_EMULATOR, as tests/apps' cli_checks).
+    args = shlex.split(os.environ.get("VKF_TEST_EMULATOR", "")) + [tool, path] + ([tensor_dir] if tensor_dir else [])
     proc = subprocess.run(args, capture_output=True, text=True)
     return proc.returncode, proc.stdout.strip(), proc.stderr.strip()
 
