@@ -10,6 +10,7 @@
 // against the JSON it came from.
 
 #include "apps/bench/results.hpp"
+#include "apps/common/svg_chart.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +36,6 @@ ReportInput read_report_input(const std::filesystem::path& path, std::string lab
 std::string report_html(std::span<const ReportInput> inputs, std::string_view title);
 
 // --- the page's parts (report_runs.cpp, report_llama.cpp) ---
-std::string html_escape(std::string_view text);
 // A figure cell: the number shown with `digits` significant digits, the exact one in data-value.
 std::string figure_cell(std::size_t file, std::string_view key, std::string_view field, std::optional<double> value,
                         int digits = 4);

@@ -108,7 +108,7 @@ ReportInput read_report_input(const std::filesystem::path& path, std::string lab
 std::string report_html(std::span<const ReportInput> inputs, std::string_view title) {
     std::string files;
     for (const ReportInput& in : inputs) {
-        files += fmt::format("<li>{}: {}</li>", html_escape(in.label),
+        files += fmt::format("<li>{}: {}</li>", app::xml_escape(in.label),
                              in.run ? fmt::format("vkf-bench run, {} results", in.run->results.size())
                                     : fmt::format("{} llama-bench rows", in.llama_rows.size()));
     }
@@ -118,7 +118,7 @@ std::string report_html(std::span<const ReportInput> inputs, std::string_view ti
         "<style>{1}</style></head><body>\n<h1>{0}</h1><p>vkformer {2}, written {3}. Figures: median of the "
         "repetitions; <em>of FMA</em> and <em>of BW</em> are fractions of the device's measured fp32 FMA rate and "
         "copy bandwidth.</p><ul>{4}</ul>\n{5}{6}{7}</body></html>\n",
-        html_escape(title), kStyle, build::kVersion, utc_now_iso8601(), files, devices_section(inputs),
+        app::xml_escape(title), kStyle, build::kVersion, utc_now_iso8601(), files, devices_section(inputs),
         llama_section(inputs), suites_section(inputs));
 }
 

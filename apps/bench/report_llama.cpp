@@ -60,7 +60,7 @@ std::string sustained_svg(const std::vector<double>& ts, const std::string& titl
         R"(<text x="4" y="{4}" font-size="11">{7:.3g}</text><text x="4" y="{5}" font-size="11">0 t/s</text>)"
         R"(<text x="{2}" y="{8}" font-size="11">iteration 1</text><text x="{6}" y="{8}" font-size="11" text-anchor="end">{9}</text>)"
         R"(<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{10}"/>)",
-        kW, kH, kLeft, html_escape(title), kTop, kH - kBottom, kW - kRight, top, kH - 12, ts.size(), points);
+        kW, kH, kLeft, app::xml_escape(title), kTop, kH - kBottom, kW - kRight, top, kH - 12, ts.size(), points);
     for (std::size_t i = 0; i < ts.size(); ++i) {
         svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="#1f77b4"><title>{:.4g} t/s</title></circle>)",
                            x(i), y(ts[i]), ts[i]);
@@ -94,15 +94,17 @@ std::string llama_section(std::span<const ReportInput> inputs) {
             const std::string status = row.contains("vkf_status") ? text_of(row, "vkf_status") : "unchecked";
             html += fmt::format(
                 "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>", status,
-                html_escape(inputs[f].label), html_escape(text_of(row, "model_type")),
-                html_escape(fmt::format("{:.2f} MiB", number_of(row, "model_size").value_or(0) / 1048576.0)),
-                html_escape(text_of(row, "backends")), html_escape(text_of(row, "gpu_info")), html_escape(label));
+                app::xml_escape(inputs[f].label), app::xml_escape(text_of(row, "model_type")),
+                app::xml_escape(fmt::format("{:.2f} MiB", number_of(row, "model_size").value_or(0) / 1048576.0)),
+                app::xml_escape(text_of(row, "backends")), app::xml_escape(text_of(row, "gpu_info")),
+                app::xml_escape(label));
             html += figure_cell(f, key, "avg_ts", number_of(row, "avg_ts"));
             html += figure_cell(f, key, "stddev_ts", number_of(row, "stddev_ts"), 3);
             html += figure_cell(f, key, "vkf_check_max_rel", number_of(row, "vkf_check_max_rel"), 2);
             html += figure_cell(f, key, "vkf_batched_max_rel", number_of(row, "vkf_batched_max_rel"), 2);
             html += figure_cell(f, key, "vkf_bandwidth_fraction", number_of(row, "vkf_bandwidth_fraction"), 3);
-            html += fmt::format("<td title=\"{}\">{}</td></tr>\n", html_escape(text_of(row, "vkf_message")), status);
+            html +=
+                fmt::format("<td title=\"{}\">{}</td></tr>\n", app::xml_escape(text_of(row, "vkf_message")), status);
             const auto ts = row.find("samples_ts");
             const bool sustained = row.value("vkf_sustained", false);
             if (sustained && ts != row.end() && ts->is_array() && !ts->empty()) {

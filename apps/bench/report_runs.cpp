@@ -11,29 +11,6 @@
 
 namespace vkf::bench {
 
-std::string html_escape(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            default:
-                out += c;
-        }
-    }
-    return out;
-}
-
 std::string figure_cell(std::size_t file, std::string_view key, std::string_view field, std::optional<double> value,
                         int digits) {
     if (!value || !std::isfinite(*value)) {
@@ -41,7 +18,7 @@ std::string figure_cell(std::size_t file, std::string_view key, std::string_view
     }
     // data-value: the shortest text that reads back as the same double.
     return fmt::format(R"(<td data-file="{}" data-case="{}" data-field="{}" data-value="{}">{:.{}g}</td>)", file,
-                       html_escape(key), field, *value, *value, digits);
+                       app::xml_escape(key), field, *value, *value, digits);
 }
 
 namespace {
@@ -98,13 +75,13 @@ std::string devices_section(std::span<const ReportInput> inputs) {
     }
     std::string html = "<section id=\"devices\"><h2>Devices</h2><div class=\"wide\"><table><tr><th></th>";
     for (const std::string& label : v.labels) {
-        html += fmt::format("<th>{}</th>", html_escape(label));
+        html += fmt::format("<th>{}</th>", app::xml_escape(label));
     }
     html += "</tr>\n";
     const auto text_row = [&](const char* title, const auto& get) {
         html += fmt::format("<tr><th>{}</th>", title);
         for (const Run& run : v.runs) {
-            html += fmt::format("<td>{}</td>", html_escape(get(run)));
+            html += fmt::format("<td>{}</td>", app::xml_escape(get(run)));
         }
         html += "</tr>\n";
     };
@@ -141,7 +118,7 @@ std::string devices_section(std::span<const ReportInput> inputs) {
     for (const Run& run : v.runs) {
         html += "<td><details><summary>show</summary><table class=\"limits\">";
         for (const auto& [key, value] : run.effective_limits.items()) {
-            html += fmt::format("<tr><td>{}</td><td>{}</td></tr>", html_escape(key), html_escape(value.dump()));
+            html += fmt::format("<tr><td>{}</td><td>{}</td></tr>", app::xml_escape(key), app::xml_escape(value.dump()));
         }
         html += "</table></details></td>";
     }
@@ -165,7 +142,7 @@ std::string suites_section(std::span<const ReportInput> inputs) {
             continue;
         }
         html += fmt::format("<section class=\"suite\" id=\"suite-{0}\"><h2>{0}</h2><p>{1}</p>\n", suite.name,
-                            html_escape(suite.description));
+                            app::xml_escape(suite.description));
         if (suite.name != "ceilings") {
             std::string svg = svg_plot(suite, v.runs, v.labels);
             if (svg.starts_with("<?xml")) {
@@ -176,7 +153,7 @@ std::string suites_section(std::span<const ReportInput> inputs) {
         html += "<div class=\"wide\"><table><tr><th rowspan=\"2\">case</th>";
         const bool ratios = v.runs.size() > 1;
         for (const std::string& label : v.labels) {
-            html += fmt::format("<th colspan=\"{}\">{}</th>", ratios ? 6 : 5, html_escape(label));
+            html += fmt::format("<th colspan=\"{}\">{}</th>", ratios ? 6 : 5, app::xml_escape(label));
         }
         html += "</tr><tr>";
         for (std::size_t i = 0; i < v.runs.size(); ++i) {
@@ -189,14 +166,14 @@ std::string suites_section(std::span<const ReportInput> inputs) {
                 continue;
             }
             const std::string key = s + "/" + name;
-            html += fmt::format("<tr><td class=\"case\">{}</td>", html_escape(name));
+            html += fmt::format("<tr><td class=\"case\">{}</td>", app::xml_escape(name));
             const Result* first = find_result(v.runs[0], s, name);
             for (std::size_t i = 0; i < v.runs.size(); ++i) {
                 const Result* r = find_result(v.runs[i], s, name);
                 if (r == nullptr || r->status != Status::Ok) {
                     const std::string status = r == nullptr ? "not run" : to_string(r->status);
                     html += fmt::format("<td colspan=\"{}\" class=\"{}\" title=\"{}\">{}</td>", ratios ? 6 : 5, status,
-                                        html_escape(r ? r->message : ""), status);
+                                        app::xml_escape(r ? r->message : ""), status);
                     continue;
                 }
                 const std::size_t f = v.files[i];
