@@ -280,17 +280,34 @@ def check_slow_clients(server, header_timeout, body_timeout, clients=60, seconds
         fail("a completion after the slow clients: %s %r" % (status, body))
 
 
+def hold_connection(port):
+    """A connection that has sent half a request head and waits."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /health HTTP/1.1\r\n")  # a head never finished
+    return sock
+
+
+def refused_or_closed(sock):
+    """Whether the server has written to a held connection (a 503 or a 408) or closed it."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
+
+
 def check_connection_bound(plain, bound):
     """Past --max-connections connections that are sending requests, a new one gets 503 at once."""
-    held = [socket.create_connection(("127.0.0.1", plain.port), timeout=10) for _ in range(bound)]
-    for sock in held:
-        sock.sendall(b"GET /health HTTP/1.1\r\n")  # a head never finished
     health = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sesame\r\n\r\n"
     # The held connections count once their threads have started: on a loaded machine that
-    # can take a while, and until then a new connection is rightly served (200). Once they
-    # all count, the next one must be refused at once.
-    deadline = time.time() + 10
+    # can take a while, and until then a new connection is rightly served (200). A held one
+    # may also be refused itself, while kept-alive connections of earlier checks still hold
+    # places, or cut at --header-timeout: such a one is replaced. Once `bound` held ones
+    # count, the next connection must be refused at once.
+    held = [hold_connection(plain.port) for _ in range(bound)]
+    deadline = time.time() + 20
     while True:
+        for i, sock in enumerate(held):
+            if refused_or_closed(sock):
+                sock.close()
+                held[i] = hold_connection(plain.port)
         start = time.time()
         status, headers, body = raw_request(plain.port, health, timeout=5)
         if status != 200 or time.time() > deadline:

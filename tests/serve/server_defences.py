@@ -264,7 +264,9 @@ def check_signal_stop(server):
 
 def check_second_signal(server):
     """SIGINT and SIGTERM together (the process paused while both arrive, so that one is
-    second): the process exits at once, 128 + the second (SIGTERM: 143)."""
+    second): the process exits at once, 128 + the second (SIGTERM: 143), not after draining
+    the 1000-token request (tens of seconds on lavapipe). "At once" allows 4 s: a loaded CI
+    machine took 1.3 s to run the exit."""
     sock = raw_request(server.port, {"prompt": "In the", "max_tokens": 1000, "ignore_eos": True},
                        headers=b"Authorization: Bearer sesame\r\n")
     time.sleep(1)
@@ -280,7 +282,7 @@ def check_second_signal(server):
         code = server.proc.wait()
     took = time.time() - start
     sock.close()
-    if code != 128 + signal.SIGTERM or took > 1:
+    if code != 128 + signal.SIGTERM or took > 4:
         fail("two signals: exit %d after %.2f s (want %d at once)" % (code, took, 128 + signal.SIGTERM))
     else:
         print("two signals: exit %d after %.2f s" % (code, took))
