@@ -192,18 +192,19 @@ def perplexity_contexts(tmp):
 def interactive_memory():
     """Peak RSS over interactive turns stays flat once a key window's ring of KV blocks is full
     (--window 32: the cache stops growing after a few turns), so what it still gains between
-    100 and 300 turns is what a turn leaks. Without a window the cache's lazily backed pages
+    100 and 500 turns is what a turn leaks. Without a window the cache's lazily backed pages
     grow it by ~4 KB a token, and the drivers' own steps (Mesa 25 adds ~1.5 KB a token over the
-    first few hundred turns, then stops) hide a small leak inside that. Measured flat here:
-    0.2 to 1.3 MB over those 200 turns on both drivers, validation on or off; a leak of 15 KB
-    a turn would add 3 MB."""
+    first few hundred turns, then stops) hide a small leak inside that. Measured here, validation
+    on: 0.9 to 2.1 MB over 200 turns on both drivers, and up to 3.1 MB once on a loaded machine
+    (allocator noise, not a slope: 100 to 300 turns gained -0.02 MB in one run and 200 to 400
+    gained 2.1 MB in the same one). Over 400 turns a leak of 13 KB a turn adds 5 MB, the bound."""
     with open(RUN, "rb") as f:
         sanitized = b"__asan_init" in f.read()
     if sanitized or os.environ.get("VKF_TEST_EMULATOR"):
         print("interactive peak RSS: not measured under ASan (its quarantine grows) or an emulator")
         return
     peaks = []
-    for turns in (100, 300):
+    for turns in (100, 500):
         proc = subprocess.Popen(command(RUN, ["--model", MODEL, "--interactive", "--n-predict", "4", "--ctx", "4096",
                                               "--window", "32"]),
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -222,7 +223,7 @@ def interactive_memory():
     per_turn = (m1 - m0) * 1024 / (n1 - n0)
     print("interactive peak RSS with a 32-token window: %d KB after %d turns (%d tokens), %d KB after %d (%d): "
           "%.0f bytes a turn" % (m0, n0, t0, m1, n1, t1, per_turn))
-    if m1 - m0 > 3072:
+    if m1 - m0 > 5120:
         fail("peak RSS grows %.0f bytes a turn once the window's ring is full (%d KB over %d turns)" %
              (per_turn, m1 - m0, n1 - n0))
 
