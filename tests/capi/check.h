@@ -48,4 +48,24 @@ static int check_failures = 0;
         }                                                                                                      \
     } while (0)
 
+/* A context whose log counts every message above info (the validation layer's): a test ends
+ * with CHECK(validation_messages == 0). `limits` as vkf_context_params.limits (NULL: none). */
+static int validation_messages = 0;
+static inline void count_validation(vkf_log_level level, const char* message, void* user_data) {
+    (void)user_data;
+    if (level != VKF_LOG_INFO) {
+        fprintf(stderr, "vulkan: %s\n", message);
+        validation_messages++;
+    }
+}
+
+static inline vkf_context* make_context(const char* limits) {
+    vkf_context* ctx = NULL;
+    vkf_context_params p = vkf_context_default_params();
+    p.limits = limits;
+    p.log = count_validation;
+    EXPECT_OK(vkf_context_create(&p, &ctx));
+    return ctx;
+}
+
 #endif

@@ -8,24 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static int validation_messages = 0;
-static void on_log(vkf_log_level level, const char* message, void* user_data) {
-    (void)user_data;
-    if (level != VKF_LOG_INFO) {
-        fprintf(stderr, "vulkan: %s\n", message);
-        validation_messages++;
-    }
-}
-
-static vkf_context* make_context(const char* limits) {
-    vkf_context* ctx = NULL;
-    vkf_context_params p = vkf_context_default_params();
-    p.limits = limits;
-    p.log = on_log;
-    EXPECT_OK(vkf_context_create(&p, &ctx));
-    return ctx;
-}
-
 typedef struct {
     int calls;
     uint64_t last_done, total;

@@ -15,15 +15,6 @@
 
 enum { kTokens = 8 };
 
-static int validation_messages = 0;
-static void on_log(vkf_log_level level, const char* message, void* user_data) {
-    (void)user_data;
-    if (level != VKF_LOG_INFO) {
-        fprintf(stderr, "vulkan: %s\n", message);
-        validation_messages++;
-    }
-}
-
 static void sleep_ms(long ms) {
     struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&t, NULL);
@@ -260,7 +251,6 @@ static void test_limits(vkf_model* model, const uint32_t* prompt, size_t n_promp
 
 int main(int argc, char** argv) {
     vkf_context* ctx = NULL;
-    vkf_context_params cp = vkf_context_default_params();
     vkf_model* model = NULL;
     vkf_tokenizer* tok = NULL;
     uint32_t prompt[16], expected[kTokens];
@@ -270,8 +260,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "usage: test_capi_reentry MODEL_DIR\n");
         return 2;
     }
-    cp.log = on_log;
-    EXPECT_OK(vkf_context_create(&cp, &ctx));
+    ctx = make_context(NULL);
     EXPECT_OK(vkf_model_load(ctx, argv[1], NULL, &model));
     EXPECT_OK(vkf_tokenizer_load(argv[1], &tok));
     EXPECT_OK(vkf_tokenize(tok, text, strlen(text), 0, prompt, 16, &n_prompt));

@@ -26,14 +26,15 @@ usage: dist_server_test.py PATH/TO/vkf-server MODELS/kjv-bloom [--full]
 import http.client
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from cli_checks import fail, finish  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 
 SERVER, KJV = sys.argv[1:3]
 FULL = "--full" in sys.argv[3:]
@@ -44,8 +45,8 @@ KEEP_RANK_ZERO = ["--mca", "orte_abort_on_non_zero_status", "0"]
 ARGS = ["--model", KJV, "--port", "0", "--parallel", "4", "--ctx", "64", "--chunk", "16"]
 
 
-class Server:
-    """vkf-server (under mpirun with `ranks`) on a free port; its stderr collected."""
+class Server(ServerProcess):
+    """vkf-server (under mpirun with `ranks`) on a free port."""
 
     def __init__(self, ranks, extra=(), env_extra=None, last_limits=None, mpirun_options=()):
         """last_limits: VKF_LIMITS of the last rank only (mpirun's MPMD form): a smaller budget."""
@@ -55,59 +56,24 @@ class Server:
             cmd = mpirun + ["-n", str(ranks - 1)] + args + [":", "-n", "1", "-x", "VKF_LIMITS=" + last_limits] + args
         else:
             cmd = (mpirun + ["-n", str(ranks)] if ranks > 1 else []) + args
-        env = dict(os.environ, **(env_extra or {}))
         self.ranks = ranks
-        self.start = time.monotonic()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        line = self.proc.stdout.readline()
-        if "listening on http://" not in line:
-            self.proc.wait(timeout=60)
-            raise SystemExit("vkf-server (%d ranks) did not start: %r %s" % (ranks, line, "".join(self.stderr)))
-        self.port = int(line.rsplit(":", 1)[1])
-
-    def request(self, method, path, body=None, timeout=120):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        text = resp.read().decode("utf-8")
-        conn.close()
-        return resp.status, text
+        super().__init__(cmd, env_extra, what="vkf-server (%d ranks)" % ranks)
 
     def complete(self, prompt, max_tokens=12, stream=False):
         body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
         if stream:
             body["stream"] = True
         try:
-            status, text = self.request("POST", "/v1/completions", body)
+            status, _, text = self.request("POST", "/v1/completions", body, timeout=120)
         except (OSError, http.client.HTTPException) as e:  # no answer at all (a timeout too)
             return 0, repr(e)
         return status, json.loads(text) if text.startswith("{") and not stream else text
 
-    def metrics(self):
-        values = {}
-        for line in self.request("GET", "/metrics")[1].splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                values[name] = float(value)
-        return values
-
     def stop(self, what):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            fail("%s did not stop on SIGTERM" % what)
-            return
         # mpirun itself exits 1 after passing on a SIGTERM, however its ranks exit: the ranks'
         # own word is their stderr (an error names its rank).
-        if code != 0 and (self.ranks == 1 or "error" in "".join(self.stderr)):
-            fail("%s exited %d on SIGTERM: %s" % (what, code, "".join(self.stderr)))
-        if "validation" in "".join(self.stderr).lower():
-            fail("Vulkan validation spoke in %s:\n%s" % (what, "".join(self.stderr)))
+        self.what = what
+        super().stop(exit_ok=lambda code: code == 0 or (self.ranks > 1 and "error" not in "".join(self.stderr)))
 
 
 def concurrent(server):
@@ -188,7 +154,7 @@ def check_stalled_rank():
         server.proc.kill()
         fail("%s: still running 60 s after the fault" % what)
         return
-    seconds = time.monotonic() - server.start
+    seconds = time.monotonic() - server.started
     out = "".join(server.stderr)
     print("%s: request answered %d, exit %d after %.1f s" % (what, status, code, seconds))
     if code == 0 or "rank 1" not in out:
@@ -217,7 +183,8 @@ def check_killed_rank(mpirun_options, what):
     for t in threads:
         t.join(timeout=90)
     try:
-        health = server.request("GET", "/health", timeout=10)
+        status, _, text = server.request("GET", "/health", timeout=10)
+        health = (status, text)
     except (OSError, http.client.HTTPException) as e:
         health = (0, repr(e))
     try:
@@ -226,7 +193,7 @@ def check_killed_rank(mpirun_options, what):
         server.proc.kill()
         fail("%s: still running 60 s after the fault" % what)
         return
-    seconds = time.monotonic() - server.start
+    seconds = time.monotonic() - server.started
     out = "".join(server.stderr)
     print("%s: stream %r, request %d, /health %d, exit %d after %.1f s" %
           (what, answers.get(True, (None, ""))[1][-120:], answers.get(False, (0,))[0], health[0], code, seconds))

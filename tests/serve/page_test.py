@@ -17,21 +17,18 @@ Exit 77 (skipped) without chromium (scripts/deps.sh installs Debian's).
 usage: page_test.py PATH/TO/vkf-server KJV_MODEL_DIR ARTIFACT_DIR
 """
 
-import http.client
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "apps"))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from chromium_cdp import Browser, chromium_path  # noqa: E402
 from cli_checks import command, fail, finish  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 
 SERVER, KJV, ARTIFACTS = sys.argv[1:4]
 CHATML_TEMPLATE = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -41,42 +38,11 @@ MAX_TOKENS = 24
 LAST_ANSWER = "[...document.querySelectorAll('.message.assistant')].pop()"
 
 
-class Server:
-    """A vkf-server on a free port; its stderr collected."""
+class Server(ServerProcess):
+    """vkf-server with `args` on a free port."""
 
     def __init__(self, args):
-        self.proc = subprocess.Popen(command(SERVER, args + ["--port", "0"]), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        line = self.proc.stdout.readline()
-        if "listening on http://" not in line:
-            self.proc.wait(timeout=60)
-            raise SystemExit("vkf-server did not start: %r %s" % (line, "".join(self.stderr)))
-        self.port = int(line.rsplit(":", 1)[1])
-        self.base = "http://127.0.0.1:%d" % self.port
-
-    def request(self, method, path, body=None, headers=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers=dict({"Content-Type": "application/json"}, **(headers or {})))
-        resp = conn.getresponse()
-        text = resp.read().decode("utf-8")
-        conn.close()
-        return resp.status, resp.getheader("Content-Type", ""), text
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            fail("vkf-server did not stop on SIGTERM")
-            return
-        if code != 0:
-            fail("vkf-server exited %d on SIGTERM: %s" % (code, "".join(self.stderr)))
-        if "validation" in "".join(self.stderr).lower():
-            fail("Vulkan validation spoke in vkf-server:\n" + "".join(self.stderr))
+        super().__init__(command(SERVER, args + ["--port", "0"]))
 
 
 def type_into(browser, tab, element, text, enter=True):
@@ -159,7 +125,8 @@ def check_chat_page(browser, server):
 
 
 def check_key_page(browser, server):
-    status, content_type, page = server.request("GET", "/")
+    status, headers, page = server.request("GET", "/")
+    content_type = headers.get("Content-Type", "")
     if status != 200 or not content_type.startswith("text/html") or "vkf-info" not in page:
         fail("GET / with --api-key and no key: %d %s" % (status, content_type))
     status, _, _ = server.request("GET", "/v1/models")

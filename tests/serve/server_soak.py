@@ -17,19 +17,18 @@ Another abuse is one more function in ABUSES: it gets the server's port, does on
 """
 
 import gzip
-import http.client
 import json
 import os
 import select
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from cli_checks import command, fail, finish, run  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 
 SERVER, RUN, KJV = sys.argv[1:4]
 FULL = "--full" in sys.argv[4:]
@@ -219,19 +218,13 @@ ABUSES = {
 GZIP_BOMB = gzip.compress(b"\0" * (10 << 20), 9)
 
 
-class Soak:
+class Soak(ServerProcess):
+    """vkf-server under the soak's limits, and what the soak saw of it."""
+
     def __init__(self):
-        self.proc = subprocess.Popen(command(SERVER, [
+        super().__init__(command(SERVER, [
             "--model", KJV, "--port", "0", "--parallel", "4", "--queue", "8", "--ctx", "512", "--max-body",
-            str(MAX_BODY), "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", str(BODY_TIMEOUT)]),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        line = self.proc.stdout.readline()
-        if "listening on http://" not in line:
-            self.proc.wait(timeout=60)
-            raise SystemExit("vkf-server did not start: %r %s" % (line, "".join(self.stderr)))
-        self.port = int(line.rsplit(":", 1)[1])
+            str(MAX_BODY), "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", str(BODY_TIMEOUT)]))
         self.lock = threading.Lock()
         self.counts = {}
         self.failures = []
@@ -242,23 +235,6 @@ class Soak:
             if failure is not None and len(self.failures) < 20:
                 self.failures.append("%s: %s" % (what, failure))
 
-    def request(self, method, path, body=None, timeout=120):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        text = resp.read().decode("utf-8")
-        conn.close()
-        return resp.status, text
-
-    def metrics(self):
-        values = {}
-        for line in self.request("GET", "/metrics")[1].splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                values[name] = float(value)
-        return values
-
     def rss_kb(self):
         with open("/proc/%d/status" % self.proc.pid, encoding="utf-8") as f:
             return int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
@@ -266,7 +242,7 @@ class Soak:
     def greedy(self, prompt, stream):
         """The greedy answer's text, or None after a 503 (all slots and queue places taken)."""
         body = {"prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "stream": stream}
-        status, text = self.request("POST", "/v1/completions", body)
+        status, _, text = self.request("POST", "/v1/completions", body, timeout=120)
         if status == 503:
             return None
         if status != 200:
@@ -276,19 +252,6 @@ class Soak:
         events = [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
         return "".join(json.loads(e)["choices"][0]["text"] for e in events if e != "[DONE]" and
                        json.loads(e)["choices"])
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            fail("vkf-server did not stop on SIGTERM")
-            return
-        if code != 0:
-            fail("vkf-server exited %d on SIGTERM: %s" % (code, "".join(self.stderr)[-2000:]))
-        if "validation" in "".join(self.stderr).lower():
-            fail("Vulkan validation spoke in vkf-server:\n" + "".join(self.stderr))
 
 
 def expected_texts():
@@ -336,17 +299,9 @@ def soak(server, expected, seconds):
 
     def monitor():
         while not stop.is_set():
-            start = time.time()
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=1)
-                conn.request("GET", "/health")
-                status = conn.getresponse().status
-                conn.close()
-            except OSError as e:
-                status = "%s: %s" % (type(e).__name__, e)
-            health.append((status, time.time() - start))
+            health.append(server.probe_health())
             rss.append(server.rss_kb())
-            time.sleep(max(0.0, 0.5 - (time.time() - start)))
+            time.sleep(max(0.0, 0.5 - health[-1][1]))
 
     threads = [threading.Thread(target=abuser, args=(i,), daemon=True) for i in range(ABUSERS)]
     threads += [threading.Thread(target=normal, args=(i,), daemon=True) for i in range(NORMAL_CLIENTS)]

@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -48,7 +47,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from cli_checks import command, fail, finish, run  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 import server_defences  # noqa: E402
 from server_checks import (check_body_limits, check_connection_bound, check_pipelining,  # noqa: E402
                            check_slow_clients, expect_error)
@@ -64,65 +65,11 @@ PROMPTS = ["In the beginning God", "And the LORD said unto Moses", "Blessed are"
 MAX_TOKENS = 24
 
 
-class Server:
-    """A vkf-server on a free port; its stderr collected."""
+class Server(ServerProcess):
+    """vkf-server with `args` on a free port."""
 
     def __init__(self, args, env=None, headers=None):
-        self.headers = headers or {}  # sent with every request (an API key)
-        self.proc = subprocess.Popen(command(SERVER, args + ["--port", "0"]), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
-        self.stderr = []
-        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
-        line = self.proc.stdout.readline()
-        if "listening on http://" not in line:
-            self.proc.wait(timeout=60)
-            raise SystemExit("vkf-server did not start: %r %s" % (line, "".join(self.stderr)))
-        self.port = int(line.rsplit(":", 1)[1])
-        self.base = "http://127.0.0.1:%d" % self.port
-
-    def request(self, method, path, body=None, headers=None, timeout=300):
-        """(status, headers, body text)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        data = body if isinstance(body, (bytes, str)) or body is None else json.dumps(body)
-        conn.request(method, path, body=data,
-                     headers=dict({"Content-Type": "application/json"}, **self.headers, **(headers or {})))
-        resp = conn.getresponse()
-        text = resp.read().decode("utf-8")
-        conn.close()
-        return resp.status, dict(resp.getheaders()), text
-
-    def post(self, path, body, headers=None):
-        status, _, text = self.request("POST", path, body, headers)
-        return status, json.loads(text) if text.startswith("{") else text
-
-    def metrics(self, headers=None):
-        _, _, text = self.request("GET", "/metrics", headers=headers)
-        values = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                values[name] = float(value)
-        return values
-
-    def stop(self):
-        if self.proc.poll() is not None:  # stopped by a check already
-            self.check_stderr()
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            fail("vkf-server did not stop on SIGTERM")
-            return
-        if code != 0:
-            fail("vkf-server exited %d on SIGTERM: %s" % (code, "".join(self.stderr)))
-        self.check_stderr()
-
-    def check_stderr(self):
-        time.sleep(0.2)  # the reader thread's last lines
-        if "validation" in "".join(self.stderr).lower():
-            fail("Vulkan validation spoke in vkf-server:\n" + "".join(self.stderr))
+        super().__init__(command(SERVER, args + ["--port", "0"]), env, headers)
 
 
 def stream_events(server, body, headers=None):
