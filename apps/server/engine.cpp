@@ -1,6 +1,6 @@
 #include "apps/server/engine.hpp"
 
-#include "host/text/stop_strings.hpp"
+#include "host/text/token_text_sink.hpp"
 
 #include <utility>
 
@@ -24,13 +24,13 @@ std::vector<Event> Channel::wait(std::chrono::milliseconds timeout) {
     return out;
 }
 
-// One sequence of a job: its text decoded as it is made, stop strings held back.
+// One sequence of a job: its text decoded as it is made, stop strings held back. A client that
+// goes away is cancelled through the generator (cancel_gone), not the sink's flag: that also
+// ends a sequence still in its prompt, and counts it.
 struct Engine::Generation {
     std::shared_ptr<Channel> channel;
     std::uint32_t index;
-    text::TextStream stream;
-    text::StopStrings stops;
-    bool stopped = false;      // a stop string completed
+    text::TokenTextSink text;
     bool cancel_sent = false;  // the client went away and the generator was told
     bool failed = false;       // a Failed event was sent: no End
 };
@@ -153,25 +153,24 @@ void Engine::start(Queued& q) {
     if (!q.channel->cancelled()) {
         try {
             for (; started < q.job.n; ++started) {
-                auto gen = std::make_unique<Generation>(Generation{.channel = q.channel,
-                                                                   .index = started,
-                                                                   .stream = text::TextStream(tokenizer_),
-                                                                   .stops = text::StopStrings(q.job.stops)});
+                auto gen = std::make_unique<Generation>(
+                    Generation{.channel = q.channel,
+                               .index = started,
+                               .text = text::TokenTextSink(&tokenizer_, {.stops = q.job.stops})});
                 GenerationOptions options = q.job.options;
                 options.sampling.seed += started;
                 options.on_token = [this, g = gen.get()](std::uint32_t, std::uint32_t id) {
                     metrics_.add("vkf_generated_tokens_total", 1);
                     try {
-                        const text::StopStrings::Piece piece = g->stops.push(g->stream.push(id));
-                        if (!piece.text.empty()) {
-                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = piece.text});
+                        std::string piece = g->text.push(id);
+                        if (!piece.empty()) {
+                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = std::move(piece)});
                         }
-                        g->stopped = piece.stopped;
                     } catch (const std::exception& e) {  // an id the tokenizer cannot decode
                         g->channel->push({.kind = Event::Kind::Failed, .error = e.what()});
                         g->failed = true;
                     }
-                    return !g->stopped && !g->failed;
+                    return !g->failed && g->text.go_on();
                 };
                 const SequenceId id = generator_.submit(q.job.prompt, std::move(options));
                 running_.emplace(id, std::move(gen));
@@ -225,9 +224,8 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
     }
     Generation& g = *it->second;
     if (!g.failed) {
-        if (!g.stopped && !g.cancel_sent) {
-            std::string rest = g.stops.push(g.stream.finish()).text;
-            rest += g.stops.finish();
+        if (!g.cancel_sent) {
+            std::string rest = g.text.finish();  // nothing after a stop string
             if (!rest.empty()) {
                 g.channel->push({.kind = Event::Kind::Text, .index = g.index, .text = std::move(rest)});
             }
