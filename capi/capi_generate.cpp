@@ -61,42 +61,36 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
     return s;
 }
 
+namespace {
+
+text::TokenTextSink::Options sink_options(const vkf_generate_params& params) {
+    return {.cancel = params.cancel != nullptr ? &params.cancel->requested : nullptr};
+}
+
+}  // namespace
+
 TokenSink::TokenSink(const vkf_generate_params& params)
     : tokenizer_pin_(params.tokenizer, Kind::Tokenizer, "params.tokenizer"),
       cancel_pin_(params.cancel, Kind::Cancel, "params.cancel"),
       on_token_(params.on_token),
       user_data_(params.user_data),
-      cancel_(params.cancel) {
-    if (params.tokenizer != nullptr) {
-        stream_ = std::make_unique<text::TextStream>(*params.tokenizer->tokenizer);
-    }
-}
+      has_text_(params.tokenizer != nullptr),
+      text_(has_text_ ? params.tokenizer->tokenizer.get() : nullptr, sink_options(params)) {}
 
 bool TokenSink::push(std::uint32_t id) {
+    const std::string piece = text_.push(id);
     bool go_on = true;
     if (on_token_ != nullptr) {
-        if (stream_) {
-            const std::string piece = stream_->push(id);
-            go_on = on_token_(id, piece.c_str(), piece.size(), user_data_) == 0 && go_on;
-        } else {
-            go_on = on_token_(id, nullptr, 0, user_data_) == 0 && go_on;
-        }
-    } else if (stream_) {
-        stream_->push(id);
+        go_on = on_token_(id, has_text_ ? piece.c_str() : nullptr, piece.size(), user_data_) == 0;
     }
     // After the callback: a flag set in it, or meanwhile by another thread, stops here.
-    if (cancel_ != nullptr && cancel_->requested.load()) {
-        cancelled_ = true;
-    }
-    return go_on && !cancelled_;
+    return text_.go_on() && go_on;
 }
 
 void TokenSink::finish() {
-    if (stream_ && on_token_ != nullptr) {
-        const std::string rest = stream_->finish();
-        if (!rest.empty()) {
-            on_token_(VKF_TOKEN_NONE, rest.c_str(), rest.size(), user_data_);
-        }
+    const std::string rest = text_.finish();
+    if (on_token_ != nullptr && !rest.empty()) {
+        on_token_(VKF_TOKEN_NONE, rest.c_str(), rest.size(), user_data_);
     }
 }
 
@@ -107,7 +101,7 @@ vkf_stop_reason TokenSink::stop_reason(StopReason stop) const {
         case StopReason::StopToken:
             return VKF_STOP_EOS;
         case StopReason::Caller:
-            return cancelled_ ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
+            return text_.cancelled() ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
         case StopReason::CacheFull:
             return VKF_STOP_CACHE_FULL;
     }

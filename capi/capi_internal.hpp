@@ -11,6 +11,7 @@
 #include "host/model/encoder.hpp"
 #include "host/model/model.hpp"
 #include "host/model/session.hpp"
+#include "host/text/token_text_sink.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/context.hpp"
 #include "runtime/error.hpp"
@@ -218,8 +219,9 @@ struct GenerateSettings {
 };
 GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config);
 
-// The caller's token callback: whole UTF-8 characters through a TextStream, the cancel flag.
-// Pins the tokenizer and the cancel flag of the params while it lives.
+// The caller's token callback fed by the token-to-text sink every generation shares
+// (host/text/token_text_sink.hpp: whole UTF-8 characters, the cancel flag). Pins the tokenizer
+// and the cancel flag of the params while it lives.
 class TokenSink {
 public:
     explicit TokenSink(const vkf_generate_params& params);
@@ -231,13 +233,12 @@ public:
     vkf_stop_reason stop_reason(StopReason stop) const;
 
 private:
-    Pin tokenizer_pin_;  // first: held before stream_ reads the tokenizer
+    Pin tokenizer_pin_;  // first: held before text_ reads the tokenizer
     Pin cancel_pin_;
     vkf_token_fn on_token_;
     void* user_data_;
-    vkf_cancel* cancel_;
-    std::unique_ptr<text::TextStream> stream_;
-    bool cancelled_ = false;
+    bool has_text_;  // a tokenizer: the callback gets text, not NULL
+    text::TokenTextSink text_;
 };
 
 }  // namespace vkf::capi

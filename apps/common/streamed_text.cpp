@@ -7,30 +7,21 @@
 namespace vkf::app {
 
 StreamedText::StreamedText(const text::Tokenizer& tokenizer, std::vector<std::string> stops, std::FILE* out)
-    : stream_(tokenizer), stops_(std::move(stops)), out_(out) {}
+    : sink_(&tokenizer, {.stops = std::move(stops)}), out_(out) {}
 
-void StreamedText::emit(const std::string& piece) {
-    text_ += piece;
+void StreamedText::print(const std::string& piece) {
     if (out_ != nullptr && !piece.empty()) {
         write_checked(piece, out_);  // a closed pipe or a full disk stops generation
     }
 }
 
 bool StreamedText::push(text::TokenId id) {
-    if (stopped_) {
-        return false;
-    }
-    text::StopStrings::Piece piece = stops_.push(stream_.push(id));
-    emit(piece.text);
-    stopped_ = piece.stopped;
-    return !stopped_;
+    print(sink_.push(id));
+    return sink_.go_on();
 }
 
 void StreamedText::finish() {
-    if (!stopped_) {
-        emit(stops_.push(stream_.finish()).text);
-        emit(stops_.finish());
-    }
+    print(sink_.finish());
 }
 
 }  // namespace vkf::app

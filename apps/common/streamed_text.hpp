@@ -1,9 +1,9 @@
 #pragma once
-// Generated text printed as it is produced: token ids decoded UTF-8-safely (TextStream),
-// stop strings held back until they are ruled out (StopStrings), written and flushed to a
-// stream at once so a reader sees each word as the model makes it.
+// Generated text printed as it is produced: what the token-to-text sink hands out (whole
+// characters, stop strings held back until they are ruled out: host/text/token_text_sink.hpp),
+// written and flushed to a stream at once so a reader sees each word as the model makes it.
 
-#include "host/text/stop_strings.hpp"
+#include "host/text/token_text_sink.hpp"
 #include "host/text/tokenizer.hpp"
 
 #include <cstdio>
@@ -21,15 +21,12 @@ public:
     // Prints what is still held back; call once at the end of a turn.
     void finish();
     // All the text printed so far (the stop string excluded).
-    const std::string& text() const { return text_; }
+    const std::string& text() const { return sink_.text(); }
 
 private:
-    void emit(const std::string& piece);
-    text::TextStream stream_;
-    text::StopStrings stops_;
+    void print(const std::string& piece);
+    text::TokenTextSink sink_;
     std::FILE* out_;
-    std::string text_;
-    bool stopped_ = false;
 };
 
 }  // namespace vkf::app

@@ -1,6 +1,6 @@
 #include "apps/server/engine.hpp"
 
-#include "host/text/stop_strings.hpp"
+#include "host/text/token_text_sink.hpp"
 
 #include <utility>
 
@@ -24,35 +24,37 @@ std::vector<Event> Channel::wait(std::chrono::milliseconds timeout) {
     return out;
 }
 
-// One sequence of a job: its text decoded as it is made, stop strings held back.
+// One sequence of a job: its text decoded as it is made, stop strings held back. A client that
+// goes away is cancelled through the generator (cancel_gone), not the sink's flag: that also
+// ends a sequence still in its prompt, and counts it.
 struct Engine::Generation {
     std::shared_ptr<Channel> channel;
     std::uint32_t index;
-    text::TextStream stream;
-    text::StopStrings stops;
-    bool stopped = false;      // a stop string completed
+    text::TokenTextSink text;
     bool cancel_sent = false;  // the client went away and the generator was told
     bool failed = false;       // a Failed event was sent: no End
 };
 
+Engine::Counters::Counters(serve::Metrics& m)
+    : active_sequences(m.declare_gauge("vkf_active_sequences", "Sequences in the running batch.")),
+      queued_requests(m.declare_gauge("vkf_queued_requests", "Requests waiting for a slot.")),
+      kv_blocks_used(m.declare_gauge("vkf_kv_blocks_used", "KV-cache blocks held by sequences.")),
+      kv_blocks_free(m.declare_gauge("vkf_kv_blocks_free", "KV-cache blocks free.")),
+      tokens_per_second(
+          m.declare_gauge("vkf_tokens_per_second", "Tokens generated per second over the last 10 seconds.")),
+      prompt_tokens(m.declare_counter("vkf_prompt_tokens_total", "Prompt tokens submitted to the batch.")),
+      generated_tokens(m.declare_counter("vkf_generated_tokens_total", "Tokens generated.")),
+      cancelled_sequences(
+          m.declare_counter("vkf_cancelled_sequences_total", "Sequences cancelled because their client went away.")),
+      batch_steps(m.declare_counter("vkf_batch_steps_total", "Forward steps of the batch.")),
+      // Under mpirun (host/dist/batch_pipeline.hpp); zeros on one device.
+      pipeline_steps(m.declare_counter("vkf_pipeline_steps_total", "Steps rank 0 sent down the ranks' pipeline.")),
+      pipeline_overlapped_steps(m.declare_counter("vkf_pipeline_overlapped_steps_total",
+                                                  "Pipeline steps started while an earlier step was in flight.")),
+      pipeline_max_in_flight(m.declare_gauge("vkf_pipeline_max_in_flight", "Most pipeline steps in flight at once.")) {}
+
 Engine::Engine(BatchFront& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options)
     : batch_(batch), tokenizer_(tokenizer), metrics_(metrics), options_(options), generator_(batch) {
-    using Type = serve::Metrics::Type;
-    metrics_.declare("vkf_active_sequences", Type::Gauge, "Sequences in the running batch.");
-    metrics_.declare("vkf_queued_requests", Type::Gauge, "Requests waiting for a slot.");
-    metrics_.declare("vkf_kv_blocks_used", Type::Gauge, "KV-cache blocks held by sequences.");
-    metrics_.declare("vkf_kv_blocks_free", Type::Gauge, "KV-cache blocks free.");
-    metrics_.declare("vkf_prompt_tokens_total", Type::Counter, "Prompt tokens submitted to the batch.");
-    metrics_.declare("vkf_generated_tokens_total", Type::Counter, "Tokens generated.");
-    metrics_.declare("vkf_tokens_per_second", Type::Gauge, "Tokens generated per second over the last 10 seconds.");
-    metrics_.declare("vkf_cancelled_sequences_total", Type::Counter,
-                     "Sequences cancelled because their client went away.");
-    metrics_.declare("vkf_batch_steps_total", Type::Counter, "Forward steps of the batch.");
-    // Under mpirun (host/dist/batch_pipeline.hpp); zeros on one device.
-    metrics_.declare("vkf_pipeline_steps_total", Type::Counter, "Steps rank 0 sent down the ranks' pipeline.");
-    metrics_.declare("vkf_pipeline_overlapped_steps_total", Type::Counter,
-                     "Pipeline steps started while an earlier step was in flight.");
-    metrics_.declare("vkf_pipeline_max_in_flight", Type::Gauge, "Most pipeline steps in flight at once.");
     publish();
     thread_ = std::thread([this] { loop(); });
 }
@@ -83,7 +85,7 @@ std::shared_ptr<Channel> Engine::submit(Job job) {
             return nullptr;
         }
         queue_.push_back({std::move(job), channel});
-        metrics_.set("vkf_queued_requests", static_cast<double>(queue_.size()));
+        metrics_.queued_requests.set(static_cast<double>(queue_.size()));
     }
     wake_.notify_one();
     return channel;
@@ -153,29 +155,28 @@ void Engine::start(Queued& q) {
     if (!q.channel->cancelled()) {
         try {
             for (; started < q.job.n; ++started) {
-                auto gen = std::make_unique<Generation>(Generation{.channel = q.channel,
-                                                                   .index = started,
-                                                                   .stream = text::TextStream(tokenizer_),
-                                                                   .stops = text::StopStrings(q.job.stops)});
+                auto gen = std::make_unique<Generation>(
+                    Generation{.channel = q.channel,
+                               .index = started,
+                               .text = text::TokenTextSink(&tokenizer_, {.stops = q.job.stops})});
                 GenerationOptions options = q.job.options;
                 options.sampling.seed += started;
                 options.on_token = [this, g = gen.get()](std::uint32_t, std::uint32_t id) {
-                    metrics_.add("vkf_generated_tokens_total", 1);
+                    metrics_.generated_tokens.add(1);
                     try {
-                        const text::StopStrings::Piece piece = g->stops.push(g->stream.push(id));
-                        if (!piece.text.empty()) {
-                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = piece.text});
+                        std::string piece = g->text.push(id);
+                        if (!piece.empty()) {
+                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = std::move(piece)});
                         }
-                        g->stopped = piece.stopped;
                     } catch (const std::exception& e) {  // an id the tokenizer cannot decode
                         g->channel->push({.kind = Event::Kind::Failed, .error = e.what()});
                         g->failed = true;
                     }
-                    return !g->stopped && !g->failed;
+                    return !g->failed && g->text.go_on();
                 };
                 const SequenceId id = generator_.submit(q.job.prompt, std::move(options));
                 running_.emplace(id, std::move(gen));
-                metrics_.add("vkf_prompt_tokens_total", static_cast<double>(q.job.prompt.size()));
+                metrics_.prompt_tokens.add(static_cast<double>(q.job.prompt.size()));
             }
         } catch (const std::exception& e) {
             q.channel->push({.kind = Event::Kind::Failed, .error = e.what()});
@@ -191,7 +192,7 @@ void Engine::cancel_gone() {
         if (gen->channel->cancelled() && !gen->cancel_sent) {
             generator_.cancel(id);
             gen->cancel_sent = true;
-            metrics_.add("vkf_cancelled_sequences_total", 1);
+            metrics_.cancelled_sequences.add(1);
         }
     }
 }
@@ -199,7 +200,7 @@ void Engine::cancel_gone() {
 void Engine::step() {
     try {
         const auto ended = generator_.step();
-        metrics_.add("vkf_batch_steps_total", 1);
+        metrics_.batch_steps.add(1);
         for (const auto& [id, result] : ended) {
             end(id, result);
         }
@@ -225,9 +226,8 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
     }
     Generation& g = *it->second;
     if (!g.failed) {
-        if (!g.stopped && !g.cancel_sent) {
-            std::string rest = g.stops.push(g.stream.finish()).text;
-            rest += g.stops.finish();
+        if (!g.cancel_sent) {
+            std::string rest = g.text.finish();  // nothing after a stop string
             if (!rest.empty()) {
                 g.channel->push({.kind = Event::Kind::Text, .index = g.index, .text = std::move(rest)});
             }
@@ -270,23 +270,23 @@ void Engine::end_all(Event::Kind kind, const std::string& message) {
 
 void Engine::publish() {
     const auto now = std::chrono::steady_clock::now();
-    const auto generated = static_cast<std::uint64_t>(metrics_.get("vkf_generated_tokens_total"));
+    const auto generated = static_cast<std::uint64_t>(metrics_.generated_tokens.value());
     rate_window_.emplace_back(now, generated);
     while (rate_window_.size() > 2 && now - rate_window_[1].first > 10s) {
         rate_window_.pop_front();
     }
     const double seconds = std::chrono::duration<double>(now - rate_window_.front().first).count();
-    metrics_.set("vkf_tokens_per_second",
-                 seconds > 0 ? static_cast<double>(generated - rate_window_.front().second) / seconds : 0.0);
-    metrics_.set("vkf_active_sequences", static_cast<double>(generator_.running()));
-    metrics_.set("vkf_kv_blocks_used", batch_.blocks().used());
-    metrics_.set("vkf_kv_blocks_free", batch_.blocks().free());
+    metrics_.tokens_per_second.set(seconds > 0 ? static_cast<double>(generated - rate_window_.front().second) / seconds
+                                               : 0.0);
+    metrics_.active_sequences.set(static_cast<double>(generator_.running()));
+    metrics_.kv_blocks_used.set(batch_.blocks().used());
+    metrics_.kv_blocks_free.set(batch_.blocks().free());
     const PipelineStats pipeline = batch_.pipeline();
-    metrics_.set("vkf_pipeline_steps_total", static_cast<double>(pipeline.steps));
-    metrics_.set("vkf_pipeline_overlapped_steps_total", static_cast<double>(pipeline.overlapped));
-    metrics_.set("vkf_pipeline_max_in_flight", pipeline.max_in_flight);
+    metrics_.pipeline_steps.set(static_cast<double>(pipeline.steps));
+    metrics_.pipeline_overlapped_steps.set(static_cast<double>(pipeline.overlapped));
+    metrics_.pipeline_max_in_flight.set(pipeline.max_in_flight);
     const std::lock_guard lock(mutex_);
-    metrics_.set("vkf_queued_requests", static_cast<double>(queue_.size()));
+    metrics_.queued_requests.set(static_cast<double>(queue_.size()));
 }
 
 }  // namespace vkf::server

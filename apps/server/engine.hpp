@@ -91,6 +91,14 @@ private:
         std::shared_ptr<Channel> channel;
     };
     struct Generation;
+    // The engine's families at /metrics, declared by the constructor.
+    struct Counters {
+        explicit Counters(serve::Metrics& metrics);
+        serve::Metrics::Gauge active_sequences, queued_requests, kv_blocks_used, kv_blocks_free, tokens_per_second;
+        serve::Metrics::Counter prompt_tokens, generated_tokens, cancelled_sequences, batch_steps;
+        serve::Metrics::Counter pipeline_steps, pipeline_overlapped_steps;
+        serve::Metrics::Gauge pipeline_max_in_flight;
+    };
     void loop();
     void start(Queued& queued);
     void cancel_gone();
@@ -103,7 +111,7 @@ private:
 
     BatchFront& batch_;
     const text::Tokenizer& tokenizer_;
-    serve::Metrics& metrics_;
+    Counters metrics_;
     EngineOptions options_;
     BatchGenerator generator_;
     std::map<SequenceId, std::unique_ptr<Generation>> running_;  // engine thread only

@@ -248,12 +248,13 @@ std::size_t read_body(ConnectionStream& conn, httplib::Request& req, const Trans
 }  // namespace
 
 GuardedServer::GuardedServer(const TransportLimits& limits, serve::Metrics& metrics)
-    : limits_(limits), metrics_(metrics), handlers_(static_cast<std::ptrdiff_t>(limits.handlers)) {
-    using Type = serve::Metrics::Type;
-    metrics_.declare("vkf_http_reading_connections", Type::Gauge,
-                     "Connections sending a request or idle between two (--max-connections).");
-    metrics_.declare("vkf_http_refused_total", Type::Counter,
-                     "Requests and connections the transport refused, by reason (the error object's code).");
+    : limits_(limits),
+      reading_connections_(metrics.declare_gauge(
+          "vkf_http_reading_connections", "Connections sending a request or idle between two (--max-connections).")),
+      refused_(metrics.declare_counter(
+          "vkf_http_refused_total",
+          "Requests and connections the transport refused, by reason (the error object's code).")),
+      handlers_(static_cast<std::ptrdiff_t>(limits.handlers)) {
     new_task_queue = [] { return new ConnectionThreads(); };
     // A refusal found while reading a body goes out through httplib's own error path (its
     // default headers, the routes' error handler): the request is made to ask "Expect:
@@ -280,11 +281,11 @@ bool GuardedServer::listen_after_bind() {
 }
 
 void GuardedServer::reading_changed(int delta) {
-    metrics_.add("vkf_http_reading_connections", delta);
+    reading_connections_.add(delta);
 }
 
 void GuardedServer::refused(const serve::ApiError& error) {
-    metrics_.add("vkf_http_refused_total", 1, fmt::format("reason=\"{}\"", error.code().value_or(error.type())));
+    refused_.add(1, fmt::format("reason=\"{}\"", error.code().value_or(error.type())));
 }
 
 socket_t GuardedServer::current_socket() {

@@ -62,7 +62,8 @@ private:
     void reading_changed(int delta);
 
     TransportLimits limits_;
-    serve::Metrics& metrics_;
+    serve::Metrics::Gauge reading_connections_;
+    serve::Metrics::Counter refused_;  // by reason
     std::atomic<std::uint32_t> reading_ = 0;
     std::counting_semaphore<> handlers_;
 };

@@ -21,12 +21,12 @@ std::optional<std::string> host_header(const httplib::Request& req) {
 }
 
 void count(Served& served, const std::string& route, const httplib::Response& res) {
-    served.metrics->add("vkf_requests_total", 1, fmt::format("route=\"{}\",status=\"{}\"", route, res.status));
+    served.counters->requests.add(1, fmt::format("route=\"{}\",status=\"{}\"", route, res.status));
 }
 
 void refuse(Served& served, const std::string& route, httplib::Response& res, const serve::ApiError& e) {
     send_error(res, e);
-    served.metrics->add("vkf_errors_total", 1, fmt::format("kind=\"{}\"", error_kind(e)));
+    served.counters->errors.add(1, fmt::format("kind=\"{}\"", error_kind(e)));
     count(served, route, res);
 }
 
@@ -136,7 +136,7 @@ void install_access(httplib::Server& http, Served& served) {
             }
             res.status = e->status();
             send_json(res, res.status, e->body());
-            served.metrics->add("vkf_errors_total", 1, fmt::format("kind=\"{}\"", error_kind(*e)));
+            served.counters->errors.add(1, fmt::format("kind=\"{}\"", error_kind(*e)));
             count(served, "none", res);
             return httplib::Server::HandlerResponse::Handled;
         }));

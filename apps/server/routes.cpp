@@ -7,6 +7,8 @@
 #include "host/serve/sse.hpp"
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -62,13 +64,12 @@ void guarded(Served& served, const Route& route, const httplib::Request& req, ht
         body();
     } catch (const serve::ApiError& e) {
         send_error(res, e);
-        served.metrics->add("vkf_errors_total", 1, "kind=\"" + error_kind(e) + "\"");
+        served.counters->errors.add(1, fmt::format("kind=\"{}\"", error_kind(e)));
     } catch (const std::exception& e) {
         send_error(res, serve::server_error(e.what()));
-        served.metrics->add("vkf_errors_total", 1, "kind=\"server_error\"");
+        served.counters->errors.add(1, "kind=\"server_error\"");
     }
-    served.metrics->add("vkf_requests_total", 1,
-                        "route=\"" + std::string(route.metric) + "\",status=\"" + std::to_string(res.status) + "\"");
+    served.counters->requests.add(1, fmt::format("route=\"{}\",status=\"{}\"", route.metric, res.status));
 }
 
 json embedding_value(const std::vector<float>& v, bool base64) {
@@ -127,7 +128,7 @@ void embeddings(Served& served, const httplib::Request& req, httplib::Response& 
         }
         data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", embedding_value(v, r.base64)}});
     }
-    served.metrics->add("vkf_embedding_tokens_total", static_cast<double>(tokens));
+    served.counters->embedding_tokens.add(static_cast<double>(tokens));
     send_json(res, 200,
               {{"object", "list"},
                {"data", std::move(data)},
@@ -141,12 +142,13 @@ json model_entry(const std::string& name) {
 
 }  // namespace
 
+RouteCounters::RouteCounters(serve::Metrics& m)
+    : requests(m.declare_counter("vkf_requests_total", "HTTP requests answered, by route and status.")),
+      errors(m.declare_counter("vkf_errors_total", "Requests that failed, by the error object's code.")),
+      embedding_tokens(m.declare_counter("vkf_embedding_tokens_total", "Tokens run through the embedding model.")) {}
+
 void install_routes(httplib::Server& http, Served& served) {
-    using Type = serve::Metrics::Type;
-    serve::Metrics& metrics = *served.metrics;
-    metrics.declare("vkf_requests_total", Type::Counter, "HTTP requests answered, by route and status.");
-    metrics.declare("vkf_errors_total", Type::Counter, "Requests that failed, by the error object's code.");
-    metrics.declare("vkf_embedding_tokens_total", Type::Counter, "Tokens run through the embedding model.");
+    served.counters.emplace(*served.metrics);
 
     http.set_payload_max_length(served.settings.max_body_bytes);
     install_access(http, served);

@@ -98,12 +98,21 @@ private:
     std::optional<std::string> why_;
 };
 
+// The routes' families at /metrics, declared by install_routes.
+struct RouteCounters {
+    explicit RouteCounters(serve::Metrics& metrics);
+    serve::Metrics::Counter requests;          // by route and status
+    serve::Metrics::Counter errors;            // by the error object's code (error_kind)
+    serve::Metrics::Counter embedding_tokens;  // through the embedding model
+};
+
 struct Served {
     ServerSettings settings;
     ServerFailure failure;
     std::optional<ServedDecoder> decoder;
     ServedEncoder* encoder = nullptr;
     serve::Metrics* metrics = nullptr;
+    std::optional<RouteCounters> counters;  // install_routes declares them in `metrics`
     OpenStreams open_streams;
     std::string device;  // the device's name, on the page at / (page_route.hpp)
 };

@@ -2,54 +2,103 @@
 
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 
 namespace vkf::serve {
+namespace {
 
-void Metrics::declare(const std::string& name, Type type, const std::string& help) {
+bool valid_name(const std::string& name) {
+    if (name.empty() || (name[0] >= '0' && name[0] <= '9')) {
+        return false;
+    }
+    for (const char c : name) {
+        const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        if (!word && c != ':') {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+Metrics::Family& Metrics::declare(const std::string& name, Type type, const std::string& help) {
+    if (!valid_name(name)) {
+        throw Error(fmt::format("metrics: '{}' is not a Prometheus metric name", name));
+    }
     const std::lock_guard lock(mutex_);
-    Family& f = families_[name];
+    const auto [it, added] = families_.try_emplace(name);
+    Family& f = it->second;
+    if (!added && f.type != type) {
+        throw Error(fmt::format("metrics: '{}' was declared already as a {}", name,
+                                f.type == Type::Counter ? "counter" : "gauge"));
+    }
     f.type = type;
     f.help = help;
-    f.samples.try_emplace("", 0.0);
-}
-
-Metrics::Family& Metrics::family(const std::string& name) {
-    auto it = families_.find(name);
-    if (it == families_.end()) {
-        // A name typed wrong would otherwise publish a family without HELP or TYPE.
-        throw Error("metrics: '" + name + "' was not declared");
+    if (added) {
+        f.samples.try_emplace("", 0.0);
     }
-    return it->second;
+    return f;
 }
 
-void Metrics::add(const std::string& name, double value, const std::string& labels) {
+Metrics::Counter Metrics::declare_counter(const std::string& name, const std::string& help) {
+    return Counter(*this, declare(name, Type::Counter, help));
+}
+
+Metrics::Gauge Metrics::declare_gauge(const std::string& name, const std::string& help) {
+    return Gauge(*this, declare(name, Type::Gauge, help));
+}
+
+void Metrics::add(Family& f, double value, const std::string& labels) {
     const std::lock_guard lock(mutex_);
-    Family& f = family(name);
     if (!labels.empty()) {
         f.samples.erase("");  // a labelled family shows its labelled samples only
     }
     f.samples[labels] += value;
 }
 
-void Metrics::set(const std::string& name, double value, const std::string& labels) {
+void Metrics::set(Family& f, double value, const std::string& labels) {
     const std::lock_guard lock(mutex_);
-    Family& f = family(name);
     if (!labels.empty()) {
         f.samples.erase("");
     }
     f.samples[labels] = value;
 }
 
-double Metrics::get(const std::string& name, const std::string& labels) const {
+double Metrics::get(const Family& f, const std::string& labels) const {
     const std::lock_guard lock(mutex_);
-    const auto it = families_.find(name);
-    if (it == families_.end()) {
-        return 0.0;
+    const auto sample = f.samples.find(labels);
+    return sample == f.samples.end() ? 0.0 : sample->second;
+}
+
+void Metrics::Counter::add(double value, const std::string& labels) {
+    if (!(value >= 0)) {
+        throw Error(fmt::format("metrics: a counter cannot go down (add {})", value));
     }
-    const auto sample = it->second.samples.find(labels);
-    return sample == it->second.samples.end() ? 0.0 : sample->second;
+    metrics_->add(*family_, value, labels);
+}
+
+void Metrics::Counter::set(double total, const std::string& labels) {
+    metrics_->set(*family_, total, labels);
+}
+
+double Metrics::Counter::value(const std::string& labels) const {
+    return metrics_->get(*family_, labels);
+}
+
+void Metrics::Gauge::set(double value, const std::string& labels) {
+    metrics_->set(*family_, value, labels);
+}
+
+void Metrics::Gauge::add(double delta, const std::string& labels) {
+    metrics_->add(*family_, delta, labels);
+}
+
+double Metrics::Gauge::value(const std::string& labels) const {
+    return metrics_->get(*family_, labels);
 }
 
 namespace {

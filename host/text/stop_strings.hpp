@@ -23,6 +23,8 @@ public:
     Piece push(std::string_view text);
     // The held-back tail at the end of generation (no stop string completed).
     std::string finish();
+    // Whether there is any (non-empty) stop string to look for.
+    bool active() const { return !stops_.empty(); }
 
 private:
     std::vector<std::string> stops_;

@@ -59,6 +59,60 @@ public final class VkformerTest {
         return o;
     }
 
+    /**
+     * Native.generate reads every field of the GenerateOptions object and builds the
+     * GenerateResult: a value of each checked field out of range is refused naming it, the
+     * sampling fields change the tokens, and one seed gives the same tokens again.
+     */
+    private static void checkOptionsReachTheLibrary(Session session, String prompt, Tokenizer tokenizer,
+                                                    int[] greedy) {
+        GenerateOptions badTopP = options(2);
+        badTopP.topP = 2f;
+        expectError("top_p over 1", VkformerException.INVALID_ARGUMENT, "top_p must be in (0, 1]",
+                    () -> session.generate(prompt, badTopP, null, tokenizer));
+        GenerateOptions badTemperature = options(2);
+        badTemperature.temperature = -1f;
+        expectError("negative temperature", VkformerException.INVALID_ARGUMENT, "temperature must be finite",
+                    () -> session.generate(prompt, badTemperature, null, tokenizer));
+        GenerateOptions badTopK = options(2);
+        badTopK.topK = -1;
+        expectError("negative topK", VkformerException.INVALID_ARGUMENT, "topK of -1",
+                    () -> session.generate(prompt, badTopK, null, tokenizer));
+        GenerateOptions badLength = options(2);
+        badLength.maxNewTokens = 0;
+        expectError("no new tokens", VkformerException.INVALID_ARGUMENT, "max_new_tokens is 0",
+                    () -> session.generate(prompt, badLength, null, tokenizer));
+        // A stop id of the greedy text's third token: it is kept, and generation ends there.
+        GenerateOptions stopAt = options(24);
+        stopAt.stopIds = new int[] {greedy[2]};
+        session.reset();
+        GenerateResult stopped = session.generate(prompt, stopAt, null, tokenizer);
+        int first = 0;
+        while (greedy[first] != greedy[2]) {
+            first++;
+        }
+        check(stopped.stop == StopReason.EOS && stopped.tokens.length == first + 1,
+              "stop id ends at its first token: " + stopped.stop + " " + stopped.tokens.length);
+        // Sampling: one seed gives its tokens again; some seed leaves the greedy text.
+        GenerateOptions sampled = options(12);
+        sampled.temperature = 1.5f;
+        sampled.topK = 50;
+        sampled.topP = 0.95f;
+        boolean differs = false;
+        for (long seed = 1; seed <= 4; seed++) {
+            sampled.seed = seed;
+            session.reset();
+            GenerateResult a = session.generate(prompt, sampled, null, tokenizer);
+            session.reset();
+            GenerateResult b = session.generate(prompt, sampled, null, tokenizer);
+            check(Arrays.equals(a.tokens, b.tokens) && a.tokens.length == 12, "seed " + seed + " repeats");
+            check(a.promptTokens > 0 && a.prefillSeconds >= 0 && a.decodeSeconds > 0, "timings of seed " + seed);
+            differs |= !Arrays.equals(a.tokens, Arrays.copyOf(greedy, 12));
+        }
+        check(differs, "sampling at temperature 1.5 leaves the greedy tokens for some seed");
+        session.reset();
+    }
+
     public static void main(String[] args) throws Exception {
         if (args[0].equals("--encoder")) {
             try (Context ctx = new Context()) {
@@ -134,6 +188,7 @@ public final class VkformerTest {
         expectError("stop id outside the vocabulary", VkformerException.INVALID_ARGUMENT,
                     "is " + model.vocabSize() + ", not below the model's vocabulary size " + model.vocabSize(),
                     () -> same.generate(prompt, badStop, null, tokenizer));
+        checkOptionsReachTheLibrary(same, prompt, tokenizer, r.tokens);
         checkCloseFromCallback(model, dir, prompt);
         checkUnclosedFreed(dir);
 

@@ -7,6 +7,7 @@
 #include "host/serve/request.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
+#include "tests/support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -248,13 +249,13 @@ TEST(ServeResponses, CompletionAndChunks) {
 
 TEST(ServeMetrics, PrometheusText) {
     Metrics m;
-    m.declare("vkf_requests_total", Metrics::Type::Counter, "Requests.");
-    m.declare("vkf_active_sequences", Metrics::Type::Gauge, "Active.");
-    m.add("vkf_requests_total", 1, R"(route="chat",status="200")");
-    m.add("vkf_requests_total", 2, R"(route="chat",status="200")");
-    m.set("vkf_active_sequences", 3);
-    m.set("vkf_active_sequences", 0.25);
-    EXPECT_EQ(m.get("vkf_requests_total", R"(route="chat",status="200")"), 3.0);
+    Metrics::Counter requests = m.declare_counter("vkf_requests_total", "Requests.");
+    Metrics::Gauge active = m.declare_gauge("vkf_active_sequences", "Active.");
+    requests.add(1, R"(route="chat",status="200")");
+    requests.add(2, R"(route="chat",status="200")");
+    active.set(3);
+    active.set(0.25);
+    EXPECT_EQ(requests.value(R"(route="chat",status="200")"), 3.0);
     EXPECT_EQ(m.render(),
               "# HELP vkf_active_sequences Active.\n"
               "# TYPE vkf_active_sequences gauge\n"
@@ -262,17 +263,41 @@ TEST(ServeMetrics, PrometheusText) {
               "# HELP vkf_requests_total Requests.\n"
               "# TYPE vkf_requests_total counter\n"
               "vkf_requests_total{route=\"chat\",status=\"200\"} 3\n");
-    EXPECT_ANY_THROW(m.add("vkf_undeclared", 1));
+}
+
+// Misuse a handle cannot rule out at compile time is refused by name.
+TEST(ServeMetrics, RefusesBadNamesTypeClashesAndFallingCounters) {
+    Metrics m;
+    Metrics::Counter c = m.declare_counter("vkf_c_total", "C.");
+    c.add(2);
+    // The same name and type again: the same family, its count kept.
+    EXPECT_EQ(m.declare_counter("vkf_c_total", "C.").value(), 2.0);
+    EXPECT_NE(test::error_message([&] {
+                  m.declare_gauge("vkf_c_total", "C.");
+              }).find("'vkf_c_total' was declared already as a counter"),
+              std::string::npos);
+    EXPECT_NE(
+        test::error_message([&] { m.declare_counter("vkf c", "C."); }).find("'vkf c' is not a Prometheus metric name"),
+        std::string::npos);
+    EXPECT_NE(test::error_message([&] { m.declare_gauge("1st", "G."); }).find("not a Prometheus"), std::string::npos);
+    EXPECT_NE(test::error_message([&] { c.add(-1); }).find("a counter cannot go down"), std::string::npos);
+    // A gauge goes both ways; a counter copied from elsewhere is set.
+    Metrics::Gauge g = m.declare_gauge("vkf_g", "G.");
+    g.add(3);
+    g.add(-1);
+    EXPECT_EQ(g.value(), 2.0);
+    c.set(7);
+    EXPECT_EQ(c.value(), 7.0);
 }
 
 TEST(ServeMetrics, ConcurrentUpdatesAreAllCounted) {
     Metrics m;
-    m.declare("c", Metrics::Type::Counter, "c");
+    Metrics::Counter c = m.declare_counter("c", "c");
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
-        threads.emplace_back([&m] {
+        threads.emplace_back([&m, c]() mutable {
             for (int i = 0; i < 1000; ++i) {
-                m.add("c", 1);
+                c.add(1);
                 (void)m.render();
             }
         });
@@ -280,7 +305,7 @@ TEST(ServeMetrics, ConcurrentUpdatesAreAllCounted) {
     for (std::thread& t : threads) {
         t.join();
     }
-    EXPECT_EQ(m.get("c"), 4000.0);
+    EXPECT_EQ(c.value(), 4000.0);
 }
 
 TEST(ServeAccess, LoopbackAnswersOnlyLoopbackNames) {

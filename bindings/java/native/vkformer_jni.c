@@ -32,7 +32,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
     }
     vkfj_sink_accept = (*env)->GetMethodID(env, sink, "accept", "(I[B)Z");
     (*env)->DeleteLocalRef(env, sink);
-    return vkfj_sink_accept != NULL ? JNI_VERSION_1_6 : JNI_ERR;
+    return vkfj_sink_accept != NULL && vkfj_generate_load(env) ? JNI_VERSION_1_6 : JNI_ERR;
 }
 
 JNIEXPORT void JNICALL JNI_OnUnload(JavaVM* vm, void* reserved) {
@@ -41,6 +41,7 @@ JNIEXPORT void JNICALL JNI_OnUnload(JavaVM* vm, void* reserved) {
     if ((*vm)->GetEnv(vm, (void**)&env, JNI_VERSION_1_6) == JNI_OK && exception_class != NULL) {
         (*env)->DeleteGlobalRef(env, exception_class);
         exception_class = NULL;
+        vkfj_generate_unload(env);
     }
 }
 

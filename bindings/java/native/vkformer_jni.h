@@ -14,6 +14,11 @@
 extern jmethodID vkfj_sink_accept;
 extern JavaVM* vkfj_vm;
 
+/* Looks up GenerateOptions' fields and GenerateResult's constructor (JNI_OnLoad; 0 on failure,
+ * an exception pending) and drops its global reference (JNI_OnUnload): vkformer_jni_generate.c. */
+int vkfj_generate_load(JNIEnv* env);
+void vkfj_generate_unload(JNIEnv* env);
+
 /* Throws VkformerException for a failed C call (status and vkf_last_error()). */
 void vkfj_throw_status(JNIEnv* env, vkf_status status);
 /* Throws VkformerException for a refusal of the glue's own, with `message`. */

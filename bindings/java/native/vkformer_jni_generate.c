@@ -86,22 +86,94 @@ static int on_token(uint32_t token, const char* text, size_t length, void* user_
     return go_on ? 0 : 1;
 }
 
-JNIEXPORT jdoubleArray JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass c, jlong session, jintArray prompt,
-                                                                 jbyteArray prompt_text, jlong tokenizer,
-                                                                 jint max_new_tokens, jfloat temperature, jint top_k,
-                                                                 jfloat top_p, jlong seed, jintArray stop_ids,
-                                                                 jboolean use_model_eos, jobject sink, jlong cancel) {
-    (void)c;
+/* org.vkformer.GenerateOptions' fields and GenerateResult's constructor, looked up once. */
+static jfieldID options_max_new_tokens, options_temperature, options_top_k, options_top_p, options_seed,
+    options_stop_ids, options_use_model_eos;
+static jclass result_class;
+static jmethodID result_init;
+
+int vkfj_generate_load(JNIEnv* env) {
+    jclass options = (*env)->FindClass(env, "org/vkformer/GenerateOptions");
+    if (options == NULL) {
+        return 0;
+    }
+    options_max_new_tokens = (*env)->GetFieldID(env, options, "maxNewTokens", "I");
+    options_temperature = (*env)->GetFieldID(env, options, "temperature", "F");
+    options_top_k = (*env)->GetFieldID(env, options, "topK", "I");
+    options_top_p = (*env)->GetFieldID(env, options, "topP", "F");
+    options_seed = (*env)->GetFieldID(env, options, "seed", "J");
+    options_stop_ids = (*env)->GetFieldID(env, options, "stopIds", "[I");
+    options_use_model_eos = (*env)->GetFieldID(env, options, "useModelEos", "Z");
+    (*env)->DeleteLocalRef(env, options);
+    jclass result = (*env)->FindClass(env, "org/vkformer/GenerateResult");
+    if (result == NULL) {
+        return 0;
+    }
+    result_class = (jclass)(*env)->NewGlobalRef(env, result);
+    (*env)->DeleteLocalRef(env, result);
+    result_init = result_class != NULL
+                      ? (*env)->GetMethodID(env, result_class, "<init>", "(IIDDLorg/vkformer/TokenSink;)V")
+                      : NULL;
+    return options_max_new_tokens != NULL && options_temperature != NULL && options_top_k != NULL &&
+           options_top_p != NULL && options_seed != NULL && options_stop_ids != NULL && options_use_model_eos != NULL &&
+           result_init != NULL;
+}
+
+void vkfj_generate_unload(JNIEnv* env) {
+    if (result_class != NULL) {
+        (*env)->DeleteGlobalRef(env, result_class);
+        result_class = NULL;
+    }
+}
+
+/* GenerateOptions into the C API's params; 0 with an exception thrown when one is refused. The
+ * stop ids are malloc'ed into *stops (free them). */
+static int read_options(JNIEnv* env, jobject options, vkf_generate_params* p, vkf_sampling_params* sampling,
+                        uint32_t** stops) {
+    *stops = NULL;
+    if (options == NULL) {
+        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, "options is null");
+        return 0;
+    }
+    const jint max_new_tokens = (*env)->GetIntField(env, options, options_max_new_tokens);
+    const jint top_k = (*env)->GetIntField(env, options, options_top_k);
     if (!vkfj_non_negative(env, max_new_tokens, "maxNewTokens") || !vkfj_non_negative(env, top_k, "topK")) {
+        return 0;
+    }
+    sampling->temperature = (*env)->GetFloatField(env, options, options_temperature);
+    sampling->top_k = (uint32_t)top_k;
+    sampling->top_p = (*env)->GetFloatField(env, options, options_top_p);
+    sampling->seed = (uint64_t)(*env)->GetLongField(env, options, options_seed);
+    p->max_new_tokens = (uint32_t)max_new_tokens;
+    p->use_model_eos = (*env)->GetBooleanField(env, options, options_use_model_eos) ? 1 : 0;
+    p->sampling = sampling;
+    jintArray stop_ids = (jintArray)(*env)->GetObjectField(env, options, options_stop_ids);
+    int ok = 1;
+    *stops = vkfj_ids(env, stop_ids, &p->n_stop_ids, &ok);
+    p->stop_ids = *stops;
+    if (stop_ids != NULL) {
+        (*env)->DeleteLocalRef(env, stop_ids);
+    }
+    return ok;
+}
+
+JNIEXPORT jobject JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass c, jlong session, jintArray prompt,
+                                                            jbyteArray prompt_text, jlong tokenizer, jobject options,
+                                                            jobject sink, jlong cancel) {
+    (void)c;
+    vkf_sampling_params sampling = vkf_sampling_default_params();
+    vkf_generate_params p = vkf_generate_default_params();
+    uint32_t* stops = NULL;
+    if (!read_options(env, options, &p, &sampling, &stops)) {
+        free(stops);
         return NULL;
     }
-    int ok1 = 1, ok2 = 1, ok3 = 1;
-    size_t n_prompt = 0, n_stop = 0;
+    int ok1 = 1, ok3 = 1;
+    size_t n_prompt = 0;
     uint32_t* ids = vkfj_ids(env, prompt, &n_prompt, &ok1);
-    uint32_t* stops = ok1 ? vkfj_ids(env, stop_ids, &n_stop, &ok2) : NULL;
     char* text = NULL;
     size_t text_length = 0;
-    if (ok1 && ok2 && prompt_text != NULL) {
+    if (ok1 && prompt_text != NULL) {
         text_length = (size_t)(*env)->GetArrayLength(env, prompt_text);
         text = malloc(text_length + 1);
         if (text == NULL) {
@@ -112,20 +184,9 @@ JNIEXPORT jdoubleArray JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jc
             text[text_length] = '\0';
         }
     }
-    jdoubleArray out = NULL;
-    if (ok1 && ok2 && ok3) {
-        vkf_sampling_params sampling = vkf_sampling_default_params();
-        sampling.temperature = temperature;
-        sampling.top_k = (uint32_t)top_k;
-        sampling.top_p = top_p;
-        sampling.seed = (uint64_t)seed;
+    jobject out = NULL;
+    if (ok1 && ok3) {
         generation g = {.env = env, .sink = sink};
-        vkf_generate_params p = vkf_generate_default_params();
-        p.max_new_tokens = (uint32_t)max_new_tokens;
-        p.sampling = &sampling;
-        p.stop_ids = stops;
-        p.n_stop_ids = n_stop;
-        p.use_model_eos = use_model_eos;
         p.tokenizer = VKFJ_PTR(const vkf_tokenizer, tokenizer);
         p.on_token = on_token;
         p.user_data = &g;
@@ -142,9 +203,10 @@ JNIEXPORT jdoubleArray JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jc
             vkfj_throw_status(env, status);
         } else if (g.wrong_thread) {
             vkfj_throw(env, VKF_ERROR_INTERNAL, "the token callback came on a thread other than the generating one");
-        } else if ((out = (*env)->NewDoubleArray(env, 5)) != NULL) {
-            const jdouble v[5] = {r.n_prompt_tokens, r.n_tokens, r.stop, r.prefill_seconds, r.decode_seconds};
-            (*env)->SetDoubleArrayRegion(env, out, 0, 5, v);
+        } else {
+            /* The tokens are the sink's (one per callback): vkf_generate_text returns none. */
+            out = (*env)->NewObject(env, result_class, result_init, (jint)r.n_prompt_tokens, (jint)r.stop,
+                                    (jdouble)r.prefill_seconds, (jdouble)r.decode_seconds, sink);
         }
     }
     free(ids);

@@ -7,11 +7,12 @@ public final class GenerateResult {
     public final StopReason stop;
     public final double prefillSeconds, decodeSeconds;
 
-    GenerateResult(double[] r, int[] tokens) {
-        promptTokens = (int) r[0];
-        this.tokens = tokens;
-        stop = StopReason.of((int) r[2]);
-        prefillSeconds = r[3];
-        decodeSeconds = r[4];
+    /** Made by the native glue when vkf_generate returns (vkf_generate_result's fields). */
+    GenerateResult(int promptTokens, int stop, double prefillSeconds, double decodeSeconds, TokenSink sink) {
+        this.promptTokens = promptTokens;
+        this.tokens = sink.tokens();
+        this.stop = StopReason.of(stop);
+        this.prefillSeconds = prefillSeconds;
+        this.decodeSeconds = decodeSeconds;
     }
 }

@@ -52,12 +52,11 @@ final class Native {
     static native int sessionPosition(long session);
 
     /**
-     * vkf_generate (promptText null) or vkf_generate_text; each token goes to sink.accept.
-     * Returns {n_prompt_tokens, n_tokens, stop, prefill_seconds, decode_seconds}.
+     * vkf_generate (promptText null) or vkf_generate_text with the options' settings; each token
+     * goes to sink.accept, and the result's tokens are the sink's.
      */
-    static native double[] generate(long session, int[] prompt, byte[] promptText, long tokenizer,
-                                    int maxNewTokens, float temperature, int topK, float topP, long seed,
-                                    int[] stopIds, boolean useModelEos, TokenSink sink, long cancel);
+    static native GenerateResult generate(long session, int[] prompt, byte[] promptText, long tokenizer,
+                                          GenerateOptions options, TokenSink sink, long cancel);
 
     static native long encoderLoad(long context, byte[] dir, int weights);
     static native void encoderFree(long encoder);

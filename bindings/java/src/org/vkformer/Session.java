@@ -82,9 +82,7 @@ public final class Session extends NativeHandle {
                 long t = tokenizer == null ? 0 : tokenizer.acquire();
                 try {
                     // Only close() frees the cancel flag, and it waits for this call (the handle's lock).
-                    double[] r = Native.generate(h, prompt, text, t, o.maxNewTokens, o.temperature, o.topK, o.topP,
-                                                 o.seed, o.stopIds, o.useModelEos, sink, cancel);
-                    return new GenerateResult(r, sink.tokens());
+                    return Native.generate(h, prompt, text, t, o, sink, cancel);
                 } finally {
                     if (tokenizer != null) {
                         tokenizer.release();
