@@ -83,6 +83,17 @@ bool BlockTable::share(const BlockTable& donor, std::uint32_t first, std::uint32
     return true;
 }
 
+void BlockTable::adopt(std::span<const std::uint32_t> blocks) {
+    if (end_ != 0 || shape_.ring != 0) {
+        throw Error("block table: cached blocks are adopted into an empty table without a window only");
+    }
+    for (std::uint32_t block : blocks) {
+        pool_->retain(block);
+        entries_.push_back(block);
+    }
+    end_ = static_cast<std::uint32_t>(blocks.size());
+}
+
 std::uint32_t BlockTable::reserve(std::uint32_t computed, std::uint32_t rows, std::vector<BlockCopy>& copies) {
     const std::uint32_t bs = shape_.block_size;
     if (shape_.window != 0 && computed > shape_.window) {

@@ -11,6 +11,7 @@
 #include "host/sched/step_schedule.hpp"
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace vkf {
@@ -43,6 +44,9 @@ public:
     // empty table: a prefix another sequence computed. Returns false, taking nothing, when the
     // donor no longer holds them all (its window freed some).
     bool share(const BlockTable& donor, std::uint32_t first, std::uint32_t end);
+    // Takes `blocks` (one more reference each) as this empty table's logical blocks 0 ..: a
+    // prefix from the prefix cache. Tables without a window only.
+    void adopt(std::span<const std::uint32_t> blocks);
     // Room for up to `rows` more keys after `computed`: first the blocks no query from
     // `computed` on sees go back (window), then the partly filled block the next row goes into
     // is copied when another sequence holds it too (appended to `copies`), then blocks are

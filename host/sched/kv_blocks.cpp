@@ -25,7 +25,7 @@ void KvBlocks::check(std::uint32_t block) const {
 }
 
 std::optional<std::uint32_t> KvBlocks::allocate() {
-    if (free_.empty()) {
+    if (free_.empty() && !(reclaim_ && reclaim_() && !free_.empty())) {
         return std::nullopt;
     }
     const std::uint32_t block = free_.back();

@@ -6,6 +6,7 @@
 // (copy on write, host/sched/block_table.hpp), so that what the other computed is never changed.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -22,8 +23,11 @@ class KvBlocks {
 public:
     explicit KvBlocks(std::uint32_t blocks);
 
-    // A free block with one reference, or nullopt when none is left.
+    // A free block with one reference, or nullopt when none is left (after asking the reclaimer).
     std::optional<std::uint32_t> allocate();
+    // Asked for a block when none is free: it releases one it holds (a prefix cache's least
+    // recently used block) and returns true, or returns false when it has none to give.
+    void set_reclaimer(std::function<bool()> reclaim) { reclaim_ = std::move(reclaim); }
     // One more holder of a block in use.
     void retain(std::uint32_t block);
     // One holder fewer; the block is free again after its last. Throws vkf::Error for a
@@ -40,6 +44,7 @@ private:
 
     std::vector<std::uint32_t> refs_;  // per block: its holders, 0 when free
     std::vector<std::uint32_t> free_;  // a stack; the lowest ids are taken first
+    std::function<bool()> reclaim_;
 };
 
 }  // namespace vkf

@@ -34,6 +34,12 @@ SchedulerOptions checked(const SchedulerOptions& o) {
     if (o.table_blocks < need) {
         throw Error(fmt::format("scheduler: block tables of {} blocks, but {} are needed", o.table_blocks, need));
     }
+    if (o.cache_prefixes && o.window != 0) {
+        throw Error(fmt::format(
+            "scheduler: prefix caching with a key window of {} tokens: a windowed sequence gives its first blocks "
+            "back as it goes, so there is no whole prefix to keep",
+            o.window));
+    }
     return o;
 }
 
@@ -42,7 +48,12 @@ SchedulerOptions checked(const SchedulerOptions& o) {
 Scheduler::Scheduler(const SchedulerOptions& options)
     : options_(checked(options)),
       pool_(options_.blocks),
-      chunk_limit_(options_.submission_target_ms > 0 ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk) {}
+      chunk_limit_(options_.submission_target_ms > 0 ? std::min<std::uint32_t>(options_.chunk, 16) : options_.chunk) {
+    if (options_.cache_prefixes) {
+        cache_.emplace(pool_);
+        pool_.set_reclaimer([this] { return cache_->evict_one(); });
+    }
+}
 
 Scheduler::Sequence& Scheduler::get(SequenceId id) {
     auto it = sequences_.find(id);
@@ -60,12 +71,12 @@ const Scheduler::Sequence& Scheduler::get(SequenceId id) const {
     return it->second;
 }
 
-SequenceId Scheduler::add() {
+SequenceId Scheduler::add(std::uint64_t cache_salt) {
     const SequenceId id = next_id_++;
     const BlockTableShape shape{.block_size = options_.block_size,
                                 .ring = options_.window != 0 ? options_.table_blocks : 0,
                                 .window = options_.window};
-    sequences_.try_emplace(id, BlockTable(pool_, shape), next_order_++);
+    sequences_.try_emplace(id, BlockTable(pool_, shape), next_order_++).first->second.salt = cache_salt;
     return id;
 }
 
@@ -90,7 +101,7 @@ void Scheduler::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits l
         const bool last = i + 1 == ids.size();
         seq.want.push_back(logits == Logits::All || (logits == Logits::Last && last) ? 1 : 0);
     }
-    if (fresh && options_.share_prefixes) {
+    if (fresh && (options_.share_prefixes || options_.cache_prefixes)) {
         share_prefix(seq);
     }
 }
@@ -101,7 +112,7 @@ void Scheduler::share_prefix(Sequence& seq) {
     const Sequence* donor = nullptr;
     std::uint32_t best = 0;
     for (const auto& [other_id, other] : sequences_) {
-        if (&other == &seq) {
+        if (&other == &seq || other.salt != seq.salt || !options_.share_prefixes) {
             continue;
         }
         const std::uint32_t limit =
@@ -114,6 +125,9 @@ void Scheduler::share_prefix(Sequence& seq) {
             best = n;
             donor = &other;
         }
+    }
+    if (cache_ && take_cached_prefix(seq, best) > 0) {
+        return;
     }
     if (donor == nullptr) {
         return;
@@ -139,8 +153,65 @@ void Scheduler::share_prefix(Sequence& seq) {
     }
 }
 
+std::uint32_t Scheduler::take_cached_prefix(Sequence& seq, std::uint32_t live) {
+    // Whole blocks only, and never the last fed token (its logits are wanted).
+    const std::uint32_t bs = options_.block_size;
+    const auto full = static_cast<std::uint32_t>((seq.tokens.size() - 1) / bs);
+    std::vector<std::uint32_t> blocks;
+    std::vector<std::uint32_t> chunk_ends;
+    std::uint64_t parent = seq.salt;
+    for (std::uint32_t b = 0; b < full; ++b) {
+        const auto tokens = std::span(seq.tokens).subspan(std::size_t{b} * bs, bs);
+        const std::uint64_t hash = PrefixCache::chain(parent, tokens);
+        const PrefixCache::Entry* entry = cache_->find(hash, parent, tokens);
+        if (entry == nullptr) {
+            break;
+        }
+        blocks.push_back(entry->block);
+        chunk_ends.insert(chunk_ends.end(), entry->chunk_ends.begin(), entry->chunk_ends.end());
+        parent = hash;
+    }
+    const auto cached = static_cast<std::uint32_t>(blocks.size()) * bs;
+    cache_->count_lookup(cached > live ? cached : 0);
+    if (cached <= live) {
+        return 0;
+    }
+    seq.table.adopt(blocks);
+    seq.computed = cached;
+    seq.shared = cached;
+    seq.chunk_ends = std::move(chunk_ends);
+    if (seq.chunk_ends.empty() || seq.chunk_ends.back() != cached) {
+        seq.chunk_ends.push_back(cached);
+    }
+    return cached;
+}
+
+void Scheduler::cache_blocks(const Sequence& seq) {
+    // Last block first: a chain's later blocks are evicted before its earlier ones.
+    const std::uint32_t bs = options_.block_size;
+    const std::uint32_t full = std::min(seq.computed / bs, seq.table.end());
+    std::vector<std::uint64_t> hashes(full + 1, seq.salt);
+    for (std::uint32_t b = 0; b < full; ++b) {
+        hashes[b + 1] = PrefixCache::chain(hashes[b], std::span(seq.tokens).subspan(std::size_t{b} * bs, bs));
+    }
+    for (std::uint32_t b = full; b-- > 0;) {
+        std::vector<std::uint32_t> ends;
+        for (std::uint32_t end : seq.chunk_ends) {
+            if (end > b * bs && end <= (b + 1) * bs) {
+                ends.push_back(end);
+            }
+        }
+        cache_->keep(hashes[b + 1], hashes[b], std::span(seq.tokens).subspan(std::size_t{b} * bs, bs), ends,
+                     seq.table.block(b), b);
+    }
+}
+
 void Scheduler::remove(SequenceId id) {
-    get(id).table.release();  // here, not in the destructor, so that broken counts throw
+    Sequence& seq = get(id);
+    if (cache_) {
+        cache_blocks(seq);
+    }
+    seq.table.release();  // here, not in the destructor, so that broken counts throw
     sequences_.erase(id);
 }
 

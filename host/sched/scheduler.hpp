@@ -9,7 +9,9 @@
 // (host/sched/block_table.hpp), growing the table a block at a time, and lists the sequences
 // it could not run: blocked (no free block) or deferred (the step was full). A sequence fed a
 // prompt that starts with tokens another sequence computed takes that sequence's blocks for
-// them; the first write into a shared block goes into a copy, which the schedule lists.
+// them; the first write into a shared block goes into a copy, which the schedule lists. With
+// cache_prefixes, the full blocks of a removed sequence stay in a PrefixCache
+// (host/sched/prefix_cache.hpp) until the pool needs them, and a new prompt takes them too.
 // complete() takes the step's outcome back: the rows count as computed, and on devices with
 // a watchdog the next prompt chunk is sized from the step's measured time.
 //
@@ -20,10 +22,12 @@
 
 #include "host/sched/block_table.hpp"
 #include "host/sched/kv_blocks.hpp"
+#include "host/sched/prefix_cache.hpp"
 #include "host/sched/step_schedule.hpp"
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -41,6 +45,9 @@ struct SchedulerOptions {
     std::uint64_t sequence_limit = 0;  // most tokens one sequence is fed
     std::uint32_t vocab_size = 0;      // fed ids must be below it
     bool share_prefixes = true;
+    // Full blocks outlive their sequences until the pool needs them (no key window: a
+    // windowed sequence gives its early blocks back as it goes).
+    bool cache_prefixes = false;
     // Milliseconds a step with prompt rows should take at most (GPU watchdogs): the first
     // steps take min(chunk, 16) rows, later ones what the measured time per row allows
     // (prompt_chunk_after). 0: always `chunk`.
@@ -60,13 +67,15 @@ public:
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
-    // A new sequence; ids count up from 1 and are never reused.
-    SequenceId add();
+    // A new sequence; ids count up from 1 and are never reused. Prefixes are shared and cached
+    // only among sequences of the same `cache_salt` (a tenant's: others cannot time its prompts).
+    SequenceId add(std::uint64_t cache_salt = 0);
     // Queues `ids` after the sequence's tokens; `logits` says whose logits a step returns.
     // Throws vkf::Error for an unknown sequence, no ids, ids >= vocab_size, or more tokens
     // than sequence_limit (nothing is queued then).
     void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last);
-    // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds.
+    // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds
+    // (with cache_prefixes, its full blocks stay cached).
     void remove(SequenceId id);
 
     // The next step's rows (empty when nothing can run), with the blocks they write into
@@ -87,7 +96,7 @@ public:
     bool has_pending() const;
     std::uint32_t position(SequenceId id) const;  // tokens whose keys are in the cache
     std::uint32_t pending(SequenceId id) const;   // fed tokens not run yet
-    // Tokens whose blocks came from another sequence (prefix sharing).
+    // Tokens whose blocks came from another sequence (prefix sharing) or the prefix cache.
     std::uint32_t shared_prefix(SequenceId id) const;
     // The key count after each step that ran the sequence (and those of its shared prefix).
     const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const;
@@ -98,6 +107,8 @@ public:
     std::uint32_t blocks_held(SequenceId id) const;
     const BlockTable& table(SequenceId id) const;
     const KvBlocks& blocks() const { return pool_; }
+    // The prefix cache; nullptr without cache_prefixes.
+    const PrefixCache* prefix_cache() const { return cache_ ? &*cache_ : nullptr; }
     // The rows a step with prompt rows takes now (adapted from measured times).
     std::uint32_t chunk_limit() const { return chunk_limit_; }
     const SchedulerOptions& options() const { return options_; }
@@ -113,6 +124,7 @@ private:
         BlockTable table;
         std::vector<std::uint32_t> chunk_ends;
         std::uint64_t order = 0;  // when it was added
+        std::uint64_t salt = 0;
     };
     struct Chosen {
         SequenceId id;
@@ -122,11 +134,16 @@ private:
     Sequence& get(SequenceId id);
     const Sequence& get(SequenceId id) const;
     void share_prefix(Sequence& seq);
+    // The cached blocks of the sequence's first full blocks, as long as they hit; taken when
+    // more than `live` tokens (what a live sequence offers). Returns the tokens taken.
+    std::uint32_t take_cached_prefix(Sequence& seq, std::uint32_t live);
+    void cache_blocks(const Sequence& seq);
     // The schedule of these rows, whose blocks are reserved.
     StepSchedule emit(const std::vector<Chosen>& chosen, std::vector<BlockCopy> copies) const;
 
     SchedulerOptions options_;
     KvBlocks pool_;  // before sequences_: their tables release into it as they go
+    std::optional<PrefixCache> cache_;
     std::map<SequenceId, Sequence> sequences_;
     SequenceId next_id_ = 1;
     std::uint64_t next_order_ = 0;

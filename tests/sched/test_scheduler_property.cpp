@@ -56,6 +56,7 @@ SchedulerOptions random_options(std::mt19937_64& rng) {
         o.blocks = (pick(6, 48) + o.block_size - 1) / o.block_size;
         o.sequence_limit = pick(4, 40);
         o.table_blocks = static_cast<std::uint32_t>((o.sequence_limit + o.block_size - 1) / o.block_size);
+        o.cache_prefixes = pick(0, 1) != 0;
     }
     return o;
 }
@@ -64,6 +65,7 @@ SchedulerOptions random_options(std::mt19937_64& rng) {
 // or whose prompts never shared tests little.
 struct Coverage {
     std::uint64_t steps = 0, ran = 0, rows = 0, blocked = 0, deferred = 0, copies = 0, shared = 0, ring_releases = 0;
+    std::uint64_t cache_hit_tokens = 0, evictions = 0;
 };
 
 class Checker {
@@ -104,7 +106,13 @@ public:
         while (!seqs_.empty()) {
             remove(seqs_.begin()->first);
         }
-        ASSERT_EQ(s_.blocks().used(), 0u) << "blocks leaked";
+        const PrefixCache* cache = s_.prefix_cache();
+        ASSERT_EQ(s_.blocks().used(), cache != nullptr ? cache->size() : 0u) << "blocks leaked";
+        if (cache != nullptr) {
+            ASSERT_EQ(cache->reclaimable(), cache->size()) << "a cached block held after every sequence left";
+            coverage_.cache_hit_tokens += cache->stats().hit_tokens;
+            coverage_.evictions += cache->stats().evictions;
+        }
     }
 
 private:
@@ -119,12 +127,18 @@ private:
     }
 
     void add() {
-        // Half the prompts start with another sequence's first tokens: prefixes to share.
-        const SequenceId like = pick(0, 1) != 0 ? random_sequence() : 0;
+        // A third of the prompts start with a live sequence's first tokens (a prefix to share),
+        // a third with a removed one's (a prefix the cache may hold).
+        const std::uint32_t kind = pick(0, 2);
+        const SequenceId like = kind == 0 ? random_sequence() : 0;
+        const std::vector<std::uint32_t>* prefix = like != 0 ? &seqs_.at(like).tokens
+                                                   : kind == 1 && !gone_.empty()
+                                                       ? &gone_[pick(0, static_cast<std::uint32_t>(gone_.size()) - 1)]
+                                                       : nullptr;
         const SequenceId id = s_.add();
         seqs_[id];
-        if (like != 0) {
-            const std::vector<std::uint32_t>& other = seqs_.at(like).tokens;
+        if (prefix != nullptr && !prefix->empty()) {
+            const std::vector<std::uint32_t> other = *prefix;
             const std::size_t n = std::min<std::size_t>(pick(1, 24), other.size());
             ASSERT_NO_THROW(s_.feed(id, std::span(other).first(n), Logits::Last));
             Mirror& m = seqs_.at(id);
@@ -176,6 +190,10 @@ private:
 
     void remove(SequenceId id) {
         if (id != 0) {
+            if (gone_.size() == 8) {
+                gone_.erase(gone_.begin());
+            }
+            gone_.push_back(seqs_.at(id).tokens);
             s_.remove(id);
             seqs_.erase(id);
             check_state();
@@ -243,6 +261,9 @@ private:
         if (o_.window == 0 && !step.blocked.empty()) {
             // Without a window nothing goes back to the pool during a schedule.
             ASSERT_EQ(s_.blocks().free(), 0u) << "blocked while a block was free";
+            if (s_.prefix_cache() != nullptr) {
+                ASSERT_EQ(s_.prefix_cache()->reclaimable(), 0u) << "blocked while a cached block was reclaimable";
+            }
         }
         if (free_before > 0 && !pending.empty()) {
             ASSERT_FALSE(step.empty()) << "free blocks and pending tokens, but nothing ran";
@@ -304,12 +325,26 @@ private:
                     << "sequence " << id << "'s key at position " << p << " was overwritten or never written";
             }
         }
+        // A cached block holds the keys of its tokens at its positions, for whoever takes it.
+        std::map<std::uint32_t, std::uint32_t> cached;  // block: the cache's references
+        if (const PrefixCache* cache = s_.prefix_cache()) {
+            for (const auto& [hash, e] : cache->entries()) {
+                ASSERT_EQ(cached[e.block]++, 0u) << "block " << e.block << " cached under two hashes";
+                for (std::uint32_t i = 0; i < bs; ++i) {
+                    ASSERT_EQ(cache_[e.block * bs + i], (Key{e.tokens[i], e.index * bs + i}))
+                        << "cached block " << e.block << " lost its key " << i;
+                }
+            }
+        }
         for (std::uint32_t block = 0; block < o_.blocks; ++block) {
             auto it = owners.find(block);
-            const std::size_t n = it == owners.end() ? 0 : it->second.size();
+            const std::size_t n = (it == owners.end() ? 0 : it->second.size()) + (cached.contains(block) ? 1 : 0);
             ASSERT_EQ(s_.blocks().references(block), n) << "block " << block << ": references against holders";
+            if (it == owners.end()) {
+                continue;
+            }
             // A block two sequences hold holds the same tokens for both, where both computed them.
-            for (std::size_t i = 1; i < n; ++i) {
+            for (std::size_t i = 1; i < it->second.size(); ++i) {
                 const auto [a, la] = it->second[0];
                 const auto [b, lb] = it->second[i];
                 ASSERT_EQ(la, lb) << "block " << block << " at different positions of two sequences";
@@ -319,14 +354,22 @@ private:
                 }
             }
         }
-        ASSERT_EQ(s_.blocks().used(), owners.size()) << "blocks leaked";
+        std::set<std::uint32_t> held;
+        for (const auto& [block, holders] : owners) {
+            held.insert(block);
+        }
+        for (const auto& [block, refs] : cached) {
+            held.insert(block);
+        }
+        ASSERT_EQ(s_.blocks().used(), held.size()) << "blocks leaked";
     }
 
     SchedulerOptions o_;
     Scheduler s_;
     std::mt19937_64 rng_;
     std::map<SequenceId, Mirror> seqs_;
-    std::vector<Key> cache_;  // per KV slot
+    std::vector<std::vector<std::uint32_t>> gone_;  // the tokens of the last sequences removed
+    std::vector<Key> cache_;                        // per KV slot
     Coverage& coverage_;
 };
 
@@ -338,7 +381,7 @@ TEST(SchedulerProperty, RandomCallsKeepBlocksTablesAndKeysConsistent) {
         SCOPED_TRACE(::testing::Message()
                      << "run " << run << ": " << o.blocks << " blocks of " << o.block_size << ", chunk " << o.chunk
                      << ", " << o.max_sequences << " sequences, window " << o.window << ", limit " << o.sequence_limit
-                     << (o.share_prefixes ? ", sharing" : ""));
+                     << (o.share_prefixes ? ", sharing" : "") << (o.cache_prefixes ? ", caching" : ""));
         Checker(o, 1000 + run, coverage).run(120);
         if (::testing::Test::HasFatalFailure()) {
             return;
@@ -346,16 +389,20 @@ TEST(SchedulerProperty, RandomCallsKeepBlocksTablesAndKeysConsistent) {
     }
     std::printf(
         "%llu steps (%llu ran rows), %llu rows, %llu blocked, %llu deferred, %llu block copies, %llu shared prefixes, "
-        "%llu ring blocks returned\n",
+        "%llu ring blocks returned, %llu tokens from the prefix cache, %llu evictions\n",
         static_cast<unsigned long long>(coverage.steps), static_cast<unsigned long long>(coverage.ran),
         static_cast<unsigned long long>(coverage.rows), static_cast<unsigned long long>(coverage.blocked),
         static_cast<unsigned long long>(coverage.deferred), static_cast<unsigned long long>(coverage.copies),
-        static_cast<unsigned long long>(coverage.shared), static_cast<unsigned long long>(coverage.ring_releases));
+        static_cast<unsigned long long>(coverage.shared), static_cast<unsigned long long>(coverage.ring_releases),
+        static_cast<unsigned long long>(coverage.cache_hit_tokens),
+        static_cast<unsigned long long>(coverage.evictions));
     EXPECT_GT(coverage.blocked, 100u);
     EXPECT_GT(coverage.deferred, 100u);
     EXPECT_GT(coverage.copies, 100u);
     EXPECT_GT(coverage.shared, 100u);
     EXPECT_GT(coverage.ring_releases, 100u);
+    EXPECT_GT(coverage.cache_hit_tokens, 100u);
+    EXPECT_GT(coverage.evictions, 100u);
 }
 
 }  // namespace
