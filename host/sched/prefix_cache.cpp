@@ -1,23 +1,10 @@
 #include "host/sched/prefix_cache.hpp"
 
+#include "host/util/splitmix64.hpp"
+
 #include <algorithm>
 
 namespace vkf {
-
-namespace {
-
-// splitmix64's finalizer: every input bit reaches every output bit, so chains of similar
-// prompts spread over the table. A collision would still be caught: find() compares the
-// parent and the tokens.
-std::uint64_t mix(std::uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-}  // namespace
 
 PrefixCache::PrefixCache(KvBlocks& pool) : pool_(pool) {}
 
@@ -28,9 +15,11 @@ PrefixCache::~PrefixCache() {
 }
 
 std::uint64_t PrefixCache::chain(std::uint64_t parent, std::span<const std::uint32_t> tokens) {
-    std::uint64_t h = mix(parent ^ 0x9e3779b97f4a7c15ULL);
+    // Each token mixed in after the parent: chains of similar prompts spread over the table. A
+    // collision would still be caught: find() compares the parent and the tokens.
+    std::uint64_t h = splitmix64_mix(parent ^ kGoldenGamma);
     for (std::uint32_t t : tokens) {
-        h = mix(h + t + 0x9e3779b97f4a7c15ULL);
+        h = splitmix64_mix(h + t + kGoldenGamma);
     }
     return h;
 }

@@ -1,22 +1,13 @@
 #include "host/spec/random_weights.hpp"
 
+#include "host/util/splitmix64.hpp"
+
 #include <cmath>
 #include <string_view>
 #include <vector>
 
 namespace vkf {
 namespace {
-
-// SplitMix64's finalizer: a bijective mix, good enough to turn counters into
-// independent-looking bits, and the same on every platform (unlike std distributions).
-std::uint64_t mix64(std::uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
 
 std::uint64_t hash_name(std::string_view name) {
     std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
@@ -54,10 +45,10 @@ WeightDistribution weight_distribution(TensorRole role) {
 std::function<void(std::uint64_t, std::span<float>)> seeded_values(std::uint64_t seed, std::string_view name,
                                                                    TensorRole role) {
     const WeightDistribution distribution = weight_distribution(role);
-    const std::uint64_t key = mix64(seed ^ mix64(hash_name(name)));
+    const std::uint64_t key = splitmix64_mix(seed ^ splitmix64_mix(hash_name(name)));
     return [distribution, key](std::uint64_t first, std::span<float> out) {
         for (std::size_t i = 0; i < out.size(); ++i) {
-            const std::uint64_t bits = mix64(key + (first + i) * 0x9e3779b97f4a7c15ull);
+            const std::uint64_t bits = splitmix64_mix(key + (first + i) * kGoldenGamma);
             out[i] = distribution.offset + distribution.scale * unit_uniform(bits);
         }
     };
