@@ -1,0 +1,62 @@
+#pragma once
+// Where generated text stands in a grammar, and which tokens may come next (issue 43's
+// constrained decoding). The state is a set of stacks, each the elements still to match along
+// one way of parsing the text so far, its top always a character set (an empty stack: the text
+// is a whole sentence of the grammar); a code point advances every stack whose top accepts it
+// and drops the others. Text arrives as bytes (a token's piece), so a code point split over
+// tokens waits in the state until its last byte. llama.cpp's grammar sampler walks GBNF the
+// same way.
+
+#include "host/grammar/grammar.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vkf::grammar {
+
+class Matcher {
+public:
+    // The grammar must outlive the matcher.
+    explicit Matcher(const Grammar& grammar);
+
+    // Advances over `bytes` (UTF-8; a last code point may be incomplete). Returns false, and
+    // changes nothing, when the grammar does not allow them here or they are not UTF-8.
+    bool accept(std::string_view bytes);
+    // Whether accept(bytes) would succeed.
+    bool allows(std::string_view bytes) const;
+    // The text so far is a whole sentence (end of generation allowed), with no code point open.
+    bool complete() const;
+
+    // For each token's bytes: whether it may come next. Empty pieces are not allowed (they
+    // would let generation run on without progress); the end-of-text token is the caller's,
+    // allowed when complete(). One pass over every piece: O(vocabulary x piece length x stacks).
+    std::vector<std::uint8_t> allowed_tokens(std::span<const std::string> pieces) const;
+
+private:
+    using Stack = std::vector<const Element*>;
+    struct State {
+        std::vector<Stack> stacks;
+        std::uint32_t partial = 0;  // a code point's bits so far
+        int missing = 0;            // its continuation bytes still to come
+        int length = 0;             // its bytes in all
+    };
+
+    // Stacks with a character set on top (or empty) from `stack`, rule references expanded.
+    void expand(const Stack& stack, std::vector<Stack>& out) const;
+    // expand() of `rest` with each alternative of rule `id` on top.
+    void expand_rule(const Stack& rest, std::uint32_t id, std::vector<Stack>& out) const;
+    // The stacks after code point `cp`.
+    std::vector<Stack> step(const std::vector<Stack>& stacks, std::uint32_t cp) const;
+    // Whether some stack's top could take a code point starting with `partial` (high bits
+    // known, `missing` continuation bytes to come).
+    bool could_continue(const State& state) const;
+    bool advance(State& state, std::string_view bytes) const;
+
+    const Grammar& grammar_;
+    State state_;
+};
+
+}  // namespace vkf::grammar
