@@ -25,7 +25,7 @@ struct StepShape {
     auto operator<=>(const StepShape&) const = default;
 };
 
-// The settings of a Batch that decide plans (BatchOptions).
+// The settings that decide plans (from BatchOptions, ExecutorOptions::decoder).
 struct DecoderSettings {
     bool fuse_qkv = true;
     bool fuse_layernorm = true;
