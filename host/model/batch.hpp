@@ -9,26 +9,22 @@
 // sequence already computed takes that sequence's blocks for them (copy on write at the first
 // block it writes into), so a common system prompt is computed and stored once.
 //
-// Which rows a step runs and where their keys go is the Scheduler's (host/sched/scheduler.hpp,
-// no Vulkan): decode tokens first, then prompt chunks, up to the step's row and sequence
-// budget. Batch executes its StepSchedule: it copies the blocks the schedule says, writes the
-// small per-step buffers (ids, positions, slots, the sequence table attention reads, the rows
-// whose logits are wanted), and submits the step's command list, recorded once per StepShape
-// (host/model/decoder_plan.hpp) and submitted again for every later step of that shape.
-// docs/DESIGN.md "One decode step" follows it through.
+// Batch is two parts: which rows a step runs and where their keys go is the Scheduler's
+// (host/sched/scheduler.hpp, no Vulkan): decode tokens first, then prompt chunks, up to the
+// step's row and sequence budget. Its StepSchedule runs on a StepExecutor
+// (host/model/step_executor.hpp), which copies the blocks the schedule says, writes the small
+// per-step buffers and submits the step's command list, recorded once per StepShape
+// (host/model/decoder_plan.hpp); the outcome goes back to the Scheduler, and each sequence
+// gets its rows of the logits. docs/DESIGN.md "One decode step" follows it through.
 
 #include "host/model/batch_front.hpp"
-#include "host/model/decoder_step.hpp"
-#include "host/model/kv_cache.hpp"
 #include "host/model/model.hpp"
+#include "host/model/step_executor.hpp"
 #include "host/sched/scheduler.hpp"
 #include "runtime/pipeline_preparation.hpp"
 
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <span>
-#include <string>
 #include <vector>
 
 namespace vkf {
@@ -75,28 +71,6 @@ struct BatchOptions {
 // for options it refuses.
 SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& options);
 
-// GPU time per op kind (the dispatch labels), summed over profiled submissions.
-struct OpProfile {
-    double ms = 0.0;
-    std::uint64_t dispatches = 0;
-};
-using Profile = std::map<std::string, OpProfile>;
-
-// What the submissions did.
-struct SessionStats {
-    std::uint64_t submissions = 0;
-    std::uint64_t recordings = 0;    // command lists recorded (the rest were re-submitted)
-    std::uint64_t dispatches = 0;    // over all submissions
-    std::uint64_t barriers = 0;      // hazard barriers, over all submissions
-    std::uint64_t tokens = 0;        // run through the layers
-    double gpu_ms = 0.0;             // GPU time of the submissions (timestamps), 0 without
-    double wall_ms = 0.0;            // host wall time of the steps, submission waits included
-    std::uint64_t block_copies = 0;  // KV blocks copied on write
-    // A stage of a layer split: wall time of its hidden rows' upload before each step and
-    // download after it (the hand-off between stages, host side).
-    double hand_off_ms = 0.0;
-};
-
 struct SequenceOutput {
     SequenceId id = 0;
     std::uint32_t tokens = 0;    // rows this step ran
@@ -140,16 +114,14 @@ public:
     // One forward pass over pending tokens; a step with nothing to run submits nothing.
     // Throws vkf::Error on a later stage of a layer split (it does not schedule).
     StepResult step() override;
-    // A later stage of a layer split (host/model/batch_stage.cpp): runs the rows `schedule`
+    // A later stage of a layer split: runs the rows `schedule`
     // names, whose hidden rows the stage before computed, `hidden_in` [sum of rows, hidden]
     // fp32 in schedule order. Throws vkf::Error on the first stage, for a shape mismatch, an
     // unknown sequence, rows it has not pending, or more rows than a step holds.
     StepResult step(std::span<const StageRows> schedule, std::span<const float> hidden_in);
-    // Records the steps of these shapes now, their pipelines made in parallel and run once
-    // (runtime/pipeline_preparation.hpp), so that the first step of each shape only runs:
-    // time to first token without the driver's compiles. Shapes recorded already cost nothing.
-    // A stage of a layer split without the head records them without logit rows.
-    PreparationStats prepare(std::span<const StepShape> shapes);
+    // Records the steps of these shapes now (StepExecutor::prepare): time to first token
+    // without the driver's compiles. A stage without the head records them without logit rows.
+    PreparationStats prepare(std::span<const StepShape> shapes) { return executor_.prepare(shapes); }
     // The shapes one sequence's steps take: a prompt of `prompt_tokens` tokens (its last
     // token's logits wanted) alone in the batch, then its decoding steps. On GPUs the prompt's
     // later chunks follow the measured time (BatchOptions::submission_target_ms): the first is
@@ -176,40 +148,25 @@ public:
     std::uint32_t window() const override { return options_.window; }
     // Blocks the sequence holds now (a windowed one holds at most blocks_per_seq()).
     std::uint32_t blocks_held(SequenceId id) const { return scheduler_.blocks_held(id); }
-    std::uint32_t blocks_per_seq() const { return settings_.blocks_per_seq; }
+    std::uint32_t blocks_per_seq() const { return executor_.options().decoder.blocks_per_seq; }
     const BatchOptions& options() const { return options_; }
     const Model& model() const { return model_; }
-    const SessionStats& stats() const { return stats_; }
-    const Profile& profile() const { return profile_; }
+    const SessionStats& stats() const { return executor_.stats(); }
+    const Profile& profile() const { return executor_.profile(); }
     // Whether the steps scatter QKV in place (DecoderPlan::scatter; the same for every shape).
-    bool fused_qkv() const { return fused_qkv_; }
-    std::uint64_t device_bytes() const;
+    bool fused_qkv() const { return executor_.fused_qkv(); }
+    std::uint64_t device_bytes() const { return executor_.device_bytes(); }
+    const StepExecutor& executor() const { return executor_; }
 
 private:
-    void ensure_buffers(const DecoderPlan& plan);
-    DecoderPlan checked_plan(const StepShape& shape) const;
-    // The step of this shape, recorded if needed; `finish` false leaves a new list open.
-    RecordedStep& recorded(const StepShape& shape, bool finish = true);
-    // Copies KV blocks (copy on write) before a step writes into them.
-    void copy_blocks(const std::vector<BlockCopy>& copies);
-    // Runs the schedule (its block copies, then the step) and hands its outcome back to the
-    // scheduler. `hidden_in`: a later stage's input rows (empty on the first stage).
+    // Runs the schedule on the executor and hands its outcome back to the scheduler.
+    // `hidden_in`: a later stage's input rows (empty on the first stage).
     void run(const StepSchedule& schedule, StepResult& result, std::span<const float> hidden_in = {});
 
     const Model& model_;
-    Context& ctx_;
     BatchOptions options_;
-    DecoderSettings settings_;
-    KvCache cache_;
     Scheduler scheduler_;
-    // Per-step inputs (host-visible) and activations, sized for `chunk` rows.
-    Buffer ids_, positions_, slots_, sequence_table_, logit_index_;
-    Buffer hidden_, normed_, qkv_, q_, attn_, mlp_, gate_, logit_hidden_, logits_, scratch_;
-    StepBuffers buffers_;
-    std::map<StepShape, std::unique_ptr<RecordedStep>> steps_;
-    bool fused_qkv_ = false;
-    SessionStats stats_;
-    Profile profile_;
+    StepExecutor executor_;
 };
 
 }  // namespace vkf

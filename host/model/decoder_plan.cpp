@@ -2,8 +2,9 @@
 
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <string>
 
 namespace vkf {
 
@@ -14,9 +15,10 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
     const WeightFormat wf = model.weight_format();
     if (shape.tokens == 0 || shape.sequences == 0 || shape.sequences > shape.tokens || shape.max_q_len > shape.tokens ||
         shape.logit_rows > shape.tokens) {
-        throw Error("decoder plan: inconsistent step shape (" + std::to_string(shape.tokens) + " tokens, " +
-                    std::to_string(shape.sequences) + " sequences, " + std::to_string(shape.max_q_len) +
-                    " rows at most, " + std::to_string(shape.logit_rows) + " logit rows)");
+        throw Error(
+            fmt::format("decoder plan: inconsistent step shape ({} tokens, {} sequences, {} rows at most, {} "
+                        "logit rows)",
+                        shape.tokens, shape.sequences, shape.max_q_len, shape.logit_rows));
     }
     DecoderPlan plan{.shape = shape};
     const MatmulDevice device = matmul_device(ctx);
@@ -52,7 +54,7 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
         plan.gather_logits = shape.logit_rows != shape.tokens;
     }
 
-    plan.attention = AttentionParams{
+    plan.attention_params = AttentionParams{
         .shape = {.batch = shape.sequences,
                   .q_len = shape.max_q_len,
                   .kv_len = settings.blocks_per_seq * settings.block_size,
@@ -73,6 +75,8 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
         .kv_dtype = settings.kv_dtype,
         .paged = PagedKv{
             .block_size = settings.block_size, .blocks_per_seq = settings.blocks_per_seq, .q_rows = shape.tokens}};
+    // Q and O are the step's fp32 rows.
+    plan.attention = plan_attention_call(ctx, plan.attention_params, DType::F32, plan.attention_options);
     return plan;
 }
 

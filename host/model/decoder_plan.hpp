@@ -1,8 +1,8 @@
 #pragma once
 // What one forward step of a decoder does, decided once per step shape from the ops' own
-// answers (plan_matmul, plan_attention) and only read when the step is recorded: which
-// matmul kernels run, whether the QKV projection scatters Q, K and V in place, which
-// LayerNorms run inside the matmuls that read them, and the scratch the step needs.
+// answers (plan_matmul, plan_attention_call) and only read when the step is recorded: which
+// matmul and attention kernels run, whether the QKV projection scatters Q, K and V in place,
+// which LayerNorms run inside the matmuls that read them, and the scratch the step needs.
 //
 // A step runs the rows of several sequences (host/model/batch.hpp): `tokens` rows in all,
 // `sequences` sequences, the longest with `max_q_len` rows; `logit_rows` of them go
@@ -25,7 +25,7 @@ struct StepShape {
     auto operator<=>(const StepShape&) const = default;
 };
 
-// The settings of a Batch that decide plans (BatchOptions).
+// The settings that decide plans (from BatchOptions, ExecutorOptions::decoder).
 struct DecoderSettings {
     bool fuse_qkv = true;
     bool fuse_layernorm = true;
@@ -46,7 +46,10 @@ struct DecoderPlan {
     // simply all the step's rows).
     bool gather_logits = false;
     MatmulPlan qkv, attn_out, gate, up, down, head;  // gate: gated MLPs only; head: logit_rows > 0
-    AttentionParams attention;
+    // Every layer's attention: its kernel and tiles (plan_attention_call, fp32 Q/O over the
+    // cache's K/V), and the parameters and options the recorded op is made with.
+    AttentionPlan attention;
+    AttentionParams attention_params;
     AttentionOptions attention_options;
     std::uint64_t scratch_bytes = 0;  // the most any of the matmuls needs
 };

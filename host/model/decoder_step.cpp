@@ -338,7 +338,9 @@ void StepRecorder::head() {
 std::unique_ptr<RecordedStep> record_decoder_step(Context& ctx, const Model& model, const DecoderPlan& plan,
                                                   const KvCache& cache, const StepBuffers& buffers, bool profiling) {
     auto step = std::make_unique<RecordedStep>();
-    step->attention = std::make_unique<Attention>(ctx, plan.attention, DType::F32, plan.attention_options);
+    // The attention op takes the step's plan: what DecoderPlan shows is what runs.
+    step->attention =
+        std::make_unique<Attention>(ctx, plan.attention_params, DType::F32, plan.attention_options, plan.attention);
     step->list = ctx.command_list(profiling);
     CommandList& list = *step->list;
     if (ctx.limits().timestamps && !profiling) {

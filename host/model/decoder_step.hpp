@@ -15,7 +15,7 @@
 
 namespace vkf {
 
-// The buffers a step binds (owned by the Batch): per-step inputs, activations, outputs.
+// The buffers a step binds (owned by the StepExecutor): per-step inputs, activations, outputs.
 struct StepBuffers {
     const Buffer* ids = nullptr;             // [tokens] uint32
     const Buffer* positions = nullptr;       // [tokens] uint32, MPT's learned positions; may be invalid
@@ -34,7 +34,7 @@ struct RecordedStep {
     std::unique_ptr<CommandList> list;
 };
 
-// The list is left open: Batch finishes it (encoding needs every pipeline made, and a
+// The list is left open: StepExecutor finishes it (encoding needs every pipeline made, and a
 // preparation records several steps before it waits for their pipelines).
 std::unique_ptr<RecordedStep> record_decoder_step(Context& ctx, const Model& model, const DecoderPlan& plan,
                                                   const KvCache& cache, const StepBuffers& buffers, bool profiling);

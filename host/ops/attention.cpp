@@ -8,6 +8,8 @@
 #include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -76,18 +78,30 @@ AttentionPush make_attention_push(const AttentionParams& params) {
                          .window = params.window};
 }
 
-Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
-    : ctx_(ctx), shape_(params.shape), dtype_(dtype), kv_dtype_(options.kv_dtype.value_or(dtype)) {
-    // The kernels' storage variants: STORAGE_F16 (all fp16), KV_F16 (fp16 K/V), neither (fp32).
-    const bool all_f16 = dtype_ == DType::F16 && kv_dtype_ == DType::F16;
-    const bool kv_f16 = dtype_ == DType::F32 && kv_dtype_ == DType::F16;
-    if (!all_f16 && !kv_f16 && !(dtype_ == DType::F32 && kv_dtype_ == DType::F32)) {
-        throw Error(std::string("attention: Q/O in ") + to_string(dtype_) + " with K/V in " + to_string(kv_dtype_) +
-                    " is not supported; supported: f32 with f32 K/V, f16 with f16 K/V, f32 with f16 K/V");
+namespace {
+
+// Throws unless the kernels have a storage variant for Q/O in `dtype` and K/V in `kv_dtype`:
+// STORAGE_F16 (all fp16), KV_F16 (fp16 K/V), neither (fp32).
+void check_storage(DType dtype, DType kv_dtype) {
+    const bool supported = (dtype == DType::F16 && kv_dtype == DType::F16) ||
+                           (dtype == DType::F32 && (kv_dtype == DType::F16 || kv_dtype == DType::F32));
+    if (!supported) {
+        throw Error(
+            fmt::format("attention: Q/O in {} with K/V in {} is not supported; supported: f32 with f32 K/V, "
+                        "f16 with f16 K/V, f32 with f16 K/V",
+                        to_string(dtype), to_string(kv_dtype)));
     }
+}
+
+}  // namespace
+
+AttentionPlan plan_attention_call(const Context& ctx, const AttentionParams& params, DType dtype,
+                                  const AttentionOptions& options) {
+    const DType kv_dtype = options.kv_dtype.value_or(dtype);
+    check_storage(dtype, kv_dtype);
     validate(params);
     const AttentionDevice device = attention_device(ctx);
-    plan_ = plan_attention(device, shape_, options, params.window);
+    AttentionPlan plan = plan_attention(device, params.shape, options, params.window);
     // fp16 arithmetic (tiled kernel, shaderFloat16) wherever K and V are fp16: their precision
     // bounds the products already. Q is scaled in fp32 and then rounded as K is, and O comes
     // from the fp32 accumulator, so fp32 Q/O over a model's fp16 KV cache (decode and prefill
@@ -95,8 +109,23 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     // fp32: llvmpipe emulates fp16 (each operation converted to fp32 and back, as for the
     // matmul in matmul_plan.cpp), so it would only cost time, and Auto gives them the rows
     // kernel anyway; VKF_LIMITS=gpu_attention plans lavapipe as a GPU (the tests).
-    plan_.fp16_arithmetic =
-        plan_.kernel == AttentionKernel::Tiled && ctx.limits().fp16_arithmetic && (all_f16 || (kv_f16 && !device.cpu));
+    const bool all_f16 = dtype == DType::F16 && kv_dtype == DType::F16;
+    const bool kv_f16 = dtype == DType::F32 && kv_dtype == DType::F16;
+    plan.fp16_arithmetic =
+        plan.kernel == AttentionKernel::Tiled && ctx.limits().fp16_arithmetic && (all_f16 || (kv_f16 && !device.cpu));
+    return plan;
+}
+
+Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options)
+    : Attention(ctx, params, dtype, options, plan_attention_call(ctx, params, dtype, options)) {}
+
+Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options,
+                     const AttentionPlan& plan)
+    : ctx_(ctx), shape_(params.shape), dtype_(dtype), kv_dtype_(options.kv_dtype.value_or(dtype)), plan_(plan) {
+    check_storage(dtype_, kv_dtype_);
+    validate(params);
+    const bool all_f16 = dtype_ == DType::F16 && kv_dtype_ == DType::F16;
+    const bool kv_f16 = dtype_ == DType::F32 && kv_dtype_ == DType::F16;
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;

@@ -174,13 +174,25 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
 AttentionPlan plan_attention(const ComputeLimits& limits, const AttentionShape& shape, AttentionOptions options = {},
                              std::uint32_t window = 0);
 
+// The whole plan an Attention for these parameters takes on this device: the kernel and
+// tiles (plan_attention) and fp16 arithmetic, which depends on the storage. Throws
+// vkf::Error as Attention's constructor does (bad parameters, an unsupported storage, no
+// configuration that fits). A decoder plans its steps' attention with it once per step
+// shape (DecoderPlan::attention) and hands the plan to the op it records.
+AttentionPlan plan_attention_call(const Context& ctx, const AttentionParams& params, DType dtype,
+                                  const AttentionOptions& options = {});
+
 // A prepared attention call: validated parameters, the plan, pipelines, and the small
 // device buffers it needs (slope table, key lengths, split-KV partials).
 class Attention {
 public:
     // `dtype`: the storage of Q and O, and of K and V unless options.kv_dtype says otherwise.
     // Supported: all F32, all F16, and F32 Q/O with F16 K/V; anything else throws vkf::Error.
+    // Plans itself (plan_attention_call).
     Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options = {});
+    // With the plan plan_attention_call gave for the same parameters, dtype and options.
+    Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options,
+              const AttentionPlan& plan);
     // Records the attention (and the combine pass when split). Q, K, V, O hold the default
     // layout, Q and O in dtype(), K and V in kv_dtype(); their sizes are checked.
     // kv_lens: the key counts ([batch] uint32) with AttentionOptions::external_kv_lens, the

@@ -15,7 +15,7 @@
 // complete() takes the step's outcome back: the rows count as computed, and on devices with
 // a watchdog the next prompt chunk is sized from the step's measured time.
 //
-// Batch (host/model/batch.hpp) owns one and executes its schedules. Over a layer split every
+// Batch (host/model/batch.hpp) owns one and runs its schedules on a StepExecutor. Over a layer split every
 // stage's Batch has one today: a later stage follows the rows the stage before ran (follow()),
 // so that every stage's block tables agree with the first's. A StepSchedule is plain values,
 // so one front's Scheduler can hand the same schedule to every stage's executor instead.

@@ -1,6 +1,6 @@
 #pragma once
-// One step as the Scheduler (host/sched/scheduler.hpp) chose it, in plain numbers: what an
-// executor (Batch, host/model/batch.hpp) uploads before it submits the step's recorded
+// One step as the Scheduler (host/sched/scheduler.hpp) chose it, in plain numbers: what the
+// StepExecutor (host/model/step_executor.hpp) uploads before it submits the step's recorded
 // command list, and the block copies it does first. The executor hands the step's outcome
 // back (Scheduler::complete), which is when the sequences' tokens count as computed; the
 // split between the two is vLLM's schedule() / update_from_output(). No Vulkan: the
