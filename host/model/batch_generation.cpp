@@ -2,6 +2,8 @@
 
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -23,7 +25,11 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
         throw Error("generate: n_predict must be at least 1");
     }
     const std::uint64_t needed = prompt.size() + std::uint64_t{options.n_predict} - 1;
-    if (batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
+    if (options.end_when_full && batch_.window() == 0 && prompt.size() > batch_.max_sequence_tokens()) {
+        throw Error(fmt::format("generate: a {}-token prompt needs a KV cache of {} tokens; a sequence holds {}",
+                                prompt.size(), prompt.size(), batch_.max_sequence_tokens()));
+    }
+    if (!options.end_when_full && batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
         throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
                     std::to_string(options.n_predict) + " new tokens need " + std::to_string(needed) +
                     " tokens of KV cache; a sequence of this batch holds " +
@@ -77,10 +83,14 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
             finish(*std::max_element(step.blocked.begin(), step.blocked.end()), StopReason::CacheFull);
         }
         for (const SequenceOutput& out : step.ran) {
+            Running& r = running_.at(out.id);
+            if (r.result.tokens.empty() && r.options.on_prefill) {
+                r.prefilled = std::min(r.prefilled + out.tokens, r.result.prompt_tokens);
+                r.options.on_prefill(r.prefilled, r.result.prompt_tokens);
+            }
             if (!out.done) {
                 continue;  // a prompt chunk: more of the prompt to run
             }
-            Running& r = running_.at(out.id);
             const std::uint32_t token = r.sampler.sample(out.logits);
             const auto index = static_cast<std::uint32_t>(r.result.tokens.size());
             r.result.tokens.push_back(token);
@@ -99,6 +109,9 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
                 finish(out.id, StopReason::Caller);
             } else if (index + 1 == r.options.n_predict) {
                 finish(out.id, StopReason::Length);
+            } else if (r.options.end_when_full && batch_.window() == 0 &&
+                       r.result.prompt_tokens + index >= batch_.max_sequence_tokens()) {
+                finish(out.id, StopReason::CacheFull);
             } else {
                 const std::uint32_t next[] = {token};
                 batch_.feed(out.id, next, Logits::Last);

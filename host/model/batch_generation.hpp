@@ -42,6 +42,7 @@ private:
         Sampler sampler;
         GenerationResult result;
         clock::time_point start, first_token;
+        std::uint32_t prefilled = 0;  // prompt tokens run (GenerationOptions::on_prefill)
     };
     void finish(SequenceId id, StopReason why);
 

@@ -27,6 +27,10 @@ struct GenerationOptions {
     // Called during the prompt's forward pass after each chunk (tokens run, prompt tokens):
     // a progress line for a prompt that takes a while.
     ChunkProgress on_prefill = {};
+    // BatchGenerator: a prompt and n_predict tokens over the sequence's cache are refused
+    // at submit; with this, only a prompt over it is, and (without a key window) generation
+    // ends with StopReason::CacheFull once the cache is full, as generate() ends it.
+    bool end_when_full = false;
 };
 
 // CacheFull: the KV cache has no room for the next token: a Session without a key window
