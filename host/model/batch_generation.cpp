@@ -11,13 +11,13 @@ namespace vkf {
 
 BatchGenerator::~BatchGenerator() {
     for (const auto& [id, running] : running_) {
-        if (batch_.contains(id)) {
+        if (running.owned && batch_.contains(id)) {
             batch_.remove(id);
         }
     }
 }
 
-SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, GenerationOptions options) {
+Sampler BatchGenerator::check(std::span<const std::uint32_t> prompt, const GenerationOptions& options) const {
     if (prompt.empty()) {
         throw Error("generate: the prompt is empty; give at least one token id");
     }
@@ -30,25 +30,44 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
                                 prompt.size(), prompt.size(), batch_.max_sequence_tokens()));
     }
     if (!options.end_when_full && batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
-        throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
-                    std::to_string(options.n_predict) + " new tokens need " + std::to_string(needed) +
-                    " tokens of KV cache; a sequence of this batch holds " +
-                    std::to_string(batch_.max_sequence_tokens()));
+        throw Error(fmt::format(
+            "generate: a {}-token prompt and {} new tokens need {} tokens of KV cache; a sequence of this batch "
+            "holds {}",
+            prompt.size(), options.n_predict, needed, batch_.max_sequence_tokens()));
     }
-    Sampler sampler(options.sampling);
+    return Sampler(options.sampling);
+}
+
+SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, GenerationOptions options) {
+    const Sampler sampler = check(prompt, options);
     const SequenceId id = batch_.add();
     try {
-        batch_.feed(id, prompt, Logits::Last);
+        start(id, prompt, std::move(options), sampler, true);
     } catch (...) {
         batch_.remove(id);
         throw;
     }
+    return id;
+}
+
+void BatchGenerator::resume(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options) {
+    if (running_.contains(id) || !batch_.contains(id)) {
+        throw Error(fmt::format("generate: sequence {} is not one of the front's idle sequences", id));
+    }
+    options.end_when_full = true;
+    const Sampler sampler = check(prompt, options);
+    start(id, prompt, std::move(options), sampler, false);
+}
+
+void BatchGenerator::start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options,
+                           const Sampler& sampler, bool owned) {
+    batch_.feed(id, prompt, Logits::Last);
     Running r{.options = std::move(options),
               .sampler = sampler,
               .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size())},
-              .start = clock::now()};
+              .start = clock::now(),
+              .owned = owned};
     running_.emplace(id, std::move(r));
-    return id;
 }
 
 void BatchGenerator::finish(SequenceId id, StopReason why) {
@@ -62,14 +81,16 @@ void BatchGenerator::finish(SequenceId id, StopReason why) {
         r.result.decode_time = now - r.first_token;
     }
     r.result.chunk_ends = batch_.chunk_ends(id);
-    batch_.remove(id);
+    if (r.owned) {
+        batch_.remove(id);
+    }
     ended_.emplace_back(id, std::move(r.result));
     running_.erase(it);
 }
 
 void BatchGenerator::cancel(SequenceId id) {
     if (!running_.contains(id)) {
-        throw Error("generate: no running generation " + std::to_string(id));
+        throw Error(fmt::format("generate: no running generation {}", id));
     }
     finish(id, StopReason::Caller);
 }
@@ -84,6 +105,7 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
         }
         for (const SequenceOutput& out : step.ran) {
             Running& r = running_.at(out.id);
+            r.result.position = out.position;
             if (r.result.tokens.empty() && r.options.on_prefill) {
                 r.prefilled = std::min(r.prefilled + out.tokens, r.result.prompt_tokens);
                 r.options.on_prefill(r.prefilled, r.result.prompt_tokens);
@@ -110,7 +132,7 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
             } else if (index + 1 == r.options.n_predict) {
                 finish(out.id, StopReason::Length);
             } else if (r.options.end_when_full && batch_.window() == 0 &&
-                       r.result.prompt_tokens + index >= batch_.max_sequence_tokens()) {
+                       out.position >= batch_.max_sequence_tokens()) {
                 finish(out.id, StopReason::CacheFull);
             } else {
                 const std::uint32_t next[] = {token};

@@ -1,7 +1,7 @@
 #include "host/model/front_factory.hpp"
 
 #include "host/model/split_batch.hpp"
-#include "host/model/split_session.hpp"
+#include "host/model/split_model.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>

@@ -3,7 +3,6 @@
 // through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
 
 #include "host/model/sequence_model.hpp"
-#include "host/model/session.hpp"
 #include "host/spec/sampling.hpp"
 
 #include <chrono>
@@ -33,9 +32,9 @@ struct GenerationOptions {
     bool end_when_full = false;
 };
 
-// CacheFull: the KV cache has no room for the next token: a Session without a key window
-// at max_tokens (generate), or the batch's KV blocks ran out with every generation waiting
-// for one; the youngest ended with the tokens it had (BatchGenerator).
+// CacheFull: the KV cache has no room for the next token: a sequence without a key window
+// at its cache's end (GenerationOptions::end_when_full, generate), or the batch's KV blocks ran out with every
+// generation waiting for one; the youngest ended with the tokens it had (BatchGenerator).
 enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
@@ -44,6 +43,8 @@ struct GenerationResult {
     std::uint32_t prompt_tokens = 0;
     // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
     std::vector<std::uint32_t> chunk_ends;
+    // The sequence's tokens in the cache when it ended (the last token sampled not among them).
+    std::uint32_t position = 0;
     StopReason stop = StopReason::Length;
     // Wall time of the prompt's forward pass and of the decode steps (the last token is
     // sampled but not fed back), including sampling and logit read-back.
@@ -53,14 +54,17 @@ struct GenerationResult {
     double decode_tokens_per_second() const;
 };
 
+class BatchSession;
+
 // Runs the prompt through `session`, continuing the sequence it already holds (a chat's
 // earlier turns; the last token generated before is not in the cache yet, so a caller
-// continuing puts it first in the next prompt), and generates up to n_predict tokens.
+// continuing puts it first in the next prompt), and generates up to n_predict tokens: one
+// sequence of a BatchGenerator (host/model/batch_generation.hpp), the one sampling loop.
 // Throws vkf::Error for an empty prompt, a session without a window and without room for
-// position() + prompt tokens, or logits that are not finite. A full cache (no window) ends
-// generation with StopReason::CacheFull; with a window the session's memory is constant.
-// `session`: a Session, a SplitSession, or any other SequenceModel.
-GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t> prompt,
+// position() + prompt tokens, ids outside the vocabulary, or logits that are not finite. A
+// full cache (no window) ends generation with StopReason::CacheFull; with a window the
+// session's memory is constant. `session`: a Session, or a BatchSession over any front.
+GenerationResult generate(BatchSession& session, std::span<const std::uint32_t> prompt,
                           const GenerationOptions& options);
 
 }  // namespace vkf

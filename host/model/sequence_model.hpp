@@ -1,9 +1,8 @@
 #pragma once
-// One sequence through a language model, whatever runs it: a Session on one device
-// (host/model/session.hpp), a SplitSession over the stages of a layer split on several
-// devices of this process (host/model/split_session.hpp), or a BatchSession over any
-// BatchFront (host/model/batch_session.hpp), e.g. rank 0's front of a split over MPI ranks
-// (host/dist). generate() (host/model/generation.hpp) runs over this interface.
+// One sequence through a language model, whatever runs it: a BatchSession, a view of one
+// sequence of any BatchFront (host/model/batch_session.hpp), which a Session on one device
+// is over a Batch of its own (host/model/session.hpp). forward() and reset() are what
+// perplexity and the benchmarks need of it; generate() runs BatchGenerator over it.
 
 #include "host/model/batch.hpp"
 #include "host/spec/model_config.hpp"
