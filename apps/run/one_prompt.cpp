@@ -74,16 +74,14 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
             return app::stop_signal() == 0;
         };
     }
-    // The KV blocks the sequence holds at its last token (it is removed when it ends).
+    // One sequence of the front, kept to the end as a session keeps its own (no removal to
+    // send to the ranks): the blocks in use after the run are the sequence's.
     BatchFront& front = stages.front().front();
-    std::uint32_t blocks_held = 0;
-    gen.on_token = [&front, &blocks_held, inner = std::move(gen.on_token)](std::uint32_t i, std::uint32_t id) {
-        blocks_held = front.blocks().used();
-        return inner(i, id);
-    };
+    const SequenceId sequence = front.add();
     BatchGenerator generator(front);
-    const SequenceId sequence = generator.submit(prompt, std::move(gen));
+    generator.resume(sequence, prompt, std::move(gen));
     const GenerationResult result = generator.run().at(sequence);
+    const std::uint32_t blocks_held = front.blocks().used();
     // Under mpirun: Ctrl-C (mpirun forwards SIGTERM to every rank) ended the generation at
     // this token, and the ranks are stopped as at the end; past ChannelOptions::signal_grace
     // the signal is this rank's failure.
