@@ -11,8 +11,8 @@
 
 #include "host/model/batch.hpp"
 #include "host/model/generation.hpp"
-#include "host/model/sequence_model.hpp"
 #include "host/model/session_options.hpp"
+#include "host/spec/model_config.hpp"
 
 #include <cstdint>
 #include <span>
@@ -20,7 +20,7 @@
 
 namespace vkf {
 
-class BatchSession : public SequenceModel {
+class BatchSession {
 public:
     // `front` must outlive the session and run no other sequence. `options`: the
     // SessionOptions its (first stage's) Batch was made with (session_batch_options).
@@ -37,19 +37,19 @@ public:
     // input, ids >= vocab_size, or a sequence over max_tokens. `on_chunk`, when given, is
     // called after each submission with how many of the ids have run.
     std::vector<float> forward(std::span<const std::uint32_t> ids, Logits which = Logits::Last,
-                               const ChunkProgress& on_chunk = {}) override;
+                               const ChunkProgress& on_chunk = {});
     // generate() (host/model/generation.hpp): the prompt continues the sequence.
     GenerationResult generate(std::span<const std::uint32_t> prompt, const GenerationOptions& options);
-    std::uint32_t position() const override { return position_; }
-    std::uint32_t max_tokens() const override { return options_.max_tokens; }
-    std::uint32_t window() const override { return options_.window; }
-    void reset() override;
+    std::uint32_t position() const { return position_; }              // tokens in the KV cache
+    std::uint32_t max_tokens() const { return options_.max_tokens; }  // KV-cache capacity
+    std::uint32_t window() const { return options_.window; }          // key window, 0: full attention
+    void reset();                                                     // a new, empty sequence
     SequenceId sequence() const { return sequence_; }
     // The key count after each submission since the last reset(): where the chunks the
     // tokens ran in ended (a reference run in the same chunks, reference::Model::forward,
     // gives the same numerics even under Jais' length-dependent ALiBi scaling).
-    const std::vector<std::uint32_t>& chunk_ends() const override { return front_.chunk_ends(sequence_); }
-    const ModelConfig& config() const override { return config_; }
+    const std::vector<std::uint32_t>& chunk_ends() const { return front_.chunk_ends(sequence_); }
+    const ModelConfig& config() const { return config_; }
 
 private:
     BatchFront& front_;

@@ -2,16 +2,19 @@
 // Text generation over token ids: prefill the prompt, then decode one token per step
 // through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
 
-#include "host/model/sequence_model.hpp"
 #include "host/spec/sampling.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
 
 namespace vkf {
+
+// Called after each submission with how many of the ids have run (a long prompt's progress).
+using ChunkProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 struct GenerationOptions {
     std::uint32_t n_predict = 32;
