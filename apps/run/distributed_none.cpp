@@ -9,7 +9,7 @@ bool mpi_built() {
     return false;
 }
 
-int run_distributed(const Options&) {
+int run_distributed(const Options&, const std::function<int(RunStages&)>&) {
     throw Error(
         "MPI support was not built: this vkf-run cannot split a model over MPI ranks (install "
         "libopenmpi-dev and openmpi-bin, then configure and build again; docs/DISTRIBUTED.md)");

@@ -12,14 +12,6 @@
 
 namespace vkf::run_cli {
 
-nlohmann::ordered_json devices_json(const std::vector<std::unique_ptr<Context>>& contexts) {
-    nlohmann::ordered_json devices = nlohmann::ordered_json::array();
-    for (const auto& ctx : contexts) {
-        devices.push_back(ctx->device_info());
-    }
-    return devices;
-}
-
 OneRun one_run(std::span<const std::uint32_t> prompt, const GenerationResult& result,
                const std::optional<app::StreamedText>& streamed, const PreparationStats& prepared, std::uint32_t window,
                std::uint32_t ctx) {

@@ -48,9 +48,6 @@ void print_profile(const Profile& profile, std::uint64_t submissions);
 // The check's lines; false when it is above the tolerance (after printing so).
 bool print_check(const CheckResult& check, std::size_t steps, const Model& model, double tolerance);
 
-// --json's "devices": every context's device, in --devices' order.
-nlohmann::ordered_json devices_json(const std::vector<std::unique_ptr<Context>>& contexts);
-
 // What one prompt's run reports, on one device, over --devices or under mpirun: each path
 // fills in its own device(s), model and extras, and all print the same keys and lines.
 struct OneRun {
@@ -63,6 +60,7 @@ struct OneRun {
     std::uint32_t window = 0;
     std::uint32_t ctx = 0;  // the KV cache's positions
     const CheckResult* check = nullptr;
+    std::uint32_t blocks_held = 0;  // the sequence's KV blocks at its last token
     // --json: "device" (or "devices") and "model", and each path's own keys where it has
     // always printed them: after "kv" (a --devices "split") and after "ctx" (an mpirun
     // "split", one device's memory figures).

@@ -1,5 +1,5 @@
-// vkf-server under mpirun: rank 0 serves HTTP over a RankZeroBatch, the other ranks their
-// stages (apps/server/ranks.hpp).
+// vkf-server under mpirun: rank 0 serves HTTP over a RankZeroBatch (its SplitStages), the
+// other ranks their stages (apps/server/ranks.hpp).
 #include "apps/common/app_main.hpp"
 #include "apps/common/rank_plan.hpp"
 #include "apps/common/stop_signals.hpp"
@@ -74,22 +74,27 @@ LayerRange handshake(dist::Channel& channel, const Options& o, const SessionSize
     }
 }
 
-class Front : public RankZero {
+class RankStages : public SplitStages {
 public:
-    Front(dist::Channel& channel, const Options& o) : channel_(channel), options_(o) {}
-    ~Front() override {
+    RankStages(dist::Channel& channel, const Options& o) : channel_(channel), options_(o) {}
+    ~RankStages() override {
         stop_ = true;
         if (watcher_.joinable()) {
             watcher_.join();
         }
     }
-    std::uint32_t ranks() const override { return static_cast<std::uint32_t>(channel_.size()); }
+    std::uint32_t stages() const override { return static_cast<std::uint32_t>(channel_.size()); }
     LayerRange layers(const ModelConfig&, const SessionSize& session, const Context& ctx) override {
         return handshake(channel_, options_, session, ctx);
     }
-    BatchFront& front(Batch& stage) override {
-        batch_.emplace(channel_, stage);
-        return *batch_;
+    std::unique_ptr<StageFront> front(const Model& first, const BatchOptions& options) override {
+        Topology topology{.stages = {&first}, .rank_count = stages()};
+        topology.ranks = [this](Batch& stage) {
+            auto front = std::make_unique<dist::RankZeroBatch>(channel_, stage);
+            batch_ = front.get();
+            return front;
+        };
+        return make_front(topology, options);
     }
     void watch(std::function<void(const std::string&)> failed) override {
         watcher_ = std::thread([this, failed = std::move(failed)] {
@@ -105,7 +110,7 @@ public:
         });
     }
     void interrupted() override { channel_.blame_silent_peer(); }
-    void finish() override {
+    void finish(StageFront&) override {
         stop_ = true;
         if (watcher_.joinable()) {
             watcher_.join();
@@ -124,7 +129,7 @@ public:
 private:
     dist::Channel& channel_;
     const Options& options_;
-    std::optional<dist::RankZeroBatch> batch_;
+    dist::RankZeroBatch* batch_ = nullptr;  // the front's, once made
     std::atomic<bool> stop_ = false;
     std::thread watcher_;
 };
@@ -139,7 +144,7 @@ int serve_stage(dist::Channel& channel, const Options& o) {
     // Between uploads: a peer's failure ends the load early.
     model_options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };
     const Model model(ctx, o.model, model_options);
-    Batch batch(model, setup.batch);
+    Batch batch(model, stage_batch_options(setup.batch, static_cast<std::uint32_t>(channel.size())));
     batch.prepare(batch.sequence_shapes(o.chunk));
     if (!o.quiet) {
         fmt::print(stderr, "vkf-server: rank {} of {}: {} on {}\n", channel.rank(), channel.size(),
@@ -169,8 +174,8 @@ int serve_ranks(const Options& o) {
         if (env.rank() != 0) {
             return serve_stage(channel, o);
         }
-        Front front(channel, o);
-        return serve(o, &front);
+        RankStages stages(channel, o);
+        return serve(o, &stages);
     });
 }
 

@@ -2,6 +2,7 @@
 
 #include "apps/common/layer_split.hpp"
 #include "host/io/text_file.hpp"
+#include "host/model/front_factory.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/serve/access.hpp"
 #include "runtime/error.hpp"
@@ -195,13 +196,14 @@ DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uin
     d.blocks = o.ctx_blocks.value_or(o.parallel * ((d.ctx_tokens + block - 1) / block));
     d.batch = BatchOptions{.max_tokens = d.blocks * block,
                            .max_sequence_tokens = d.ctx_tokens,
-                           .max_sequences = (o.parallel + ranks - 1) / ranks,
+                           .max_sequences = o.parallel,
                            .chunk = o.chunk,
                            .kv_dtype = o.kv,
                            .window = window};
     // What Model's constructor checks against the device's budget, and what --split auto
     // divides by under mpirun: the batch's whole KV pool and its sequences' tables.
-    d.model = ModelOptions{.weights = o.weights, .session = batch_session_size(config, d.batch)};
+    d.model =
+        ModelOptions{.weights = o.weights, .session = batch_session_size(config, stage_batch_options(d.batch, ranks))};
     return d;
 }
 

@@ -66,12 +66,13 @@ void resolve_api_key(Options& o, const char* env_key);
 // --split's layer counts; empty for auto (or none). Throws app::UsageError for bad text.
 std::vector<std::uint32_t> split_counts(const Options& o);
 
-// The decoder's options from the command line and its config.json. Over `ranks` MPI ranks a
-// step runs at most --parallel / ranks sequences (rounded up): the running sequences form
-// micro-batches that follow each other down the ranks' pipeline (host/dist/batch_pipeline.hpp).
+// The decoder's options from the command line and its config.json. Over `ranks` stages (MPI
+// ranks or devices) a step runs at most --parallel / ranks sequences (rounded up,
+// stage_batch_options, which make_front applies to `batch`): the running sequences form
+// micro-batches that follow each other down the stages' pipeline (host/model/step_pipeline.hpp).
 struct DecoderSetup {
-    ModelOptions model;
-    BatchOptions batch;
+    ModelOptions model;                 // each stage's memory counts its Batch's sequences per step
+    BatchOptions batch;                 // --parallel sequences, before make_front divides them
     std::uint32_t ctx_tokens = 0;       // tokens one sequence holds
     std::uint32_t sequence_tokens = 0;  // with a window: no bound but the prompt's
     std::uint32_t blocks = 0;           // KV blocks of all sequences

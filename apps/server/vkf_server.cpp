@@ -16,8 +16,8 @@
 #include "host/dist/launch.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
-#include "host/model/batch.hpp"
 #include "host/model/encoder.hpp"
+#include "host/model/front_factory.hpp"
 #include "host/spec/encoder_config.hpp"
 #include "host/util/format.hpp"
 #include "runtime/error.hpp"
@@ -76,7 +76,7 @@ constexpr std::chrono::seconds kFailedServerLinger{1};
 
 }  // namespace
 
-int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optional<vkf::ContextOptions>& first) {
+int vkf::server::serve(const Options& o, SplitStages* split, const std::optional<vkf::ContextOptions>& first) {
     // SignalStop's thread owns SIGINT and SIGTERM: every thread started from here blocks them.
     const sigset_t signals = vkf::app::block_stop_signals();
     vkf::server::SignalStop signal_stop(signals, o.quiet);
@@ -89,7 +89,7 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
         }
     }
     const bool model_is_encoder = is_encoder(o.model);
-    if (rank_zero != nullptr && (model_is_encoder || !o.embedding_model.empty())) {
+    if (split != nullptr && (model_is_encoder || !o.embedding_model.empty())) {
         throw vkf::app::UsageError("a layer split (--devices, or mpirun) serves a decoder: no encoder");
     }
     if (model_is_encoder && !o.embedding_model.empty()) {
@@ -108,34 +108,35 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
     served.settings.cors.origins = o.cors_origins;
 
     std::unique_ptr<vkf::Model> model;
-    std::unique_ptr<vkf::Batch> batch;
+    std::unique_ptr<vkf::StageFront> stages;
     std::optional<vkf::text::Tokenizer> tokenizer;
     std::unique_ptr<vkf::server::Engine> engine;
     if (!model_is_encoder) {
         tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
         const vkf::ModelConfig config = vkf::read_model_config(std::filesystem::path(o.model) / "config.json");
         const vkf::server::DecoderSetup setup =
-            vkf::server::decoder_setup(o, config, rank_zero != nullptr ? rank_zero->ranks() : 1);
+            vkf::server::decoder_setup(o, config, split != nullptr ? split->stages() : 1);
         const std::uint32_t ctx_tokens = setup.ctx_tokens;
         const std::uint32_t sequence_tokens = setup.sequence_tokens;
         const std::uint32_t blocks = setup.blocks;
         const std::uint32_t block = setup.batch.block_size;
         vkf::ModelOptions model_options = setup.model;
-        if (rank_zero != nullptr) {
-            model_options.layers = rank_zero->layers(config, setup.model.session, ctx);
+        if (split != nullptr) {
+            model_options.layers = split->layers(config, setup.model.session, ctx);
         }
         model = std::make_unique<vkf::Model>(ctx, o.model, model_options);
-        batch = std::make_unique<vkf::Batch>(*model, setup.batch);
+        // The front of this topology (make_front): one device's Batch, or the split's.
+        stages = split != nullptr ? split->front(*model, setup.batch)
+                                  : vkf::make_front({.stages = {model.get()}}, setup.batch);
         // The steps a first request takes (its prompt in chunks, one sequence decoding) are
         // recorded, their pipelines made, before the server listens: the first request's
         // time to first token holds no compile. Other mixes record their steps when they come.
-        const vkf::PreparationStats prepared = batch->prepare(batch->sequence_shapes(o.chunk));
+        const vkf::PreparationStats prepared = stages->prepare(o.chunk);
         if (!o.quiet) {
             fmt::print(stderr, "vkf-server: prepare: {} pipelines in {:.3f} s ({} made on {} threads)\n",
                        prepared.pipelines, prepared.seconds, prepared.created, prepared.threads);
         }
-        vkf::BatchFront& front = rank_zero != nullptr ? rank_zero->front(*batch) : *batch;
-        engine = std::make_unique<vkf::server::Engine>(front, *tokenizer, metrics,
+        engine = std::make_unique<vkf::server::Engine>(stages->front(), *tokenizer, metrics,
                                                        vkf::server::EngineOptions{o.parallel, o.queue});
         served.settings.limits.max_tokens = o.max_tokens.value_or(ctx_tokens);
         served.decoder = vkf::server::ServedDecoder{
@@ -194,10 +195,10 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
         // Reading is not shut down on the connections: a whole answer's handler may still be
         // writing its 503, and a socket shut for reading looks closed to its write check.
         const bool armed = signal_stop.arm([&] {
-            if (rank_zero != nullptr) {
+            if (split != nullptr) {
                 // Before the abort: mpirun's SIGTERM after a rank died, and the requests in
                 // flight fail naming that rank rather than the shutdown.
-                rank_zero->interrupted();
+                split->interrupted();
             }
             if (engine) {
                 engine->abort_all(std::chrono::milliseconds(500));
@@ -208,8 +209,8 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
             http.stop();
         });
         const vkf::server::SignalStop::Armed disarm(signal_stop);
-        if (rank_zero != nullptr) {
-            rank_zero->watch([&http, &served](const std::string& failure) {
+        if (split != nullptr) {
+            split->watch([&http, &served](const std::string& failure) {
                 // /health says why meanwhile, and new requests fail naming the rank.
                 served.failure.set(failure);
                 std::this_thread::sleep_for(kFailedServerLinger);
@@ -218,9 +219,9 @@ int vkf::server::serve(const Options& o, RankZero* rank_zero, const std::optiona
         }
         ok = !armed || http.listen_after_bind();
     }
-    if (rank_zero != nullptr) {
+    if (split != nullptr) {
         engine.reset();  // its generations' sequences removed on every rank first
-        rank_zero->finish();
+        split->finish(*stages);
     }
     if (!o.quiet) {
         fmt::print(stderr, "vkf-server: stopped\n");

@@ -44,7 +44,7 @@ enum class Tag : int {
     Failure = 2,    // int32 failed rank, then the reason's text
     Hello = 3,      // the handshake's fingerprint (JSON text), rank r -> 0
     Verdict = 4,    // the handshake's verdict, 0 -> r: empty when every rank agrees
-    Command = 5,    // rank 0 -> r: what the serve loop does next (split_session.hpp)
+    Command = 5,    // rank 0 -> r: what the serve loop does next (batch_pipeline.hpp)
     Schedule = 6,   // stage r -> r + 1: the rows of a step
     Hidden = 7,     // stage r -> r + 1: the step's hidden rows, fp32
     Logits = 8,     // last stage -> 0: the logits rank 0 asked for, fp32

@@ -2,6 +2,8 @@
 
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -9,13 +11,13 @@ namespace vkf {
 
 BatchGenerator::~BatchGenerator() {
     for (const auto& [id, running] : running_) {
-        if (batch_.contains(id)) {
+        if (running.owned && batch_.contains(id)) {
             batch_.remove(id);
         }
     }
 }
 
-SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, GenerationOptions options) {
+Sampler BatchGenerator::check(std::span<const std::uint32_t> prompt, const GenerationOptions& options) const {
     if (prompt.empty()) {
         throw Error("generate: the prompt is empty; give at least one token id");
     }
@@ -23,26 +25,49 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
         throw Error("generate: n_predict must be at least 1");
     }
     const std::uint64_t needed = prompt.size() + std::uint64_t{options.n_predict} - 1;
-    if (batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
-        throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
-                    std::to_string(options.n_predict) + " new tokens need " + std::to_string(needed) +
-                    " tokens of KV cache; a sequence of this batch holds " +
-                    std::to_string(batch_.max_sequence_tokens()));
+    if (options.end_when_full && batch_.window() == 0 && prompt.size() > batch_.max_sequence_tokens()) {
+        throw Error(fmt::format("generate: a {}-token prompt needs a KV cache of {} tokens; a sequence holds {}",
+                                prompt.size(), prompt.size(), batch_.max_sequence_tokens()));
     }
-    Sampler sampler(options.sampling);
+    if (!options.end_when_full && batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
+        throw Error(fmt::format(
+            "generate: a {}-token prompt and {} new tokens need {} tokens of KV cache; a sequence of this batch "
+            "holds {}",
+            prompt.size(), options.n_predict, needed, batch_.max_sequence_tokens()));
+    }
+    return Sampler(options.sampling);
+}
+
+SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, GenerationOptions options) {
+    const Sampler sampler = check(prompt, options);
     const SequenceId id = batch_.add();
     try {
-        batch_.feed(id, prompt, Logits::Last);
+        start(id, prompt, std::move(options), sampler, true);
     } catch (...) {
         batch_.remove(id);
         throw;
     }
+    return id;
+}
+
+void BatchGenerator::resume(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options) {
+    if (running_.contains(id) || !batch_.contains(id)) {
+        throw Error(fmt::format("generate: sequence {} is not one of the front's idle sequences", id));
+    }
+    options.end_when_full = true;
+    const Sampler sampler = check(prompt, options);
+    start(id, prompt, std::move(options), sampler, false);
+}
+
+void BatchGenerator::start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options,
+                           const Sampler& sampler, bool owned) {
+    batch_.feed(id, prompt, Logits::Last);
     Running r{.options = std::move(options),
               .sampler = sampler,
               .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size())},
-              .start = clock::now()};
+              .start = clock::now(),
+              .owned = owned};
     running_.emplace(id, std::move(r));
-    return id;
 }
 
 void BatchGenerator::finish(SequenceId id, StopReason why) {
@@ -56,14 +81,16 @@ void BatchGenerator::finish(SequenceId id, StopReason why) {
         r.result.decode_time = now - r.first_token;
     }
     r.result.chunk_ends = batch_.chunk_ends(id);
-    batch_.remove(id);
+    if (r.owned) {
+        batch_.remove(id);
+    }
     ended_.emplace_back(id, std::move(r.result));
     running_.erase(it);
 }
 
 void BatchGenerator::cancel(SequenceId id) {
     if (!running_.contains(id)) {
-        throw Error("generate: no running generation " + std::to_string(id));
+        throw Error(fmt::format("generate: no running generation {}", id));
     }
     finish(id, StopReason::Caller);
 }
@@ -77,10 +104,15 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
             finish(*std::max_element(step.blocked.begin(), step.blocked.end()), StopReason::CacheFull);
         }
         for (const SequenceOutput& out : step.ran) {
+            Running& r = running_.at(out.id);
+            r.result.position = out.position;
+            if (r.result.tokens.empty() && r.options.on_prefill) {
+                r.prefilled = std::min(r.prefilled + out.tokens, r.result.prompt_tokens);
+                r.options.on_prefill(r.prefilled, r.result.prompt_tokens);
+            }
             if (!out.done) {
                 continue;  // a prompt chunk: more of the prompt to run
             }
-            Running& r = running_.at(out.id);
             const std::uint32_t token = r.sampler.sample(out.logits);
             const auto index = static_cast<std::uint32_t>(r.result.tokens.size());
             r.result.tokens.push_back(token);
@@ -99,6 +131,9 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
                 finish(out.id, StopReason::Caller);
             } else if (index + 1 == r.options.n_predict) {
                 finish(out.id, StopReason::Length);
+            } else if (r.options.end_when_full && batch_.window() == 0 &&
+                       out.position >= batch_.max_sequence_tokens()) {
+                finish(out.id, StopReason::CacheFull);
             } else {
                 const std::uint32_t next[] = {token};
                 batch_.feed(out.id, next, Logits::Last);

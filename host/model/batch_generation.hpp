@@ -26,6 +26,12 @@ public:
     // Starts a generation. Throws vkf::Error for an empty prompt, n_predict 0, bad sampling
     // parameters, or prompt + n_predict - 1 tokens over the batch's max_sequence_tokens.
     SequenceId submit(std::span<const std::uint32_t> prompt, GenerationOptions options);
+    // Continues `id`, a sequence the caller added to the front and owns (its earlier tokens
+    // in the cache: a session's turns), with `prompt`: as submit(), but the generation ends
+    // at a full cache (GenerationOptions::end_when_full) and the sequence stays in the front
+    // when it ends, without the last token sampled (the caller puts it first in the next
+    // prompt). Throws vkf::Error as submit() does, the sequence then unchanged.
+    void resume(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options);
     // Ends a generation now (StopReason::Caller); its result is returned by the next step().
     void cancel(SequenceId id);
     // One forward step; returns the generations that ended in it (or were cancelled before).
@@ -42,7 +48,13 @@ private:
         Sampler sampler;
         GenerationResult result;
         clock::time_point start, first_token;
+        std::uint32_t prefilled = 0;  // prompt tokens run (GenerationOptions::on_prefill)
+        bool owned = true;            // removed from the front when it ends (not resume()'s)
     };
+    // The checks of submit() and resume(), before the front is touched; the sampler.
+    Sampler check(std::span<const std::uint32_t> prompt, const GenerationOptions& options) const;
+    void start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options, const Sampler& sampler,
+               bool owned);
     void finish(SequenceId id, StopReason why);
 
     BatchFront& batch_;

@@ -1,9 +1,6 @@
 #include "host/model/generation.hpp"
 
-#include "runtime/error.hpp"
-
-#include <algorithm>
-#include <string>
+#include "host/model/batch_session.hpp"
 
 namespace vkf {
 
@@ -16,63 +13,9 @@ double GenerationResult::decode_tokens_per_second() const {
     return decode_time.count() > 0 ? steps / decode_time.count() : 0.0;
 }
 
-GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t> prompt,
+GenerationResult generate(BatchSession& session, std::span<const std::uint32_t> prompt,
                           const GenerationOptions& options) {
-    if (prompt.empty()) {
-        throw Error("generate: the prompt is empty; give at least one token id");
-    }
-    if (options.n_predict == 0) {
-        throw Error("generate: n_predict must be at least 1");
-    }
-    // The prompt must fit; generation then goes on until n_predict, a stop, or (without a key
-    // window, whose ring of blocks never fills) the cache's capacity, which ends it with
-    // StopReason::CacheFull.
-    const std::uint64_t needed = std::uint64_t{session.position()} + prompt.size();
-    if (session.window() == 0 && needed > session.max_tokens()) {
-        throw Error("generate: " + std::to_string(session.position()) + " tokens already in the cache and a " +
-                    std::to_string(prompt.size()) + "-token prompt need a KV cache of " + std::to_string(needed) +
-                    " tokens; the session holds " + std::to_string(session.max_tokens()));
-    }
-    Sampler sampler(options.sampling);
-    GenerationResult result{.prompt_tokens = static_cast<std::uint32_t>(prompt.size())};
-    using clock = std::chrono::steady_clock;
-
-    auto start = clock::now();
-    std::vector<float> logits = session.forward(prompt, Logits::Last, options.on_prefill);
-    for (std::uint32_t i = 0; i < options.n_predict; ++i) {
-        const std::uint32_t token = sampler.sample(logits);
-        result.tokens.push_back(token);
-        if (options.keep_logits) {
-            result.logits.insert(result.logits.end(), logits.begin(), logits.end());
-        }
-        if (i == 0) {
-            result.prefill_time = clock::now() - start;
-            start = clock::now();
-        }
-        bool go_on = true;
-        if (options.on_token) {
-            go_on = options.on_token(i, token);
-        }
-        if (std::find(options.stop_ids.begin(), options.stop_ids.end(), token) != options.stop_ids.end()) {
-            result.stop = StopReason::StopToken;
-            break;
-        }
-        if (!go_on) {
-            result.stop = StopReason::Caller;
-            break;
-        }
-        if (i + 1 < options.n_predict) {
-            if (session.window() == 0 && session.position() >= session.max_tokens()) {
-                result.stop = StopReason::CacheFull;
-                break;
-            }
-            const std::uint32_t next[] = {token};
-            logits = session.forward(next);
-        }
-    }
-    result.decode_time = clock::now() - start;
-    result.chunk_ends = session.chunk_ends();
-    return result;
+    return session.generate(prompt, options);
 }
 
 }  // namespace vkf

@@ -2,17 +2,19 @@
 // Text generation over token ids: prefill the prompt, then decode one token per step
 // through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
 
-#include "host/model/sequence_model.hpp"
-#include "host/model/session.hpp"
 #include "host/spec/sampling.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
 
 namespace vkf {
+
+// Called after each submission with how many of the ids have run (a long prompt's progress).
+using ChunkProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 struct GenerationOptions {
     std::uint32_t n_predict = 32;
@@ -27,11 +29,15 @@ struct GenerationOptions {
     // Called during the prompt's forward pass after each chunk (tokens run, prompt tokens):
     // a progress line for a prompt that takes a while.
     ChunkProgress on_prefill = {};
+    // BatchGenerator: a prompt and n_predict tokens over the sequence's cache are refused
+    // at submit; with this, only a prompt over it is, and (without a key window) generation
+    // ends with StopReason::CacheFull once the cache is full, as generate() ends it.
+    bool end_when_full = false;
 };
 
-// CacheFull: the KV cache has no room for the next token: a Session without a key window
-// at max_tokens (generate), or the batch's KV blocks ran out with every generation waiting
-// for one; the youngest ended with the tokens it had (BatchGenerator).
+// CacheFull: the KV cache has no room for the next token: a sequence without a key window
+// at its cache's end (GenerationOptions::end_when_full, generate), or the batch's KV blocks ran out with every
+// generation waiting for one; the youngest ended with the tokens it had (BatchGenerator).
 enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
@@ -40,6 +46,8 @@ struct GenerationResult {
     std::uint32_t prompt_tokens = 0;
     // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
     std::vector<std::uint32_t> chunk_ends;
+    // The sequence's tokens in the cache when it ended (the last token sampled not among them).
+    std::uint32_t position = 0;
     StopReason stop = StopReason::Length;
     // Wall time of the prompt's forward pass and of the decode steps (the last token is
     // sampled but not fed back), including sampling and logit read-back.
@@ -49,14 +57,17 @@ struct GenerationResult {
     double decode_tokens_per_second() const;
 };
 
+class BatchSession;
+
 // Runs the prompt through `session`, continuing the sequence it already holds (a chat's
 // earlier turns; the last token generated before is not in the cache yet, so a caller
-// continuing puts it first in the next prompt), and generates up to n_predict tokens.
+// continuing puts it first in the next prompt), and generates up to n_predict tokens: one
+// sequence of a BatchGenerator (host/model/batch_generation.hpp), the one sampling loop.
 // Throws vkf::Error for an empty prompt, a session without a window and without room for
-// position() + prompt tokens, or logits that are not finite. A full cache (no window) ends
-// generation with StopReason::CacheFull; with a window the session's memory is constant.
-// `session`: a Session, a SplitSession, or any other SequenceModel.
-GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t> prompt,
+// position() + prompt tokens, ids outside the vocabulary, or logits that are not finite. A
+// full cache (no window) ends generation with StopReason::CacheFull; with a window the
+// session's memory is constant. `session`: a Session, or a BatchSession over any front.
+GenerationResult generate(BatchSession& session, std::span<const std::uint32_t> prompt,
                           const GenerationOptions& options);
 
 }  // namespace vkf

@@ -1,5 +1,7 @@
 #include "host/model/session.hpp"
 
+#include <fmt/format.h>
+
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -46,48 +48,21 @@ void check_session_ids(std::span<const std::uint32_t> ids, std::uint32_t vocab_s
     }
     for (std::size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] >= vocab_size) {
-            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
-                        " is not below the vocabulary size " + std::to_string(vocab_size));
+            throw Error(fmt::format("session: token id {} at input position {} is not below the vocabulary size {}",
+                                    ids[i], i, vocab_size));
         }
     }
     if (options.window == 0 && ids.size() > options.max_tokens - position) {
-        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position) +
-                    " exceed the KV cache's " + std::to_string(options.max_tokens) + " tokens");
+        throw Error(fmt::format("session: {} more tokens after {} exceed the KV cache's {} tokens", ids.size(),
+                                position, options.max_tokens));
     }
 }
 
 Session::Session(const Model& model, SessionOptions options)
-    : options_(options), batch_(model, session_batch_options(options)), sequence_(batch_.add()) {}
+    : SessionBatch(model, options), BatchSession(batch_, model.config(), options) {}
 
 PreparationStats Session::prepare(std::uint32_t prompt_tokens) {
     return batch_.prepare(batch_.sequence_shapes(prompt_tokens));
-}
-
-void Session::reset() {
-    batch_.remove(sequence_);
-    sequence_ = batch_.add();
-}
-
-std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits which, const ChunkProgress& on_chunk) {
-    const std::uint32_t vocab = batch_.model().config().vocab_size;
-    check_session_ids(ids, vocab, options_, position());
-    batch_.feed(sequence_, ids, which);
-    std::vector<float> logits;
-    logits.reserve(which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0);
-    while (batch_.pending(sequence_) > 0) {
-        StepResult step = batch_.step();
-        if (step.ran.empty()) {
-            // One sequence holding the whole pool always finds room; this is a bug, not input.
-            throw Error("session: the step ran nothing with " + std::to_string(batch_.pending(sequence_)) +
-                        " tokens pending");
-        }
-        const std::vector<float>& rows = step.ran.front().logits;
-        logits.insert(logits.end(), rows.begin(), rows.end());
-        if (on_chunk) {
-            on_chunk(ids.size() - batch_.pending(sequence_), ids.size());
-        }
-    }
-    return logits;
 }
 
 }  // namespace vkf

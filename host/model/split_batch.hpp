@@ -25,7 +25,7 @@
 // step each is running, if any, and joins them; steps still queued are dropped.
 
 #include "host/model/batch.hpp"
-#include "host/model/split_session.hpp"
+#include "host/model/split_model.hpp"
 #include "host/model/step_pipeline.hpp"
 
 #include <condition_variable>
@@ -58,7 +58,7 @@ public:
     std::size_t stage_count() const { return stages_.size(); }
     // Steps out: started on stage 0, their logits not returned yet.
     std::size_t in_flight() const { return pipeline_.in_flight(); }
-    // The hand-offs between stages so far (SplitSession's figures: transfer_ms sums the
+    // The hand-offs between stages so far (transfer_ms sums the
     // stages' SessionStats::hand_off_ms, stage_ms their steps' wall time).
     SplitStats split_stats() const;
     // Wall time each stage spent in its steps, in stage order: against the run's wall time,

@@ -2,6 +2,8 @@
 
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace vkf {
@@ -52,6 +54,30 @@ SplitModel::SplitModel(std::span<Context* const> contexts, const std::filesystem
         stage.layers = ranges_[i];
         models_.push_back(std::make_unique<Model>(*contexts[i], dir, stage));
         pointers_.push_back(models_.back().get());
+    }
+}
+
+void check_stages(std::span<const Model* const> stages) {
+    if (stages.empty()) {
+        throw Error("split: no stages");
+    }
+    const ModelConfig& config = stages.front()->config();
+    std::uint32_t next = 0;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        const Model& m = *stages[i];
+        if (!(m.config() == config)) {
+            throw Error(fmt::format("split: stage {} is of another model configuration than stage 0", i));
+        }
+        if (m.layers().begin != next) {
+            throw Error(fmt::format("split: stage {} holds {}, but the stages before end at layer {}", i,
+                                    describe(m.layers(), config), next));
+        }
+        next = m.layers().end;
+    }
+    if (next != config.n_layer) {
+        throw Error(
+            fmt::format("split: the stages end at layer {} of {}; the last stage must hold the last layer and the head",
+                        next, config.n_layer));
     }
 }
 

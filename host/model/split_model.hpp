@@ -7,12 +7,27 @@
 #include "host/model/layer_split.hpp"
 #include "host/model/model.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <vector>
 
 namespace vkf {
+
+// What moving activations between stages cost (vkf-run --json's "split" object, vkf-bench).
+struct SplitStats {
+    std::uint64_t hand_offs = 0;       // hidden rows passed from a stage to the next, per step
+    std::uint64_t transfer_bytes = 0;  // fp32 bytes of them
+    // Wall time of the hand-offs' host copies: every non-last stage's download of its hidden
+    // rows and every later stage's upload of them (SessionStats::hand_off_ms, summed).
+    double transfer_ms = 0.0;
+    double stage_ms = 0.0;  // wall time of the stages' steps, hand-offs included
+};
+
+// Throws vkf::Error unless `stages` are of one configuration, their layers contiguous from
+// layer 0 to the last (the first holding the embedding, the last the head).
+void check_stages(std::span<const Model* const> stages);
 
 // The layer ranges of a split over `contexts`: `counts` (one per context), or empty for
 // auto_split by their memory budgets (Contexts on one physical device share its budget).
@@ -32,7 +47,7 @@ public:
     SplitModel(const SplitModel&) = delete;
     SplitModel& operator=(const SplitModel&) = delete;
 
-    // The stage models in layer order (what SplitSession takes).
+    // The stage models in layer order (what make_front takes).
     std::span<const Model* const> stages() const { return pointers_; }
     const std::vector<LayerRange>& ranges() const { return ranges_; }
     const ModelConfig& config() const { return models_.front()->config(); }

@@ -1,10 +1,11 @@
-// BatchSession (host/model/batch_session.hpp), the one-sequence SequenceModel over any
-// BatchFront that vkf-run runs under mpirun, against a Session on the same model: the same
+// BatchSession (host/model/batch_session.hpp), the one-sequence view of any BatchFront
+// (a Session is one over its own Batch), against a Session on the same model: the same
 // logits bit for bit (Logits::All, Last, None), positions and chunk ends, over a Batch and
 // over a front that returns every step's output one step() late with nothing in between, as
 // rank 0's pipelined front over MPI ranks does; the same errors. A seeded random 2-layer MPT
 // (GQA), a 13-token prompt in 5-row chunks, KV pool and logits poisoned (BatchOptions::poison).
 
+#include "host/model/batch_generation.hpp"
 #include "host/model/batch_session.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/session.hpp"
@@ -122,6 +123,47 @@ TEST_F(BatchSessionTest, GivesWhatASessionGives) {
         const GenerationResult b = generate(expected, prompt, gen);
         EXPECT_EQ(a.tokens, b.tokens);
         EXPECT_TRUE(same_bits(a.logits, b.logits));
+    }
+}
+
+// generate() is one generation of BatchGenerator over the session's sequence (resume): the
+// prompt's chunks reported, the sequence kept in the front when it ends, a full cache ending
+// it with CacheFull where generate() always ended it, and the position the tokens fed.
+TEST_F(BatchSessionTest, GenerateResumesTheSequenceUntilTheCacheIsFull) {
+    ModelConfig config = small_mpt(false, std::nullopt);
+    config.n_layer = 2;
+    TempDir dir("vkf_test_batch_session_generate");
+    write_random_checkpoint(dir.path(), config, 12, DType::F32, 1);
+    const Model model(ctx(), dir.path(), ModelOptions{});
+    const SessionOptions options{.max_tokens = 20, .chunk = 5, .kv_dtype = DType::F32};
+    const std::vector<std::uint32_t> prompt = random_token_ids(13, config.vocab_size, 4);
+    for (const bool late : {false, true}) {
+        SCOPED_TRACE(late ? "a front one step late" : "a Batch");
+        Batch batch(model, session_batch_options(options));
+        LateFront late_front(batch);
+        BatchFront& front = late ? static_cast<BatchFront&>(late_front) : batch;
+        BatchSession session(front, model.config(), options);
+        std::vector<std::size_t> progress;
+        GenerationOptions gen{.n_predict = 10};
+        gen.on_prefill = [&](std::size_t done, std::size_t) { progress.push_back(done); };
+        const GenerationResult r = generate(session, prompt, gen);
+        EXPECT_EQ(progress, (std::vector<std::size_t>{5, 10, 13}));
+        // Positions 13..19 take the first 7 tokens; the 8th is sampled at 20, a full cache.
+        EXPECT_EQ(r.tokens.size(), 8u);
+        EXPECT_EQ(r.stop, StopReason::CacheFull);
+        EXPECT_EQ(session.position(), 20u);
+        EXPECT_EQ(r.position, 20u);
+        EXPECT_TRUE(front.contains(session.sequence())) << "the session's sequence stays";
+        EXPECT_NE(error_of([&] { generate(session, prompt, {.n_predict = 1}); }), "no error") << "no room left";
+
+        BatchGenerator generator(front);
+        EXPECT_NE(error_of([&] { generator.resume(session.sequence() + 100, prompt, {}); }), "no error")
+            << "not a sequence of the front";
+        session.reset();
+        generator.resume(session.sequence(), std::span(prompt).first(3), {.n_predict = 2});
+        EXPECT_NE(error_of([&] { generator.resume(session.sequence(), prompt, {}); }), "no error") << "already running";
+        EXPECT_EQ(generator.run().at(session.sequence()).tokens.size(), 2u);
+        EXPECT_TRUE(front.contains(session.sequence()));
     }
 }
 

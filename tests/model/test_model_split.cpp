@@ -8,10 +8,12 @@
 // calls; the stages' hidden rows pass through host memory as they would between processes.
 
 #include "host/model/batch.hpp"
+#include "host/model/front_factory.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/layer_split.hpp"
+#include "host/model/session.hpp"
+#include "host/model/split_batch.hpp"
 #include "host/model/split_model.hpp"
-#include "host/model/split_session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
@@ -204,8 +206,9 @@ TEST_F(ModelSplit, BaichuanStagesMatchOneDeviceAndTheReference) {
     check_case({"baichuan f16", small_baichuan(), kF16, {{3, 1}, {1, 2, 1}}}, devices(3));
 }
 
-// SplitSession under generate(): the greedy ids, logits and chunks of a Session on one device.
-TEST_F(ModelSplit, ASplitSessionGeneratesWhatOneDeviceDoes) {
+// A split over this process's devices (make_front: a SplitBatch) under generate(), one
+// sequence viewed by a BatchSession: the greedy ids, logits and chunks of a Session on one device.
+TEST_F(ModelSplit, ASplitGeneratesWhatOneDeviceDoes) {
     const ModelConfig config = four_layers(small_bloom());
     TempDir dir("vkf_test_split_session");
     write_random_checkpoint(dir.path(), config, 9, DType::F16, 1);
@@ -217,14 +220,18 @@ TEST_F(ModelSplit, ASplitSessionGeneratesWhatOneDeviceDoes) {
     EXPECT_THROW(SplitModel(devices(2), dir.path(), counts), Error) << "3 counts for 2 devices";
     const SessionOptions options{.max_tokens = 24, .chunk = 4};
     Session session(whole, options);
-    SplitSession stages(split.stages(), options);
+    const std::unique_ptr<StageFront> front =
+        make_front({.stages = {split.stages().begin(), split.stages().end()}}, session_batch_options(options));
+    ASSERT_EQ(front->local_stages(), 3u);
+    BatchSession stages(front->front(), config, options);
+    const auto& pipeline = dynamic_cast<const SplitBatch&>(front->front());
     const std::vector<std::uint32_t> prompt = random_token_ids(11, config.vocab_size, 4);
     const GenerationOptions gen{.n_predict = 6, .keep_logits = true};
     // Prepared: every stage's steps are recorded before the prompt runs, none after.
-    EXPECT_GT(stages.prepare(11).pipelines, 0u);
+    EXPECT_GT(front->prepare(11).pipelines, 0u);
     std::vector<std::uint64_t> recorded;
-    for (std::size_t i = 0; i < stages.stage_count(); ++i) {
-        recorded.push_back(stages.stage(i).stats().recordings);
+    for (std::size_t i = 0; i < front->local_stages(); ++i) {
+        recorded.push_back(front->stage(i).stats().recordings);
         EXPECT_EQ(recorded.back(), 3u) << "stage " << i << ": chunks of 4 and 3 rows, decode steps of 1";
     }
     for (int round = 0; round < 2; ++round) {  // again after reset(): a fresh sequence on every stage
@@ -238,18 +245,19 @@ TEST_F(ModelSplit, ASplitSessionGeneratesWhatOneDeviceDoes) {
             compare_to_reference(three.logits, std::vector<double>(one.logits.begin(), one.logits.end()));
         EXPECT_LE(e.max_rel, kSplitTolerance) << describe(e);
         EXPECT_EQ(stages.position(), session.position());
+        EXPECT_EQ(stages.position(), 16u) << "the prompt and 5 of the 6 tokens: the last is not fed";
         session.reset();
         stages.reset();
         EXPECT_EQ(stages.position(), 0u);
     }
-    for (std::size_t i = 0; i < stages.stage_count(); ++i) {
-        EXPECT_EQ(stages.stage(i).stats().recordings, recorded[i]) << "stage " << i << " recorded a step anew";
+    for (std::size_t i = 0; i < front->local_stages(); ++i) {
+        EXPECT_EQ(front->stage(i).stats().recordings, recorded[i]) << "stage " << i << " recorded a step anew";
     }
     // 3 stages: two hand-offs per step; 3 prompt chunks and 5 decode steps a round.
-    EXPECT_EQ(stages.split_stats().hand_offs, 2u * 2 * 8);
-    EXPECT_EQ(stages.split_stats().transfer_bytes, 2u * 2 * 16 * config.hidden * 4);
-    EXPECT_GT(stages.split_stats().transfer_ms, 0.0);
-    EXPECT_LT(stages.split_stats().transfer_ms, stages.split_stats().stage_ms);
+    EXPECT_EQ(pipeline.split_stats().hand_offs, 2u * 2 * 8);
+    EXPECT_EQ(pipeline.split_stats().transfer_bytes, 2u * 2 * 16 * config.hidden * 4);
+    EXPECT_GT(pipeline.split_stats().transfer_ms, 0.0);
+    EXPECT_LT(pipeline.split_stats().transfer_ms, pipeline.split_stats().stage_ms);
 }
 
 TEST_F(ModelSplit, BadSplitsAndStageCallsAreRefused) {
@@ -278,7 +286,8 @@ TEST_F(ModelSplit, BadSplitsAndStageCallsAreRefused) {
     const Model* const no_head[] = {&a};
     for (const auto stages : {std::span<const Model* const>(gap), std::span<const Model* const>(reversed),
                               std::span<const Model* const>(no_head)}) {
-        EXPECT_THROW(SplitSession(stages, SessionOptions{.max_tokens = 8}), Error);
+        EXPECT_THROW(make_front({.stages = {stages.begin(), stages.end()}}, session_batch_options({.max_tokens = 8})),
+                     Error);
     }
 
     Batch first(a, batch_options());
