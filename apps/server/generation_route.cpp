@@ -11,6 +11,8 @@
 #include <chrono>
 #include <random>
 
+#include <fmt/format.h>
+
 namespace vkf::server {
 namespace {
 
@@ -71,6 +73,31 @@ std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::Gener
     }
 }
 
+// The request's sampler chain; a logit_bias id outside the vocabulary is the client's error.
+SamplingParams sampling_params(const serve::GenerationRequest& r, std::uint32_t vocab_size) {
+    SamplingParams p{.temperature = static_cast<float>(r.temperature),
+                     .top_k = r.top_k,
+                     .top_p = static_cast<float>(r.top_p),
+                     .seed = r.seed.value_or(0),
+                     .min_p = static_cast<float>(r.min_p),
+                     .typical_p = static_cast<float>(r.typical_p),
+                     .repetition_penalty = static_cast<float>(r.repetition_penalty),
+                     .presence_penalty = static_cast<float>(r.presence_penalty),
+                     .frequency_penalty = static_cast<float>(r.frequency_penalty)};
+    if (r.repeat_last_n) {
+        p.penalty_last_n = *r.repeat_last_n;
+    }
+    for (const auto& [id, bias] : r.logit_bias) {
+        if (id >= vocab_size) {
+            throw serve::invalid_request(
+                fmt::format("logit_bias[\"{}\"] is for token {}, outside the vocabulary of {}", id, id, vocab_size),
+                "logit_bias");
+        }
+        p.logit_bias.push_back({id, static_cast<float>(bias)});
+    }
+    return p;
+}
+
 Job make_job(const Served& served, const serve::GenerationRequest& r) {
     const ServedDecoder& d = *served.decoder;
     Job job;
@@ -104,10 +131,10 @@ Job make_job(const Served& served, const serve::GenerationRequest& r) {
     }
     static std::atomic<std::uint64_t> unseeded = std::random_device{}();
     job.options.n_predict = n_predict;
-    job.options.sampling = {.temperature = static_cast<float>(r.temperature),
-                            .top_k = r.top_k,
-                            .top_p = static_cast<float>(r.top_p),
-                            .seed = r.seed.value_or(unseeded.fetch_add(0x9E3779B97F4A7C15ull))};
+    job.options.sampling = sampling_params(r, d.vocab_size);
+    if (!r.seed) {
+        job.options.sampling.seed = unseeded.fetch_add(0x9E3779B97F4A7C15ull);
+    }
     if (!r.ignore_eos) {
         job.options.stop_ids = d.eos_ids;
     }

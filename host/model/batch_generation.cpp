@@ -30,6 +30,7 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
                     std::to_string(batch_.max_sequence_tokens()));
     }
     Sampler sampler(options.sampling);
+    sampler.accept(prompt);
     const SequenceId id = batch_.add();
     try {
         batch_.feed(id, prompt, Logits::Last);
@@ -38,7 +39,7 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
         throw;
     }
     Running r{.options = std::move(options),
-              .sampler = sampler,
+              .sampler = std::move(sampler),
               .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size())},
               .start = clock::now()};
     running_.emplace(id, std::move(r));

@@ -34,6 +34,7 @@ GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t>
                     " tokens; the session holds " + std::to_string(session.max_tokens()));
     }
     Sampler sampler(options.sampling);
+    sampler.accept(prompt);
     GenerationResult result{.prompt_tokens = static_cast<std::uint32_t>(prompt.size())};
     using clock = std::chrono::steady_clock;
 

@@ -1,10 +1,10 @@
 #pragma once
 // Text generation over token ids: prefill the prompt, then decode one token per step
-// through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
+// through the KV cache, sampling each next token from the logits (host/sample/sampler.hpp).
 
 #include "host/model/sequence_model.hpp"
 #include "host/model/session.hpp"
-#include "host/spec/sampling.hpp"
+#include "host/sample/sampler.hpp"
 
 #include <chrono>
 #include <cstdint>

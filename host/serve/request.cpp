@@ -4,8 +4,11 @@
 #include "host/serve/api_error.hpp"
 #include "runtime/error.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
+
+#include <fmt/format.h>
 
 namespace vkf::serve {
 namespace {
@@ -113,8 +116,8 @@ bool is_id_array(const JsonValue& v) {
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"logprobs", "top_logprobs", "tools", "functions", "tool_choice", "function_call",
-                            "logit_bias", "suffix", "best_of", "echo", "response_format"}) {
+    for (const char* key : {"logprobs", "top_logprobs", "tools", "functions", "tool_choice", "function_call", "suffix",
+                            "best_of", "echo", "response_format", "grammar", "json_schema"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
             continue;
@@ -128,19 +131,86 @@ void refuse_unsupported(const JsonValue& doc) {
         if (std::string_view(key) == "best_of" && v->is_number() && v->as_double() == 1.0) {
             continue;
         }
-        throw invalid_request(std::string(key) + " is not supported by vkf-server", key, "unsupported_parameter");
-    }
-    for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-        const JsonValue* v = field(doc, key);
-        if (v != nullptr && get_number(*v, key, -2.0, 2.0) != 0.0) {
-            throw invalid_request(std::string(key) + " other than 0 is not supported by vkf-server", key,
-                                  "unsupported_parameter");
+        if (std::string_view(key) == "grammar" && v->is_string() && v->as_string().empty()) {
+            continue;
         }
+        throw invalid_request(fmt::format("{} is not supported by vkf-server", key), key, "unsupported_parameter");
+    }
+    // llama-server's other samplers, which front ends send with their neutral value.
+    struct Neutral {
+        const char* key;
+        double value;
+    };
+    for (const Neutral n : {Neutral{"mirostat", 0.0}, Neutral{"tfs_z", 1.0}, Neutral{"dry_multiplier", 0.0},
+                            Neutral{"xtc_probability", 0.0}, Neutral{"dynatemp_range", 0.0},
+                            Neutral{"top_n_sigma", -1.0}, Neutral{"n_probs", 0.0}}) {
+        const JsonValue* v = field(doc, n.key);
+        if (v != nullptr && (!v->is_number() || v->as_double() != n.value)) {
+            throw invalid_request(fmt::format("{} is not supported by vkf-server (only {} is accepted, which turns "
+                                              "it off)",
+                                              n.key, n.value),
+                                  n.key, "unsupported_parameter");
+        }
+    }
+}
+
+void parse_logit_bias(const JsonValue& v, const RequestLimits& limits, GenerationRequest& r) {
+    if (!v.is_object()) {
+        wrong_type("logit_bias", v, "an object of token ids to biases");
+    }
+    const auto members = v.as_object();
+    if (members.size() > limits.max_logit_bias) {
+        throw invalid_request(
+            fmt::format("logit_bias holds {} entries; the limit is {}", members.size(), limits.max_logit_bias),
+            "logit_bias");
+    }
+    for (const JsonMember& m : members) {
+        const std::string param = fmt::format("logit_bias[\"{}\"]", m.key);
+        std::uint32_t id = 0;
+        const char* end = m.key.data() + m.key.size();
+        const auto [ptr, ec] = std::from_chars(m.key.data(), end, id);
+        if (m.key.empty() || ec != std::errc() || ptr != end) {
+            throw invalid_request(fmt::format("{}: the key must be a token id (a decimal integer)", param),
+                                  "logit_bias");
+        }
+        r.logit_bias.emplace_back(id, get_number(m.value, param, -100.0, 100.0));
+    }
+}
+
+// The sampler chain's fields besides temperature, top_p, top_k and seed.
+void parse_sampler_fields(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
+    if (const JsonValue* v = field(doc, "min_p")) {
+        r.min_p = get_number(*v, "min_p", 0.0, 1.0);
+    }
+    if (const JsonValue* v = field(doc, "typical_p")) {
+        r.typical_p = get_number(*v, "typical_p", 0.0, 1.0);
+        if (r.typical_p == 0.0) {
+            throw invalid_request("typical_p must be above 0 and at most 1, not 0", "typical_p");
+        }
+    }
+    if (const JsonValue* v = field(doc, "repetition_penalty")) {
+        r.repetition_penalty = get_number(*v, "repetition_penalty", 0.0, 10.0);
+        if (r.repetition_penalty == 0.0) {
+            throw invalid_request("repetition_penalty must be above 0 (1 turns it off), not 0", "repetition_penalty");
+        }
+    }
+    if (const JsonValue* v = field(doc, "presence_penalty")) {
+        r.presence_penalty = get_number(*v, "presence_penalty", -2.0, 2.0);
+    }
+    if (const JsonValue* v = field(doc, "frequency_penalty")) {
+        r.frequency_penalty = get_number(*v, "frequency_penalty", -2.0, 2.0);
+    }
+    if (const JsonValue* v = field(doc, "repeat_last_n")) {
+        r.repeat_last_n = static_cast<std::uint32_t>(get_integer(*v, "repeat_last_n", 0, 1u << 20));
+    }
+    if (const JsonValue* v = field(doc, "logit_bias")) {
+        parse_logit_bias(*v, limits, r);
     }
 }
 
 void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
     refuse_unsupported(doc);
+    parse_sampler_fields(doc, limits, r);
     if (const JsonValue* v = field(doc, "model")) {
         r.model = get_string(*v, "model");
     }

@@ -103,13 +103,44 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","stream_options":{"include_usage":true}})", c, "stream_options",
                    "only allowed with stream");
     expect_refused(R"({"prompt":"x","logprobs":3})", c, "logprobs", "not supported");
-    expect_refused(R"({"prompt":"x","presence_penalty":0.5})", c, "presence_penalty", "not supported");
+    expect_refused(R"({"prompt":"x","presence_penalty":2.5})", c, "presence_penalty", "between -2");
+    expect_refused(R"({"prompt":"x","min_p":1.5})", c, "min_p", "between 0");
+    expect_refused(R"({"prompt":"x","typical_p":0})", c, "typical_p", "above 0");
+    expect_refused(R"({"prompt":"x","repetition_penalty":0})", c, "repetition_penalty", "above 0");
+    expect_refused(R"({"prompt":"x","logit_bias":[1]})", c, "logit_bias", "must be an object");
+    expect_refused(R"({"prompt":"x","logit_bias":{"x1":2}})", c, "logit_bias", "must be a token id");
+    expect_refused(R"({"prompt":"x","logit_bias":{"-1":2}})", c, "logit_bias", "must be a token id");
+    expect_refused(R"({"prompt":"x","logit_bias":{"7":101}})", c, "logit_bias[\"7\"]", "between -100");
+    expect_refused(R"({"prompt":"x","grammar":"root ::= \"a\""})", c, "grammar", "not supported");
+    expect_refused(R"({"prompt":"x","json_schema":{}})", c, "json_schema", "not supported");
+    expect_refused(R"({"prompt":"x","mirostat":2})", c, "mirostat", "not supported");
     expect_refused(R"({"prompt":"x","echo":true})", c, "echo", "not supported");
+}
+
+TEST(ServeRequest, SamplerFieldsAreRead) {
+    const GenerationRequest r = parse_chat_request(
+        R"({"messages":[{"role":"user","content":"x"}],"min_p":0.05,"typical_p":0.9,"repetition_penalty":1.1,)"
+        R"("presence_penalty":-0.5,"frequency_penalty":1.5,"repeat_last_n":32,"logit_bias":{"50256":-100,"7":2.5}})",
+        kLimits);
+    EXPECT_EQ(r.min_p, 0.05);
+    EXPECT_EQ(r.typical_p, 0.9);
+    EXPECT_EQ(r.repetition_penalty, 1.1);
+    EXPECT_EQ(r.presence_penalty, -0.5);
+    EXPECT_EQ(r.frequency_penalty, 1.5);
+    EXPECT_EQ(r.repeat_last_n.value_or(0), 32u);
+    EXPECT_EQ(r.logit_bias, (std::vector<std::pair<std::uint32_t, double>>{{50256, -100.0}, {7, 2.5}}));
+    const GenerationRequest plain = parse_completion_request(R"({"prompt":"x"})", kLimits);
+    EXPECT_EQ(plain.min_p, 0.0);
+    EXPECT_EQ(plain.typical_p, 1.0);
+    EXPECT_EQ(plain.repetition_penalty, 1.0);
+    EXPECT_FALSE(plain.repeat_last_n);
+    EXPECT_TRUE(plain.logit_bias.empty());
 }
 
 TEST(ServeRequest, NeutralValuesOfUnsupportedFieldsPass) {
     EXPECT_NO_THROW(parse_completion_request(
-        R"({"prompt":"x","logprobs":null,"echo":false,"presence_penalty":0,"frequency_penalty":0,"best_of":1})",
+        R"({"prompt":"x","logprobs":null,"echo":false,"presence_penalty":0,"frequency_penalty":0,"best_of":1,)"
+        R"("mirostat":0,"tfs_z":1,"dry_multiplier":0,"xtc_probability":0,"grammar":""})",
         kLimits));
     EXPECT_NO_THROW(parse_chat_request(
         R"({"messages":[{"role":"user","content":"x"}],"logprobs":false,"response_format":{"type":"text"}})", kLimits));
