@@ -29,7 +29,7 @@ std::string response_id(serve::Endpoint endpoint) {
 }
 
 // The prompt's token ids and the stop strings the request ends at.
-std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::GenerationRequest& r,
+std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::GenerationRequest& r, std::size_t index,
                                       std::vector<std::string>& stops) {
     stops = r.stop;
     if (r.endpoint == serve::Endpoint::Chat) {
@@ -55,21 +55,22 @@ std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::Gener
         }
         return ids;
     }
-    if (!r.prompt_text) {
-        for (std::size_t i = 0; i < r.prompt_ids.size(); ++i) {
-            if (r.prompt_ids[i] >= d.vocab_size) {
-                throw serve::invalid_request("prompt[" + std::to_string(i) + "] is token id " +
-                                                 std::to_string(r.prompt_ids[i]) + ", outside the vocabulary of " +
-                                                 std::to_string(d.vocab_size),
+    const serve::PromptIn& prompt = r.prompts.at(index);
+    const std::string param = r.prompts.size() == 1 ? "prompt" : fmt::format("prompt[{}]", index);
+    if (!prompt.text) {
+        for (std::size_t i = 0; i < prompt.ids.size(); ++i) {
+            if (prompt.ids[i] >= d.vocab_size) {
+                throw serve::invalid_request(fmt::format("{}[{}] is token id {}, outside the vocabulary of {}", param,
+                                                         i, prompt.ids[i], d.vocab_size),
                                              "prompt");
             }
         }
-        return r.prompt_ids;
+        return prompt.ids;
     }
     try {
-        return d.tokenizer->encode(*r.prompt_text);
+        return d.tokenizer->encode(*prompt.text);
     } catch (const Error& e) {
-        throw serve::invalid_request(std::string("prompt: ") + e.what(), "prompt");
+        throw serve::invalid_request(fmt::format("{}: {}", param, e.what()), "prompt");
     }
 }
 
@@ -98,10 +99,10 @@ SamplingParams sampling_params(const serve::GenerationRequest& r, std::uint32_t 
     return p;
 }
 
-Job make_job(const Served& served, const serve::GenerationRequest& r) {
+Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_t prompt_index) {
     const ServedDecoder& d = *served.decoder;
     Job job;
-    job.prompt = prompt_ids(d, r, job.stops);
+    job.prompt = prompt_ids(d, r, prompt_index, job.stops);
     const auto tokens = static_cast<std::uint32_t>(job.prompt.size());
     if (tokens == 0) {
         throw serve::invalid_request("the prompt encodes to no tokens",
@@ -236,22 +237,39 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                                      "model", "model_not_found");
     }
     const ServedDecoder& d = *served.decoder;
-    Job job = make_job(served, r);
+    // One job per prompt (chat: one), all built before any is submitted, so that a bad
+    // prompt refuses the request whole.
+    const std::size_t prompts = endpoint == serve::Endpoint::Chat ? 1 : r.prompts.size();
+    std::vector<Job> jobs;
+    for (std::size_t i = 0; i < prompts; ++i) {
+        jobs.push_back(make_job(served, r, i));
+    }
     const serve::ResponseHead head{
         .endpoint = endpoint,
         .id = response_id(endpoint),
         .created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                        .count(),
         .model = d.name};
-    const serve::Usage prompt_usage{.prompt_tokens = job.prompt.size()};
-    const std::uint32_t n = job.n;
-    std::shared_ptr<Channel> channel = d.engine->submit(std::move(job));
-    if (!channel) {
-        if (d.engine->stopping()) {
-            throw serve::shutting_down();
-        }
-        throw serve::overloaded(d.engine->options().parallel, d.engine->options().queue);
+    serve::Usage prompt_usage;
+    for (const Job& job : jobs) {
+        prompt_usage.prompt_tokens += job.prompt.size();
     }
+    const std::uint32_t n = r.n;
+    std::vector<std::shared_ptr<Channel>> channels;
+    for (Job& job : jobs) {
+        std::shared_ptr<Channel> channel = d.engine->submit(std::move(job));
+        if (!channel) {
+            for (const auto& submitted : channels) {
+                submitted->cancel();
+            }
+            if (d.engine->stopping()) {
+                throw serve::shutting_down();
+            }
+            throw serve::overloaded(d.engine->options().parallel, d.engine->options().queue);
+        }
+        channels.push_back(std::move(channel));
+    }
+    const std::shared_ptr<Channel>& channel = channels.front();  // the one a stream has
     if (r.stream) {
         auto s = std::make_shared<Stream>(Stream{.channel = channel,
                                                  .open = served.open_streams.open(),
@@ -275,27 +293,36 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     // whether the client is still waiting; one that left has its sequences cancelled at the
     // engine's next step.
     const ClientConnection client;
-    std::vector<serve::Choice> choices(n);
+    std::vector<serve::Choice> choices(n * channels.size());
     serve::Usage usage = prompt_usage;
-    for (std::uint32_t ended = 0; ended < n;) {
-        for (Event& e : channel->wait(100ms)) {
-            serve::Choice& c = choices.at(e.index);
-            c.index = e.index;
-            if (e.kind == Event::Kind::Text) {
-                c.text += e.text;
-            } else if (e.kind == Event::Kind::End) {
-                c.finish_reason = e.finish_reason;
-                usage.completion_tokens += e.tokens;
-                ++ended;
-            } else if (e.kind == Event::Kind::Aborted) {
-                throw serve::shutting_down();
-            } else {
-                channel->cancel();
-                throw serve::server_error(e.error);
+    const auto cancel_all = [&channels] {
+        for (const auto& c : channels) {
+            c->cancel();
+        }
+    };
+    for (std::size_t ended = 0; ended < choices.size();) {
+        for (std::size_t p = 0; p < channels.size(); ++p) {
+            // Choice j of prompt p is choice p * n + j, as OpenAI numbers them.
+            for (Event& e : channels[p]->wait(channels.size() == 1 ? 100ms : 20ms)) {
+                serve::Choice& c = choices.at(p * n + e.index);
+                c.index = static_cast<std::uint32_t>(p * n + e.index);
+                if (e.kind == Event::Kind::Text) {
+                    c.text += e.text;
+                } else if (e.kind == Event::Kind::End) {
+                    c.finish_reason = e.finish_reason;
+                    usage.completion_tokens += e.tokens;
+                    ++ended;
+                } else if (e.kind == Event::Kind::Aborted) {
+                    cancel_all();
+                    throw serve::shutting_down();
+                } else {
+                    cancel_all();
+                    throw serve::server_error(e.error);
+                }
             }
         }
-        if (ended < n && client.gone()) {
-            channel->cancel();
+        if (ended < choices.size() && client.gone()) {
+            cancel_all();
             // A client that leaves while the server stops is told why all the same.
             if (d.engine->stopping()) {
                 throw serve::shutting_down();

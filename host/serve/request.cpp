@@ -2,6 +2,7 @@
 
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
+#include "host/serve/request_fields.hpp"
 #include "runtime/error.hpp"
 
 #include <charconv>
@@ -11,108 +12,9 @@
 #include <fmt/format.h>
 
 namespace vkf::serve {
+using namespace fields;
+
 namespace {
-
-using Span = std::span<const JsonValue>;
-
-std::string kind_name(const JsonValue& v) {
-    return std::string(json_kind_name(v.kind()));
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const JsonValue& v, std::string_view expected) {
-    throw invalid_request(param + " must be " + std::string(expected) + ", not " + kind_name(v), param, "invalid_type");
-}
-
-JsonValue parse_body(std::string_view body, const RequestLimits& limits) {
-    JsonValue doc;
-    try {
-        doc = parse_json(body, "request body", limits.max_json_depth);
-    } catch (const Error& e) {
-        throw malformed_json(e.what());
-    }
-    if (!doc.is_object()) {
-        throw invalid_request("the request body must be a JSON object, not " + kind_name(doc), std::nullopt,
-                              "invalid_type");
-    }
-    return doc;
-}
-
-// Absent and null are the same: OpenAI's clients send null for "not given".
-const JsonValue* field(const JsonValue& doc, std::string_view key) {
-    const JsonValue* v = doc.find(key);
-    return v == nullptr || v->is_null() ? nullptr : v;
-}
-
-std::string get_string(const JsonValue& v, const std::string& param) {
-    if (!v.is_string()) {
-        wrong_type(param, v, "a string");
-    }
-    return v.as_string();
-}
-
-bool get_bool(const JsonValue& v, const std::string& param) {
-    if (!v.is_bool()) {
-        wrong_type(param, v, "true or false");
-    }
-    return v.as_bool();
-}
-
-double get_number(const JsonValue& v, const std::string& param, double min, double max) {
-    if (!v.is_number()) {
-        wrong_type(param, v, "a number");
-    }
-    const double x = v.as_double();
-    if (!(x >= min && x <= max)) {
-        throw invalid_request(param + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                  ", not " + std::to_string(x),
-                              param);
-    }
-    return x;
-}
-
-std::uint64_t get_integer(const JsonValue& v, const std::string& param, std::uint64_t min, std::uint64_t max,
-                          std::string_view limit_name = {}) {
-    if (!v.is_number()) {
-        wrong_type(param, v, "an integer");
-    }
-    const double x = v.as_double();
-    if (x != std::floor(x)) {
-        throw invalid_request(param + " must be an integer, not " + std::to_string(x), param, "invalid_type");
-    }
-    if (x < static_cast<double>(min) || x > static_cast<double>(max)) {
-        std::string message = param + " must be between " + std::to_string(min) + " and " + std::to_string(max);
-        if (!limit_name.empty()) {
-            message += " (" + std::string(limit_name) + ")";
-        }
-        throw invalid_request(
-            message + ", not " + (std::fabs(x) < 1e18 ? std::to_string(static_cast<long long>(x)) : std::to_string(x)),
-            param);
-    }
-    return v.as_uint64();
-}
-
-std::vector<std::uint32_t> get_ids(const JsonValue& v, const std::string& param, std::uint32_t max_ids) {
-    const Span items = v.as_array();
-    if (items.empty()) {
-        throw invalid_request(param + " holds no token ids", param);
-    }
-    if (items.size() > max_ids) {
-        throw invalid_request(
-            param + " holds " + std::to_string(items.size()) + " token ids; the limit is " + std::to_string(max_ids),
-            param, "context_length_exceeded");
-    }
-    std::vector<std::uint32_t> ids;
-    ids.reserve(items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        ids.push_back(static_cast<std::uint32_t>(get_integer(items[i], param + "[" + std::to_string(i) + "]", 0,
-                                                             std::numeric_limits<std::uint32_t>::max())));
-    }
-    return ids;
-}
-
-bool is_id_array(const JsonValue& v) {
-    return v.is_array() && v.size() > 0 && v.as_array()[0].is_number();
-}
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
@@ -334,27 +236,37 @@ GenerationRequest parse_completion_request(std::string_view body, const RequestL
         throw invalid_request("prompt is missing", "prompt", "missing_required_parameter");
     }
     if (prompt->is_string()) {
-        r.prompt_text = prompt->as_string();
+        r.prompts.push_back({.text = prompt->as_string()});
     } else if (is_id_array(*prompt)) {
-        r.prompt_ids = get_ids(*prompt, "prompt", limits.max_prompt_ids);
-    } else if (prompt->is_array() && prompt->size() == 1) {
-        const JsonValue& only = prompt->as_array()[0];
-        if (only.is_string()) {
-            r.prompt_text = only.as_string();
-        } else if (only.is_array()) {
-            r.prompt_ids = get_ids(only, "prompt[0]", limits.max_prompt_ids);
-        } else {
-            wrong_type("prompt[0]", only, "a string or an array of token ids");
-        }
+        r.prompts.push_back({.ids = get_ids(*prompt, "prompt", limits.max_prompt_ids)});
     } else if (prompt->is_array()) {
-        throw invalid_request(prompt->size() == 0 ? "prompt is an empty array"
-                                                  : "prompt holds " + std::to_string(prompt->size()) +
-                                                        " prompts; vkf-server takes one prompt per request",
-                              "prompt");
+        // Several prompts (LangChain's generate([a, b])): strings, or arrays of token ids.
+        const Span items = prompt->as_array();
+        if (items.empty()) {
+            throw invalid_request("prompt is an empty array", "prompt");
+        }
+        if (items.size() > limits.max_prompts) {
+            throw invalid_request(
+                fmt::format("prompt holds {} prompts; the limit is {}", items.size(), limits.max_prompts), "prompt");
+        }
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string param = fmt::format("prompt[{}]", i);
+            if (items[i].is_string()) {
+                r.prompts.push_back({.text = items[i].as_string()});
+            } else if (items[i].is_array()) {
+                r.prompts.push_back({.ids = get_ids(items[i], param, limits.max_prompt_ids)});
+            } else {
+                wrong_type(param, items[i], "a string or an array of token ids");
+            }
+        }
     } else {
-        wrong_type("prompt", *prompt, "a string, an array of token ids or an array of one of them");
+        wrong_type("prompt", *prompt, "a string, an array of token ids, or an array of those");
     }
     parse_common(doc, limits, r);
+    if (r.stream && r.prompts.size() > 1) {
+        throw invalid_request("stream with several prompts is not supported by vkf-server: send one request each",
+                              "prompt", "unsupported_parameter");
+    }
     return r;
 }
 
@@ -397,91 +309,6 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
     }
     parse_common(doc, limits, r);
     return r;
-}
-
-EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLimits& limits) {
-    const JsonValue doc = parse_body(body, limits);
-    EmbeddingRequest r;
-    if (const JsonValue* v = field(doc, "model")) {
-        r.model = get_string(*v, "model");
-    }
-    const JsonValue* input = field(doc, "input");
-    if (input == nullptr) {
-        throw invalid_request("input is missing", "input", "missing_required_parameter");
-    }
-    if (input->is_string()) {
-        r.texts.push_back(input->as_string());
-    } else if (is_id_array(*input)) {
-        r.ids.push_back(get_ids(*input, "input", limits.max_prompt_ids));
-    } else if (input->is_array()) {
-        const Span items = input->as_array();
-        if (items.empty()) {
-            throw invalid_request("input is an empty array", "input");
-        }
-        if (items.size() > limits.max_inputs) {
-            throw invalid_request("input holds " + std::to_string(items.size()) + " inputs; the limit is " +
-                                      std::to_string(limits.max_inputs),
-                                  "input");
-        }
-        const bool text = items[0].is_string();
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            const std::string param = "input[" + std::to_string(i) + "]";
-            if (text) {
-                r.texts.push_back(get_string(items[i], param));
-            } else if (items[i].is_array()) {
-                r.ids.push_back(get_ids(items[i], param, limits.max_prompt_ids));
-            } else {
-                wrong_type(param, items[i], "an array of token ids, like input[0]");
-            }
-        }
-    } else {
-        wrong_type("input", *input, "a string, an array of strings or token ids");
-    }
-    for (std::size_t i = 0; i < r.texts.size(); ++i) {
-        if (r.texts[i].empty()) {
-            throw invalid_request("input[" + std::to_string(i) + "] is empty", "input");
-        }
-    }
-    if (const JsonValue* v = field(doc, "encoding_format")) {
-        const std::string format = get_string(*v, "encoding_format");
-        if (format != "float" && format != "base64") {
-            throw invalid_request("encoding_format must be \"float\" or \"base64\", not \"" + format + "\"",
-                                  "encoding_format");
-        }
-        r.base64 = format == "base64";
-    }
-    if (field(doc, "dimensions") != nullptr) {
-        throw invalid_request("dimensions is not supported: the embedding has the model's hidden size", "dimensions",
-                              "unsupported_parameter");
-    }
-    return r;
-}
-
-std::string base64_encode(std::string_view bytes) {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 3 <= bytes.size(); i += 3) {
-        const std::uint32_t v = (std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16) |
-                                (std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8) |
-                                static_cast<std::uint8_t>(bytes[i + 2]);
-        for (int shift = 18; shift >= 0; shift -= 6) {
-            out += kAlphabet[(v >> shift) & 63];
-        }
-    }
-    const std::size_t rest = bytes.size() - i;
-    if (rest > 0) {
-        std::uint32_t v = std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16;
-        if (rest == 2) {
-            v |= std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8;
-        }
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-        out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
 }
 
 }  // namespace vkf::serve

@@ -26,6 +26,7 @@ struct RequestLimits {
     std::uint32_t max_prompt_ids = 65536;  // a prompt given as token ids
     std::uint32_t max_json_depth = 32;
     std::uint32_t max_logit_bias = 1024;  // logit_bias entries
+    std::uint32_t max_prompts = 16;       // prompts of one completion request
 };
 
 struct ChatMessageIn {
@@ -35,12 +36,17 @@ struct ChatMessageIn {
 
 enum class Endpoint { Completions, Chat };
 
+// A completion prompt: text, or token ids.
+struct PromptIn {
+    std::optional<std::string> text;
+    std::vector<std::uint32_t> ids;
+};
+
 struct GenerationRequest {
     Endpoint endpoint = Endpoint::Completions;
     std::string model;  // echoed back; the server serves one model whatever the name
-    // Completions: the prompt as text, or as token ids.
-    std::optional<std::string> prompt_text;
-    std::vector<std::uint32_t> prompt_ids;
+    // Completions: one or more prompts; choice j of prompt i has index i * n + j, as OpenAI's.
+    std::vector<PromptIn> prompts;
     // Chat: the conversation.
     std::vector<ChatMessageIn> messages;
     std::optional<std::uint32_t> max_tokens;  // absent: as many as the context allows

@@ -34,7 +34,7 @@ nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vect
     for (const Choice& c : choices) {
         if (head.endpoint == Endpoint::Chat) {
             body["choices"].push_back({{"index", c.index},
-                                       {"message", {{"role", "assistant"}, {"content", c.text}}},
+                                       {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
                                        {"logprobs", nullptr},
                                        {"finish_reason", c.finish_reason}});
         } else {

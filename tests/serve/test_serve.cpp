@@ -45,7 +45,8 @@ TEST(ServeRequest, CompletionFieldsAreRead) {
         kLimits);
     EXPECT_EQ(r.endpoint, Endpoint::Completions);
     EXPECT_EQ(r.model, "m");
-    EXPECT_EQ(r.prompt_text.value_or(""), "Hello");
+    ASSERT_EQ(r.prompts.size(), 1u);
+    EXPECT_EQ(r.prompts[0].text.value_or(""), "Hello");
     EXPECT_EQ(r.max_tokens.value_or(0), 7u);
     EXPECT_EQ(r.temperature, 0.0);
     EXPECT_EQ(r.top_p, 0.5);
@@ -69,10 +70,17 @@ TEST(ServeRequest, DefaultsAreOpenAis) {
 }
 
 TEST(ServeRequest, PromptForms) {
-    EXPECT_EQ(parse_completion_request(R"({"prompt":["one"]})", kLimits).prompt_text.value_or(""), "one");
-    EXPECT_EQ(parse_completion_request(R"({"prompt":[5,0,7]})", kLimits).prompt_ids,
+    EXPECT_EQ(parse_completion_request(R"({"prompt":["one"]})", kLimits).prompts.at(0).text.value_or(""), "one");
+    EXPECT_EQ(parse_completion_request(R"({"prompt":[5,0,7]})", kLimits).prompts.at(0).ids,
               (std::vector<std::uint32_t>{5, 0, 7}));
-    EXPECT_EQ(parse_completion_request(R"({"prompt":[[9]]})", kLimits).prompt_ids, (std::vector<std::uint32_t>{9}));
+    EXPECT_EQ(parse_completion_request(R"({"prompt":[[9]]})", kLimits).prompts.at(0).ids,
+              (std::vector<std::uint32_t>{9}));
+    // Several prompts (LangChain's generate([a, b])), each in its form.
+    const GenerationRequest several = parse_completion_request(R"({"prompt":["a",[4,2],"c"]})", kLimits);
+    ASSERT_EQ(several.prompts.size(), 3u);
+    EXPECT_EQ(several.prompts[0].text.value_or(""), "a");
+    EXPECT_EQ(several.prompts[1].ids, (std::vector<std::uint32_t>{4, 2}));
+    EXPECT_EQ(several.prompts[2].text.value_or(""), "c");
     EXPECT_EQ(parse_completion_request(R"({"prompt":"s","stop":"end"})", kLimits).stop,
               (std::vector<std::string>{"end"}));
 }
@@ -81,7 +89,11 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     const auto c = Endpoint::Completions;
     expect_refused(R"({"max_tokens":3})", c, "prompt", "prompt is missing");
     expect_refused(R"({"prompt":5})", c, "prompt", "must be a string");
-    expect_refused(R"({"prompt":["a","b"]})", c, "prompt", "one prompt per request");
+    expect_refused(R"({"prompt":["a","b"],"stream":true})", c, "prompt", "several prompts");
+    expect_refused(R"({"prompt":["a",5]})", c, "prompt[1]", "a string or an array of token ids");
+    expect_refused(R"({"prompt":[)" + std::string(16, ' ') +
+                       R"("a","a","a","a","a","a","a","a","a","a","a","a","a","a","a","a","a"]})",
+                   c, "prompt", "the limit is 16");
     expect_refused(R"({"prompt":[]})", c, "prompt", "empty");
     expect_refused(R"({"prompt":[1,-2]})", c, "prompt[1]", "between 0 and");
     expect_refused(R"({"prompt":[1,2.5]})", c, "prompt[1]", "integer");
@@ -259,6 +271,9 @@ TEST(ServeResponses, CompletionAndChunks) {
     EXPECT_EQ(body["object"], "chat.completion");
     EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
     EXPECT_EQ(body["choices"][0]["message"]["content"], "hi");
+    // OpenAI's schema requires refusal in every chat message (null: none).
+    ASSERT_TRUE(body["choices"][0]["message"].contains("refusal"));
+    EXPECT_TRUE(body["choices"][0]["message"]["refusal"].is_null());
     EXPECT_EQ(body["usage"]["total_tokens"], 5);
     const auto first = chunk_body(chat, 1, "", std::nullopt, true);
     EXPECT_EQ(first["object"], "chat.completion.chunk");
