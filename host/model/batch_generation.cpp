@@ -88,6 +88,12 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
             if (r.options.keep_logits) {
                 r.result.logits.insert(r.result.logits.end(), out.logits.begin(), out.logits.end());
             }
+            if (r.options.logprobs) {
+                r.result.logprobs.push_back(token_logprobs(out.logits, token, *r.options.logprobs));
+                if (r.options.on_logprobs) {
+                    r.options.on_logprobs(index, r.result.logprobs.back());
+                }
+            }
             if (index == 0) {
                 r.first_token = clock::now();
                 r.result.prefill_time = r.first_token - r.start;

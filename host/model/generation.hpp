@@ -4,11 +4,13 @@
 
 #include "host/model/sequence_model.hpp"
 #include "host/model/session.hpp"
+#include "host/sample/logprobs.hpp"
 #include "host/sample/sampler.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -27,6 +29,11 @@ struct GenerationOptions {
     // Called during the prompt's forward pass after each chunk (tokens run, prompt tokens):
     // a progress line for a prompt that takes a while.
     ChunkProgress on_prefill = {};
+    // Set (BatchGenerator): each token's log-probability and the N most likely tokens'
+    // (host/sample/logprobs.hpp), kept in the result and given to on_logprobs (index, them)
+    // before on_token.
+    std::optional<std::uint32_t> logprobs = {};
+    std::function<void(std::uint32_t, const TokenLogprobs&)> on_logprobs = {};
 };
 
 // CacheFull: the KV cache has no room for the next token: a Session without a key window
@@ -35,8 +42,9 @@ struct GenerationOptions {
 enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
-    std::vector<std::uint32_t> tokens;  // the generated ids: n_predict, or fewer when stopped
-    std::vector<float> logits;          // [tokens.size(), vocab] when keep_logits
+    std::vector<std::uint32_t> tokens;    // the generated ids: n_predict, or fewer when stopped
+    std::vector<float> logits;            // [tokens.size(), vocab] when keep_logits
+    std::vector<TokenLogprobs> logprobs;  // one per token when GenerationOptions::logprobs
     std::uint32_t prompt_tokens = 0;
     // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
     std::vector<std::uint32_t> chunk_ends;
