@@ -30,9 +30,10 @@ struct Engine::Generation {
     std::uint32_t index;
     text::TextStream stream;
     text::StopStrings stops;
-    bool stopped = false;      // a stop string completed
-    bool cancel_sent = false;  // the client went away and the generator was told
-    bool failed = false;       // a Failed event was sent: no End
+    bool stopped = false;                 // a stop string completed
+    bool cancel_sent = false;             // the client went away and the generator was told
+    bool failed = false;                  // a Failed event was sent: no End
+    std::vector<TokenLogprobs> logprobs;  // not yet sent with an event
 };
 
 Engine::Engine(BatchFront& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options)
@@ -159,12 +160,20 @@ void Engine::start(Queued& q) {
                                                                    .stops = text::StopStrings(q.job.stops)});
                 GenerationOptions options = q.job.options;
                 options.sampling.seed += started;
+                if (options.logprobs) {
+                    options.on_logprobs = [g = gen.get()](std::uint32_t, const TokenLogprobs& lp) {
+                        g->logprobs.push_back(lp);
+                    };
+                }
                 options.on_token = [this, g = gen.get()](std::uint32_t, std::uint32_t id) {
                     metrics_.add("vkf_generated_tokens_total", 1);
                     try {
                         const text::StopStrings::Piece piece = g->stops.push(g->stream.push(id));
                         if (!piece.text.empty()) {
-                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = piece.text});
+                            g->channel->push({.kind = Event::Kind::Text,
+                                              .index = g->index,
+                                              .text = piece.text,
+                                              .logprobs = std::exchange(g->logprobs, {})});
                         }
                         g->stopped = piece.stopped;
                     } catch (const std::exception& e) {  // an id the tokenizer cannot decode
@@ -236,7 +245,8 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
         g.channel->push({.kind = Event::Kind::End,
                          .index = g.index,
                          .finish_reason = length ? "length" : "stop",
-                         .tokens = static_cast<std::uint32_t>(result.tokens.size())});
+                         .tokens = static_cast<std::uint32_t>(result.tokens.size()),
+                         .logprobs = std::move(g.logprobs)});
     }
     running_.erase(it);
     const std::lock_guard lock(mutex_);

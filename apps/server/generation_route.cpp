@@ -136,11 +136,29 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     if (!r.seed) {
         job.options.sampling.seed = unseeded.fetch_add(0x9E3779B97F4A7C15ull);
     }
+    job.options.logprobs = r.logprobs;
     if (!r.ignore_eos) {
         job.options.stop_ids = d.eos_ids;
     }
     job.n = r.n;
     return job;
+}
+
+// Tokens' logprobs as the response shows them, with each token's bytes; `offset` is where the
+// next token starts in the choice's text (the bytes of the tokens before it).
+std::vector<serve::LogprobEntry> logprob_entries(const ServedDecoder& d, const std::vector<TokenLogprobs>& given,
+                                                 std::uint64_t& offset) {
+    const auto bytes = [&d](std::uint32_t id) { return d.tokenizer->decode_bytes(std::span(&id, 1)); };
+    std::vector<serve::LogprobEntry> out;
+    for (const TokenLogprobs& lp : given) {
+        serve::LogprobEntry e{.token = bytes(lp.chosen.id), .logprob = lp.chosen.logprob, .text_offset = offset};
+        offset += e.token.size();
+        for (const TokenLogprob& t : lp.top) {
+            e.top.emplace_back(bytes(t.id), t.logprob);
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
 }
 
 // What a streamed response has sent so far; shared by the content provider's calls.
@@ -155,6 +173,8 @@ struct Stream {
     bool started = false;
     bool finished = false;
     std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+    const ServedDecoder* logprobs = nullptr;  // set when the request asked for logprobs
+    std::vector<std::uint64_t> offsets;       // per choice, for text_offset
 };
 
 // One call of the chunked content provider: what has arrived since, written as events.
@@ -171,13 +191,22 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
     for (Event& e : s.channel->wait(out.empty() ? 200ms : 0ms)) {
         switch (e.kind) {
             case Event::Kind::Text:
-                out += serve::sse_event(serve::chunk_body(s.head, e.index, e.text, std::nullopt));
-                break;
-            case Event::Kind::End:
-                out += serve::sse_event(serve::chunk_body(s.head, e.index, "", e.finish_reason));
+            case Event::Kind::End: {
+                std::vector<serve::LogprobEntry> entries;
+                if (s.logprobs != nullptr) {
+                    entries = logprob_entries(*s.logprobs, e.logprobs, s.offsets.at(e.index));
+                }
+                const bool end = e.kind == Event::Kind::End;
+                out += serve::sse_event(serve::chunk_body(s.head, e.index, end ? "" : e.text,
+                                                          end ? std::optional(e.finish_reason) : std::nullopt, false,
+                                                          s.logprobs != nullptr ? &entries : nullptr));
+                if (!end) {
+                    break;
+                }
                 s.usage.completion_tokens += e.tokens;
                 ++s.ended;
                 break;
+            }
             case Event::Kind::Failed:
                 // Past the headers a status cannot change: OpenAI's clients read an error
                 // object sent as an event and raise it.
@@ -276,7 +305,9 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                                                  .head = head,
                                                  .n = n,
                                                  .include_usage = r.include_usage,
-                                                 .usage = prompt_usage});
+                                                 .usage = prompt_usage,
+                                                 .logprobs = r.logprobs ? &d : nullptr,
+                                                 .offsets = std::vector<std::uint64_t>(n)});
         res.status = 200;
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
@@ -294,6 +325,12 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     // engine's next step.
     const ClientConnection client;
     std::vector<serve::Choice> choices(n * channels.size());
+    std::vector<std::uint64_t> offsets(choices.size());
+    if (r.logprobs) {
+        for (serve::Choice& c : choices) {
+            c.logprobs.emplace();
+        }
+    }
     serve::Usage usage = prompt_usage;
     const auto cancel_all = [&channels] {
         for (const auto& c : channels) {
@@ -306,6 +343,11 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
             for (Event& e : channels[p]->wait(channels.size() == 1 ? 100ms : 20ms)) {
                 serve::Choice& c = choices.at(p * n + e.index);
                 c.index = static_cast<std::uint32_t>(p * n + e.index);
+                if (c.logprobs) {
+                    for (serve::LogprobEntry& entry : logprob_entries(d, e.logprobs, offsets[c.index])) {
+                        c.logprobs->push_back(std::move(entry));
+                    }
+                }
                 if (e.kind == Event::Kind::Text) {
                     c.text += e.text;
                 } else if (e.kind == Event::Kind::End) {

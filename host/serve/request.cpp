@@ -18,8 +18,8 @@ namespace {
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"logprobs", "top_logprobs", "tools", "functions", "tool_choice", "function_call", "suffix",
-                            "best_of", "echo", "response_format", "grammar", "json_schema"}) {
+    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of", "echo",
+                            "response_format", "grammar", "json_schema"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
             continue;
@@ -79,6 +79,28 @@ void parse_logit_bias(const JsonValue& v, const RequestLimits& limits, Generatio
     }
 }
 
+// Completions: logprobs N (0 to 5); chat: logprobs true with top_logprobs N (0 to 20).
+void parse_logprobs(const JsonValue& doc, GenerationRequest& r) {
+    const JsonValue* logprobs = field(doc, "logprobs");
+    const JsonValue* top = field(doc, "top_logprobs");
+    if (r.endpoint == Endpoint::Completions) {
+        if (top != nullptr) {
+            throw invalid_request("top_logprobs is a chat field; completions take logprobs N", "top_logprobs");
+        }
+        if (logprobs != nullptr) {
+            r.logprobs = static_cast<std::uint32_t>(get_integer(*logprobs, "logprobs", 0, 5));
+        }
+        return;
+    }
+    const bool on = logprobs != nullptr && get_bool(*logprobs, "logprobs");
+    if (top != nullptr && !on) {
+        throw invalid_request("top_logprobs needs logprobs: true", "top_logprobs");
+    }
+    if (on) {
+        r.logprobs = top == nullptr ? 0 : static_cast<std::uint32_t>(get_integer(*top, "top_logprobs", 0, 20));
+    }
+}
+
 // The sampler chain's fields besides temperature, top_p, top_k and seed.
 void parse_sampler_fields(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
     if (const JsonValue* v = field(doc, "min_p")) {
@@ -113,6 +135,7 @@ void parse_sampler_fields(const JsonValue& doc, const RequestLimits& limits, Gen
 void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
     refuse_unsupported(doc);
     parse_sampler_fields(doc, limits, r);
+    parse_logprobs(doc, r);
     if (const JsonValue* v = field(doc, "model")) {
         r.model = get_string(*v, "model");
     }

@@ -3,7 +3,7 @@
 // its type and range before anything reaches the model, and every refusal an ApiError (400)
 // whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
 // OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
-// would change the answer but are not implemented (logprobs, tools, grammar, mirostat...)
+// would change the answer but are not implemented (echo, tools, grammar, mirostat...)
 // are refused rather than silently dropped, unless they hold their neutral value. Token-level limits (prompt length)
 // are checked where the prompt is tokenized; the limits here bound what parsing may cost.
 
@@ -63,6 +63,9 @@ struct GenerationRequest {
     double frequency_penalty = 0.0;
     std::optional<std::uint32_t> repeat_last_n;                // the penalties' window; absent: the sampler's
     std::vector<std::pair<std::uint32_t, double>> logit_bias;  // token id, bias in [-100, 100]
+    // Set: each token's logprob and the N most likely (completions logprobs N <= 5; chat
+    // logprobs true, top_logprobs N <= 20).
+    std::optional<std::uint32_t> logprobs;
     std::vector<std::string> stop;
     std::uint32_t n = 1;
     bool stream = false;

@@ -3,6 +3,7 @@ carries `refusal` (null), a completion request takes several prompts (LangChain'
 generate([a, b])) with choice p * n + j for choice j of prompt p, and GET /v1/models/{id}
 answers for a served model and 404s with model_not_found for another."""
 
+import http.client
 import json
 
 from cli_checks import fail
@@ -48,3 +49,48 @@ def check_response_shapes(server):
     status, _, text = server.request("GET", "/v1/models/no-such-model")
     expect_error("GET /v1/models/no-such-model", status, json.loads(text), 404, param="model",
                  mentions="no-such-model")
+
+
+def chat_stream(server, body):
+    """The JSON chunks of a streamed chat request, and whether [DONE] ended it."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+    conn.request("POST", "/v1/chat/completions", body=json.dumps(dict(body, stream=True)),
+                 headers={"Content-Type": "application/json"})
+    raw = conn.getresponse().read().decode("utf-8")
+    conn.close()
+    events = [e for e in raw.split("\n\n") if e.startswith("data: ")]
+    done = bool(events) and events[-1] == "data: [DONE]"
+    return [json.loads(e[len("data: "):]) for e in events if e != "data: [DONE]"], done
+
+
+def check_logprobs(server):
+    """Logprobs in OpenAI's shapes: one entry per generated token, greedy's token the most likely
+    of its top, the same values streamed and whole."""
+    status, body = server.post("/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 5, "temperature": 0,
+                                                   "logprobs": 3})
+    if status != 200:
+        fail("completion logprobs: %s %r" % (status, body))
+        return
+    lp = body["choices"][0]["logprobs"]
+    n = body["usage"]["completion_tokens"]
+    if sorted(lp) != ["text_offset", "token_logprobs", "tokens", "top_logprobs"] or \
+            not len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == n or \
+            any(len(top) > 3 or x > 1e-9 or abs(x - max(top.values())) > 1e-9
+                for x, top in zip(lp["token_logprobs"], lp["top_logprobs"])) or \
+            lp["text_offset"][0] != 0 or "".join(lp["tokens"]) != body["choices"][0]["text"]:
+        fail("completion logprobs: %r" % body)
+    chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0, "logprobs": True,
+            "top_logprobs": 2}
+    status, body = server.post("/v1/chat/completions", chat)
+    content = body["choices"][0]["logprobs"]["content"] if status == 200 else None
+    if content is None or len(content) != body["usage"]["completion_tokens"] or \
+            body["choices"][0]["logprobs"]["refusal"] is not None or \
+            any(sorted(c) != ["bytes", "logprob", "token", "top_logprobs"] or len(c["top_logprobs"]) != 2 or
+                abs(c["logprob"] - c["top_logprobs"][0]["logprob"]) > 1e-9 for c in content):
+        fail("chat logprobs: %s %r" % (status, body))
+        return
+    chunks, done = chat_stream(server, chat)
+    streamed = [c for chunk in chunks for choice in chunk["choices"] if choice.get("logprobs")
+                for c in choice["logprobs"]["content"]]
+    if not done or [c["logprob"] for c in streamed] != [c["logprob"] for c in content]:
+        fail("chat logprobs streamed %r, whole %r" % (streamed, content))

@@ -12,6 +12,7 @@
 
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace vkf::serve {
@@ -114,7 +115,9 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","stream":"yes"})", c, "stream", "true or false");
     expect_refused(R"({"prompt":"x","stream_options":{"include_usage":true}})", c, "stream_options",
                    "only allowed with stream");
-    expect_refused(R"({"prompt":"x","logprobs":3})", c, "logprobs", "not supported");
+    expect_refused(R"({"prompt":"x","logprobs":6})", c, "logprobs", "between 0 and 5");
+    expect_refused(R"({"prompt":"x","logprobs":true})", c, "logprobs", "integer");
+    expect_refused(R"({"prompt":"x","top_logprobs":2})", c, "top_logprobs", "chat field");
     expect_refused(R"({"prompt":"x","presence_penalty":2.5})", c, "presence_penalty", "between -2");
     expect_refused(R"({"prompt":"x","min_p":1.5})", c, "min_p", "between 0");
     expect_refused(R"({"prompt":"x","typical_p":0})", c, "typical_p", "above 0");
@@ -127,6 +130,28 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","json_schema":{}})", c, "json_schema", "not supported");
     expect_refused(R"({"prompt":"x","mirostat":2})", c, "mirostat", "not supported");
     expect_refused(R"({"prompt":"x","echo":true})", c, "echo", "not supported");
+}
+
+TEST(ServeRequest, LogprobsFields) {
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":3})", kLimits).logprobs.value_or(99), 3u);
+    EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).logprobs);
+    const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
+    EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true,"top_logprobs":20})", kLimits).logprobs.value_or(99), 20u);
+    EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true})", kLimits).logprobs.value_or(99), 0u);
+    EXPECT_FALSE(parse_chat_request(chat + R"(,"logprobs":false})", kLimits).logprobs);
+    for (const auto& [body, param, mentions] :
+         {std::tuple<std::string, std::string, std::string>{chat + R"(,"top_logprobs":2})", "top_logprobs",
+                                                            "needs logprobs"},
+          {chat + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs", "between 0 and 20"},
+          {chat + R"(,"logprobs":1})", "logprobs", "true or false"}}) {
+        try {
+            parse_chat_request(body, kLimits);
+            ADD_FAILURE() << body << " accepted";
+        } catch (const ApiError& e) {
+            EXPECT_EQ(e.param().value_or(""), param) << body;
+            EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(ServeRequest, SamplerFieldsAreRead) {
@@ -290,6 +315,23 @@ TEST(ServeResponses, CompletionAndChunks) {
     const auto usage = usage_chunk_body(text, {.prompt_tokens = 1, .completion_tokens = 4});
     EXPECT_TRUE(usage["choices"].empty());
     EXPECT_EQ(usage["usage"]["completion_tokens"], 4);
+}
+
+TEST(ServeResponses, LogprobsInOpenAisShapes) {
+    const std::vector<LogprobEntry> entries = {{.token = "He", .logprob = -0.5, .top = {{"He", -0.5}, {"It", -1.5}}},
+                                               {.token = "\xc3", .logprob = -2.0, .top = {}, .text_offset = 2}};
+    const auto text = logprobs_json(Endpoint::Completions, entries);
+    EXPECT_EQ(text["tokens"], nlohmann::ordered_json({"He", "\xc3"}));
+    EXPECT_EQ(text["token_logprobs"], nlohmann::ordered_json({-0.5, -2.0}));
+    EXPECT_EQ(text["top_logprobs"][0]["It"], -1.5);
+    EXPECT_EQ(text["text_offset"], nlohmann::ordered_json({0, 2}));
+    const auto chat = logprobs_json(Endpoint::Chat, entries);
+    EXPECT_TRUE(chat["refusal"].is_null());
+    EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["token"], "It");
+    EXPECT_EQ(chat["content"][1]["bytes"], nlohmann::ordered_json({0xc3}));  // half a character, kept whole
+    const ResponseHead head{.endpoint = Endpoint::Chat, .id = "c", .created = 1, .model = "m"};
+    EXPECT_TRUE(chunk_body(head, 0, "x", std::nullopt)["choices"][0]["logprobs"].is_null());
+    EXPECT_EQ(chunk_body(head, 0, "x", std::nullopt, false, &entries)["choices"][0]["logprobs"]["content"].size(), 2u);
 }
 
 TEST(ServeMetrics, PrometheusText) {
