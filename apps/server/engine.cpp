@@ -246,7 +246,8 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
                          .index = g.index,
                          .finish_reason = length ? "length" : "stop",
                          .tokens = static_cast<std::uint32_t>(result.tokens.size()),
-                         .logprobs = std::move(g.logprobs)});
+                         .logprobs = std::move(g.logprobs),
+                         .prompt_logprobs = result.prompt_logprobs});
     }
     running_.erase(it);
     const std::lock_guard lock(mutex_);

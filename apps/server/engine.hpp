@@ -37,6 +37,7 @@ struct Event {
     // Text and End, with Job options.logprobs: the tokens generated since the last event's
     // (a Text event's piece may hold back a token's text; its logprob waits with it).
     std::vector<TokenLogprobs> logprobs;
+    std::vector<TokenLogprobs> prompt_logprobs;  // End, with Job options.prompt_logprobs
 };
 
 // From the engine thread to one request's handler thread.

@@ -137,6 +137,7 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
         job.options.sampling.seed = unseeded.fetch_add(0x9E3779B97F4A7C15ull);
     }
     job.options.logprobs = r.logprobs;
+    job.options.prompt_logprobs = r.echo && r.logprobs.has_value();
     if (!r.ignore_eos) {
         job.options.stop_ids = d.eos_ids;
     }
@@ -159,6 +160,28 @@ std::vector<serve::LogprobEntry> logprob_entries(const ServedDecoder& d, const s
         out.push_back(std::move(e));
     }
     return out;
+}
+
+// echo: the prompt's text before the choice's, and (with logprobs) its tokens' entries before
+// the generated ones, whose offsets move past the prompt's text.
+void echo_prompt(const ServedDecoder& d, const std::string& prompt_text, std::uint32_t first_id,
+                 const std::vector<TokenLogprobs>& prompt_logprobs, serve::Choice& c) {
+    c.text.insert(0, prompt_text);
+    if (!c.logprobs) {
+        return;
+    }
+    const std::uint32_t first[] = {first_id};
+    std::vector<serve::LogprobEntry> entries = {
+        {.token = d.tokenizer->decode_bytes(first), .text_offset = 0, .unscored = true}};
+    std::uint64_t offset = entries[0].token.size();
+    for (serve::LogprobEntry& e : logprob_entries(d, prompt_logprobs, offset)) {
+        entries.push_back(std::move(e));
+    }
+    for (serve::LogprobEntry& e : *c.logprobs) {
+        e.text_offset += prompt_text.size();
+        entries.push_back(std::move(e));
+    }
+    *c.logprobs = std::move(entries);
 }
 
 // What a streamed response has sent so far; shared by the content provider's calls.
@@ -284,6 +307,14 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
         prompt_usage.prompt_tokens += job.prompt.size();
     }
     const std::uint32_t n = r.n;
+    // echo: each prompt's text before its choices' text, and its first token (which has no
+    // logprob: nothing comes before it).
+    std::vector<std::string> echoed(jobs.size());
+    std::vector<std::uint32_t> first_ids(jobs.size());
+    for (std::size_t p = 0; r.echo && p < jobs.size(); ++p) {
+        echoed[p] = r.prompts[p].text ? *r.prompts[p].text : d.tokenizer->decode(jobs[p].prompt);
+        first_ids[p] = jobs[p].prompt.front();
+    }
     std::vector<std::shared_ptr<Channel>> channels;
     for (Job& job : jobs) {
         std::shared_ptr<Channel> channel = d.engine->submit(std::move(job));
@@ -351,6 +382,9 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                 if (e.kind == Event::Kind::Text) {
                     c.text += e.text;
                 } else if (e.kind == Event::Kind::End) {
+                    if (r.echo) {
+                        echo_prompt(d, echoed[p], first_ids[p], e.prompt_logprobs, c);
+                    }
                     c.finish_reason = e.finish_reason;
                     usage.completion_tokens += e.tokens;
                     ++ended;

@@ -42,7 +42,9 @@ private:
         Sampler sampler;
         GenerationResult result;
         clock::time_point start, first_token;
+        std::vector<std::uint32_t> prompt;  // kept for prompt_logprobs
     };
+    void record_prompt_logprobs(Running& r, const SequenceOutput& out);
     void finish(SequenceId id, StopReason why);
 
     BatchFront& batch_;

@@ -33,6 +33,9 @@ struct GenerationOptions {
     // (host/sample/logprobs.hpp), kept in the result and given to on_logprobs (index, them)
     // before on_token.
     std::optional<std::uint32_t> logprobs = {};
+    // BatchGenerator, with logprobs: also each prompt token's logprob after the first (the
+    // prompt runs with every row's logits; it shares no prefix with another sequence).
+    bool prompt_logprobs = false;
     std::function<void(std::uint32_t, const TokenLogprobs&)> on_logprobs = {};
 };
 
@@ -42,9 +45,10 @@ struct GenerationOptions {
 enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
-    std::vector<std::uint32_t> tokens;    // the generated ids: n_predict, or fewer when stopped
-    std::vector<float> logits;            // [tokens.size(), vocab] when keep_logits
-    std::vector<TokenLogprobs> logprobs;  // one per token when GenerationOptions::logprobs
+    std::vector<std::uint32_t> tokens;           // the generated ids: n_predict, or fewer when stopped
+    std::vector<float> logits;                   // [tokens.size(), vocab] when keep_logits
+    std::vector<TokenLogprobs> logprobs;         // one per token when GenerationOptions::logprobs
+    std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.. with prompt_logprobs
     std::uint32_t prompt_tokens = 0;
     // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
     std::vector<std::uint32_t> chunk_ends;

@@ -100,12 +100,16 @@ void Scheduler::share_prefix(Sequence& seq) {
     // always run (its logits are wanted).
     const Sequence* donor = nullptr;
     std::uint32_t best = 0;
+    // A row whose logits are wanted (Logits::All: a prompt's logprobs) must run, so sharing
+    // stops before the first one.
+    const auto first_wanted =
+        static_cast<std::uint32_t>(std::find(seq.want.begin(), seq.want.end(), 1) - seq.want.begin());
     for (const auto& [other_id, other] : sequences_) {
         if (&other == &seq) {
             continue;
         }
         const std::uint32_t limit =
-            std::min<std::uint32_t>(other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1);
+            std::min<std::uint32_t>({other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1, first_wanted});
         std::uint32_t n = 0;
         while (n < limit && other.tokens[n] == seq.tokens[n]) {
             ++n;

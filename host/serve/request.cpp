@@ -18,7 +18,7 @@ namespace {
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of", "echo",
+    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of",
                             "response_format", "grammar", "json_schema"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
@@ -79,11 +79,19 @@ void parse_logit_bias(const JsonValue& v, const RequestLimits& limits, Generatio
     }
 }
 
-// Completions: logprobs N (0 to 5); chat: logprobs true with top_logprobs N (0 to 20).
+// Completions: logprobs N (0 to 5) and echo; chat: logprobs true with top_logprobs N (0 to 20).
 void parse_logprobs(const JsonValue& doc, GenerationRequest& r) {
     const JsonValue* logprobs = field(doc, "logprobs");
     const JsonValue* top = field(doc, "top_logprobs");
+    const JsonValue* echo = field(doc, "echo");
+    if (echo != nullptr && r.endpoint == Endpoint::Chat && !(echo->is_bool() && !echo->as_bool())) {
+        throw invalid_request("echo is not supported by vkf-server", "echo", "unsupported_parameter");
+    }
     if (r.endpoint == Endpoint::Completions) {
+        r.echo = echo != nullptr && get_bool(*echo, "echo");
+        if (r.echo && r.stream) {
+            throw invalid_request("echo with stream is not supported by vkf-server", "echo", "unsupported_parameter");
+        }
         if (top != nullptr) {
             throw invalid_request("top_logprobs is a chat field; completions take logprobs N", "top_logprobs");
         }
@@ -135,7 +143,6 @@ void parse_sampler_fields(const JsonValue& doc, const RequestLimits& limits, Gen
 void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
     refuse_unsupported(doc);
     parse_sampler_fields(doc, limits, r);
-    parse_logprobs(doc, r);
     if (const JsonValue* v = field(doc, "model")) {
         r.model = get_string(*v, "model");
     }
@@ -217,6 +224,7 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
     if (const JsonValue* v = field(doc, "ignore_eos")) {
         r.ignore_eos = get_bool(*v, "ignore_eos");
     }
+    parse_logprobs(doc, r);  // after stream: echo refuses it
 }
 
 std::string message_content(const JsonValue& v, const std::string& param) {

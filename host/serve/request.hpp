@@ -3,7 +3,7 @@
 // its type and range before anything reaches the model, and every refusal an ApiError (400)
 // whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
 // OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
-// would change the answer but are not implemented (echo, tools, grammar, mirostat...)
+// would change the answer but are not implemented (tools, grammar, mirostat...)
 // are refused rather than silently dropped, unless they hold their neutral value. Token-level limits (prompt length)
 // are checked where the prompt is tokenized; the limits here bound what parsing may cost.
 
@@ -66,6 +66,7 @@ struct GenerationRequest {
     // Set: each token's logprob and the N most likely (completions logprobs N <= 5; chat
     // logprobs true, top_logprobs N <= 20).
     std::optional<std::uint32_t> logprobs;
+    bool echo = false;  // completions: the prompt before the text (and its logprobs), not streamed
     std::vector<std::string> stop;
     std::uint32_t n = 1;
     bool stream = false;

@@ -45,12 +45,12 @@ nlohmann::ordered_json logprobs_json(Endpoint endpoint, const std::vector<Logpro
     json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
     for (const LogprobEntry& e : entries) {
         tokens.push_back(e.token);
-        token_logprobs.push_back(e.logprob);
+        token_logprobs.push_back(e.unscored ? json(nullptr) : json(e.logprob));
         json top = json::object();
         for (const auto& [token, logprob] : e.top) {
             top[token] = logprob;
         }
-        top_logprobs.push_back(std::move(top));
+        top_logprobs.push_back(e.unscored ? json(nullptr) : std::move(top));
         offsets.push_back(e.text_offset);
     }
     return {{"tokens", std::move(tokens)},

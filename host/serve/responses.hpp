@@ -28,6 +28,7 @@ struct LogprobEntry {
     double logprob = 0.0;
     std::vector<std::pair<std::string, double>> top;
     std::uint64_t text_offset = 0;  // completions: where the token starts in the choice's text
+    bool unscored = false;          // echo's first prompt token: null logprob and top
 };
 
 struct Choice {

@@ -416,6 +416,43 @@ TEST_F(Batch_, LogprobsAreLogSoftmaxOfTheReferenceLogits) {
     }
 }
 
+// Prompt logprobs (echo): every prompt token after the first, from the row before it, against
+// the reference; a second sequence with the same prompt, fed while the first holds it, still
+// runs its prompt rows (their logits are wanted, so it shares no prefix).
+TEST_F(Batch_, PromptLogprobsAreLogSoftmaxOfTheReferenceLogits) {
+    const TempDir dir("vkf_test_batch");
+    write_random_checkpoint(dir.path(), bloom(), 63, DType::F32);
+    const Model model(ctx(), dir.path());
+    const std::vector<std::uint32_t> prompt = random_token_ids(21, 523, 64);
+    Batch batch(model, BatchOptions{.max_tokens = 256, .max_sequence_tokens = 64, .kv_dtype = DType::F32});
+    BatchGenerator generator(batch);
+    generator.submit(prompt, GenerationOptions{.n_predict = 3});
+    generator.step();
+    const SequenceId echoed =
+        generator.submit(prompt, GenerationOptions{.n_predict = 3, .logprobs = 2, .prompt_logprobs = true});
+    const std::map<SequenceId, GenerationResult> results = generator.run();
+    const GenerationResult& r = results.at(echoed);
+    ASSERT_EQ(r.prompt_logprobs.size(), prompt.size() - 1);
+    ASSERT_EQ(r.logprobs.size(), r.tokens.size());
+    const reference::Model reference(model.config(), model.checkpoint());
+    const std::vector<double> ref = reference.forward(prompt);
+    for (std::size_t k = 0; k + 1 < prompt.size(); ++k) {
+        const std::span<const double> row = std::span(ref).subspan(k * 523, 523);
+        const double max_logit = *std::max_element(row.begin(), row.end());
+        double sum = 0.0;
+        for (double l : row) {
+            sum += std::exp(l - max_logit);
+        }
+        const TokenLogprobs& lp = r.prompt_logprobs[k];
+        EXPECT_EQ(lp.chosen.id, prompt[k + 1]);
+        EXPECT_NEAR(lp.chosen.logprob, row[prompt[k + 1]] - max_logit - std::log(sum), 1e-4)
+            << "prompt token " << k + 1;
+        EXPECT_EQ(lp.top.size(), 2u);
+    }
+    // The generated tokens are the greedy ones the plain sequence got.
+    EXPECT_EQ(r.tokens, results.begin()->second.tokens);
+}
+
 TEST_F(Batch_, BadInputIsRefusedAndNothingIsQueued) {
     const TempDir dir("vkf_test_batch");
     write_random_checkpoint(dir.path(), bloom(), 61, DType::F32);

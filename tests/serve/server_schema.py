@@ -94,3 +94,24 @@ def check_logprobs(server):
                 for c in choice["logprobs"]["content"]]
     if not done or [c["logprob"] for c in streamed] != [c["logprob"] for c in content]:
         fail("chat logprobs streamed %r, whole %r" % (streamed, content))
+
+
+def check_echo(server):
+    """echo: the prompt's text before the completion's, and with logprobs its tokens first (the
+    first one without a logprob, as OpenAI's)."""
+    request = {"prompt": PROMPTS[0], "max_tokens": 4, "temperature": 0, "echo": True}
+    status, body = server.post("/v1/completions", request)
+    if status != 200 or not body["choices"][0]["text"].startswith(PROMPTS[0]):
+        fail("echo: %s %r" % (status, body))
+    status, body = server.post("/v1/completions", dict(request, logprobs=2))
+    if status != 200:
+        fail("echo with logprobs: %s %r" % (status, body))
+        return
+    lp = body["choices"][0]["logprobs"]
+    usage = body["usage"]
+    if len(lp["tokens"]) != usage["prompt_tokens"] + usage["completion_tokens"] or \
+            lp["token_logprobs"][0] is not None or lp["top_logprobs"][0] is not None or \
+            any(x is None or x > 1e-9 for x in lp["token_logprobs"][1:]) or \
+            "".join(lp["tokens"]) != body["choices"][0]["text"] or \
+            lp["text_offset"][usage["prompt_tokens"]] != len(PROMPTS[0]):
+        fail("echo with logprobs: %r" % body)

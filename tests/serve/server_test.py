@@ -12,7 +12,7 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
   (/metrics back to 0 active, 0 blocks used);
 - the sampler chain (server_sampling.py): every sampler field gives vkf-run's text for the seed;
 - OpenAI's shapes (server_schema.py): message.refusal, several prompts, GET /v1/models/{id},
-  logprobs (completions, chat, streamed);
+  logprobs (completions, chat, streamed) and echo;
 - malformed JSON gets 400 and an error object, and the server goes on serving; unknown routes 404;
 - a second server with --api-key, a small --max-body, --parallel 1 --queue 1 and no chat
   format: 401 without the key, 413 over the body limit, 503 with Retry-After past the queue,
@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cli_checks import command, fail, finish, run  # noqa: E402
 import server_defences  # noqa: E402
 from server_sampling import check_sampler_chain  # noqa: E402
-from server_schema import check_logprobs, check_response_shapes  # noqa: E402
+from server_schema import check_echo, check_logprobs, check_response_shapes  # noqa: E402
 from server_checks import (check_body_limits, check_connection_bound, check_pipelining,  # noqa: E402
                            check_slow_clients, expect_error)
 
@@ -412,6 +412,7 @@ def main():
             check_sampler_chain(server, RUN, KJV)
             check_response_shapes(server)
             check_logprobs(server)
+            check_echo(server)
             check_body_limits(server, 1 << 20)
             check_pipelining(server)
             check_slow_clients(server, 3, 3)

@@ -129,12 +129,15 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","grammar":"root ::= \"a\""})", c, "grammar", "not supported");
     expect_refused(R"({"prompt":"x","json_schema":{}})", c, "json_schema", "not supported");
     expect_refused(R"({"prompt":"x","mirostat":2})", c, "mirostat", "not supported");
-    expect_refused(R"({"prompt":"x","echo":true})", c, "echo", "not supported");
+    expect_refused(R"({"prompt":"x","echo":true,"stream":true})", c, "echo", "with stream is not supported");
+    expect_refused(R"({"prompt":"x","echo":1})", c, "echo", "true or false");
 }
 
 TEST(ServeRequest, LogprobsFields) {
     EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":3})", kLimits).logprobs.value_or(99), 3u);
     EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).logprobs);
+    EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","echo":true,"logprobs":0})", kLimits).echo);
+    EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).echo);
     const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
     EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true,"top_logprobs":20})", kLimits).logprobs.value_or(99), 20u);
     EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true})", kLimits).logprobs.value_or(99), 0u);
@@ -143,7 +146,8 @@ TEST(ServeRequest, LogprobsFields) {
          {std::tuple<std::string, std::string, std::string>{chat + R"(,"top_logprobs":2})", "top_logprobs",
                                                             "needs logprobs"},
           {chat + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs", "between 0 and 20"},
-          {chat + R"(,"logprobs":1})", "logprobs", "true or false"}}) {
+          {chat + R"(,"logprobs":1})", "logprobs", "true or false"},
+          {chat + R"(,"echo":true})", "echo", "not supported"}}) {
         try {
             parse_chat_request(body, kLimits);
             ADD_FAILURE() << body << " accepted";
