@@ -89,19 +89,45 @@ static int on_token(uint32_t token, const char* text, size_t length, void* user_
 JNIEXPORT jdoubleArray JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass c, jlong session, jintArray prompt,
                                                                  jbyteArray prompt_text, jlong tokenizer,
                                                                  jint max_new_tokens, jfloat temperature, jint top_k,
-                                                                 jfloat top_p, jlong seed, jintArray stop_ids,
-                                                                 jboolean use_model_eos, jobject sink, jlong cancel) {
+                                                                 jfloat top_p, jlong seed, jfloatArray chain,
+                                                                 jintArray bias_ids, jfloatArray bias_values,
+                                                                 jintArray stop_ids, jboolean use_model_eos,
+                                                                 jobject sink, jlong cancel) {
     (void)c;
     if (!vkfj_non_negative(env, max_new_tokens, "maxNewTokens") || !vkfj_non_negative(env, top_k, "topK")) {
         return NULL;
     }
-    int ok1 = 1, ok2 = 1, ok3 = 1;
-    size_t n_prompt = 0, n_stop = 0;
+    jfloat chain_values[6] = {0.0f, 1.0f, 1.0f, 0.0f, 0.0f, 64.0f};
+    if (chain == NULL || bias_ids == NULL || bias_values == NULL || (*env)->GetArrayLength(env, chain) != 6 ||
+        (*env)->GetArrayLength(env, bias_values) != (*env)->GetArrayLength(env, bias_ids)) {
+        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT,
+                   "logitBiasIds and logitBiasValues must be arrays of the same length");
+        return NULL;
+    }
+    (*env)->GetFloatArrayRegion(env, chain, 0, 6, chain_values);
+    int ok1 = 1, ok2 = 1, ok3 = 1, ok4 = 1;
+    size_t n_prompt = 0, n_stop = 0, n_bias = 0;
     uint32_t* ids = vkfj_ids(env, prompt, &n_prompt, &ok1);
     uint32_t* stops = ok1 ? vkfj_ids(env, stop_ids, &n_stop, &ok2) : NULL;
+    uint32_t* bias_tokens = ok1 && ok2 ? vkfj_ids(env, bias_ids, &n_bias, &ok4) : NULL;
+    vkf_logit_bias* bias = NULL;
+    if (ok1 && ok2 && ok4 && n_bias > 0) {
+        bias = malloc(n_bias * sizeof *bias);
+        if (bias == NULL) {
+            ok4 = 0;
+            vkfj_throw(env, VKF_ERROR_OUT_OF_MEMORY, "out of host memory for the logit bias");
+        } else {
+            for (size_t i = 0; i < n_bias; ++i) {
+                jfloat value = 0.0f;
+                (*env)->GetFloatArrayRegion(env, bias_values, (jsize)i, 1, &value);
+                bias[i].token = bias_tokens[i];
+                bias[i].bias = value;
+            }
+        }
+    }
     char* text = NULL;
     size_t text_length = 0;
-    if (ok1 && ok2 && prompt_text != NULL) {
+    if (ok1 && ok2 && ok4 && prompt_text != NULL) {
         text_length = (size_t)(*env)->GetArrayLength(env, prompt_text);
         text = malloc(text_length + 1);
         if (text == NULL) {
@@ -113,12 +139,20 @@ JNIEXPORT jdoubleArray JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jc
         }
     }
     jdoubleArray out = NULL;
-    if (ok1 && ok2 && ok3) {
+    if (ok1 && ok2 && ok3 && ok4) {
         vkf_sampling_params sampling = vkf_sampling_default_params();
         sampling.temperature = temperature;
         sampling.top_k = (uint32_t)top_k;
         sampling.top_p = top_p;
         sampling.seed = (uint64_t)seed;
+        sampling.min_p = chain_values[0];
+        sampling.typical_p = chain_values[1];
+        sampling.repetition_penalty = chain_values[2];
+        sampling.presence_penalty = chain_values[3];
+        sampling.frequency_penalty = chain_values[4];
+        sampling.penalty_last_n = chain_values[5] < 0.0f ? 0u : (uint32_t)chain_values[5];
+        sampling.logit_bias = bias;
+        sampling.n_logit_bias = n_bias;
         generation g = {.env = env, .sink = sink};
         vkf_generate_params p = vkf_generate_default_params();
         p.max_new_tokens = (uint32_t)max_new_tokens;
@@ -149,6 +183,8 @@ JNIEXPORT jdoubleArray JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jc
     }
     free(ids);
     free(stops);
+    free(bias_tokens);
+    free(bias);
     free(text);
     return out;
 }

@@ -53,11 +53,12 @@ final class Native {
 
     /**
      * vkf_generate (promptText null) or vkf_generate_text; each token goes to sink.accept.
-     * Returns {n_prompt_tokens, n_tokens, stop, prefill_seconds, decode_seconds}.
+     * chain: {min_p, typical_p, repetition_penalty, presence_penalty, frequency_penalty,
+     * penalty_last_n}. Returns {n_prompt_tokens, n_tokens, stop, prefill_seconds, decode_seconds}.
      */
     static native double[] generate(long session, int[] prompt, byte[] promptText, long tokenizer,
                                     int maxNewTokens, float temperature, int topK, float topP, long seed,
-                                    int[] stopIds, boolean useModelEos, TokenSink sink, long cancel);
+                                    float[] chain, int[] biasIds, float[] biasValues, int[] stopIds, boolean useModelEos, TokenSink sink, long cancel);
 
     static native long encoderLoad(long context, byte[] dir, int weights);
     static native void encoderFree(long encoder);

@@ -82,8 +82,11 @@ public final class Session extends NativeHandle {
                 long t = tokenizer == null ? 0 : tokenizer.acquire();
                 try {
                     // Only close() frees the cancel flag, and it waits for this call (the handle's lock).
+                    float[] chain = {o.minP, o.typicalP, o.repetitionPenalty, o.presencePenalty,
+                                     o.frequencyPenalty, o.penaltyLastN};
                     double[] r = Native.generate(h, prompt, text, t, o.maxNewTokens, o.temperature, o.topK, o.topP,
-                                                 o.seed, o.stopIds, o.useModelEos, sink, cancel);
+                                                 o.seed, chain, o.logitBiasIds, o.logitBiasValues, o.stopIds,
+                                                 o.useModelEos, sink, cancel);
                     return new GenerateResult(r, sink.tokens());
                 } finally {
                     if (tokenizer != null) {
