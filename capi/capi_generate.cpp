@@ -34,10 +34,24 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
     s.options.n_predict = p.max_new_tokens;
     const vkf_sampling_params sampling =
         read_params(p.sampling, vkf_sampling_default_params(), kSamplingParamsV1, "params.sampling");
-    s.options.sampling = {
-        .temperature = sampling.temperature, .top_k = sampling.top_k, .top_p = sampling.top_p, .seed = sampling.seed};
+    s.options.sampling = {.temperature = sampling.temperature,
+                          .top_k = sampling.top_k,
+                          .top_p = sampling.top_p,
+                          .seed = sampling.seed,
+                          .min_p = sampling.min_p,
+                          .typical_p = sampling.typical_p,
+                          .repetition_penalty = sampling.repetition_penalty,
+                          .presence_penalty = sampling.presence_penalty,
+                          .frequency_penalty = sampling.frequency_penalty,
+                          .penalty_last_n = sampling.penalty_last_n};
+    require(sampling.logit_bias != nullptr || sampling.n_logit_bias == 0,
+            "params.sampling.logit_bias is NULL with n_logit_bias > 0");
+    for (std::size_t i = 0; i < sampling.n_logit_bias; ++i) {
+        s.options.sampling.logit_bias.push_back({sampling.logit_bias[i].token, sampling.logit_bias[i].bias});
+    }
     try {
         validate(s.options.sampling);
+        check_bias_ids(s.options.sampling, config.vocab_size);
     } catch (const Error& e) {
         throw ApiError(VKF_ERROR_INVALID_ARGUMENT, std::string("params.sampling: ") + e.what());
     }

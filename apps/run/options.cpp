@@ -1,4 +1,5 @@
 #include "apps/run/options.hpp"
+#include "apps/run/sampler_options.hpp"
 
 #include "apps/common/layer_split.hpp"
 #include "apps/common/text_source.hpp"
@@ -149,6 +150,7 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--seed", "S", o.sampling.seed, 0,
                 "sampling seed (default 0; --prompt-file: S + the prompt's index,\n"
                 "so a prompt's draws do not depend on the others)");
+    add_sampler_chain_options(cli, o.sampling);
     add_weight_format(cli, o.weights,
                       "weight storage on the device: q8_0 and q4_0 quantize the\n"
                       "matrices at load time (docs/QUANTIZATION.md); default: a\n"

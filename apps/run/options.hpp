@@ -5,7 +5,7 @@
 #include "apps/common/options.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/quant_format.hpp"
-#include "host/spec/sampling.hpp"
+#include "host/sample/sampler.hpp"
 
 #include <cstdint>
 #include <optional>

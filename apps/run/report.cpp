@@ -82,10 +82,21 @@ nlohmann::ordered_json prepare_json(const PreparationStats& s) {
 }
 
 nlohmann::ordered_json sampling_json(const SamplingParams& sampling) {
+    nlohmann::ordered_json bias = nlohmann::ordered_json::object();
+    for (const LogitBias& b : sampling.logit_bias) {
+        bias[fmt::format("{}", b.id)] = double{b.bias};
+    }
     return {{"temperature", double{sampling.temperature}},
             {"top_k", sampling.top_k},
             {"top_p", double{sampling.top_p}},
-            {"seed", sampling.seed}};
+            {"seed", sampling.seed},
+            {"min_p", double{sampling.min_p}},
+            {"typical_p", double{sampling.typical_p}},
+            {"repetition_penalty", double{sampling.repetition_penalty}},
+            {"presence_penalty", double{sampling.presence_penalty}},
+            {"frequency_penalty", double{sampling.frequency_penalty}},
+            {"penalty_last_n", sampling.penalty_last_n},
+            {"logit_bias", bias}};
 }
 
 void add_memory_json(nlohmann::ordered_json& json, const Context& ctx) {

@@ -33,6 +33,7 @@ struct Engine::Generation {
     text::TokenTextSink text;
     bool cancel_sent = false;  // the client went away and the generator was told
     bool failed = false;       // a Failed event was sent: no End
+    std::vector<TokenLogprobs> logprobs;  // not yet sent with an event
 };
 
 Engine::Counters::Counters(serve::Metrics& m)
@@ -161,12 +162,20 @@ void Engine::start(Queued& q) {
                                .text = text::TokenTextSink(&tokenizer_, {.stops = q.job.stops})});
                 GenerationOptions options = q.job.options;
                 options.sampling.seed += started;
+                if (options.logprobs) {
+                    options.on_logprobs = [g = gen.get()](std::uint32_t, const TokenLogprobs& lp) {
+                        g->logprobs.push_back(lp);
+                    };
+                }
                 options.on_token = [this, g = gen.get()](std::uint32_t, std::uint32_t id) {
                     metrics_.generated_tokens.add(1);
                     try {
                         std::string piece = g->text.push(id);
                         if (!piece.empty()) {
-                            g->channel->push({.kind = Event::Kind::Text, .index = g->index, .text = std::move(piece)});
+                            g->channel->push({.kind = Event::Kind::Text,
+                                              .index = g->index,
+                                              .text = std::move(piece),
+                                              .logprobs = std::exchange(g->logprobs, {})});
                         }
                     } catch (const std::exception& e) {  // an id the tokenizer cannot decode
                         g->channel->push({.kind = Event::Kind::Failed, .error = e.what()});
@@ -236,7 +245,9 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
         g.channel->push({.kind = Event::Kind::End,
                          .index = g.index,
                          .finish_reason = length ? "length" : "stop",
-                         .tokens = static_cast<std::uint32_t>(result.tokens.size())});
+                         .tokens = static_cast<std::uint32_t>(result.tokens.size()),
+                         .logprobs = std::move(g.logprobs),
+                         .prompt_logprobs = result.prompt_logprobs});
     }
     running_.erase(it);
     const std::lock_guard lock(mutex_);

@@ -34,6 +34,10 @@ struct Event {
     std::string finish_reason;  // End: "stop" or "length"
     std::uint32_t tokens = 0;   // End: tokens generated
     std::string error;          // Failed: what went wrong
+    // Text and End, with Job options.logprobs: the tokens generated since the last event's
+    // (a Text event's piece may hold back a token's text; its logprob waits with it).
+    std::vector<TokenLogprobs> logprobs;
+    std::vector<TokenLogprobs> prompt_logprobs;  // End, with Job options.prompt_logprobs
 };
 
 // From the engine thread to one request's handler thread.

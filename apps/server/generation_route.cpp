@@ -11,6 +11,8 @@
 #include <chrono>
 #include <random>
 
+#include <fmt/format.h>
+
 namespace vkf::server {
 namespace {
 
@@ -27,7 +29,7 @@ std::string response_id(serve::Endpoint endpoint) {
 }
 
 // The prompt's token ids and the stop strings the request ends at.
-std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::GenerationRequest& r,
+std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::GenerationRequest& r, std::size_t index,
                                       std::vector<std::string>& stops) {
     stops = r.stop;
     if (r.endpoint == serve::Endpoint::Chat) {
@@ -53,28 +55,54 @@ std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::Gener
         }
         return ids;
     }
-    if (!r.prompt_text) {
-        for (std::size_t i = 0; i < r.prompt_ids.size(); ++i) {
-            if (r.prompt_ids[i] >= d.vocab_size) {
-                throw serve::invalid_request("prompt[" + std::to_string(i) + "] is token id " +
-                                                 std::to_string(r.prompt_ids[i]) + ", outside the vocabulary of " +
-                                                 std::to_string(d.vocab_size),
+    const serve::PromptIn& prompt = r.prompts.at(index);
+    const std::string param = r.prompts.size() == 1 ? "prompt" : fmt::format("prompt[{}]", index);
+    if (!prompt.text) {
+        for (std::size_t i = 0; i < prompt.ids.size(); ++i) {
+            if (prompt.ids[i] >= d.vocab_size) {
+                throw serve::invalid_request(fmt::format("{}[{}] is token id {}, outside the vocabulary of {}", param,
+                                                         i, prompt.ids[i], d.vocab_size),
                                              "prompt");
             }
         }
-        return r.prompt_ids;
+        return prompt.ids;
     }
     try {
-        return d.tokenizer->encode(*r.prompt_text);
+        return d.tokenizer->encode(*prompt.text);
     } catch (const Error& e) {
-        throw serve::invalid_request(std::string("prompt: ") + e.what(), "prompt");
+        throw serve::invalid_request(fmt::format("{}: {}", param, e.what()), "prompt");
     }
 }
 
-Job make_job(const Served& served, const serve::GenerationRequest& r) {
+// The request's sampler chain; a logit_bias id outside the vocabulary is the client's error.
+SamplingParams sampling_params(const serve::GenerationRequest& r, std::uint32_t vocab_size) {
+    SamplingParams p{.temperature = static_cast<float>(r.temperature),
+                     .top_k = r.top_k,
+                     .top_p = static_cast<float>(r.top_p),
+                     .seed = r.seed.value_or(0),
+                     .min_p = static_cast<float>(r.min_p),
+                     .typical_p = static_cast<float>(r.typical_p),
+                     .repetition_penalty = static_cast<float>(r.repetition_penalty),
+                     .presence_penalty = static_cast<float>(r.presence_penalty),
+                     .frequency_penalty = static_cast<float>(r.frequency_penalty)};
+    if (r.repeat_last_n) {
+        p.penalty_last_n = *r.repeat_last_n;
+    }
+    for (const auto& [id, bias] : r.logit_bias) {
+        if (id >= vocab_size) {
+            throw serve::invalid_request(
+                fmt::format("logit_bias[\"{}\"] is for token {}, outside the vocabulary of {}", id, id, vocab_size),
+                "logit_bias");
+        }
+        p.logit_bias.push_back({id, static_cast<float>(bias)});
+    }
+    return p;
+}
+
+Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_t prompt_index) {
     const ServedDecoder& d = *served.decoder;
     Job job;
-    job.prompt = prompt_ids(d, r, job.stops);
+    job.prompt = prompt_ids(d, r, prompt_index, job.stops);
     const auto tokens = static_cast<std::uint32_t>(job.prompt.size());
     if (tokens == 0) {
         throw serve::invalid_request("the prompt encodes to no tokens",
@@ -104,15 +132,56 @@ Job make_job(const Served& served, const serve::GenerationRequest& r) {
     }
     static std::atomic<std::uint64_t> unseeded = std::random_device{}();
     job.options.n_predict = n_predict;
-    job.options.sampling = {.temperature = static_cast<float>(r.temperature),
-                            .top_k = r.top_k,
-                            .top_p = static_cast<float>(r.top_p),
-                            .seed = r.seed.value_or(unseeded.fetch_add(0x9E3779B97F4A7C15ull))};
+    job.options.sampling = sampling_params(r, d.vocab_size);
+    if (!r.seed) {
+        job.options.sampling.seed = unseeded.fetch_add(0x9E3779B97F4A7C15ull);
+    }
+    job.options.logprobs = r.logprobs;
+    job.options.prompt_logprobs = r.echo && r.logprobs.has_value();
     if (!r.ignore_eos) {
         job.options.stop_ids = d.eos_ids;
     }
     job.n = r.n;
     return job;
+}
+
+// Tokens' logprobs as the response shows them, with each token's bytes; `offset` is where the
+// next token starts in the choice's text (the bytes of the tokens before it).
+std::vector<serve::LogprobEntry> logprob_entries(const ServedDecoder& d, const std::vector<TokenLogprobs>& given,
+                                                 std::uint64_t& offset) {
+    const auto bytes = [&d](std::uint32_t id) { return d.tokenizer->decode_bytes(std::span(&id, 1)); };
+    std::vector<serve::LogprobEntry> out;
+    for (const TokenLogprobs& lp : given) {
+        serve::LogprobEntry e{.token = bytes(lp.chosen.id), .logprob = lp.chosen.logprob, .text_offset = offset};
+        offset += e.token.size();
+        for (const TokenLogprob& t : lp.top) {
+            e.top.emplace_back(bytes(t.id), t.logprob);
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+// echo: the prompt's text before the choice's, and (with logprobs) its tokens' entries before
+// the generated ones, whose offsets move past the prompt's text.
+void echo_prompt(const ServedDecoder& d, const std::string& prompt_text, std::uint32_t first_id,
+                 const std::vector<TokenLogprobs>& prompt_logprobs, serve::Choice& c) {
+    c.text.insert(0, prompt_text);
+    if (!c.logprobs) {
+        return;
+    }
+    const std::uint32_t first[] = {first_id};
+    std::vector<serve::LogprobEntry> entries = {
+        {.token = d.tokenizer->decode_bytes(first), .text_offset = 0, .unscored = true}};
+    std::uint64_t offset = entries[0].token.size();
+    for (serve::LogprobEntry& e : logprob_entries(d, prompt_logprobs, offset)) {
+        entries.push_back(std::move(e));
+    }
+    for (serve::LogprobEntry& e : *c.logprobs) {
+        e.text_offset += prompt_text.size();
+        entries.push_back(std::move(e));
+    }
+    *c.logprobs = std::move(entries);
 }
 
 // What a streamed response has sent so far; shared by the content provider's calls.
@@ -127,6 +196,8 @@ struct Stream {
     bool started = false;
     bool finished = false;
     std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+    const ServedDecoder* logprobs = nullptr;  // set when the request asked for logprobs
+    std::vector<std::uint64_t> offsets;       // per choice, for text_offset
 };
 
 // One call of the chunked content provider: what has arrived since, written as events.
@@ -143,13 +214,22 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
     for (Event& e : s.channel->wait(out.empty() ? 200ms : 0ms)) {
         switch (e.kind) {
             case Event::Kind::Text:
-                out += serve::sse_event(serve::chunk_body(s.head, e.index, e.text, std::nullopt));
-                break;
-            case Event::Kind::End:
-                out += serve::sse_event(serve::chunk_body(s.head, e.index, "", e.finish_reason));
+            case Event::Kind::End: {
+                std::vector<serve::LogprobEntry> entries;
+                if (s.logprobs != nullptr) {
+                    entries = logprob_entries(*s.logprobs, e.logprobs, s.offsets.at(e.index));
+                }
+                const bool end = e.kind == Event::Kind::End;
+                out += serve::sse_event(serve::chunk_body(s.head, e.index, end ? "" : e.text,
+                                                          end ? std::optional(e.finish_reason) : std::nullopt, false,
+                                                          s.logprobs != nullptr ? &entries : nullptr));
+                if (!end) {
+                    break;
+                }
                 s.usage.completion_tokens += e.tokens;
                 ++s.ended;
                 break;
+            }
             case Event::Kind::Failed:
                 // Past the headers a status cannot change: OpenAI's clients read an error
                 // object sent as an event and raise it.
@@ -209,29 +289,56 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                                      "model", "model_not_found");
     }
     const ServedDecoder& d = *served.decoder;
-    Job job = make_job(served, r);
+    // One job per prompt (chat: one), all built before any is submitted, so that a bad
+    // prompt refuses the request whole.
+    const std::size_t prompts = endpoint == serve::Endpoint::Chat ? 1 : r.prompts.size();
+    std::vector<Job> jobs;
+    for (std::size_t i = 0; i < prompts; ++i) {
+        jobs.push_back(make_job(served, r, i));
+    }
     const serve::ResponseHead head{
         .endpoint = endpoint,
         .id = response_id(endpoint),
         .created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                        .count(),
         .model = d.name};
-    const serve::Usage prompt_usage{.prompt_tokens = job.prompt.size()};
-    const std::uint32_t n = job.n;
-    std::shared_ptr<Channel> channel = d.engine->submit(std::move(job));
-    if (!channel) {
-        if (d.engine->stopping()) {
-            throw serve::shutting_down();
-        }
-        throw serve::overloaded(d.engine->options().parallel, d.engine->options().queue);
+    serve::Usage prompt_usage;
+    for (const Job& job : jobs) {
+        prompt_usage.prompt_tokens += job.prompt.size();
     }
+    const std::uint32_t n = r.n;
+    // echo: each prompt's text before its choices' text, and its first token (which has no
+    // logprob: nothing comes before it).
+    std::vector<std::string> echoed(jobs.size());
+    std::vector<std::uint32_t> first_ids(jobs.size());
+    for (std::size_t p = 0; r.echo && p < jobs.size(); ++p) {
+        echoed[p] = r.prompts[p].text ? *r.prompts[p].text : d.tokenizer->decode(jobs[p].prompt);
+        first_ids[p] = jobs[p].prompt.front();
+    }
+    std::vector<std::shared_ptr<Channel>> channels;
+    for (Job& job : jobs) {
+        std::shared_ptr<Channel> channel = d.engine->submit(std::move(job));
+        if (!channel) {
+            for (const auto& submitted : channels) {
+                submitted->cancel();
+            }
+            if (d.engine->stopping()) {
+                throw serve::shutting_down();
+            }
+            throw serve::overloaded(d.engine->options().parallel, d.engine->options().queue);
+        }
+        channels.push_back(std::move(channel));
+    }
+    const std::shared_ptr<Channel>& channel = channels.front();  // the one a stream has
     if (r.stream) {
         auto s = std::make_shared<Stream>(Stream{.channel = channel,
                                                  .open = served.open_streams.open(),
                                                  .head = head,
                                                  .n = n,
                                                  .include_usage = r.include_usage,
-                                                 .usage = prompt_usage});
+                                                 .usage = prompt_usage,
+                                                 .logprobs = r.logprobs ? &d : nullptr,
+                                                 .offsets = std::vector<std::uint64_t>(n)});
         res.status = 200;
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
@@ -248,27 +355,50 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     // whether the client is still waiting; one that left has its sequences cancelled at the
     // engine's next step.
     const ClientConnection client;
-    std::vector<serve::Choice> choices(n);
+    std::vector<serve::Choice> choices(n * channels.size());
+    std::vector<std::uint64_t> offsets(choices.size());
+    if (r.logprobs) {
+        for (serve::Choice& c : choices) {
+            c.logprobs.emplace();
+        }
+    }
     serve::Usage usage = prompt_usage;
-    for (std::uint32_t ended = 0; ended < n;) {
-        for (Event& e : channel->wait(100ms)) {
-            serve::Choice& c = choices.at(e.index);
-            c.index = e.index;
-            if (e.kind == Event::Kind::Text) {
-                c.text += e.text;
-            } else if (e.kind == Event::Kind::End) {
-                c.finish_reason = e.finish_reason;
-                usage.completion_tokens += e.tokens;
-                ++ended;
-            } else if (e.kind == Event::Kind::Aborted) {
-                throw serve::shutting_down();
-            } else {
-                channel->cancel();
-                throw serve::server_error(e.error);
+    const auto cancel_all = [&channels] {
+        for (const auto& c : channels) {
+            c->cancel();
+        }
+    };
+    for (std::size_t ended = 0; ended < choices.size();) {
+        for (std::size_t p = 0; p < channels.size(); ++p) {
+            // Choice j of prompt p is choice p * n + j, as OpenAI numbers them.
+            for (Event& e : channels[p]->wait(channels.size() == 1 ? 100ms : 20ms)) {
+                serve::Choice& c = choices.at(p * n + e.index);
+                c.index = static_cast<std::uint32_t>(p * n + e.index);
+                if (c.logprobs) {
+                    for (serve::LogprobEntry& entry : logprob_entries(d, e.logprobs, offsets[c.index])) {
+                        c.logprobs->push_back(std::move(entry));
+                    }
+                }
+                if (e.kind == Event::Kind::Text) {
+                    c.text += e.text;
+                } else if (e.kind == Event::Kind::End) {
+                    if (r.echo) {
+                        echo_prompt(d, echoed[p], first_ids[p], e.prompt_logprobs, c);
+                    }
+                    c.finish_reason = e.finish_reason;
+                    usage.completion_tokens += e.tokens;
+                    ++ended;
+                } else if (e.kind == Event::Kind::Aborted) {
+                    cancel_all();
+                    throw serve::shutting_down();
+                } else {
+                    cancel_all();
+                    throw serve::server_error(e.error);
+                }
             }
         }
-        if (ended < n && client.gone()) {
-            channel->cancel();
+        if (ended < choices.size() && client.gone()) {
+            cancel_all();
             // A client that leaves while the server stops is told why all the same.
             if (d.engine->stopping()) {
                 throw serve::shutting_down();

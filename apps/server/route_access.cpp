@@ -10,8 +10,8 @@
 namespace vkf::server {
 namespace {
 
-constexpr std::array<const Route*, 7> kRoutes = {&kPage,        &kHealth, &kMetrics,   &kModels,
-                                                 &kCompletions, &kChat,   &kEmbeddings};
+constexpr std::array<const Route*, 8> kRoutes = {&kPage,  &kHealth,      &kMetrics, &kModels,
+                                                 &kModel, &kCompletions, &kChat,    &kEmbeddings};
 
 std::optional<std::string> host_header(const httplib::Request& req) {
     if (!req.has_header("Host")) {
@@ -47,7 +47,10 @@ bool takes(const Route& route, const std::string& method) {
 
 const Route* find_route(std::string_view path) {
     for (const Route* route : kRoutes) {
-        if (path == route->path) {
+        const std::string_view own = route->path;
+        // A prefix route ends in '/' after a name ("/v1/models/"); the page's "/" is exact.
+        const bool prefix = own.size() > 1 && own.ends_with('/');
+        if (path == own || (prefix && path.size() > own.size() && path.starts_with(own))) {
             return route;
         }
     }

@@ -27,6 +27,8 @@ inline constexpr Route kPage{"page", "/", "GET, HEAD, OPTIONS", false, false};
 inline constexpr Route kHealth{"health", "/health", "GET, HEAD, OPTIONS", false, false};
 inline constexpr Route kMetrics{"metrics", "/metrics", "GET, HEAD, OPTIONS", false, true};
 inline constexpr Route kModels{"models", "/v1/models", "GET, HEAD, OPTIONS", false, true};
+// GET /v1/models/{id}: a path ending in '/' takes any non-empty rest (find_route).
+inline constexpr Route kModel{"model", "/v1/models/", "GET, HEAD, OPTIONS", false, true};
 inline constexpr Route kCompletions{"completions", "/v1/completions", "POST, OPTIONS", true, true};
 inline constexpr Route kChat{"chat", "/v1/chat/completions", "POST, OPTIONS", true, true};
 inline constexpr Route kEmbeddings{"embeddings", "/v1/embeddings", "POST, OPTIONS", true, true};

@@ -185,6 +185,18 @@ void install_routes(httplib::Server& http, Served& served) {
             send_json(res, 200, {{"object", "list"}, {"data", std::move(data)}});
         });
     });
+    // OpenAI's model ids may hold '/' ("org/name"): the rest of the path is the id.
+    http.Get(R"(/v1/models/(.+))", [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kModel, req, res, [&] {
+            const std::string id = req.matches[1].str();
+            const bool known = (served.decoder && served.decoder->name == id) ||
+                               (served.encoder != nullptr && served.encoder->name == id);
+            if (!known) {
+                throw serve::model_not_found(id);
+            }
+            send_json(res, 200, model_entry(id));
+        });
+    });
     http.Post(kCompletions.path, [&served](const httplib::Request& req, httplib::Response& res) {
         guarded(served, kCompletions, req, res, [&] { generation(served, serve::Endpoint::Completions, req, res); });
     });

@@ -35,7 +35,9 @@ Sampler BatchGenerator::check(std::span<const std::uint32_t> prompt, const Gener
             "holds {}",
             prompt.size(), options.n_predict, needed, batch_.max_sequence_tokens()));
     }
-    return Sampler(options.sampling);
+    Sampler sampler(options.sampling);
+    sampler.accept(prompt);  // the penalties count the prompt's tokens
+    return sampler;
 }
 
 SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, GenerationOptions options) {
@@ -61,12 +63,15 @@ void BatchGenerator::resume(SequenceId id, std::span<const std::uint32_t> prompt
 
 void BatchGenerator::start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options,
                            const Sampler& sampler, bool owned) {
-    batch_.feed(id, prompt, Logits::Last);
+    batch_.feed(id, prompt, options.prompt_logprobs ? Logits::All : Logits::Last);
     Running r{.options = std::move(options),
               .sampler = sampler,
               .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size())},
               .start = clock::now(),
               .owned = owned};
+    if (r.options.prompt_logprobs) {
+        r.prompt.assign(prompt.begin(), prompt.end());
+    }
     running_.emplace(id, std::move(r));
 }
 
@@ -95,6 +100,23 @@ void BatchGenerator::cancel(SequenceId id) {
     finish(id, StopReason::Caller);
 }
 
+// Each prompt row but the last predicts the next prompt token: its logprob, as for a
+// generated one.
+void BatchGenerator::record_prompt_logprobs(Running& r, const SequenceOutput& out) {
+    if (out.tokens == 0 || out.logits.empty()) {
+        return;
+    }
+    const std::size_t vocab = out.logits.size() / out.tokens;
+    const std::uint32_t first = out.position - out.tokens;
+    for (std::uint32_t row = 0; row < out.tokens; ++row) {
+        const std::uint32_t next = first + row + 1;
+        if (next < r.prompt.size()) {
+            r.result.prompt_logprobs.push_back(token_logprobs(std::span(out.logits).subspan(row * vocab, vocab),
+                                                              r.prompt[next], r.options.logprobs.value_or(0)));
+        }
+    }
+}
+
 std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
     if (!running_.empty()) {
         const StepResult step = batch_.step();
@@ -105,19 +127,33 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
         }
         for (const SequenceOutput& out : step.ran) {
             Running& r = running_.at(out.id);
+            const bool in_prompt = r.result.tokens.empty();
             r.result.position = out.position;
-            if (r.result.tokens.empty() && r.options.on_prefill) {
+            if (in_prompt && r.options.on_prefill) {
                 r.prefilled = std::min(r.prefilled + out.tokens, r.result.prompt_tokens);
                 r.options.on_prefill(r.prefilled, r.result.prompt_tokens);
+            }
+            if (r.options.prompt_logprobs && in_prompt) {
+                record_prompt_logprobs(r, out);
             }
             if (!out.done) {
                 continue;  // a prompt chunk: more of the prompt to run
             }
-            const std::uint32_t token = r.sampler.sample(out.logits);
+            // The last row's logits (a prompt run with every row's has them last).
+            const std::size_t vocab =
+                r.options.prompt_logprobs && in_prompt ? out.logits.size() / out.tokens : out.logits.size();
+            const std::span<const float> logits = std::span(out.logits).last(vocab);
+            const std::uint32_t token = r.sampler.sample(logits);
             const auto index = static_cast<std::uint32_t>(r.result.tokens.size());
             r.result.tokens.push_back(token);
             if (r.options.keep_logits) {
-                r.result.logits.insert(r.result.logits.end(), out.logits.begin(), out.logits.end());
+                r.result.logits.insert(r.result.logits.end(), logits.begin(), logits.end());
+            }
+            if (r.options.logprobs) {
+                r.result.logprobs.push_back(token_logprobs(logits, token, *r.options.logprobs));
+                if (r.options.on_logprobs) {
+                    r.options.on_logprobs(index, r.result.logprobs.back());
+                }
             }
             if (index == 0) {
                 r.first_token = clock::now();

@@ -50,11 +50,13 @@ private:
         clock::time_point start, first_token;
         std::uint32_t prefilled = 0;  // prompt tokens run (GenerationOptions::on_prefill)
         bool owned = true;            // removed from the front when it ends (not resume()'s)
+        std::vector<std::uint32_t> prompt;  // kept for prompt_logprobs
     };
     // The checks of submit() and resume(), before the front is touched; the sampler.
     Sampler check(std::span<const std::uint32_t> prompt, const GenerationOptions& options) const;
     void start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options, const Sampler& sampler,
                bool owned);
+    void record_prompt_logprobs(Running& r, const SequenceOutput& out);
     void finish(SequenceId id, StopReason why);
 
     BatchFront& batch_;

@@ -1,13 +1,15 @@
 #pragma once
 // Text generation over token ids: prefill the prompt, then decode one token per step
-// through the KV cache, sampling each next token from the logits (host/spec/sampling.hpp).
+// through the KV cache, sampling each next token from the logits (host/sample/sampler.hpp).
 
-#include "host/spec/sampling.hpp"
+#include "host/sample/logprobs.hpp"
+#include "host/sample/sampler.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,6 +35,14 @@ struct GenerationOptions {
     // at submit; with this, only a prompt over it is, and (without a key window) generation
     // ends with StopReason::CacheFull once the cache is full, as generate() ends it.
     bool end_when_full = false;
+    // Set (BatchGenerator): each token's log-probability and the N most likely tokens'
+    // (host/sample/logprobs.hpp), kept in the result and given to on_logprobs (index, them)
+    // before on_token.
+    std::optional<std::uint32_t> logprobs = {};
+    // BatchGenerator, with logprobs: also each prompt token's logprob after the first (the
+    // prompt runs with every row's logits; it shares no prefix with another sequence).
+    bool prompt_logprobs = false;
+    std::function<void(std::uint32_t, const TokenLogprobs&)> on_logprobs = {};
 };
 
 // CacheFull: the KV cache has no room for the next token: a sequence without a key window
@@ -41,8 +51,10 @@ struct GenerationOptions {
 enum class StopReason { Length, StopToken, Caller, CacheFull };
 
 struct GenerationResult {
-    std::vector<std::uint32_t> tokens;  // the generated ids: n_predict, or fewer when stopped
-    std::vector<float> logits;          // [tokens.size(), vocab] when keep_logits
+    std::vector<std::uint32_t> tokens;           // the generated ids: n_predict, or fewer when stopped
+    std::vector<float> logits;                   // [tokens.size(), vocab] when keep_logits
+    std::vector<TokenLogprobs> logprobs;         // one per token when GenerationOptions::logprobs
+    std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.. with prompt_logprobs
     std::uint32_t prompt_tokens = 0;
     // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
     std::vector<std::uint32_t> chunk_ends;

@@ -111,12 +111,16 @@ void Scheduler::share_prefix(Sequence& seq) {
     // always run (its logits are wanted).
     const Sequence* donor = nullptr;
     std::uint32_t best = 0;
+    // A row whose logits are wanted (Logits::All: a prompt's logprobs) must run, so sharing
+    // stops before the first one.
+    const auto first_wanted =
+        static_cast<std::uint32_t>(std::find(seq.want.begin(), seq.want.end(), 1) - seq.want.begin());
     for (const auto& [other_id, other] : sequences_) {
         if (&other == &seq || other.salt != seq.salt || !options_.share_prefixes) {
             continue;
         }
         const std::uint32_t limit =
-            std::min<std::uint32_t>(other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1);
+            std::min<std::uint32_t>({other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1, first_wanted});
         std::uint32_t n = 0;
         while (n < limit && other.tokens[n] == seq.tokens[n]) {
             ++n;
@@ -126,7 +130,7 @@ void Scheduler::share_prefix(Sequence& seq) {
             donor = &other;
         }
     }
-    if (cache_ && take_cached_prefix(seq, best) > 0) {
+    if (cache_ && take_cached_prefix(seq, best, first_wanted) > 0) {
         return;
     }
     if (donor == nullptr) {
@@ -153,10 +157,10 @@ void Scheduler::share_prefix(Sequence& seq) {
     }
 }
 
-std::uint32_t Scheduler::take_cached_prefix(Sequence& seq, std::uint32_t live) {
-    // Whole blocks only, and never the last fed token (its logits are wanted).
+std::uint32_t Scheduler::take_cached_prefix(Sequence& seq, std::uint32_t live, std::uint32_t first_wanted) {
+    // Whole blocks only, and never the last fed token or another whose logits are wanted.
     const std::uint32_t bs = options_.block_size;
-    const auto full = static_cast<std::uint32_t>((seq.tokens.size() - 1) / bs);
+    const auto full = static_cast<std::uint32_t>(std::min<std::size_t>(seq.tokens.size() - 1, first_wanted) / bs);
     std::vector<std::uint32_t> blocks;
     std::vector<std::uint32_t> chunk_ends;
     std::uint64_t parent = seq.salt;

@@ -135,8 +135,9 @@ private:
     const Sequence& get(SequenceId id) const;
     void share_prefix(Sequence& seq);
     // The cached blocks of the sequence's first full blocks, as long as they hit; taken when
-    // more than `live` tokens (what a live sequence offers). Returns the tokens taken.
-    std::uint32_t take_cached_prefix(Sequence& seq, std::uint32_t live);
+    // more than `live` tokens (what a live sequence offers), and none from `first_wanted` on
+    // (a row whose logits are wanted runs). Returns the tokens taken.
+    std::uint32_t take_cached_prefix(Sequence& seq, std::uint32_t live, std::uint32_t first_wanted);
     void cache_blocks(const Sequence& seq);
     // The schedule of these rows, whose blocks are reserved.
     StepSchedule emit(const std::vector<Chosen>& chosen, std::vector<BlockCopy> copies) const;

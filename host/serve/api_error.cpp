@@ -83,6 +83,11 @@ ApiError not_found(const std::string& method, const std::string& path) {
     return {404, "invalid_request_error", "no route " + method + " " + path, std::nullopt, "unknown_url"};
 }
 
+ApiError model_not_found(const std::string& id) {
+    return {404, "invalid_request_error", fmt::format("the model '{}' does not exist on this server", id), "model",
+            "model_not_found"};
+}
+
 ApiError body_too_large(std::uint64_t limit_bytes) {
     return {413, "invalid_request_error",
             "the request body is over the server's limit of " + std::to_string(limit_bytes) + " bytes (--max-body)",

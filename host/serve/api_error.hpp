@@ -42,6 +42,8 @@ ApiError host_not_allowed(const std::string& host);
 ApiError origin_not_allowed(const std::string& origin);
 // 404: no such route.
 ApiError not_found(const std::string& method, const std::string& path);
+// 404 for GET /v1/models/{id} naming a model the server does not serve (OpenAI's code).
+ApiError model_not_found(const std::string& id);
 // 405: a route asked with a method it does not take; `allow` lists those it takes.
 ApiError method_not_allowed(const std::string& method, const std::string& path, const std::string& allow);
 // 413: the body is over the server's limit.

@@ -2,119 +2,24 @@
 
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
+#include "host/serve/request_fields.hpp"
 #include "runtime/error.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace vkf::serve {
+using namespace fields;
+
 namespace {
-
-using Span = std::span<const JsonValue>;
-
-std::string kind_name(const JsonValue& v) {
-    return std::string(json_kind_name(v.kind()));
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const JsonValue& v, std::string_view expected) {
-    throw invalid_request(param + " must be " + std::string(expected) + ", not " + kind_name(v), param, "invalid_type");
-}
-
-JsonValue parse_body(std::string_view body, const RequestLimits& limits) {
-    JsonValue doc;
-    try {
-        doc = parse_json(body, "request body", limits.max_json_depth);
-    } catch (const Error& e) {
-        throw malformed_json(e.what());
-    }
-    if (!doc.is_object()) {
-        throw invalid_request("the request body must be a JSON object, not " + kind_name(doc), std::nullopt,
-                              "invalid_type");
-    }
-    return doc;
-}
-
-// Absent and null are the same: OpenAI's clients send null for "not given".
-const JsonValue* field(const JsonValue& doc, std::string_view key) {
-    const JsonValue* v = doc.find(key);
-    return v == nullptr || v->is_null() ? nullptr : v;
-}
-
-std::string get_string(const JsonValue& v, const std::string& param) {
-    if (!v.is_string()) {
-        wrong_type(param, v, "a string");
-    }
-    return v.as_string();
-}
-
-bool get_bool(const JsonValue& v, const std::string& param) {
-    if (!v.is_bool()) {
-        wrong_type(param, v, "true or false");
-    }
-    return v.as_bool();
-}
-
-double get_number(const JsonValue& v, const std::string& param, double min, double max) {
-    if (!v.is_number()) {
-        wrong_type(param, v, "a number");
-    }
-    const double x = v.as_double();
-    if (!(x >= min && x <= max)) {
-        throw invalid_request(param + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                  ", not " + std::to_string(x),
-                              param);
-    }
-    return x;
-}
-
-std::uint64_t get_integer(const JsonValue& v, const std::string& param, std::uint64_t min, std::uint64_t max,
-                          std::string_view limit_name = {}) {
-    if (!v.is_number()) {
-        wrong_type(param, v, "an integer");
-    }
-    const double x = v.as_double();
-    if (x != std::floor(x)) {
-        throw invalid_request(param + " must be an integer, not " + std::to_string(x), param, "invalid_type");
-    }
-    if (x < static_cast<double>(min) || x > static_cast<double>(max)) {
-        std::string message = param + " must be between " + std::to_string(min) + " and " + std::to_string(max);
-        if (!limit_name.empty()) {
-            message += " (" + std::string(limit_name) + ")";
-        }
-        throw invalid_request(
-            message + ", not " + (std::fabs(x) < 1e18 ? std::to_string(static_cast<long long>(x)) : std::to_string(x)),
-            param);
-    }
-    return v.as_uint64();
-}
-
-std::vector<std::uint32_t> get_ids(const JsonValue& v, const std::string& param, std::uint32_t max_ids) {
-    const Span items = v.as_array();
-    if (items.empty()) {
-        throw invalid_request(param + " holds no token ids", param);
-    }
-    if (items.size() > max_ids) {
-        throw invalid_request(
-            param + " holds " + std::to_string(items.size()) + " token ids; the limit is " + std::to_string(max_ids),
-            param, "context_length_exceeded");
-    }
-    std::vector<std::uint32_t> ids;
-    ids.reserve(items.size());
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        ids.push_back(static_cast<std::uint32_t>(get_integer(items[i], param + "[" + std::to_string(i) + "]", 0,
-                                                             std::numeric_limits<std::uint32_t>::max())));
-    }
-    return ids;
-}
-
-bool is_id_array(const JsonValue& v) {
-    return v.is_array() && v.size() > 0 && v.as_array()[0].is_number();
-}
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"logprobs", "top_logprobs", "tools", "functions", "tool_choice", "function_call",
-                            "logit_bias", "suffix", "best_of", "echo", "response_format"}) {
+    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of",
+                            "response_format", "grammar", "json_schema"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
             continue;
@@ -128,19 +33,116 @@ void refuse_unsupported(const JsonValue& doc) {
         if (std::string_view(key) == "best_of" && v->is_number() && v->as_double() == 1.0) {
             continue;
         }
-        throw invalid_request(std::string(key) + " is not supported by vkf-server", key, "unsupported_parameter");
-    }
-    for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-        const JsonValue* v = field(doc, key);
-        if (v != nullptr && get_number(*v, key, -2.0, 2.0) != 0.0) {
-            throw invalid_request(std::string(key) + " other than 0 is not supported by vkf-server", key,
-                                  "unsupported_parameter");
+        if (std::string_view(key) == "grammar" && v->is_string() && v->as_string().empty()) {
+            continue;
         }
+        throw invalid_request(fmt::format("{} is not supported by vkf-server", key), key, "unsupported_parameter");
+    }
+    // llama-server's other samplers, which front ends send with their neutral value.
+    struct Neutral {
+        const char* key;
+        double value;
+    };
+    for (const Neutral n : {Neutral{"mirostat", 0.0}, Neutral{"tfs_z", 1.0}, Neutral{"dry_multiplier", 0.0},
+                            Neutral{"xtc_probability", 0.0}, Neutral{"dynatemp_range", 0.0},
+                            Neutral{"top_n_sigma", -1.0}, Neutral{"n_probs", 0.0}}) {
+        const JsonValue* v = field(doc, n.key);
+        if (v != nullptr && (!v->is_number() || v->as_double() != n.value)) {
+            throw invalid_request(fmt::format("{} is not supported by vkf-server (only {} is accepted, which turns "
+                                              "it off)",
+                                              n.key, n.value),
+                                  n.key, "unsupported_parameter");
+        }
+    }
+}
+
+void parse_logit_bias(const JsonValue& v, const RequestLimits& limits, GenerationRequest& r) {
+    if (!v.is_object()) {
+        wrong_type("logit_bias", v, "an object of token ids to biases");
+    }
+    const auto members = v.as_object();
+    if (members.size() > limits.max_logit_bias) {
+        throw invalid_request(
+            fmt::format("logit_bias holds {} entries; the limit is {}", members.size(), limits.max_logit_bias),
+            "logit_bias");
+    }
+    for (const JsonMember& m : members) {
+        const std::string param = fmt::format("logit_bias[\"{}\"]", m.key);
+        std::uint32_t id = 0;
+        const char* end = m.key.data() + m.key.size();
+        const auto [ptr, ec] = std::from_chars(m.key.data(), end, id);
+        if (m.key.empty() || ec != std::errc() || ptr != end) {
+            throw invalid_request(fmt::format("{}: the key must be a token id (a decimal integer)", param),
+                                  "logit_bias");
+        }
+        r.logit_bias.emplace_back(id, get_number(m.value, param, -100.0, 100.0));
+    }
+}
+
+// Completions: logprobs N (0 to 5) and echo; chat: logprobs true with top_logprobs N (0 to 20).
+void parse_logprobs(const JsonValue& doc, GenerationRequest& r) {
+    const JsonValue* logprobs = field(doc, "logprobs");
+    const JsonValue* top = field(doc, "top_logprobs");
+    const JsonValue* echo = field(doc, "echo");
+    if (echo != nullptr && r.endpoint == Endpoint::Chat && !(echo->is_bool() && !echo->as_bool())) {
+        throw invalid_request("echo is not supported by vkf-server", "echo", "unsupported_parameter");
+    }
+    if (r.endpoint == Endpoint::Completions) {
+        r.echo = echo != nullptr && get_bool(*echo, "echo");
+        if (r.echo && r.stream) {
+            throw invalid_request("echo with stream is not supported by vkf-server", "echo", "unsupported_parameter");
+        }
+        if (top != nullptr) {
+            throw invalid_request("top_logprobs is a chat field; completions take logprobs N", "top_logprobs");
+        }
+        if (logprobs != nullptr) {
+            r.logprobs = static_cast<std::uint32_t>(get_integer(*logprobs, "logprobs", 0, 5));
+        }
+        return;
+    }
+    const bool on = logprobs != nullptr && get_bool(*logprobs, "logprobs");
+    if (top != nullptr && !on) {
+        throw invalid_request("top_logprobs needs logprobs: true", "top_logprobs");
+    }
+    if (on) {
+        r.logprobs = top == nullptr ? 0 : static_cast<std::uint32_t>(get_integer(*top, "top_logprobs", 0, 20));
+    }
+}
+
+// The sampler chain's fields besides temperature, top_p, top_k and seed.
+void parse_sampler_fields(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
+    if (const JsonValue* v = field(doc, "min_p")) {
+        r.min_p = get_number(*v, "min_p", 0.0, 1.0);
+    }
+    if (const JsonValue* v = field(doc, "typical_p")) {
+        r.typical_p = get_number(*v, "typical_p", 0.0, 1.0);
+        if (r.typical_p == 0.0) {
+            throw invalid_request("typical_p must be above 0 and at most 1, not 0", "typical_p");
+        }
+    }
+    if (const JsonValue* v = field(doc, "repetition_penalty")) {
+        r.repetition_penalty = get_number(*v, "repetition_penalty", 0.0, 10.0);
+        if (r.repetition_penalty == 0.0) {
+            throw invalid_request("repetition_penalty must be above 0 (1 turns it off), not 0", "repetition_penalty");
+        }
+    }
+    if (const JsonValue* v = field(doc, "presence_penalty")) {
+        r.presence_penalty = get_number(*v, "presence_penalty", -2.0, 2.0);
+    }
+    if (const JsonValue* v = field(doc, "frequency_penalty")) {
+        r.frequency_penalty = get_number(*v, "frequency_penalty", -2.0, 2.0);
+    }
+    if (const JsonValue* v = field(doc, "repeat_last_n")) {
+        r.repeat_last_n = static_cast<std::uint32_t>(get_integer(*v, "repeat_last_n", 0, 1u << 20));
+    }
+    if (const JsonValue* v = field(doc, "logit_bias")) {
+        parse_logit_bias(*v, limits, r);
     }
 }
 
 void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationRequest& r) {
     refuse_unsupported(doc);
+    parse_sampler_fields(doc, limits, r);
     if (const JsonValue* v = field(doc, "model")) {
         r.model = get_string(*v, "model");
     }
@@ -222,6 +224,7 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
     if (const JsonValue* v = field(doc, "ignore_eos")) {
         r.ignore_eos = get_bool(*v, "ignore_eos");
     }
+    parse_logprobs(doc, r);  // after stream: echo refuses it
 }
 
 std::string message_content(const JsonValue& v, const std::string& param) {
@@ -264,27 +267,37 @@ GenerationRequest parse_completion_request(std::string_view body, const RequestL
         throw invalid_request("prompt is missing", "prompt", "missing_required_parameter");
     }
     if (prompt->is_string()) {
-        r.prompt_text = prompt->as_string();
+        r.prompts.push_back({.text = prompt->as_string()});
     } else if (is_id_array(*prompt)) {
-        r.prompt_ids = get_ids(*prompt, "prompt", limits.max_prompt_ids);
-    } else if (prompt->is_array() && prompt->size() == 1) {
-        const JsonValue& only = prompt->as_array()[0];
-        if (only.is_string()) {
-            r.prompt_text = only.as_string();
-        } else if (only.is_array()) {
-            r.prompt_ids = get_ids(only, "prompt[0]", limits.max_prompt_ids);
-        } else {
-            wrong_type("prompt[0]", only, "a string or an array of token ids");
-        }
+        r.prompts.push_back({.ids = get_ids(*prompt, "prompt", limits.max_prompt_ids)});
     } else if (prompt->is_array()) {
-        throw invalid_request(prompt->size() == 0 ? "prompt is an empty array"
-                                                  : "prompt holds " + std::to_string(prompt->size()) +
-                                                        " prompts; vkf-server takes one prompt per request",
-                              "prompt");
+        // Several prompts (LangChain's generate([a, b])): strings, or arrays of token ids.
+        const Span items = prompt->as_array();
+        if (items.empty()) {
+            throw invalid_request("prompt is an empty array", "prompt");
+        }
+        if (items.size() > limits.max_prompts) {
+            throw invalid_request(
+                fmt::format("prompt holds {} prompts; the limit is {}", items.size(), limits.max_prompts), "prompt");
+        }
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            const std::string param = fmt::format("prompt[{}]", i);
+            if (items[i].is_string()) {
+                r.prompts.push_back({.text = items[i].as_string()});
+            } else if (items[i].is_array()) {
+                r.prompts.push_back({.ids = get_ids(items[i], param, limits.max_prompt_ids)});
+            } else {
+                wrong_type(param, items[i], "a string or an array of token ids");
+            }
+        }
     } else {
-        wrong_type("prompt", *prompt, "a string, an array of token ids or an array of one of them");
+        wrong_type("prompt", *prompt, "a string, an array of token ids, or an array of those");
     }
     parse_common(doc, limits, r);
+    if (r.stream && r.prompts.size() > 1) {
+        throw invalid_request("stream with several prompts is not supported by vkf-server: send one request each",
+                              "prompt", "unsupported_parameter");
+    }
     return r;
 }
 
@@ -327,91 +340,6 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
     }
     parse_common(doc, limits, r);
     return r;
-}
-
-EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLimits& limits) {
-    const JsonValue doc = parse_body(body, limits);
-    EmbeddingRequest r;
-    if (const JsonValue* v = field(doc, "model")) {
-        r.model = get_string(*v, "model");
-    }
-    const JsonValue* input = field(doc, "input");
-    if (input == nullptr) {
-        throw invalid_request("input is missing", "input", "missing_required_parameter");
-    }
-    if (input->is_string()) {
-        r.texts.push_back(input->as_string());
-    } else if (is_id_array(*input)) {
-        r.ids.push_back(get_ids(*input, "input", limits.max_prompt_ids));
-    } else if (input->is_array()) {
-        const Span items = input->as_array();
-        if (items.empty()) {
-            throw invalid_request("input is an empty array", "input");
-        }
-        if (items.size() > limits.max_inputs) {
-            throw invalid_request("input holds " + std::to_string(items.size()) + " inputs; the limit is " +
-                                      std::to_string(limits.max_inputs),
-                                  "input");
-        }
-        const bool text = items[0].is_string();
-        for (std::size_t i = 0; i < items.size(); ++i) {
-            const std::string param = "input[" + std::to_string(i) + "]";
-            if (text) {
-                r.texts.push_back(get_string(items[i], param));
-            } else if (items[i].is_array()) {
-                r.ids.push_back(get_ids(items[i], param, limits.max_prompt_ids));
-            } else {
-                wrong_type(param, items[i], "an array of token ids, like input[0]");
-            }
-        }
-    } else {
-        wrong_type("input", *input, "a string, an array of strings or token ids");
-    }
-    for (std::size_t i = 0; i < r.texts.size(); ++i) {
-        if (r.texts[i].empty()) {
-            throw invalid_request("input[" + std::to_string(i) + "] is empty", "input");
-        }
-    }
-    if (const JsonValue* v = field(doc, "encoding_format")) {
-        const std::string format = get_string(*v, "encoding_format");
-        if (format != "float" && format != "base64") {
-            throw invalid_request("encoding_format must be \"float\" or \"base64\", not \"" + format + "\"",
-                                  "encoding_format");
-        }
-        r.base64 = format == "base64";
-    }
-    if (field(doc, "dimensions") != nullptr) {
-        throw invalid_request("dimensions is not supported: the embedding has the model's hidden size", "dimensions",
-                              "unsupported_parameter");
-    }
-    return r;
-}
-
-std::string base64_encode(std::string_view bytes) {
-    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 3 <= bytes.size(); i += 3) {
-        const std::uint32_t v = (std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16) |
-                                (std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8) |
-                                static_cast<std::uint8_t>(bytes[i + 2]);
-        for (int shift = 18; shift >= 0; shift -= 6) {
-            out += kAlphabet[(v >> shift) & 63];
-        }
-    }
-    const std::size_t rest = bytes.size() - i;
-    if (rest > 0) {
-        std::uint32_t v = std::uint32_t{static_cast<std::uint8_t>(bytes[i])} << 16;
-        if (rest == 2) {
-            v |= std::uint32_t{static_cast<std::uint8_t>(bytes[i + 1])} << 8;
-        }
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-        out += rest == 2 ? kAlphabet[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
 }
 
 }  // namespace vkf::serve

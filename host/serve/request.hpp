@@ -3,14 +3,15 @@
 // its type and range before anything reaches the model, and every refusal an ApiError (400)
 // whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
 // OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
-// would change the answer but are not implemented (logprobs, tools, penalties other than
-// 0) are refused rather than silently dropped. Token-level limits (prompt length) are
-// checked where the prompt is tokenized; the limits here bound what parsing may cost.
+// would change the answer but are not implemented (tools, grammar, mirostat...)
+// are refused rather than silently dropped, unless they hold their neutral value. Token-level limits (prompt length)
+// are checked where the prompt is tokenized; the limits here bound what parsing may cost.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vkf::serve {
@@ -24,6 +25,8 @@ struct RequestLimits {
     std::uint32_t max_inputs = 256;        // embeddings inputs per request
     std::uint32_t max_prompt_ids = 65536;  // a prompt given as token ids
     std::uint32_t max_json_depth = 32;
+    std::uint32_t max_logit_bias = 1024;  // logit_bias entries
+    std::uint32_t max_prompts = 16;       // prompts of one completion request
 };
 
 struct ChatMessageIn {
@@ -33,12 +36,17 @@ struct ChatMessageIn {
 
 enum class Endpoint { Completions, Chat };
 
+// A completion prompt: text, or token ids.
+struct PromptIn {
+    std::optional<std::string> text;
+    std::vector<std::uint32_t> ids;
+};
+
 struct GenerationRequest {
     Endpoint endpoint = Endpoint::Completions;
     std::string model;  // echoed back; the server serves one model whatever the name
-    // Completions: the prompt as text, or as token ids.
-    std::optional<std::string> prompt_text;
-    std::vector<std::uint32_t> prompt_ids;
+    // Completions: one or more prompts; choice j of prompt i has index i * n + j, as OpenAI's.
+    std::vector<PromptIn> prompts;
     // Chat: the conversation.
     std::vector<ChatMessageIn> messages;
     std::optional<std::uint32_t> max_tokens;  // absent: as many as the context allows
@@ -46,6 +54,19 @@ struct GenerationRequest {
     double top_p = 1.0;
     std::uint32_t top_k = 0;  // not OpenAI's; llama.cpp's server and others take it
     std::optional<std::uint64_t> seed;
+    // The sampler chain's other stages (host/sample/sampler_stages.hpp); min_p, typical_p,
+    // repetition_penalty and repeat_last_n are llama-server's and vLLM's, not OpenAI's.
+    double min_p = 0.0;
+    double typical_p = 1.0;
+    double repetition_penalty = 1.0;
+    double presence_penalty = 0.0;
+    double frequency_penalty = 0.0;
+    std::optional<std::uint32_t> repeat_last_n;                // the penalties' window; absent: the sampler's
+    std::vector<std::pair<std::uint32_t, double>> logit_bias;  // token id, bias in [-100, 100]
+    // Set: each token's logprob and the N most likely (completions logprobs N <= 5; chat
+    // logprobs true, top_logprobs N <= 20).
+    std::optional<std::uint32_t> logprobs;
+    bool echo = false;  // completions: the prompt before the text (and its logprobs), not streamed
     std::vector<std::string> stop;
     std::uint32_t n = 1;
     bool stream = false;

@@ -19,7 +19,45 @@ json finish_json(const std::optional<std::string>& reason) {
     return reason ? json(*reason) : json(nullptr);
 }
 
+json bytes_json(const std::string& token) {
+    json bytes = json::array();
+    for (char c : token) {
+        bytes.push_back(static_cast<std::uint8_t>(c));
+    }
+    return bytes;
+}
+
 }  // namespace
+
+nlohmann::ordered_json logprobs_json(Endpoint endpoint, const std::vector<LogprobEntry>& entries) {
+    if (endpoint == Endpoint::Chat) {
+        json content = json::array();
+        for (const LogprobEntry& e : entries) {
+            json top = json::array();
+            for (const auto& [token, logprob] : e.top) {
+                top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", bytes_json(token)}});
+            }
+            content.push_back(
+                {{"token", e.token}, {"logprob", e.logprob}, {"bytes", bytes_json(e.token)}, {"top_logprobs", top}});
+        }
+        return {{"content", std::move(content)}, {"refusal", nullptr}};
+    }
+    json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+    for (const LogprobEntry& e : entries) {
+        tokens.push_back(e.token);
+        token_logprobs.push_back(e.unscored ? json(nullptr) : json(e.logprob));
+        json top = json::object();
+        for (const auto& [token, logprob] : e.top) {
+            top[token] = logprob;
+        }
+        top_logprobs.push_back(e.unscored ? json(nullptr) : std::move(top));
+        offsets.push_back(e.text_offset);
+    }
+    return {{"tokens", std::move(tokens)},
+            {"token_logprobs", std::move(token_logprobs)},
+            {"top_logprobs", std::move(top_logprobs)},
+            {"text_offset", std::move(offsets)}};
+}
 
 nlohmann::ordered_json Usage::json() const {
     return {{"prompt_tokens", prompt_tokens},
@@ -32,14 +70,15 @@ nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vect
     json body = head_json(head, false);
     body["choices"] = json::array();
     for (const Choice& c : choices) {
+        const json logprobs = c.logprobs ? logprobs_json(head.endpoint, *c.logprobs) : json(nullptr);
         if (head.endpoint == Endpoint::Chat) {
             body["choices"].push_back({{"index", c.index},
-                                       {"message", {{"role", "assistant"}, {"content", c.text}}},
-                                       {"logprobs", nullptr},
+                                       {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
+                                       {"logprobs", logprobs},
                                        {"finish_reason", c.finish_reason}});
         } else {
             body["choices"].push_back(
-                {{"index", c.index}, {"text", c.text}, {"logprobs", nullptr}, {"finish_reason", c.finish_reason}});
+                {{"index", c.index}, {"text", c.text}, {"logprobs", logprobs}, {"finish_reason", c.finish_reason}});
         }
     }
     body["usage"] = usage.json();
@@ -47,9 +86,11 @@ nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vect
 }
 
 nlohmann::ordered_json chunk_body(const ResponseHead& head, std::uint32_t index, const std::string& text,
-                                  const std::optional<std::string>& finish_reason, bool role_only) {
+                                  const std::optional<std::string>& finish_reason, bool role_only,
+                                  const std::vector<LogprobEntry>* logprobs) {
     json body = head_json(head, true);
     json choice;
+    const json lp = logprobs != nullptr ? logprobs_json(head.endpoint, *logprobs) : json(nullptr);
     if (head.endpoint == Endpoint::Chat) {
         json delta = json::object();
         if (role_only) {
@@ -57,11 +98,9 @@ nlohmann::ordered_json chunk_body(const ResponseHead& head, std::uint32_t index,
         } else if (!text.empty() || !finish_reason) {
             delta = {{"content", text}};
         }
-        choice = {
-            {"index", index}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_json(finish_reason)}};
+        choice = {{"index", index}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish_json(finish_reason)}};
     } else {
-        choice = {
-            {"index", index}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_json(finish_reason)}};
+        choice = {{"index", index}, {"text", text}, {"logprobs", lp}, {"finish_reason", finish_json(finish_reason)}};
     }
     body["choices"] = json::array({choice});
     return body;

@@ -309,12 +309,31 @@ VKF_API vkf_status vkf_session_reset(vkf_session* session);
 /* Tokens in the session's KV cache. The one session call its own token callback may make. */
 VKF_API vkf_status vkf_session_position(const vkf_session* session, uint32_t* position);
 
+/* Added to one token's logit before the other stages (-100 bans it). */
+typedef struct vkf_logit_bias {
+    uint32_t token; /* below the model's vocab_size */
+    float bias;
+} vkf_logit_bias;
+
+/* The sampler chain, applied in this order (docs/CAPI.md): logit_bias, penalties over the last
+ * penalty_last_n tokens (prompt included), then, unless greedy, top_k, typical_p, top_p, min_p,
+ * temperature and one draw from a generator seeded with `seed`. Every field's default turns its
+ * stage off. The fields after `seed` were appended in vkformer 1.x: a struct_size that ends at
+ * `seed` gets their defaults. */
 typedef struct vkf_sampling_params {
     size_t struct_size;
-    float temperature; /* 0: greedy */
+    float temperature; /* 0: greedy (argmax after logit_bias and penalties) */
     uint32_t top_k;    /* 0: off */
     float top_p;       /* 1: off */
     uint64_t seed;
+    float min_p;              /* 0: off; keeps tokens with p >= min_p * p_max */
+    float typical_p;          /* 1: off */
+    float repetition_penalty; /* 1: off; a seen token's logit l becomes l / r if l > 0, else l * r */
+    float presence_penalty;   /* 0: off; subtracted once from a seen token's logit */
+    float frequency_penalty;  /* 0: off; subtracted per occurrence */
+    uint32_t penalty_last_n;  /* the window the penalties see (default 64; 0: none) */
+    const vkf_logit_bias* logit_bias;
+    size_t n_logit_bias;
 } vkf_sampling_params;
 
 static inline vkf_sampling_params vkf_sampling_default_params(void) {
@@ -322,6 +341,9 @@ static inline vkf_sampling_params vkf_sampling_default_params(void) {
     memset(&p, 0, sizeof p);
     p.struct_size = sizeof(vkf_sampling_params);
     p.top_p = 1.0f;
+    p.typical_p = 1.0f;
+    p.repetition_penalty = 1.0f;
+    p.penalty_last_n = 64;
     return p;
 }
 

@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -150,7 +151,7 @@ static void test_generation(vkf_model* model, const vkf_tokenizer* tok, const ui
     static float logits[4096];
     char text[4096];
     size_t n = 0, length = 0;
-    uint32_t position = 0, again[8];
+    uint32_t position = 0, again[8], v1_ids[8];
     vkf_cancel* cancel = NULL;
 
     sp.max_tokens = 0;
@@ -227,6 +228,60 @@ static void test_generation(vkf_model* model, const vkf_tokenizer* tok, const ui
     gp.on_token = on_token;
     EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, NULL));
     CHECK(s.n == 8 && memcmp(s.tokens, again, sizeof again) == 0);
+
+    /* A caller built against the first header (struct_size ending at seed) gets the defaults
+     * of the fields appended since, whatever lies past its struct. */
+    sampling.struct_size = offsetof(vkf_sampling_params, seed) + sizeof(uint64_t);
+    sampling.min_p = 7.0f;
+    sampling.n_logit_bias = 3;
+    gp.on_token = NULL;
+    EXPECT_OK(vkf_session_reset(session));
+    EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, v1_ids, 8, NULL));
+    CHECK(memcmp(v1_ids, again, sizeof again) == 0);
+    sampling = vkf_sampling_default_params();
+
+    /* The whole chain: the same seed, the same ids; a bias ban moves greedy's first token. */
+    {
+        const vkf_logit_bias bias[2] = {{out[0], -100.0f}, {5, 1.5f}};
+        uint32_t first[8], second[8];
+        sampling.temperature = 0.8f;
+        sampling.top_k = 40;
+        sampling.typical_p = 0.95f;
+        sampling.top_p = 0.9f;
+        sampling.min_p = 0.02f;
+        sampling.repetition_penalty = 1.15f;
+        sampling.presence_penalty = 0.3f;
+        sampling.frequency_penalty = 0.2f;
+        sampling.penalty_last_n = 32;
+        sampling.seed = 4242;
+        EXPECT_OK(vkf_session_reset(session));
+        EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, first, 8, NULL));
+        EXPECT_OK(vkf_session_reset(session));
+        EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, second, 8, NULL));
+        CHECK(memcmp(first, second, sizeof first) == 0);
+        sampling = vkf_sampling_default_params();
+        sampling.logit_bias = bias;
+        sampling.n_logit_bias = 2;
+        EXPECT_OK(vkf_session_reset(session));
+        EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, first, 8, NULL));
+        CHECK(first[0] != out[0]);
+        sampling.logit_bias = NULL;
+        EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, NULL));
+        EXPECT_MESSAGE("logit_bias is NULL");
+        {
+            const vkf_logit_bias outside = {4096, 1.0f};
+            sampling.logit_bias = &outside;
+            sampling.n_logit_bias = 1;
+            EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, NULL));
+            EXPECT_MESSAGE("outside the vocabulary of 4096");
+        }
+        sampling = vkf_sampling_default_params();
+        sampling.min_p = 1.5f;
+        EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, NULL, 0, NULL));
+        EXPECT_MESSAGE("min_p");
+        sampling = vkf_sampling_default_params();
+        gp.on_token = on_token;
+    }
 
     /* Misuse. */
     sampling.temperature = -1.0f;

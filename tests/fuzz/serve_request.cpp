@@ -36,18 +36,27 @@ void check_generation(const GenerationRequest& r) {
                      "max_tokens within its limit");
     vkf::fuzz::check(r.temperature >= 0 && r.temperature <= 2 && r.top_p > 0 && r.top_p <= 1,
                      "sampling parameters in range");
-    vkf::fuzz::check(r.prompt_ids.size() <= kLimits.max_prompt_ids, "prompt ids within their limit");
+    vkf::fuzz::check(r.prompts.size() <= kLimits.max_prompts, "prompts within their limit");
+    for (const PromptIn& p : r.prompts) {
+        vkf::fuzz::check(p.ids.size() <= kLimits.max_prompt_ids, "prompt ids within their limit");
+        vkf::fuzz::check(p.text.has_value() != !p.ids.empty(), "one prompt form");
+    }
+    vkf::fuzz::check(r.min_p >= 0 && r.min_p <= 1 && r.typical_p > 0 && r.typical_p <= 1 && r.repetition_penalty > 0 &&
+                         r.logit_bias.size() <= kLimits.max_logit_bias,
+                     "sampler fields in range");
     if (r.endpoint == Endpoint::Chat) {
         vkf::fuzz::check(!r.messages.empty() && r.messages.size() <= kLimits.max_messages,
                          "messages present and bounded");
     } else {
-        vkf::fuzz::check(r.prompt_text.has_value() != !r.prompt_ids.empty(), "one prompt form");
+        vkf::fuzz::check(!r.prompts.empty(), "a prompt");
     }
     const ResponseHead head{.endpoint = r.endpoint, .id = "x", .created = 0, .model = r.model};
     for (const ChatMessageIn& m : r.messages) {
         check_framed(chunk_body(head, 0, m.content, std::nullopt));
     }
-    check_framed(chunk_body(head, 0, r.prompt_text.value_or(""), std::string("stop")));
+    for (const PromptIn& p : r.prompts) {
+        check_framed(chunk_body(head, 0, p.text.value_or(""), std::string("stop")));
+    }
 }
 
 }  // namespace

@@ -155,6 +155,33 @@ public final class VkformerTest {
         GenerateResult again = session.generate(tokenizer.encode(prompt, true), options(24), null, null);
         check(java.util.Arrays.equals(again.tokens, r.tokens), "greedy generation is repeatable");
 
+        // The whole sampler chain: the same seed, the same ids; a bias ban moves greedy's first token.
+        GenerateOptions chain = options(8);
+        chain.temperature = 0.8f;
+        chain.topK = 40;
+        chain.typicalP = 0.95f;
+        chain.topP = 0.9f;
+        chain.minP = 0.02f;
+        chain.repetitionPenalty = 1.15f;
+        chain.presencePenalty = 0.3f;
+        chain.frequencyPenalty = 0.2f;
+        chain.penaltyLastN = 32;
+        chain.seed = 4242;
+        session.reset();
+        int[] sampled = session.generate(prompt, chain, null, tokenizer).tokens;
+        session.reset();
+        check(java.util.Arrays.equals(session.generate(prompt, chain, null, tokenizer).tokens, sampled),
+              "the sampler chain repeats itself for a seed");
+        GenerateOptions banned = options(2);
+        banned.logitBiasIds = new int[] {r.tokens[0]};
+        banned.logitBiasValues = new float[] {-100f};
+        session.reset();
+        check(session.generate(prompt, banned, null, tokenizer).tokens[0] != r.tokens[0], "logit bias -100 bans");
+        banned.logitBiasValues = new float[0];
+        session.reset();
+        expectError("logit bias lengths", VkformerException.INVALID_ARGUMENT, "same length",
+                    () -> session.generate(prompt, banned, null, tokenizer));
+
         // From the token callback, generate and reset on the same session are refused, and the
         // generation under way gives the tokens it gives without them; position() is allowed.
         // Before: the busy lock was reentrant, and the inner calls ran inside the outer one.

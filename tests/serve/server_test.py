@@ -10,6 +10,9 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
   streaming, embeddings and an error (skipped, and said, without node or npm);
 - a client that disconnects mid-stream has its sequence cancelled and its KV blocks freed
   (/metrics back to 0 active, 0 blocks used);
+- the sampler chain (server_sampling.py): every sampler field gives vkf-run's text for the seed;
+- OpenAI's shapes (server_schema.py): message.refusal, several prompts, GET /v1/models/{id},
+  logprobs (completions, chat, streamed) and echo;
 - malformed JSON gets 400 and an error object, and the server goes on serving; unknown routes 404;
 - a second server with --api-key, a small --max-body, --parallel 1 --queue 1 and no chat
   format: 401 without the key, 413 over the body limit, 503 with Retry-After past the queue,
@@ -51,6 +54,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cli_checks import command, fail, finish, run  # noqa: E402
 from server_process import ServerProcess  # noqa: E402
 import server_defences  # noqa: E402
+from server_sampling import check_sampler_chain  # noqa: E402
+from server_schema import check_echo, check_logprobs, check_response_shapes  # noqa: E402
 from server_checks import (check_body_limits, check_connection_bound, check_pipelining,  # noqa: E402
                            check_slow_clients, expect_error)
 
@@ -351,6 +356,10 @@ def main():
             check_sdk(server, expected, hidden)
             check_disconnect(server)
             check_errors(server)
+            check_sampler_chain(server, RUN, KJV)
+            check_response_shapes(server)
+            check_logprobs(server)
+            check_echo(server)
             check_body_limits(server, 1 << 20)
             check_pipelining(server)
             check_slow_clients(server, 3, 3)

@@ -13,6 +13,7 @@
 
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace vkf::serve {
@@ -46,7 +47,8 @@ TEST(ServeRequest, CompletionFieldsAreRead) {
         kLimits);
     EXPECT_EQ(r.endpoint, Endpoint::Completions);
     EXPECT_EQ(r.model, "m");
-    EXPECT_EQ(r.prompt_text.value_or(""), "Hello");
+    ASSERT_EQ(r.prompts.size(), 1u);
+    EXPECT_EQ(r.prompts[0].text.value_or(""), "Hello");
     EXPECT_EQ(r.max_tokens.value_or(0), 7u);
     EXPECT_EQ(r.temperature, 0.0);
     EXPECT_EQ(r.top_p, 0.5);
@@ -70,10 +72,17 @@ TEST(ServeRequest, DefaultsAreOpenAis) {
 }
 
 TEST(ServeRequest, PromptForms) {
-    EXPECT_EQ(parse_completion_request(R"({"prompt":["one"]})", kLimits).prompt_text.value_or(""), "one");
-    EXPECT_EQ(parse_completion_request(R"({"prompt":[5,0,7]})", kLimits).prompt_ids,
+    EXPECT_EQ(parse_completion_request(R"({"prompt":["one"]})", kLimits).prompts.at(0).text.value_or(""), "one");
+    EXPECT_EQ(parse_completion_request(R"({"prompt":[5,0,7]})", kLimits).prompts.at(0).ids,
               (std::vector<std::uint32_t>{5, 0, 7}));
-    EXPECT_EQ(parse_completion_request(R"({"prompt":[[9]]})", kLimits).prompt_ids, (std::vector<std::uint32_t>{9}));
+    EXPECT_EQ(parse_completion_request(R"({"prompt":[[9]]})", kLimits).prompts.at(0).ids,
+              (std::vector<std::uint32_t>{9}));
+    // Several prompts (LangChain's generate([a, b])), each in its form.
+    const GenerationRequest several = parse_completion_request(R"({"prompt":["a",[4,2],"c"]})", kLimits);
+    ASSERT_EQ(several.prompts.size(), 3u);
+    EXPECT_EQ(several.prompts[0].text.value_or(""), "a");
+    EXPECT_EQ(several.prompts[1].ids, (std::vector<std::uint32_t>{4, 2}));
+    EXPECT_EQ(several.prompts[2].text.value_or(""), "c");
     EXPECT_EQ(parse_completion_request(R"({"prompt":"s","stop":"end"})", kLimits).stop,
               (std::vector<std::string>{"end"}));
 }
@@ -82,7 +91,11 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     const auto c = Endpoint::Completions;
     expect_refused(R"({"max_tokens":3})", c, "prompt", "prompt is missing");
     expect_refused(R"({"prompt":5})", c, "prompt", "must be a string");
-    expect_refused(R"({"prompt":["a","b"]})", c, "prompt", "one prompt per request");
+    expect_refused(R"({"prompt":["a","b"],"stream":true})", c, "prompt", "several prompts");
+    expect_refused(R"({"prompt":["a",5]})", c, "prompt[1]", "a string or an array of token ids");
+    expect_refused(R"({"prompt":[)" + std::string(16, ' ') +
+                       R"("a","a","a","a","a","a","a","a","a","a","a","a","a","a","a","a","a"]})",
+                   c, "prompt", "the limit is 16");
     expect_refused(R"({"prompt":[]})", c, "prompt", "empty");
     expect_refused(R"({"prompt":[1,-2]})", c, "prompt[1]", "between 0 and");
     expect_refused(R"({"prompt":[1,2.5]})", c, "prompt[1]", "integer");
@@ -103,14 +116,73 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","stream":"yes"})", c, "stream", "true or false");
     expect_refused(R"({"prompt":"x","stream_options":{"include_usage":true}})", c, "stream_options",
                    "only allowed with stream");
-    expect_refused(R"({"prompt":"x","logprobs":3})", c, "logprobs", "not supported");
-    expect_refused(R"({"prompt":"x","presence_penalty":0.5})", c, "presence_penalty", "not supported");
-    expect_refused(R"({"prompt":"x","echo":true})", c, "echo", "not supported");
+    expect_refused(R"({"prompt":"x","logprobs":6})", c, "logprobs", "between 0 and 5");
+    expect_refused(R"({"prompt":"x","logprobs":true})", c, "logprobs", "integer");
+    expect_refused(R"({"prompt":"x","top_logprobs":2})", c, "top_logprobs", "chat field");
+    expect_refused(R"({"prompt":"x","presence_penalty":2.5})", c, "presence_penalty", "between -2");
+    expect_refused(R"({"prompt":"x","min_p":1.5})", c, "min_p", "between 0");
+    expect_refused(R"({"prompt":"x","typical_p":0})", c, "typical_p", "above 0");
+    expect_refused(R"({"prompt":"x","repetition_penalty":0})", c, "repetition_penalty", "above 0");
+    expect_refused(R"({"prompt":"x","logit_bias":[1]})", c, "logit_bias", "must be an object");
+    expect_refused(R"({"prompt":"x","logit_bias":{"x1":2}})", c, "logit_bias", "must be a token id");
+    expect_refused(R"({"prompt":"x","logit_bias":{"-1":2}})", c, "logit_bias", "must be a token id");
+    expect_refused(R"({"prompt":"x","logit_bias":{"7":101}})", c, "logit_bias[\"7\"]", "between -100");
+    expect_refused(R"({"prompt":"x","grammar":"root ::= \"a\""})", c, "grammar", "not supported");
+    expect_refused(R"({"prompt":"x","json_schema":{}})", c, "json_schema", "not supported");
+    expect_refused(R"({"prompt":"x","mirostat":2})", c, "mirostat", "not supported");
+    expect_refused(R"({"prompt":"x","echo":true,"stream":true})", c, "echo", "with stream is not supported");
+    expect_refused(R"({"prompt":"x","echo":1})", c, "echo", "true or false");
+}
+
+TEST(ServeRequest, LogprobsFields) {
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":3})", kLimits).logprobs.value_or(99), 3u);
+    EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).logprobs);
+    EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","echo":true,"logprobs":0})", kLimits).echo);
+    EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).echo);
+    const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
+    EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true,"top_logprobs":20})", kLimits).logprobs.value_or(99), 20u);
+    EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true})", kLimits).logprobs.value_or(99), 0u);
+    EXPECT_FALSE(parse_chat_request(chat + R"(,"logprobs":false})", kLimits).logprobs);
+    for (const auto& [body, param, mentions] :
+         {std::tuple<std::string, std::string, std::string>{chat + R"(,"top_logprobs":2})", "top_logprobs",
+                                                            "needs logprobs"},
+          {chat + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs", "between 0 and 20"},
+          {chat + R"(,"logprobs":1})", "logprobs", "true or false"},
+          {chat + R"(,"echo":true})", "echo", "not supported"}}) {
+        try {
+            parse_chat_request(body, kLimits);
+            ADD_FAILURE() << body << " accepted";
+        } catch (const ApiError& e) {
+            EXPECT_EQ(e.param().value_or(""), param) << body;
+            EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ServeRequest, SamplerFieldsAreRead) {
+    const GenerationRequest r = parse_chat_request(
+        R"({"messages":[{"role":"user","content":"x"}],"min_p":0.05,"typical_p":0.9,"repetition_penalty":1.1,)"
+        R"("presence_penalty":-0.5,"frequency_penalty":1.5,"repeat_last_n":32,"logit_bias":{"50256":-100,"7":2.5}})",
+        kLimits);
+    EXPECT_EQ(r.min_p, 0.05);
+    EXPECT_EQ(r.typical_p, 0.9);
+    EXPECT_EQ(r.repetition_penalty, 1.1);
+    EXPECT_EQ(r.presence_penalty, -0.5);
+    EXPECT_EQ(r.frequency_penalty, 1.5);
+    EXPECT_EQ(r.repeat_last_n.value_or(0), 32u);
+    EXPECT_EQ(r.logit_bias, (std::vector<std::pair<std::uint32_t, double>>{{50256, -100.0}, {7, 2.5}}));
+    const GenerationRequest plain = parse_completion_request(R"({"prompt":"x"})", kLimits);
+    EXPECT_EQ(plain.min_p, 0.0);
+    EXPECT_EQ(plain.typical_p, 1.0);
+    EXPECT_EQ(plain.repetition_penalty, 1.0);
+    EXPECT_FALSE(plain.repeat_last_n);
+    EXPECT_TRUE(plain.logit_bias.empty());
 }
 
 TEST(ServeRequest, NeutralValuesOfUnsupportedFieldsPass) {
     EXPECT_NO_THROW(parse_completion_request(
-        R"({"prompt":"x","logprobs":null,"echo":false,"presence_penalty":0,"frequency_penalty":0,"best_of":1})",
+        R"({"prompt":"x","logprobs":null,"echo":false,"presence_penalty":0,"frequency_penalty":0,"best_of":1,)"
+        R"("mirostat":0,"tfs_z":1,"dry_multiplier":0,"xtc_probability":0,"grammar":""})",
         kLimits));
     EXPECT_NO_THROW(parse_chat_request(
         R"({"messages":[{"role":"user","content":"x"}],"logprobs":false,"response_format":{"type":"text"}})", kLimits));
@@ -229,6 +301,9 @@ TEST(ServeResponses, CompletionAndChunks) {
     EXPECT_EQ(body["object"], "chat.completion");
     EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
     EXPECT_EQ(body["choices"][0]["message"]["content"], "hi");
+    // OpenAI's schema requires refusal in every chat message (null: none).
+    ASSERT_TRUE(body["choices"][0]["message"].contains("refusal"));
+    EXPECT_TRUE(body["choices"][0]["message"]["refusal"].is_null());
     EXPECT_EQ(body["usage"]["total_tokens"], 5);
     const auto first = chunk_body(chat, 1, "", std::nullopt, true);
     EXPECT_EQ(first["object"], "chat.completion.chunk");
@@ -245,6 +320,23 @@ TEST(ServeResponses, CompletionAndChunks) {
     const auto usage = usage_chunk_body(text, {.prompt_tokens = 1, .completion_tokens = 4});
     EXPECT_TRUE(usage["choices"].empty());
     EXPECT_EQ(usage["usage"]["completion_tokens"], 4);
+}
+
+TEST(ServeResponses, LogprobsInOpenAisShapes) {
+    const std::vector<LogprobEntry> entries = {{.token = "He", .logprob = -0.5, .top = {{"He", -0.5}, {"It", -1.5}}},
+                                               {.token = "\xc3", .logprob = -2.0, .top = {}, .text_offset = 2}};
+    const auto text = logprobs_json(Endpoint::Completions, entries);
+    EXPECT_EQ(text["tokens"], nlohmann::ordered_json({"He", "\xc3"}));
+    EXPECT_EQ(text["token_logprobs"], nlohmann::ordered_json({-0.5, -2.0}));
+    EXPECT_EQ(text["top_logprobs"][0]["It"], -1.5);
+    EXPECT_EQ(text["text_offset"], nlohmann::ordered_json({0, 2}));
+    const auto chat = logprobs_json(Endpoint::Chat, entries);
+    EXPECT_TRUE(chat["refusal"].is_null());
+    EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["token"], "It");
+    EXPECT_EQ(chat["content"][1]["bytes"], nlohmann::ordered_json({0xc3}));  // half a character, kept whole
+    const ResponseHead head{.endpoint = Endpoint::Chat, .id = "c", .created = 1, .model = "m"};
+    EXPECT_TRUE(chunk_body(head, 0, "x", std::nullopt)["choices"][0]["logprobs"].is_null());
+    EXPECT_EQ(chunk_body(head, 0, "x", std::nullopt, false, &entries)["choices"][0]["logprobs"]["content"].size(), 2u);
 }
 
 TEST(ServeMetrics, PrometheusText) {

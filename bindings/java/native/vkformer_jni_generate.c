@@ -88,7 +88,9 @@ static int on_token(uint32_t token, const char* text, size_t length, void* user_
 
 /* org.vkformer.GenerateOptions' fields and GenerateResult's constructor, looked up once. */
 static jfieldID options_max_new_tokens, options_temperature, options_top_k, options_top_p, options_seed,
-    options_stop_ids, options_use_model_eos;
+    options_stop_ids, options_use_model_eos, options_min_p, options_typical_p, options_repetition_penalty,
+    options_presence_penalty, options_frequency_penalty, options_penalty_last_n, options_bias_ids,
+    options_bias_values;
 static jclass result_class;
 static jmethodID result_init;
 
@@ -104,6 +106,14 @@ int vkfj_generate_load(JNIEnv* env) {
     options_seed = (*env)->GetFieldID(env, options, "seed", "J");
     options_stop_ids = (*env)->GetFieldID(env, options, "stopIds", "[I");
     options_use_model_eos = (*env)->GetFieldID(env, options, "useModelEos", "Z");
+    options_min_p = (*env)->GetFieldID(env, options, "minP", "F");
+    options_typical_p = (*env)->GetFieldID(env, options, "typicalP", "F");
+    options_repetition_penalty = (*env)->GetFieldID(env, options, "repetitionPenalty", "F");
+    options_presence_penalty = (*env)->GetFieldID(env, options, "presencePenalty", "F");
+    options_frequency_penalty = (*env)->GetFieldID(env, options, "frequencyPenalty", "F");
+    options_penalty_last_n = (*env)->GetFieldID(env, options, "penaltyLastN", "I");
+    options_bias_ids = (*env)->GetFieldID(env, options, "logitBiasIds", "[I");
+    options_bias_values = (*env)->GetFieldID(env, options, "logitBiasValues", "[F");
     (*env)->DeleteLocalRef(env, options);
     jclass result = (*env)->FindClass(env, "org/vkformer/GenerateResult");
     if (result == NULL) {
@@ -116,7 +126,9 @@ int vkfj_generate_load(JNIEnv* env) {
                       : NULL;
     return options_max_new_tokens != NULL && options_temperature != NULL && options_top_k != NULL &&
            options_top_p != NULL && options_seed != NULL && options_stop_ids != NULL && options_use_model_eos != NULL &&
-           result_init != NULL;
+           options_min_p != NULL && options_typical_p != NULL && options_repetition_penalty != NULL &&
+           options_presence_penalty != NULL && options_frequency_penalty != NULL && options_penalty_last_n != NULL &&
+           options_bias_ids != NULL && options_bias_values != NULL && result_init != NULL;
 }
 
 void vkfj_generate_unload(JNIEnv* env) {
@@ -126,11 +138,50 @@ void vkfj_generate_unload(JNIEnv* env) {
     }
 }
 
+/* logitBiasIds and logitBiasValues into the sampler's bias, malloc'ed into *bias (free it); 0 with
+ * an exception thrown when they are refused. */
+static int read_bias(JNIEnv* env, jobject options, vkf_sampling_params* sampling, vkf_logit_bias** bias) {
+    jintArray ids = (jintArray)(*env)->GetObjectField(env, options, options_bias_ids);
+    jfloatArray values = (jfloatArray)(*env)->GetObjectField(env, options, options_bias_values);
+    int ok = 1;
+    if (ids == NULL || values == NULL || (*env)->GetArrayLength(env, ids) != (*env)->GetArrayLength(env, values)) {
+        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, "logitBiasIds and logitBiasValues must be arrays of the same length");
+        ok = 0;
+    }
+    size_t n = 0;
+    uint32_t* tokens = ok ? vkfj_ids(env, ids, &n, &ok) : NULL;
+    if (ok && n > 0) {
+        *bias = malloc(n * sizeof **bias);
+        if (*bias == NULL) {
+            vkfj_throw(env, VKF_ERROR_OUT_OF_MEMORY, "out of host memory for the logit bias");
+            ok = 0;
+        } else {
+            for (size_t i = 0; i < n; ++i) {
+                jfloat value = 0.0f;
+                (*env)->GetFloatArrayRegion(env, values, (jsize)i, 1, &value);
+                (*bias)[i].token = tokens[i];
+                (*bias)[i].bias = value;
+            }
+            sampling->logit_bias = *bias;
+            sampling->n_logit_bias = n;
+        }
+    }
+    free(tokens);
+    if (ids != NULL) {
+        (*env)->DeleteLocalRef(env, ids);
+    }
+    if (values != NULL) {
+        (*env)->DeleteLocalRef(env, values);
+    }
+    return ok;
+}
+
 /* GenerateOptions into the C API's params; 0 with an exception thrown when one is refused. The
- * stop ids are malloc'ed into *stops (free them). */
+ * stop ids are malloc'ed into *stops and the bias into *bias (free them). */
 static int read_options(JNIEnv* env, jobject options, vkf_generate_params* p, vkf_sampling_params* sampling,
-                        uint32_t** stops) {
+                        uint32_t** stops, vkf_logit_bias** bias) {
     *stops = NULL;
+    *bias = NULL;
     if (options == NULL) {
         vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, "options is null");
         return 0;
@@ -144,6 +195,19 @@ static int read_options(JNIEnv* env, jobject options, vkf_generate_params* p, vk
     sampling->top_k = (uint32_t)top_k;
     sampling->top_p = (*env)->GetFloatField(env, options, options_top_p);
     sampling->seed = (uint64_t)(*env)->GetLongField(env, options, options_seed);
+    sampling->min_p = (*env)->GetFloatField(env, options, options_min_p);
+    sampling->typical_p = (*env)->GetFloatField(env, options, options_typical_p);
+    sampling->repetition_penalty = (*env)->GetFloatField(env, options, options_repetition_penalty);
+    sampling->presence_penalty = (*env)->GetFloatField(env, options, options_presence_penalty);
+    sampling->frequency_penalty = (*env)->GetFloatField(env, options, options_frequency_penalty);
+    const jint last_n = (*env)->GetIntField(env, options, options_penalty_last_n);
+    if (!vkfj_non_negative(env, last_n, "penaltyLastN")) {
+        return 0;
+    }
+    sampling->penalty_last_n = (uint32_t)last_n;
+    if (!read_bias(env, options, sampling, bias)) {
+        return 0;
+    }
     p->max_new_tokens = (uint32_t)max_new_tokens;
     p->use_model_eos = (*env)->GetBooleanField(env, options, options_use_model_eos) ? 1 : 0;
     p->sampling = sampling;
@@ -164,8 +228,10 @@ JNIEXPORT jobject JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass 
     vkf_sampling_params sampling = vkf_sampling_default_params();
     vkf_generate_params p = vkf_generate_default_params();
     uint32_t* stops = NULL;
-    if (!read_options(env, options, &p, &sampling, &stops)) {
+    vkf_logit_bias* bias = NULL;
+    if (!read_options(env, options, &p, &sampling, &stops, &bias)) {
         free(stops);
+        free(bias);
         return NULL;
     }
     int ok1 = 1, ok3 = 1;
@@ -211,6 +277,7 @@ JNIEXPORT jobject JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass 
     }
     free(ids);
     free(stops);
+    free(bias);
     free(text);
     return out;
 }

@@ -10,6 +10,19 @@ public final class GenerateOptions {
     /** 1: off. */
     public float topP = 1f;
     public long seed = 0;
+    /** The rest of the sampler chain (docs/API.md "The sampler chain"): 0: off. */
+    public float minP = 0f;
+    /** 1: off. */
+    public float typicalP = 1f;
+    /** 1: off. */
+    public float repetitionPenalty = 1f;
+    public float presencePenalty = 0f;
+    public float frequencyPenalty = 0f;
+    /** The penalties' window: the last N tokens, prompt included. */
+    public int penaltyLastN = 64;
+    /** logit_bias: logitBiasValues[i] is added to token logitBiasIds[i]'s logit (same lengths). */
+    public int[] logitBiasIds = new int[0];
+    public float[] logitBiasValues = new float[0];
     /** Generation stops after one of these ids (plus the model's EOS ids when useModelEos). */
     public int[] stopIds = new int[0];
     public boolean useModelEos = true;

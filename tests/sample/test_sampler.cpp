@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "host/spec/sampling.hpp"
+#include "host/sample/sampler.hpp"
 #include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 

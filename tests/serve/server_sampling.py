@@ -1,0 +1,63 @@
+"""The sampler chain through vkf-server (server_test.py runs it): a request using every sampler
+field gives the text vkf-run gives with the same options and seed (one library sampler), a
+logit_bias ban changes greedy output, and bad values are 400s naming the field."""
+
+import json
+
+from cli_checks import fail, run
+from server_checks import expect_error
+
+PROMPT = "And the LORD said unto Moses"
+FIELDS = {"temperature": 0.8, "top_k": 40, "typical_p": 0.95, "top_p": 0.9, "min_p": 0.02,
+          "repetition_penalty": 1.15, "presence_penalty": 0.3, "frequency_penalty": 0.2, "repeat_last_n": 32,
+          "logit_bias": {"5": -100, "17": 1.5}, "seed": 4242}
+RUN_OPTIONS = ["--temp", "0.8", "--top-k", "40", "--typical", "0.95", "--top-p", "0.9", "--min-p", "0.02",
+               "--repeat-penalty", "1.15", "--presence-penalty", "0.3", "--frequency-penalty", "0.2",
+               "--repeat-last-n", "32", "--logit-bias", "5=-100", "--logit-bias", "17=1.5", "--seed", "4242"]
+
+
+def vkf_run(run_binary, model, options, n):
+    proc = run(run_binary, ["--model", model, "--prompt", PROMPT, "--n-predict", str(n), "--json", "--quiet"] + options)
+    if proc.returncode != 0:
+        fail("vkf-run %s failed: %s" % (" ".join(options), proc.stderr))
+        return None
+    return json.loads(proc.stdout)["text"]
+
+
+def completion(server, fields, n):
+    status, body = server.post("/v1/completions", dict({"prompt": PROMPT, "max_tokens": n}, **fields))
+    if status != 200:
+        fail("completion with %r: %s %r" % (fields, status, body))
+        return None
+    return body["choices"][0]["text"]
+
+
+def check_sampler_chain(server, run_binary, model):
+    n = 12
+    sampled = completion(server, FIELDS, n)
+    expected = vkf_run(run_binary, model, RUN_OPTIONS, n)
+    if sampled != expected:
+        fail("every sampler field: the server gave %r, vkf-run with the same options %r" % (sampled, expected))
+    if completion(server, FIELDS, n) != sampled:
+        fail("every sampler field, the same seed twice: different text")
+    # Banning greedy's first token changes greedy's text; a neutral bias does not.
+    greedy = completion(server, {"temperature": 0}, 1)
+    status, body = server.post("/v1/completions", {"prompt": PROMPT, "max_tokens": 1, "temperature": 0,
+                                                   "logprobs": None})
+    if status != 200 or body["choices"][0]["text"] != greedy:
+        fail("greedy with logprobs null: %s %r" % (status, body))
+    ids = run(run_binary, ["--model", model, "--prompt", PROMPT, "--n-predict", "1", "--json", "--quiet"])
+    first = json.loads(ids.stdout)["generated_ids"][0] if ids.returncode == 0 else None
+    if first is None:
+        fail("vkf-run greedy: " + ids.stderr)
+    else:
+        if completion(server, {"temperature": 0, "logit_bias": {str(first): 0}}, 1) != greedy:
+            fail("a zero logit_bias changed greedy output")
+        if completion(server, {"temperature": 0, "logit_bias": {str(first): -100}}, 1) == greedy:
+            fail("logit_bias -100 on greedy's token %d did not change it" % first)
+    for fields, param, mentions in (({"logit_bias": {"250880": 1}}, "logit_bias", "outside the vocabulary"),
+                                    ({"min_p": 2}, "min_p", "between 0"),
+                                    ({"mirostat": 2}, "mirostat", "not supported"),
+                                    ({"grammar": "root ::= \"a\""}, "grammar", "not supported")):
+        status, body = server.post("/v1/completions", dict({"prompt": PROMPT, "max_tokens": 2}, **fields))
+        expect_error("sampler field %r" % fields, status, body, 400, param=param, mentions=mentions)
