@@ -13,7 +13,6 @@
 // The pieces live in apps/run/: options, check, chat, load, report, parallel and distributed.
 
 #include "apps/common/app_main.hpp"
-#include "apps/common/gguf_model.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/common/stop_signals.hpp"
@@ -175,12 +174,6 @@ int main(int argc, char** argv) {
     declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
         check_options(options);
-        // A GGUF file is converted to a checkpoint directory that lives as long as the run
-        // (after the options' checks: a usage error costs no conversion).
-        const auto gguf = vkf::app::convert_if_gguf(options.model);
-        if (gguf) {
-            options.model = gguf->dir().string();
-        }
         vkf::app::install_stop_signals();
         if (vkf::dist::started_by_mpirun_with_ranks()) {
             check_distributed_options(options);

@@ -3,6 +3,7 @@
 
 #include "host/io/safetensors.hpp"
 #include "host/model/memory_estimate.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/model_tensors.hpp"
 
 #include <algorithm>
@@ -39,7 +40,7 @@ struct Plan {
 
 Plan plan_model(const std::filesystem::path& dir, const vkf_model_params& p) {
     Plan plan;
-    const ShardedCheckpoint checkpoint = open_checkpoint(dir);
+    const ShardedCheckpoint checkpoint = open_model_checkpoint(dir);
     plan.config = resolve_with_checkpoint(read_model_config(dir), checkpoint);
     plan.format =
         p.weights == VKF_WEIGHTS_DEFAULT ? default_weight_format(checkpoint, plan.config) : weight_format(p.weights);

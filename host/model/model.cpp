@@ -1,6 +1,7 @@
 #include "host/model/model.hpp"
 
 #include "host/ops/ops.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/alibi.hpp"
 #include "runtime/error.hpp"
 
@@ -11,7 +12,7 @@ namespace vkf {
 Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options)
     : ctx_(ctx),
       config_(read_model_config(dir)),
-      checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
+      checkpoint_(std::make_unique<ShardedCheckpoint>(open_model_checkpoint(dir))) {
     config_ = resolve_with_checkpoint(config_, *checkpoint_);
     check_head_dim(config_.head_dim);
     layers_ = options.layers.value_or(all_layers(config_));
