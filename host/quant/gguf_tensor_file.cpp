@@ -158,7 +158,7 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
     while (pos < end) {
         const std::uint64_t r = pos / l.row_bytes;
         // Rows stored one after the other are read together.
-        std::uint64_t run = 1;
+        std::uint64_t run = l.row_order.empty() ? l.rows - r : 1;
         while (r + run < l.rows && stored_row(r + run) == stored_row(r) + run) {
             ++run;
         }
@@ -191,9 +191,15 @@ ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path) {
     if (!std::filesystem::is_regular_file(path, ignored) || !looks_like_gguf(path)) {
         return open_checkpoint(path);
     }
-    GgufFile file = open_gguf(path);
-    const ModelConfig config = model_config_from_gguf(file);
-    return ShardedCheckpoint::of_file(path, std::make_unique<GgufTensorFile>(std::move(file), config));
+    return open_gguf_model(open_gguf(path)).checkpoint;
+}
+
+GgufModelSource open_gguf_model(GgufFile file) {
+    ModelConfig config = model_config_from_gguf(file);
+    const std::filesystem::path source = file.path();
+    auto tensors = std::make_unique<GgufTensorFile>(std::move(file), config);
+    return GgufModelSource{.config = std::move(config),
+                           .checkpoint = ShardedCheckpoint::of_file(source, std::move(tensors))};
 }
 
 }  // namespace vkf

@@ -69,6 +69,14 @@ private:
     std::map<std::string, std::string> metadata_;
 };
 
+// A GGUF model already open: its configuration (model_config_from_gguf) and its tensors read
+// in place. The checkpoint's source is the file's path.
+struct GgufModelSource {
+    ModelConfig config;
+    ShardedCheckpoint checkpoint;
+};
+GgufModelSource open_gguf_model(GgufFile file);
+
 // The checkpoint a model is loaded from: a GGUF file read in place (its configuration is
 // read_model_config's of the same path), else what open_checkpoint opens.
 ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path);

@@ -13,7 +13,12 @@ layout) are read as vkformer's q8_0/q4_0 and must give the logits of the same mo
 dequantized weights. Refused by name: another architecture, one Q8_0 matrix among F16 ones,
 Q4_1 and Q5_0.
 
-usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR
+vkf-perplexity --model FILE.gguf must score models/kjv-bloom/heldout.txt as on the directory.
+
+The C API (tests/capi/test_capi_gguf.c) loads it by path and from a descriptor window of a file
+holding it at an unaligned offset between other bytes, and must generate vkf-run's ids.
+
+usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR VKF_PERPLEXITY TEST_CAPI_GGUF
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
 """
 
@@ -168,10 +173,11 @@ def greedy(vkf_run, model, tokenizer, weights, logits):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 6:
         print(__doc__)
         return 2
     vkf_run, model_dir, npm_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+    vkf_perplexity, capi_gguf = sys.argv[4], sys.argv[5]
     for program in ("node", "npm", "git"):
         if gguf_compare.shutil.which(program) is None:
             gguf_compare.skip("%s is not installed" % program)
@@ -186,6 +192,7 @@ def main():
         path = os.path.join(tmp, "kjv-bloom-f16.gguf")
         convert(gguf, np, model_dir, path)
         tokenizer = os.path.join(model_dir, "tokenizer.json")
+        f32_ids = None
         for weights in ("f32", "f16"):
             ours = greedy(vkf_run, path, tokenizer, weights, os.path.join(tmp, "gguf-%s.npy" % weights))
             theirs = greedy(vkf_run, model_dir, None, weights, os.path.join(tmp, "dir-%s.npy" % weights))
@@ -203,6 +210,8 @@ def main():
                 fail("--weights %s: GGUF logits differ from the directory's (max |diff| %g)"
                      % (weights, float(np.max(np.abs(a - b))) if a.shape == b.shape else float("nan")))
             print("--weights %s: ids %s, check error %s" % (weights, ours.get("generated_ids"), error))
+            if weights == "f32":
+                f32_ids = ours.get("generated_ids")
 
         # The tokenizer from tokenizer.ggml.*: the same text generated as with tokenizer.json.
         text_args = ["--prompt", "In the beginning God created", "--n-predict", str(N_PREDICT), "--kv", "f32"]
@@ -213,6 +222,32 @@ def main():
                 if key in theirs and ours.get(key) != theirs.get(key):
                     fail("--prompt: GGUF's %s %r, the directory's %r" % (key, ours.get(key), theirs.get(key)))
             print("--prompt: %s" % json.dumps({k: theirs.get(k) for k in ("generated_ids", "text") if k in theirs}))
+
+        # The C API, by path and from a descriptor window (an Android asset inside its APK).
+        with open(path, "rb") as f:
+            gguf_bytes = f.read()
+        wrapped = os.path.join(tmp, "wrapped.bin")
+        offset = 4096 + 123
+        with open(wrapped, "wb") as f:
+            f.write(b"\xa5" * offset + gguf_bytes + b"\x5a" * 1000)
+        proc = run(capi_gguf, [path, wrapped, str(offset), str(len(gguf_bytes))])
+        expected = "ids: " + ",".join(str(i) for i in (f32_ids or []))
+        if proc.returncode != 0 or expected not in proc.stdout or f32_ids is None:
+            fail("test_capi_gguf: exit %d, expected %r, stdout %r, stderr %r"
+                 % (proc.returncode, expected, proc.stdout, proc.stderr))
+        print("C API: %s" % proc.stdout.strip().replace("\n", "; "))
+
+        # vkf-perplexity: the same scores from the GGUF (its tokenizer too) as from the directory.
+        ppl_args = ["--file", os.path.join(model_dir, "heldout.txt"), "--max-tokens", "96", "--ctx", "32",
+                    "--weights", "f16"]
+        ours = run_json(vkf_perplexity, ["--model", path] + ppl_args)
+        theirs = run_json(vkf_perplexity, ["--model", model_dir] + ppl_args)
+        if ours is not None and theirs is not None:
+            scores = [[{k: v for k, v in row.items() if k != "seconds"} for row in r.get("results", [])]
+                      for r in (ours, theirs)]
+            if scores[0] != scores[1] or not scores[1] or ours.get("tokens") != theirs.get("tokens"):
+                fail("vkf-perplexity: GGUF %r, the directory %r" % (scores[0], scores[1]))
+            print("vkf-perplexity: %s" % json.dumps(scores[1]))
 
         llama = os.path.join(tmp, "llama.gguf")
         convert(gguf, np, model_dir, llama, arch="llama")
