@@ -60,11 +60,12 @@ GgufTensorFile::GgufTensorFile(GgufFile file, const ModelConfig& config) : file_
         }
         Layout layout{.source = &info};
         if (mapped->row_order) {
-            layout.row_order = mapped->row_order(config);
-            if (shape.empty() || shape[0] != layout.row_order.size()) {
+            // Checked first: the order's size comes from the metadata, the tensor's from its bytes.
+            if (shape.empty() || shape[0] != mapped->rows) {
                 throw Error(fmt::format("{}: tensor '{}' has shape [{}]; its first dimension must be {}", label(),
-                                        info.name, fmt::join(shape, ", "), layout.row_order.size()));
+                                        info.name, fmt::join(shape, ", "), mapped->rows));
             }
+            layout.row_order = mapped->row_order(config);
         }
         layout.rows = shape.empty() ? 1 : shape[0];
         layout.stored_row_bytes = info.byte_size / std::max<std::uint64_t>(layout.rows, 1);

@@ -153,7 +153,9 @@ std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::s
     }
     const bool qkv = name->ends_with("self_attention.query_key_value.weight") ||
                      name->ends_with("self_attention.query_key_value.bias");
-    return GgufTensorName{.name = std::move(*name), .row_order = qkv ? &bloom_qkv_rows : nullptr};
+    return GgufTensorName{.name = std::move(*name),
+                          .row_order = qkv ? &bloom_qkv_rows : nullptr,
+                          .rows = qkv ? 3 * std::uint64_t{config.n_head} * config.head_dim : 0};
 }
 
 std::string_view gguf_architecture_label(ModelFamily family) {

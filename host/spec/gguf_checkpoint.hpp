@@ -31,6 +31,7 @@ ModelConfig model_config_from_gguf(const GgufFile& file);
 struct GgufTensorName {
     std::string name;
     std::vector<std::uint32_t> (*row_order)(const ModelConfig& config) = nullptr;
+    std::uint64_t rows = 0;  // with row_order: the first dimension the tensor must have
 };
 // nullopt for a name that is not one of the architecture's.
 std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::string_view gguf_name);
