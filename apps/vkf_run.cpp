@@ -15,7 +15,6 @@
 // prompt_file.cpp).
 
 #include "apps/common/app_main.hpp"
-#include "apps/common/gguf_model.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/run/chat.hpp"
@@ -83,12 +82,6 @@ int main(int argc, char** argv) {
     declare_options(cli, options);
     return vkf::app::run_app(cli, argc, argv, [&] {
         check_options(options);
-        // A GGUF file is converted to a checkpoint directory that lives as long as the run
-        // (after the options' checks: a usage error costs no conversion).
-        const auto gguf = vkf::app::convert_if_gguf(options.model);
-        if (gguf) {
-            options.model = gguf->dir().string();
-        }
         vkf::app::install_stop_signals();
         // One prompt or a prompt file, over whichever topology runs it (apps/run/stages.hpp).
         const auto drive = [&options](RunStages& stages) {

@@ -1,8 +1,10 @@
 // The C API's models (memory estimate, load with progress and cancel, info) and encoders.
 #include "capi/capi_internal.hpp"
 
+#include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/model/memory_estimate.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/model_tensors.hpp"
 
 #include <algorithm>
@@ -19,10 +21,15 @@ ContextState& context_of(vkf_context* ctx) {
     return *live(ctx, Kind::Context, "vkf_context").state;
 }
 
+// A checkpoint directory or a llama.cpp GGUF file (read in place, host/quant/gguf_tensor_file.hpp).
 std::filesystem::path model_dir(const char* dir) {
     const std::filesystem::path path = existing_path(dir, "dir");
+    std::error_code ignored;
+    if (std::filesystem::is_regular_file(path, ignored) && looks_like_gguf(path)) {
+        return path;
+    }
     if (!std::filesystem::is_directory(path)) {
-        throw ApiError(VKF_ERROR_IO, std::string("dir '") + dir + "' is not a directory");
+        throw ApiError(VKF_ERROR_IO, std::string("dir '") + dir + "' is neither a directory nor a GGUF file");
     }
     if (!std::filesystem::exists(path / "config.json")) {
         throw ApiError(VKF_ERROR_IO, std::string("dir '") + dir + "' has no config.json");
@@ -37,14 +44,60 @@ struct Plan {
     ModelMemoryEstimate estimate;
 };
 
-Plan plan_model(const std::filesystem::path& dir, const vkf_model_params& p) {
+Plan plan_model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, const vkf_model_params& p) {
     Plan plan;
-    const ShardedCheckpoint checkpoint = open_checkpoint(dir);
-    plan.config = resolve_with_checkpoint(read_model_config(dir), checkpoint);
+    plan.config = resolve_with_checkpoint(config, checkpoint);
     plan.format =
         p.weights == VKF_WEIGHTS_DEFAULT ? default_weight_format(checkpoint, plan.config) : weight_format(p.weights);
     plan.estimate = estimate_model_memory(plan.config, plan.format, SessionSize{.max_tokens = p.max_tokens});
     return plan;
+}
+
+Plan plan_model(const std::filesystem::path& dir, const vkf_model_params& p) {
+    return plan_model(read_model_config(dir), open_model_checkpoint(dir), p);
+}
+
+// vkf_model_load's work once the model's configuration and checkpoint are open.
+void load_model(vkf_context* ctx, const vkf_model_params* params, vkf_model** out, ModelConfig config,
+                ShardedCheckpoint checkpoint) {
+    vkf_context& context = live(ctx, Kind::Context, "vkf_context");
+    out_ptr(out, "out");
+    const vkf_model_params p = read_params(params, vkf_model_default_params(), kModelParamsV1, "params");
+    if (p.cancel != nullptr) {
+        check_handle(p.cancel, Kind::Cancel, "params.cancel");
+    }
+    // The fit check Model's constructor makes, here first so that a model too big for the
+    // device is VKF_ERROR_OUT_OF_MEMORY rather than a plain refusal.
+    const Plan plan = plan_model(config, checkpoint, p);
+    try {
+        vkf::check_model_fits(*context.state->context, plan.estimate, "model '" + checkpoint.source().string() + "'");
+    } catch (const vkf::Error& e) {
+        throw ApiError(VKF_ERROR_OUT_OF_MEMORY, e.what());
+    }
+    vkf::ModelOptions options;
+    options.weights = plan.format;
+    options.check_finite_weights = p.check_finite_weights != 0;
+    options.session = vkf::SessionSize{.max_tokens = p.max_tokens};
+    options.progress = [&p](const vkf::WeightUploadProgress& progress) {
+        // Thrown through upload_weights, whose buffers are RAII: nothing is left behind.
+        if (p.cancel != nullptr && p.cancel->requested.load()) {
+            throw Cancelled{};
+        }
+        if (p.progress != nullptr && p.progress(progress.bytes_done, progress.total_bytes, p.progress_user_data) != 0) {
+            throw Cancelled{};
+        }
+    };
+    if (p.cancel != nullptr && p.cancel->requested.load()) {
+        throw Cancelled{};
+    }
+    auto state = std::make_shared<ModelState>();
+    state->context = context.state;
+    state->model = std::make_unique<vkf::Model>(*context.state->context, std::move(config), std::move(checkpoint),
+                                                std::move(options));
+    auto handle = std::make_unique<vkf_model>();
+    handle->state = std::move(state);
+    register_handle(handle.get(), Kind::Model);
+    *out = handle.release();
 }
 
 }  // namespace
@@ -74,45 +127,32 @@ VKF_API vkf_status vkf_model_estimate_memory(vkf_context* ctx, const char* dir, 
 
 VKF_API vkf_status vkf_model_load(vkf_context* ctx, const char* dir, const vkf_model_params* params, vkf_model** out) {
     return guarded(__func__, [&] {
-        vkf_context& context = live(ctx, Kind::Context, "vkf_context");
+        live(ctx, Kind::Context, "vkf_context");
         out_ptr(out, "out");
-        const vkf_model_params p = read_params(params, vkf_model_default_params(), kModelParamsV1, "params");
         const std::filesystem::path path = model_dir(dir);
-        if (p.cancel != nullptr) {
-            check_handle(p.cancel, Kind::Cancel, "params.cancel");
+        load_model(ctx, params, out, vkf::read_model_config(path), vkf::open_model_checkpoint(path));
+    });
+}
+
+VKF_API vkf_status vkf_model_load_fd(vkf_context* ctx, int fd, uint64_t offset, uint64_t length,
+                                     const vkf_model_params* params, vkf_model** out) {
+    return guarded(__func__, [&] {
+        live(ctx, Kind::Context, "vkf_context");
+        out_ptr(out, "out");
+        if (fd < 0) {
+            throw ApiError(VKF_ERROR_INVALID_ARGUMENT, "fd is negative");
         }
-        // The fit check Model's constructor makes, here first so that a model too big for the
-        // device is VKF_ERROR_OUT_OF_MEMORY rather than a plain refusal.
-        const Plan plan = plan_model(path, p);
-        try {
-            vkf::check_model_fits(*context.state->context, plan.estimate, "model '" + path.string() + "'");
-        } catch (const vkf::Error& e) {
-            throw ApiError(VKF_ERROR_OUT_OF_MEMORY, e.what());
-        }
-        vkf::ModelOptions options;
-        options.weights = plan.format;
-        options.check_finite_weights = p.check_finite_weights != 0;
-        options.session = vkf::SessionSize{.max_tokens = p.max_tokens};
-        options.progress = [&p](const vkf::WeightUploadProgress& progress) {
-            // Thrown through upload_weights, whose buffers are RAII: nothing is left behind.
-            if (p.cancel != nullptr && p.cancel->requested.load()) {
-                throw Cancelled{};
+        // A descriptor that cannot be read as that window is an I/O error; a malformed file
+        // is VKF_ERROR_MODEL, as from a path.
+        vkf::ReadableFile window = [&] {
+            try {
+                return vkf::ReadableFile(fd, offset, length, "GGUF file");
+            } catch (const vkf::Error& e) {
+                throw ApiError(VKF_ERROR_IO, e.what());
             }
-            if (p.progress != nullptr &&
-                p.progress(progress.bytes_done, progress.total_bytes, p.progress_user_data) != 0) {
-                throw Cancelled{};
-            }
-        };
-        if (p.cancel != nullptr && p.cancel->requested.load()) {
-            throw Cancelled{};
-        }
-        auto state = std::make_shared<ModelState>();
-        state->context = context.state;
-        state->model = std::make_unique<vkf::Model>(*context.state->context, path, std::move(options));
-        auto handle = std::make_unique<vkf_model>();
-        handle->state = std::move(state);
-        register_handle(handle.get(), Kind::Model);
-        *out = handle.release();
+        }();
+        vkf::GgufModelSource model = vkf::open_gguf_model(vkf::open_gguf(std::move(window)));
+        load_model(ctx, params, out, std::move(model.config), std::move(model.checkpoint));
     });
 }
 

@@ -1,6 +1,13 @@
 // The C API's tokenizers.
 #include "capi/capi_internal.hpp"
 
+#include "host/io/gguf.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
+
+#include <optional>
+#include <string>
+#include <system_error>
+
 namespace vkf::capi {
 namespace {
 
@@ -26,7 +33,20 @@ VKF_API vkf_status vkf_tokenizer_load(const char* path, vkf_tokenizer** out) {
             }
         }
         auto handle = std::make_unique<vkf_tokenizer>();
-        handle->tokenizer = std::make_unique<vkf::text::Tokenizer>(vkf::text::Tokenizer::load(file));
+        std::error_code ignored;
+        if (std::filesystem::is_regular_file(file, ignored) && vkf::looks_like_gguf(file)) {
+            // A GGUF file's tokenizer.ggml.* (host/spec/gguf_checkpoint.hpp).
+            const vkf::GgufFile gguf = vkf::open_gguf(file);
+            const std::optional<std::string> json = vkf::tokenizer_json_from_gguf(gguf);
+            if (!json) {
+                throw ApiError(VKF_ERROR_MODEL,
+                               gguf.label() + " has no tokenizer vkformer reads from tokenizer.ggml.*");
+            }
+            handle->tokenizer = std::make_unique<vkf::text::Tokenizer>(
+                vkf::text::Tokenizer::parse(*json, gguf.label() + ": tokenizer.ggml.*"));
+        } else {
+            handle->tokenizer = std::make_unique<vkf::text::Tokenizer>(vkf::text::Tokenizer::load(file));
+        }
         register_handle(handle.get(), Kind::Tokenizer);
         *out = handle.release();
     });

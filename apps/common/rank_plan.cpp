@@ -6,6 +6,7 @@
 #include "host/io/safetensors.hpp"
 #include "host/model/layer_split.hpp"
 #include "host/model/weights.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/format.hpp"
 #include "runtime/error.hpp"
@@ -41,7 +42,7 @@ dist::Fingerprint rank_fingerprint(const Context& ctx, const std::filesystem::pa
 
 std::vector<LayerRange> plan_rank_layers(const RankPlanInput& in, std::span<const dist::Fingerprint> by_rank) {
     const auto ranks = by_rank.size();
-    const ShardedCheckpoint checkpoint = open_checkpoint(in.model);
+    const ShardedCheckpoint checkpoint = open_model_checkpoint(in.model);
     const ModelConfig config = resolve_with_checkpoint(read_model_config(in.model), checkpoint);
     if (in.split && *in.split != "auto") {
         const std::vector<std::uint32_t> counts = parse_layer_counts(*in.split);

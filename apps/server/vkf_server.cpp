@@ -14,6 +14,7 @@
 #include "apps/server/routes.hpp"
 #include "apps/server/signal_stop.hpp"
 #include "host/dist/launch.hpp"
+#include "host/io/gguf.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/encoder.hpp"
@@ -50,6 +51,10 @@ constexpr const char* kAbout =
     "not done in 1.5 s, exits at once with 128 + the signal (130, 143). docs/SERVER.md.\n";
 
 bool is_encoder(const std::string& dir) {
+    std::error_code ignored;
+    if (std::filesystem::is_regular_file(dir, ignored) && vkf::looks_like_gguf(dir)) {
+        return false;  // a GGUF file is a decoder (host/spec/gguf_checkpoint.hpp)
+    }
     const std::filesystem::path config = std::filesystem::path(dir) / "config.json";
     return vkf::is_encoder_config(vkf::read_text_file(config), config.string());
 }
@@ -113,7 +118,7 @@ int vkf::server::serve(const Options& o, SplitStages* split, const std::optional
     std::unique_ptr<vkf::server::Engine> engine;
     if (!model_is_encoder) {
         tokenizer = vkf::app::load_model_tokenizer(o.model, o.tokenizer);
-        const vkf::ModelConfig config = vkf::read_model_config(std::filesystem::path(o.model) / "config.json");
+        const vkf::ModelConfig config = vkf::read_model_config(o.model);
         const vkf::server::DecoderSetup setup =
             vkf::server::decoder_setup(o, config, split != nullptr ? split->stages() : 1);
         const std::uint32_t ctx_tokens = setup.ctx_tokens;
@@ -144,7 +149,7 @@ int vkf::server::serve(const Options& o, SplitStages* split, const std::optional
             .engine = engine.get(),
             .tokenizer = &*tokenizer,
             .vocab_size = model->config().vocab_size,
-            .chat_format = chat_format.value_or(vkf::text::detect_chat_format(o.model)),
+            .chat_format = chat_format ? *chat_format : vkf::text::detect_chat_format(o.model),
             .eos_ids = model->config().eos_token_ids,
             .sequence_tokens = sequence_tokens,
             .max_prompt_tokens = std::min(o.max_prompt_tokens.value_or(ctx_tokens), ctx_tokens)};

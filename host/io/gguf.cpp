@@ -357,7 +357,11 @@ void check_placement(const GgufFile& file, std::span<const GgufTensorInfo> tenso
 }  // namespace
 
 GgufFile open_gguf(const std::filesystem::path& path) {
-    GgufFile file(ReadableFile(path, "GGUF file"));
+    return open_gguf(ReadableFile(path, "GGUF file"));
+}
+
+GgufFile open_gguf(ReadableFile source) {
+    GgufFile file(std::move(source));
     Cursor in(file.file_);
 
     std::array<char, 4> magic{};

@@ -174,7 +174,7 @@ public:
     std::string label() const { return file_.label(); }
 
 private:
-    friend GgufFile open_gguf(const std::filesystem::path& path);
+    friend GgufFile open_gguf(ReadableFile source);
     explicit GgufFile(ReadableFile file) : file_(std::move(file)) {}
 
     ReadableFile file_;
@@ -196,6 +196,8 @@ inline constexpr std::uint64_t kGgufMaxArrayElements = std::uint64_t{1} << 24;
 // Opens the file and validates everything but the tensor bytes; throws vkf::Error as
 // described at the top.
 GgufFile open_gguf(const std::filesystem::path& path);
+// The same for a file already open: ReadableFile's window of a descriptor (an Android asset).
+GgufFile open_gguf(ReadableFile source);
 
 // True when the file starts with the GGUF magic (false when it cannot be read or is shorter).
 bool looks_like_gguf(const std::filesystem::path& path);

@@ -136,14 +136,6 @@ void check_tiling(const std::filesystem::path& path, std::vector<TensorInfo>& te
 
 }  // namespace
 
-std::size_t TensorInfo::element_count() const {
-    std::size_t count = 1;
-    for (std::size_t dim : shape) {
-        count *= dim;  // cannot overflow: open_safetensors checked shape x dtype size
-    }
-    return count;
-}
-
 SafetensorsFile::SafetensorsFile(ReadableFile file) : file_(std::move(file)) {}
 SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
@@ -170,10 +162,8 @@ std::vector<std::byte> SafetensorsFile::read_raw(std::string_view name) const {
     return read_raw(tensor_info(name));
 }
 
-std::vector<std::byte> SafetensorsFile::read_raw(const TensorInfo& info) const {
-    std::vector<std::byte> bytes(info.byte_size());
-    read_raw_into(info, 0, bytes);
-    return bytes;
+std::string SafetensorsFile::label() const {
+    return file_label(path());
 }
 
 void SafetensorsFile::read_raw_into(const TensorInfo& info, std::uint64_t offset, std::span<std::byte> out) const {
@@ -195,18 +185,6 @@ void SafetensorsFile::read_raw_into(const TensorInfo& info, std::uint64_t offset
 
 std::vector<float> SafetensorsFile::read_as_f32(std::string_view name) const {
     return read_as_f32(tensor_info(name));
-}
-
-std::vector<float> SafetensorsFile::read_as_f32(const TensorInfo& info) const {
-    if (!is_supported_float(info.dtype)) {
-        fail_tensor(path(), info.name,
-                    "dtype " + std::string(dtype_name(info.dtype)) +
-                        " cannot be read as floats (vkformer reads F32, F16 and BF16 tensors)");
-    }
-    const std::vector<std::byte> raw = read_raw(info);
-    std::vector<float> values(raw.size() / element_size(info.dtype));
-    convert_to_f32(info.dtype, raw, values);
-    return values;
 }
 
 SafetensorsFile open_safetensors(const std::filesystem::path& path) {
@@ -310,6 +288,16 @@ std::vector<float> ShardedCheckpoint::read_as_f32(std::string_view name) const {
     return tensor.file->read_as_f32(*tensor.info);
 }
 
+ShardedCheckpoint ShardedCheckpoint::of_file(std::filesystem::path source, std::unique_ptr<TensorFile> file) {
+    ShardedCheckpoint checkpoint;
+    checkpoint.source_ = std::move(source);
+    for (const TensorInfo& info : file->tensors()) {
+        checkpoint.tensors_.emplace(info.name, CheckpointTensor{.file = file.get(), .info = &info});
+    }
+    checkpoint.files_.push_back(std::move(file));
+    return checkpoint;
+}
+
 namespace {
 
 constexpr std::string_view kSingleFileName = "model.safetensors";
@@ -399,11 +387,7 @@ ShardedCheckpoint open_checkpoint(const std::filesystem::path& path) {
     ShardedCheckpoint checkpoint;
     checkpoint.source_ = path;
     if (!single_file.empty()) {
-        auto& file = checkpoint.files_.emplace_back(std::make_unique<SafetensorsFile>(open_safetensors(single_file)));
-        for (const TensorInfo& info : file->tensors()) {
-            checkpoint.tensors_.emplace(info.name, CheckpointTensor{.file = file.get(), .info = &info});
-        }
-        return checkpoint;
+        return ShardedCheckpoint::of_file(path, std::make_unique<SafetensorsFile>(open_safetensors(single_file)));
     }
 
     const JsonValue index = read_json_file(index_file);
@@ -424,8 +408,9 @@ ShardedCheckpoint open_checkpoint(const std::filesystem::path& path) {
                             "' does not exist");
             }
             check_shard_directory(index_label, member.key, index_file.parent_path(), shard_path);
-            shard =
-                checkpoint.files_.emplace_back(std::make_unique<SafetensorsFile>(open_safetensors(shard_path))).get();
+            auto opened = std::make_unique<SafetensorsFile>(open_safetensors(shard_path));
+            shard = opened.get();
+            checkpoint.files_.push_back(std::move(opened));
         }
         const TensorInfo* info = shard->find(member.key);
         if (info == nullptr) {

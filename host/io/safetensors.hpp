@@ -17,6 +17,7 @@
 // unknown dtype, offsets outside the data section or with end < begin, a byte size that
 // does not match shape x dtype, tensors that overlap or leave holes, repeated names.
 
+#include "host/io/tensor_file.hpp"
 #include "host/util/dtype.hpp"
 #include "host/util/files.hpp"
 
@@ -33,49 +34,38 @@
 
 namespace vkf {
 
-struct TensorInfo {
-    std::string name;  // as stored in the file
-    DType dtype;
-    std::vector<std::size_t> shape;  // empty for a scalar
-    std::uint64_t data_begin = 0;    // byte offsets within the data section
-    std::uint64_t data_end = 0;
-
-    std::size_t element_count() const;
-    std::size_t byte_size() const { return static_cast<std::size_t>(data_end - data_begin); }
-};
-
 // One open safetensors file. Move-only.
-class SafetensorsFile {
+class SafetensorsFile final : public TensorFile {
 public:
     SafetensorsFile(SafetensorsFile&&) noexcept;
     SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
     ~SafetensorsFile();
 
-    const std::filesystem::path& path() const { return file_.path(); }
+    const std::filesystem::path& path() const override { return file_.path(); }
+    std::uint64_t file_size() const override;
+    std::string label() const override;
     // Tensors in data-section order.
-    std::span<const TensorInfo> tensors() const { return tensors_; }
-    std::uint64_t file_size() const;
+    std::span<const TensorInfo> tensors() const override { return tensors_; }
 
     // The header's "__metadata__" (string keys and string values, as the format says;
     // e.g. "format": "pt"); empty when the header has none.
-    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+    const std::map<std::string, std::string>& metadata() const override { return metadata_; }
 
     // Exact name lookup; nullptr when absent.
-    const TensorInfo* find(std::string_view name) const;
+    const TensorInfo* find(std::string_view name) const override;
     // As find, but throws vkf::Error naming the file and the tensor when absent.
     const TensorInfo& tensor_info(std::string_view name) const;
 
     // The tensor's bytes (little-endian, C order, any dtype). Throws vkf::Error naming the
     // file and the tensor when the file was truncated since it was opened.
+    using TensorFile::read_as_f32;
+    using TensorFile::read_raw;
     std::vector<std::byte> read_raw(std::string_view name) const;
-    std::vector<std::byte> read_raw(const TensorInfo& info) const;
     // Bytes [offset, offset + out.size()) of the tensor, for reading large tensors a chunk at
     // a time.
-    void read_raw_into(const TensorInfo& info, std::uint64_t offset, std::span<std::byte> out) const;
-    // The tensor as float32; F16 and BF16 are converted. Throws vkf::Error naming the file,
-    // the tensor and its dtype for any other dtype.
+    void read_raw_into(const TensorInfo& info, std::uint64_t offset, std::span<std::byte> out) const override;
+    // The tensor as float32 (TensorFile::read_as_f32).
     std::vector<float> read_as_f32(std::string_view name) const;
-    std::vector<float> read_as_f32(const TensorInfo& info) const;
 
 private:
     friend SafetensorsFile open_safetensors(const std::filesystem::path& path);
@@ -96,7 +86,7 @@ SafetensorsFile open_safetensors(const std::filesystem::path& path);
 
 // A tensor of a checkpoint and the file that holds it.
 struct CheckpointTensor {
-    const SafetensorsFile* file;
+    const TensorFile* file;
     const TensorInfo* info;
 };
 
@@ -109,7 +99,7 @@ class ShardedCheckpoint {
 public:
     // The directory, or the file, it was opened from.
     const std::filesystem::path& source() const { return source_; }
-    std::span<const std::unique_ptr<SafetensorsFile>> files() const { return files_; }
+    std::span<const std::unique_ptr<TensorFile>> files() const { return files_; }
     // Tensor names as stored in the checkpoint, sorted.
     std::vector<std::string> tensor_names() const;
 
@@ -122,11 +112,14 @@ public:
     std::vector<std::byte> read_raw(std::string_view name) const;
     std::vector<float> read_as_f32(std::string_view name) const;
 
+    // A checkpoint of one file of any kind (a GGUF file's tensors, host/quant/gguf_tensor_file.hpp).
+    static ShardedCheckpoint of_file(std::filesystem::path source, std::unique_ptr<TensorFile> file);
+
 private:
     friend ShardedCheckpoint open_checkpoint(const std::filesystem::path& path);
 
     std::filesystem::path source_;
-    std::vector<std::unique_ptr<SafetensorsFile>> files_;
+    std::vector<std::unique_ptr<TensorFile>> files_;
     std::unordered_map<std::string, CheckpointTensor> tensors_;
 };
 

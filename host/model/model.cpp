@@ -1,24 +1,27 @@
 #include "host/model/model.hpp"
 
 #include "host/ops/ops.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/alibi.hpp"
 #include "runtime/error.hpp"
 
 #include <string>
+#include <utility>
 
 namespace vkf {
 
 Model::Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options)
-    : ctx_(ctx),
-      config_(read_model_config(dir)),
-      checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
+    : Model(ctx, read_model_config(dir), open_model_checkpoint(dir), std::move(options)) {}
+
+Model::Model(Context& ctx, ModelConfig config, ShardedCheckpoint checkpoint, ModelOptions options)
+    : ctx_(ctx), config_(std::move(config)), checkpoint_(std::make_unique<ShardedCheckpoint>(std::move(checkpoint))) {
     config_ = resolve_with_checkpoint(config_, *checkpoint_);
     check_head_dim(config_.head_dim);
     layers_ = options.layers.value_or(all_layers(config_));
     check_layer_range(config_, layers_);
     const WeightFormat format = options.weights.value_or(default_weight_format(*checkpoint_, config_));
-    const std::string what =
-        "model '" + dir.string() + "'" + (options.layers ? " (" + describe(layers_, config_) + ")" : std::string());
+    const std::string what = "model '" + checkpoint_->source().string() + "'" +
+                             (options.layers ? " (" + describe(layers_, config_) + ")" : std::string());
     check_model_fits(ctx, estimate_model_memory(config_, format, options.session, layers_), what);
     weights_ =
         upload_weights(ctx, config_, *checkpoint_, format, options.progress, options.check_finite_weights, layers_);

@@ -53,9 +53,13 @@ struct ModelOptions {
 
 class Model {
 public:
-    // Reads DIR/config.json and the safetensors checkpoint in DIR (single or sharded),
-    // checks them against each other and uploads the weights.
+    // Reads DIR/config.json and the safetensors checkpoint in DIR (single or sharded), or the
+    // GGUF file DIR names (host/quant/gguf_tensor_file.hpp), checks them against each other and
+    // uploads the weights.
     Model(Context& ctx, const std::filesystem::path& dir, ModelOptions options = {});
+    // The same from a configuration and a checkpoint already open (a GGUF file from a
+    // descriptor: open_gguf_model).
+    Model(Context& ctx, ModelConfig config, ShardedCheckpoint checkpoint, ModelOptions options = {});
     // A model of this shape with synthetic_weights(): for benchmarks, no checkpoint.
     Model(Context& ctx, const ModelConfig& config, WeightFormat format);
     // One stage of such a model (tests, benchmarks of a split).

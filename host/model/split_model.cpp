@@ -1,5 +1,6 @@
 #include "host/model/split_model.hpp"
 
+#include "host/quant/gguf_tensor_file.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ std::vector<LayerRange> plan_split(std::span<const Context* const> contexts, con
         throw Error("split: " + std::to_string(counts.size()) + " layer counts for " + std::to_string(contexts.size()) +
                     " devices; give one per device");
     }
-    const ShardedCheckpoint checkpoint = open_checkpoint(dir);
+    const ShardedCheckpoint checkpoint = open_model_checkpoint(dir);
     const ModelConfig config = resolve_with_checkpoint(read_model_config(dir), checkpoint);
     validate(config);
     if (!counts.empty()) {

@@ -21,7 +21,7 @@ Buffer device_buffer(Context& ctx, std::uint64_t bytes, const std::string& name)
 }
 
 std::string describe(const CheckpointTensor& t) {
-    return "safetensors file '" + t.file->path().string() + "': tensor '" + t.info->name + "'";
+    return t.file->label() + ": tensor '" + t.info->name + "'";
 }
 
 void check_finite_values(const CheckpointTensor& t, std::uint64_t first, std::span<const float> values) {

@@ -77,15 +77,15 @@ public:
 
 private:
     // Element `first + i` of the tensor is NaN or infinite: the checkpoint is corrupt.
-    [[noreturn]] static void fail_non_finite(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t index,
+    [[noreturn]] static void fail_non_finite(const TensorFile& file, const TensorInfo& info, std::uint64_t index,
                                              double value) {
-        throw Error("safetensors file '" + file.path().string() + "': tensor '" + info.name + "': element " +
-                    std::to_string(index) + " is " + (std::isnan(value) ? "NaN" : "infinite") +
+        throw Error(file.label() + ": tensor '" + info.name + "': element " + std::to_string(index) + " is " +
+                    (std::isnan(value) ? "NaN" : "infinite") +
                     ": the checkpoint is corrupt (ModelOptions::check_finite_weights, vkf-run "
                     "--skip-weight-check, loads it anyway)");
     }
 
-    void check_floats(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t first,
+    void check_floats(const TensorFile& file, const TensorInfo& info, std::uint64_t first,
                       std::span<const float> values) const {
         if (!check_finite_) {
             return;
@@ -97,7 +97,7 @@ private:
     }
 
     // Little-endian fp16 values: all-ones exponent bits mean infinity or NaN.
-    void check_halves(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t first,
+    void check_halves(const TensorFile& file, const TensorInfo& info, std::uint64_t first,
                       std::span<const std::byte> bytes) const {
         if (!check_finite_) {
             return;
@@ -150,9 +150,8 @@ private:
         const std::span<std::uint16_t> out(halves.data(), values.size());
         floats_to_halves(values, out);
         if (const std::optional<std::size_t> i = first_half_overflow(values, out)) {
-            throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "': element " +
-                        std::to_string(first + *i) + " (" + std::to_string(values[*i]) +
-                        ") does not fit fp16 weight storage; load the weights as fp32");
+            throw Error(t.file->label() + ": tensor '" + info.name + "': element " + std::to_string(first + *i) + " (" +
+                        std::to_string(values[*i]) + ") does not fit fp16 weight storage; load the weights as fp32");
         }
         if (row_sumsq_ != nullptr) {
             std::vector<float> rounded(values.size());
@@ -189,7 +188,7 @@ private:
         TensorBuffers result;
         if (quantize) {
             const std::uint64_t rows = expected.shape[0], k = expected.shape[1];
-            const std::string what = "safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "'";
+            const std::string what = t.file->label() + ": tensor '" + info.name + "'";
             const QuantizedMatrix m = quantize_matrix(format_.quant, values, rows, k, what);
             result.values = device_buffer(ctx_, m.values.size(), expected.name);
             result.scales = device_buffer(ctx_, m.scales.size() * 2, expected.name + " scales");
@@ -225,8 +224,7 @@ private:
     // A tensor's stored bytes into `buffer`, a bounded chunk at a time; `swap_halves` turns
     // little-endian 16-bit values into the host's order; `halves` says they are fp16 values
     // to check.
-    void copy_raw(const SafetensorsFile& file, const TensorInfo& info, const Buffer& buffer, bool swap_halves,
-                  bool halves) {
+    void copy_raw(const TensorFile& file, const TensorInfo& info, const Buffer& buffer, bool swap_halves, bool halves) {
         const std::uint64_t total = info.byte_size();
         std::vector<std::byte> chunk(static_cast<std::size_t>(std::min<std::uint64_t>(total, kChunkBytes)));
         for (std::uint64_t first = 0; first < total; first += kChunkBytes) {
@@ -252,7 +250,7 @@ private:
         const TensorInfo& info = *t.info;
         const QuantFormat q = format_.quant;
         const std::uint64_t rows = expected.shape.at(0), k = expected.shape.at(1);
-        const std::string what = "safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "'";
+        const std::string what = t.file->label() + ": tensor '" + info.name + "'";
         const std::uint64_t row_bytes = quant_row_bytes(q, k, what);
         const std::uint64_t row_scales = quant_row_scales(k, what);
         TensorBuffers out{device_buffer(ctx_, rows * row_bytes, expected.name),

@@ -18,15 +18,15 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string where(const CheckpointTensor& t) {
-    return "safetensors file '" + t.file->path().string() + "': tensor '" + t.info->name + "': ";
+    return t.file->label() + ": tensor '" + t.info->name + "': ";
 }
 
 // The format one file's metadata names; nullopt when it names none.
-std::optional<QuantFormat> file_quantization(const SafetensorsFile& file) {
+std::optional<QuantFormat> file_quantization(const TensorFile& file) {
     const auto& meta = file.metadata();
     const auto format = meta.find(std::string(kQuantFormatKey));
     const auto version = meta.find(std::string(kQuantVersionKey));
-    const std::string label = "safetensors file '" + file.path().string() + "': ";
+    const std::string label = file.label() + ": ";
     if (format == meta.end()) {
         if (version != meta.end()) {
             throw Error(label + "metadata has " + std::string(kQuantVersionKey) + " but no " +
@@ -68,7 +68,7 @@ std::uint64_t tensor_bytes(const ExpectedTensor& tensor, WeightFormat format) {
 
 QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint) {
     std::optional<std::optional<QuantFormat>> seen;
-    const SafetensorsFile* first = nullptr;
+    const TensorFile* first = nullptr;
     for (const auto& file : checkpoint.files()) {
         const std::optional<QuantFormat> f = file_quantization(*file);
         if (seen && *seen != f) {

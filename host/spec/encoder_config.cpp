@@ -224,8 +224,7 @@ void check_encoder_checkpoint(const ShardedCheckpoint& checkpoint, const Encoder
         }
         const CheckpointTensor& tensor = checkpoint.at(stored);
         const TensorInfo& info = *tensor.info;
-        const std::string where =
-            "safetensors file '" + tensor.file->path().string() + "': tensor '" + info.name + "': ";
+        const std::string where = tensor.file->label() + ": tensor '" + info.name + "': ";
         if (info.shape != expected.shape) {
             problems.push_back(where + "shape " + shape_text(info.shape) + " but the config expects " +
                                shape_text(expected.shape));

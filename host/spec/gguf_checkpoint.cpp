@@ -1,7 +1,6 @@
 #include "host/spec/gguf_checkpoint.hpp"
 
 #include <charconv>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -9,9 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "host/io/safetensors.hpp"
-#include "host/io/safetensors_writer.hpp"
-#include "host/spec/model_tensors.hpp"
 #include "runtime/error.hpp"
 
 namespace vkf {
@@ -82,34 +78,19 @@ std::optional<std::string> hf_name(std::string_view name) {
     return std::nullopt;
 }
 
-std::optional<DType> dtype_of(GgmlType type) {
-    switch (type) {
-        case GgmlType::F32:
-            return DType::F32;
-        case GgmlType::F16:
-            return DType::F16;
-        case GgmlType::BF16:
-            return DType::BF16;
-        default:
-            return std::nullopt;
-    }
-}
-
 // llama.cpp stores BLOOM's fused QKV rows as [q | k | v] (each [n_head, head_dim]); BLOOM's
-// own order is [n_head, 3, head_dim]. `bytes` holds 3 * hidden rows of row_bytes each.
-std::vector<std::byte> bloom_qkv_order(const std::vector<std::byte>& bytes, std::uint32_t n_head,
-                                       std::uint32_t head_dim, std::size_t row_bytes) {
-    std::vector<std::byte> out(bytes.size());
-    for (std::size_t part = 0; part < 3; ++part) {
-        for (std::size_t head = 0; head < n_head; ++head) {
-            for (std::size_t d = 0; d < head_dim; ++d) {
-                const std::size_t from = (part * n_head + head) * head_dim + d;
-                const std::size_t to = (head * 3 + part) * head_dim + d;
-                std::memcpy(out.data() + to * row_bytes, bytes.data() + from * row_bytes, row_bytes);
+// own order is [n_head, 3, head_dim]. Entry r is the stored row of BLOOM's row r.
+std::vector<std::uint32_t> bloom_qkv_rows(const ModelConfig& config) {
+    std::vector<std::uint32_t> order(3 * std::size_t{config.n_head} * config.head_dim);
+    for (std::uint32_t part = 0; part < 3; ++part) {
+        for (std::uint32_t head = 0; head < config.n_head; ++head) {
+            for (std::uint32_t d = 0; d < config.head_dim; ++d) {
+                order[(std::size_t{head} * 3 + part) * config.head_dim + d] =
+                    (part * config.n_head + head) * config.head_dim + d;
             }
         }
     }
-    return out;
+    return order;
 }
 
 }  // namespace
@@ -162,61 +143,23 @@ ModelConfig model_config_from_gguf(const GgufFile& file) {
     return config;
 }
 
-void write_checkpoint_from_gguf(const GgufFile& file, const std::filesystem::path& dir) {
-    const ModelConfig config = model_config_from_gguf(file);
-    std::vector<RawTensorSource> tensors;
-    bool all_f16 = true;
-    for (const GgufTensorInfo& info : file.tensors()) {
-        const std::optional<std::string> name = hf_name(info.name);
-        if (!name) {
-            fail(file, fmt::format("tensor '{}' is not one of llama.cpp's BLOOM tensors", info.name));
-        }
-        const std::optional<DType> dtype = dtype_of(info.type);
-        if (!dtype) {
-            fail(file, fmt::format("tensor '{}' is of type {}, which vkformer does not read from GGUF files "
-                                   "(F32, F16 and BF16 are read)",
-                                   info.name, ggml_type_name(info.type)));
-        }
-        all_f16 = all_f16 && (*dtype == DType::F16 || info.dims.size() == 1);
-        std::vector<std::size_t> shape;
-        for (const std::uint64_t d : info.shape()) {
-            shape.push_back(static_cast<std::size_t>(d));
-        }
-        const bool qkv = name->ends_with("self_attention.query_key_value.weight") ||
-                         name->ends_with("self_attention.query_key_value.bias");
-        if (qkv && (shape.empty() || shape[0] != 3 * std::size_t{config.hidden})) {
-            fail(file, fmt::format("tensor '{}' has shape [{}]; its first dimension must be 3 x {}", info.name,
-                                   fmt::join(shape, ", "), config.hidden));
-        }
-        const GgufTensorInfo* source = &info;
-        tensors.push_back(RawTensorSource{.name = *name,
-                                          .dtype = *dtype,
-                                          .shape = shape,
-                                          .bytes = [&file, source, qkv, &config](std::span<std::byte> out) {
-                                              if (!qkv) {
-                                                  file.read_raw_into(*source, 0, out);
-                                                  return;
-                                              }
-                                              const std::vector<std::byte> stored = file.read_raw(*source);
-                                              const std::vector<std::byte> bloom =
-                                                  bloom_qkv_order(stored, config.n_head, config.head_dim,
-                                                                  stored.size() / (3 * config.hidden));
-                                              std::memcpy(out.data(), bloom.data(), out.size());
-                                          }});
+std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::string_view gguf_name) {
+    if (config.family != ModelFamily::Bloom) {
+        return std::nullopt;
     }
-    std::filesystem::create_directories(dir);
-    write_text_file(dir / "config.json", hf_config_json(config, all_f16 ? DType::F16 : DType::F32));
-    if (const std::optional<std::string> tokenizer = tokenizer_json_from_gguf(file)) {
-        write_text_file(dir / "tokenizer.json", *tokenizer);
+    std::optional<std::string> name = hf_name(gguf_name);
+    if (!name) {
+        return std::nullopt;
     }
-    write_safetensors_file(dir / "model.safetensors", tensors, {{"format", "pt"}, {"vkformer.source", "gguf"}});
-    // Missing or misshapen tensors are named here, with the GGUF file, rather than later by
-    // the loader, whose messages would name only the converted directory.
-    try {
-        check_checkpoint(open_checkpoint(dir), read_model_config(dir));
-    } catch (const Error& e) {
-        fail(file, fmt::format("as a BLOOM checkpoint: {}", e.what()));
-    }
+    const bool qkv = name->ends_with("self_attention.query_key_value.weight") ||
+                     name->ends_with("self_attention.query_key_value.bias");
+    return GgufTensorName{.name = std::move(*name),
+                          .row_order = qkv ? &bloom_qkv_rows : nullptr,
+                          .rows = qkv ? 3 * std::uint64_t{config.n_head} * config.head_dim : 0};
+}
+
+std::string_view gguf_architecture_label(ModelFamily family) {
+    return family == ModelFamily::Bloom ? "BLOOM" : family_name(family);
 }
 
 }  // namespace vkf

@@ -12,6 +12,7 @@
 #include "host/spec/config_checks.hpp"
 #include "host/spec/config_keys.hpp"
 #include "host/spec/family_spec.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
 #include "host/util/half.hpp"
 #include "runtime/error.hpp"
 
@@ -216,6 +217,9 @@ ModelConfig parse_model_config(std::string_view json_text, std::string_view sour
 
 ModelConfig read_model_config(const std::filesystem::path& path) {
     std::error_code ignored;  // a path that cannot be inspected is reported by the read below
+    if (std::filesystem::is_regular_file(path, ignored) && looks_like_gguf(path)) {
+        return model_config_from_gguf(open_gguf(path));
+    }
     const std::filesystem::path file = std::filesystem::is_directory(path, ignored) ? path / "config.json" : path;
     return config_from_json(read_json_file(file));
 }

@@ -125,7 +125,8 @@ void validate(const ModelConfig& config);
 // Parses config.json text; source_name starts every error message
 // ("config.json: n_head: expected an integer, got string").
 ModelConfig parse_model_config(std::string_view json_text, std::string_view source_name = "config.json");
-// Reads `path`, or path/config.json when path is a directory.
+// Reads `path`, or path/config.json when path is a directory; a llama.cpp GGUF file
+// (host/spec/gguf_checkpoint.hpp) gives the configuration its metadata describes.
 ModelConfig read_model_config(const std::filesystem::path& path);
 
 // "float32", "float16", "bfloat16": config.json's torch_dtype for F32, F16, BF16; throws

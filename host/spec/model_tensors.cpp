@@ -126,8 +126,7 @@ void check_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& co
             continue;
         }
         const TensorInfo& info = *tensor->info;
-        const std::string where =
-            "safetensors file '" + tensor->file->path().string() + "': tensor '" + info.name + "': ";
+        const std::string where = tensor->file->label() + ": tensor '" + info.name + "': ";
         if (info.shape != expected.stored_shape()) {
             problems.push_back(where + "shape " + shape_text(info.shape) + " but the config expects " +
                                shape_text(expected.stored_shape()) +

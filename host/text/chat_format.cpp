@@ -1,10 +1,15 @@
 #include "host/text/chat_format.hpp"
 
+#include "host/io/gguf.hpp"
 #include "host/io/json.hpp"
 #include "host/text/utf8.hpp"
 #include "runtime/error.hpp"
 
 #include <array>
+#include <optional>
+#include <system_error>
+
+#include <fmt/format.h>
 #include <string>
 
 namespace vkf::text {
@@ -248,16 +253,44 @@ bool is_jais_config(const JsonValue& config) {
     return false;
 }
 
+std::optional<ChatFormat> format_of_template(const std::string& templates) {
+    if (templates.find("<|im_start|>") != std::string::npos && templates.find("<|im_end|>") != std::string::npos) {
+        return ChatFormat::ChatMl;
+    }
+    if (templates.find("[|Human|]") != std::string::npos && templates.find("[|AI|]") != std::string::npos) {
+        return ChatFormat::Jais;
+    }
+    return std::nullopt;
+}
+
+// A GGUF file's tokenizer.chat_template (llama.cpp copies tokenizer_config.json's there).
+ChatFormat gguf_chat_format(const std::filesystem::path& file) {
+    const GgufFile gguf = open_gguf(file);
+    const GgufValue* value = gguf.find("tokenizer.chat_template");
+    if (value == nullptr) {
+        return ChatFormat::None;
+    }
+    const std::string& text = value->as_string();
+    if (const std::optional<ChatFormat> format = format_of_template(text)) {
+        return *format;
+    }
+    constexpr std::size_t kShown = 80;
+    throw Error(
+        fmt::format("{}: tokenizer.chat_template \"{}{}\" is none of vkformer's chat formats (chatml, "
+                    "jais, baichuan); name one with --chat-format",
+                    gguf.label(), text.substr(0, kShown), text.size() > kShown ? "..." : ""));
+}
+
 }  // namespace
 
 ChatFormat detect_chat_format(const std::filesystem::path& model_dir) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(model_dir, ec) && looks_like_gguf(model_dir)) {
+        return gguf_chat_format(model_dir);
+    }
     if (const auto config = read_if_present(model_dir / "tokenizer_config.json")) {
-        const std::string templates = chat_templates(*config);
-        if (templates.find("<|im_start|>") != std::string::npos && templates.find("<|im_end|>") != std::string::npos) {
-            return ChatFormat::ChatMl;
-        }
-        if (templates.find("[|Human|]") != std::string::npos && templates.find("[|AI|]") != std::string::npos) {
-            return ChatFormat::Jais;
+        if (const std::optional<ChatFormat> format = format_of_template(chat_templates(*config))) {
+            return *format;
         }
     }
     if (const auto generation = read_if_present(model_dir / "generation_config.json");

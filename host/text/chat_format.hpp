@@ -36,6 +36,8 @@ struct ChatMessage {
 // DIR/config.json's model_type "jais" (or architecture JAISLMHeadModel) means Jais. Missing files
 // say nothing; a file that is there but not JSON throws vkf::Error naming it. Any ChatML template
 // (Qwen's, OpenHermes') counts as ChatMl and is rendered MPT's way, system block included.
+// A llama.cpp GGUF file's tokenizer.chat_template is read the same way (absent: None); a
+// template of none of these formats throws vkf::Error quoting its start.
 ChatFormat detect_chat_format(const std::filesystem::path& model_dir);
 
 // "chatml", "baichuan", "jais", "none" (as to_string writes them); nullopt for anything else.

@@ -10,8 +10,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace vkf {
 
@@ -64,10 +67,40 @@ ReadableFile::ReadableFile(const std::filesystem::path& path, std::string_view w
     size_ = static_cast<std::uint64_t>(status.st_size);
 }
 
+ReadableFile::ReadableFile(int fd, std::uint64_t offset, std::uint64_t length, std::string_view what)
+    : path_(fmt::format("fd {} bytes [{}, {})", fd, offset, offset + length)), what_(what) {
+    if (offset > std::numeric_limits<std::uint64_t>::max() - length ||
+        offset + length > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) {
+        throw Error(fmt::format("{}: offset {} and length {} overflow", label(), offset, length));
+    }
+    fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (fd_ < 0) {
+        const int error = errno;
+        throw Error(fmt::format("{}: not an open file descriptor: {}", label(), errno_text(error)));
+    }
+    struct stat status {};
+    std::string problem;
+    if (::fstat(fd_, &status) != 0) {
+        problem = fmt::format("{}: cannot stat: {}", label(), errno_text(errno));
+    } else if (!S_ISREG(status.st_mode)) {
+        problem = fmt::format("{} is {}, not a regular file", label(), file_kind(status.st_mode));
+    } else if (offset + length > static_cast<std::uint64_t>(status.st_size)) {
+        problem = fmt::format("{}: the file has only {} bytes", label(), status.st_size);
+    }
+    if (!problem.empty()) {
+        ::close(fd_);
+        fd_ = -1;
+        throw Error(problem);
+    }
+    base_ = offset;
+    size_ = length;
+}
+
 ReadableFile::ReadableFile(ReadableFile&& other) noexcept
     : path_(std::move(other.path_)),
       what_(std::move(other.what_)),
       fd_(std::exchange(other.fd_, -1)),
+      base_(other.base_),
       size_(other.size_) {}
 
 ReadableFile& ReadableFile::operator=(ReadableFile&& other) noexcept {
@@ -78,6 +111,7 @@ ReadableFile& ReadableFile::operator=(ReadableFile&& other) noexcept {
         path_ = std::move(other.path_);
         what_ = std::move(other.what_);
         fd_ = std::exchange(other.fd_, -1);
+        base_ = other.base_;
         size_ = other.size_;
     }
     return *this;
@@ -100,7 +134,7 @@ void ReadableFile::read_at(std::uint64_t offset, std::span<std::byte> out) const
     }
     std::size_t done = 0;
     while (done < out.size()) {
-        const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+        const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(base_ + offset + done));
         if (n < 0 && errno == EINTR) {
             continue;
         }

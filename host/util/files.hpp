@@ -28,6 +28,12 @@ public:
     // regular file (it never blocks on a FIFO). `what` names the file's role ("config.json",
     // "safetensors file").
     ReadableFile(const std::filesystem::path& path, std::string_view what);
+    // Bytes [offset, offset + length) of the regular file open as `fd` (an Android asset inside
+    // an APK: AssetFileDescriptor's descriptor, start offset and length), read as a file of its
+    // own; the descriptor is duplicated, so the caller keeps and closes its own. Its path is
+    // "fd N bytes [offset, offset + length)". Throws vkf::Error naming `what` for a descriptor
+    // that is not open, not a regular file, or shorter than offset + length.
+    ReadableFile(int fd, std::uint64_t offset, std::uint64_t length, std::string_view what);
     ReadableFile(ReadableFile&& other) noexcept;
     ReadableFile& operator=(ReadableFile&& other) noexcept;
     ReadableFile(const ReadableFile&) = delete;
@@ -49,6 +55,7 @@ private:
     std::filesystem::path path_;
     std::string what_;
     int fd_ = -1;
+    std::uint64_t base_ = 0;  // where the file starts within fd_
     std::uint64_t size_ = 0;
 };
 

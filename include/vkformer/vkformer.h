@@ -238,8 +238,17 @@ typedef struct vkf_memory_estimate {
 /* Reads DIR/config.json only: what loading `dir` with `params` would take. */
 VKF_API vkf_status vkf_model_estimate_memory(vkf_context* ctx, const char* dir, const vkf_model_params* params,
                                              vkf_memory_estimate* estimate);
-/* Reads DIR/config.json and DIR's safetensors checkpoint and uploads the weights. */
+/* Reads DIR/config.json and DIR's safetensors checkpoint, or DIR naming a llama.cpp GGUF file
+   (read in place; docs/FORMATS.md), and uploads the weights. */
 VKF_API vkf_status vkf_model_load(vkf_context* ctx, const char* dir, const vkf_model_params* params, vkf_model** out);
+/* A llama.cpp GGUF model held in bytes [offset, offset + length) of the regular file open as
+   `fd` (an Android asset: AssetFileDescriptor's getParcelFileDescriptor().getFd(),
+   getStartOffset() and getLength()), read in place. The descriptor is duplicated: the caller
+   may close its own once this returns. VKF_ERROR_IO for a descriptor that is not open, not a
+   regular file, or shorter than offset + length; VKF_ERROR_MODEL for a file vkformer cannot
+   run. (Text needs a tokenizer: vkf_tokenizer_load takes the GGUF file's path too.) */
+VKF_API vkf_status vkf_model_load_fd(vkf_context* ctx, int fd, uint64_t offset, uint64_t length,
+                                     const vkf_model_params* params, vkf_model** out);
 VKF_API vkf_status vkf_model_free(vkf_model* model);
 
 typedef struct vkf_model_info {
@@ -262,7 +271,7 @@ VKF_API vkf_status vkf_model_get_info(const vkf_model* model, vkf_model_info* in
 
 typedef struct vkf_tokenizer vkf_tokenizer;
 
-/* `path`: a tokenizer.json, or a directory holding one. */
+/* `path`: a tokenizer.json, a directory holding one, or a llama.cpp GGUF file (its tokenizer.ggml.*). */
 VKF_API vkf_status vkf_tokenizer_load(const char* path, vkf_tokenizer** out);
 VKF_API vkf_status vkf_tokenizer_free(vkf_tokenizer* tokenizer);
 VKF_API vkf_status vkf_tokenizer_vocab_size(const vkf_tokenizer* tokenizer, uint32_t* size);

@@ -8,9 +8,17 @@ matrices F16 and 1-D tensors F32, the same metadata keys; the converter itself n
 which is not assumed). vkf-run --check on the GGUF must generate the same greedy ids as on the
 directory, with logits within the bound of tests/apps/run_cli_test.py, and in the same weight
 format the logits must be identical; a text prompt tokenized with the tokenizer translated from
-tokenizer.ggml.* must generate what tokenizer.json does. Refused by name: another architecture, a quantized tensor.
+tokenizer.ggml.* must generate what tokenizer.json does. Files whose matrices gguf-py quantized to Q8_0 or Q4_0 (llama-quantize --pure's
+layout) are read as vkformer's q8_0/q4_0 and must give the logits of the same model on gguf-py's
+dequantized weights. Refused by name: another architecture, one Q8_0 matrix among F16 ones,
+Q4_1 and Q5_0.
 
-usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR
+vkf-perplexity --model FILE.gguf must score models/kjv-bloom/heldout.txt as on the directory.
+
+The C API (tests/capi/test_capi_gguf.c) loads it by path and from a descriptor window of a file
+holding it at an unaligned offset between other bytes, and must generate vkf-run's ids.
+
+usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR VKF_PERPLEXITY TEST_CAPI_GGUF
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
 """
 
@@ -27,6 +35,9 @@ from cli_checks import fail, failures, run, run_json  # noqa: E402
 PROMPT = "1,410,82,37,5,300"
 N_PREDICT = 8
 BOUND = 1e-4  # run_cli_test.py's bound for an fp32 KV cache
+# Quantized kernels against dense f32 ones on the same (exactly dequantized) weights: only the
+# order of the sums differs; a repacking mistake is garbage, far above this.
+Q_BOUND = 1e-3
 
 HF_TO_GGUF = {
     "word_embeddings.weight": "token_embd.weight",
@@ -67,8 +78,41 @@ def gguf_name(name):
     return "blk.%s.%s.%s" % (layer, BLOCK[rest], suffix)
 
 
-def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False):
-    """conversion/bloom.py's BloomModel, written with gguf-py."""
+def write_safetensors(path, tensors):
+    """F32 tensors as a safetensors file (the format's header, then the bytes back to back)."""
+    header, offset, blobs = {}, 0, []
+    for name, data in tensors.items():
+        blob = data.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(data.shape), "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def dequantized_directory(gguf, np, model_dir, out, qtype):
+    """The model on the weights a GGUF of qtype holds: every matrix through gguf-py's quantize and
+    dequantize (llama.cpp's own Python port of ggml's), as F32 safetensors. Rows are quantized
+    one by one, so BLOOM's QKV rows quantize the same in either order."""
+    os.makedirs(out)
+    tensors = {}
+    for name, data in read_safetensors(np, os.path.join(model_dir, "model.safetensors")).items():
+        data = data.astype(np.float32)
+        if data.ndim == 2:
+            data = gguf.quants.dequantize(gguf.quants.quantize(data, qtype), qtype).reshape(data.shape)
+        tensors[name] = data
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors)
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    config["torch_dtype"] = "float32"
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f)
+
+
+def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False, quant=None):
+    """conversion/bloom.py's BloomModel, written with gguf-py; with `quant` (a
+    GGMLQuantizationType) every matrix quantized by gguf-py, as llama-quantize --pure does."""
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         hp = json.load(f)
     n_embed, n_head = hp["hidden_size"], hp["n_head"]
@@ -107,7 +151,9 @@ def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False):
             data = np.concatenate([b[:, i, :].reshape((n_embed,)) for i in range(3)], axis=0)
         # The converter's f16 output keeps 1-D tensors (norms, biases) in F32.
         data = data.astype(np.float32) if data.ndim == 1 else data.astype(np.float16)
-        if quantize_qkv and target.endswith("attn_qkv.weight"):
+        if quant is not None and data.ndim == 2:
+            writer.add_tensor(target, gguf.quants.quantize(data.astype(np.float32), quant), raw_dtype=quant)
+        elif quantize_qkv and target.endswith("attn_qkv.weight"):
             q = gguf.GGMLQuantizationType.Q8_0
             writer.add_tensor(target, gguf.quants.quantize(data.astype(np.float32), q), raw_dtype=q)
         else:
@@ -127,10 +173,11 @@ def greedy(vkf_run, model, tokenizer, weights, logits):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 6:
         print(__doc__)
         return 2
     vkf_run, model_dir, npm_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+    vkf_perplexity, capi_gguf = sys.argv[4], sys.argv[5]
     for program in ("node", "npm", "git"):
         if gguf_compare.shutil.which(program) is None:
             gguf_compare.skip("%s is not installed" % program)
@@ -145,6 +192,7 @@ def main():
         path = os.path.join(tmp, "kjv-bloom-f16.gguf")
         convert(gguf, np, model_dir, path)
         tokenizer = os.path.join(model_dir, "tokenizer.json")
+        f32_ids = None
         for weights in ("f32", "f16"):
             ours = greedy(vkf_run, path, tokenizer, weights, os.path.join(tmp, "gguf-%s.npy" % weights))
             theirs = greedy(vkf_run, model_dir, None, weights, os.path.join(tmp, "dir-%s.npy" % weights))
@@ -162,6 +210,8 @@ def main():
                 fail("--weights %s: GGUF logits differ from the directory's (max |diff| %g)"
                      % (weights, float(np.max(np.abs(a - b))) if a.shape == b.shape else float("nan")))
             print("--weights %s: ids %s, check error %s" % (weights, ours.get("generated_ids"), error))
+            if weights == "f32":
+                f32_ids = ours.get("generated_ids")
 
         # The tokenizer from tokenizer.ggml.*: the same text generated as with tokenizer.json.
         text_args = ["--prompt", "In the beginning God created", "--n-predict", str(N_PREDICT), "--kv", "f32"]
@@ -173,6 +223,32 @@ def main():
                     fail("--prompt: GGUF's %s %r, the directory's %r" % (key, ours.get(key), theirs.get(key)))
             print("--prompt: %s" % json.dumps({k: theirs.get(k) for k in ("generated_ids", "text") if k in theirs}))
 
+        # The C API, by path and from a descriptor window (an Android asset inside its APK).
+        with open(path, "rb") as f:
+            gguf_bytes = f.read()
+        wrapped = os.path.join(tmp, "wrapped.bin")
+        offset = 4096 + 123
+        with open(wrapped, "wb") as f:
+            f.write(b"\xa5" * offset + gguf_bytes + b"\x5a" * 1000)
+        proc = run(capi_gguf, [path, wrapped, str(offset), str(len(gguf_bytes))])
+        expected = "ids: " + ",".join(str(i) for i in (f32_ids or []))
+        if proc.returncode != 0 or expected not in proc.stdout or f32_ids is None:
+            fail("test_capi_gguf: exit %d, expected %r, stdout %r, stderr %r"
+                 % (proc.returncode, expected, proc.stdout, proc.stderr))
+        print("C API: %s" % proc.stdout.strip().replace("\n", "; "))
+
+        # vkf-perplexity: the same scores from the GGUF (its tokenizer too) as from the directory.
+        ppl_args = ["--file", os.path.join(model_dir, "heldout.txt"), "--max-tokens", "96", "--ctx", "32",
+                    "--weights", "f16"]
+        ours = run_json(vkf_perplexity, ["--model", path] + ppl_args)
+        theirs = run_json(vkf_perplexity, ["--model", model_dir] + ppl_args)
+        if ours is not None and theirs is not None:
+            scores = [[{k: v for k, v in row.items() if k != "seconds"} for row in r.get("results", [])]
+                      for r in (ours, theirs)]
+            if scores[0] != scores[1] or not scores[1] or ours.get("tokens") != theirs.get("tokens"):
+                fail("vkf-perplexity: GGUF %r, the directory %r" % (scores[0], scores[1]))
+            print("vkf-perplexity: %s" % json.dumps(scores[1]))
+
         llama = os.path.join(tmp, "llama.gguf")
         convert(gguf, np, model_dir, llama, arch="llama")
         proc = run(vkf_run, ["--model", llama, "--prompt-ids", PROMPT, "--tokenizer", tokenizer])
@@ -181,11 +257,37 @@ def main():
         quant = os.path.join(tmp, "q8.gguf")
         convert(gguf, np, model_dir, quant, quantize_qkv=True)
         proc = run(vkf_run, ["--model", quant, "--prompt-ids", PROMPT, "--tokenizer", tokenizer])
-        if proc.returncode == 0 or "tensor 'blk.0.attn_qkv.weight' is of type Q8_0" not in proc.stderr:
-            fail("Q8_0 tensor: exit %d, stderr %r" % (proc.returncode, proc.stderr))
-        leftovers = [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("vkf-gguf-")]
-        if leftovers:
-            print("note: %s in the temporary directory (other runs?)" % leftovers)
+        if proc.returncode == 0 or "but 'blk.0.attn_qkv.weight' is Q8_0: vkformer loads the matrices" not in proc.stderr:
+            fail("one Q8_0 tensor among F16 ones: exit %d, stderr %r" % (proc.returncode, proc.stderr))
+
+        # Q8_0 and Q4_0 blocks read as vkformer's q8_0/q4_0: the logits those weights give, within
+        # the bound of the same model in f32 on gguf-py's dequantized weights, the same greedy ids.
+        for qname in ("Q8_0", "Q4_0"):
+            qtype = getattr(gguf.GGMLQuantizationType, qname)
+            qpath = os.path.join(tmp, "kjv-bloom-%s.gguf" % qname.lower())
+            convert(gguf, np, model_dir, qpath, quant=qtype)
+            dq_dir = os.path.join(tmp, "dequantized-%s" % qname.lower())
+            dequantized_directory(gguf, np, model_dir, dq_dir, qtype)
+            ours = greedy(vkf_run, qpath, tokenizer, qname.lower(), os.path.join(tmp, "q.npy"))
+            theirs = greedy(vkf_run, dq_dir, tokenizer, "f32", os.path.join(tmp, "dq.npy"))
+            if ours is None or theirs is None:
+                continue
+            if ours.get("generated_ids") != theirs.get("generated_ids"):
+                fail("%s: GGUF generated %r, the dequantized weights %r" % (qname, ours.get("generated_ids"),
+                                                                          theirs.get("generated_ids")))
+            a, b = np.load(os.path.join(tmp, "q.npy")), np.load(os.path.join(tmp, "dq.npy"))
+            error = float(np.max(np.abs(a - b)) / np.max(np.abs(b))) if a.shape == b.shape else float("inf")
+            if not error < Q_BOUND:
+                fail("%s: logits differ from the dequantized weights' by %g of their largest, expected < %g"
+                     % (qname, error, Q_BOUND))
+            print("%s: ids %s, logits within %.3g of the dequantized weights'" % (qname, ours.get("generated_ids"),
+                                                                                 error))
+        for qname, refused in (("Q4_1", "Q4_1"), ("Q5_0", "Q5_0")):
+            other = os.path.join(tmp, "%s.gguf" % qname.lower())
+            convert(gguf, np, model_dir, other, quant=getattr(gguf.GGMLQuantizationType, qname))
+            proc = run(vkf_run, ["--model", other, "--prompt-ids", PROMPT, "--tokenizer", tokenizer])
+            if proc.returncode == 0 or ("is of type %s, which vkformer does not read" % refused) not in proc.stderr:
+                fail("%s: exit %d, stderr %r" % (qname, proc.returncode, proc.stderr))
 
     print("%d failures" % len(failures))
     return 1 if failures else 0

@@ -1,14 +1,17 @@
 // Fuzzes a GGUF file (open_gguf, host/io/gguf.hpp): the input is the whole file, read from a
 // memfd. When the header is accepted, every tensor is read and what open_gguf promises is
 // checked: tensors lie aligned inside the data section without sharing bytes, names and keys
-// find their entries, byte sizes match the dimensions and the type's block.
+// find their entries, byte sizes match the dimensions and the type's block. Then the file is
+// opened as a model (open_gguf_model) and each tensor it presents is read.
 
 #include "host/io/gguf.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -55,6 +58,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             fuzz::check(i == 0 || ranges[i - 1].second <= ranges[i].first, "tensors share no bytes");
         }
         fuzz::sink(sum);
+    });
+    // As a model (host/quant/gguf_tensor_file.hpp): every presented tensor reads whole and in
+    // two parts that together are the whole (rows regrouped, blocks split into planes).
+    fuzz::run_parser([&] {
+        const GgufModelSource model = open_gguf_model(open_gguf(file.path()));
+        for (const auto& tensor_file : model.checkpoint.files()) {
+            for (const TensorInfo& info : tensor_file->tensors()) {
+                const std::vector<std::byte> whole = tensor_file->read_raw(info);
+                fuzz::check(whole.size() == info.byte_size(), "read_raw returns the tensor's bytes");
+                std::vector<std::byte> parts(whole.size());
+                const std::size_t half = parts.size() / 2 + (parts.size() > 2 ? 1 : 0);
+                tensor_file->read_raw_into(info, 0, std::span<std::byte>(parts.data(), half));
+                tensor_file->read_raw_into(info, half, std::span<std::byte>(parts.data() + half, parts.size() - half));
+                fuzz::check(parts == whole, "a tensor read in two parts is the tensor read whole");
+            }
+        }
     });
     return 0;
 }

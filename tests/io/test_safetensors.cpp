@@ -109,7 +109,7 @@ TEST_F(SafetensorsTest, WriterRoundTripF32) {
     }
 
     // The data section starts 8-aligned, after a header padded with spaces.
-    const vkf::SafetensorsFile& file = *checkpoint.files()[0];
+    const vkf::TensorFile& file = *checkpoint.files()[0];
     std::ifstream in(file.path(), std::ios::binary);
     unsigned char length_bytes[8];
     in.read(reinterpret_cast<char*>(length_bytes), 8);

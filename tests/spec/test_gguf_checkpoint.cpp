@@ -1,6 +1,7 @@
-// llama.cpp BLOOM GGUF files as vkformer checkpoints (host/spec/gguf_checkpoint.hpp): the
-// metadata mapped to a ModelConfig, tensor names and the fused QKV's row order put back as
-// BLOOM's, and everything vkformer cannot run refused by name.
+// llama.cpp BLOOM GGUF files as vkformer checkpoints (host/spec/gguf_checkpoint.hpp,
+// host/quant/gguf_tensor_file.hpp): the metadata mapped to a ModelConfig, tensor names and the
+// fused QKV's row order read back as BLOOM's in place, and everything vkformer cannot run
+// refused by name.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,8 @@
 
 #include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
+#include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
 #include "host/spec/model_config.hpp"
 #include "runtime/error.hpp"
@@ -100,9 +103,14 @@ protected:
         std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         return path;
     }
-    std::string convert_error(const Options& o) {
-        const vkf::GgufFile file = vkf::open_gguf(write(bloom_gguf(o)));
-        return vkf::test::error_message([&] { vkf::write_checkpoint_from_gguf(file, dir_.path() / "out"); });
+    // What loading the file as a model says: its configuration, its tensors read in place,
+    // then the checks every checkpoint gets.
+    std::string load_error(const Options& o) {
+        const fs::path path = write(bloom_gguf(o));
+        return vkf::test::error_message([&] {
+            const vkf::ModelConfig config = vkf::read_model_config(path);
+            vkf::check_model_checkpoint(vkf::open_model_checkpoint(path), config);
+        });
     }
     vkf::test::TempDir dir_{"vkf_test_gguf_checkpoint"};
 };
@@ -122,12 +130,12 @@ TEST_F(GgufCheckpointTest, MapsTheMetadata) {
     EXPECT_EQ(config.eos_token_ids, std::vector<std::uint32_t>{2});
 }
 
-TEST_F(GgufCheckpointTest, WritesBloomNamesAndQkvOrder) {
-    const vkf::GgufFile file = vkf::open_gguf(write(bloom_gguf()));
-    vkf::write_checkpoint_from_gguf(file, dir_.path() / "out");
-    const vkf::ModelConfig config = vkf::read_model_config(dir_.path() / "out");
-    EXPECT_EQ(config, vkf::model_config_from_gguf(file));
-    const vkf::ShardedCheckpoint checkpoint = vkf::open_checkpoint(dir_.path() / "out");
+TEST_F(GgufCheckpointTest, ReadsBloomNamesAndQkvOrderInPlace) {
+    const fs::path path = write(bloom_gguf());
+    const vkf::ModelConfig config = vkf::read_model_config(path);
+    EXPECT_EQ(config, vkf::model_config_from_gguf(vkf::open_gguf(path)));
+    const vkf::ShardedCheckpoint checkpoint = vkf::open_model_checkpoint(path);
+    EXPECT_EQ(vkf::check_model_checkpoint(checkpoint, config), vkf::QuantFormat::None);
     EXPECT_EQ(checkpoint.tensor_names().size(), 17u);
     EXPECT_EQ(checkpoint.read_as_f32("word_embeddings.weight")[5], 101.0f);
     EXPECT_EQ(checkpoint.read_as_f32("h.0.mlp.dense_4h_to_h.weight")[17], 101.0f);
@@ -148,32 +156,31 @@ TEST_F(GgufCheckpointTest, WritesBloomNamesAndQkvOrder) {
 TEST_F(GgufCheckpointTest, RefusesWhatVkformerCannotRun) {
     Options llama;
     llama.architecture = "llama";
-    EXPECT_NE(convert_error(llama).find("GGUF architecture 'llama' is not an ALiBi family vkformer runs"),
+    EXPECT_NE(load_error(llama).find("GGUF architecture 'llama' is not an ALiBi family vkformer runs"),
               std::string::npos);
     Options ffn;
     ffn.ffn = 20;
-    EXPECT_NE(convert_error(ffn).find("bloom.feed_forward_length 20 is not 4 x bloom.embedding_length 4"),
+    EXPECT_NE(load_error(ffn).find("bloom.feed_forward_length 20 is not 4 x bloom.embedding_length 4"),
               std::string::npos);
     Options gqa;
     gqa.kv_heads = 1;
-    EXPECT_NE(convert_error(gqa).find("head_count_kv 1 differs from head_count 2"), std::string::npos);
+    EXPECT_NE(load_error(gqa).find("head_count_kv 1 differs from head_count 2"), std::string::npos);
     Options extra;
     extra.extra_tensor = "blk.0.attn_q_norm.weight";
-    EXPECT_NE(convert_error(extra).find("tensor 'blk.0.attn_q_norm.weight' is not one of llama.cpp's BLOOM tensors"),
+    EXPECT_NE(load_error(extra).find("tensor 'blk.0.attn_q_norm.weight' is not one of llama.cpp's BLOOM tensors"),
               std::string::npos);
     Options missing;
     missing.dropped_tensor = "blk.0.ffn_up.bias";
-    const std::string message = convert_error(missing);
-    EXPECT_NE(message.find("GGUF file '"), std::string::npos) << message;
-    EXPECT_NE(message.find("as a BLOOM checkpoint: "), std::string::npos) << message;
+    const std::string message = load_error(missing);
+    EXPECT_NE(message.find("model.gguf' does not match the bloom config"), std::string::npos) << message;
     EXPECT_NE(message.find("h.0.mlp.dense_h_to_4h.bias"), std::string::npos) << message;
     Options padded;
     padded.extra_tensor = "blk.00.attn_norm.bias";  // would be a second h.0.input_layernorm.bias
-    EXPECT_NE(convert_error(padded).find("tensor 'blk.00.attn_norm.bias' is not one of llama.cpp's BLOOM tensors"),
+    EXPECT_NE(load_error(padded).find("tensor 'blk.00.attn_norm.bias' is not one of llama.cpp's BLOOM tensors"),
               std::string::npos);
     Options i32;
     i32.qkv_type = 26;  // I32: read by open_gguf, not a weight type
-    EXPECT_NE(convert_error(i32).find("tensor 'blk.0.attn_qkv.weight' is of type I32, which vkformer does not read"),
+    EXPECT_NE(load_error(i32).find("tensor 'blk.0.attn_qkv.weight' is of type I32, which vkformer does not read"),
               std::string::npos);
 
     GgufBytes no_keys;

@@ -7,6 +7,7 @@
 #include "host/text/chat_format.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/error.hpp"
+#include "tests/io/gguf_test_writer.hpp"
 #include "tests/support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -180,6 +181,31 @@ TEST(ChatFormat, DetectsOtherwise) {
     write(dir.path() / "generation_config.json", "{\"user_token_id\": 195,");
     const std::string broken = error_message([&] { detect_chat_format(dir.path()); });
     EXPECT_NE(broken.find("generation_config.json"), std::string::npos) << broken;
+}
+
+// A GGUF file's tokenizer.chat_template (llama.cpp's converter copies tokenizer_config.json's).
+TEST(ChatFormat, DetectsGgufTemplates) {
+    test::TempDir dir("vkf_chat_");
+    const auto gguf = [&](const std::string& name, const std::string* chat_template) {
+        test::GgufBytes g;
+        g.header(0, chat_template != nullptr ? 2 : 1).kv_str("general.architecture", "bloom");
+        if (chat_template != nullptr) {
+            g.kv_str("tokenizer.chat_template", *chat_template);
+        }
+        const fs::path path = dir.path() / name;
+        write(path, g.bytes());
+        return path;
+    };
+    EXPECT_EQ(detect_chat_format(gguf("none.gguf", nullptr)), ChatFormat::None);
+    const std::string chatml = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}";
+    EXPECT_EQ(detect_chat_format(gguf("chatml.gguf", &chatml)), ChatFormat::ChatMl);
+    const std::string jais = "### Input: [|Human|] {{ q }}\n### Response: [|AI|]";
+    EXPECT_EQ(detect_chat_format(gguf("jais.gguf", &jais)), ChatFormat::Jais);
+    const std::string llama = "{{ bos_token }}[INST] {{ messages[0]['content'] }} [/INST]";
+    const std::string refused = error_message([&] { detect_chat_format(gguf("llama.gguf", &llama)); });
+    EXPECT_NE(refused.find("llama.gguf"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("tokenizer.chat_template \"{{ bos_token }}[INST]"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("none of vkformer's chat formats"), std::string::npos) << refused;
 }
 
 // A tokenizer.json as converted from Baichuan's SentencePiece model, cut down: ids 0-2 <unk>, <s>,
