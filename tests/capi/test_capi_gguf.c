@@ -14,15 +14,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int validation_messages = 0;
-static void on_log(vkf_log_level level, const char* message, void* user_data) {
-    (void)user_data;
-    if (level != VKF_LOG_INFO) {
-        fprintf(stderr, "vulkan: %s\n", message);
-        validation_messages++;
-    }
-}
-
 enum { kPredict = 8 };
 static const uint32_t kPrompt[] = {1, 410, 82, 37, 5, 300}; /* gguf_run_test.py's PROMPT */
 
@@ -44,7 +35,6 @@ static void generate(vkf_model* model, uint32_t* out) {
 
 int main(int argc, char** argv) {
     vkf_context* ctx = NULL;
-    vkf_context_params cp = vkf_context_default_params();
     vkf_model_params mp = vkf_model_default_params();
     vkf_model* by_path = NULL;
     vkf_model* by_fd = NULL;
@@ -59,8 +49,7 @@ int main(int argc, char** argv) {
     }
     offset = strtoull(argv[3], NULL, 10);
     length = strtoull(argv[4], NULL, 10);
-    cp.log = on_log;
-    EXPECT_OK(vkf_context_create(&cp, &ctx));
+    ctx = make_context(NULL);
     mp.weights = VKF_WEIGHTS_F32;
 
     EXPECT_OK(vkf_model_load(ctx, argv[1], &mp, &by_path));
