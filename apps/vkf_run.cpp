@@ -30,6 +30,7 @@
 #include "host/dist/launch.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 #include "runtime/error.hpp"
@@ -86,8 +87,13 @@ int run_one(vkf::Context& ctx, const Options& o) {
     const auto max_tokens = static_cast<std::uint32_t>(positions);
     // The model's own window is known once its config is read; the estimate before loading
     // counts --window's ring or the whole --ctx.
-    const LoadedModel loaded = load_model(
-        ctx, o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
+    const LoadedModel loaded = load_model(ctx, o,
+                                          {.max_tokens = max_tokens,
+                                           .chunk = o.chunk,
+                                           .kv_dtype = o.kv.dense,
+                                           .kv_k_quant = o.kv.k_quant(),
+                                           .kv_v_quant = o.kv.v_quant(),
+                                           .window = o.window.value_or(0)});
     const vkf::Model& model = *loaded.model;
     const vkf::ModelConfig& config = model.config();
     const std::uint32_t window = vkf::app::run_window(o.window, config);
@@ -146,12 +152,18 @@ int run_one(vkf::Context& ctx, const Options& o) {
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
 
     OneRun run = one_run(prompt, result, streamed, prepared, window, max_tokens);
-    run.kv = vkf::to_string(session.kv_dtype());
+    run.kv = o.kv.name();
     run.check = check ? &*check : nullptr;
     run.device = ctx.device_info();
     run.model = model_json(o, model, loaded.seconds);
     if (o.json) {
-        run.after_kv = {{"submissions", session.submissions()}, {"session_device_bytes", session.device_bytes()}};
+        // K and V of one token in every layer, quantized blocks' scales included (kv_token_bytes).
+        const std::uint64_t kv_token =
+            std::uint64_t{config.n_layer} *
+            vkf::kv_token_bytes(o.kv.dense, o.kv.k_quant(), o.kv.v_quant(), config.n_kv_head, config.head_dim);
+        run.after_kv = {{"kv_bytes_per_token", kv_token},
+                        {"submissions", session.submissions()},
+                        {"session_device_bytes", session.device_bytes()}};
         run.after_ctx = {{"kv_blocks_in_use", session.blocks_held()}};
         add_memory_json(run.after_ctx, ctx);
         nlohmann::ordered_json json = one_run_json(o, run);

@@ -30,6 +30,13 @@ std::filesystem::path model_dir(const char* dir) {
     return path;
 }
 
+// The sessions a model is loaded for, their KV cache included (estimated exactly).
+SessionSize session_size(const vkf_model_params& p) {
+    SessionSize size{.max_tokens = p.max_tokens};
+    apply_kv_params(p, size);
+    return size;
+}
+
 // What Model's constructor computes before it uploads anything (host/model/model.cpp).
 struct Plan {
     ModelConfig config;
@@ -43,7 +50,7 @@ Plan plan_model(const std::filesystem::path& dir, const vkf_model_params& p) {
     plan.config = resolve_with_checkpoint(read_model_config(dir), checkpoint);
     plan.format =
         p.weights == VKF_WEIGHTS_DEFAULT ? default_weight_format(checkpoint, plan.config) : weight_format(p.weights);
-    plan.estimate = estimate_model_memory(plan.config, plan.format, SessionSize{.max_tokens = p.max_tokens});
+    plan.estimate = estimate_model_memory(plan.config, plan.format, session_size(p));
     return plan;
 }
 
@@ -92,7 +99,7 @@ VKF_API vkf_status vkf_model_load(vkf_context* ctx, const char* dir, const vkf_m
         vkf::ModelOptions options;
         options.weights = plan.format;
         options.check_finite_weights = p.check_finite_weights != 0;
-        options.session = vkf::SessionSize{.max_tokens = p.max_tokens};
+        options.session = session_size(p);
         options.progress = [&p](const vkf::WeightUploadProgress& progress) {
             // Thrown through upload_weights, whose buffers are RAII: nothing is left behind.
             if (p.cancel != nullptr && p.cancel->requested.load()) {

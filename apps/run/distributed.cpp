@@ -88,7 +88,7 @@ Plan parse_plan(const std::string& text) {
 // The options every stage must share: they shape each stage's work and its memory.
 std::string shared_options(const Options& o) {
     return fmt::format("weights {}, kv {}, chunk {}, ctx {}, window {}, int8 activations {}, unfused {}",
-                       o.weights ? to_string(*o.weights) : std::string("as stored"), to_string(o.kv), o.chunk, o.ctx,
+                       o.weights ? to_string(*o.weights) : std::string("as stored"), o.kv.name(), o.chunk, o.ctx,
                        o.window ? std::to_string(*o.window) : std::string("the model's"), o.int8_activations,
                        o.unfused);
 }
@@ -137,11 +137,15 @@ BatchOptions stage_batch_options(const Options& o, const Plan& plan, int ranks) 
 
 std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Options& o, const Plan& plan) {
     const LayerRange range = plan.layers.at(static_cast<std::size_t>(channel.rank()));
-    ModelOptions options{
-        .weights = o.weights,
-        .check_finite_weights = !o.skip_weight_check,
-        .session = {.max_tokens = plan.max_tokens, .chunk = plan.chunk, .kv_dtype = o.kv, .window = plan.window},
-        .layers = range};
+    ModelOptions options{.weights = o.weights,
+                         .check_finite_weights = !o.skip_weight_check,
+                         .session = {.max_tokens = plan.max_tokens,
+                                     .chunk = plan.chunk,
+                                     .kv_dtype = o.kv.dense,
+                                     .kv_k_quant = o.kv.k_quant(),
+                                     .kv_v_quant = o.kv.v_quant(),
+                                     .window = plan.window},
+                         .layers = range};
     // Between uploads: a peer's failure ends the load early.
     options.progress = [&channel](const WeightUploadProgress&) { channel.check(); };
     auto model = std::make_unique<Model>(ctx, o.model, options);
@@ -161,8 +165,14 @@ struct LoadedStage {
 // Rank 0: the handshake, whose plan is `plan` with the layers of every rank, then its layers.
 LoadedStage agree_and_load(Context& ctx, dist::Channel& channel, const Options& o, Plan plan) {
     plan = parse_plan(dist::handshake(channel, rank_fingerprint(ctx, o), [&](std::span<const dist::Fingerprint> all) {
-        plan.layers = plan_layers(
-            o, {.max_tokens = plan.max_tokens, .chunk = plan.chunk, .kv_dtype = o.kv, .window = plan.window}, all);
+        plan.layers = plan_layers(o,
+                                  {.max_tokens = plan.max_tokens,
+                                   .chunk = plan.chunk,
+                                   .kv_dtype = o.kv.dense,
+                                   .kv_k_quant = o.kv.k_quant(),
+                                   .kv_v_quant = o.kv.v_quant(),
+                                   .window = plan.window},
+                                  all);
         return plan_text(plan);
     }));
     const auto start = std::chrono::steady_clock::now();
@@ -328,7 +338,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         write_npy_f32(o.logits_out, shape, result.logits);
     }
     OneRun run = one_run(prompt, result, streamed, prepared, plan.window, plan.max_tokens);
-    run.kv = to_string(o.kv);
+    run.kv = o.kv.name();
     run.device = ctx.device_info();
     run.model = model_json(o, *model, load_seconds);
     run.after_ctx = {{"split", split_json(plan, channel.size(), front)}};

@@ -18,8 +18,12 @@ int run_prompt_file(Context& ctx, const Options& o) {
     const std::vector<Prompt> prompts = tokenize_prompts(o, tokenizer);
     const std::uint32_t block_size = BatchOptions{}.block_size;
     const Sizing sizing = size_batch(o, prompts, block_size);
-    const LoadedModel loaded =
-        load_model(ctx, o, {.max_tokens = sizing.pool_tokens, .chunk = sizing.chunk, .kv_dtype = o.kv});
+    const LoadedModel loaded = load_model(ctx, o,
+                                          {.max_tokens = sizing.pool_tokens,
+                                           .chunk = sizing.chunk,
+                                           .kv_dtype = o.kv.dense,
+                                           .kv_k_quant = o.kv.k_quant(),
+                                           .kv_v_quant = o.kv.v_quant()});
     const Model& model = *loaded.model;
     const std::vector<std::uint32_t> stop_ids =
         o.ignore_eos ? std::vector<std::uint32_t>{} : model.config().eos_token_ids;

@@ -105,8 +105,12 @@ int run_split(const Options& o) {
     }
     const auto max_tokens = static_cast<std::uint32_t>(positions);
 
-    const LoadedSplit loaded =
-        load_split(o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
+    const LoadedSplit loaded = load_split(o, {.max_tokens = max_tokens,
+                                              .chunk = o.chunk,
+                                              .kv_dtype = o.kv.dense,
+                                              .kv_k_quant = o.kv.k_quant(),
+                                              .kv_v_quant = o.kv.v_quant(),
+                                              .window = o.window.value_or(0)});
     const std::vector<std::unique_ptr<Context>>& contexts = loaded.contexts;
     const SplitModel& split = *loaded.split;
     const double load_seconds = loaded.seconds;
@@ -159,7 +163,7 @@ int run_split(const Options& o) {
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
     const SplitStats& moved = session.split_stats();
     OneRun run = one_run(prompt, result, streamed, prepared, window, max_tokens);
-    run.kv = to_string(o.kv);
+    run.kv = o.kv.name();
     run.check = check ? &*check : nullptr;
     run.device_key = "devices";
     run.device = devices_json(contexts);

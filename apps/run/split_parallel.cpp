@@ -45,8 +45,12 @@ int run_split_prompt_file(const Options& o) {
     const std::vector<Prompt> prompts = tokenize_prompts(o, tokenizer);
     const std::uint32_t block_size = BatchOptions{}.block_size;
     const Sizing sizing = size_batch(o, prompts, block_size);
-    const LoadedSplit loaded = load_split(
-        o, {.max_tokens = sizing.pool_tokens, .chunk = sizing.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
+    const LoadedSplit loaded = load_split(o, {.max_tokens = sizing.pool_tokens,
+                                              .chunk = sizing.chunk,
+                                              .kv_dtype = o.kv.dense,
+                                              .kv_k_quant = o.kv.k_quant(),
+                                              .kv_v_quant = o.kv.v_quant(),
+                                              .window = o.window.value_or(0)});
     const SplitModel& split = *loaded.split;
     const ModelConfig& config = split.config();
     const Model& first = *split.stages().front();

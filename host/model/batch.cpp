@@ -1,5 +1,6 @@
 #include "host/model/batch.hpp"
 
+#include "host/quant/kv_quant.hpp"
 #include "runtime/error.hpp"
 
 #include <algorithm>
@@ -35,6 +36,7 @@ BatchOptions checked(const ModelConfig& c, BatchOptions o) {
                     " tokens, but the model's learned positions (wpe) cover " + std::to_string(c.max_seq_len) +
                     " (max_seq_len)");
     }
+    check_kv_cache_format(o.kv_dtype, o.kv_k_quant, o.kv_v_quant, c.head_dim);
     o.chunk = std::clamp<std::uint32_t>(o.chunk, 1, o.max_tokens);
     if (o.window != 0) {
         // A step's rows and the window before them must fit a sequence's ring (at most the
@@ -91,6 +93,8 @@ SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& op
     return SessionSize{.max_tokens = o.max_tokens,
                        .chunk = o.chunk,
                        .kv_dtype = o.kv_dtype,
+                       .kv_k_quant = o.kv_k_quant,
+                       .kv_v_quant = o.kv_v_quant,
                        .block_size = o.block_size,
                        .max_sequences = o.max_sequences,
                        .sequence_blocks = blocks_per_sequence(o)};
@@ -104,11 +108,13 @@ Batch::Batch(const Model& model, BatchOptions options)
                 .fuse_layernorm = options_.fuse_layernorm,
                 .int8_activations = options_.int8_activations,
                 .kv_dtype = options_.kv_dtype,
+                .kv_k_quant = options_.kv_k_quant,
+                .kv_v_quant = options_.kv_v_quant,
                 .block_size = options_.block_size,
                 .blocks_per_seq = blocks_per_sequence(options_),
                 .window = options_.window},
       cache_(ctx_, model.config(), ceil_div(options_.max_tokens, options_.block_size), options_.block_size,
-             options_.kv_dtype, model.layers()),
+             options_.kv_dtype, model.layers(), options_.kv_k_quant, options_.kv_v_quant),
       scheduler_(scheduler_options(model, options_)) {
     const ModelConfig& c = model.config();
     const std::uint64_t n = options_.chunk;
@@ -148,12 +154,13 @@ Batch::Batch(const Model& model, BatchOptions options)
                            .logits = &logits_,
                            .scratch = &scratch_};
     if (options_.poison) {
-        // Quiet NaNs: an fp32 word, or two fp16 halves.
+        // Quiet NaNs: an fp32 word, or two fp16 halves (in a quantized cache, NaN scales).
         const std::uint32_t nan = options_.kv_dtype == DType::F16 ? 0x7E007E00u : 0x7FC00000u;
         for (std::uint32_t l = model.layers().begin; l < model.layers().end; ++l) {
-            const std::vector<std::uint32_t> words(cache_.k(l).size() / 4, nan);
-            ctx_.upload(cache_.k(l), std::span<const std::uint32_t>(words));
-            ctx_.upload(cache_.v(l), std::span<const std::uint32_t>(words));
+            for (const Buffer* pool : {&cache_.k(l), &cache_.v(l)}) {
+                const std::vector<std::uint32_t> words(pool->size() / 4, nan);
+                ctx_.upload(*pool, std::span<const std::uint32_t>(words));
+            }
         }
     }
     // Plans the decode step now: a device the model cannot run on fails here, not mid-run.

@@ -221,8 +221,13 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
                           std::uint64_t row_bytes = 0) {
         const std::uint64_t bytes = row_bytes == 0 ? elements * esize : elements / shape_.head_dim * row_bytes;
         if (r.size != bytes) {
-            throw Error(
-                fmt::format("naive attention: {} range is {} bytes but shape {} needs {}", name, r.size, shape, bytes));
+            const QuantFormat quant = name[0] == 'K' ? k_quant_ : name[0] == 'V' ? v_quant_ : QuantFormat::None;
+            const bool kv_quant = k_quant_ != QuantFormat::None || v_quant_ != QuantFormat::None;
+            const char* type = quant != QuantFormat::None                       ? to_string(quant)
+                               : kv_quant && (name[0] == 'K' || name[0] == 'V') ? "f16"
+                                                                                : to_string(dtype_);
+            throw Error(fmt::format("naive attention: {} range is {} bytes but shape {} in {} needs {}", name, r.size,
+                                    shape, type, bytes));
         }
     };
     if (paged_.has_value() != (sequences.buffer != nullptr)) {

@@ -27,9 +27,9 @@
 // Scale words of a head row of d values (d a multiple of 32).
 #define VKF_KV_SCALE_WORDS(d) (((d) / VKF_KV_QUANT_BLOCK + 1u) / 2u)
 // Words of one head row of d values in format f.
-#define VKF_KV_ROW_WORDS(f, d)                                                  \
-    ((f) == VKF_KV_FORMAT_Q8_0   ? VKF_KV_SCALE_WORDS(d) + (d) / 4u             \
-     : (f) == VKF_KV_FORMAT_Q4_0 ? VKF_KV_SCALE_WORDS(d) + (d) / 8u             \
+#define VKF_KV_ROW_WORDS(f, d)                                      \
+    ((f) == VKF_KV_FORMAT_Q8_0   ? VKF_KV_SCALE_WORDS(d) + (d) / 4u \
+     : (f) == VKF_KV_FORMAT_Q4_0 ? VKF_KV_SCALE_WORDS(d) + (d) / 8u \
                                  : (d) / 2u)
 
 #endif
