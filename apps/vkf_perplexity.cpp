@@ -3,6 +3,7 @@
 // quality on longer ones ("train short, test long").
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/kv_flags.hpp"
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/progress_line.hpp"
@@ -46,7 +47,7 @@ struct Options {
     std::optional<std::vector<std::uint32_t>> ctx;
     std::size_t max_tokens = 0;
     std::optional<vkf::WeightFormat> weights;
-    vkf::DType kv = vkf::SessionOptions{}.kv_dtype;
+    vkf::app::KvCacheFlags kv;
     std::uint32_t chunk = 128;
     std::optional<std::uint32_t> window;
     vkf::app::DeviceOptions device;
@@ -65,8 +66,7 @@ void declare_options(CLI::App& cli, Options& o) {
     add_integer(cli, "--max-tokens", "N", o.max_tokens, std::size_t{1},
                 "score only the text's first N tokens (default: all)");
     add_weight_format(cli, o.weights, "weight storage on the device (as vkf-run)");
-    add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
-               "KV-cache storage on the device (default f16)");
+    vkf::app::add_kv_flags(cli, o.kv, "KV-cache storage on the device (default f16; as vkf-run)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most tokens per submission (default 128)");
     add_window(cli, o.window,
                "local attention: each token sees the W tokens before it (default:\n"
@@ -155,8 +155,11 @@ int run(const Options& o) {
         // A window of c - 1 or more keys hides nothing in a c-token run: full attention, exactly,
         // without the ring a windowed cache would need beside it.
         const std::uint32_t window = vkf::app::run_window(o.window, config);
-        vkf::PerplexityOptions options{
-            .chunk = o.chunk, .kv_dtype = o.kv, .attention_window = window + 1 >= c ? 0 : window};
+        vkf::PerplexityOptions options{.chunk = o.chunk,
+                                       .kv_dtype = o.kv.dense,
+                                       .kv_k_quant = o.kv.k_quant(),
+                                       .kv_v_quant = o.kv.v_quant(),
+                                       .attention_window = window + 1 >= c ? 0 : window};
         options.progress = [&](std::size_t done, std::size_t windows) {
             tokens_done += c;
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -185,7 +188,7 @@ int run(const Options& o) {
             {"device", ctx.device_info()},
             {"model", {{"path", o.model}, {"family", vkf::family_name(config.family)}, {"training_length", train}}},
             {"weights", vkf::to_string(model.weight_format())},
-            {"kv", vkf::to_string(o.kv)},
+            {"kv", o.kv.name()},
             {"window", vkf::app::run_window(o.window, config)},
             {"file", o.file},
             {"tokens", tokens.size()},

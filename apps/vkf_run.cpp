@@ -61,7 +61,7 @@ int run_chat(vkf::Context& ctx, const Options& o) {
     }
     const std::uint32_t max_tokens = o.ctx;
     const LoadedModel loaded = load_model(
-        ctx, o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv, .window = o.window.value_or(0)});
+        ctx, o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv.dense, .kv_k_quant = o.kv.k_quant(), .kv_v_quant = o.kv.v_quant(), .window = o.window.value_or(0)});
     const vkf::Model& model = *loaded.model;
     const std::uint32_t window = vkf::app::run_window(o.window, model.config());
     vkf::Session session(model, session_options(o, max_tokens, o.chunk, window));

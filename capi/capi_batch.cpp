@@ -45,7 +45,7 @@ VKF_API vkf_status vkf_batch_create(vkf_model* model, const vkf_batch_params* pa
         if (p.chunk != 0) {
             options.chunk = p.chunk;
         }
-        options.kv_dtype = p.kv_f32 ? vkf::DType::F32 : vkf::DType::F16;
+        apply_kv_params(p, options);
         options.share_prefixes = p.share_prefixes != 0;
         auto handle = std::make_unique<vkf_batch>();
         handle->model = m.state;

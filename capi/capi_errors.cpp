@@ -148,6 +148,14 @@ void require(bool condition, const std::string& message) {
     }
 }
 
+vkf::QuantFormat kv_quant_of(std::uint32_t format, const char* name) {
+    require(format <= VKF_KV_Q4_0,
+            fmt::format("{} is {}; VKF_KV_DENSE (0), VKF_KV_Q8_0 (1) or VKF_KV_Q4_0 (2)", name, format));
+    return format == VKF_KV_Q8_0   ? vkf::QuantFormat::Q8_0
+           : format == VKF_KV_Q4_0 ? vkf::QuantFormat::Q4_0
+                                   : vkf::QuantFormat::None;
+}
+
 std::filesystem::path existing_path(const char* path, const char* name) {
     require(path != nullptr, std::string(name) + " is NULL");
     require(*path != '\0', std::string(name) + " is empty");

@@ -185,7 +185,7 @@ VKF_API vkf_status vkf_session_create(vkf_model* model, const vkf_session_params
         if (p.chunk != 0) {
             options.chunk = p.chunk;
         }
-        options.kv_dtype = p.kv_f32 ? vkf::DType::F32 : vkf::DType::F16;
+        apply_kv_params(p, options);
         options.int8_activations = p.int8_activations != 0;
         auto handle = std::make_unique<vkf_session>();
         handle->model = m.state;

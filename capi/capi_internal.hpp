@@ -132,6 +132,18 @@ vkf_status guarded(const char* function, F&& body) noexcept {
 
 // Argument checks that throw ApiError(VKF_ERROR_INVALID_ARGUMENT).
 void require(bool condition, const std::string& message);
+// A vkf_kv_format field (`name`, e.g. "params.kv_k") as the cache's QuantFormat (None for
+// VKF_KV_DENSE); any other value is refused.
+vkf::QuantFormat kv_quant_of(std::uint32_t format, const char* name);
+// The KV-cache fields of a params struct on options with kv_dtype, kv_k_quant, kv_v_quant.
+template <class Params, class Options>
+void apply_kv_params(const Params& p, Options& options) {
+    options.kv_dtype = p.kv_f32 ? vkf::DType::F32 : vkf::DType::F16;
+    options.kv_k_quant = kv_quant_of(p.kv_k, "params.kv_k");
+    options.kv_v_quant = kv_quant_of(p.kv_v, "params.kv_v");
+    require(p.kv_f32 == 0 || (p.kv_k == VKF_KV_DENSE && p.kv_v == VKF_KV_DENSE),
+            "params.kv_f32 with a quantized params.kv_k or kv_v: a quantized cache keeps its other side in fp16");
+}
 template <class T>
 T* out_ptr(T* p, const char* name) {
     require(p != nullptr, std::string(name) + " is NULL");

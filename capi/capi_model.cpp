@@ -37,6 +37,13 @@ std::filesystem::path model_dir(const char* dir) {
     return path;
 }
 
+// The sessions a model is loaded for, their KV cache included (estimated exactly).
+SessionSize session_size(const vkf_model_params& p) {
+    SessionSize size{.max_tokens = p.max_tokens};
+    apply_kv_params(p, size);
+    return size;
+}
+
 // What Model's constructor computes before it uploads anything (host/model/model.cpp).
 struct Plan {
     ModelConfig config;
@@ -49,7 +56,7 @@ Plan plan_model(const ModelConfig& config, const ShardedCheckpoint& checkpoint, 
     plan.config = resolve_with_checkpoint(config, checkpoint);
     plan.format =
         p.weights == VKF_WEIGHTS_DEFAULT ? default_weight_format(checkpoint, plan.config) : weight_format(p.weights);
-    plan.estimate = estimate_model_memory(plan.config, plan.format, SessionSize{.max_tokens = p.max_tokens});
+    plan.estimate = estimate_model_memory(plan.config, plan.format, session_size(p));
     return plan;
 }
 
@@ -77,7 +84,7 @@ void load_model(vkf_context* ctx, const vkf_model_params* params, vkf_model** ou
     vkf::ModelOptions options;
     options.weights = plan.format;
     options.check_finite_weights = p.check_finite_weights != 0;
-    options.session = vkf::SessionSize{.max_tokens = p.max_tokens};
+    options.session = session_size(p);
     options.progress = [&p](const vkf::WeightUploadProgress& progress) {
         // Thrown through upload_weights, whose buffers are RAII: nothing is left behind.
         if (p.cancel != nullptr && p.cancel->requested.load()) {

@@ -14,7 +14,8 @@
 // the driver folds them away and the code is that of a kernel without them.
 //
 // Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
-// model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
+// model's fp16 KV cache with fp32 Q and O), KV_QUANT (fp32 Q and O over K and V each fp16,
+// q8_0 or q4_0, dequantized as the tiles are loaded: kv_quant.glsl), SPLIT_KV (write unnormalized partial rows plus
 // (max, sum) for attention_combine.comp instead of the output), PACKED_TABLES (with SPLIT_KV:
 // 4 storage buffers, the slope table and key counts read from the partials' binding),
 // SUBGROUP_REDUCE (the row max and sum over the TPR lanes of a row, and the probabilities P*V
@@ -84,6 +85,10 @@ const uint PV_GROUP = 8u;  // keys per f16 P*V accumulator, then fp32
 layout(std430, binding = 0) readonly buffer QBuf { VKF_PAIR q_data[]; };
 layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_PAIR k_data[]; };
 layout(std430, binding = 2) readonly buffer VBuf { VKF_KV_PAIR v_data[]; };
+#if defined(KV_QUANT)
+#define KV_HEAD_DIM D
+#include "kv_quant.glsl"
+#endif
 #if defined(SPLIT_KV)
 // Per (batch, head, row, split): D unnormalized output values, then the row max and sum.
 layout(std430, binding = 3) writeonly buffer Partials { float partials[]; };
@@ -130,8 +135,12 @@ void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
         const uint key = key0 + c;
         TILE_PAIR value = TILE_PAIR(0.0);
         if (key < key_end) {
-            const uint index = (kv_row(b, key) * params.n_kv_head + kv_head) * DP + p;
-            value = load_v ? tile_pair(v_data[index]) : tile_pair(k_data[index]);
+            const uint head_row = kv_row(b, key) * params.n_kv_head + kv_head;
+#if defined(KV_QUANT)
+            value = tile_pair(kv_pair(load_v, head_row, p));
+#else
+            value = load_v ? tile_pair(v_data[head_row * DP + p]) : tile_pair(k_data[head_row * DP + p]);
+#endif
         }
         if ((p & 1u) == 0u) {
             kv_tile[c * KV_STRIDE + p / 2u].xy = value;

@@ -6,7 +6,8 @@
 // vec4, fp16 as a uvec2 holding four halves.
 //
 // Storage types: STORAGE_F16 makes every tensor fp16; KV_F16 makes only K and V fp16 (a
-// model's fp16 KV cache), while Q and O stay fp32 (O feeds fp32 matmuls). VKF_PAIR and
+// model's fp16 KV cache), while Q and O stay fp32 (O feeds fp32 matmuls); KV_QUANT, fp32 Q
+// and O over K and V each fp16 or q8_0/q4_0 blocks (kv_quant.glsl). VKF_PAIR and
 // VKF_QUAD are the storage of Q and O, VKF_KV_PAIR and VKF_KV_QUAD that of K and V; the
 // readers (pair_to_vec2, quad_to_vec4) are overloaded on the storage type, so a load reads
 // whichever type its buffer declares.
@@ -33,7 +34,8 @@ vec2 vec2_to_pair(vec2 v) { return v; }
 vec4 vec4_to_quad(vec4 v) { return v; }
 #endif
 
-#if defined(STORAGE_F16) || defined(KV_F16)
+// KV_QUANT: K and V as 32-bit words, each fp16 or block-quantized (kv_quant.glsl).
+#if defined(STORAGE_F16) || defined(KV_F16) || defined(KV_QUANT)
 #define VKF_KV_PAIR uint
 #define VKF_KV_QUAD uvec2
 #else

@@ -12,8 +12,8 @@
 //            (attention_io.glsl), so an fp16 output pair is one 32-bit word.
 //
 // Conventions (positions p_i = L_b - q_len + i, GQA head mapping, masks, slopes) are those
-// of host/spec/attention_params.hpp. Storage is float32, or fp16 with STORAGE_F16; arithmetic
-// is fp32 either way.
+// of host/spec/attention_params.hpp. Storage is float32, or fp16 with STORAGE_F16, or fp32 Q
+// and O over K and V each fp16 or q8_0/q4_0 with KV_QUANT (kv_quant.glsl); arithmetic is fp32.
 //
 // Paged batches (VKF_ATTN_FLAG_PAGED, host/ops/attention.hpp): b is a sequence of the table,
 // its rows packed in Q and O, its keys read through its block table. The scores of rows past
@@ -66,7 +66,14 @@ uint score_row_offset(uint b, uint h, uint i) {
 #if defined(SCORES)
 
 layout(std430, binding = 0) readonly buffer QBuffer { VKF_PAIR q_data[]; };
+#if defined(KV_QUANT)
+layout(std430, binding = 1) readonly buffer KBuffer { uint k_data[]; };
+#define KVQ_K_ONLY
+#define KV_HEAD_DIM HEAD_DIM
+#include "kv_quant.glsl"
+#else
 layout(std430, binding = 1) readonly buffer KBuffer { VKF_PAIR k_data[]; };
+#endif
 #if defined(PACKED_TABLES)
 // Devices with 4 storage buffers per stage: the slope table (n_head floats) and the key
 // counts (batch uints) follow the scores in their buffer, 3 bindings in all.
@@ -106,11 +113,18 @@ void main() {
     if (!masked) {
         const uint kv_h = h / (params.n_head / params.n_kv_head);
         const uint q_row = q_row_pair(first_row, i, h);
-        const uint k_row = kv_row_pair(b, key, kv_h);
         float acc = 0.0;
+#if defined(KV_QUANT)
+        const uint k_head_row = kv_row(b, key) * params.n_kv_head + kv_h;
+        for (uint p = 0u; p < HEAD_PAIRS; ++p) {
+            acc += dot(pair_to_vec2(q_data[q_row + p]), kv_pair(false, k_head_row, p));
+        }
+#else
+        const uint k_row = kv_row_pair(b, key, kv_h);
         for (uint p = 0u; p < HEAD_PAIRS; ++p) {
             acc += dot(pair_to_vec2(q_data[q_row + p]), pair_to_vec2(k_data[k_row + p]));
         }
+#endif
         score = params.scale * acc;
         if ((params.flags & (VKF_ATTN_FLAG_ALIBI_CAUSAL | VKF_ATTN_FLAG_ALIBI_SYMMETRIC)) != 0u) {
             score += alibi_bias(alibi_slope_of_head(h, valid_keys), qpos, int(key));
@@ -199,7 +213,14 @@ void main() {
 
 layout(std430, binding = 0) readonly buffer ProbBuffer { float probs[]; };
 layout(std430, binding = 0) readonly buffer TableBuffer { uint tables_u[]; };
+#if defined(KV_QUANT)
+layout(std430, binding = 1) readonly buffer VBuffer { uint v_data[]; };
+#define KVQ_V_ONLY
+#define KV_HEAD_DIM HEAD_DIM
+#include "kv_quant.glsl"
+#else
 layout(std430, binding = 1) readonly buffer VBuffer { VKF_PAIR v_data[]; };
+#endif
 layout(std430, binding = 2) writeonly buffer OBuffer { VKF_PAIR o_data[]; };
 uint seq_word(uint i) { return tables_u[tables_base() + params.n_head + i]; }
 
@@ -229,7 +250,11 @@ void main() {
     for (uint j = 0u; j < keys; ++j) {
         const float prob = probs[row + j];
         if (prob != 0.0) {
+#if defined(KV_QUANT)
+            acc += prob * kv_pair(true, kv_row(b, base + j) * params.n_kv_head + kv_h, p);
+#else
             acc += prob * pair_to_vec2(v_data[kv_row_pair(b, base + j, kv_h) + p]);
+#endif
         }
     }
     o_data[q_row_pair(first_row, i, h) + p] = vec2_to_pair(acc);

@@ -16,7 +16,8 @@
 // Causal: a workgroup stops at the last key its last row can see, and masks per row.
 //
 // Variants: STORAGE_F16 (fp16 tensors, fp32 arithmetic), KV_F16 (fp16 K and V only: a
-// model's fp16 KV cache with fp32 Q and O), SPLIT_KV (write unnormalized partial rows plus
+// model's fp16 KV cache with fp32 Q and O), KV_QUANT (fp32 Q and O over K and V each fp16,
+// q8_0 or q4_0, dequantized as read: kv_quant.glsl), SPLIT_KV (write unnormalized partial rows plus
 // (max, sum) for attention_combine.comp instead of the output), PACKED_TABLES (with SPLIT_KV:
 // 4 storage buffers, the slope table and key counts read from the partials' binding),
 // PAIR_LOADS (D % 4 == 2: a head row does not start on a quad, so the tensors are read and
@@ -53,6 +54,12 @@ const float MASKED = -3.0e38;
 layout(std430, binding = 0) readonly buffer QBuf { VKF_PAIR q_data[]; };
 layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_PAIR k_data[]; };
 layout(std430, binding = 2) readonly buffer VBuf { VKF_KV_PAIR v_data[]; };
+#elif defined(KV_QUANT)
+layout(std430, binding = 0) readonly buffer QBuf { VKF_QUAD q_data[]; };
+layout(std430, binding = 1) readonly buffer KBuf { uint k_data[]; };
+layout(std430, binding = 2) readonly buffer VBuf { uint v_data[]; };
+#define KV_HEAD_DIM D
+#include "kv_quant.glsl"
 #else
 layout(std430, binding = 0) readonly buffer QBuf { VKF_QUAD q_data[]; };
 layout(std430, binding = 1) readonly buffer KBuf { VKF_KV_QUAD k_data[]; };
@@ -104,6 +111,12 @@ vec4 v_quad(uint base, uint dq) { VKF_READ_QUAD(v_data, base, dq) }
 #define Q_QUAD(base, dq) q_quad(base, dq)
 #define K_QUAD(base, dq) k_quad(base, dq)
 #define V_QUAD(base, dq) v_quad(base, dq)
+#elif defined(KV_QUANT)
+// K and V rows are addressed by head row (their sizes differ by format), not by quads.
+const uint ROW_UNITS = DQ;
+#define Q_QUAD(base, dq) quad_to_vec4(q_data[(base) + (dq)])
+#define K_QUAD(head_row, dq) kv_quad(false, head_row, dq)
+#define V_QUAD(head_row, dq) kv_quad(true, head_row, dq)
 #else
 const uint ROW_UNITS = DQ;
 #define Q_QUAD(base, dq) quad_to_vec4(q_data[(base) + (dq)])
@@ -172,8 +185,13 @@ void main() {
         row_sum[r] = 0.0;
     }
 
+#if defined(KV_QUANT)
+    const uint key_stride = params.n_kv_head; // head rows from one key to the next
+    const uint kv_base = kv_head;
+#else
     const uint key_stride = params.n_kv_head * ROW_UNITS; // buffer elements from one key to the next
     const uint kv_base = kv_head * ROW_UNITS;
+#endif
     for (uint key0 = key_begin; key0 < key_end; key0 += BK) {
         // Keys past key_end read the last valid key (in bounds) and are masked.
         uint at[BK];

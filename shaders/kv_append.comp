@@ -10,16 +10,26 @@
 // reach memory past the cache.
 // One invocation per pair of elements (head_dim is even). Grid: x = pairs of a token's
 // heads / WG, y = new rows, z = batch.
+//
+// CACHE_Q8_0, CACHE_Q4_0: a block-quantized cache (interface/kv_quant.h), quantized here
+// with the rules of host/quant/quant_format.hpp (quantize_row: the scale chosen from the
+// block, rounded to fp16, the values rounded against the rounded scale); one invocation per
+// head row, which writes its scale words whole. x = a token's heads / WG; cache_base counts
+// words.
 
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 #include "interface/kv_append.h"
+#include "interface/kv_quant.h"
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
-#if defined(CACHE_F16)
+#if defined(CACHE_Q8_0) || defined(CACHE_Q4_0)
+#define CACHE_QUANT
+layout(std430, binding = 1) writeonly buffer Cache { uint cache[]; };
+#elif defined(CACHE_F16)
 layout(std430, binding = 1) writeonly buffer Cache { uint cache[]; };
 #else
 layout(std430, binding = 1) writeonly buffer Cache { float cache[]; };
@@ -28,6 +38,87 @@ layout(std430, binding = 1) writeonly buffer Cache { float cache[]; };
 layout(std430, binding = 2) readonly buffer Slots { uint slot_data[]; };
 #endif
 
+#if defined(CACHE_QUANT)
+// x rounded half away from zero, as std::round (the host's quantize_row).
+int round_away(float x) { return int(sign(x) * floor(abs(x) + 0.5)); }
+
+#if defined(CACHE_Q8_0)
+const uint FORMAT = VKF_KV_FORMAT_Q8_0;
+#else
+const uint FORMAT = VKF_KV_FORMAT_Q4_0;
+#endif
+
+// Quantizes block blk of the head row read from src[s..], writing its values at `values`;
+// returns the fp16 scale bits.
+uint quantize_block(uint s, uint blk, uint values) {
+    const uint first = s + blk * VKF_KV_QUANT_BLOCK;
+    float extreme = 0.0; // the element of largest magnitude, sign kept (the first of equals)
+    for (uint i = 0u; i < VKF_KV_QUANT_BLOCK; ++i) {
+        const float x = src[first + i];
+        if (abs(x) > abs(extreme)) {
+            extreme = x;
+        }
+    }
+#if defined(CACHE_Q8_0)
+    const uint bits = packHalf2x16(vec2(finite_f16(abs(extreme) / 127.0), 0.0));
+    const float d = unpackHalf2x16(bits).x;
+    for (uint w = 0u; w < VKF_KV_QUANT_BLOCK / 4u; ++w) {
+        uint word = 0u;
+        for (uint j = 0u; j < 4u; ++j) {
+            const int q = d == 0.0 ? 0 : clamp(round_away(src[first + 4u * w + j] / d), -127, 127);
+            word |= (uint(q) & 0xFFu) << (8u * j);
+        }
+        cache[values + w] = word;
+    }
+#else
+    const uint bits = packHalf2x16(vec2(finite_f16(extreme / -8.0), 0.0));
+    const float d = unpackHalf2x16(bits).x;
+    for (uint w = 0u; w < VKF_KV_QUANT_BLOCK / 8u; ++w) {
+        uint word = 0u;
+        for (uint j = 0u; j < 4u; ++j) {
+            const uint i = 4u * w + j; // byte i: element i low, element i + 16 high
+            const uint lo = d == 0.0 ? 8u : uint(clamp(round_away(src[first + i] / d) + 8, 0, 15));
+            const uint hi = d == 0.0 ? 8u : uint(clamp(round_away(src[first + i + 16u] / d) + 8, 0, 15));
+            word |= (lo | (hi << 4u)) << (8u * j);
+        }
+        cache[values + w] = word;
+    }
+#endif
+    return bits;
+}
+
+void main() {
+    const uint h = gl_GlobalInvocationID.x;
+    const uint t = gl_WorkGroupID.y;
+    const uint b = gl_WorkGroupID.z;
+    if (h >= params.n_kv_head) {
+        return;
+    }
+    const uint s = params.src_base + b * params.src_batch_stride + t * params.src_token_stride +
+                   h * params.src_head_stride;
+#if defined(SLOTS)
+    const uint row = slot_data[params.slots_base + t];
+    if (row >= params.max_len) {
+        return;
+    }
+#else
+    const uint row = params.pos + t;
+#endif
+    const uint row_words = VKF_KV_ROW_WORDS(FORMAT, params.head_dim);
+    const uint start = params.cache_base + ((b * params.max_len + row) * params.n_kv_head + h) * row_words;
+    const uint scale_words = VKF_KV_SCALE_WORDS(params.head_dim);
+    const uint block_words = FORMAT == VKF_KV_FORMAT_Q8_0 ? 8u : 4u;
+    const uint blocks = params.head_dim / VKF_KV_QUANT_BLOCK;
+    for (uint sw = 0u; sw < scale_words; ++sw) {
+        const uint lo = quantize_block(s, 2u * sw, start + scale_words + 2u * sw * block_words);
+        uint hi = 0u;
+        if (2u * sw + 1u < blocks) {
+            hi = quantize_block(s, 2u * sw + 1u, start + scale_words + (2u * sw + 1u) * block_words);
+        }
+        cache[start + sw] = lo | (hi << 16u);
+    }
+}
+#else
 void main() {
     const uint pair = gl_GlobalInvocationID.x;
     const uint t = gl_WorkGroupID.y;
@@ -57,3 +148,4 @@ void main() {
     cache[dst + 1u] = v.y;
 #endif
 }
+#endif

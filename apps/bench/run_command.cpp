@@ -4,6 +4,7 @@
 #include "apps/bench/commands.hpp"
 #include "apps/bench/result_table.hpp"
 #include "apps/bench/runner.hpp"
+#include "apps/common/kv_flags.hpp"
 #include "apps/common/options.hpp"
 
 #include <fmt/format.h>
@@ -54,7 +55,7 @@ struct RunOptions {
     bool no_naive = false;
     bool matmul_coopmat = false;
     std::optional<std::uint64_t> max_memory;
-    std::optional<DType> kv;
+    app::KvCacheFlags kv;
     std::optional<MatmulKernel> matmul_kernel;
     std::optional<std::uint32_t> window;
     std::optional<std::vector<std::string>> modes;
@@ -133,8 +134,9 @@ void declare_options(CLI::App& cli, RunOptions& o) {
                       "device memory one case may use (K/M/G suffixes; default half\n"
                       "the largest device-local heap); bigger cases are skipped",
                       [&o](const std::string& text) { o.max_memory = parse_size("--max-memory", text); });
-    add_choice(cli, "--kv", o.kv, {{"f32", DType::F32}, {"f16", DType::F16}},
-               "KV-cache storage of the block and model suites (default f16,\nas vkf-run)");
+    add_kv_flags(cli, o.kv,
+                 "KV-cache storage of the block and model suites (default f16,\nas vkf-run; q8_0 and q4_0: not "
+                 "the start-up suite)");
     add_window(cli, o.window,
                "key window of the block and model suites' sessions: each token\n"
                "sees the W before it, the cache keeps what the window sees\n"
@@ -170,7 +172,10 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.prefill_m = o.prefill_m.value_or(quick ? Counts{32} : Counts{512});
     s.max_memory = o.max_memory.value_or(0);
     s.weights = o.weights.value_or(std::vector<std::string>{"f16"});
-    s.kv_dtype = o.kv.value_or(s.kv_dtype);
+    s.kv_dtype = o.kv.dense;
+    s.kv_k_quant = o.kv.k_quant();
+    s.kv_v_quant = o.kv.v_quant();
+    s.kv_name = o.kv.name();
     s.matmul_kernel = o.matmul_kernel.value_or(MatmulKernel::Auto);
     s.window = o.window.value_or(0);
     s.batch = o.batch.value_or(s.batch);

@@ -72,6 +72,8 @@ double timed(Session& session, bool gpu, const std::function<void()>& step) {
 std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
     std::vector<BenchCase> cases;
     const DType kv_dtype = s.kv_dtype;
+    const QuantFormat kv_k = s.kv_k_quant, kv_v = s.kv_v_quant;
+    const std::string kv_name = s.kv_name;
     const std::uint32_t window = s.window;
     for (const std::string& weights_name : s.weights) {
         const WeightFormat format = *parse_weight_format(weights_name);
@@ -96,16 +98,15 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     BenchCase c;
                     const std::string mode = decode ? "decode" : "prefill";
                     const std::string step_kind = recorded ? "recorded once" : "re-recorded";
-                    c.name =
-                        fmt::format("{} {}{}{} tokens {} kv {}{}", preset.name, mode, decode ? " after " : " ", m,
-                                    to_string(format), to_string(kv_dtype), recorded ? "" : " re-recorded unfused");
+                    c.name = fmt::format("{} {}{}{} tokens {} kv {}{}", preset.name, mode, decode ? " after " : " ", m,
+                                         to_string(format), kv_name, recorded ? "" : " re-recorded unfused");
                     if (window != 0) {
                         c.name += fmt::format(" window {}", window);
                     }
                     c.params = {{"model", preset.name},
                                 {"mode", mode},
                                 {"weights", to_string(format)},
-                                {"kv", std::string(to_string(kv_dtype))},
+                                {"kv", kv_name},
                                 {"layers", std::int64_t{config.n_layer}},
                                 {"tokens", std::int64_t{decode ? 1 : m}},
                                 {"context", std::int64_t{m}},
@@ -117,8 +118,8 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                     const std::uint64_t read = bytes_read_per_pass(config, format, whole_model);
                     c.flops = decode ? layers_flops(config, m, 1, window) : layers_flops(config, 0, m, window);
                     c.bytes = read;
-                    c.run = [config, m, decode, recorded, format, kv_dtype, weights, read, whole_model, window](
-                                CaseEnv& env, Result& r) {
+                    c.run = [config, m, decode, recorded, format, kv_dtype, kv_k, kv_v, kv_name, weights, read,
+                             whole_model, window](CaseEnv& env, Result& r) {
                         Context& ctx = env.ctx;
                         const SuiteSettings& st = env.settings;
                         const std::uint32_t steps = st.warmup + st.reps;
@@ -131,13 +132,16 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         if (budget.max_memory == 0) {
                             budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;
                         }
-                        check_memory(
-                            ctx, budget,
-                            estimate_model_memory(
-                                config, format,
-                                {.max_tokens = max_tokens, .chunk = chunk, .kv_dtype = kv_dtype, .window = window})
-                                .total(),
-                            largest);
+                        check_memory(ctx, budget,
+                                     estimate_model_memory(config, format,
+                                                           {.max_tokens = max_tokens,
+                                                            .chunk = chunk,
+                                                            .kv_dtype = kv_dtype,
+                                                            .kv_k_quant = kv_k,
+                                                            .kv_v_quant = kv_v,
+                                                            .window = window})
+                                         .total(),
+                                     largest);
                         const bool gpu = ctx.limits().timestamps;
                         const Model model(ctx, config, format);
                         Session session(model, SessionOptions{.max_tokens = max_tokens,
@@ -146,6 +150,8 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                                                               .fuse_layernorm = recorded,
                                                               .reuse_steps = recorded,
                                                               .kv_dtype = kv_dtype,
+                                                              .kv_k_quant = kv_k,
+                                                              .kv_v_quant = kv_v,
                                                               .window = window});
                         const Session::Logits logits = whole_model ? Session::Logits::Last : Session::Logits::None;
                         const std::vector<std::uint32_t> prompt = token_ids(m, config.vocab_size);
@@ -212,7 +218,7 @@ std::vector<BenchCase> forward_cases(const SuiteSettings& s, bool whole_model) {
                         r.plan = fmt::format(
                             "{} layer(s), {} weights, fp32 activations, {} KV cache, prompt chunks of {}, one "
                             "submission per chunk, {}",
-                            config.n_layer, to_string(format), to_string(kv_dtype), chunk,
+                            config.n_layer, to_string(format), kv_name, chunk,
                             session.fused_qkv() ? "fused QKV scatter, lists recorded once per chunk size"
                                                 : "QKV repacked by separate passes, a list recorded per chunk");
                         // The same median the runner reports for the result.

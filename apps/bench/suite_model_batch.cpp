@@ -28,8 +28,10 @@ struct BatchShape {
     WeightFormat format;
     DType kv_dtype = DType::F16;
     std::uint32_t batch = 1;
-    std::uint32_t context = 0;  // prompt tokens of every sequence before the timed steps
-    std::uint32_t window = 0;   // key window (0: full attention)
+    std::uint32_t context = 0;                   // prompt tokens of every sequence before the timed steps
+    std::uint32_t window = 0;                    // key window (0: full attention)
+    QuantFormat kv_k_quant = QuantFormat::None;  // a quantized K/V cache (SuiteSettings)
+    QuantFormat kv_v_quant = QuantFormat::None;
 };
 
 void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
@@ -53,12 +55,16 @@ void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
     if (budget.max_memory == 0) {
         budget.max_memory = memory_budget(ctx, st) * 2 / 10 * 9;  // as the model suite's cases
     }
-    check_memory(
-        ctx, budget,
-        estimate_model_memory(config, shape.format,
-                              {.max_tokens = pool, .chunk = chunk, .kv_dtype = shape.kv_dtype, .window = shape.window})
-            .total(),
-        largest_tensor_bytes(config, shape.format));
+    check_memory(ctx, budget,
+                 estimate_model_memory(config, shape.format,
+                                       {.max_tokens = pool,
+                                        .chunk = chunk,
+                                        .kv_dtype = shape.kv_dtype,
+                                        .kv_k_quant = shape.kv_k_quant,
+                                        .kv_v_quant = shape.kv_v_quant,
+                                        .window = shape.window})
+                     .total(),
+                 largest_tensor_bytes(config, shape.format));
     const bool gpu = ctx.limits().timestamps;
     const Model model(ctx, config, shape.format);
     // Distinct prompts: no prefix is shared, so the blocks in use are every sequence's own.
@@ -68,6 +74,8 @@ void run_batch_case(const BatchShape& shape, CaseEnv& env, Result& r) {
                                     .block_size = block,
                                     .chunk = chunk,
                                     .kv_dtype = shape.kv_dtype,
+                                    .kv_k_quant = shape.kv_k_quant,
+                                    .kv_v_quant = shape.kv_v_quant,
                                     .window = shape.window,
                                     .share_prefixes = false});
     std::vector<SequenceId> ids;
@@ -152,17 +160,18 @@ std::vector<BenchCase> batch_decode_cases(const SuiteSettings& s) {
                 // As the model suite's other cases: --quick keeps whole-model prompts at 8 tokens.
                 const std::uint32_t m = s.quick ? std::min<std::uint32_t>(prefill_m, 8) : prefill_m;
                 for (const std::uint32_t b : s.batch) {
-                    const BatchShape shape{preset.config, format, s.kv_dtype, b, m, s.window};
+                    const BatchShape shape{preset.config, format,       s.kv_dtype,  b, m,
+                                           s.window,      s.kv_k_quant, s.kv_v_quant};
                     BenchCase c;
                     c.name = fmt::format("{} decode batch {} after {} tokens {} kv {}", preset.name, b, m,
-                                         to_string(format), to_string(s.kv_dtype));
+                                         to_string(format), s.kv_name);
                     if (s.window != 0) {
                         c.name += fmt::format(" window {}", s.window);
                     }
                     c.params = {{"model", preset.name},
                                 {"mode", std::string("decode")},
                                 {"weights", to_string(format)},
-                                {"kv", std::string(to_string(s.kv_dtype))},
+                                {"kv", s.kv_name},
                                 {"layers", std::int64_t{preset.config.n_layer}},
                                 {"batch", std::int64_t{b}},
                                 {"tokens", std::int64_t{b}},

@@ -32,8 +32,11 @@ struct SuiteSettings {
     AttentionSweep attention;                    // what the attention suite times
     // matmul: the kernel every case forces (Auto: each plan's own), e.g. GEMV on lavapipe
     MatmulKernel matmul_kernel = MatmulKernel::Auto;
-    std::uint64_t max_memory = 0;            // bytes one case may allocate; 0: from the device
-    DType kv_dtype = DType::F16;             // block and model: the sessions' KV cache (SessionOptions)
+    std::uint64_t max_memory = 0;                // bytes one case may allocate; 0: from the device
+    DType kv_dtype = DType::F16;                 // block and model: the sessions' KV cache (SessionOptions)
+    QuantFormat kv_k_quant = QuantFormat::None;  // block and model (not startup): a quantized K/V cache
+    QuantFormat kv_v_quant = QuantFormat::None;
+    std::string kv_name = "f16";             // the cache's storage in case names (app::KvCacheFlags::name)
     std::vector<std::uint32_t> batch = {1};  // model: sequences decoding together (suite_model_batch.cpp)
     std::uint32_t window = 0;                // block and model: the sessions' key window (0: full)
     bool prefill = true, decode = true;      // block and model: which steps they time (--modes)

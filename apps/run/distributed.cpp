@@ -72,7 +72,7 @@ Plan parse_plan(const std::string& text) {
 // The options every stage must share: they shape each stage's work and its memory.
 std::string shared_options(const Options& o) {
     return fmt::format("weights {}, kv {}, chunk {}, ctx {}, window {}, int8 activations {}, unfused {}",
-                       o.weights ? to_string(*o.weights) : std::string("as stored"), to_string(o.kv), o.chunk, o.ctx,
+                       o.weights ? to_string(*o.weights) : std::string("as stored"), o.kv.name(), o.chunk, o.ctx,
                        o.window ? fmt::format("{}", *o.window) : std::string("the model's"), o.int8_activations,
                        o.unfused);
 }
@@ -108,7 +108,9 @@ std::unique_ptr<Model> load_stage(Context& ctx, dist::Channel& channel, const Op
                          .check_finite_weights = !o.skip_weight_check,
                          .session = {.max_tokens = plan.size.max_tokens,
                                      .chunk = plan.size.chunk,
-                                     .kv_dtype = o.kv,
+                                     .kv_dtype = o.kv.dense,
+                                     .kv_k_quant = o.kv.k_quant(),
+                                     .kv_v_quant = o.kv.v_quant(),
                                      .window = plan.size.window},
                          .layers = range};
     // Between uploads: a peer's failure ends the load early.
@@ -133,7 +135,9 @@ LoadedStage agree_and_load(Context& ctx, dist::Channel& channel, const Options& 
         plan.layers = plan_layers(o,
                                   {.max_tokens = plan.size.max_tokens,
                                    .chunk = plan.size.chunk,
-                                   .kv_dtype = o.kv,
+                                   .kv_dtype = o.kv.dense,
+                                     .kv_k_quant = o.kv.k_quant(),
+                                     .kv_v_quant = o.kv.v_quant(),
                                    .window = plan.size.window},
                                   all);
         return plan_text(plan);

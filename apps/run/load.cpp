@@ -34,7 +34,7 @@ void print_model_line(const Context& ctx, const Model& model, const Options& o, 
     const ModelConfig& config = model.config();
     fmt::print(stderr, "{}: {} layers, hidden {}, {} heads, vocab {}, {} weights ({}), {} KV cache ({} {}), on {}\n",
                family_name(config.family), config.n_layer, config.hidden, config.n_head, config.vocab_size,
-               to_string(model.weight_format()), size_text(model.weights().bytes), to_string(o.kv), holder,
+               to_string(model.weight_format()), size_text(model.weights().bytes), o.kv.name(), holder,
                size_text(kv_device_bytes), ctx.device_info().name);
     if (!ctx.memory_stats().note.empty()) {
         fmt::print(stderr, "vkf-run: {}\n", ctx.memory_stats().note);

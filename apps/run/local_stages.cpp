@@ -43,7 +43,7 @@ public:
         loaded_ = load_model(ctx_, options_,
                              {.max_tokens = size.max_tokens,
                               .chunk = size.chunk,
-                              .kv_dtype = options_.kv,
+                              .kv_dtype = options_.kv.dense, .kv_k_quant = options_.kv.k_quant(), .kv_v_quant = options_.kv.v_quant(),
                               .window = size.sequences == 0 ? options_.window.value_or(0) : 0});
         front_ = make_front({.stages = {loaded_.model.get()}}, run_batch_options(options_, size));
         prepared_ = front_->prepare(size.prompt_tokens);
@@ -121,7 +121,7 @@ public:
                              .check_finite_weights = !options_.skip_weight_check,
                              .session = {.max_tokens = size.max_tokens,
                                          .chunk = size.chunk,
-                                         .kv_dtype = options_.kv,
+                                         .kv_dtype = options_.kv.dense, .kv_k_quant = options_.kv.k_quant(), .kv_v_quant = options_.kv.v_quant(),
                                          .window = options_.window.value_or(0)}};
         auto line = std::make_shared<app::ProgressLine>(!options_.quiet);
         options.progress = [line](const WeightUploadProgress& p) {

@@ -11,6 +11,7 @@
 #include "apps/run/stages.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/batch_generation.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
@@ -104,13 +105,21 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
     const bool check_failed = check && !(check->max_rel <= o.check_tolerance);
 
     OneRun run = one_run(prompt, result, streamed, stages.prepared(), window, max_tokens);
-    run.kv = to_string(o.kv);
+    run.kv = o.kv.name();
     run.check = check ? &*check : nullptr;
     run.device_key = stages.device_key();
     run.device = stages.device_json();
     run.model = stages.model_json(o);
     run.blocks_held = blocks_held;
     stages.add_one_prompt_json(run);
+    // K and V of one token in every layer, quantized blocks' scales included (kv_token_bytes):
+    // the first key after "kv".
+    nlohmann::ordered_json after_kv = {
+        {"kv_bytes_per_token", std::uint64_t{config.n_layer} * kv_token_bytes(o.kv.dense, o.kv.k_quant(),
+                                                                              o.kv.v_quant(), config.n_kv_head,
+                                                                              config.head_dim)}};
+    after_kv.update(run.after_kv);
+    run.after_kv = std::move(after_kv);
     if (o.json) {
         nlohmann::ordered_json json = one_run_json(o, run);
         stages.end_json(o, json);

@@ -155,8 +155,9 @@ void declare_options(CLI::App& cli, Options& o) {
                       "weight storage on the device: q8_0 and q4_0 quantize the\n"
                       "matrices at load time (docs/QUANTIZATION.md); default: a\n"
                       "quantized checkpoint's own format, f16 for an all-F16\ncheckpoint, else f32");
-    add_choice(cli, "--kv", o.kv, {{"f32", DType::F32}, {"f16", DType::F16}},
-               "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32)");
+    app::add_kv_flags(cli, o.kv,
+                      "KV-cache storage on the device (default f16: half the memory\nand the attention reads of f32; "
+                      "q8_0 and q4_0 quantize\nK and V: 0.53x and 0.28x the memory of f16)");
     add_integer(cli, "--chunk", "N", o.chunk, 1, "most prompt tokens per submission (default 128)");
     add_device_options(cli, o.device);
     app::add_device_list(cli, o.devices);

@@ -2,6 +2,7 @@
 // vkf-run's command line: the options, their declaration on CLI11, and the checks that need
 // several of them at once. Everything wrong here is a usage error (exit status 2).
 
+#include "apps/common/kv_flags.hpp"
 #include "apps/common/options.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/quant_format.hpp"
@@ -37,7 +38,7 @@ struct Options {
     std::uint32_t n_predict = 32;
     SamplingParams sampling;
     std::optional<WeightFormat> weights;
-    DType kv = SessionOptions{}.kv_dtype;
+    app::KvCacheFlags kv;
     std::uint32_t chunk = 128;
     app::DeviceOptions device;
     // Layer split (issue 31, docs/DESIGN.md "Layer split"): --devices D,D,...: stage i of the
@@ -77,7 +78,7 @@ StepOptions with_run_flags(const Options& o, StepOptions options) {
     options.fuse_qkv = !o.unfused;
     options.fuse_layernorm = !o.unfused;
     options.reuse_steps = !o.unfused;
-    options.kv_dtype = o.kv;
+    o.kv.apply_to(options);
     options.int8_activations = o.int8_activations;
     return options;
 }

@@ -226,7 +226,7 @@ nlohmann::ordered_json prompt_file_json(const Options& o, std::string_view devic
     json[std::string(device_key)] = std::move(device);
     json["model"] = std::move(model);
     json["sampling"] = sampling_json(o.sampling);
-    json["kv"] = to_string(o.kv);
+    json["kv"] = o.kv.name();
     json["prompt_file"] = o.prompt_file;
     json["parallel"] = sizing.sequences;
     json["results"] = results_json(prompts, runs);

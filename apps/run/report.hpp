@@ -56,7 +56,7 @@ struct OneRun {
     bool interrupted = false;                     // a signal ended it (stop is Caller then)
     const app::StreamedText* streamed = nullptr;  // the text, for a --prompt
     PreparationStats prepared;
-    std::string_view kv;
+    std::string kv;  // KvCacheFlags::name(): owned, the flags make it anew
     std::uint32_t window = 0;
     std::uint32_t ctx = 0;  // the KV cache's positions
     const CheckResult* check = nullptr;

@@ -32,7 +32,7 @@ namespace {
 // stage's work, its KV cache and the batch's ids.
 std::string shared_options(const Options& o) {
     return fmt::format("weights {}, kv {}, chunk {}, ctx {}, ctx blocks {}, window {}, parallel {}",
-                       o.weights ? to_string(*o.weights) : std::string("as stored"), to_string(o.kv), o.chunk,
+                       o.weights ? to_string(*o.weights) : std::string("as stored"), o.kv.name(), o.chunk,
                        o.ctx ? std::to_string(*o.ctx) : std::string("default"),
                        o.ctx_blocks ? std::to_string(*o.ctx_blocks) : std::string("default"),
                        o.window ? std::to_string(*o.window) : std::string("the model's"), o.parallel);

@@ -86,8 +86,7 @@ void declare_options(CLI::App& cli, Options& o) {
              "the chat prompt format (default: detected from the checkpoint's\n"
              "tokenizer_config.json / generation_config.json)");
     add_weight_format(cli, o.weights, "weight storage on the device (as vkf-run)");
-    add_choice(cli, "--kv", o.kv, {{"f32", vkf::DType::F32}, {"f16", vkf::DType::F16}},
-               "KV-cache storage (default f16)");
+    add_kv_flags(cli, o.kv, "KV-cache storage (default f16; as vkf-run)");
     add_integer(cli, "--chunk", "N", o.chunk, 1u, "most tokens one batch step runs (default 128)");
     add_device_options(cli, o.device);
     add_device_list(cli, o.devices);
@@ -198,7 +197,9 @@ DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uin
                            .max_sequence_tokens = d.ctx_tokens,
                            .max_sequences = o.parallel,
                            .chunk = o.chunk,
-                           .kv_dtype = o.kv,
+                           .kv_dtype = o.kv.dense,
+                           .kv_k_quant = o.kv.k_quant(),
+                           .kv_v_quant = o.kv.v_quant(),
                            .window = window};
     // What Model's constructor checks against the device's budget, and what --split auto
     // divides by under mpirun: the batch's whole KV pool and its sequences' tables.

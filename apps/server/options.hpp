@@ -2,6 +2,7 @@
 // vkf-server's command line, and the decoder's model and batch options it implies: the same
 // on every MPI rank, which parses the same arguments (apps/server/distributed.hpp).
 
+#include "apps/common/kv_flags.hpp"
 #include "apps/common/options.hpp"
 #include "host/model/batch.hpp"
 #include "host/model/model.hpp"
@@ -42,7 +43,7 @@ struct Options {
     std::vector<std::string> allowed_hosts;  // --allowed-host, each given
     std::optional<std::string> chat_format;
     std::optional<WeightFormat> weights;
-    DType kv = DType::F16;
+    app::KvCacheFlags kv;
     std::uint32_t chunk = 128;
     app::DeviceOptions device;
     // A layer split in this process (apps/server/devices.cpp): stage i on devices[i].

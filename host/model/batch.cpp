@@ -1,5 +1,6 @@
 #include "host/model/batch.hpp"
 
+#include "host/quant/kv_quant.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +36,7 @@ BatchOptions checked(const ModelConfig& c, BatchOptions o) {
                         "(max_seq_len)",
                         o.max_sequence_tokens, c.max_seq_len));
     }
+    check_kv_cache_format(o.kv_dtype, o.kv_k_quant, o.kv_v_quant, c.head_dim);
     o.chunk = std::clamp<std::uint32_t>(o.chunk, 1, o.max_tokens);
     if (o.window != 0) {
         // A step's rows and the window before them must fit a sequence's ring (at most the
@@ -89,6 +91,8 @@ ExecutorOptions executor_options(const BatchOptions& o) {
                                        .fuse_layernorm = o.fuse_layernorm,
                                        .int8_activations = o.int8_activations,
                                        .kv_dtype = o.kv_dtype,
+                                       .kv_k_quant = o.kv_k_quant,
+                                       .kv_v_quant = o.kv_v_quant,
                                        .block_size = o.block_size,
                                        .blocks_per_seq = blocks_per_sequence(o),
                                        .window = o.window},
@@ -108,6 +112,8 @@ SessionSize batch_session_size(const ModelConfig& config, const BatchOptions& op
     return SessionSize{.max_tokens = o.max_tokens,
                        .chunk = o.chunk,
                        .kv_dtype = o.kv_dtype,
+                       .kv_k_quant = o.kv_k_quant,
+                       .kv_v_quant = o.kv_v_quant,
                        .block_size = o.block_size,
                        .max_sequences = o.max_sequences,
                        .sequence_blocks = blocks_per_sequence(o)};

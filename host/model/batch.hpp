@@ -50,7 +50,9 @@ struct BatchOptions {
     bool fuse_layernorm = true;
     // Submit recorded steps again; false records every step anew, as a check.
     bool reuse_steps = true;
-    DType kv_dtype = DType::F16;  // F16 or F32
+    DType kv_dtype = DType::F16;                 // F16 or F32
+    QuantFormat kv_k_quant = QuantFormat::None;  // SessionOptions::kv_k_quant
+    QuantFormat kv_v_quant = QuantFormat::None;
     // Quantized weights: X rounded to int8 per block for the integer dot products.
     bool int8_activations = false;
     // Key window (AttentionParams::window; 0: full attention). With one, a sequence's block

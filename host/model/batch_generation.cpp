@@ -63,7 +63,7 @@ void BatchGenerator::resume(SequenceId id, std::span<const std::uint32_t> prompt
 
 void BatchGenerator::start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options,
                            const Sampler& sampler, bool owned) {
-    batch_.feed(id, prompt, options.prompt_logprobs ? Logits::All : Logits::Last);
+    batch_.feed(id, prompt, options.prompt_logprobs ? Logits::Every : Logits::Last);
     Running r{.options = std::move(options),
               .sampler = sampler,
               .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size())},

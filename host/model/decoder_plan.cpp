@@ -38,7 +38,8 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
     const LayerWeights& w = model.weights().layers.at(model.layers().begin);
     const std::uint32_t m = shape.tokens;
     // MPT's qk_ln normalizes Q and K between the projection and the cache: separate passes.
-    plan.qkv = plan_linear(m, w.qkv, true, settings.fuse_qkv && !c.qk_ln);
+    const bool kv_quantized = settings.kv_k_quant != QuantFormat::None || settings.kv_v_quant != QuantFormat::None;
+    plan.qkv = plan_linear(m, w.qkv, true, settings.fuse_qkv && !c.qk_ln && !kv_quantized);
     plan.scatter = plan.qkv.scatter;
     plan.attn_out = plan_linear(m, w.attn_out, false, false);
     if (traits.mlp == MlpKind::Gated) {
@@ -73,6 +74,8 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
     };
     plan.attention_options = AttentionOptions{
         .kv_dtype = settings.kv_dtype,
+        .k_quant = settings.kv_k_quant,
+        .v_quant = settings.kv_v_quant,
         .paged = PagedKv{
             .block_size = settings.block_size, .blocks_per_seq = settings.blocks_per_seq, .q_rows = shape.tokens}};
     // Q and O are the step's fp32 rows.

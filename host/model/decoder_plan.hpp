@@ -31,6 +31,8 @@ struct DecoderSettings {
     bool fuse_layernorm = true;
     bool int8_activations = false;
     DType kv_dtype = DType::F16;
+    QuantFormat kv_k_quant = QuantFormat::None;
+    QuantFormat kv_v_quant = QuantFormat::None;
     std::uint32_t block_size = 16;
     std::uint32_t blocks_per_seq = 0;  // a sequence's block table; a ring with a window
     std::uint32_t window = 0;          // AttentionParams::window (0: full attention)
@@ -40,7 +42,8 @@ struct DecoderPlan {
     StepShape shape;
     // The QKV projection writes Q densely and K and V into the cache through the step's slot
     // mapping (QkvScatter); else it writes the fused QKV rows, and Q and K/V are repacked
-    // and appended by separate passes (always for MPT's qk_ln, which normalizes in between).
+    // and appended by separate passes (always for MPT's qk_ln, which normalizes in between,
+    // and for a quantized cache, which kv_append quantizes a head row at a time).
     bool scatter = false;
     // The rows whose logits are read back are gathered before the final norm (they are not
     // simply all the step's rows).

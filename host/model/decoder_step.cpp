@@ -4,6 +4,7 @@
 #include "runtime/error.hpp"
 
 #include <optional>
+#include <tuple>
 
 namespace vkf {
 
@@ -207,8 +208,8 @@ void StepRecorder::separate_qkv(std::uint32_t layer, const LayerWeights& w, Buff
                                   .cache_dtype = DType::F32});
     // K and V to the cache rows of the step's slot mapping.
     const std::uint32_t pool_rows = cache_.block_count() * cache_.block_size();
-    for (const auto& [src_layout, pool] :
-         {std::pair{layout.k, &cache_.k(layer)}, std::pair{layout.v, &cache_.v(layer)}}) {
+    for (const auto& [src_layout, pool, quant] : {std::tuple{layout.k, &cache_.k(layer), cache_.k_quant()},
+                                                  std::tuple{layout.v, &cache_.v(layer), cache_.v_quant()}}) {
         record_kv_append(ctx_, list_,
                          KvAppendArgs{.src = qkv,
                                       .src_layout = src_layout,
@@ -220,6 +221,7 @@ void StepRecorder::separate_qkv(std::uint32_t layer, const LayerWeights& w, Buff
                                                 .max_len = pool_rows,
                                                 .pos = 0},
                                       .cache_dtype = cache_.dtype(),
+                                      .cache_quant = quant,
                                       .slots = BufferRange{.buffer = b_.slots, .offset = 0, .size = tokens() * 4ull}});
     }
 }

@@ -1,46 +1,52 @@
 #include "host/model/kv_cache.hpp"
 
+#include "host/quant/kv_quant.hpp"
 #include "runtime/error.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string>
 
 namespace vkf {
 
 KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype,
-                 LayerRange layers)
-    : block_size_(block_size), dtype_(dtype), layers_(layers), blocks_(blocks) {
+                 LayerRange layers, QuantFormat k_quant, QuantFormat v_quant)
+    : block_size_(block_size), dtype_(dtype), k_quant_(k_quant), v_quant_(v_quant), layers_(layers), blocks_(blocks) {
     if (dtype != DType::F32 && dtype != DType::F16) {
         throw Error(std::string("KV cache: f32 or f16, not ") + to_string(dtype));
     }
+    check_kv_cache_format(dtype, k_quant, v_quant, config.head_dim);
     if (blocks == 0 || block_size == 0) {
         throw Error("KV cache: needs at least one block of at least one token");
     }
-    const std::uint64_t kv_dim = std::uint64_t{config.n_kv_head} * config.head_dim;
-    block_bytes_ = std::uint64_t{block_size} * kv_dim * element_size(dtype);
-    const std::uint64_t pool_bytes = block_bytes_ * blocks;
+    const std::uint64_t heads = std::uint64_t{block_size} * config.n_kv_head;
+    k_block_bytes_ = heads * kv_head_row_bytes(dtype, k_quant, config.head_dim);
+    v_block_bytes_ = heads * kv_head_row_bytes(dtype, v_quant, config.head_dim);
+    const std::uint64_t pool_bytes = std::max(k_block_bytes_, v_block_bytes_) * blocks;
     if (pool_bytes > ctx.limits().storage_buffer_range) {
-        throw Error("KV cache: " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) + " tokens x " +
-                    std::to_string(kv_dim) + " " + to_string(dtype) + " values per layer are " +
-                    std::to_string(pool_bytes) + " bytes, over the device's maxStorageBufferRange of " +
-                    std::to_string(ctx.limits().storage_buffer_range) + "; use fewer tokens");
+        throw Error(fmt::format(
+            "KV cache: {} blocks of {} tokens x {} heads of {} are {} bytes per layer, over the "
+            "device's maxStorageBufferRange of {}; use fewer tokens",
+            blocks, block_size, config.n_kv_head, config.head_dim, pool_bytes, ctx.limits().storage_buffer_range));
     }
     for (std::uint32_t l = layers.begin; l < layers.end; ++l) {
-        k_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
-        v_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
+        k_.push_back(ctx.create_buffer(k_block_bytes_ * blocks, MemoryKind::Device, "K cache " + std::to_string(l)));
+        v_.push_back(ctx.create_buffer(v_block_bytes_ * blocks, MemoryKind::Device, "V cache " + std::to_string(l)));
     }
 }
 
 std::uint64_t KvCache::device_bytes() const {
-    return 2 * block_bytes_ * blocks_ * k_.size();
+    return (k_block_bytes_ + v_block_bytes_) * blocks_ * k_.size();
 }
 
 void KvCache::record_copy(CommandList& list, std::uint32_t from, std::uint32_t to) const {
-    const auto block = [&](const Buffer& b, std::uint32_t index) {
-        return BufferRange{.buffer = &b, .offset = block_bytes_ * index, .size = block_bytes_};
+    const auto block = [&](const Buffer& b, std::uint64_t bytes, std::uint32_t index) {
+        return BufferRange{.buffer = &b, .offset = bytes * index, .size = bytes};
     };
     for (std::size_t l = 0; l < k_.size(); ++l) {
-        list.copy(block(k_[l], from), block(k_[l], to), "KV block copy");
-        list.copy(block(v_[l], from), block(v_[l], to), "KV block copy");
+        list.copy(block(k_[l], k_block_bytes_, from), block(k_[l], k_block_bytes_, to), "KV block copy");
+        list.copy(block(v_[l], v_block_bytes_, from), block(v_[l], v_block_bytes_, to), "KV block copy");
     }
 }
 

@@ -5,6 +5,7 @@
 // are free and who holds the others is the Scheduler's (host/sched/kv_blocks.hpp).
 
 #include "host/model/layer_range.hpp"
+#include "host/quant/quant_format.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
@@ -20,24 +21,32 @@ public:
     // Throws vkf::Error when one layer's pool is over the device's maxStorageBufferRange
     // (attention binds it whole), or for a dtype other than F16 and F32. A stage of a layer
     // split holds the pools of its `layers` only, still indexed by the model's layer numbers.
+    // k_quant, v_quant: K and/or V in q8_0/q4_0 head rows (host/quant/kv_quant.hpp), the
+    // other side in `dtype`, which must then be F16 (check_kv_cache_format).
     KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype,
-            LayerRange layers);
+            LayerRange layers, QuantFormat k_quant = QuantFormat::None, QuantFormat v_quant = QuantFormat::None);
 
     const Buffer& k(std::uint32_t layer) const { return k_.at(layer - layers_.begin); }
     const Buffer& v(std::uint32_t layer) const { return v_.at(layer - layers_.begin); }
     LayerRange layers() const { return layers_; }
     std::uint32_t block_size() const { return block_size_; }
-    DType dtype() const { return dtype_; }
+    DType dtype() const { return dtype_; }  // of a side that is not quantized
+    QuantFormat k_quant() const { return k_quant_; }
+    QuantFormat v_quant() const { return v_quant_; }
     std::uint32_t block_count() const { return blocks_; }
     std::uint64_t device_bytes() const;
 
-    // Records copies of block `from` into block `to` in every layer's K and V (copy on write).
+    // Records copies of block `from` into block `to` in every layer's K and V (copy on write):
+    // the bytes as stored, quantized blocks and their scales included.
     void record_copy(CommandList& list, std::uint32_t from, std::uint32_t to) const;
 
 private:
-    std::uint64_t block_bytes_ = 0;
+    std::uint64_t k_block_bytes_ = 0;  // one block of K, of V
+    std::uint64_t v_block_bytes_ = 0;
     std::uint32_t block_size_ = 0;
     DType dtype_;
+    QuantFormat k_quant_ = QuantFormat::None;
+    QuantFormat v_quant_ = QuantFormat::None;
     LayerRange layers_;
     std::vector<Buffer> k_, v_;
     std::uint32_t blocks_ = 0;

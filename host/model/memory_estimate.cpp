@@ -1,6 +1,7 @@
 #include "host/model/memory_estimate.hpp"
 
 #include "host/model/session.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/format.hpp"
@@ -43,7 +44,9 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     const std::uint64_t cache_tokens =
         session_cache_tokens(session.max_tokens, session.window, session.chunk, static_cast<std::uint32_t>(block));
     const std::uint64_t blocks = (cache_tokens + block - 1) / block;
-    e.kv_cache = 2ull * range.size() * blocks * block * kv_dim * element_size(session.kv_dtype);
+    // Quantized head rows with their scales (kv_token_bytes), as KvCache allocates them.
+    e.kv_cache = range.size() * blocks * block *
+                 kv_token_bytes(session.kv_dtype, session.kv_k_quant, session.kv_v_quant, c.n_kv_head, c.head_dim);
     // A session's buffers (host/model/batch.cpp): hidden, normed, q and the attention output
     // [chunk, hidden], the QKV projection's output [chunk, hidden + 2 kv_dim] (which a session
     // that scatters QKV does without), the MLP's [chunk, ffn_hidden] (twice for a gated MLP),

@@ -23,6 +23,8 @@ struct SessionSize {
     std::uint32_t max_tokens = 0;
     std::uint32_t chunk = 128;  // clamped to 1 .. max_tokens, as Session does
     DType kv_dtype = DType::F16;
+    QuantFormat kv_k_quant = QuantFormat::None;  // SessionOptions::kv_k_quant, kv_v_quant
+    QuantFormat kv_v_quant = QuantFormat::None;
     std::uint32_t block_size = 16;  // KV-cache tokens per block (SessionOptions::block_size)
     // Key window (SessionOptions::window): the cache is the ring it needs when less than
     // max_tokens (session_cache_tokens), not the whole context.

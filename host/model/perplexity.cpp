@@ -16,6 +16,8 @@ PerplexityResult perplexity(const Model& model, std::span<const std::uint32_t> t
     Session session(model, SessionOptions{.max_tokens = ctx,
                                           .chunk = options.chunk,
                                           .kv_dtype = options.kv_dtype,
+                                          .kv_k_quant = options.kv_k_quant,
+                                          .kv_v_quant = options.kv_v_quant,
                                           .window = options.attention_window});
     for (std::size_t i = 0; i < w.windows; ++i) {
         const std::span<const std::uint32_t> window = tokens.subspan(w.begin(i), ctx);

@@ -13,8 +13,10 @@
 namespace vkf {
 
 struct PerplexityOptions {
-    std::uint32_t chunk = 128;    // most tokens per submission (SessionOptions::chunk)
-    DType kv_dtype = DType::F16;  // KV-cache storage (SessionOptions::kv_dtype)
+    std::uint32_t chunk = 128;                   // most tokens per submission (SessionOptions::chunk)
+    DType kv_dtype = DType::F16;                 // KV-cache storage (SessionOptions::kv_dtype)
+    QuantFormat kv_k_quant = QuantFormat::None;  // SessionOptions::kv_k_quant, kv_v_quant
+    QuantFormat kv_v_quant = QuantFormat::None;
     std::size_t max_windows = 0;  // score only the first N windows (0: all)
     // Key window of local attention (SessionOptions::window; 0: full): each token sees the
     // attention_window tokens before it, within its evaluation window of ctx tokens.

@@ -25,6 +25,8 @@ BatchOptions session_batch_options(const SessionOptions& o) {
                         .fuse_layernorm = o.fuse_layernorm,
                         .reuse_steps = o.reuse_steps,
                         .kv_dtype = o.kv_dtype,
+                        .kv_k_quant = o.kv_k_quant,
+                        .kv_v_quant = o.kv_v_quant,
                         .int8_activations = o.int8_activations,
                         .window = o.window,
                         .share_prefixes = false};

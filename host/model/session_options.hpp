@@ -29,6 +29,11 @@ struct SessionOptions {
     // KV-cache storage, F16 or F32. F16 halves the cache's memory and the attention's reads
     // of it; Q and the attention output stay fp32 and all attention arithmetic is fp32.
     DType kv_dtype = DType::F16;
+    // K and/or V quantized in the cache (q8_0: about 0.53x the bytes of f16, q4_0 0.28x; head
+    // sizes of 32n), each as it is appended; kv_dtype (then F16) stores a side that is not.
+    // Attention reads them dequantized (docs/QUANTIZATION.md, "KV cache").
+    QuantFormat kv_k_quant = QuantFormat::None;
+    QuantFormat kv_v_quant = QuantFormat::None;
     // Quantized weights: X rounded to int8 per block for the integer dot-product path.
     bool int8_activations = false;
     std::uint32_t block_size = 16;  // tokens per KV-cache block

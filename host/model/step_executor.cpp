@@ -33,7 +33,7 @@ StepExecutor::StepExecutor(const Model& model, const ExecutorOptions& options)
       ctx_(model.context()),
       options_(checked(options)),
       cache_(ctx_, model.config(), options_.blocks, options_.decoder.block_size, options_.decoder.kv_dtype,
-             model.layers()) {
+             model.layers(), options_.decoder.kv_k_quant, options_.decoder.kv_v_quant) {
     const ModelConfig& c = model.config();
     const std::uint64_t n = options_.max_rows;
     const PagedKv paged{
@@ -73,12 +73,13 @@ StepExecutor::StepExecutor(const Model& model, const ExecutorOptions& options)
                            .logits = &logits_,
                            .scratch = &scratch_};
     if (options_.poison) {
-        // Quiet NaNs: an fp32 word, or two fp16 halves.
+        // Quiet NaNs: an fp32 word, or two fp16 halves (in a quantized cache, NaN scales).
         const std::uint32_t nan = options_.decoder.kv_dtype == DType::F16 ? 0x7E007E00u : 0x7FC00000u;
         for (std::uint32_t l = model.layers().begin; l < model.layers().end; ++l) {
-            const std::vector<std::uint32_t> words(cache_.k(l).size() / 4, nan);
-            ctx_.upload(cache_.k(l), std::span<const std::uint32_t>(words));
-            ctx_.upload(cache_.v(l), std::span<const std::uint32_t>(words));
+            for (const Buffer* pool : {&cache_.k(l), &cache_.v(l)}) {
+                const std::vector<std::uint32_t> words(pool->size() / 4, nan);
+                ctx_.upload(*pool, std::span<const std::uint32_t>(words));
+            }
         }
     }
     // Plans the decode step now: a device the model cannot run on fails here, not mid-run.

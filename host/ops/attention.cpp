@@ -4,6 +4,7 @@
 #include "host/ops/attention_detail.hpp"
 
 #include "host/ops/device_tensor.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
 #include "shaders/variants.hpp"
@@ -29,15 +30,14 @@ std::uint64_t paged_q_elements(const AttentionShape& shape, const PagedKv& paged
 // Blocks in a paged batch's K or V range; throws unless it is a whole, nonzero number of them
 // that one storage-buffer range can bind.
 std::uint32_t pool_blocks(const char* name, const BufferRange& r, const AttentionShape& shape, const PagedKv& paged,
-                          DType type, std::uint64_t max_range) {
-    const std::uint64_t block_bytes =
-        std::uint64_t{paged.block_size} * shape.n_kv_head * shape.head_dim * element_size(type);
+                          const std::string& type, std::uint64_t row_bytes, std::uint64_t max_range) {
+    const std::uint64_t block_bytes = std::uint64_t{paged.block_size} * shape.n_kv_head * row_bytes;
     const std::uint64_t blocks = r.size / block_bytes;
     if (r.size == 0 || r.size % block_bytes != 0 || blocks > UINT32_MAX) {
         throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) +
                     ", not a whole number of blocks of " + std::to_string(paged.block_size) + " keys x " +
-                    std::to_string(shape.n_kv_head) + " heads x " + std::to_string(shape.head_dim) + " in " +
-                    to_string(type) + " (" + bytes_text(block_bytes) + ")");
+                    std::to_string(shape.n_kv_head) + " heads x " + std::to_string(shape.head_dim) + " in " + type +
+                    " (" + bytes_text(block_bytes) + ")");
     }
     if (r.size > max_range) {
         throw Error("attention: paged " + std::string(name) + " pool is " + bytes_text(r.size) +
@@ -80,25 +80,44 @@ AttentionPush make_attention_push(const AttentionParams& params) {
 
 namespace {
 
-// Throws unless the kernels have a storage variant for Q/O in `dtype` and K/V in `kv_dtype`:
-// STORAGE_F16 (all fp16), KV_F16 (fp16 K/V), neither (fp32).
-void check_storage(DType dtype, DType kv_dtype) {
+bool quantized(const AttentionOptions& options) {
+    return options.k_quant != QuantFormat::None || options.v_quant != QuantFormat::None;
+}
+
+// The K/V storage, or vkf::Error unless the kernels have a variant for it: STORAGE_F16 (all
+// fp16), KV_F16 (fp16 K/V), KV_QUANT (K and V each fp16 or quantized, fp32 Q/O), none of them
+// (fp32).
+DType checked_kv_dtype(DType dtype, const AttentionOptions& options, std::uint32_t head_dim) {
+    if (quantized(options)) {
+        const DType kv_dtype = options.kv_dtype.value_or(DType::F16);
+        if (dtype != DType::F32 || kv_dtype != DType::F16) {
+            throw Error(
+                fmt::format("attention: K in {} and V in {} need f32 Q/O and f16 for a side that is not "
+                            "quantized; got Q/O in {}, K/V in {}",
+                            to_string(options.k_quant), to_string(options.v_quant), to_string(dtype),
+                            to_string(kv_dtype)));
+        }
+        check_kv_quant_head_dim(options.k_quant, head_dim, "attention (K)");
+        check_kv_quant_head_dim(options.v_quant, head_dim, "attention (V)");
+        return kv_dtype;
+    }
+    const DType kv_dtype = options.kv_dtype.value_or(dtype);
     const bool supported = (dtype == DType::F16 && kv_dtype == DType::F16) ||
                            (dtype == DType::F32 && (kv_dtype == DType::F16 || kv_dtype == DType::F32));
     if (!supported) {
         throw Error(
             fmt::format("attention: Q/O in {} with K/V in {} is not supported; supported: f32 with f32 K/V, "
-                        "f16 with f16 K/V, f32 with f16 K/V",
+                        "f16 with f16 K/V, f32 with f16 or quantized K/V",
                         to_string(dtype), to_string(kv_dtype)));
     }
+    return kv_dtype;
 }
 
 }  // namespace
 
 AttentionPlan plan_attention_call(const Context& ctx, const AttentionParams& params, DType dtype,
                                   const AttentionOptions& options) {
-    const DType kv_dtype = options.kv_dtype.value_or(dtype);
-    check_storage(dtype, kv_dtype);
+    const DType kv_dtype = checked_kv_dtype(dtype, options, params.shape.head_dim);
     validate(params);
     const AttentionDevice device = attention_device(ctx);
     AttentionPlan plan = plan_attention(device, params.shape, options, params.window);
@@ -109,10 +128,11 @@ AttentionPlan plan_attention_call(const Context& ctx, const AttentionParams& par
     // fp32: llvmpipe emulates fp16 (each operation converted to fp32 and back, as for the
     // matmul in matmul_plan.cpp), so it would only cost time, and Auto gives them the rows
     // kernel anyway; VKF_LIMITS=gpu_attention plans lavapipe as a GPU (the tests).
-    const bool all_f16 = dtype == DType::F16 && kv_dtype == DType::F16;
-    const bool kv_f16 = dtype == DType::F32 && kv_dtype == DType::F16;
-    plan.fp16_arithmetic =
-        plan.kernel == AttentionKernel::Tiled && ctx.limits().fp16_arithmetic && (all_f16 || (kv_f16 && !device.cpu));
+    const bool quant = quantized(options);
+    const bool all_f16 = !quant && dtype == DType::F16 && kv_dtype == DType::F16;
+    const bool kv_f16 = !quant && dtype == DType::F32 && kv_dtype == DType::F16;
+    plan.fp16_arithmetic = plan.kernel == AttentionKernel::Tiled && ctx.limits().fp16_arithmetic &&
+                           (all_f16 || ((kv_f16 || quant) && !device.cpu));
     return plan;
 }
 
@@ -121,11 +141,17 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
 
 Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options,
                      const AttentionPlan& plan)
-    : ctx_(ctx), shape_(params.shape), dtype_(dtype), kv_dtype_(options.kv_dtype.value_or(dtype)), plan_(plan) {
-    check_storage(dtype_, kv_dtype_);
+    : ctx_(ctx),
+      shape_(params.shape),
+      dtype_(dtype),
+      kv_dtype_(checked_kv_dtype(dtype, options, params.shape.head_dim)),
+      k_quant_(options.k_quant),
+      v_quant_(options.v_quant),
+      plan_(plan) {
     validate(params);
-    const bool all_f16 = dtype_ == DType::F16 && kv_dtype_ == DType::F16;
-    const bool kv_f16 = dtype_ == DType::F32 && kv_dtype_ == DType::F16;
+    const bool quant = quantized(options);
+    const bool all_f16 = !quant && dtype_ == DType::F16 && kv_dtype_ == DType::F16;
+    const bool kv_f16 = !quant && dtype_ == DType::F32 && kv_dtype_ == DType::F16;
     push_ = make_attention_push(params);
     push_.kv_split_len = plan_.kv_split_len;
     push_.n_splits = plan_.n_splits;
@@ -145,8 +171,8 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     }
 
     const std::uint64_t range = ctx.limits().storage_buffer_range;
-    auto check_tensor = [&](const char* name, std::uint64_t elements, DType type) {
-        const std::uint64_t bytes = elements * element_size(type);
+    auto check_tensor = [&](const char* name, std::uint64_t elements, std::uint64_t element_bytes) {
+        const std::uint64_t bytes = elements * element_bytes;
         if (bytes > range) {
             throw Error("attention: " + std::string(name) + " is " + bytes_text(bytes) +
                         ", over the device's maxStorageBufferRange of " + bytes_text(range) +
@@ -154,10 +180,11 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
         }
     };
     // A paged batch's pool has the size record() is given (checked there).
-    check_tensor("Q", paged_ ? paged_q_elements(shape_, *paged_) : q_element_count(shape_), dtype_);
+    check_tensor("Q", paged_ ? paged_q_elements(shape_, *paged_) : q_element_count(shape_), element_size(dtype_));
     if (!paged_) {
-        check_tensor("K", kv_element_count(shape_), kv_dtype_);
-        check_tensor("V", kv_element_count(shape_), kv_dtype_);
+        const std::uint64_t head_rows = kv_element_count(shape_) / shape_.head_dim;
+        check_tensor("K", head_rows, k_row_bytes());
+        check_tensor("V", head_rows, v_row_bytes());
     }
 
     // PACKED_TABLES writes partial rows even unsplit (the combine pass normalizes them).
@@ -174,6 +201,7 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                                                     {"PACKED_TABLES", packed},
                                                     {"STORAGE_F16", f16},
                                                     {"KV_F16", kv_f16},
+                                                    {"KV_QUANT", quant},
                                                     {"PAIR_LOADS", shape_.head_dim % 4 != 0}});
         constants = {{VKF_ATTN_ROWS_SPEC_SPLIT_LANES, plan_.threads_per_row},
                      {VKF_ATTN_ROWS_SPEC_BK, plan_.keys_per_tile},
@@ -187,6 +215,7 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
                                             {"STORAGE_F16", f16},
                                             {"ARITH_F16", plan_.fp16_arithmetic},
                                             {"KV_F16", kv_f16},
+                                            {"KV_QUANT", quant},
                                             {"SUBGROUP_REDUCE", plan_.subgroup_reduce > 0 || plan_.subgroup_any_size},
                                             {"SUBGROUP_ANY_SIZE", plan_.subgroup_any_size}});
         constants = {{VKF_ATTN_SPEC_BR, plan_.rows_per_group},
@@ -196,6 +225,10 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
         if (plan_.subgroup_any_size) {
             constants.push_back({VKF_ATTN_SPEC_SG_EXPECT, options.expect_subgroup_path});
         }
+    }
+    if (quant) {
+        constants.push_back({VKF_ATTN_SPEC_K_FORMAT, kv_format_code(k_quant_)});
+        constants.push_back({VKF_ATTN_SPEC_V_FORMAT, kv_format_code(v_quant_)});
     }
     attention_ =
         &ctx.pipeline(PipelineDesc{.code = code,
@@ -244,6 +277,14 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     }
 }
 
+std::uint64_t Attention::k_row_bytes() const {
+    return kv_head_row_bytes(kv_dtype_, k_quant_, shape_.head_dim);
+}
+
+std::uint64_t Attention::v_row_bytes() const {
+    return kv_head_row_bytes(kv_dtype_, v_quant_, shape_.head_dim);
+}
+
 std::uint64_t Attention::scratch_bytes() const {
     return (slopes_.valid() ? slopes_.size() : 0) + (kv_lens_.valid() ? kv_lens_.size() : 0) +
            (partials_.valid() ? partials_.size() : 0);
@@ -265,13 +306,16 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
     }
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
         const bool q_or_o = name[0] == 'Q' || name[0] == 'O';
-        const DType type = q_or_o ? dtype_ : kv_dtype_;
-        const std::uint64_t bytes = elements * element_size(type);
+        const QuantFormat quant = q_or_o ? QuantFormat::None : name[0] == 'K' ? k_quant_ : v_quant_;
+        const std::string type = quant != QuantFormat::None ? to_string(quant) : to_string(q_or_o ? dtype_ : kv_dtype_);
+        const std::uint64_t bytes = q_or_o
+                                        ? elements * element_size(dtype_)
+                                        : elements / shape_.head_dim * (name[0] == 'K' ? k_row_bytes() : v_row_bytes());
         if (r.size != bytes) {
             throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
                         std::to_string(shape_.batch) + ", " + std::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
                         ", " + std::to_string(q_or_o ? shape_.n_head : shape_.n_kv_head) + ", " +
-                        std::to_string(shape_.head_dim) + "] in " + to_string(type) + " needs " + bytes_text(bytes));
+                        std::to_string(shape_.head_dim) + "] in " + type + " needs " + bytes_text(bytes));
         }
     };
     AttentionPush push = push_;
@@ -285,12 +329,16 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
                             bytes_text(q_bytes));
             }
         }
-        if (k.size != v.size) {
-            throw Error("attention: paged K and V pools differ: " + bytes_text(k.size) + " and " + bytes_text(v.size));
-        }
         const std::uint64_t range = ctx_.limits().storage_buffer_range;
-        push.pool_blocks = pool_blocks("K", k, shape_, *paged_, kv_dtype_, range);
-        pool_blocks("V", v, shape_, *paged_, kv_dtype_, range);
+        const auto type = [&](QuantFormat quant) {
+            return quant != QuantFormat::None ? std::string(to_string(quant)) : std::string(to_string(kv_dtype_));
+        };
+        push.pool_blocks = pool_blocks("K", k, shape_, *paged_, type(k_quant_), k_row_bytes(), range);
+        const std::uint32_t v_blocks = pool_blocks("V", v, shape_, *paged_, type(v_quant_), v_row_bytes(), range);
+        if (v_blocks != push.pool_blocks) {
+            throw Error(
+                fmt::format("attention: paged K and V pools differ: {} and {} blocks", push.pool_blocks, v_blocks));
+        }
     } else {
         check_size("Q", q, q_element_count(shape_));
         check_size("K", k, kv_element_count(shape_));
@@ -349,8 +397,9 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
     }
     const Attention op(ctx, params, dtype, options);
     const DeviceTensor qt = upload_tensor(ctx, q, dtype, "Q");
-    const DeviceTensor kt = upload_tensor(ctx, k, op.kv_dtype(), "K");
-    const DeviceTensor vt = upload_tensor(ctx, v, op.kv_dtype(), "V");
+    const std::uint32_t d = params.shape.head_dim;
+    const DeviceTensor kt = upload_kv_tensor(ctx, k, op.kv_dtype(), op.k_quant(), d, "K");
+    const DeviceTensor vt = upload_kv_tensor(ctx, v, op.kv_dtype(), op.v_quant(), d, "V");
     const DeviceTensor ot(ctx, nq, dtype, "O");
     auto list = ctx.command_list();
     op.record(*list, qt.range(), kt.range(), vt.range(), ot.range());

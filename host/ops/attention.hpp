@@ -5,6 +5,7 @@
 // shapes (few query rows, long KV) use a split-KV variant plus a combine pass. CPU devices
 // get the rows kernel (shaders/attention_rows.comp, AttentionKernel below) instead.
 
+#include "host/quant/quant_format.hpp"
 #include "host/spec/attention_params.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
@@ -141,6 +142,13 @@ struct AttentionOptions {
     // P*V in fp16 (AttentionPlan::fp16_arithmetic; VKF_LIMITS=no_fp16_arithmetic: fp32); with
     // fp32 Q/O on GPUs only (VKF_LIMITS=gpu_attention: CPU devices too).
     std::optional<DType> kv_dtype = std::nullopt;
+    // K and/or V block-quantized (q8_0, q4_0: the head-row layout of shaders/interface/kv_quant.h,
+    // host/quant/kv_quant.hpp), each independently; the other one, if not quantized, is F16
+    // (kv_dtype unset or F16). Q and O are then F32; the head size a multiple of 32. K and V are
+    // dequantized to fp32 as they are read, so the kernels' error is measured against the
+    // reference on the dequantized values (docs/DESIGN.md); arithmetic as for F16 K/V.
+    QuantFormat k_quant = QuantFormat::None;
+    QuantFormat v_quant = QuantFormat::None;
     // The valid key count of each batch comes from a uint32 buffer given to record() that the
     // caller writes before every submission, so that one recorded list serves a growing KV
     // cache: the shape's kv_len is then the capacity (K and V are bound whole) and query row
@@ -187,7 +195,8 @@ AttentionPlan plan_attention_call(const Context& ctx, const AttentionParams& par
 class Attention {
 public:
     // `dtype`: the storage of Q and O, and of K and V unless options.kv_dtype says otherwise.
-    // Supported: all F32, all F16, and F32 Q/O with F16 K/V; anything else throws vkf::Error.
+    // Supported: all F32, all F16, F32 Q/O with F16 K/V, and F32 Q/O with K and V each F16 or
+    // quantized (options.k_quant, v_quant); anything else throws vkf::Error.
     // Plans itself (plan_attention_call).
     Attention(Context& ctx, const AttentionParams& params, DType dtype, AttentionOptions options = {});
     // With the plan plan_attention_call gave for the same parameters, dtype and options.
@@ -202,7 +211,12 @@ public:
                 BufferRange kv_lens = {}) const;
     const AttentionPlan& plan() const { return plan_; }
     DType dtype() const { return dtype_; }
-    DType kv_dtype() const { return kv_dtype_; }
+    DType kv_dtype() const { return kv_dtype_; }  // of a side that is not quantized
+    QuantFormat k_quant() const { return k_quant_; }
+    QuantFormat v_quant() const { return v_quant_; }
+    // Bytes of one head row of K or V as this op reads it (kv_head_row_bytes).
+    std::uint64_t k_row_bytes() const;
+    std::uint64_t v_row_bytes() const;
     // Device bytes of the op's own buffers (not counting Q, K, V, O).
     std::uint64_t scratch_bytes() const;
 
@@ -211,6 +225,8 @@ private:
     AttentionShape shape_;
     DType dtype_;
     DType kv_dtype_;
+    QuantFormat k_quant_ = QuantFormat::None;
+    QuantFormat v_quant_ = QuantFormat::None;
     AttentionPush push_;
     AttentionPlan plan_;
     bool external_kv_lens_ = false;
@@ -226,7 +242,7 @@ private:
 };
 
 // Convenience: uploads Q, K, V (float32 host data, converted to `dtype`, K and V to
-// options.kv_dtype where set), runs, downloads.
+// options.kv_dtype where set, or quantized as options.k_quant, v_quant say), runs, downloads.
 std::vector<float> attention(Context& ctx, const AttentionParams& params, std::span<const float> q,
                              std::span<const float> k, std::span<const float> v, DType dtype = DType::F32,
                              AttentionOptions options = {});

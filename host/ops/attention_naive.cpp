@@ -1,9 +1,12 @@
 #include "host/ops/attention_naive.hpp"
 #include "host/util/format.hpp"
 
+#include "host/quant/kv_quant.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -88,10 +91,24 @@ std::optional<std::string> naive_attention_impossible(const ComputeLimits& limit
     return std::nullopt;
 }
 
-NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype, std::optional<PagedKv> paged)
-    : shape_(params.shape), dtype_(dtype), paged_(paged) {
+NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype, std::optional<PagedKv> paged,
+                               QuantFormat k_quant, QuantFormat v_quant)
+    : shape_(params.shape), dtype_(dtype), k_quant_(k_quant), v_quant_(v_quant), paged_(paged) {
     validate(params);
     check_head_dim(shape_.head_dim);
+    // KV_QUANT: fp32 Q/O, K and V each f16 or quantized.
+    const bool quant = k_quant != QuantFormat::None || v_quant != QuantFormat::None;
+    if (quant) {
+        if (dtype != DType::F32) {
+            throw Error(fmt::format("naive attention: a {}/{} K/V cache needs f32 Q/O, not {}", to_string(k_quant),
+                                    to_string(v_quant), to_string(dtype)));
+        }
+        check_kv_quant_head_dim(k_quant, shape_.head_dim, "naive attention (K)");
+        check_kv_quant_head_dim(v_quant, shape_.head_dim, "naive attention (V)");
+    }
+    const DType kv_dense = quant ? DType::F16 : dtype;
+    k_row_bytes_ = kv_head_row_bytes(kv_dense, k_quant, shape_.head_dim);
+    v_row_bytes_ = kv_head_row_bytes(kv_dense, v_quant, shape_.head_dim);
     if (paged_) {
         check_paged(shape_, *paged_);
         if (!params.kv_lens.empty()) {
@@ -105,8 +122,9 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
     }
     // Each tensor is bound whole, so each must fit one range too.
     const std::uint64_t esize = element_size(dtype);
-    auto check_tensor = [&](const char* name, std::uint64_t elements, const std::string& shape) {
-        const std::uint64_t bytes = elements * esize;
+    auto check_tensor = [&](const char* name, std::uint64_t elements, const std::string& shape,
+                            std::uint64_t row_bytes = 0) {
+        const std::uint64_t bytes = row_bytes == 0 ? elements * esize : elements / shape_.head_dim * row_bytes;
         if (bytes > limits.storage_buffer_range) {
             throw Error("naive attention: " + std::string(name) + " of shape " + shape + " in " + to_string(dtype) +
                         " is " + std::to_string(bytes) + " bytes, over maxStorageBufferRange " +
@@ -119,8 +137,8 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
                      shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim}));
     } else {
         check_tensor("Q", q_element_count(shape_), q_shape_text(shape_));
-        check_tensor("K", kv_element_count(shape_), kv_shape_text(shape_));
-        check_tensor("V", kv_element_count(shape_), kv_shape_text(shape_));
+        check_tensor("K", kv_element_count(shape_), kv_shape_text(shape_), k_row_bytes_);
+        check_tensor("V", kv_element_count(shape_), kv_shape_text(shape_), v_row_bytes_);
     }
 
     push_ = make_attention_push(params);
@@ -140,10 +158,15 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
     softmax_workgroup_ =
         std::bit_floor(workgroup_width(limits, std::min<std::uint32_t>(256, limits.shared_memory / 4)));
 
-    const std::vector<SpecConstant> head_dim_constant = {{VKF_ATTN_SPEC_D, shape_.head_dim}};
+    std::vector<SpecConstant> head_dim_constant = {{VKF_ATTN_SPEC_D, shape_.head_dim}};
+    if (quant) {
+        head_dim_constant.push_back({VKF_ATTN_SPEC_K_FORMAT, kv_format_code(k_quant)});
+        head_dim_constant.push_back({VKF_ATTN_SPEC_V_FORMAT, kv_format_code(v_quant)});
+    }
     packed_ = packed_tables(limits);
     scores_pipeline_ = &ctx.pipeline(PipelineDesc{
-        .code = &shaders::variant("attention_naive", {"SCORES", {"PACKED_TABLES", packed_}, {"STORAGE_F16", f16}}),
+        .code = &shaders::variant("attention_naive",
+                                  {"SCORES", {"PACKED_TABLES", packed_}, {"STORAGE_F16", f16}, {"KV_QUANT", quant}}),
         .workgroup_size = {scores_workgroup_, 1, 1},
         .constants = head_dim_constant,
         .push_constant_layout = AttentionPush::layout,
@@ -153,12 +176,12 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
                                                    .push_constant_layout = AttentionPush::layout,
                                                    .binding_count = 1,
                                                    .shared_memory_bytes = softmax_workgroup_ * 4});
-    pv_pipeline_ =
-        &ctx.pipeline(PipelineDesc{.code = &shaders::variant("attention_naive", {"PV", {"STORAGE_F16", f16}}),
-                                   .workgroup_size = {pv_workgroup_, 1, 1},
-                                   .constants = head_dim_constant,
-                                   .push_constant_layout = AttentionPush::layout,
-                                   .binding_count = 3});
+    pv_pipeline_ = &ctx.pipeline(
+        PipelineDesc{.code = &shaders::variant("attention_naive", {"PV", {"STORAGE_F16", f16}, {"KV_QUANT", quant}}),
+                     .workgroup_size = {pv_workgroup_, 1, 1},
+                     .constants = head_dim_constant,
+                     .push_constant_layout = AttentionPush::layout,
+                     .binding_count = 3});
 
     if (tables_after_scores(limits, paged_)) {
         // The tables after the scores; the shader reads each only when its flag is set. A
@@ -194,11 +217,17 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
 void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, BufferRange v, BufferRange o,
                             BufferRange sequences) const {
     const std::uint64_t esize = element_size(dtype_);
-    auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements, const std::string& shape) {
-        if (r.size != elements * esize) {
-            throw Error("naive attention: " + std::string(name) + " range is " + std::to_string(r.size) +
-                        " bytes but shape " + shape + " in " + to_string(dtype_) + " needs " +
-                        std::to_string(elements * esize));
+    auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements, const std::string& shape,
+                          std::uint64_t row_bytes = 0) {
+        const std::uint64_t bytes = row_bytes == 0 ? elements * esize : elements / shape_.head_dim * row_bytes;
+        if (r.size != bytes) {
+            const QuantFormat quant = name[0] == 'K' ? k_quant_ : name[0] == 'V' ? v_quant_ : QuantFormat::None;
+            const bool kv_quant = k_quant_ != QuantFormat::None || v_quant_ != QuantFormat::None;
+            const char* type = quant != QuantFormat::None                       ? to_string(quant)
+                               : kv_quant && (name[0] == 'K' || name[0] == 'V') ? "f16"
+                                                                                : to_string(dtype_);
+            throw Error(fmt::format("naive attention: {} range is {} bytes but shape {} in {} needs {}", name, r.size,
+                                    shape, type, bytes));
         }
     };
     if (paged_.has_value() != (sequences.buffer != nullptr)) {
@@ -216,10 +245,10 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
         const std::string q_shape = shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim});
         check_size("Q", q, rows * shape_.n_head * shape_.head_dim, q_shape);
         check_size("O", o, rows * shape_.n_head * shape_.head_dim, q_shape);
-        const std::uint64_t block_elements = std::uint64_t{paged_->block_size} * shape_.n_kv_head * shape_.head_dim;
-        const std::uint64_t blocks = k.size / (block_elements * esize);
-        if (blocks == 0 || blocks > UINT32_MAX || k.size % (block_elements * esize) != 0 || v.size != k.size ||
-            k.size > max_range_) {
+        const std::uint64_t block_rows = std::uint64_t{paged_->block_size} * shape_.n_kv_head;
+        const std::uint64_t blocks = k.size / (block_rows * k_row_bytes_);
+        if (blocks == 0 || blocks > UINT32_MAX || k.size % (block_rows * k_row_bytes_) != 0 ||
+            v.size != blocks * block_rows * v_row_bytes_ || std::max(k.size, v.size) > max_range_) {
             throw Error("naive attention: paged K and V ranges of " + std::to_string(k.size) + " and " +
                         std::to_string(v.size) + " bytes are not one pool of whole blocks of " +
                         shape_text({paged_->block_size, shape_.n_kv_head, shape_.head_dim}) + " in " +
@@ -233,8 +262,8 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
                   "naive attention sequence table");
     } else {
         check_size("Q", q, q_element_count(shape_), q_shape_text(shape_));
-        check_size("K", k, kv_element_count(shape_), kv_shape_text(shape_));
-        check_size("V", v, kv_element_count(shape_), kv_shape_text(shape_));
+        check_size("K", k, kv_element_count(shape_), kv_shape_text(shape_), k_row_bytes_);
+        check_size("V", v, kv_element_count(shape_), kv_shape_text(shape_), v_row_bytes_);
         check_size("O", o, q_element_count(shape_), q_shape_text(shape_));
     }
 

@@ -29,8 +29,11 @@ public:
     // Validates params and head_dim; throws vkf::Error with naive_attention_impossible's
     // reason, or naming a tensor that does not fit one storage-buffer range. `paged`: a paged,
     // ragged batch as the Attention op takes it (AttentionOptions::paged, same conventions).
+    // k_quant, v_quant: K and/or V block-quantized as in AttentionOptions (dtype F32, the
+    // other side F16).
     NaiveAttention(Context& ctx, const AttentionParams& params, DType dtype,
-                   std::optional<PagedKv> paged = std::nullopt);
+                   std::optional<PagedKv> paged = std::nullopt, QuantFormat k_quant = QuantFormat::None,
+                   QuantFormat v_quant = QuantFormat::None);
     // Q, K, V, O hold the default layout in the constructor's dtype (paged: Q and O q_rows
     // rows, K and V a pool of whole blocks); their sizes are checked. `sequences`: a paged
     // batch's sequence table (paged_sequence_table), else none. Records three dispatches (and
@@ -44,6 +47,10 @@ public:
 private:
     AttentionShape shape_;
     DType dtype_;
+    QuantFormat k_quant_ = QuantFormat::None;
+    QuantFormat v_quant_ = QuantFormat::None;
+    std::uint64_t k_row_bytes_ = 0;  // bytes of a head row of K and of V
+    std::uint64_t v_row_bytes_ = 0;
     AttentionPush push_;
     std::uint32_t scores_workgroup_ = 0;
     std::uint32_t softmax_workgroup_ = 0;

@@ -1,5 +1,7 @@
 #include "host/ops/device_tensor.hpp"
 
+#include "host/quant/kv_quant.hpp"
+
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
 #include "runtime/error.hpp"
@@ -37,6 +39,14 @@ DeviceTensor upload_words(Context& ctx, std::span<const std::uint32_t> words, st
     DeviceTensor tensor(ctx, words.size(), DType::U32, std::move(name), pad);
     ctx.upload(tensor.buffer(), words, tensor.range().offset);
     return tensor;
+}
+
+DeviceTensor upload_kv_tensor(Context& ctx, std::span<const float> values, DType dense, QuantFormat quant,
+                              std::uint32_t head_dim, std::string name) {
+    if (quant == QuantFormat::None) {
+        return upload_tensor(ctx, values, dense, std::move(name));
+    }
+    return upload_words(ctx, kv_quantize(quant, values, head_dim), std::move(name));
 }
 
 std::vector<float> download_tensor(Context& ctx, const DeviceTensor& tensor) {

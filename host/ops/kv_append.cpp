@@ -2,6 +2,7 @@
 #include "host/util/math.hpp"
 
 #include "host/ops/tensor_binding.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
@@ -12,9 +13,11 @@ namespace vkf {
 void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
     const ComputeLimits& limits = ctx.limits();
     const KvAppendShape& c = a.shape;
-    const bool f16 = a.cache_dtype == DType::F16;
+    const bool quant = a.cache_quant != QuantFormat::None;
+    const bool f16 = !quant && a.cache_dtype == DType::F16;
     const auto csize = static_cast<std::uint32_t>(element_size(a.cache_dtype));
-    const std::string shape = shape_text({c.batch, c.max_len, c.n_kv_head, c.head_dim}, to_string(a.cache_dtype));
+    const std::string shape = shape_text({c.batch, c.max_len, c.n_kv_head, c.head_dim},
+                                         quant ? to_string(a.cache_quant) : to_string(a.cache_dtype));
     if (c.batch == 0 || c.new_len == 0 || c.n_kv_head == 0 || c.head_dim == 0 || c.head_dim % 2 != 0) {
         throw Error("kv_append: batch, new_len, n_kv_head must be positive and head_dim positive and even; got " +
                     std::to_string(c.batch) + ", " + std::to_string(c.new_len) + ", " + std::to_string(c.n_kv_head) +
@@ -31,11 +34,18 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
         throw Error("kv_append: rows " + std::to_string(c.pos) + ".." + std::to_string(c.pos + c.new_len - 1) +
                     " do not fit the cache " + shape + " (max_len " + std::to_string(c.max_len) + ")");
     }
-    const std::uint64_t cache_elements = std::uint64_t{c.batch} * c.max_len * c.n_kv_head * c.head_dim;
-    check_tensor(a.cache, cache_elements, csize, "kv_append", "cache", shape);
-    if (f16 && a.cache.offset % 4 != 0) {
+    if (quant) {
+        check_kv_quant_head_dim(a.cache_quant, c.head_dim, "kv_append");
+    }
+    const std::uint64_t head_rows = std::uint64_t{c.batch} * c.max_len * c.n_kv_head;
+    // In elements, or in words for a quantized cache (its shader's unit).
+    const std::uint64_t cache_elements =
+        quant ? head_rows * kv_head_row_bytes(DType::F32, a.cache_quant, c.head_dim) / 4 : head_rows * c.head_dim;
+    const std::uint32_t cache_unit = quant ? 4 : csize;
+    check_tensor(a.cache, cache_elements, cache_unit, "kv_append", "cache", shape);
+    if ((f16 || quant) && a.cache.offset % 4 != 0) {
         throw Error(
-            "kv_append: an fp16 cache must start at a multiple of 4 bytes (written as element pairs); "
+            "kv_append: an fp16 or quantized cache must start at a multiple of 4 bytes (written as words); "
             "offset " +
             std::to_string(a.cache.offset));
     }
@@ -48,18 +58,21 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                     " but the source range holds " + std::to_string(a.src.size / 4) + " fp32 elements");
     }
     const ElementBinding src = bind_elements(limits, a.src, s.offset, src_extent - s.offset, 4, "kv_append", "src");
-    const ElementBinding cache = bind_elements(limits, a.cache, 0, cache_elements, csize, "kv_append", "cache");
+    const ElementBinding cache = bind_elements(limits, a.cache, 0, cache_elements, cache_unit, "kv_append", "cache");
     for (std::uint64_t stride : {s.batch_stride, s.token_stride, s.head_stride}) {
         if (stride > UINT32_MAX) {
             throw Error("kv_append: source stride " + std::to_string(stride) + " exceeds 32 bits");
         }
     }
     const std::uint32_t wg = std::min<std::uint32_t>({64, limits.workgroup_invocations, limits.workgroup_size[0]});
-    const Pipeline& pipeline =
-        ctx.pipeline(PipelineDesc{.code = &shaders::variant("kv_append", {{"CACHE_F16", f16}, {"SLOTS", slots}}),
-                                  .workgroup_size = {wg, 1, 1},
-                                  .push_constant_layout = KvAppendPush::layout,
-                                  .binding_count = slots ? 3u : 2u});
+    const Pipeline& pipeline = ctx.pipeline(
+        PipelineDesc{.code = &shaders::variant("kv_append", {{"CACHE_F16", f16},
+                                                             {"CACHE_Q8_0", a.cache_quant == QuantFormat::Q8_0},
+                                                             {"CACHE_Q4_0", a.cache_quant == QuantFormat::Q4_0},
+                                                             {"SLOTS", slots}}),
+                     .workgroup_size = {wg, 1, 1},
+                     .push_constant_layout = KvAppendPush::layout,
+                     .binding_count = slots ? 3u : 2u});
     const ElementBinding slot_binding =
         slots ? bind_elements(limits, a.slots, 0, c.new_len, 4, "kv_append", "slots") : ElementBinding{};
     const KvAppendPush push{.new_len = c.new_len,
@@ -75,7 +88,8 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                             .slots_base = slot_binding.base};
     const Binding bindings[] = {
         {src.range, Access::Read}, {cache.range, Access::Write}, {slot_binding.range, Access::Read}};
-    const std::uint32_t pairs = c.n_kv_head * c.head_dim / 2;
+    // One invocation per element pair, or per head row of a quantized cache.
+    const std::uint32_t pairs = quant ? c.n_kv_head : c.n_kv_head * c.head_dim / 2;
     list.dispatch(Dispatch{.pipeline = &pipeline,
                            .bindings = std::span(bindings, slots ? 3 : 2),
                            .push_constants = push_bytes(push),

@@ -2,6 +2,7 @@
 // KV-cache append (shaders/kv_append.comp): new keys or values, read through any head
 // layout, written into rows of a cache.
 
+#include "host/quant/quant_format.hpp"
 #include "host/spec/kv_layout.hpp"
 #include "host/util/dtype.hpp"
 #include "runtime/context.hpp"
@@ -15,6 +16,9 @@ struct KvAppendArgs {
     BufferRange cache;    // [batch, max_len, n_kv_head, head_dim] cache_dtype
     KvAppendShape shape;  // cache [batch, max_len, n_kv_head, head_dim], rows pos..pos+new_len-1
     DType cache_dtype = DType::F32;
+    // q8_0 or q4_0: the cache holds quantized head rows (shaders/interface/kv_quant.h; head_dim
+    // a multiple of 32) and cache_dtype is not used; each new row is quantized as it is written.
+    QuantFormat cache_quant = QuantFormat::None;
     // Optional [new_len] uint32 cache rows; set: row t goes to cache row slots[t] (shape.batch
     // must be 1, pos ignored). The slots may be written after recording, before each
     // submission; a slot >= max_len (a padding row's) writes nothing.

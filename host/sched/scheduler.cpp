@@ -99,8 +99,9 @@ void Scheduler::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits l
     seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const bool last = i + 1 == ids.size();
-        seq.want.push_back(logits == Logits::All || (logits == Logits::Last && last) ? 1 : 0);
+        seq.want.push_back(logits == Logits::All || logits == Logits::Every || (logits == Logits::Last && last) ? 1 : 0);
     }
+    seq.every_row = fresh ? logits == Logits::Every : seq.every_row;
     if (fresh && (options_.share_prefixes || options_.cache_prefixes)) {
         share_prefix(seq);
     }
@@ -111,10 +112,8 @@ void Scheduler::share_prefix(Sequence& seq) {
     // always run (its logits are wanted).
     const Sequence* donor = nullptr;
     std::uint32_t best = 0;
-    // A row whose logits are wanted (Logits::All: a prompt's logprobs) must run, so sharing
-    // stops before the first one.
-    const auto first_wanted =
-        static_cast<std::uint32_t>(std::find(seq.want.begin(), seq.want.end(), 1) - seq.want.begin());
+    // Logits::Every: every row must run, so nothing is shared.
+    const auto first_wanted = seq.every_row ? 0u : static_cast<std::uint32_t>(seq.tokens.size());
     for (const auto& [other_id, other] : sequences_) {
         if (&other == &seq || other.salt != seq.salt || !options_.share_prefixes) {
             continue;

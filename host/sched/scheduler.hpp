@@ -125,6 +125,7 @@ private:
         std::vector<std::uint32_t> chunk_ends;
         std::uint64_t order = 0;  // when it was added
         std::uint64_t salt = 0;
+        bool every_row = false;  // fed first with Logits::Every: shares no prefix
     };
     struct Chosen {
         SequenceId id;
@@ -136,7 +137,7 @@ private:
     void share_prefix(Sequence& seq);
     // The cached blocks of the sequence's first full blocks, as long as they hit; taken when
     // more than `live` tokens (what a live sequence offers), and none from `first_wanted` on
-    // (a row whose logits are wanted runs). Returns the tokens taken.
+    // (Logits::Every: every row runs). Returns the tokens taken.
     std::uint32_t take_cached_prefix(Sequence& seq, std::uint32_t live, std::uint32_t first_wanted);
     void cache_blocks(const Sequence& seq);
     // The schedule of these rows, whose blocks are reserved.

@@ -13,8 +13,10 @@
 namespace vkf {
 
 using SequenceId = std::uint64_t;
-// Which fed tokens' logits a step returns.
-enum class Logits { Last, All, None };
+// Which fed tokens' logits a step returns. All: every fed row that runs (a prompt's rows that a
+// shared prefix covers do not run, and return none); Every: every fed row, so a fresh sequence
+// fed with it shares no prefix (a prompt's logprobs).
+enum class Logits { Last, All, None, Every };
 
 // One sequence's rows in a step of a later stage of a layer split: the rows the stage before
 // ran for it (its SequenceOutput::tokens), in the order it ran them.

@@ -201,6 +201,12 @@ typedef enum vkf_weight_format {
     VKF_WEIGHTS_Q4_0 = 4
 } vkf_weight_format;
 
+/* The storage of K or V in a KV cache (vkf_session_params.kv_k, kv_v and the like): fp16 (or
+ * fp32 with kv_f32), or quantized in blocks of 32 along the head (docs/QUANTIZATION.md, "KV
+ * cache": about 0.53x and 0.28x the bytes of fp16; head sizes of 32n, others refused with
+ * VKF_ERROR_INVALID_ARGUMENT). A quantized side keeps the other side in fp16 (not kv_f32). */
+typedef enum vkf_kv_format { VKF_KV_DENSE = 0, VKF_KV_Q8_0 = 1, VKF_KV_Q4_0 = 2 } vkf_kv_format;
+
 /* After each tensor uploaded. Return nonzero to cancel the load (VKF_ERROR_CANCELLED). */
 typedef int (*vkf_progress_fn)(uint64_t bytes_done, uint64_t bytes_total, void* user_data);
 
@@ -215,6 +221,10 @@ typedef struct vkf_model_params {
     vkf_progress_fn progress;
     void* progress_user_data;
     vkf_cancel* cancel; /* NULL: none */
+    /* The KV cache of those sessions, for the estimate (as vkf_session_params' fields). */
+    int kv_f32;
+    uint32_t kv_k; /* vkf_kv_format */
+    uint32_t kv_v; /* vkf_kv_format */
 } vkf_model_params;
 
 static inline vkf_model_params vkf_model_default_params(void) {
@@ -299,6 +309,8 @@ typedef struct vkf_session_params {
     uint32_t chunk;      /* most prompt tokens per submission; 0: 128 */
     int kv_f32;          /* KV cache in fp32 instead of fp16 */
     int int8_activations;
+    uint32_t kv_k; /* vkf_kv_format of K in the KV cache; VKF_KV_DENSE: fp16 (kv_f32: fp32) */
+    uint32_t kv_v; /* vkf_kv_format of V */
 } vkf_session_params;
 
 static inline vkf_session_params vkf_session_default_params(void) {
@@ -438,6 +450,8 @@ typedef struct vkf_batch_params {
     uint32_t chunk;               /* most rows per step; 0: 128 */
     int kv_f32;
     int share_prefixes;
+    uint32_t kv_k; /* vkf_kv_format of K and of V, as vkf_session_params' */
+    uint32_t kv_v;
 } vkf_batch_params;
 
 static inline vkf_batch_params vkf_batch_default_params(void) {

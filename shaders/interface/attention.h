@@ -51,6 +51,10 @@
 #define VKF_ATTN_ROWS_SPEC_BK 4           // keys per softmax update
 #define VKF_ATTN_ROWS_SPEC_R 5            // query rows per invocation
 #define VKF_ATTN_ROWS_SPEC_SG 7           // SUBGROUP_LOADS: the subgroup size
+// KV_QUANT variants (every kernel that reads K or V): their storage, VKF_KV_FORMAT_*
+// (interface/kv_quant.h, shaders/kv_quant.glsl)
+#define VKF_ATTN_SPEC_K_FORMAT 8
+#define VKF_ATTN_SPEC_V_FORMAT 9
 
 #define VKF_ATTENTION_PUSH(F)                                             \
     F(uint, batch)                                                        \

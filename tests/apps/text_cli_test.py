@@ -59,6 +59,20 @@ def check_generation():
             int(re.match(r"(\d+)", figures[1][1]).group(1)) == 0:
         fail("the prepare line names no pipelines: %r" % figures[1][1])
 
+    # Quantized K/V (docs/QUANTIZATION.md, "KV cache"): "kv" names the storage, and K and V of a
+    # token in every layer take 0.5625x (q8_0) and 0.3125x (q4_0) fp16's bytes at heads of 32;
+    # q8_0's greedy text is fp16's on this prompt.
+    for kv, share in (("f16", 1.0), ("q8_0", 0.5625), ("q4_0", 0.3125), ("k q8_0 v q4_0", 0.4375)):
+        flags = ["--kv-k", "q8_0", "--kv-v", "q4_0"] if kv.startswith("k ") else ["--kv", kv]
+        quant = run_json(RUN, args + flags)
+        if quant is None:
+            continue
+        if quant["kv"] != kv or quant["kv_bytes_per_token"] != share * out["kv_bytes_per_token"]:
+            fail("--kv %s: kv %r, %r bytes per token against f16's %r" % (kv, quant["kv"], quant["kv_bytes_per_token"],
+                                                                      out["kv_bytes_per_token"]))
+        if kv == "q8_0" and quant["generated_ids"] != out["generated_ids"]:
+            fail("--kv q8_0 generated %r, f16 %r" % (quant["generated_ids"], out["generated_ids"]))
+
     # A stop string taken from that text: generation ends where it starts, not printed.
     words = out["text"].split()
     stop = " " + words[3]

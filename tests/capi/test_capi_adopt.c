@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     {
-        VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "test_capi_adopt", 1, NULL, 0,
-                                 VK_API_VERSION_1_1};
+        VkApplicationInfo app = {
+            VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "test_capi_adopt", 1, NULL, 0, VK_API_VERSION_1_1};
         VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, NULL, 0, &app, 0, NULL, 0, NULL};
         CHECK(vkCreateInstance(&ici, NULL, &instance) == VK_SUCCESS);
     }

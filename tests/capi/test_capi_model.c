@@ -37,6 +37,21 @@ static vkf_model* test_load(vkf_context* ctx, const char* dir) {
     EXPECT_STATUS(VKF_ERROR_INVALID_HANDLE, vkf_model_estimate_memory(NULL, dir, &p, &e));
     EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_model_estimate_memory(ctx, dir, &p, NULL));
     EXPECT_STATUS(VKF_ERROR_IO, vkf_model_estimate_memory(ctx, "/no/such/model", &p, &e));
+    {
+        /* A q8_0 K / q4_0 V cache: 36 + 20 bytes per head row against fp16's 2 x 64 (heads of 32). */
+        vkf_memory_estimate q;
+        const uint64_t f16_cache = e.kv_cache;
+        memset(&q, 0, sizeof q);
+        q.struct_size = sizeof q;
+        p.kv_k = VKF_KV_Q8_0;
+        p.kv_v = VKF_KV_Q4_0;
+        EXPECT_OK(vkf_model_estimate_memory(ctx, dir, &p, &q));
+        CHECK(q.kv_cache * 128 == f16_cache * 56 && q.weights == e.weights);
+        p.kv_v = 7;
+        EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_model_estimate_memory(ctx, dir, &p, &q));
+        EXPECT_MESSAGE("params.kv_v");
+        p.kv_k = p.kv_v = VKF_KV_DENSE;
+    }
 
     EXPECT_STATUS(VKF_ERROR_INVALID_HANDLE, vkf_model_load(NULL, dir, &p, &model));
     EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_model_load(ctx, NULL, &p, &model));
@@ -160,6 +175,11 @@ static void test_generation(vkf_model* model, const vkf_tokenizer* tok, const ui
     EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_session_create(model, NULL, NULL));
     sp = vkf_session_default_params();
     sp.max_tokens = 48;
+    sp.kv_k = VKF_KV_Q4_0; /* a quantized side with an fp32 other side */
+    sp.kv_f32 = 1;
+    EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_session_create(model, &sp, &session));
+    sp.kv_k = VKF_KV_DENSE;
+    sp.kv_f32 = 0;
     EXPECT_OK(vkf_session_create(model, &sp, &session));
 
     EXPECT_STATUS(VKF_ERROR_BUFFER_TOO_SMALL, vkf_session_forward(session, prompt, n_prompt, logits, 10, &n));

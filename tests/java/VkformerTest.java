@@ -8,6 +8,7 @@ import org.vkformer.Context;
 import org.vkformer.Encoder;
 import org.vkformer.GenerateOptions;
 import org.vkformer.GenerateResult;
+import org.vkformer.KvFormat;
 import org.vkformer.Model;
 import org.vkformer.Session;
 import org.vkformer.StopReason;
@@ -154,6 +155,11 @@ public final class VkformerTest {
         session.reset();
         GenerateResult again = session.generate(tokenizer.encode(prompt, true), options(24), null, null);
         check(java.util.Arrays.equals(again.tokens, r.tokens), "greedy generation is repeatable");
+        // An 8-bit K/V cache (KvFormat): the same greedy tokens on the shipped model.
+        try (Session quantized = new Session(model, 128, 0, KvFormat.Q8_0, KvFormat.Q8_0)) {
+            GenerateResult q = quantized.generate(tokenizer.encode(prompt, true), options(24), null, null);
+            check(java.util.Arrays.equals(q.tokens, r.tokens), "q8_0 K/V: the same greedy tokens");
+        }
 
         // The whole sampler chain: the same seed, the same ids; a bias ban moves greedy's first token.
         GenerateOptions chain = options(8);

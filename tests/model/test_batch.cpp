@@ -329,6 +329,60 @@ TEST_F(Batch_, SharedPrefixIsStoredOnceAndCopiedOnWrite) {
     EXPECT_LT(e2.max_rel, 2e-5) << describe(e2);
 }
 
+// Over a q8_0 K / q4_0 V cache (pools of different block sizes): the shared prefix's partly
+// filled block copied as stored gives the second sequence the logits its prompt gives alone,
+// and the first sequence goes on as it would alone. A copy of the wrong bytes (K's block size
+// for V, say) would read another sequence's or unwritten (NaN-poisoned) rows.
+TEST_F(Batch_, QuantizedKvSharedPrefixIsCopiedAsStored) {
+    const TempDir dir("vkf_test_batch");
+    write_random_checkpoint(dir.path(), bloom(), 54, DType::F32);
+    const Model model(ctx(), dir.path());
+    const BatchOptions options{.max_tokens = 512,
+                               .kv_dtype = DType::F16,
+                               .kv_k_quant = QuantFormat::Q8_0,
+                               .kv_v_quant = QuantFormat::Q4_0,
+                               .poison = true};
+    const std::vector<std::uint32_t> system = random_token_ids(37, 523, 17);
+    std::vector<std::uint32_t> a = system, b = system;
+    const std::vector<std::uint32_t> a_tail = random_token_ids(9, 523, 18), b_tail = random_token_ids(4, 523, 19);
+    a.insert(a.end(), a_tail.begin(), a_tail.end());
+    b.insert(b.end(), b_tail.begin(), b_tail.end());
+    // Each prompt alone, in the same chunks as below.
+    const auto alone = [&](const std::vector<std::uint32_t>& first, std::span<const std::uint32_t> then) {
+        Batch own(model, options);
+        const SequenceId id = own.add();
+        own.feed(id, first, Logits::Last);
+        std::vector<float> logits = own.step().ran.at(0).logits;
+        if (!then.empty()) {
+            own.feed(id, then, Logits::Last);
+            logits = own.step().ran.at(0).logits;
+        }
+        return logits;
+    };
+    Batch batch(model, options);
+    const SequenceId first = batch.add();
+    batch.feed(first, a, Logits::Last);
+    batch.step();
+    const SequenceId second = batch.add();
+    batch.feed(second, b, Logits::Last);
+    EXPECT_EQ(batch.shared_prefix(second), 37u);
+    const StepResult r = batch.step();
+    ASSERT_EQ(r.ran.size(), 1u);
+    EXPECT_EQ(batch.stats().block_copies, 1u);
+    const std::vector<float> b_alone = alone(system, b_tail);
+    const ErrorStats e = compare_to_reference(r.ran[0].logits, std::vector<double>(b_alone.begin(), b_alone.end()));
+    EXPECT_EQ(e.first_nonfinite, SIZE_MAX);
+    EXPECT_LT(e.max_rel, 1e-4) << describe(e);
+    const std::uint32_t next[] = {5};
+    batch.feed(first, next, Logits::Last);
+    const StepResult r2 = batch.step();
+    const std::vector<float> a_alone = alone(a, next);
+    const ErrorStats e2 =
+        compare_to_reference(r2.ran.at(0).logits, std::vector<double>(a_alone.begin(), a_alone.end()));
+    EXPECT_EQ(e2.first_nonfinite, SIZE_MAX);
+    EXPECT_LT(e2.max_rel, 1e-4) << describe(e2);
+}
+
 TEST_F(Batch_, GreedyGenerationsGiveTheIdsEachPromptGivesAlone) {
     const TempDir dir("vkf_test_batch");
     write_random_checkpoint(dir.path(), bloom(), 59, DType::F16);

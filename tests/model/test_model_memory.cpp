@@ -49,6 +49,32 @@ TEST_F(ModelMemory, TheEstimateIsWhatModelAndSessionAllocate) {
     EXPECT_GE(e.total(), fused.device_bytes());
 }
 
+// A quantized K/V cache (q8_0 K, q4_0 V) is counted exactly: its head rows with their scales
+// (8 heads of 32: 36 and 20 bytes against fp16's 64), and a session over it, whose QKV
+// projection does not scatter, allocates what the estimate says but for the head's rows.
+TEST_F(ModelMemory, TheEstimateCountsAQuantizedKvCacheExactly) {
+    const SmallBloom files(DType::F16);
+    const Model model(ctx(), files.dir());
+    const ModelConfig& c = model.config();
+    const SessionSize size{.max_tokens = 40,
+                           .chunk = 16,
+                           .kv_dtype = DType::F16,
+                           .kv_k_quant = QuantFormat::Q8_0,
+                           .kv_v_quant = QuantFormat::Q4_0};
+    const ModelMemoryEstimate e = estimate_session_memory(c, size);
+    EXPECT_EQ(e.kv_cache, std::uint64_t{c.n_layer} * 48 * c.n_kv_head * (36 + 20));
+    const Session session(model, SessionOptions{.max_tokens = 40,
+                                                .chunk = 16,
+                                                .kv_dtype = DType::F16,
+                                                .kv_k_quant = QuantFormat::Q8_0,
+                                                .kv_v_quant = QuantFormat::Q4_0});
+    EXPECT_EQ(e.total() - session.device_bytes(), 15ull * c.vocab_size * 4 + 16ull * c.hidden * 4);
+    // fp32 for the side not quantized: refused.
+    EXPECT_THROW(
+        Session(model, SessionOptions{.max_tokens = 8, .kv_dtype = DType::F32, .kv_k_quant = QuantFormat::Q8_0}),
+        Error);
+}
+
 // A Batch of several sequences (vkf-server's): its whole pool of blocks and one block table per
 // sequence, as batch_session_size tells the estimate; as above but for the head's rows.
 TEST_F(ModelMemory, TheEstimateIsWhatABatchOfSequencesAllocates) {

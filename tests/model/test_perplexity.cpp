@@ -6,7 +6,9 @@
 #include "host/io/safetensors.hpp"
 #include "host/io/safetensors_writer.hpp"
 #include "host/io/text_file.hpp"
+#include "host/model/generation.hpp"
 #include "host/model/perplexity.hpp"
+#include "host/model/session.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
@@ -17,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -165,6 +168,37 @@ TEST_F(Perplexity_, ShippedModelMatchesTheReferenceOnHeldOutText) {
     EXPECT_NEAR(r.perplexity() / expected.perplexity(), 1.0, 1e-5)
         << r.perplexity() << " against " << expected.perplexity();
     EXPECT_LT(expected.perplexity(), 200.0) << "a trained model, far from the vocabulary's 4096";
+}
+
+// The shipped model over quantized K/V caches: its perplexity on the held-out text within
+// the bounds of the fp16 cache's (q8_0 0.5%, q4_0 3%; measured figures in
+// docs/QUANTIZATION.md), and greedy text from a short prompt with q8_0 K/V equal to fp16's.
+// The quantized cache goes through the separate append passes, so this also runs KV append's
+// quantization, the paged pool and attention's KV_QUANT variants in a whole model.
+TEST_F(Perplexity_, ShippedModelKeepsItsPerplexityOverQuantizedKv) {
+    const std::filesystem::path dir = std::filesystem::path(VKF_SOURCE_DIR) / "models" / "kjv-bloom";
+    const text::Tokenizer tokenizer = text::Tokenizer::load(dir / "tokenizer.json");
+    const std::vector<std::uint32_t> ids = tokenizer.encode(read_text_file(dir / "heldout.txt").substr(0, 3000), false);
+    const Model model(ctx(), dir);
+    constexpr std::uint32_t kCtx = 128;  // the training length
+    const auto ppl = [&](QuantFormat k, QuantFormat v) {
+        return perplexity(model, ids, kCtx, PerplexityOptions{.kv_k_quant = k, .kv_v_quant = v}).perplexity();
+    };
+    const double f16 = ppl(QuantFormat::None, QuantFormat::None);
+    const double q8 = ppl(QuantFormat::Q8_0, QuantFormat::Q8_0);
+    const double q4 = ppl(QuantFormat::Q4_0, QuantFormat::Q4_0);
+    std::printf("perplexity at %u: f16 K/V %.4f, q8_0 %.4f (%+.3f%%), q4_0 %.4f (%+.3f%%)\n", kCtx, f16, q8,
+                100 * (q8 / f16 - 1), q4, 100 * (q4 / f16 - 1));
+    EXPECT_LT(std::fabs(q8 / f16 - 1), 0.005);
+    EXPECT_LT(std::fabs(q4 / f16 - 1), 0.03);
+    EXPECT_NE(q4, f16) << "a 4-bit cache that changes nothing was not used";
+
+    const std::vector<std::uint32_t> prompt = tokenizer.encode("And God said, Let there be", false);
+    const auto greedy = [&](QuantFormat q) {
+        Session session(model, SessionOptions{.max_tokens = 64, .kv_k_quant = q, .kv_v_quant = q});
+        return generate(session, prompt, GenerationOptions{.n_predict = 24}).tokens;
+    };
+    EXPECT_EQ(greedy(QuantFormat::Q8_0), greedy(QuantFormat::None));
 }
 
 }  // namespace

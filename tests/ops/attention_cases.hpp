@@ -5,6 +5,7 @@
 
 #include "host/ops/attention.hpp"
 #include "host/ops/device_tensor.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
@@ -29,15 +30,29 @@ struct Case {
     float max_bias = 8.0f;
     AttentionKernel kernel = AttentionKernel::Auto;
     std::optional<DType> kv_dtype = std::nullopt;  // K/V storage; unset: dtype
+    QuantFormat k_quant = QuantFormat::None;       // a quantized K and/or V (fp32 Q/O)
+    QuantFormat v_quant = QuantFormat::None;
 };
 
 // The storage combinations the kernels support: Q/O dtype, and K/V dtype where it differs.
 struct Storage {
     DType dtype;
     std::optional<DType> kv_dtype;
+    QuantFormat k_quant = QuantFormat::None;
+    QuantFormat v_quant = QuantFormat::None;
 };
 inline constexpr Storage kStorages[] = {
     {DType::F32, std::nullopt}, {DType::F16, std::nullopt}, {DType::F32, DType::F16}};
+// Quantized K/V caches (head sizes of 32n): both q8_0, both q4_0, and K and V apart (q8_0 K
+// over q4_0 V, f16 K over q4_0 V: each side's own format constant).
+inline constexpr Storage kQuantStorages[] = {{DType::F32, std::nullopt, QuantFormat::Q8_0, QuantFormat::Q8_0},
+                                             {DType::F32, std::nullopt, QuantFormat::Q4_0, QuantFormat::Q4_0},
+                                             {DType::F32, std::nullopt, QuantFormat::Q8_0, QuantFormat::Q4_0},
+                                             {DType::F32, std::nullopt, QuantFormat::None, QuantFormat::Q4_0}};
+
+inline bool quantized(const Case& c) {
+    return c.k_quant != QuantFormat::None || c.v_quant != QuantFormat::None;
+}
 
 // `c` with fp32 Q/O and an fp16 K/V cache, as a model session stores them.
 inline Case with_f16_kv(Case c) {
@@ -49,7 +64,30 @@ inline Case with_f16_kv(Case c) {
 inline Case in(const Storage& storage, Case c) {
     c.dtype = storage.dtype;
     c.kv_dtype = storage.kv_dtype;
+    c.k_quant = storage.k_quant;
+    c.v_quant = storage.v_quant;
+    if (quantized(c) && c.head_dim % 32 != 0) {
+        c.head_dim += 32 - c.head_dim % 32;  // the quantized formats' head sizes
+    }
     return c;
+}
+
+// K or V on the device as a cache in `quant` (or `dense`) holds it, and the values it stands
+// for: what the kernels read and the reference must see (a quantized cache's own error is the
+// format's, docs/QUANTIZATION.md).
+struct StoredKv {
+    std::vector<float> values;
+    DeviceTensor tensor;
+};
+inline StoredKv store_kv(Context& ctx, const std::vector<float>& x, DType dense, QuantFormat quant,
+                         std::uint32_t head_dim, const char* name) {
+    if (quant == QuantFormat::None) {
+        std::vector<float> values = rounded_to(dense, x);
+        DeviceTensor tensor = upload_tensor(ctx, values, dense, name);
+        return {std::move(values), std::move(tensor)};
+    }
+    const std::vector<std::uint32_t> words = kv_quantize(quant, x, head_dim);
+    return {kv_dequantize(quant, words, head_dim), upload_words(ctx, words, name)};
 }
 
 inline std::string name(const Case& c) {
@@ -60,6 +98,7 @@ inline std::string name(const Case& c) {
             : c.alibi == AlibiMode::Causal ? " alibi-c"
                                            : " alibi-s") +
            " " + to_string(c.dtype) + (c.kv_dtype ? std::string(" kv ") + to_string(*c.kv_dtype) : "") +
+           (quantized(c) ? std::string(" k ") + to_string(c.k_quant) + " v " + to_string(c.v_quant) : "") +
            (c.slope_table ? " table" : "") + (c.kv_lens ? " kvlens" : "") +
            (c.force_splits ? " splits" + std::to_string(c.force_splits) : "") +
            (c.kernel != AttentionKernel::Auto ? std::string(" ") + to_string(c.kernel) : "");
@@ -82,16 +121,25 @@ inline AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
     const AttentionParams params{
         .shape = shape, .mask = c.mask, .alibi = c.alibi, .max_bias = c.max_bias, .slopes = slopes, .kv_lens = kv_lens};
     // The reference sees exactly what the GPU reads.
-    const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
+    const DType kv_dtype = c.kv_dtype.value_or(quantized(c) ? DType::F16 : c.dtype);
+    const std::uint32_t d = c.head_dim;
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
-    const auto k = rounded_to(kv_dtype, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f));
-    const auto v = rounded_to(kv_dtype, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f));
+    const StoredKv ks =
+        store_kv(ctx, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f), kv_dtype, c.k_quant, d, "K");
+    const StoredKv vs =
+        store_kv(ctx, random_uniform(kv_element_count(shape), seed + 2, -1.0f, 1.0f), kv_dtype, c.v_quant, d, "V");
+    const std::vector<float>& k = ks.values;
+    const std::vector<float>& v = vs.values;
     const Attention op(ctx, params, c.dtype,
-                       AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel, .kv_dtype = c.kv_dtype});
+                       AttentionOptions{.force_splits = c.force_splits,
+                                        .kernel = c.kernel,
+                                        .kv_dtype = c.kv_dtype,
+                                        .k_quant = c.k_quant,
+                                        .v_quant = c.v_quant});
     EXPECT_EQ(op.kv_dtype(), kv_dtype);
     const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
-    const DeviceTensor kb = upload_tensor(ctx, k, kv_dtype, "K");
-    const DeviceTensor vb = upload_tensor(ctx, v, kv_dtype, "V");
+    const DeviceTensor& kb = ks.tensor;
+    const DeviceTensor& vb = vs.tensor;
     const DeviceTensor ob = nan_tensor(ctx, q.size(), c.dtype, "O");
     auto list = ctx.command_list();
     op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());

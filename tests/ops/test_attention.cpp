@@ -2,7 +2,7 @@
 // and modes: seeded random inputs, outputs poisoned before every run, in fp32, fp16, and fp32
 // Q/O over an fp16 K/V cache. The other attention suites: test_attention_kernels (head sizes,
 // each kernel, split-KV), test_attention_limits (forced device limits), test_attention_plans
-// (the planner and bad input).
+// (the planner and bad input). Quantized K/V caches (q8_0, q4_0) run over the grid too.
 
 #include "tests/ops/attention_cases.hpp"
 
@@ -98,6 +98,35 @@ TEST_F(Attention_, Fp16KvMatchesTheReferenceOverTheShapeGrid) {
             return;
     }
     std::printf("%zu grid cases with an fp16 K/V cache\n", cases.size());
+}
+
+// The grid's shapes over quantized K/V caches (q8_0, q4_0, K and V apart; head sizes rounded
+// up to 32n), measured against the reference on the dequantized K and V: the kernels' own
+// error stays within the fp32 bound. The default run takes every seventh case in one storage
+// each; the full run (test_attention_full) every case in every quantized storage.
+void run_quantized_grid(Context& ctx, bool every_case) {
+    std::uint64_t seed = 2500;
+    const auto cases = grid(quick_mode());
+    std::size_t ran = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        for (std::size_t s = 0; s < std::size(kQuantStorages); ++s) {
+            if (every_case || (i % 7 == 0 && s == (i / 7) % std::size(kQuantStorages))) {
+                run_case(ctx, in(kQuantStorages[s], cases[i]), seed += 10);
+                ++ran;
+                if (::testing::Test::HasFatalFailure())
+                    return;
+            }
+        }
+    }
+    std::printf("%zu grid cases over quantized K/V caches\n", ran);
+}
+
+TEST_F(Attention_, QuantizedKvMatchesTheReferenceOverPartOfTheGrid) {
+    run_quantized_grid(ctx(), false);
+}
+
+TEST_F(Attention_, QuantizedKvMatchesTheReferenceOverTheShapeGrid) {
+    run_quantized_grid(ctx(), true);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_naive.hpp"
 #include "host/ops/device_tensor.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "host/reference/attention.hpp"
 #include "host/spec/alibi.hpp"
 #include "host/util/compare.hpp"
@@ -29,7 +30,21 @@ struct FormCase {
     DType dtype = DType::F32;
     std::optional<DType> kv_dtype = std::nullopt;
     bool naive = false;
+    QuantFormat k_quant = QuantFormat::None;  // quantized K/V (fp32 Q/O, the other side fp16)
+    QuantFormat v_quant = QuantFormat::None;
 };
+
+// K or V as its storage holds it: the device tensor, and `x` becomes the values it stands for.
+DeviceTensor stored(Context& ctx, std::vector<float>& x, DType dense, QuantFormat quant, std::uint32_t head_dim,
+                    const char* name) {
+    if (quant == QuantFormat::None) {
+        x = rounded_to(dense, x);
+        return upload_tensor(ctx, x, dense, name);
+    }
+    const std::vector<std::uint32_t> words = kv_quantize(quant, x, head_dim);
+    x = kv_dequantize(quant, words, head_dim);
+    return upload_words(ctx, words, name);
+}
 
 // Falcon's slopes: the paper's, rounded to bfloat16; 20 heads (c = 16) so that they are not
 // powers of two and slope * position has bits bf16 drops.
@@ -49,24 +64,28 @@ std::vector<float> run_form(Context& ctx, const FormCase& c, std::uint64_t seed)
     const std::vector<float> slopes = falcon_slopes(c.shape.n_head);
     const AttentionParams params{
         .shape = c.shape, .mask = MaskMode::Causal, .alibi = c.alibi, .slopes = slopes, .alibi_train_len = c.train_len};
-    const DType kv_dtype = c.kv_dtype.value_or(c.dtype);
+    const bool quant = c.k_quant != QuantFormat::None || c.v_quant != QuantFormat::None;
+    const DType kv_dtype = c.kv_dtype.value_or(quant ? DType::F16 : c.dtype);
     // Large Q and K: scores of several units, so that bias differences show.
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(c.shape), seed, -2.0f, 2.0f));
-    const auto k = rounded_to(kv_dtype, random_uniform(kv_element_count(c.shape), seed + 1, -2.0f, 2.0f));
-    const auto v = rounded_to(kv_dtype, random_uniform(kv_element_count(c.shape), seed + 2, -1.0f, 1.0f));
+    auto k = random_uniform(kv_element_count(c.shape), seed + 1, -2.0f, 2.0f);
+    auto v = random_uniform(kv_element_count(c.shape), seed + 2, -1.0f, 1.0f);
     const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
-    const DeviceTensor kb = upload_tensor(ctx, k, kv_dtype, "K");
-    const DeviceTensor vb = upload_tensor(ctx, v, kv_dtype, "V");
+    const DeviceTensor kb = stored(ctx, k, kv_dtype, c.k_quant, c.shape.head_dim, "K");
+    const DeviceTensor vb = stored(ctx, v, kv_dtype, c.v_quant, c.shape.head_dim, "V");
     const DeviceTensor ob = nan_tensor(ctx, q.size(), c.dtype, "O");
     auto list = ctx.command_list();
     if (c.naive) {
-        const NaiveAttention op(ctx, params, c.dtype);
+        const NaiveAttention op(ctx, params, c.dtype, std::nullopt, c.k_quant, c.v_quant);
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
         ctx.submit(*list);
     } else {
-        const Attention op(
-            ctx, params, c.dtype,
-            AttentionOptions{.force_splits = c.force_splits, .kernel = c.kernel, .kv_dtype = c.kv_dtype});
+        const Attention op(ctx, params, c.dtype,
+                           AttentionOptions{.force_splits = c.force_splits,
+                                            .kernel = c.kernel,
+                                            .kv_dtype = c.kv_dtype,
+                                            .k_quant = c.k_quant,
+                                            .v_quant = c.v_quant});
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
         ctx.submit(*list);
         if (c.force_splits > 1) {
@@ -92,6 +111,27 @@ TEST_F(AttentionAlibiForms_, FalconBf16BiasInEveryKernel) {
     }
     run_form(ctx(), {"falcon naive", {1, 17, 130, 20, 20, 32}, AlibiMode::FalconBf16, 0, {}, 0, DType::F32, {}, true},
              seed++);
+}
+
+// Falcon's and Jais' forms over quantized K/V caches in every kernel.
+TEST_F(AttentionAlibiForms_, EveryFormOverQuantizedKv) {
+    std::uint64_t seed = 80;
+    const AttentionShape prefill{1, 37, 301, 20, 20, 64};
+    const AttentionShape decode{2, 1, 613, 20, 4, 32};
+    const QuantFormat q8 = QuantFormat::Q8_0, q4 = QuantFormat::Q4_0;
+    for (AttentionKernel kernel : {AttentionKernel::Tiled, AttentionKernel::Rows}) {
+        FormCase falcon{"falcon q8_0", prefill, AlibiMode::FalconBf16, 0, kernel};
+        falcon.k_quant = falcon.v_quant = q8;
+        run_form(ctx(), falcon, seed++);
+        FormCase jais{"jais decode split q4_0 v", decode, AlibiMode::Causal, 100, kernel, 4};
+        jais.k_quant = kernel == AttentionKernel::Tiled ? q4 : q8;
+        jais.v_quant = q4;
+        run_form(ctx(), jais, seed++);
+    }
+    FormCase naive{
+        "falcon naive q4_0", {1, 17, 130, 20, 20, 32}, AlibiMode::FalconBf16, 0, {}, 0, DType::F32, {}, true};
+    naive.k_quant = naive.v_quant = q4;
+    run_form(ctx(), naive, seed++);
 }
 
 TEST_F(AttentionAlibiForms_, FalconRoundingAndScaleMatter) {

@@ -333,6 +333,52 @@ TEST(AttentionArithmetic, Fp32QueriesOverAnFp16CacheKeepFp32WhereAsked_Full) {
     check_fp32_queries_over_fp16_cache("", !cpu, false, 9700);
 }
 
+// Quantized K/V caches (q8_0 K over q4_0 V, and q4_0 K over fp16 V) through the tiled
+// kernel's variants under `spec`: fp16 arithmetic and subgroup reductions where planned
+// (gpu_attention on lavapipe: both), the checked subgroup form (no size control), and the
+// fp32, shared-memory fallbacks. The values a block stands for are exact in fp32, so the
+// bound is the arithmetic's own: fp32's, or fp16's where the plan took fp16 arithmetic.
+void check_quantized_kv(const char* spec, std::uint64_t seed) {
+    SCOPED_TRACE(spec);
+    MessageSink sink;
+    Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+    const AttentionShape shapes[] = {{2, 37, 70, 6, 3, 64}, {2, 1, 301, 4, 1, 96}};
+    const std::pair<QuantFormat, QuantFormat> formats[] = {{QuantFormat::Q8_0, QuantFormat::Q4_0},
+                                                           {QuantFormat::Q4_0, QuantFormat::None}};
+    for (std::size_t i = 0; i < std::size(shapes); ++i) {
+        const AttentionShape& shape = shapes[i];
+        const AttentionParams params{.shape = shape, .mask = MaskMode::Causal, .alibi = AlibiMode::Causal};
+        const auto [kq, vq] = formats[i];
+        const auto q = random_uniform(q_element_count(shape), seed + 3 * i, -1.0f, 1.0f);
+        const StoredKv k = store_kv(ctx, random_uniform(kv_element_count(shape), seed + 3 * i + 1, -1.0f, 1.0f),
+                                    DType::F16, kq, shape.head_dim, "K");
+        const StoredKv v = store_kv(ctx, random_uniform(kv_element_count(shape), seed + 3 * i + 2, -1.0f, 1.0f),
+                                    DType::F16, vq, shape.head_dim, "V");
+        const Attention op(ctx, params, DType::F32,
+                           AttentionOptions{.force_splits = i == 1 ? kDecodeSplits : 0,
+                                            .kernel = AttentionKernel::Tiled,
+                                            .k_quant = kq,
+                                            .v_quant = vq});
+        const DeviceTensor qb = upload_tensor(ctx, q, DType::F32, "Q");
+        const DeviceTensor ob = nan_tensor(ctx, q.size(), DType::F32, "O");
+        auto list = ctx.command_list();
+        op.record(*list, qb.range(), k.tensor.range(), v.tensor.range(), ob.range());
+        ctx.submit(*list);
+        const ArithRun r{
+            compare_to_reference(download_tensor(ctx, ob), reference::attention(params, q, k.values, v.values)),
+            op.plan()};
+        expect_within(r, r.plan.fp16_arithmetic ? kFp16ArithmeticTolerance : tolerance(DType::F32),
+                      i == 0 ? "quantized K/V, prefill" : "quantized K/V, split decode");
+    }
+    EXPECT_EQ(sink.validation_count(), 0u);
+}
+
+TEST(AttentionArithmetic, QuantizedKvInEveryArithmeticAndReduction) {
+    check_quantized_kv("gpu_attention", 9800);
+    check_quantized_kv("gpu_attention,no_subgroup_size_control", 9810);
+    check_quantized_kv("gpu_attention,no_subgroup_ops,no_fp16_arithmetic", 9820);
+}
+
 // Long rows: every query row sees up to L keys, so fp16 roundings of scores, probabilities and
 // P*V sums meet as many terms as a long context gives them. The quick one shares the decode
 // pipelines above; L = 8192 at head size 128 is in the `full` label.

@@ -104,6 +104,58 @@ TEST_F(Attention_, SplitKvDecodeInEveryStorage) {
     run_split_kv_cases(ctx(), true, seed);
 }
 
+// Quantized K/V caches through each kernel: prefill (causal, GQA) and split-KV decode with key
+// counts, each quantized storage at a head size of its own (the sizes rotate); with
+// `every_size`, each storage at every head size of 32n (the full label).
+void run_quantized_kernel_cases(Context& ctx, bool every_size, std::uint64_t& seed) {
+    const std::uint32_t dims[] = {32, 64, 96, 128, 256};
+    for (std::size_t s = 0; s < std::size(kQuantStorages); ++s) {
+        for (std::size_t di = 0; di < std::size(dims); ++di) {
+            if (!every_size && di != s % std::size(dims)) {
+                continue;
+            }
+            const std::uint32_t d = dims[di];
+            for (const AttentionKernel kernel : {AttentionKernel::Tiled, AttentionKernel::Rows}) {
+                Case prefill =
+                    in(kQuantStorages[s], {2, 33, 70, 6, 3, d, MaskMode::Causal, AlibiMode::Causal, DType::F32});
+                prefill.kernel = kernel;
+                run_case(ctx, prefill, seed++);
+                Case decode = in(kQuantStorages[s], {2, 1, 301, 4, 1, d, MaskMode::Causal, AlibiMode::Causal,
+                                                     DType::F32, s % 2 == 0, true, 3});
+                decode.kernel = kernel;
+                run_case(ctx, decode, seed++);
+            }
+        }
+    }
+}
+
+TEST_F(Attention_, QuantizedKvInEachKernelAndSplitKv) {
+    std::uint64_t seed = 9000;
+    run_quantized_kernel_cases(ctx(), false, seed);
+}
+
+TEST_F(Attention_, QuantizedKvInEachKernelAtEveryHeadSize) {
+    std::uint64_t seed = 9100;
+    run_quantized_kernel_cases(ctx(), true, seed);
+}
+
+// A head size that is not a multiple of 32 is refused for a quantized cache, naming it.
+TEST_F(Attention_, QuantizedKvRefusesOtherHeadSizes) {
+    const AttentionParams params{.shape = {1, 4, 8, 2, 2, 80}, .mask = MaskMode::Causal, .alibi = AlibiMode::Causal};
+    for (const Storage& st : kQuantStorages) {
+        try {
+            const Attention op(ctx(), params, DType::F32,
+                               AttentionOptions{.k_quant = st.k_quant, .v_quant = st.v_quant});
+            ADD_FAILURE() << "no error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("the head size is 80"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_THROW(Attention(ctx(), AttentionParams{.shape = {1, 4, 8, 2, 2, 64}}, DType::F16,
+                           AttentionOptions{.k_quant = QuantFormat::Q8_0}),
+                 Error);  // fp16 Q/O
+}
+
 TEST_F(Attention_, LongKvStaysRightOnDriversWithALoopLimit) {
     // llvmpipe skips loop iterations past 65535 per invocation (runtime/quirks.cpp); the plan
     // splits the KV so that no invocation gets near the limit.

@@ -43,6 +43,34 @@ TEST(AttentionForcedLimits, PhoneAndTinyLimitsPickSmallerTilesAndStayRight) {
     }
 }
 
+// Quantized K/V caches under forced limits: the phone's and tiny tiles, no subgroup loads,
+// the 4-storage-buffer variants (PACKED_TABLES), no loop unrolling; prefill and split-KV
+// decoding, the kernels and the quantized storages rotating over the limits.
+TEST(AttentionForcedLimits, QuantizedKvUnderForcedLimits) {
+    const char* specs[] = {"phone", "shared_memory=6144,workgroup_invocations=32,workgroup_count=3", "no_subgroup_ops",
+                           "storage_buffers=4", "no_unroll"};
+    std::uint64_t seed = 4800;
+    std::size_t n = 0;
+    for (const char* spec : specs) {
+        SCOPED_TRACE(spec);
+        MessageSink sink;
+        Context ctx(test_options(sink, LimitOverrides::parse(spec)));
+        {
+            const AttentionKernel kernel = n % 2 == 0 ? AttentionKernel::Tiled : AttentionKernel::Rows;
+            const Storage& st = kQuantStorages[n++ % std::size(kQuantStorages)];
+            Case c = in(st, {2, 65, 127, 6, 2, 64, MaskMode::Causal, AlibiMode::Causal, DType::F32});
+            c.kernel = kernel;
+            const auto plan = run_case(ctx, c, seed++);
+            EXPECT_LE(plan.shared_bytes, ctx.limits().shared_memory);
+            Case decode =
+                in(st, {1, 1, 700, 4, 4, 128, MaskMode::Causal, AlibiMode::Symmetric, DType::F32, false, true, 3});
+            decode.kernel = kernel;
+            run_case(ctx, decode, seed++);
+        }
+        EXPECT_EQ(sink.validation_count(), 0u);
+    }
+}
+
 // Both kernels, split-KV decoding and the combine pass with their loops not unrolled (the
 // SPIR-V the llvmpipe 25 quirk makes), at a tuned size, an untuned one and a 4n + 2 one.
 TEST(AttentionForcedLimits, KernelsStayRightWithoutLoopUnrolling) {

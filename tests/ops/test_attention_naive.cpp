@@ -5,6 +5,7 @@
 
 #include "host/ops/attention_naive.hpp"
 #include "host/ops/device_tensor.hpp"
+#include "host/quant/kv_quant.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
@@ -102,16 +103,30 @@ AttentionParams make_params(const Case& c, const Inputs& in) {
                            .kv_lens = c.kv_lens};
 }
 
-void check_case(Context& ctx, const Case& c, DType dtype, std::uint64_t seed) {
-    SCOPED_TRACE(describe_case(c, dtype));
-    const Inputs in = make_inputs(c, dtype, seed);
+// k_quant, v_quant: a quantized K and/or V (fp32 Q/O, the other side fp16); the reference
+// gets the values the blocks stand for.
+void check_case(Context& ctx, const Case& c, DType dtype, std::uint64_t seed, QuantFormat k_quant = QuantFormat::None,
+                QuantFormat v_quant = QuantFormat::None) {
+    SCOPED_TRACE(describe_case(c, dtype) + " K " + to_string(k_quant) + " V " + to_string(v_quant));
+    Inputs in = make_inputs(c, dtype, seed);
+    const bool quant = k_quant != QuantFormat::None || v_quant != QuantFormat::None;
     const AttentionParams params = make_params(c, in);
-    const NaiveAttention op(ctx, params, dtype);
+    const NaiveAttention op(ctx, params, dtype, std::nullopt, k_quant, v_quant);
     EXPECT_EQ(op.scores_bytes(), naive_attention_scores_bytes(c.shape));
 
+    const std::uint32_t d = c.shape.head_dim;
+    const auto store = [&](std::vector<float>& x, QuantFormat qf, const char* name) {
+        if (qf == QuantFormat::None) {
+            x = rounded_to(quant ? DType::F16 : dtype, x);
+            return upload_tensor(ctx, x, quant ? DType::F16 : dtype, name);
+        }
+        const std::vector<std::uint32_t> words = kv_quantize(qf, x, d);
+        x = kv_dequantize(qf, words, d);
+        return upload_words(ctx, words, name);
+    };
     const DeviceTensor q = upload_tensor(ctx, in.q, dtype, "Q");
-    const DeviceTensor k = upload_tensor(ctx, in.k, dtype, "K");
-    const DeviceTensor v = upload_tensor(ctx, in.v, dtype, "V");
+    const DeviceTensor k = store(in.k, k_quant, "K");
+    const DeviceTensor v = store(in.v, v_quant, "V");
     const DeviceTensor o = nan_tensor(ctx, in.q.size(), dtype, "O");
 
     auto list = ctx.command_list();
@@ -131,6 +146,22 @@ TEST_F(NaiveAttentionTest, MatchesReferenceF32) {
     std::uint64_t seed = 100;
     for (const Case& c : cases()) {
         check_case(ctx(), c, DType::F32, seed += 10);
+    }
+}
+
+// Quantized K/V caches over the cases of head sizes 32n, the formats rotating.
+TEST_F(NaiveAttentionTest, MatchesReferenceOverQuantizedKv) {
+    std::uint64_t seed = 300;
+    const std::pair<QuantFormat, QuantFormat> formats[] = {{QuantFormat::Q8_0, QuantFormat::Q8_0},
+                                                           {QuantFormat::Q4_0, QuantFormat::Q4_0},
+                                                           {QuantFormat::Q8_0, QuantFormat::Q4_0},
+                                                           {QuantFormat::None, QuantFormat::Q4_0}};
+    std::size_t i = 0;
+    for (const Case& c : cases()) {
+        if (c.shape.head_dim % 32 == 0) {
+            const auto [kq, vq] = formats[i++ % std::size(formats)];
+            check_case(ctx(), c, DType::F32, seed += 10, kq, vq);
+        }
     }
 }
 

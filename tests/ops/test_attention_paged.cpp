@@ -12,6 +12,7 @@
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
+#include "tests/ops/kv_quant_cases.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -147,6 +148,8 @@ struct Run {
     DType dtype;
     std::optional<DType> kv_dtype;
     const Mode& mode;
+    QuantFormat k_quant = QuantFormat::None;  // quantized pools (fp32 Q/O, the other side fp16)
+    QuantFormat v_quant = QuantFormat::None;
 };
 
 std::string name(const Batch& bt, const Run& r) {
@@ -154,27 +157,37 @@ std::string name(const Batch& bt, const Run& r) {
                        : r.kernel == Kernel::Rows ? "rows"
                                                   : "tiled") +
            " splits " + std::to_string(r.force_splits) + " " + to_string(r.dtype) +
-           (r.kv_dtype ? std::string(" kv ") + to_string(*r.kv_dtype) : "") + " " + r.mode.name + " block " +
-           std::to_string(bt.paged.block_size) + " h" + std::to_string(bt.shape.n_head) + "/" +
-           std::to_string(bt.shape.n_kv_head) + " d" + std::to_string(bt.shape.head_dim);
+           (r.kv_dtype ? std::string(" kv ") + to_string(*r.kv_dtype) : "") + " K " + to_string(r.k_quant) + " V " +
+           to_string(r.v_quant) + " " + r.mode.name + " block " + std::to_string(bt.paged.block_size) + " h" +
+           std::to_string(bt.shape.n_head) + "/" + std::to_string(bt.shape.n_kv_head) + " d" +
+           std::to_string(bt.shape.head_dim);
 }
 
 // Runs `r` on `bt` and checks every row of a sequence against the reference and every other
 // row for its poison; returns the plan (default for the naive op).
-AttentionPlan run_paged(Context& ctx, const Batch& bt, const Run& r) {
-    SCOPED_TRACE(name(bt, r));
-    const DType kv_dtype = r.kv_dtype.value_or(r.dtype);
-    const AttentionParams params = params_of(bt.shape, r.mode);
+AttentionPlan run_paged(Context& ctx, const Batch& batch, const Run& r) {
+    SCOPED_TRACE(name(batch, r));
+    const bool quant = r.k_quant != QuantFormat::None || r.v_quant != QuantFormat::None;
+    const DType kv_dtype = r.kv_dtype.value_or(quant ? DType::F16 : r.dtype);
+    const AttentionParams params = params_of(batch.shape, r.mode);
+    Batch bt = batch;  // K and V as their storage holds them
+    const auto pool = [&](std::vector<float>& values, QuantFormat q, const char* label) {
+        if (q == QuantFormat::None) {
+            values = rounded_to(kv_dtype, values);
+            return upload_tensor(ctx, values, kv_dtype, label);
+        }
+        return upload_words(ctx, quantize_poisoned(values, q, bt.shape.head_dim), label);
+    };
     const DeviceTensor qb = upload_tensor(ctx, bt.q, r.dtype, "Q");
-    const DeviceTensor kb = upload_tensor(ctx, bt.k, kv_dtype, "K pool");
-    const DeviceTensor vb = upload_tensor(ctx, bt.v, kv_dtype, "V pool");
+    const DeviceTensor kb = pool(bt.k, r.k_quant, "K pool");
+    const DeviceTensor vb = pool(bt.v, r.v_quant, "V pool");
     const DeviceTensor ob = nan_tensor(ctx, bt.q.size(), r.dtype, "O");
     const DeviceTensor table = upload_words(ctx, bt.table, "sequence table");
     EXPECT_EQ(table.range().size, paged_sequence_table_bytes(bt.shape.batch, bt.paged));
     auto list = ctx.command_list();
     AttentionPlan plan;
     if (r.kernel == Kernel::Naive) {
-        const NaiveAttention op(ctx, params, r.dtype, bt.paged);
+        const NaiveAttention op(ctx, params, r.dtype, bt.paged, r.k_quant, r.v_quant);
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range(), table.range());
         ctx.submit(*list);
     } else {
@@ -183,6 +196,8 @@ AttentionPlan run_paged(Context& ctx, const Batch& bt, const Run& r) {
             AttentionOptions{.force_splits = r.force_splits,
                              .kernel = r.kernel == Kernel::Rows ? AttentionKernel::Rows : AttentionKernel::Tiled,
                              .kv_dtype = r.kv_dtype,
+                             .k_quant = r.k_quant,
+                             .v_quant = r.v_quant,
                              .paged = bt.paged});
         plan = op.plan();
         if (r.force_splits > 1) {
@@ -241,6 +256,24 @@ TEST_F(AttentionPaged, RaggedGqaBatchesMatchInEveryKernel) {
                 run_paged(ctx(), bt, {Kernel::Naive, 0, DType::F32, std::nullopt, kModes[mode++ % std::size(kModes)]});
             }
         }
+    }
+}
+
+// Quantized pools (q8_0, q4_0, K and V apart) in every kernel, split and not, every ALiBi
+// form: the storages rotating over the kernels.
+TEST_F(AttentionPaged, QuantizedPoolsMatchInEveryKernel) {
+    const std::pair<QuantFormat, QuantFormat> formats[] = {{QuantFormat::Q8_0, QuantFormat::Q8_0},
+                                                           {QuantFormat::Q4_0, QuantFormat::Q4_0},
+                                                           {QuantFormat::Q8_0, QuantFormat::Q4_0},
+                                                           {QuantFormat::None, QuantFormat::Q4_0}};
+    const Batch bt = make_batch(kRagged, 6, 2, 64, 16, DType::F32, DType::F32, 9600);
+    const std::pair<Kernel, std::uint32_t> kernels[] = {
+        {Kernel::Tiled, 1}, {Kernel::Tiled, 3}, {Kernel::Rows, 1}, {Kernel::Rows, 4}, {Kernel::Naive, 0}};
+    std::size_t i = 0;
+    for (const auto& [kernel, splits] : kernels) {
+        const auto [kq, vq] = formats[i % std::size(formats)];
+        run_paged(ctx(), bt, {kernel, splits, DType::F32, std::nullopt, kModes[i % std::size(kModes)], kq, vq});
+        ++i;
     }
 }
 

@@ -12,6 +12,7 @@
 #include "host/util/compare.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
+#include "tests/ops/kv_quant_cases.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace vkf::test {
@@ -55,7 +57,9 @@ struct WCase {
     std::optional<DType> kv_dtype = std::nullopt;
     Kernel kernel = Kernel::Tiled;
     std::uint32_t force_splits = 0;
-    bool ragged = false;  // per-batch key counts
+    bool ragged = false;                      // per-batch key counts
+    QuantFormat k_quant = QuantFormat::None;  // quantized K/V (fp32 Q/O, the other side fp16)
+    QuantFormat v_quant = QuantFormat::None;
 };
 
 std::string name(const WCase& c) {
@@ -64,7 +68,7 @@ std::string name(const WCase& c) {
            " q" + std::to_string(s.q_len) + " kv" + std::to_string(s.kv_len) + " h" + std::to_string(s.n_head) + "/" +
            std::to_string(s.n_kv_head) + " d" + std::to_string(s.head_dim) + " " + c.mode.name + " " +
            to_string(c.dtype) + (c.kv_dtype ? " kv f16" : "") + " splits " + std::to_string(c.force_splits) +
-           (c.ragged ? " ragged" : "");
+           (c.ragged ? " ragged" : "") + " K " + to_string(c.k_quant) + " V " + to_string(c.v_quant);
 }
 
 // NaN in every key no row of its batch may see (and every key past the batch's count).
@@ -112,20 +116,26 @@ Result run(Context& ctx, const WCase& c, std::uint64_t seed, bool check = true) 
                                  .alibi_train_len = c.mode.train_len,
                                  .window = c.window};
     // The naive op stores every tensor alike.
-    const std::optional<DType> kv_storage = c.kernel == Kernel::Naive ? std::nullopt : c.kv_dtype;
-    const DType kv_dtype = kv_storage.value_or(c.dtype);
+    // Quantized: fp16 for a side that is not (every kernel, the naive one too).
+    const bool quant = c.k_quant != QuantFormat::None || c.v_quant != QuantFormat::None;
+    const std::optional<DType> kv_storage = c.kernel == Kernel::Naive || quant ? std::nullopt : c.kv_dtype;
+    const DType kv_dtype = quant ? DType::F16 : kv_storage.value_or(c.dtype);
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(s), seed, -1.0f, 1.0f));
     auto k = rounded_to(kv_dtype, random_uniform(kv_element_count(s), seed + 1, -1.0f, 1.0f));
     auto v = rounded_to(kv_dtype, random_uniform(kv_element_count(s), seed + 2, -1.0f, 1.0f));
     poison_unseen(params, k, v);
+    const auto stored = [&](std::vector<float>& x, QuantFormat qf, const char* label) {
+        return qf == QuantFormat::None ? upload_tensor(ctx, x, kv_dtype, label)
+                                       : upload_words(ctx, quantize_poisoned(x, qf, s.head_dim), label);
+    };
     const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
-    const DeviceTensor kb = upload_tensor(ctx, k, kv_dtype, "K");
-    const DeviceTensor vb = upload_tensor(ctx, v, kv_dtype, "V");
+    const DeviceTensor kb = stored(k, c.k_quant, "K");
+    const DeviceTensor vb = stored(v, c.v_quant, "V");
     const DeviceTensor ob = nan_tensor(ctx, q.size(), c.dtype, "O");
     auto list = ctx.command_list();
     Result result;
     if (c.kernel == Kernel::Naive) {
-        const NaiveAttention op(ctx, params, c.dtype);
+        const NaiveAttention op(ctx, params, c.dtype, std::nullopt, c.k_quant, c.v_quant);
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
         ctx.submit(*list);
     } else {
@@ -133,7 +143,9 @@ Result run(Context& ctx, const WCase& c, std::uint64_t seed, bool check = true) 
             ctx, params, c.dtype,
             AttentionOptions{.force_splits = c.force_splits,
                              .kernel = c.kernel == Kernel::Rows ? AttentionKernel::Rows : AttentionKernel::Tiled,
-                             .kv_dtype = kv_storage});
+                             .kv_dtype = kv_storage,
+                             .k_quant = c.k_quant,
+                             .v_quant = c.v_quant});
         result.plan = op.plan();
         op.record(*list, qb.range(), kb.range(), vb.range(), ob.range());
         ctx.submit(*list);
@@ -191,6 +203,26 @@ TEST_F(AttentionWindow, SplitKvDecodeSplitsTheWindow) {
     for (Kernel kernel : {Kernel::Tiled, Kernel::Rows}) {
         for (std::uint32_t q_len : {1u, 3u}) {
             run(ctx(), {{3, q_len, 613, 6, 2, 64}, 100, kCausal, DType::F32, DType::F16, kernel, 4, true}, seed++);
+        }
+    }
+}
+
+// Quantized K/V caches under a window in every kernel: prefill edges and split decoding.
+TEST_F(AttentionWindow, QuantizedKvInEveryKernel) {
+    std::uint64_t seed = 35000;
+    std::size_t i = 0;
+    const std::pair<QuantFormat, QuantFormat> formats[] = {{QuantFormat::Q8_0, QuantFormat::Q8_0},
+                                                           {QuantFormat::Q4_0, QuantFormat::Q4_0},
+                                                           {QuantFormat::Q8_0, QuantFormat::Q4_0}};
+    for (Kernel kernel : {Kernel::Tiled, Kernel::Rows, Kernel::Naive}) {
+        WCase prefill{
+            {2, 67, 67, 4, 2, 64}, 29, kModes[i % std::size(kModes)], DType::F32, std::nullopt, kernel, 0, true};
+        std::tie(prefill.k_quant, prefill.v_quant) = formats[i++ % std::size(formats)];
+        run(ctx(), prefill, seed++);
+        if (kernel != Kernel::Naive) {
+            WCase decode{{3, 1, 613, 6, 2, 32}, 100, kCausal, DType::F32, std::nullopt, kernel, 4, true};
+            std::tie(decode.k_quant, decode.v_quant) = formats[i++ % std::size(formats)];
+            run(ctx(), decode, seed++);
         }
     }
 }

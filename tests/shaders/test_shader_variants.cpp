@@ -46,22 +46,24 @@ TEST(ShaderVariants, TheTableHoldsEachFamilysMatrixOnce) {
         EXPECT_GT(v.code->words.size(), 5u);
     }
     // SUBGROUP_LOADS x (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, KV_F16) x
-    // PAIR_LOADS: STORAGE_F16+KV_F16 is excluded.
-    EXPECT_EQ(seen["attention_rows"].size(), 36u);
+    // PAIR_LOADS: STORAGE_F16+KV_F16 is excluded; and KV_QUANT (head sizes of 32n: no
+    // PAIR_LOADS) x SUBGROUP_LOADS x the splits: 36 + 6.
+    EXPECT_EQ(seen["attention_rows"].size(), 42u);
     // 9 kernels (ROWDOT and ROWDOT+WIDE64 also with LN_X) x WEIGHTS_F16 x SCATTER, and NO_EPILOGUE
     // (4 storage buffers) of the 6 kernels without LN_X or REDUCE x WEIGHTS_F16; TILED_F16 and
     // GEMV_F16 (fp16 arithmetic, fp16 weights implied) x SCATTER and with NO_EPILOGUE: 3 more
     // each (GEMV_F16: 51 -> 54).
     EXPECT_EQ(seen["matmul"].size(), 54u);
-    // SCORES and SCORES+PACKED_TABLES and PV in both storages; softmax has no STORAGE_F16 variant.
-    EXPECT_EQ(seen["attention_naive"].size(), 7u);
+    // SCORES and SCORES+PACKED_TABLES and PV in both storages and with KV_QUANT; softmax has no
+    // storage variant.
+    EXPECT_EQ(seen["attention_naive"].size(), 10u);
     // (unsplit, SPLIT_KV, SPLIT_KV+PACKED_TABLES) x (fp32, STORAGE_F16, STORAGE_F16+ARITH_F16,
-    // KV_F16, KV_F16+ARITH_F16) x (shared memory, SUBGROUP_REDUCE, SUBGROUP_REDUCE+
-    // SUBGROUP_ANY_SIZE): 45. Was 9 before the fp16-arithmetic and subgroup variants (ARITH_F16
-    // only with fp16 K/V: all-fp16 tensors, or fp32 Q/O over a session's fp16 cache), 30 before
-    // SUBGROUP_ANY_SIZE (devices without subgroup size control; every combination, since such a
-    // device plans it wherever the others would take SUBGROUP_REDUCE).
-    EXPECT_EQ(seen["attention"].size(), 45u);
+    // KV_F16, KV_F16+ARITH_F16, KV_QUANT, KV_QUANT+ARITH_F16) x (shared memory, SUBGROUP_REDUCE,
+    // SUBGROUP_REDUCE+SUBGROUP_ANY_SIZE): 63 (45 before the quantized K/V cache). Was 9 before the fp16-arithmetic and
+    // subgroup variants (ARITH_F16 only with fp16 K/V: all-fp16 tensors, or fp32 Q/O over a session's fp16 cache), 30
+    // before SUBGROUP_ANY_SIZE (devices without subgroup size control; every combination, since such a device plans it
+    // wherever the others would take SUBGROUP_REDUCE).
+    EXPECT_EQ(seen["attention"].size(), 63u);
 }
 
 TEST(ShaderVariants, AreFoundByTheirDefinesInAnyOrder) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 JNIEXPORT jlong JNICALL Java_org_vkformer_Native_sessionCreate(JNIEnv* env, jclass c, jlong model, jint max_tokens,
-                                                               jint chunk) {
+                                                               jint chunk, jint kv_k, jint kv_v) {
     (void)c;
     if (!vkfj_non_negative(env, max_tokens, "maxTokens") || !vkfj_non_negative(env, chunk, "chunk")) {
         return 0;
@@ -14,6 +14,8 @@ JNIEXPORT jlong JNICALL Java_org_vkformer_Native_sessionCreate(JNIEnv* env, jcla
     vkf_session_params p = vkf_session_default_params();
     p.max_tokens = (uint32_t)max_tokens;
     p.chunk = (uint32_t)chunk;
+    p.kv_k = (uint32_t)kv_k; /* KvFormat codes: vkf_kv_format */
+    p.kv_v = (uint32_t)kv_v;
     vkf_session* out = NULL;
     vkf_status s = vkf_session_create(VKFJ_PTR(vkf_model, model), &p, &out);
     if (s != VKF_OK) {

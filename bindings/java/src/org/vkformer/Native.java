@@ -46,7 +46,7 @@ final class Native {
     static native int[] tokenize(long tokenizer, byte[] text, boolean addSpecial);
     static native byte[] detokenize(long tokenizer, int[] ids, boolean skipSpecial);
 
-    static native long sessionCreate(long model, int maxTokens, int chunk);
+    static native long sessionCreate(long model, int maxTokens, int chunk, int kvK, int kvV);
     static native void sessionFree(long session);
     static native void sessionReset(long session);
     static native int sessionPosition(long session);

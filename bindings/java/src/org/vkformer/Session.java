@@ -25,7 +25,12 @@ public final class Session extends NativeHandle {
 
     /** @param chunk most prompt tokens per submission; 0: the library's default */
     public Session(Model model, int maxTokens, int chunk) {
-        super("Session", create(model, maxTokens, chunk), Native::sessionFree);
+        this(model, maxTokens, chunk, KvFormat.F16, KvFormat.F16);
+    }
+
+    /** @param kvK the KV cache's storage of K, kvV that of V (a long context in less memory) */
+    public Session(Model model, int maxTokens, int chunk, KvFormat kvK, KvFormat kvV) {
+        super("Session", create(model, maxTokens, chunk, kvK, kvV), Native::sessionFree);
         try {
             cancel = Native.cancelCreate();
             cancelCleanable = register(this, cancel, Native::cancelFree);
@@ -35,10 +40,10 @@ public final class Session extends NativeHandle {
         }
     }
 
-    private static long create(Model model, int maxTokens, int chunk) {
+    private static long create(Model model, int maxTokens, int chunk, KvFormat kvK, KvFormat kvV) {
         long m = model.acquire();
         try {
-            return Native.sessionCreate(m, maxTokens, chunk);
+            return Native.sessionCreate(m, maxTokens, chunk, kvK.code, kvV.code);
         } finally {
             model.release();
         }
