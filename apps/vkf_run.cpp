@@ -27,12 +27,12 @@
 #include "apps/run/parallel.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/split.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/dist/launch.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

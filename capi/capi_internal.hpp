@@ -6,6 +6,7 @@
 
 #include "vkformer/vkformer.h"
 
+#include "base/error.hpp"
 #include "host/model/batch.hpp"
 #include "host/model/batch_generation.hpp"
 #include "host/model/encoder.hpp"
@@ -13,7 +14,6 @@
 #include "host/model/session.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
 
 #include <atomic>
 #include <cstddef>

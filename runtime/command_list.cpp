@@ -1,6 +1,6 @@
 #include "runtime/command_list.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "runtime/context.hpp"
 
+#include "base/error.hpp"
 #include "runtime/env_flag.hpp"
-#include "runtime/error.hpp"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,6 +1,6 @@
 #include "runtime/device.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 #include "runtime/limits.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -2,7 +2,7 @@
 // when device-local memory is full. Budgets are memory_budget.cpp, Buffer memory_buffer.cpp.
 #include "runtime/memory.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/memory_internal.hpp"
 
 #include <fmt/format.h>

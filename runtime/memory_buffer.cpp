@@ -1,7 +1,7 @@
 // Buffer: a VkBuffer bound to its range of a block the allocator hands out.
 #include "runtime/memory.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/memory_internal.hpp"
 
 #include <string>

@@ -1,6 +1,6 @@
 #include "runtime/push_constants.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/spirv_reflect.hpp"
 
 #include <algorithm>

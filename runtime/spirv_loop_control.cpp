@@ -1,6 +1,6 @@
 #include "runtime/spirv_loop_control.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <string>
 

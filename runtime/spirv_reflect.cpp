@@ -1,6 +1,6 @@
 #include "runtime/spirv_reflect.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <spirv_cross/spirv_cross.hpp>
 

@@ -1,6 +1,6 @@
 #include "runtime/timeout.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <charconv>
 #include <string>

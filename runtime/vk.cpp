@@ -1,6 +1,6 @@
 #include "runtime/vk.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 // Vulkan-Hpp for its enum names only; its dispatcher is never used (volk loads Vulkan).
 #define VULKAN_HPP_DISPATCH_LOADER_DYNAMIC 1

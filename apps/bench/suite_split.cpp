@@ -11,8 +11,8 @@
 #include "apps/bench/model_work.hpp"
 #include "apps/bench/suites.hpp"
 
+#include "base/error.hpp"
 #include "host/spec/random_weights.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

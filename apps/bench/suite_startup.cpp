@@ -14,9 +14,9 @@
 
 #include "apps/bench/suites.hpp"
 
+#include "base/error.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

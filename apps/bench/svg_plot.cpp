@@ -4,9 +4,9 @@
 
 #include "apps/bench/comparison.hpp"
 #include "apps/common/svg_chart.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 
 #include <fmt/format.h>
 

@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/gguf.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf::app {
 

@@ -1,8 +1,8 @@
 #include "apps/common/layer_split.hpp"
 
 #include "apps/common/app_main.hpp"
+#include "base/error.hpp"
 #include "host/model/layer_range.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf::app {
 

@@ -1,6 +1,6 @@
 #include "apps/common/model_tokenizer.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <filesystem>
 

@@ -1,6 +1,6 @@
 #include "apps/common/options.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <cstdlib>
 

@@ -8,6 +8,8 @@
 #include "apps/common/text_source.hpp"
 #include "apps/run/prompt_batch.hpp"
 #include "apps/run/report.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
@@ -17,9 +19,7 @@
 #include "host/model/generation.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/model/weights.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -323,7 +323,7 @@ int drive(Context& ctx, dist::Channel& channel, const Options& o) {
         }
     }
     if (!o.logits_out.empty()) {
-        // Written under a temporary name and renamed (host/util/files.hpp): never partial.
+        // Written under a temporary name and renamed (base/files.hpp): never partial.
         const std::size_t shape[] = {result.tokens.size(), config.vocab_size};
         write_npy_f32(o.logits_out, shape, result.logits);
     }

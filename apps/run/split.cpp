@@ -8,13 +8,13 @@
 #include "apps/common/text_source.hpp"
 #include "apps/run/check.hpp"
 #include "apps/run/report.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/split_model.hpp"
 #include "host/model/split_session.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -8,8 +8,8 @@
 #include "apps/run/prompt_batch.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/split.hpp"
+#include "base/format.hpp"
 #include "host/model/split_batch.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 
 #include <fmt/format.h>

@@ -4,13 +4,13 @@
 #include "apps/common/rank_plan.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/server/ranks.hpp"
+#include "base/error.hpp"
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
 #include "host/dist/test_fault.hpp"
 #include "host/io/json.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,10 +1,10 @@
 #include "apps/server/generation_route.hpp"
 
 #include "apps/server/connections.hpp"
+#include "base/error.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -3,9 +3,9 @@
 #include "apps/server/generation_route.hpp"
 #include "apps/server/page_route.hpp"
 #include "apps/server/route_access.hpp"
+#include "base/error.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
-#include "runtime/error.hpp"
 
 #include <chrono>
 #include <cstring>

@@ -13,14 +13,14 @@
 #include "apps/server/ranks.hpp"
 #include "apps/server/routes.hpp"
 #include "apps/server/signal_stop.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/dist/launch.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/batch.hpp"
 #include "host/model/encoder.hpp"
 #include "host/spec/encoder_config.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

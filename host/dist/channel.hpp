@@ -15,8 +15,8 @@
 // MPI's transport (shared memory on one host, TCP or InfiniBand across hosts) carries
 // everything; nothing here opens a socket.
 
+#include "base/error.hpp"
 #include "host/dist/mpi_env.hpp"
-#include "runtime/error.hpp"
 
 #include <mpi.h>
 

@@ -1,9 +1,9 @@
 #include "host/dist/fingerprint.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/util/dtype.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 #include "vkf_version.hpp"
 
 #include <fmt/format.h>

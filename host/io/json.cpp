@@ -2,8 +2,8 @@
 // offending value. Parsing is json_parse.cpp, key paths json_path.cpp, writing json_write.cpp.
 #include "host/io/json.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json_internal.hpp"
-#include "runtime/error.hpp"
 
 #include <charconv>
 #include <limits>

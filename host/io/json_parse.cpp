@@ -2,9 +2,9 @@
 // nlohmann lets through that vkformer refuses is checked on the way.
 #include "host/io/json.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/json_internal.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -8,11 +8,11 @@
 #include <new>
 #include <optional>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {

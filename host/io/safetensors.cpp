@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {

@@ -1,6 +1,6 @@
 #include "host/model/batch.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "host/model/batch_session.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -3,7 +3,7 @@
 
 #include "host/model/batch.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
 #include "host/model/encoder.hpp"
 
+#include "base/error.hpp"
 #include "host/model/tensor_upload.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/ops.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <array>

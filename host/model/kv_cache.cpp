@@ -1,6 +1,6 @@
 #include "host/model/kv_cache.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <string>
 

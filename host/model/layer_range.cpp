@@ -1,6 +1,6 @@
 #include "host/model/layer_range.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <charconv>
 #include <numeric>

@@ -1,8 +1,8 @@
 #include "host/model/layer_split.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
 #include "host/model/memory_estimate.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/model_tensors.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 #include "host/model/model.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/ops.hpp"
 #include "host/spec/alibi.hpp"
-#include "runtime/error.hpp"
 
 #include <string>
 

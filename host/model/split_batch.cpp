@@ -1,6 +1,6 @@
 #include "host/model/split_batch.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <chrono>
 #include <optional>

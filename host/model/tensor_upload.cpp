@@ -1,9 +1,9 @@
 #include "host/model/tensor_upload.hpp"
 
+#include "base/error.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>

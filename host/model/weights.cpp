@@ -1,5 +1,6 @@
 #include "host/model/weights.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/random_weights.hpp"
@@ -7,7 +8,6 @@
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
 #include "host/util/random.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <bit>

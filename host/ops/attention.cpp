@@ -3,9 +3,9 @@
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_detail.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 #include "host/ops/attention_naive.hpp"
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
+#include "base/error.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The sequence table of paged, ragged attention batches (host/ops/attention.hpp, PagedKv).
 #include "host/ops/attention.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <numeric>

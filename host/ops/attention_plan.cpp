@@ -3,8 +3,8 @@
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_detail.hpp"
 
+#include "base/error.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <array>

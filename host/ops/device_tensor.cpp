@@ -1,8 +1,8 @@
 #include "host/ops/device_tensor.hpp"
 
+#include "base/error.hpp"
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "host/ops/elementwise.hpp"
 #include "host/util/math.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

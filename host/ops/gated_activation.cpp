@@ -1,8 +1,8 @@
 #include "host/ops/gated_activation.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

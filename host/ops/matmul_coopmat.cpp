@@ -6,9 +6,9 @@
 // Until that passes it is opt-in (MatmulKernel::CoopMat, VKF_LIMITS coopmat; docs/DESIGN.md).
 
 #include "shaders/interface/matmul_coopmat.h"
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

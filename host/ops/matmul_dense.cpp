@@ -2,9 +2,9 @@
 // its WeightSource, recorded by matmul_record.cpp, which also binds the cooperative-matrix
 // kernel's fp16 weights (matmul_coopmat.cpp: its plan, code and constants).
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

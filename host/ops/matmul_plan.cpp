@@ -3,9 +3,9 @@
 
 #include "host/ops/matmul.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -2,9 +2,9 @@
 // and its WeightSource, recorded by matmul_record.cpp. The K split, the pieces and the
 // reduce pass are the dense matmul's (matmul_internal.hpp).
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/interface/matmul_quant_x.h"
 #include "shaders/variants.hpp"
 

@@ -4,9 +4,9 @@
 
 #include "host/ops/matmul.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <algorithm>

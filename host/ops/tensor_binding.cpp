@@ -1,7 +1,7 @@
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 

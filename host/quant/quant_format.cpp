@@ -1,7 +1,7 @@
 #include "host/quant/quant_format.hpp"
 
+#include "base/error.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
 #include "host/quant/quantized_checkpoint.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -6,9 +6,9 @@
 #include <limits>
 #include <string>
 
+#include "base/error.hpp"
 #include "host/reference/parallel.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf::reference {
 namespace {

@@ -1,11 +1,11 @@
 #include "host/reference/encoder.hpp"
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/attention.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
 #include "host/reference/model.hpp"
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/attention.hpp"
 #include "host/reference/ops.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>

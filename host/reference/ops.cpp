@@ -1,8 +1,8 @@
 #include "host/reference/ops.hpp"
 
+#include "base/error.hpp"
 #include "host/reference/parallel.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 

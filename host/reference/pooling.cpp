@@ -1,6 +1,6 @@
 #include "host/reference/pooling.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>

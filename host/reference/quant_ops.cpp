@@ -1,8 +1,8 @@
 #include "host/reference/quant_ops.hpp"
 
+#include "base/error.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "host/serve/metrics.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -1,8 +1,8 @@
 #include "host/serve/request.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
-#include "runtime/error.hpp"
 
 #include <cmath>
 #include <limits>

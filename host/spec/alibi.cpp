@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 namespace {

@@ -1,6 +1,6 @@
 #include "host/spec/config_checks.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <cmath>
 

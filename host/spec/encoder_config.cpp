@@ -1,12 +1,12 @@
 #include "host/spec/encoder_config.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/spec/config_checks.hpp"
 #include "host/spec/config_keys.hpp"
 #include "host/spec/model_config.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

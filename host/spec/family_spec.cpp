@@ -1,7 +1,7 @@
 #include "host/spec/family_spec.hpp"
 
+#include "base/error.hpp"
 #include "host/spec/families/families.hpp"
-#include "runtime/error.hpp"
 
 #include <array>
 #include <cmath>

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/io/safetensors_writer.hpp"
 #include "host/spec/model_tensors.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {

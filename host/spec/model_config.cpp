@@ -5,6 +5,7 @@
 #include <limits>
 #include <system_error>
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/io/safetensors.hpp"
@@ -13,7 +14,6 @@
 #include "host/spec/config_keys.hpp"
 #include "host/spec/family_spec.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {

@@ -1,9 +1,9 @@
 #include "host/spec/model_tensors.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/spec/family_spec.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 

@@ -1,6 +1,6 @@
 #include "host/spec/perplexity.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>

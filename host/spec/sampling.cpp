@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 

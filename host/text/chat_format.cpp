@@ -1,8 +1,8 @@
 #include "host/text/chat_format.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <array>
 #include <string>

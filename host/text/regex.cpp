@@ -1,7 +1,7 @@
 #include "host/text/regex.hpp"
 
+#include "base/error.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

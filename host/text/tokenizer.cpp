@@ -1,9 +1,9 @@
 #include "host/text/tokenizer.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/text/tokenizer_json.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

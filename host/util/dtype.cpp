@@ -1,6 +1,6 @@
 #include "host/util/dtype.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <array>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // Integer arithmetic the planners and loaders share.
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -4,7 +4,7 @@
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
-#include "host/util/files.hpp"
+#include "base/files.hpp"
 
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
