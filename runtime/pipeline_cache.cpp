@@ -110,7 +110,7 @@ PipelineCache::~PipelineCache() {
 std::optional<std::string> validate_pipeline_cache_file(std::span<const char> bytes, const DeviceInfo& info,
                                                         std::vector<char>& payload) {
     if (bytes.size() < sizeof(FileHeader)) {
-        return "file is " + std::to_string(bytes.size()) + " bytes, shorter than its header";
+        return "file is " + fmt::to_string(bytes.size()) + " bytes, shorter than its header";
     }
     FileHeader h{};
     std::memcpy(&h, bytes.data(), sizeof h);
@@ -118,8 +118,8 @@ std::optional<std::string> validate_pipeline_cache_file(std::span<const char> by
         return std::string("not a vkformer pipeline cache (bad magic)");
     }
     if (h.payload_size != bytes.size() - sizeof h) {
-        return "payload size " + std::to_string(h.payload_size) + " does not match the file (" +
-               std::to_string(bytes.size() - sizeof h) + " bytes after the header)";
+        return "payload size " + fmt::to_string(h.payload_size) + " does not match the file (" +
+               fmt::to_string(bytes.size() - sizeof h) + " bytes after the header)";
     }
     const char* data = bytes.data() + sizeof h;
     if (fnv1a(data, h.payload_size) != h.checksum) {

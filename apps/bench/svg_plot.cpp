@@ -23,7 +23,7 @@ std::string param_text(const Param& p) {
     if (const auto* s = std::get_if<std::string>(&p.value)) {
         return *s;
     }
-    return std::to_string(std::get<std::int64_t>(p.value));
+    return fmt::to_string(std::get<std::int64_t>(p.value));
 }
 
 }  // namespace

@@ -89,7 +89,7 @@ Plan parse_plan(const std::string& text) {
 std::string shared_options(const Options& o) {
     return fmt::format("weights {}, kv {}, chunk {}, ctx {}, window {}, int8 activations {}, unfused {}",
                        o.weights ? to_string(*o.weights) : std::string("as stored"), to_string(o.kv), o.chunk, o.ctx,
-                       o.window ? std::to_string(*o.window) : std::string("the model's"), o.int8_activations,
+                       o.window ? fmt::to_string(*o.window) : std::string("the model's"), o.int8_activations,
                        o.unfused);
 }
 

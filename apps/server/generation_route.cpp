@@ -6,6 +6,8 @@
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -56,9 +58,9 @@ std::vector<std::uint32_t> prompt_ids(const ServedDecoder& d, const serve::Gener
     if (!r.prompt_text) {
         for (std::size_t i = 0; i < r.prompt_ids.size(); ++i) {
             if (r.prompt_ids[i] >= d.vocab_size) {
-                throw serve::invalid_request("prompt[" + std::to_string(i) + "] is token id " +
-                                                 std::to_string(r.prompt_ids[i]) + ", outside the vocabulary of " +
-                                                 std::to_string(d.vocab_size),
+                throw serve::invalid_request("prompt[" + fmt::to_string(i) + "] is token id " +
+                                                 fmt::to_string(r.prompt_ids[i]) + ", outside the vocabulary of " +
+                                                 fmt::to_string(d.vocab_size),
                                              "prompt");
             }
         }
@@ -81,8 +83,8 @@ Job make_job(const Served& served, const serve::GenerationRequest& r) {
                                      r.endpoint == serve::Endpoint::Chat ? "messages" : "prompt");
     }
     if (tokens > d.max_prompt_tokens) {
-        throw serve::invalid_request("the prompt is " + std::to_string(tokens) + " tokens; the server's limit is " +
-                                         std::to_string(d.max_prompt_tokens) + " (--max-prompt-tokens)",
+        throw serve::invalid_request("the prompt is " + fmt::to_string(tokens) + " tokens; the server's limit is " +
+                                         fmt::to_string(d.max_prompt_tokens) + " (--max-prompt-tokens)",
                                      r.endpoint == serve::Endpoint::Chat ? "messages" : "prompt",
                                      "context_length_exceeded");
     }
@@ -90,15 +92,15 @@ Job make_job(const Served& served, const serve::GenerationRequest& r) {
     const std::uint32_t room = d.sequence_tokens - tokens + 1;
     const std::uint32_t n_predict = r.max_tokens.value_or(std::min(room, served.settings.limits.max_tokens));
     if (n_predict > room) {
-        throw serve::invalid_request("a " + std::to_string(tokens) + "-token prompt and max_tokens " +
-                                         std::to_string(n_predict) + " need " + std::to_string(tokens + n_predict - 1) +
-                                         " tokens of context; a sequence holds " + std::to_string(d.sequence_tokens) +
+        throw serve::invalid_request("a " + fmt::to_string(tokens) + "-token prompt and max_tokens " +
+                                         fmt::to_string(n_predict) + " need " + fmt::to_string(tokens + n_predict - 1) +
+                                         " tokens of context; a sequence holds " + fmt::to_string(d.sequence_tokens) +
                                          " (--ctx)",
                                      "max_tokens", "context_length_exceeded");
     }
     if (r.n > d.engine->options().parallel) {
-        throw serve::invalid_request("n is " + std::to_string(r.n) + "; this server runs at most " +
-                                         std::to_string(d.engine->options().parallel) +
+        throw serve::invalid_request("n is " + fmt::to_string(r.n) + "; this server runs at most " +
+                                         fmt::to_string(d.engine->options().parallel) +
                                          " sequences at once (--parallel)",
                                      "n");
     }

@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,8 +33,8 @@ BatchOptions checked(const ModelConfig& c, BatchOptions o) {
         o.max_sequence_tokens = o.max_tokens;
     }
     if (c.learned_pos_emb && o.max_sequence_tokens > c.max_seq_len) {
-        throw Error("batch: sequences of " + std::to_string(o.max_sequence_tokens) +
-                    " tokens, but the model's learned positions (wpe) cover " + std::to_string(c.max_seq_len) +
+        throw Error("batch: sequences of " + fmt::to_string(o.max_sequence_tokens) +
+                    " tokens, but the model's learned positions (wpe) cover " + fmt::to_string(c.max_seq_len) +
                     " (max_seq_len)");
     }
     o.chunk = std::clamp<std::uint32_t>(o.chunk, 1, o.max_tokens);
@@ -43,10 +45,10 @@ BatchOptions checked(const ModelConfig& c, BatchOptions o) {
         if (window_ring_blocks(o.window, o.chunk, o.block_size) > pool) {
             const std::uint64_t room = std::uint64_t{pool - 1} * o.block_size;
             if (room <= o.window) {
-                throw Error("batch: a window of " + std::to_string(o.window) +
+                throw Error("batch: a window of " + fmt::to_string(o.window) +
                             " tokens needs a KV cache of more than " +
-                            std::to_string(std::uint64_t{o.window} + 2 * o.block_size) + " tokens; it holds " +
-                            std::to_string(std::uint64_t{pool} * o.block_size));
+                            fmt::to_string(std::uint64_t{o.window} + 2 * o.block_size) + " tokens; it holds " +
+                            fmt::to_string(std::uint64_t{pool} * o.block_size));
             }
             o.chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>(o.chunk, room - o.window));
         }
@@ -213,7 +215,7 @@ void Batch::ensure_buffers(const DecoderPlan& plan) {
 DecoderPlan Batch::checked_plan(const StepShape& shape) const {
     DecoderPlan plan = plan_decoder_step(ctx_, model_, settings_, shape);
     if (plan.scatter != fused_qkv_) {
-        throw Error("batch: the matmul op answered differently for QKV scatter at " + std::to_string(shape.tokens) +
+        throw Error("batch: the matmul op answered differently for QKV scatter at " + fmt::to_string(shape.tokens) +
                     " rows than for one; the step's buffers follow the first answer");
     }
     return plan;

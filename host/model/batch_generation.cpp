@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -24,10 +26,10 @@ SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, Generat
     }
     const std::uint64_t needed = prompt.size() + std::uint64_t{options.n_predict} - 1;
     if (batch_.window() == 0 && needed > batch_.max_sequence_tokens()) {
-        throw Error("generate: a " + std::to_string(prompt.size()) + "-token prompt and " +
-                    std::to_string(options.n_predict) + " new tokens need " + std::to_string(needed) +
+        throw Error("generate: a " + fmt::to_string(prompt.size()) + "-token prompt and " +
+                    fmt::to_string(options.n_predict) + " new tokens need " + fmt::to_string(needed) +
                     " tokens of KV cache; a sequence of this batch holds " +
-                    std::to_string(batch_.max_sequence_tokens()));
+                    fmt::to_string(batch_.max_sequence_tokens()));
     }
     Sampler sampler(options.sampling);
     const SequenceId id = batch_.add();
@@ -63,7 +65,7 @@ void BatchGenerator::finish(SequenceId id, StopReason why) {
 
 void BatchGenerator::cancel(SequenceId id) {
     if (!running_.contains(id)) {
-        throw Error("generate: no running generation " + std::to_string(id));
+        throw Error("generate: no running generation " + fmt::to_string(id));
     }
     finish(id, StopReason::Caller);
 }

@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -33,12 +35,12 @@ std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Log
         // on); nothing returned and nothing started: the sequence cannot run. One sequence
         // holding the whole pool always finds room: this is a bug, not input.
         if (step.ran.empty() && front_.pipeline().steps == started) {
-            throw Error("session: the step ran nothing with " + std::to_string(ids.size() - done) + " tokens pending");
+            throw Error("session: the step ran nothing with " + fmt::to_string(ids.size() - done) + " tokens pending");
         }
         for (const SequenceOutput& out : step.ran) {
             if (out.id != sequence_) {
-                throw Error("session: the step ran sequence " + std::to_string(out.id) + ", not this session's " +
-                            std::to_string(sequence_));
+                throw Error("session: the step ran sequence " + fmt::to_string(out.id) + ", not this session's " +
+                            fmt::to_string(sequence_));
             }
             logits.insert(logits.end(), out.logits.begin(), out.logits.end());
             done += out.tokens;
@@ -50,8 +52,8 @@ std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Log
     }
     const std::size_t expected = which == Logits::All ? ids.size() * vocab : which == Logits::Last ? vocab : 0;
     if (done != ids.size() || logits.size() != expected) {
-        throw Error("session: the steps ran " + std::to_string(done) + " of " + std::to_string(ids.size()) +
-                    " tokens and returned " + std::to_string(logits.size()) + " logits; " + std::to_string(expected) +
+        throw Error("session: the steps ran " + fmt::to_string(done) + " of " + fmt::to_string(ids.size()) +
+                    " tokens and returned " + fmt::to_string(logits.size()) + " logits; " + fmt::to_string(expected) +
                     " expected");
     }
     return logits;

@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -14,9 +16,9 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
     const WeightFormat wf = model.weight_format();
     if (shape.tokens == 0 || shape.sequences == 0 || shape.sequences > shape.tokens || shape.max_q_len > shape.tokens ||
         shape.logit_rows > shape.tokens) {
-        throw Error("decoder plan: inconsistent step shape (" + std::to_string(shape.tokens) + " tokens, " +
-                    std::to_string(shape.sequences) + " sequences, " + std::to_string(shape.max_q_len) +
-                    " rows at most, " + std::to_string(shape.logit_rows) + " logit rows)");
+        throw Error("decoder plan: inconsistent step shape (" + fmt::to_string(shape.tokens) + " tokens, " +
+                    fmt::to_string(shape.sequences) + " sequences, " + fmt::to_string(shape.max_q_len) +
+                    " rows at most, " + fmt::to_string(shape.logit_rows) + " logit rows)");
     }
     DecoderPlan plan{.shape = shape};
     const MatmulDevice device = matmul_device(ctx);

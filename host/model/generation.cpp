@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -29,9 +31,9 @@ GenerationResult generate(SequenceModel& session, std::span<const std::uint32_t>
     // StopReason::CacheFull.
     const std::uint64_t needed = std::uint64_t{session.position()} + prompt.size();
     if (session.window() == 0 && needed > session.max_tokens()) {
-        throw Error("generate: " + std::to_string(session.position()) + " tokens already in the cache and a " +
-                    std::to_string(prompt.size()) + "-token prompt need a KV cache of " + std::to_string(needed) +
-                    " tokens; the session holds " + std::to_string(session.max_tokens()));
+        throw Error("generate: " + fmt::to_string(session.position()) + " tokens already in the cache and a " +
+                    fmt::to_string(prompt.size()) + "-token prompt need a KV cache of " + fmt::to_string(needed) +
+                    " tokens; the session holds " + fmt::to_string(session.max_tokens()));
     }
     Sampler sampler(options.sampling);
     GenerationResult result{.prompt_tokens = static_cast<std::uint32_t>(prompt.size())};

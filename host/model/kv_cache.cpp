@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace vkf {
@@ -19,14 +21,14 @@ KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, 
     block_bytes_ = std::uint64_t{block_size} * kv_dim * element_size(dtype);
     const std::uint64_t pool_bytes = block_bytes_ * blocks;
     if (pool_bytes > ctx.limits().storage_buffer_range) {
-        throw Error("KV cache: " + std::to_string(blocks) + " blocks of " + std::to_string(block_size) + " tokens x " +
-                    std::to_string(kv_dim) + " " + to_string(dtype) + " values per layer are " +
-                    std::to_string(pool_bytes) + " bytes, over the device's maxStorageBufferRange of " +
-                    std::to_string(ctx.limits().storage_buffer_range) + "; use fewer tokens");
+        throw Error("KV cache: " + fmt::to_string(blocks) + " blocks of " + fmt::to_string(block_size) + " tokens x " +
+                    fmt::to_string(kv_dim) + " " + to_string(dtype) + " values per layer are " +
+                    fmt::to_string(pool_bytes) + " bytes, over the device's maxStorageBufferRange of " +
+                    fmt::to_string(ctx.limits().storage_buffer_range) + "; use fewer tokens");
     }
     for (std::uint32_t l = layers.begin; l < layers.end; ++l) {
-        k_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "K cache " + std::to_string(l)));
-        v_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "V cache " + std::to_string(l)));
+        k_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "K cache " + fmt::to_string(l)));
+        v_.push_back(ctx.create_buffer(pool_bytes, MemoryKind::Device, "V cache " + fmt::to_string(l)));
     }
 }
 

@@ -6,6 +6,8 @@
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/model_tensors.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace vkf {
@@ -17,7 +19,7 @@ constexpr std::uint64_t kF32 = 4;
 }  // namespace
 
 std::string ModelMemoryEstimate::describe() const {
-    return size_text(total()) + " (" + std::to_string(total()) + " bytes: weights " + size_text(weights) +
+    return size_text(total()) + " (" + fmt::to_string(total()) + " bytes: weights " + size_text(weights) +
            ", KV cache " + size_text(kv_cache) + ", activations " + size_text(activations) + ")";
 }
 

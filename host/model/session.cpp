@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -46,13 +48,13 @@ void check_session_ids(std::span<const std::uint32_t> ids, std::uint32_t vocab_s
     }
     for (std::size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] >= vocab_size) {
-            throw Error("session: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
-                        " is not below the vocabulary size " + std::to_string(vocab_size));
+            throw Error("session: token id " + fmt::to_string(ids[i]) + " at input position " + fmt::to_string(i) +
+                        " is not below the vocabulary size " + fmt::to_string(vocab_size));
         }
     }
     if (options.window == 0 && ids.size() > options.max_tokens - position) {
-        throw Error("session: " + std::to_string(ids.size()) + " more tokens after " + std::to_string(position) +
-                    " exceed the KV cache's " + std::to_string(options.max_tokens) + " tokens");
+        throw Error("session: " + fmt::to_string(ids.size()) + " more tokens after " + fmt::to_string(position) +
+                    " exceed the KV cache's " + fmt::to_string(options.max_tokens) + " tokens");
     }
 }
 
@@ -78,7 +80,7 @@ std::vector<float> Session::forward(std::span<const std::uint32_t> ids, Logits w
         StepResult step = batch_.step();
         if (step.ran.empty()) {
             // One sequence holding the whole pool always finds room; this is a bug, not input.
-            throw Error("session: the step ran nothing with " + std::to_string(batch_.pending(sequence_)) +
+            throw Error("session: the step ran nothing with " + fmt::to_string(batch_.pending(sequence_)) +
                         " tokens pending");
         }
         const std::vector<float>& rows = step.ran.front().logits;

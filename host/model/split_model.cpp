@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace vkf {
@@ -12,7 +14,7 @@ std::vector<LayerRange> plan_split(std::span<const Context* const> contexts, con
         throw Error("split: no devices");
     }
     if (!counts.empty() && counts.size() != contexts.size()) {
-        throw Error("split: " + std::to_string(counts.size()) + " layer counts for " + std::to_string(contexts.size()) +
+        throw Error("split: " + fmt::to_string(counts.size()) + " layer counts for " + fmt::to_string(contexts.size()) +
                     " devices; give one per device");
     }
     const ShardedCheckpoint checkpoint = open_checkpoint(dir);

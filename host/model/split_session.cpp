@@ -2,6 +2,8 @@
 
 #include "base/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -17,16 +19,16 @@ void check_stages(std::span<const Model* const> stages) {
     for (std::size_t i = 0; i < stages.size(); ++i) {
         const Model& m = *stages[i];
         if (!(m.config() == config)) {
-            throw Error("split: stage " + std::to_string(i) + " is of another model configuration than stage 0");
+            throw Error("split: stage " + fmt::to_string(i) + " is of another model configuration than stage 0");
         }
         if (m.layers().begin != next) {
-            throw Error("split: stage " + std::to_string(i) + " holds " + describe(m.layers(), config) +
-                        ", but the stages before end at layer " + std::to_string(next));
+            throw Error("split: stage " + fmt::to_string(i) + " holds " + describe(m.layers(), config) +
+                        ", but the stages before end at layer " + fmt::to_string(next));
         }
         next = m.layers().end;
     }
     if (next != config.n_layer) {
-        throw Error("split: the stages end at layer " + std::to_string(next) + " of " + std::to_string(config.n_layer) +
+        throw Error("split: the stages end at layer " + fmt::to_string(next) + " of " + fmt::to_string(config.n_layer) +
                     "; the last stage must hold the last layer and the head");
     }
 }
@@ -80,7 +82,7 @@ void SplitSession::reset() {
         }
         const SequenceId added = batches_[s]->add();
         if (s > 0 && added != id) {
-            throw Error("split session: stage " + std::to_string(s) + " gave the new sequence another id");
+            throw Error("split session: stage " + fmt::to_string(s) + " gave the new sequence another id");
         }
         id = added;
     }
@@ -94,8 +96,8 @@ std::vector<float> SplitSession::forward(std::span<const std::uint32_t> ids, Log
         throw Error("split session: forward needs at least one token id");
     }
     if (options_.window == 0 && ids.size() > options_.max_tokens - position()) {
-        throw Error("split session: " + std::to_string(ids.size()) + " more tokens after " +
-                    std::to_string(position()) + " exceed the KV cache's " + std::to_string(options_.max_tokens) +
+        throw Error("split session: " + fmt::to_string(ids.size()) + " more tokens after " +
+                    fmt::to_string(position()) + " exceed the KV cache's " + fmt::to_string(options_.max_tokens) +
                     " tokens");
     }
     // Batch::feed checks the ids; the first stage's refusal leaves the others unfed too.
@@ -109,7 +111,7 @@ std::vector<float> SplitSession::forward(std::span<const std::uint32_t> ids, Log
         const auto start = std::chrono::steady_clock::now();
         StepResult step = first.step();
         if (step.ran.empty()) {
-            throw Error("split session: the step ran nothing with " + std::to_string(first.pending(sequence_)) +
+            throw Error("split session: the step ran nothing with " + fmt::to_string(first.pending(sequence_)) +
                         " tokens pending");
         }
         for (std::size_t s = 1; s < batches_.size(); ++s) {

@@ -9,6 +9,8 @@
 #include "host/util/math.hpp"
 #include "host/util/random.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -80,7 +82,7 @@ private:
     [[noreturn]] static void fail_non_finite(const SafetensorsFile& file, const TensorInfo& info, std::uint64_t index,
                                              double value) {
         throw Error("safetensors file '" + file.path().string() + "': tensor '" + info.name + "': element " +
-                    std::to_string(index) + " is " + (std::isnan(value) ? "NaN" : "infinite") +
+                    fmt::to_string(index) + " is " + (std::isnan(value) ? "NaN" : "infinite") +
                     ": the checkpoint is corrupt (ModelOptions::check_finite_weights, vkf-run "
                     "--skip-weight-check, loads it anyway)");
     }
@@ -151,7 +153,7 @@ private:
         floats_to_halves(values, out);
         if (const std::optional<std::size_t> i = first_half_overflow(values, out)) {
             throw Error("safetensors file '" + t.file->path().string() + "': tensor '" + info.name + "': element " +
-                        std::to_string(first + *i) + " (" + std::to_string(values[*i]) +
+                        fmt::to_string(first + *i) + " (" + fmt::format("{:f}", values[*i]) +
                         ") does not fit fp16 weight storage; load the weights as fp32");
         }
         if (row_sumsq_ != nullptr) {
@@ -268,7 +270,7 @@ private:
             t.file->read_raw_into(info, r0 * k * in_size, chunk_raw);
             convert_to_f32(info.dtype, chunk_raw, chunk);
             check_floats(*t.file, info, r0 * k, chunk);
-            const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + std::to_string(r0));
+            const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + fmt::to_string(r0));
             if (row_sumsq_ != nullptr) {
                 add_row_sums(r0 * k, dequantize_matrix(q, m.values, m.scales, n, k));
             }

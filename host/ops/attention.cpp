@@ -8,6 +8,8 @@
 #include "host/util/math.hpp"
 #include "shaders/variants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -33,8 +35,8 @@ std::uint32_t pool_blocks(const char* name, const BufferRange& r, const Attentio
     const std::uint64_t blocks = r.size / block_bytes;
     if (r.size == 0 || r.size % block_bytes != 0 || blocks > UINT32_MAX) {
         throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) +
-                    ", not a whole number of blocks of " + std::to_string(paged.block_size) + " keys x " +
-                    std::to_string(shape.n_kv_head) + " heads x " + std::to_string(shape.head_dim) + " in " +
+                    ", not a whole number of blocks of " + fmt::to_string(paged.block_size) + " keys x " +
+                    fmt::to_string(shape.n_kv_head) + " heads x " + fmt::to_string(shape.head_dim) + " in " +
                     to_string(type) + " (" + bytes_text(block_bytes) + ")");
     }
     if (r.size > max_range) {
@@ -231,7 +233,7 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         paged_ ? paged_sequence_table_bytes(shape_.batch, *paged_) : std::uint64_t{4} * shape_.batch;
     if (external_kv_lens_ && kv_lens.size < table_bytes) {
         throw Error("attention: the " + std::string(paged_ ? "sequence-table" : "key-count") + " range holds " +
-                    bytes_text(kv_lens.size) + "; " + std::to_string(shape_.batch) +
+                    bytes_text(kv_lens.size) + "; " + fmt::to_string(shape_.batch) +
                     (paged_ ? " sequences need " : " batches need ") + bytes_text(table_bytes));
     }
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
@@ -240,9 +242,9 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         const std::uint64_t bytes = elements * element_size(type);
         if (r.size != bytes) {
             throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
-                        std::to_string(shape_.batch) + ", " + std::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
-                        ", " + std::to_string(q_or_o ? shape_.n_head : shape_.n_kv_head) + ", " +
-                        std::to_string(shape_.head_dim) + "] in " + to_string(type) + " needs " + bytes_text(bytes));
+                        fmt::to_string(shape_.batch) + ", " + fmt::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
+                        ", " + fmt::to_string(q_or_o ? shape_.n_head : shape_.n_kv_head) + ", " +
+                        fmt::to_string(shape_.head_dim) + "] in " + to_string(type) + " needs " + bytes_text(bytes));
         }
     };
     AttentionPush push = push_;
@@ -251,8 +253,8 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         for (const auto& [name, r] : {std::pair{"Q", q}, std::pair{"O", o}}) {
             if (r.size != q_bytes) {
                 throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) + " but [" +
-                            std::to_string(paged_->q_rows) + " rows, " + std::to_string(shape_.n_head) + ", " +
-                            std::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
+                            fmt::to_string(paged_->q_rows) + " rows, " + fmt::to_string(shape_.n_head) + ", " +
+                            fmt::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
                             bytes_text(q_bytes));
             }
         }
@@ -314,9 +316,9 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
     const std::size_t nq = q_element_count(params.shape);
     const std::size_t nkv = kv_element_count(params.shape);
     if (q.size() != nq || k.size() != nkv || v.size() != nkv) {
-        throw Error("attention: Q, K, V hold " + std::to_string(q.size()) + ", " + std::to_string(k.size()) + ", " +
-                    std::to_string(v.size()) + " elements; the shape needs " + std::to_string(nq) + ", " +
-                    std::to_string(nkv) + ", " + std::to_string(nkv));
+        throw Error("attention: Q, K, V hold " + fmt::to_string(q.size()) + ", " + fmt::to_string(k.size()) + ", " +
+                    fmt::to_string(v.size()) + " elements; the shape needs " + fmt::to_string(nq) + ", " +
+                    fmt::to_string(nkv) + ", " + fmt::to_string(nkv));
     }
     const Attention op(ctx, params, dtype, options);
     const DeviceTensor qt = upload_tensor(ctx, q, dtype, "Q");

@@ -5,6 +5,8 @@
 #include "host/util/math.hpp"
 #include "shaders/variants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <initializer_list>
@@ -80,10 +82,10 @@ std::optional<std::string> naive_attention_impossible(const ComputeLimits& limit
                                     : scores + tables;
     if (bytes > limits.storage_buffer_range) {
         const AttentionShape& s = params.shape;
-        return "naive attention: scores buffer of " + std::to_string(bytes) + " bytes (float32 " +
+        return "naive attention: scores buffer of " + fmt::to_string(bytes) + " bytes (float32 " +
                shape_text({s.batch, s.n_head, s.q_len, s.kv_len}) +
                (packed ? " and the slope and key-count tables" : "") + ") exceeds maxStorageBufferRange " +
-               std::to_string(limits.storage_buffer_range);
+               fmt::to_string(limits.storage_buffer_range);
     }
     return std::nullopt;
 }
@@ -109,8 +111,8 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
         const std::uint64_t bytes = elements * esize;
         if (bytes > limits.storage_buffer_range) {
             throw Error("naive attention: " + std::string(name) + " of shape " + shape + " in " + to_string(dtype) +
-                        " is " + std::to_string(bytes) + " bytes, over maxStorageBufferRange " +
-                        std::to_string(limits.storage_buffer_range));
+                        " is " + fmt::to_string(bytes) + " bytes, over maxStorageBufferRange " +
+                        fmt::to_string(limits.storage_buffer_range));
         }
     };
     if (paged_) {
@@ -196,9 +198,9 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     const std::uint64_t esize = element_size(dtype_);
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements, const std::string& shape) {
         if (r.size != elements * esize) {
-            throw Error("naive attention: " + std::string(name) + " range is " + std::to_string(r.size) +
+            throw Error("naive attention: " + std::string(name) + " range is " + fmt::to_string(r.size) +
                         " bytes but shape " + shape + " in " + to_string(dtype_) + " needs " +
-                        std::to_string(elements * esize));
+                        fmt::to_string(elements * esize));
         }
     };
     if (paged_.has_value() != (sequences.buffer != nullptr)) {
@@ -209,8 +211,8 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     if (paged_) {
         const std::uint64_t table_bytes = paged_sequence_table_bytes(shape_.batch, *paged_);
         if (sequences.size < table_bytes) {
-            throw Error("naive attention: the sequence-table range holds " + std::to_string(sequences.size) +
-                        " bytes; " + std::to_string(shape_.batch) + " sequences need " + std::to_string(table_bytes));
+            throw Error("naive attention: the sequence-table range holds " + fmt::to_string(sequences.size) +
+                        " bytes; " + fmt::to_string(shape_.batch) + " sequences need " + fmt::to_string(table_bytes));
         }
         const std::uint64_t rows = paged_->q_rows;
         const std::string q_shape = shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim});
@@ -220,10 +222,10 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
         const std::uint64_t blocks = k.size / (block_elements * esize);
         if (blocks == 0 || blocks > UINT32_MAX || k.size % (block_elements * esize) != 0 || v.size != k.size ||
             k.size > max_range_) {
-            throw Error("naive attention: paged K and V ranges of " + std::to_string(k.size) + " and " +
-                        std::to_string(v.size) + " bytes are not one pool of whole blocks of " +
+            throw Error("naive attention: paged K and V ranges of " + fmt::to_string(k.size) + " and " +
+                        fmt::to_string(v.size) + " bytes are not one pool of whole blocks of " +
                         shape_text({paged_->block_size, shape_.n_kv_head, shape_.head_dim}) + " in " +
-                        to_string(dtype_) + " within maxStorageBufferRange " + std::to_string(max_range_));
+                        to_string(dtype_) + " within maxStorageBufferRange " + fmt::to_string(max_range_));
         }
         push.pool_blocks = static_cast<std::uint32_t>(blocks);
         // PV reads the table after the scores and the slope table.

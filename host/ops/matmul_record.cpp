@@ -9,6 +9,8 @@
 #include "host/util/math.hpp"
 #include "shaders/variants.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -21,7 +23,7 @@ using matmul_detail::kernel_bindings;
 constexpr std::uint32_t kReduceWorkgroup = 64;
 
 std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
-    return "[" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + "]";
+    return "[" + fmt::to_string(m) + ", " + fmt::to_string(n) + ", " + fmt::to_string(k) + "]";
 }
 
 // Storage buffers of the plan's main kernel with the fused epilogue, as if the device had them.
@@ -34,8 +36,8 @@ void check_scatter(const MatmulArgs& a) {
     const QkvScatter& s = *a.scatter;
     const std::string who = "matmul (QKV scatter): ";
     if (s.head_dim == 0 || s.q_heads == 0 || s.kv_heads == 0 || s.head_dim % 2 != 0) {
-        throw Error(who + "head_dim (even), q_heads and kv_heads must be set; got " + std::to_string(s.head_dim) +
-                    ", " + std::to_string(s.q_heads) + ", " + std::to_string(s.kv_heads));
+        throw Error(who + "head_dim (even), q_heads and kv_heads must be set; got " + fmt::to_string(s.head_dim) +
+                    ", " + fmt::to_string(s.q_heads) + ", " + fmt::to_string(s.kv_heads));
     }
     if (s.interleaved && s.q_heads != s.kv_heads) {
         throw Error(who + "the interleaved [n_head, 3, head_dim] layout needs as many K/V heads as query heads");
@@ -43,9 +45,9 @@ void check_scatter(const MatmulArgs& a) {
     const std::uint64_t q_cols = std::uint64_t{s.q_heads} * s.head_dim;
     const std::uint64_t kv_cols = std::uint64_t{s.kv_heads} * s.head_dim;
     if (a.n != q_cols + 2 * kv_cols) {
-        throw Error(who + "n = " + std::to_string(a.n) + " but " + std::to_string(s.q_heads) + " query and " +
-                    std::to_string(s.kv_heads) + " K/V heads of " + std::to_string(s.head_dim) + " need " +
-                    std::to_string(q_cols + 2 * kv_cols));
+        throw Error(who + "n = " + fmt::to_string(a.n) + " but " + fmt::to_string(s.q_heads) + " query and " +
+                    fmt::to_string(s.kv_heads) + " K/V heads of " + fmt::to_string(s.head_dim) + " need " +
+                    fmt::to_string(q_cols + 2 * kv_cols));
     }
     if (a.residual.buffer != nullptr) {
         throw Error(who + "a scatter has no residual");
@@ -57,15 +59,15 @@ void check_scatter(const MatmulArgs& a) {
     const std::uint64_t row_bytes = kv_cols * element_size(s.cache_dtype);
     for (const auto& [name, cache] : {std::pair{"K cache", s.k_cache}, std::pair{"V cache", s.v_cache}}) {
         if (cache.buffer == nullptr || cache.size == 0 || cache.size % row_bytes != 0) {
-            throw Error(who + "the " + name + " range must hold whole rows of " + std::to_string(kv_cols) + " " +
-                        to_string(s.cache_dtype) + " values (" + std::to_string(row_bytes) + " bytes each)");
+            throw Error(who + "the " + name + " range must hold whole rows of " + fmt::to_string(kv_cols) + " " +
+                        to_string(s.cache_dtype) + " values (" + fmt::to_string(row_bytes) + " bytes each)");
         }
     }
     if (s.k_cache.size != s.v_cache.size) {
         throw Error(who + "the K and V caches differ in size");
     }
     if (s.slots.buffer == nullptr) {
-        throw Error(who + "the slots range (the cache row of each of the " + std::to_string(a.m) +
+        throw Error(who + "the slots range (the cache row of each of the " + fmt::to_string(a.m) +
                     " rows, uint32) is missing");
     }
     check_tensor(s.slots, a.m, 4, "matmul (QKV scatter)", "slots", shape_text({a.m}, "u32"));
@@ -106,8 +108,8 @@ void check_against_plan(const ComputeLimits& limits, const MatmulPlan& plan, con
         throw Error(
             "matmul: a fused LayerNorm of X (MatmulArgs::x_norm) needs a plan that grants it (MatmulOptions::x_norm, "
             "MatmulPlan::x_norm: the row-dot kernel of dense weights with the fused epilogue and " +
-            std::to_string(fused_bindings(plan, plan.scatter, true)) +
-            " storage buffers, and k <= " + std::to_string(kLayerNormFusionMaxK) +
+            fmt::to_string(fused_bindings(plan, plan.scatter, true)) +
+            " storage buffers, and k <= " + fmt::to_string(kLayerNormFusionMaxK) +
             " unless the kernel is forced); the plan is " + plan.describe() + " (run record_layernorm first)");
     }
     if (!a.x_norm && plan.x_norm) {
@@ -135,9 +137,9 @@ void check_scratch(const MatmulPlan& plan, const MatmulArgs& a) {
                     (plan.int_dot        ? "quantizes X"
                      : plan.n_splits > 1 ? "splits K"
                                          : "writes partial sums for its separate epilogue") +
-                    " (" + plan.describe() + ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
+                    " (" + plan.describe() + ") and needs a scratch range of " + fmt::to_string(plan.scratch_bytes) +
                     " bytes (matmul_scratch_bytes); got " +
-                    std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
+                    fmt::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
     }
 }
 
@@ -236,7 +238,7 @@ std::vector<Binding> layernorm_bindings(const ComputeLimits& limits, const Matmu
         if (b.base != 0 || r.offset % 16 != 0) {
             throw Error(std::string("matmul: a fused LayerNorm's ") + what +
                         " must start on a 16-byte boundary that the device can bind (offset " +
-                        std::to_string(r.offset) + ")");
+                        fmt::to_string(r.offset) + ")");
         }
         return b.range;
     };

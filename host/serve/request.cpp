@@ -4,6 +4,8 @@
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 
@@ -60,8 +62,8 @@ double get_number(const JsonValue& v, const std::string& param, double min, doub
     }
     const double x = v.as_double();
     if (!(x >= min && x <= max)) {
-        throw invalid_request(param + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                  ", not " + std::to_string(x),
+        throw invalid_request(param + " must be between " + fmt::format("{:f}", min) + " and " +
+                                  fmt::format("{:f}", max) + ", not " + fmt::format("{:f}", x),
                               param);
     }
     return x;
@@ -74,15 +76,16 @@ std::uint64_t get_integer(const JsonValue& v, const std::string& param, std::uin
     }
     const double x = v.as_double();
     if (x != std::floor(x)) {
-        throw invalid_request(param + " must be an integer, not " + std::to_string(x), param, "invalid_type");
+        throw invalid_request(param + " must be an integer, not " + fmt::format("{:f}", x), param, "invalid_type");
     }
     if (x < static_cast<double>(min) || x > static_cast<double>(max)) {
-        std::string message = param + " must be between " + std::to_string(min) + " and " + std::to_string(max);
+        std::string message = param + " must be between " + fmt::to_string(min) + " and " + fmt::to_string(max);
         if (!limit_name.empty()) {
             message += " (" + std::string(limit_name) + ")";
         }
         throw invalid_request(
-            message + ", not " + (std::fabs(x) < 1e18 ? std::to_string(static_cast<long long>(x)) : std::to_string(x)),
+            message + ", not " +
+                (std::fabs(x) < 1e18 ? fmt::to_string(static_cast<long long>(x)) : fmt::format("{:f}", x)),
             param);
     }
     return v.as_uint64();
@@ -95,13 +98,13 @@ std::vector<std::uint32_t> get_ids(const JsonValue& v, const std::string& param,
     }
     if (items.size() > max_ids) {
         throw invalid_request(
-            param + " holds " + std::to_string(items.size()) + " token ids; the limit is " + std::to_string(max_ids),
+            param + " holds " + fmt::to_string(items.size()) + " token ids; the limit is " + fmt::to_string(max_ids),
             param, "context_length_exceeded");
     }
     std::vector<std::uint32_t> ids;
     ids.reserve(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-        ids.push_back(static_cast<std::uint32_t>(get_integer(items[i], param + "[" + std::to_string(i) + "]", 0,
+        ids.push_back(static_cast<std::uint32_t>(get_integer(items[i], param + "[" + fmt::to_string(i) + "]", 0,
                                                              std::numeric_limits<std::uint32_t>::max())));
     }
     return ids;
@@ -184,19 +187,19 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
                 throw invalid_request(param + " is empty", param);
             }
             if (text.size() > limits.max_stop_bytes) {
-                throw invalid_request(param + " is over " + std::to_string(limits.max_stop_bytes) + " bytes", param);
+                throw invalid_request(param + " is over " + fmt::to_string(limits.max_stop_bytes) + " bytes", param);
             }
             r.stop.push_back(std::move(text));
         };
         if (v->is_array()) {
             const Span stops = v->as_array();
             if (stops.size() > limits.max_stops) {
-                throw invalid_request("stop holds " + std::to_string(stops.size()) + " strings; at most " +
-                                          std::to_string(limits.max_stops) + " are allowed",
+                throw invalid_request("stop holds " + fmt::to_string(stops.size()) + " strings; at most " +
+                                          fmt::to_string(limits.max_stops) + " are allowed",
                                       "stop");
             }
             for (std::size_t i = 0; i < stops.size(); ++i) {
-                add_stop(stops[i], "stop[" + std::to_string(i) + "]");
+                add_stop(stops[i], "stop[" + fmt::to_string(i) + "]");
             }
         } else {
             add_stop(*v, "stop");
@@ -235,7 +238,7 @@ std::string message_content(const JsonValue& v, const std::string& param) {
     std::string text;
     const Span parts = v.as_array();
     for (std::size_t i = 0; i < parts.size(); ++i) {
-        const std::string part_param = param + "[" + std::to_string(i) + "]";
+        const std::string part_param = param + "[" + fmt::to_string(i) + "]";
         if (!parts[i].is_object()) {
             wrong_type(part_param, parts[i], "an object");
         }
@@ -278,7 +281,7 @@ GenerationRequest parse_completion_request(std::string_view body, const RequestL
         }
     } else if (prompt->is_array()) {
         throw invalid_request(prompt->size() == 0 ? "prompt is an empty array"
-                                                  : "prompt holds " + std::to_string(prompt->size()) +
+                                                  : "prompt holds " + fmt::to_string(prompt->size()) +
                                                         " prompts; vkf-server takes one prompt per request",
                               "prompt");
     } else {
@@ -304,12 +307,12 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
         throw invalid_request("messages is empty: give at least one message", "messages");
     }
     if (items.size() > limits.max_messages) {
-        throw invalid_request("messages holds " + std::to_string(items.size()) + " messages; the limit is " +
-                                  std::to_string(limits.max_messages),
+        throw invalid_request("messages holds " + fmt::to_string(items.size()) + " messages; the limit is " +
+                                  fmt::to_string(limits.max_messages),
                               "messages");
     }
     for (std::size_t i = 0; i < items.size(); ++i) {
-        const std::string param = "messages[" + std::to_string(i) + "]";
+        const std::string param = "messages[" + fmt::to_string(i) + "]";
         if (!items[i].is_object()) {
             wrong_type(param, items[i], "an object");
         }
@@ -349,13 +352,13 @@ EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLim
             throw invalid_request("input is an empty array", "input");
         }
         if (items.size() > limits.max_inputs) {
-            throw invalid_request("input holds " + std::to_string(items.size()) + " inputs; the limit is " +
-                                      std::to_string(limits.max_inputs),
+            throw invalid_request("input holds " + fmt::to_string(items.size()) + " inputs; the limit is " +
+                                      fmt::to_string(limits.max_inputs),
                                   "input");
         }
         const bool text = items[0].is_string();
         for (std::size_t i = 0; i < items.size(); ++i) {
-            const std::string param = "input[" + std::to_string(i) + "]";
+            const std::string param = "input[" + fmt::to_string(i) + "]";
             if (text) {
                 r.texts.push_back(get_string(items[i], param));
             } else if (items[i].is_array()) {
@@ -369,7 +372,7 @@ EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLim
     }
     for (std::size_t i = 0; i < r.texts.size(); ++i) {
         if (r.texts[i].empty()) {
-            throw invalid_request("input[" + std::to_string(i) + "] is empty", "input");
+            throw invalid_request("input[" + fmt::to_string(i) + "] is empty", "input");
         }
     }
     if (const JsonValue* v = field(doc, "encoding_format")) {

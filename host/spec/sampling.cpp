@@ -1,5 +1,7 @@
 #include "host/spec/sampling.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -20,7 +22,7 @@ std::string float_text(float value) {
     if (std::isinf(value)) {
         return value > 0 ? "inf" : "-inf";
     }
-    return std::to_string(value);
+    return fmt::format("{:f}", value);
 }
 
 // Lowest id among the largest logits.
@@ -67,11 +69,11 @@ std::uint32_t Sampler::sample(std::span<const float> logits) {
         throw Error("sampling: the logits row is empty");
     }
     if (logits.size() > std::numeric_limits<std::uint32_t>::max()) {
-        throw Error("sampling: " + std::to_string(logits.size()) + " logits do not fit 32-bit token ids");
+        throw Error("sampling: " + fmt::to_string(logits.size()) + " logits do not fit 32-bit token ids");
     }
     for (std::size_t i = 0; i < logits.size(); ++i) {
         if (!std::isfinite(logits[i])) {
-            throw Error("sampling: logit " + std::to_string(i) + " of " + std::to_string(logits.size()) + " is " +
+            throw Error("sampling: logit " + fmt::to_string(i) + " of " + fmt::to_string(logits.size()) + " is " +
                         float_text(logits[i]) + " (non-finite logits are not sampled)");
         }
     }
