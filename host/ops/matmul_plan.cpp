@@ -53,12 +53,16 @@ void grant_fusions(MatmulPlan& plan, const ComputeLimits& limits, const MatmulOp
 
 namespace matmul_detail {
 
+std::uint32_t weight_bindings(const MatmulPlan& plan) {
+    return plan.quant == QuantFormat::None ? VKF_MATMUL_WEIGHTS_DENSE : VKF_MATMUL_WEIGHTS_QUANT;
+}
+
 std::uint32_t kernel_bindings(const MatmulPlan& plan, bool scatter, bool x_norm) {
-    const std::uint32_t weights = plan.quant == QuantFormat::None ? 1 : 2;
+    const std::uint32_t weights = weight_bindings(plan);
     if (plan.separate_epilogue) {
-        return 1 + weights + 1;  // X, the weights, the partial sums
+        return VKF_MATMUL_NO_EPILOGUE_BINDING_COUNT(weights);
     }
-    return 1 + weights + 3 + (scatter ? 2 : 0) + (x_norm ? 2 : 0);
+    return VKF_MATMUL_BINDING_COUNT(weights, scatter ? 1u : 0u, x_norm ? 1u : 0u);
 }
 
 std::uint64_t target_workgroups(const MatmulDevice& device) {

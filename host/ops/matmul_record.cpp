@@ -13,12 +13,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 
 namespace vkf {
 
 namespace {
 
 using matmul_detail::kernel_bindings;
+using matmul_detail::weight_bindings;
 
 constexpr std::uint32_t kReduceWorkgroup = 64;
 
@@ -158,14 +160,16 @@ std::uint32_t epilogue_flags(const MatmulArgs& a) {
     return flags;
 }
 
-// The scatter's K and V cache bindings, appended after Y (none without a scatter).
-std::vector<Binding> scatter_bindings(const MatmulArgs& a) {
+// The scatter's K and V caches into `b`, a dispatch's bindings (shaders/interface/
+// matmul_bindings.h) after `weights` weight bindings; nothing without a scatter.
+void bind_scatter(std::span<Binding> b, std::uint32_t weights, const MatmulArgs& a) {
     if (!a.scatter) {
-        return {};
+        return;
     }
     // fp16 caches are written with atomics, which read the word.
     const Access access = a.scatter->cache_dtype == DType::F16 ? Access::ReadWrite : Access::Write;
-    return {{a.scatter->k_cache, access}, {a.scatter->v_cache, access}};
+    b[VKF_MATMUL_BINDING_K_CACHE(weights)] = {a.scatter->k_cache, access};
+    b[VKF_MATMUL_BINDING_V_CACHE(weights)] = {a.scatter->v_cache, access};
 }
 
 // The SCATTER variants' specialization constant (none without a scatter).
@@ -220,9 +224,9 @@ EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a,
     return b;
 }
 
-// A fused LayerNorm's weight and bias, bound in whole words (an odd k of fp16 values) from
-// the tensors' first element: the kernel indexes them from 0 and reads 8 at a time where k
-// allows.
+// A fused LayerNorm's weight and bias (the weight again when there is no bias), bound in
+// whole words (an odd k of fp16 values) from the tensors' first element: the kernel indexes
+// them from 0 and reads 8 at a time where k allows. Empty without a fused LayerNorm.
 std::vector<Binding> layernorm_bindings(const ComputeLimits& limits, const MatmulArgs& a) {
     if (!a.x_norm) {
         return {};
@@ -265,19 +269,26 @@ ReducePass reduce_pass(Context& ctx, const MatmulArgs& a) {
                      .workgroup_size = {pass.workgroup_size, 1, 1},
                      .constants = scatter_constants(a),
                      .push_constant_layout = MatmulPush::layout,
-                     .binding_count = scatter ? 6u : 4u});
+                     .binding_count = VKF_MATMUL_BINDING_COUNT(0u, scatter ? 1u : 0u, 0u)});
     return pass;
+}
+
+// Bias, residual and Y into `b`, a dispatch's bindings after `weights` weight bindings.
+void bind_epilogue_buffers(std::span<Binding> b, std::uint32_t weights, const EpilogueBindings& e) {
+    b[VKF_MATMUL_BINDING_BIAS(weights)] = {e.bias.range, Access::Read};
+    b[VKF_MATMUL_BINDING_RESIDUAL(weights)] = {e.residual.range, Access::Read};
+    b[VKF_MATMUL_BINDING_Y(weights)] = {e.y.range, Access::Write};
 }
 
 // `push` holds the piece's epilogue (m, n, ldy, bias_base, res_base, y_base, n_splits, flags).
 void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
-                     const EpilogueBindings& e, const std::vector<Binding>& scatter) {
+                     const EpilogueBindings& e, const MatmulArgs& a) {
     push.x_base = partials.base;  // the reduce pass has no X
-    std::vector<Binding> bindings = {{partials.range, Access::Read},
-                                     {e.bias.range, Access::Read},
-                                     {e.residual.range, Access::Read},
-                                     {e.y.range, Access::Write}};
-    bindings.insert(bindings.end(), scatter.begin(), scatter.end());
+    // The partial sums in X's binding, and no weights.
+    std::vector<Binding> bindings(VKF_MATMUL_BINDING_COUNT(0u, a.scatter ? 1u : 0u, 0u));
+    bindings[VKF_MATMUL_BINDING_X] = {partials.range, Access::Read};
+    bind_epilogue_buffers(bindings, 0, e);
+    bind_scatter(bindings, 0, a);
     list.dispatch(Dispatch{.pipeline = pass.pipeline,
                            .bindings = bindings,
                            .push_constants = push_bytes(push),
@@ -326,7 +337,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                                         : matmul_detail::dense_weights(ctx, plan, a, scatter_main);
     check_scratch(plan, a);
     const ReducePass reduce = split ? reduce_pass(ctx, a) : ReducePass{};
-    const std::vector<Binding> scatter = scatter_bindings(a);
+    const std::uint32_t weights = weight_bindings(plan);
+    const std::uint32_t ln_scatter = scatter_main ? 1u : 0u;  // the LayerNorm follows K and V
     // Fused work shows in GPU profiles under its own name.
     const char* label = a.scatter ? (a.x_norm ? "matmul (LayerNorm, QKV scatter)" : "matmul (QKV scatter)")
                                   : (a.x_norm ? "matmul (LayerNorm)" : "matmul");
@@ -356,14 +368,17 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                             .flags = flags | w.load_flags};
             set_epilogue_push(push, a, m0, n0);
             const GroupCount groups = matmul_detail::piece_groups(plan, mc, nc);
-            std::vector<Binding> bindings = {{x.range, Access::Read}};
-            bindings.insert(bindings.end(), w.bindings.begin(), w.bindings.end());
+            // Each buffer at its slot (shaders/interface/matmul_bindings.h).
+            std::vector<Binding> bindings(kernel_bindings(plan, scatter_main, plan.x_norm));
+            bindings[VKF_MATMUL_BINDING_X] = {x.range, Access::Read};
+            std::copy(w.bindings.begin(), w.bindings.end(), bindings.begin() + VKF_MATMUL_BINDING_W);
+            if (!ln_bindings.empty()) {
+                bindings[VKF_MATMUL_BINDING_LN_WEIGHT(weights, ln_scatter)] = ln_bindings[0];
+                bindings[VKF_MATMUL_BINDING_LN_BIAS(weights, ln_scatter)] = ln_bindings[1];
+            }
             if (!split) {
-                bindings.insert(
-                    bindings.end(),
-                    {{e.bias.range, Access::Read}, {e.residual.range, Access::Read}, {e.y.range, Access::Write}});
-                bindings.insert(bindings.end(), scatter.begin(), scatter.end());
-                bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
+                bind_epilogue_buffers(bindings, weights, e);
+                bind_scatter(bindings, weights, a);
                 list.dispatch(Dispatch{.pipeline = w.pipeline,
                                        .bindings = bindings,
                                        .push_constants = source->push(push, w),
@@ -376,11 +391,13 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
             MatmulPush partial_push = push;
             partial_push.flags = w.load_flags | (flags & VKF_MATMUL_FLAG_LN_BIAS) | VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
-            if (!plan.separate_epilogue) {  // bias and residual: bound, not read
-                bindings.insert(bindings.end(), {{x.range, Access::Read}, {x.range, Access::Read}});
+            if (plan.separate_epilogue) {
+                bindings[VKF_MATMUL_BINDING_PARTIALS(weights)] = {partials.range, Access::Write};
+            } else {  // the partial sums in Y's binding; bias and residual: bound, not read
+                bindings[VKF_MATMUL_BINDING_BIAS(weights)] = {x.range, Access::Read};
+                bindings[VKF_MATMUL_BINDING_RESIDUAL(weights)] = {x.range, Access::Read};
+                bindings[VKF_MATMUL_BINDING_Y(weights)] = {partials.range, Access::Write};
             }
-            bindings.push_back({partials.range, Access::Write});
-            bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
             list.dispatch(Dispatch{.pipeline = w.pipeline,
                                    .bindings = bindings,
                                    .push_constants = source->push(partial_push, w),
@@ -388,7 +405,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                                    .label = label});
             MatmulPush reduce_push = push;
             reduce_push.flags = flags;
-            dispatch_reduce(list, reduce, reduce_push, partials, e, scatter);
+            dispatch_reduce(list, reduce, reduce_push, partials, e, a);
         }
     }
 }
