@@ -5,16 +5,16 @@
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/npy.hpp"
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_naive.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/reference/attention.hpp"
 #include "host/util/compare.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

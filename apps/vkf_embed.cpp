@@ -6,13 +6,13 @@
 #include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/text_source.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/encoder.hpp"
 #include "host/reference/encoder.hpp"
 #include "host/reference/pooling.hpp"
 #include "host/util/compare.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -5,13 +5,13 @@
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/json.hpp"
 #include "host/ops/elementwise.hpp"
-#include "host/util/format.hpp"
 #include "runtime/context.hpp"
 #include "runtime/device.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 #include "runtime/instance.hpp"
 #include "runtime/limits.hpp"
 #include "runtime/quirks.hpp"
@@ -169,9 +169,9 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
                       info.max_descriptor_set_storage_buffers));
     s.add("max storage buffer range", size_with_bytes(info.max_storage_buffer_range));
     s.add("min storage offset alignment", size_with_bytes(info.min_storage_buffer_offset_alignment));
-    s.add("max memory allocations", std::to_string(info.max_memory_allocation_count));
+    s.add("max memory allocations", fmt::to_string(info.max_memory_allocation_count));
     s.add("max allocation size", size_with_bytes(info.max_memory_allocation_size));
-    s.add("compute units", info.compute_units == 0 ? "not reported" : std::to_string(info.compute_units));
+    s.add("compute units", info.compute_units == 0 ? "not reported" : fmt::to_string(info.compute_units));
     for (std::size_t h = 0; h < info.memory_heaps.size(); ++h) {
         const vkf::MemoryHeapInfo& heap = info.memory_heaps[h];
         std::string budget_text;
@@ -194,7 +194,7 @@ Section device_section(const vkf::DeviceInfo& info, const vkf::DriverQuirks& qui
                                                       vkf::fixed(info.timestamp_period_ns, 3))
                                         : "no");
     s.add("compute queue family",
-          info.compute_queue_family == UINT32_MAX ? "none" : std::to_string(info.compute_queue_family));
+          info.compute_queue_family == UINT32_MAX ? "none" : fmt::to_string(info.compute_queue_family));
     if (quirks.reasons.empty()) {
         s.add("driver quirks", "none");
     }
@@ -210,14 +210,14 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
     Section s;
     s.add("overrides", overrides.describe());
     s.add("shared memory", size_with_bytes(l.shared_memory));
-    s.add("workgroup invocations", std::to_string(l.workgroup_invocations));
+    s.add("workgroup invocations", fmt::to_string(l.workgroup_invocations));
     s.add("workgroup size", triple(l.workgroup_size));
     s.add("workgroup count", triple(l.workgroup_count));
     s.add("push constants", size_with_bytes(l.push_constants));
     s.add("storage buffer range", size_with_bytes(l.storage_buffer_range));
     s.add("storage offset alignment", size_with_bytes(l.storage_offset_alignment));
-    s.add("storage buffers", std::to_string(l.storage_buffers));
-    s.add("subgroup size", std::to_string(l.subgroup_size));
+    s.add("storage buffers", fmt::to_string(l.storage_buffers));
+    s.add("subgroup size", fmt::to_string(l.subgroup_size));
     s.add("fp16 storage", yes_no(l.fp16_storage));
     s.add("fp16 arithmetic", yes_no(l.fp16_arithmetic));
     s.add("subgroup ops", yes_no(l.subgroup_ops));
@@ -228,7 +228,7 @@ Section limits_section(const vkf::ComputeLimits& l, const vkf::LimitOverrides& o
                                       ? "none"
                                       : fmt::format("{} fp16 x fp16 -> fp32 shapes{}", l.coopmat_shapes.size(),
                                                     l.prefer_coopmat ? ", matmul kernel opted in (coopmat)" : ""));
-    s.add("compute units", l.compute_units == 0 ? "unknown" : std::to_string(l.compute_units));
+    s.add("compute units", l.compute_units == 0 ? "unknown" : fmt::to_string(l.compute_units));
     s.add("timestamps", yes_no(l.timestamps));
     s.add("lowered by overrides", yes_no(l.forced));
     s.add("memory for device buffers",

@@ -6,13 +6,13 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/encoder_checkpoint_cli.hpp"
 #include "apps/common/options.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/ops/attention.hpp"
 #include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

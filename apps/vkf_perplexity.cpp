@@ -9,13 +9,13 @@
 #include "apps/common/progress_line.hpp"
 #include "apps/common/svg_chart.hpp"
 #include "apps/common/text_source.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/perplexity.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -4,8 +4,8 @@
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
+#include "base/format.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
-#include "host/util/format.hpp"
 
 #include <fmt/format.h>
 

@@ -23,8 +23,8 @@
 #include "apps/run/options.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/stages.hpp"
+#include "base/error.hpp"
 #include "host/dist/launch.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -60,8 +60,13 @@ int run_chat(vkf::Context& ctx, const Options& o) {
                                                vkf::ModelLimits::max_seq_len));
     }
     const std::uint32_t max_tokens = o.ctx;
-    const LoadedModel loaded = load_model(
-        ctx, o, {.max_tokens = max_tokens, .chunk = o.chunk, .kv_dtype = o.kv.dense, .kv_k_quant = o.kv.k_quant(), .kv_v_quant = o.kv.v_quant(), .window = o.window.value_or(0)});
+    const LoadedModel loaded = load_model(ctx, o,
+                                          {.max_tokens = max_tokens,
+                                           .chunk = o.chunk,
+                                           .kv_dtype = o.kv.dense,
+                                           .kv_k_quant = o.kv.k_quant(),
+                                           .kv_v_quant = o.kv.v_quant(),
+                                           .window = o.window.value_or(0)});
     const vkf::Model& model = *loaded.model;
     const std::uint32_t window = vkf::app::run_window(o.window, model.config());
     vkf::Session session(model, session_options(o, max_tokens, o.chunk, window));

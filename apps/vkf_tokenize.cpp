@@ -4,10 +4,10 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/text_source.hpp"
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/text/tokenizer.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

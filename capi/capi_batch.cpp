@@ -1,6 +1,8 @@
 // The C API's batches: many generations at once over one Batch (continuous batching).
 #include "capi/capi_internal.hpp"
 
+#include <fmt/format.h>
+
 #include <deque>
 
 namespace vkf::capi {
@@ -87,7 +89,7 @@ VKF_API vkf_status vkf_batch_cancel(vkf_batch* batch, uint64_t sequence) {
     return guarded(__func__, [&] {
         const InUse in_use(batch, Kind::Batch, kBatch);
         vkf_batch& b = *batch;
-        require(b.sinks.contains(sequence), "no running generation " + std::to_string(sequence));
+        require(b.sinks.contains(sequence), "no running generation " + fmt::to_string(sequence));
         b.generator->cancel(sequence);
         b.cancelled.insert(sequence);
     });

@@ -5,6 +5,8 @@
 #include "runtime/instance.hpp"
 #include "runtime/limits.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace vkf::capi {
@@ -65,8 +67,8 @@ VKF_API vkf_status vkf_device_get_info(uint32_t index, vkf_device_info* info) {
     return guarded(__func__, [&] {
         out_ptr(info, "info");
         const std::vector<vkf::DeviceInfo> all = devices();
-        require(index < all.size(), "device index " + std::to_string(index) + " is out of range (" +
-                                        std::to_string(all.size()) + " devices)");
+        require(index < all.size(), "device index " + fmt::to_string(index) + " is out of range (" +
+                                        fmt::to_string(all.size()) + " devices)");
         write_out(info, describe(all[index]), kDeviceInfoV1, "info");
     });
 }
@@ -82,7 +84,7 @@ VKF_API vkf_status vkf_context_create(const vkf_context_params* given, vkf_conte
         if (p.device_name != nullptr) {
             options.device = std::string(p.device_name);
         } else if (p.device_index >= 0) {
-            options.device = std::to_string(p.device_index);
+            options.device = fmt::to_string(p.device_index);
         }
         if (p.limits != nullptr) {
             try {

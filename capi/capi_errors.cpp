@@ -170,7 +170,7 @@ std::filesystem::path existing_path(const char* path, const char* name) {
 void check_utf8(std::string_view text, const char* name) {
     const std::size_t bad = text::find_invalid_utf8(text);
     if (bad != std::string_view::npos && bad < text.size()) {
-        throw ApiError(VKF_ERROR_INVALID_UTF8, std::string(name) + " is not UTF-8 (byte " + std::to_string(bad) + ")");
+        throw ApiError(VKF_ERROR_INVALID_UTF8, std::string(name) + " is not UTF-8 (byte " + fmt::to_string(bad) + ")");
     }
 }
 
@@ -192,7 +192,7 @@ WeightFormat weight_format(std::uint32_t format) {
             return {DType::F16, QuantFormat::Q4_0};
         default:
             throw ApiError(VKF_ERROR_INVALID_ARGUMENT,
-                           "weights is " + std::to_string(format) + ", not a vkf_weight_format");
+                           "weights is " + fmt::to_string(format) + ", not a vkf_weight_format");
     }
 }
 

@@ -229,8 +229,8 @@ VKF_API vkf_status vkf_session_forward(vkf_session* session, const uint32_t* ids
         const std::uint32_t vocab = s.model->model->config().vocab_size;
         *n = vocab;
         if (capacity < vocab) {
-            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL, "the logits are " + std::to_string(vocab) +
-                                                           " floats, capacity is " + std::to_string(capacity));
+            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL, "the logits are " + fmt::to_string(vocab) +
+                                                           " floats, capacity is " + fmt::to_string(capacity));
         }
         const std::vector<float> row = s.session->forward(std::span(ids, n_ids));
         std::copy(row.begin(), row.end(), logits);

@@ -6,6 +6,7 @@
 
 #include "vkformer/vkformer.h"
 
+#include "base/error.hpp"
 #include "host/model/batch.hpp"
 #include "host/model/batch_generation.hpp"
 #include "host/model/encoder.hpp"
@@ -14,7 +15,8 @@
 #include "host/text/token_text_sink.hpp"
 #include "host/text/tokenizer.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstddef>
@@ -157,7 +159,7 @@ P read_params(const P* given, P defaults, std::size_t v1_size, const char* name)
         return defaults;
     }
     require(given->struct_size >= v1_size && given->struct_size <= (64u << 10),
-            std::string(name) + ".struct_size is " + std::to_string(given->struct_size) +
+            std::string(name) + ".struct_size is " + fmt::to_string(given->struct_size) +
                 " (set it with the vkf_*_default_params() of the header)");
     std::memcpy(&defaults, given, std::min(given->struct_size, sizeof(P)));
     defaults.struct_size = sizeof(P);
@@ -168,7 +170,7 @@ template <class P>
 void write_out(P* out, const P& value, std::size_t v1_size, const char* name) {
     out_ptr(out, name);
     require(out->struct_size >= v1_size && out->struct_size <= (64u << 10),
-            std::string(name) + "->struct_size is " + std::to_string(out->struct_size) + " (set it to sizeof)");
+            std::string(name) + "->struct_size is " + fmt::to_string(out->struct_size) + " (set it to sizeof)");
     const std::size_t size = std::min(out->struct_size, sizeof(P));
     P copy = value;
     copy.struct_size = out->struct_size;

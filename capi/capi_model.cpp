@@ -7,6 +7,8 @@
 #include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/model_tensors.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace vkf::capi {
@@ -236,7 +238,7 @@ VKF_API vkf_status vkf_embed(vkf_encoder* encoder, const uint32_t* ids, size_t n
         vkf::Encoder& e = *encoder->encoder;
         require(ids != nullptr || n_ids == 0, "ids is NULL");
         out_ptr(n, "n");
-        require(pooling <= VKF_POOLING_CLS, "pooling is " + std::to_string(pooling) + ", not a vkf_pooling");
+        require(pooling <= VKF_POOLING_CLS, "pooling is " + fmt::to_string(pooling) + ", not a vkf_pooling");
         require(out != nullptr || capacity == 0, "out is NULL with a capacity");
         vkf::EncodeOptions options;
         options.pooling = static_cast<vkf::Pooling>(pooling);
@@ -244,8 +246,8 @@ VKF_API vkf_status vkf_embed(vkf_encoder* encoder, const uint32_t* ids, size_t n
         const std::vector<float> values = e.encode(std::span(ids, n_ids), options);
         *n = values.size();
         if (values.size() > capacity) {
-            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL, "the embedding has " + std::to_string(values.size()) +
-                                                           " floats, capacity is " + std::to_string(capacity));
+            throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL, "the embedding has " + fmt::to_string(values.size()) +
+                                                           " floats, capacity is " + fmt::to_string(capacity));
         }
         std::copy(values.begin(), values.end(), out);
     });

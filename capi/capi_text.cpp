@@ -4,6 +4,7 @@
 #include "host/io/gguf.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
 
+#include <fmt/format.h>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -95,7 +96,7 @@ VKF_API vkf_status vkf_tokenize(const vkf_tokenizer* tokenizer, const char* text
         *n_ids = result.size();
         if (result.size() > capacity) {
             throw ApiError(VKF_ERROR_BUFFER_TOO_SMALL,
-                           std::to_string(result.size()) + " ids, capacity is " + std::to_string(capacity));
+                           fmt::to_string(result.size()) + " ids, capacity is " + fmt::to_string(capacity));
         }
         std::copy(result.begin(), result.end(), ids);
     });
@@ -115,7 +116,7 @@ VKF_API vkf_status vkf_detokenize(const vkf_tokenizer* tokenizer, const uint32_t
         if (result.size() + 1 > capacity) {
             throw ApiError(
                 VKF_ERROR_BUFFER_TOO_SMALL,
-                std::to_string(result.size() + 1) + " bytes with the NUL, capacity is " + std::to_string(capacity));
+                fmt::to_string(result.size() + 1) + " bytes with the NUL, capacity is " + fmt::to_string(capacity));
         }
         std::memcpy(text, result.data(), result.size());
         text[result.size()] = '\0';

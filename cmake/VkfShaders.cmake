@@ -223,5 +223,5 @@ std::span<const ShaderVariant> all_variants() { return kVariants; }
   add_custom_target(vkf_spirv DEPENDS ${spvs})
   add_library(${target} STATIC ${cpps} ${table} ${ARGN})
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${target} PUBLIC vkf_error)
+  target_link_libraries(${target} PUBLIC vkf_base)
 endfunction()

@@ -1,6 +1,8 @@
 #include "runtime/command_list.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -62,18 +64,18 @@ void CommandList::check_range(const BufferRange& r, std::string_view label, bool
     if (r.buffer == nullptr || !r.buffer->valid()) {
         throw Error(who + "binds no buffer");
     }
-    const std::string what = who + "range [" + std::to_string(r.offset) + ", +" + std::to_string(r.size) +
-                             ") of buffer '" + r.buffer->name() + "' (" + std::to_string(r.buffer->size()) + " bytes)";
+    const std::string what = who + "range [" + fmt::to_string(r.offset) + ", +" + fmt::to_string(r.size) +
+                             ") of buffer '" + r.buffer->name() + "' (" + fmt::to_string(r.buffer->size()) + " bytes)";
     if (r.size == 0 || r.offset > r.buffer->size() || r.size > r.buffer->size() - r.offset) {
         throw Error(what + " is empty or outside the buffer");
     }
     if (storage && r.size > limits_.storage_buffer_range) {
-        throw Error(what + " exceeds maxStorageBufferRange (" + std::to_string(limits_.storage_buffer_range) +
+        throw Error(what + " exceeds maxStorageBufferRange (" + fmt::to_string(limits_.storage_buffer_range) +
                     " bytes): bind the tensor in ranges no larger than that");
     }
     if (storage && r.offset % limits_.storage_offset_alignment != 0) {
         throw Error(what + " starts at an offset that is not a multiple of minStorageBufferOffsetAlignment (" +
-                    std::to_string(limits_.storage_offset_alignment) + ")");
+                    fmt::to_string(limits_.storage_offset_alignment) + ")");
     }
 }
 
@@ -86,12 +88,12 @@ void CommandList::dispatch(const Dispatch& d) {
     }
     const std::string who = "'" + std::string(d.label) + "' (" + d.pipeline->name() + "): ";
     if (d.push_constants.size() != d.pipeline->push_constant_size()) {
-        throw Error(who + "push-constant block of " + std::to_string(d.push_constants.size()) +
-                    " bytes; the pipeline takes " + std::to_string(d.pipeline->push_constant_size()));
+        throw Error(who + "push-constant block of " + fmt::to_string(d.push_constants.size()) +
+                    " bytes; the pipeline takes " + fmt::to_string(d.pipeline->push_constant_size()));
     }
     if (d.bindings.size() != d.pipeline->binding_count()) {
-        throw Error(who + std::to_string(d.bindings.size()) + " buffers bound; the pipeline takes " +
-                    std::to_string(d.pipeline->binding_count()));
+        throw Error(who + fmt::to_string(d.bindings.size()) + " buffers bound; the pipeline takes " +
+                    fmt::to_string(d.pipeline->binding_count()));
     }
     if (d.groups.x == 0 || d.groups.y == 0 || d.groups.z == 0) {
         throw Error(who + "dispatch of zero workgroups");
@@ -129,8 +131,8 @@ void CommandList::copy(BufferRange src, BufferRange dst, std::string_view label)
     check_range(src, label, false);
     check_range(dst, label, false);
     if (src.size != dst.size) {
-        throw Error("'" + std::string(label) + "': copy of " + std::to_string(src.size) + " bytes into a range of " +
-                    std::to_string(dst.size));
+        throw Error("'" + std::string(label) + "': copy of " + fmt::to_string(src.size) + " bytes into a range of " +
+                    fmt::to_string(dst.size));
     }
     ops_.push_back(Op{.bindings = {{src.buffer->handle(), src.offset, src.size, Access::Read},
                                    {dst.buffer->handle(), dst.offset, dst.size, Access::Write}},

@@ -1,7 +1,9 @@
 #include "runtime/context.hpp"
 
+#include "base/error.hpp"
 #include "runtime/env_flag.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +21,7 @@ std::optional<std::string> env(const char* name) {
 
 Context::Context(ContextOptions options) : staging_size_(options.staging_size), force_staging_(options.force_staging) {
     if (staging_size_ < 64) {
-        throw Error("ContextOptions::staging_size of " + std::to_string(staging_size_) +
+        throw Error("ContextOptions::staging_size of " + fmt::to_string(staging_size_) +
                     " bytes: the staging buffer needs at least 64 (two halves)");
     }
     const bool validation =
@@ -204,7 +206,7 @@ void Context::wait(VkFence fence, const char* what) {
         device_->mark_lost();
     }
     if (r == VK_TIMEOUT) {
-        throw DeviceLostError(std::string(what) + " did not finish within " + std::to_string(timeout_.count()) +
+        throw DeviceLostError(std::string(what) + " did not finish within " + fmt::to_string(timeout_.count()) +
                               " ms: the GPU may be hung (raise VKF_TIMEOUT_MS for very long work)");
     }
     if (r == VK_ERROR_DEVICE_LOST) {
@@ -262,8 +264,8 @@ void Context::transfer(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize s
 
 void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDeviceSize offset) {
     if (offset > dst.size() || bytes.size() > dst.size() - offset) {
-        throw Error("upload of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
-                    " into buffer '" + dst.name() + "' of " + std::to_string(dst.size()) + " bytes");
+        throw Error("upload of " + fmt::to_string(bytes.size()) + " bytes at offset " + fmt::to_string(offset) +
+                    " into buffer '" + dst.name() + "' of " + fmt::to_string(dst.size()) + " bytes");
     }
     // Work that timed out may still read the buffer or the staging buffer: leave both alone.
     throw_if_lost();
@@ -299,8 +301,8 @@ void Context::upload(const Buffer& dst, std::span<const std::byte> bytes, VkDevi
 
 void Context::download(const Buffer& src, std::span<std::byte> bytes, VkDeviceSize offset) {
     if (offset > src.size() || bytes.size() > src.size() - offset) {
-        throw Error("download of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(offset) +
-                    " from buffer '" + src.name() + "' of " + std::to_string(src.size()) + " bytes");
+        throw Error("download of " + fmt::to_string(bytes.size()) + " bytes at offset " + fmt::to_string(offset) +
+                    " from buffer '" + src.name() + "' of " + fmt::to_string(src.size()) + " bytes");
     }
     // Work that timed out may still write the buffer or read the staging buffer.
     throw_if_lost();

@@ -1,6 +1,8 @@
 #include "runtime/device.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -35,7 +37,7 @@ std::string lower(std::string_view s) {
 std::string device_list(const std::vector<DeviceInfo>& devices) {
     std::string out;
     for (const auto& d : devices) {
-        out += "\n  " + std::to_string(d.index) + ": " + d.name + " (" + to_string(d.type) + ")";
+        out += "\n  " + fmt::to_string(d.index) + ": " + d.name + " (" + to_string(d.type) + ")";
     }
     return out.empty() ? "\n  (no Vulkan devices)" : out;
 }

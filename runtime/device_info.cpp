@@ -85,7 +85,7 @@ std::string vendor_name(std::uint32_t id) {
 }
 
 std::string driver_version_text(std::uint32_t vendor, std::uint32_t v) {
-    auto s = [](std::uint32_t x) { return std::to_string(x); };
+    auto s = [](std::uint32_t x) { return fmt::to_string(x); };
     if (vendor == 0x10DE) {  // NVIDIA: 10.8.8.6 bits
         return s((v >> 22) & 0x3ff) + "." + s((v >> 14) & 0xff) + "." + s((v >> 6) & 0xff) + "." + s(v & 0x3f);
     }

@@ -1,5 +1,7 @@
 #include "runtime/device_info_json.hpp"
 
+#include <fmt/format.h>
+
 namespace vkf {
 
 namespace {
@@ -8,7 +10,7 @@ namespace {
 nlohmann::ordered_json coopmat_shapes(const std::vector<CoopMatShape>& shapes) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const CoopMatShape& s : shapes) {
-        out.push_back(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+        out.push_back(fmt::to_string(s.m) + "x" + fmt::to_string(s.n) + "x" + fmt::to_string(s.k) +
                       (s.acc_f32 ? " f32" : " f16"));
     }
     return out;

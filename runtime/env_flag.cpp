@@ -1,6 +1,6 @@
 #include "runtime/env_flag.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,6 +1,6 @@
 #include "runtime/instance.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,8 @@
 #include "runtime/limits.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -217,22 +219,22 @@ std::string LimitOverrides::describe() const {
     std::string out;
     auto add = [&out](const std::string& s) { out += (out.empty() ? "" : ",") + s; };
     if (shared_memory)
-        add("shared_memory=" + std::to_string(*shared_memory));
+        add("shared_memory=" + fmt::to_string(*shared_memory));
     if (workgroup_invocations)
-        add("workgroup_invocations=" + std::to_string(*workgroup_invocations));
+        add("workgroup_invocations=" + fmt::to_string(*workgroup_invocations));
     if (workgroup_size)
-        add("workgroup_size=" + std::to_string((*workgroup_size)[0]) + "x" + std::to_string((*workgroup_size)[1]) +
-            "x" + std::to_string((*workgroup_size)[2]));
+        add("workgroup_size=" + fmt::to_string((*workgroup_size)[0]) + "x" + fmt::to_string((*workgroup_size)[1]) +
+            "x" + fmt::to_string((*workgroup_size)[2]));
     if (workgroup_count)
-        add("workgroup_count=" + std::to_string(*workgroup_count));
+        add("workgroup_count=" + fmt::to_string(*workgroup_count));
     if (storage_buffer_range)
-        add("storage_buffer_range=" + std::to_string(*storage_buffer_range));
+        add("storage_buffer_range=" + fmt::to_string(*storage_buffer_range));
     if (push_constants)
-        add("push_constants=" + std::to_string(*push_constants));
+        add("push_constants=" + fmt::to_string(*push_constants));
     if (storage_buffers)
-        add("storage_buffers=" + std::to_string(*storage_buffers));
+        add("storage_buffers=" + fmt::to_string(*storage_buffers));
     if (compute_units)
-        add("compute_units=" + std::to_string(*compute_units));
+        add("compute_units=" + fmt::to_string(*compute_units));
     if (no_fp16_storage)
         add("no_fp16_storage");
     if (no_fp16_arithmetic)
@@ -254,12 +256,12 @@ std::string LimitOverrides::describe() const {
     if (coopmat)
         add("coopmat");
     if (coopmat_emulated)
-        add("coopmat_emulated=" + std::to_string((*coopmat_emulated)[0]) + "x" +
-            std::to_string((*coopmat_emulated)[1]) + "x" + std::to_string((*coopmat_emulated)[2]));
+        add("coopmat_emulated=" + fmt::to_string((*coopmat_emulated)[0]) + "x" +
+            fmt::to_string((*coopmat_emulated)[1]) + "x" + fmt::to_string((*coopmat_emulated)[2]));
     if (device_heap)
-        add("device_heap=" + std::to_string(*device_heap));
+        add("device_heap=" + fmt::to_string(*device_heap));
     if (host_heap)
-        add("host_heap=" + std::to_string(*host_heap));
+        add("host_heap=" + fmt::to_string(*host_heap));
     return out.empty() ? "none" : out;
 }
 
@@ -369,8 +371,8 @@ std::optional<std::string> storage_buffers_shortfall(const ComputeLimits& limits
     if (needed <= limits.storage_buffers) {
         return std::nullopt;
     }
-    return std::string(what) + " needs " + std::to_string(needed) +
-           " storage buffers per shader stage; the device allows " + std::to_string(limits.storage_buffers) +
+    return std::string(what) + " needs " + fmt::to_string(needed) +
+           " storage buffers per shader stage; the device allows " + fmt::to_string(limits.storage_buffers) +
            " (maxPerStageDescriptorStorageBuffers, or a forced storage_buffers limit)";
 }
 

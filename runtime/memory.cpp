@@ -2,7 +2,7 @@
 // when device-local memory is full. Budgets are memory_budget.cpp, Buffer memory_buffer.cpp.
 #include "runtime/memory.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/memory_internal.hpp"
 
 #include <fmt/format.h>
@@ -137,13 +137,13 @@ Block* MemoryAllocator::new_block(std::uint32_t type, VkDeviceSize size, const s
                                   VkDeviceSize buffer_size, BlockUse use, bool may_fail) {
     const DeviceInfo& info = device_.info();
     if (size > info.max_memory_allocation_size) {
-        throw Error("buffer '" + name + "' needs " + std::to_string(size) +
+        throw Error("buffer '" + name + "' needs " + fmt::to_string(size) +
                     " bytes in one allocation, over the device's maxMemoryAllocationSize of " +
-                    std::to_string(info.max_memory_allocation_size) + " bytes; split the tensor");
+                    fmt::to_string(info.max_memory_allocation_size) + " bytes; split the tensor");
     }
     if (stats_.block_count + 1 > info.max_memory_allocation_count) {
         throw Error("buffer '" + name + "': the device's maxMemoryAllocationCount (" +
-                    std::to_string(info.max_memory_allocation_count) + ") is reached");
+                    fmt::to_string(info.max_memory_allocation_count) + ") is reached");
     }
     auto block = std::make_unique<Block>();
     block->size = size;
@@ -259,14 +259,14 @@ Allocation MemoryAllocator::allocate_device(const VkMemoryRequirements& req, std
             why = "vkAllocateMemory of a block there failed for lack of memory";
         } else if (now.caps.device_local) {
             why = "it had " + mib(now.device_local_available) +
-                  " left of the forced size VKF_LIMITS device_heap=" + std::to_string(*now.caps.device_local);
+                  " left of the forced size VKF_LIMITS device_heap=" + fmt::to_string(*now.caps.device_local);
         } else {
             why = "it had " + mib(now.device_local_available) + " left: budget " + mib(now.heaps[heap].budget) +
                   ", in use " + mib(now.heaps[heap].usage) + " (" + now.source() + ")";
         }
-        stats_.note = "device-local memory (heap " + std::to_string(heap) + ") is full (" + why + "): from buffer '" +
+        stats_.note = "device-local memory (heap " + fmt::to_string(heap) + ") is full (" + why + "): from buffer '" +
                       name + "' (" + mib(req.size) + ") on, device buffers that do not fit it " +
-                      "go to host-visible memory (heap " + std::to_string(props_.memoryTypes[fallback].heapIndex) +
+                      "go to host-visible memory (heap " + fmt::to_string(props_.memoryTypes[fallback].heapIndex) +
                       "), which the GPU reads more slowly";
     }
     return *got;

@@ -5,6 +5,8 @@
 
 #include "runtime/memory_internal.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <mutex>
 #include <optional>
@@ -135,10 +137,10 @@ std::string MemoryBudget::source() const {
     std::string out = from_extension ? "VK_EXT_memory_budget" : "heap sizes";
     std::string forced;
     if (caps.device_local) {
-        forced = "device_heap=" + std::to_string(*caps.device_local);
+        forced = "device_heap=" + fmt::to_string(*caps.device_local);
     }
     if (caps.host_visible) {
-        forced += (forced.empty() ? "" : ",") + std::string("host_heap=") + std::to_string(*caps.host_visible);
+        forced += (forced.empty() ? "" : ",") + std::string("host_heap=") + fmt::to_string(*caps.host_visible);
     }
     return forced.empty() ? out : out + "; forced: VKF_LIMITS " + forced;
 }

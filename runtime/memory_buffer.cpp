@@ -1,8 +1,10 @@
 // Buffer: a VkBuffer bound to its range of a block the allocator hands out.
 #include "runtime/memory.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/memory_internal.hpp"
+
+#include <fmt/format.h>
 
 #include <string>
 #include <utility>
@@ -19,7 +21,7 @@ Buffer::Buffer(MemoryAllocator& allocator, VkDeviceSize size, MemoryKind kind, s
     const VkDevice dev = allocator.device().handle();
     const auto failed = [&](VkResult r, const char* call) {
         const std::string what = std::string(call) + " for buffer '" + name_ + "' (" + mib(size) + ") failed with " +
-                                 to_string(r) + " (" + std::to_string(static_cast<int>(r)) + ")";
+                                 to_string(r) + " (" + fmt::to_string(static_cast<int>(r)) + ")";
         if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
             throw OutOfMemoryError("out of device memory: " + what);
         }

@@ -1,8 +1,10 @@
 #include "runtime/pipeline.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/spirv_loop_control.hpp"
 #include "runtime/spirv_reflect.hpp"
+
+#include <fmt/format.h>
 
 #include <bit>
 #include <chrono>
@@ -17,13 +19,13 @@ struct Pipeline::Pending {
 
 std::string PipelineDesc::key() const {
     std::string k(code != nullptr ? code->name : "?");
-    k += "/wg" + std::to_string(workgroup_size[0]) + "x" + std::to_string(workgroup_size[1]) + "x" +
-         std::to_string(workgroup_size[2]);
+    k += "/wg" + fmt::to_string(workgroup_size[0]) + "x" + fmt::to_string(workgroup_size[1]) + "x" +
+         fmt::to_string(workgroup_size[2]);
     for (const SpecConstant& c : constants) {
-        k += "/" + std::to_string(c.id) + "=" + std::to_string(c.value);
+        k += "/" + fmt::to_string(c.id) + "=" + fmt::to_string(c.value);
     }
     if (required_subgroup_size != 0) {
-        k += "/sg" + std::to_string(required_subgroup_size);
+        k += "/sg" + fmt::to_string(required_subgroup_size);
     }
     if (subgroup_size_checked) {
         k += "/sg-checked";
@@ -53,29 +55,29 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
         }
     }
     if (iface.storage_bindings.size() != desc.binding_count) {
-        throw Error(who + "the shader has " + std::to_string(iface.storage_bindings.size()) +
-                    " storage buffers but the C++ side declares " + std::to_string(desc.binding_count));
+        throw Error(who + "the shader has " + fmt::to_string(iface.storage_bindings.size()) +
+                    " storage buffers but the C++ side declares " + fmt::to_string(desc.binding_count));
     }
     if (push_constant_size_ > limits.push_constants) {
-        throw Error(who + "needs " + std::to_string(push_constant_size_) +
-                    " bytes of push constants; the device allows " + std::to_string(limits.push_constants));
+        throw Error(who + "needs " + fmt::to_string(push_constant_size_) +
+                    " bytes of push constants; the device allows " + fmt::to_string(limits.push_constants));
     }
     if (desc.shared_memory_bytes > limits.shared_memory) {
-        throw Error(who + "needs " + std::to_string(desc.shared_memory_bytes) +
+        throw Error(who + "needs " + fmt::to_string(desc.shared_memory_bytes) +
                     " bytes of shared memory; the device (or a forced limit) allows " +
-                    std::to_string(limits.shared_memory));
+                    fmt::to_string(limits.shared_memory));
     }
     const std::uint64_t invocations =
         std::uint64_t{desc.workgroup_size[0]} * desc.workgroup_size[1] * desc.workgroup_size[2];
     for (int d = 0; d < 3; ++d) {
         if (desc.workgroup_size[d] == 0 || desc.workgroup_size[d] > limits.workgroup_size[d]) {
-            throw Error(who + "workgroup size " + std::to_string(desc.workgroup_size[d]) + " in dimension " +
-                        std::to_string(d) + " is outside the device limit " + std::to_string(limits.workgroup_size[d]));
+            throw Error(who + "workgroup size " + fmt::to_string(desc.workgroup_size[d]) + " in dimension " +
+                        fmt::to_string(d) + " is outside the device limit " + fmt::to_string(limits.workgroup_size[d]));
         }
     }
     if (invocations > limits.workgroup_invocations) {
-        throw Error(who + std::to_string(invocations) + " invocations per workgroup; the device allows " +
-                    std::to_string(limits.workgroup_invocations));
+        throw Error(who + fmt::to_string(invocations) + " invocations per workgroup; the device allows " +
+                    fmt::to_string(limits.workgroup_invocations));
     }
     // A kernel that uses subgroup operations assumes a subgroup size (its plan chose the
     // workgroup from it) and that every subgroup is full; neither holds unless required:
@@ -91,23 +93,23 @@ Pipeline::Pipeline(const Device& device, PipelineCache& cache, const ComputeLimi
     if (sg != 0) {
         if (!limits.subgroup_size_control || !device.enabled().subgroup_size_control ||
             !device.enabled().compute_full_subgroups) {
-            throw Error(who + "requires full subgroups of " + std::to_string(sg) +
+            throw Error(who + "requires full subgroups of " + fmt::to_string(sg) +
                         ", which this device cannot (it needs subgroupSizeControl and computeFullSubgroups for "
                         "compute shaders) or VKF_LIMITS no_subgroup_size_control forbids; plans take kernels "
                         "without subgroup operations there");
         }
         if (!std::has_single_bit(sg) || sg < info.min_subgroup_size || sg > info.max_subgroup_size) {
-            throw Error(who + "subgroup size " + std::to_string(sg) + " cannot be required on this device (" +
-                        std::to_string(info.min_subgroup_size) + " to " + std::to_string(info.max_subgroup_size) + ")");
+            throw Error(who + "subgroup size " + fmt::to_string(sg) + " cannot be required on this device (" +
+                        fmt::to_string(info.min_subgroup_size) + " to " + fmt::to_string(info.max_subgroup_size) + ")");
         }
         // Full subgroups need a workgroup width that is a multiple of the subgroup size.
         if (desc.workgroup_size[0] % sg != 0) {
-            throw Error(who + "requires full subgroups of " + std::to_string(sg) + " but its workgroup width " +
-                        std::to_string(desc.workgroup_size[0]) + " is not a multiple of " + std::to_string(sg));
+            throw Error(who + "requires full subgroups of " + fmt::to_string(sg) + " but its workgroup width " +
+                        fmt::to_string(desc.workgroup_size[0]) + " is not a multiple of " + fmt::to_string(sg));
         }
         if (invocations > std::uint64_t{info.max_compute_workgroup_subgroups} * sg) {
-            throw Error(who + std::to_string(invocations) + " invocations per workgroup are more than " +
-                        std::to_string(info.max_compute_workgroup_subgroups) + " subgroups of " + std::to_string(sg) +
+            throw Error(who + fmt::to_string(invocations) + " invocations per workgroup are more than " +
+                        fmt::to_string(info.max_compute_workgroup_subgroups) + " subgroups of " + fmt::to_string(sg) +
                         " (maxComputeWorkgroupSubgroups)");
         }
     }

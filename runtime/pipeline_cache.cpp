@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/cache_file.hpp"
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -76,7 +76,7 @@ PipelineCache::PipelineCache(const Device& device, const Instance& instance,
             // limit) is ignored with a warning like a corrupt one: it only saves time.
             std::optional<std::string> reason;
             try {
-                const std::string text = read_cache_file(stats_.file, kPipelineCacheMaxBytes, "pipeline cache");
+                const std::string text = read_file(stats_.file, kPipelineCacheMaxBytes, "pipeline cache");
                 reason = validate_pipeline_cache_file(text, device.info(), payload);
             } catch (const Error& e) {
                 reason = e.what();
@@ -110,7 +110,7 @@ PipelineCache::~PipelineCache() {
 std::optional<std::string> validate_pipeline_cache_file(std::span<const char> bytes, const DeviceInfo& info,
                                                         std::vector<char>& payload) {
     if (bytes.size() < sizeof(FileHeader)) {
-        return "file is " + std::to_string(bytes.size()) + " bytes, shorter than its header";
+        return "file is " + fmt::to_string(bytes.size()) + " bytes, shorter than its header";
     }
     FileHeader h{};
     std::memcpy(&h, bytes.data(), sizeof h);
@@ -118,8 +118,8 @@ std::optional<std::string> validate_pipeline_cache_file(std::span<const char> by
         return std::string("not a vkformer pipeline cache (bad magic)");
     }
     if (h.payload_size != bytes.size() - sizeof h) {
-        return "payload size " + std::to_string(h.payload_size) + " does not match the file (" +
-               std::to_string(bytes.size() - sizeof h) + " bytes after the header)";
+        return "payload size " + fmt::to_string(h.payload_size) + " does not match the file (" +
+               fmt::to_string(bytes.size() - sizeof h) + " bytes after the header)";
     }
     const char* data = bytes.data() + sizeof h;
     if (fnv1a(data, h.payload_size) != h.checksum) {
@@ -201,9 +201,10 @@ void PipelineCache::save() {
     }
     // Written under a temporary name and renamed, so a concurrent reader never sees half a
     // file and a full disk leaves the previous cache in place.
-    const std::span<const std::byte> parts[] = {std::as_bytes(std::span<const FileHeader>(&h, 1)),
-                                                std::as_bytes(std::span<const char>(payload))};
-    write_cache_file(stats_.file, parts, "pipeline cache");
+    AtomicFile file(stats_.file, "pipeline cache");
+    file.write(std::as_bytes(std::span<const FileHeader>(&h, 1)));
+    file.write(std::as_bytes(std::span<const char>(payload)));
+    file.commit();
     const std::lock_guard lock(stats_mutex_);
     stats_.saved_bytes = payload.size();
     dirty_ = false;

@@ -1,7 +1,7 @@
 #include "runtime/pipeline_preparation.hpp"
 
+#include "base/error.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <charconv>

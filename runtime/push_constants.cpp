@@ -1,7 +1,9 @@
 #include "runtime/push_constants.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/spirv_reflect.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -14,7 +16,7 @@ std::string describe(std::string_view name, std::string_view type, std::uint32_t
     if (!type.empty()) {
         s += std::string(type) + " ";
     }
-    return s + "at offset " + std::to_string(offset) + ", " + std::to_string(size) + " bytes)";
+    return s + "at offset " + fmt::to_string(offset) + ", " + fmt::to_string(size) + " bytes)";
 }
 
 std::string describe(const ReflectedMember& m) {
@@ -39,23 +41,23 @@ void check_push_constants(const ShaderInterface& shader, const PushConstantLayou
     const std::size_t common = std::min(members.size(), layout.members.size());
     for (std::size_t i = 0; i < common; ++i) {
         if (!same(members[i], layout.members[i])) {
-            throw Error(who + "push-constant member " + std::to_string(i) + " is " + describe(members[i]) +
+            throw Error(who + "push-constant member " + fmt::to_string(i) + " is " + describe(members[i]) +
                         " in the shader but " + describe(layout.members[i]) + " in " + cpp);
         }
     }
     if (members.size() > common) {
-        throw Error(who + "the shader's push-constant block has " + std::to_string(members.size()) + " members but " +
-                    cpp + " declares " + std::to_string(layout.members.size()) + "; missing from " + cpp + ": " +
+        throw Error(who + "the shader's push-constant block has " + fmt::to_string(members.size()) + " members but " +
+                    cpp + " declares " + fmt::to_string(layout.members.size()) + "; missing from " + cpp + ": " +
                     describe(members[common]));
     }
     if (layout.members.size() > common && !members.empty()) {
-        throw Error(who + "the shader's push-constant block has " + std::to_string(members.size()) + " members but " +
-                    cpp + " declares " + std::to_string(layout.members.size()) +
+        throw Error(who + "the shader's push-constant block has " + fmt::to_string(members.size()) + " members but " +
+                    cpp + " declares " + fmt::to_string(layout.members.size()) +
                     "; not in the shader: " + describe(layout.members[common]));
     }
     if (shader.push_constant_size != layout.size) {
-        throw Error(who + "the shader's push-constant block is " + std::to_string(shader.push_constant_size) +
-                    " bytes but the C++ side declares " + std::to_string(layout.size) + " bytes");
+        throw Error(who + "the shader's push-constant block is " + fmt::to_string(shader.push_constant_size) +
+                    " bytes but the C++ side declares " + fmt::to_string(layout.size) + " bytes");
     }
     if (!shader.push_constant_block.empty() && !layout.block.empty() && shader.push_constant_block != layout.block) {
         throw Error(who + "the shader's push-constant block is " + shader.push_constant_block + " but " + cpp +

@@ -1,6 +1,8 @@
 #include "runtime/spirv_loop_control.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <string>
 
@@ -29,7 +31,7 @@ void for_each_loop_merge(std::span<const std::uint32_t> words, F&& f) {
         const std::uint32_t count = words[i] >> 16;
         const std::uint32_t opcode = words[i] & 0xffffu;
         if (count == 0 || i + count > words.size()) {
-            throw Error("SPIR-V instruction at word " + std::to_string(i) + " runs past the end of the module");
+            throw Error("SPIR-V instruction at word " + fmt::to_string(i) + " runs past the end of the module");
         }
         if (opcode == kOpLoopMerge && count >= 4) {
             f(i);

@@ -1,6 +1,8 @@
 #include "runtime/spirv_reflect.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <spirv_cross/spirv_cross.hpp>
 
@@ -36,7 +38,7 @@ std::string type_name(const spirv_cross::SPIRType& type) {
         default:
             return "";
     }
-    return type.vecsize == 1 ? std::string(scalar) : vector_prefix + std::string("vec") + std::to_string(type.vecsize);
+    return type.vecsize == 1 ? std::string(scalar) : vector_prefix + std::string("vec") + fmt::to_string(type.vecsize);
 }
 
 bool is_subgroup_capability(spv::Capability c) {
@@ -144,7 +146,7 @@ ShaderInterface reflect_shader(const SpirvCode& code) {
         for (const spirv_cross::Resource& buffer : resources.storage_buffers) {
             const std::uint32_t set = compiler.get_decoration(buffer.id, spv::DecorationDescriptorSet);
             if (set != 0) {
-                throw Error("shader " + shader + ": uses descriptor set " + std::to_string(set) +
+                throw Error("shader " + shader + ": uses descriptor set " + fmt::to_string(set) +
                             "; vkformer shaders use set 0 only");
             }
             out.storage_bindings.push_back(compiler.get_decoration(buffer.id, spv::DecorationBinding));

@@ -1,6 +1,8 @@
 #include "runtime/timeout.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <charconv>
 #include <string>
@@ -10,7 +12,7 @@ namespace vkf {
 namespace {
 
 std::string range_text() {
-    return "from 1 to " + std::to_string(kMaxTimeout.count());
+    return "from 1 to " + fmt::to_string(kMaxTimeout.count());
 }
 
 }  // namespace
@@ -33,7 +35,7 @@ std::chrono::milliseconds parse_timeout_ms(std::string_view text, std::string_vi
 
 void check_timeout(std::chrono::milliseconds timeout, std::string_view source) {
     if (timeout.count() < 1 || timeout > kMaxTimeout) {
-        throw Error(std::string(source) + " of " + std::to_string(timeout.count()) +
+        throw Error(std::string(source) + " of " + fmt::to_string(timeout.count()) +
                     " ms is out of range: a timeout is " + range_text() + " milliseconds");
     }
 }

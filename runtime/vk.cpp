@@ -1,6 +1,6 @@
 #include "runtime/vk.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 // Vulkan-Hpp for its enum names only; its dispatcher is never used (volk loads Vulkan).
 #define VULKAN_HPP_DISPATCH_LOADER_DYNAMIC 1
@@ -22,7 +22,7 @@ std::string to_string(VkResult result) {
     // lower-case letter or a digit, so "EXT" and "KHR" suffixes stay whole.
     const std::string hpp = vk::to_string(static_cast<vk::Result>(result));
     if (hpp.starts_with("invalid")) {
-        return "VkResult(" + std::to_string(static_cast<int>(result)) + ")";
+        return "VkResult(" + fmt::to_string(static_cast<int>(result)) + ")";
     }
     std::string name = "VK";
     for (std::size_t i = 0; i < hpp.size(); ++i) {
@@ -49,7 +49,7 @@ void check(VkResult result, const char* call) {
         return;
     }
     std::string message =
-        std::string(call) + " failed: " + to_string(result) + " (" + std::to_string(static_cast<int>(result)) + ")";
+        std::string(call) + " failed: " + to_string(result) + " (" + fmt::to_string(static_cast<int>(result)) + ")";
     if (result == VK_ERROR_DEVICE_LOST) {
         throw DeviceLostError(message + "; the GPU reset or the driver gave up on this device");
     }

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Checks what may include what (docs/DESIGN.md "Layers"; CTest's layers_check, first leg).
 
+- base/ (vkf::Error, the file rules, the text of numbers: what every layer shares) includes
+  nothing from runtime/, host/, shaders/, apps/, capi/ or bindings/.
 - runtime/ includes nothing from host/, apps/, capi/ or bindings/: it must stay usable on its
   own for other compute work.
-- The Vulkan-free host libraries (util, io, spec, quant, reference, text, serve) include from
-  runtime/ only runtime/error.hpp (vkf::Error, the one thing every layer shares) and nothing
-  from the GPU layers (host/ops, host/model, host/dist) or apps/.
+- The Vulkan-free host libraries (util, io, spec, quant, reference, text, serve) include
+  nothing from runtime/ (they take vkf::Error from base/) and nothing from the GPU layers
+  (host/ops, host/model, host/dist) or apps/.
 - host/ and shaders/ include nothing from apps/ or capi/.
 
 usage: scripts/check_layers.py [SOURCE_DIR]   (default: the folder above this script)
@@ -22,10 +24,12 @@ VULKAN_FREE = ("host/util/", "host/io/", "host/spec/", "host/quant/", "host/refe
 
 # (files whose path starts with one of these, the includes they may not have, why)
 RULES = [
+    (("base/",), lambda inc: inc.startswith(("runtime/", "host/", "shaders/", "apps/", "capi/", "bindings/")),
+     "base/ includes nothing from the layers above it"),
     (("runtime/",), lambda inc: inc.startswith(("host/", "apps/", "capi/", "bindings/")),
      "runtime/ includes nothing from the layers above it"),
-    (VULKAN_FREE, lambda inc: inc.startswith("runtime/") and inc != "runtime/error.hpp",
-     "a Vulkan-free host library includes from runtime/ only runtime/error.hpp"),
+    (VULKAN_FREE, lambda inc: inc.startswith("runtime/"),
+     "a Vulkan-free host library includes nothing from runtime/ (vkf::Error is base/error.hpp)"),
     (VULKAN_FREE, lambda inc: inc.startswith(("host/ops/", "host/model/", "host/dist/", "apps/", "capi/")),
      "a Vulkan-free host library includes nothing from the GPU layers or the programs"),
     (("host/", "shaders/"), lambda inc: inc.startswith(("apps/", "capi/")),
@@ -37,7 +41,7 @@ def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     problems = []
     files = 0
-    for top in ("runtime", "host", "shaders"):
+    for top in ("base", "runtime", "host", "shaders"):
         for folder, _, names in os.walk(os.path.join(root, top)):
             for name in sorted(names):
                 if not name.endswith(SOURCES):

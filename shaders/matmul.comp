@@ -64,45 +64,37 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 #include "weights_io.glsl"
 
+// The weight bindings (interface/matmul_bindings.h): the REDUCE pass has none.
 #if defined(REDUCE)
-layout(std430, binding = 0) readonly buffer Partials { float partials[]; };
-layout(std430, binding = 1) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
-#if defined(SCATTER)
-layout(std430, binding = 2) readonly buffer Slots { uint slot_data[]; };
+#define VKF_MATMUL_WEIGHTS 0
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer Partials { float partials[]; };
 #else
-layout(std430, binding = 2) readonly buffer Residual { float res_data[]; };
+#define VKF_MATMUL_WEIGHTS VKF_MATMUL_WEIGHTS_DENSE
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X { float x_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W { VKF_WEIGHT w_data[]; };
 #endif
-layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };
-#define VKF_MATMUL_K_BINDING 4
-#define VKF_MATMUL_V_BINDING 5
-#elif defined(NO_EPILOGUE)
-layout(std430, binding = 0) readonly buffer X { float x_data[]; };
-layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y_data[]; };  // the partial sums
+#if defined(NO_EPILOGUE)
+layout(std430, binding = VKF_MATMUL_BINDING_PARTIALS(VKF_MATMUL_WEIGHTS)) writeonly buffer Y { float y_data[]; };
 #else
-layout(std430, binding = 0) readonly buffer X { float x_data[]; };
-layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
-layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_BIAS(VKF_MATMUL_WEIGHTS)) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
-layout(std430, binding = 3) readonly buffer Slots { uint slot_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_RESIDUAL(VKF_MATMUL_WEIGHTS)) readonly buffer Slots { uint slot_data[]; };
 #else
-layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_RESIDUAL(VKF_MATMUL_WEIGHTS)) readonly buffer Residual { float res_data[]; };
 #endif
-layout(std430, binding = 4) writeonly buffer Y { float y_data[]; };
-#define VKF_MATMUL_K_BINDING 5
-#define VKF_MATMUL_V_BINDING 6
+layout(std430, binding = VKF_MATMUL_BINDING_Y(VKF_MATMUL_WEIGHTS)) writeonly buffer Y { float y_data[]; };
 #endif
 #if defined(ROWDOT)
 // Vector views of X and W (the same bindings), read only where the flags say rows line up.
-layout(std430, binding = 0) readonly buffer X4 { vec4 x4_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X4 { vec4 x4_data[]; };
 #if defined(WEIGHTS_F16)
-layout(std430, binding = 1) readonly buffer W8 { uvec4 w8_data[]; }; // 8 halves per element
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W8 { uvec4 w8_data[]; }; // 8 halves per element
 #else
-layout(std430, binding = 1) readonly buffer W4 { vec4 w4_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W4 { vec4 w4_data[]; };
 #endif
 #if defined(WIDE64)
-layout(std430, binding = 1) readonly buffer W64 { u64vec4 w64_data[]; }; // 16 halves (8 floats)
-layout(std430, binding = 0) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 floats
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W64 { u64vec4 w64_data[]; }; // 16 halves (8 floats)
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X64 { u64vec4 x64_data[]; };  // 8 floats
 #endif
 #endif
 

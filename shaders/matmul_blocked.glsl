@@ -7,11 +7,11 @@
 #if defined(WIDE64)
 // 64-bit views of X and W (the same bindings), read where the flags say rows line up: four
 // elements of a row per component (fp32 W: two components).
-layout(std430, binding = 0) readonly buffer XB { u64vec2 xb_data[]; }; // 4 floats
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer XB { u64vec2 xb_data[]; }; // 4 floats
 #if defined(WEIGHTS_F16)
-layout(std430, binding = 1) readonly buffer WB { uint64_t wb_data[]; }; // 4 halves
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer WB { uint64_t wb_data[]; }; // 4 halves
 #else
-layout(std430, binding = 1) readonly buffer WB { u64vec2 wb_data[]; }; // 4 floats
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer WB { u64vec2 wb_data[]; }; // 4 floats
 #endif
 #endif
 

@@ -45,17 +45,16 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 #include "weights_io.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x_data[]; };
-layout(std430, binding = 1) readonly buffer W { VKF_WEIGHT w_data[]; };
-layout(std430, binding = 2) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+#define VKF_MATMUL_WEIGHTS VKF_MATMUL_WEIGHTS_DENSE  // interface/matmul_bindings.h
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X { float x_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W { VKF_WEIGHT w_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_BIAS(VKF_MATMUL_WEIGHTS)) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
-layout(std430, binding = 3) readonly buffer Slots { uint slot_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_RESIDUAL(VKF_MATMUL_WEIGHTS)) readonly buffer Slots { uint slot_data[]; };
 #else
-layout(std430, binding = 3) readonly buffer Residual { float res_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_RESIDUAL(VKF_MATMUL_WEIGHTS)) readonly buffer Residual { float res_data[]; };
 #endif
-layout(std430, binding = 4) writeonly buffer Y { float y_data[]; };
-#define VKF_MATMUL_K_BINDING 5
-#define VKF_MATMUL_V_BINDING 6
+layout(std430, binding = VKF_MATMUL_BINDING_Y(VKF_MATMUL_WEIGHTS)) writeonly buffer Y { float y_data[]; };
 
 #include "matmul_epilogue.glsl"
 

@@ -3,9 +3,10 @@
 // the raw sums of a K slice, P[(slice * m + row) * n + col], for the reduce pass.
 // The including shader declares `params` (flags, m, n, ldy and the *_base members),
 // bias_data (VKF_WEIGHT, weights_io.glsl), res_data and y_data (float) before including it;
-// SCATTER variants declare slot_data (uint) in place of res_data and the bindings of the K
-// and V caches, VKF_MATMUL_K_BINDING and VKF_MATMUL_V_BINDING. NO_EPILOGUE variants declare
-// y_data (the partial sums) alone and store raw sums only.
+// SCATTER variants declare slot_data (uint) in place of res_data, and every shader defines
+// VKF_MATMUL_WEIGHTS, its weight bindings, which place the K and V caches
+// (interface/matmul_bindings.h). NO_EPILOGUE variants declare y_data (the partial sums) alone
+// and store raw sums only.
 //
 // SCATTER (the fused QKV projection of a transformer layer): each output element goes where
 // attention reads it, Q to Y and K and V into the caches at the rows' slots, so no separate
@@ -20,8 +21,8 @@
 
 #if defined(SCATTER)
 layout(constant_id = VKF_MATMUL_SPEC_SCATTER_HEAD_DIM) const uint SCATTER_D = 64;
-layout(std430, binding = VKF_MATMUL_K_BINDING) buffer KCache { uint k_cache[]; };
-layout(std430, binding = VKF_MATMUL_V_BINDING) buffer VCache { uint v_cache[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_K_CACHE(VKF_MATMUL_WEIGHTS)) buffer KCache { uint k_cache[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_V_CACHE(VKF_MATMUL_WEIGHTS)) buffer VCache { uint v_cache[]; };
 #endif
 
 #if !defined(NO_EPILOGUE)

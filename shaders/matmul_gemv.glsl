@@ -20,8 +20,8 @@ shared vec4 sums[WG];
 #if defined(GEMV_F16)
 // 16-byte views of X and W (the same bindings), read only where the flags say rows line up:
 // k % 8 == 0, x_base % 4 == 0, w_base % 8 == 0, and K slices start on 8 elements.
-layout(std430, binding = 0) readonly buffer XV { vec4 xv_data[]; };  // 4 floats
-layout(std430, binding = 1) readonly buffer WV { uvec4 wv_data[]; }; // 8 halves
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer XV { vec4 xv_data[]; };  // 4 floats
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer WV { uvec4 wv_data[]; }; // 8 halves
 const uint FOLD = 8u; // == kF16FoldProducts (host/ops/matmul.hpp)
 
 // One column's 8 products in fp16 (two lanes of 4 fused multiply-adds), added in fp32.

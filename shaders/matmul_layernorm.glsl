@@ -10,20 +10,22 @@
 #if defined(LN_X)
 // After X, W, bias, residual (the slots), Y and a scatter's caches.
 #if defined(SCATTER)
-#define VKF_MATMUL_LN_BINDING 7
+#define VKF_MATMUL_LN_BINDING VKF_MATMUL_BINDING_LN_WEIGHT(VKF_MATMUL_WEIGHTS, 1)
+#define VKF_MATMUL_LN_BIAS_BINDING VKF_MATMUL_BINDING_LN_BIAS(VKF_MATMUL_WEIGHTS, 1)
 #else
-#define VKF_MATMUL_LN_BINDING 5
+#define VKF_MATMUL_LN_BINDING VKF_MATMUL_BINDING_LN_WEIGHT(VKF_MATMUL_WEIGHTS, 0)
+#define VKF_MATMUL_LN_BIAS_BINDING VKF_MATMUL_BINDING_LN_BIAS(VKF_MATMUL_WEIGHTS, 0)
 #endif
 layout(std430, binding = VKF_MATMUL_LN_BINDING) readonly buffer LnWeight { VKF_WEIGHT ln_w[]; };
-layout(std430, binding = VKF_MATMUL_LN_BINDING + 1) readonly buffer LnBias { VKF_WEIGHT ln_b[]; };
+layout(std430, binding = VKF_MATMUL_LN_BIAS_BINDING) readonly buffer LnBias { VKF_WEIGHT ln_b[]; };
 // Vector views (8 elements a load, as W's): on llvmpipe every load costs per lane, and the
 // chunk loops normalize X once per group of columns.
 #if defined(WEIGHTS_F16)
 layout(std430, binding = VKF_MATMUL_LN_BINDING) readonly buffer LnWeight8 { uvec4 ln_w8[]; };
-layout(std430, binding = VKF_MATMUL_LN_BINDING + 1) readonly buffer LnBias8 { uvec4 ln_b8[]; };
+layout(std430, binding = VKF_MATMUL_LN_BIAS_BINDING) readonly buffer LnBias8 { uvec4 ln_b8[]; };
 #else
 layout(std430, binding = VKF_MATMUL_LN_BINDING) readonly buffer LnWeight4 { vec4 ln_w4[]; };
-layout(std430, binding = VKF_MATMUL_LN_BINDING + 1) readonly buffer LnBias4 { vec4 ln_b4[]; };
+layout(std430, binding = VKF_MATMUL_LN_BIAS_BINDING) readonly buffer LnBias4 { vec4 ln_b4[]; };
 #endif
 
 float ln_mean[RM];

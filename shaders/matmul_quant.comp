@@ -65,47 +65,46 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #include "weights_io.glsl"
 #include "quant_io.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x_data[]; };
-layout(std430, binding = 1) readonly buffer W { uint w_data[]; };
-layout(std430, binding = 2) readonly buffer Scales { uint s_data[]; };
+#define VKF_MATMUL_WEIGHTS VKF_MATMUL_WEIGHTS_QUANT  // interface/matmul_bindings.h
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X { float x_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W { uint w_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_SCALES) readonly buffer Scales { uint s_data[]; };
 #if defined(WIDE64)
-layout(std430, binding = 2) readonly buffer Scales4 { uint64_t s4_data[]; }; // 4 scales
+layout(std430, binding = VKF_MATMUL_BINDING_SCALES) readonly buffer Scales4 { uint64_t s4_data[]; }; // 4 scales
 #else
-layout(std430, binding = 2) readonly buffer Scales4 { uvec2 s4_data[]; }; // 4 scales
+layout(std430, binding = VKF_MATMUL_BINDING_SCALES) readonly buffer Scales4 { uvec2 s4_data[]; }; // 4 scales
 #endif
 #if defined(NO_EPILOGUE)
 // As matmul.comp's NO_EPILOGUE: the raw sums only (4 storage buffers), the REDUCE pass of
 // matmul.comp applies the epilogue.
-layout(std430, binding = 3) writeonly buffer Y { float y_data[]; };  // the partial sums
+layout(std430, binding = VKF_MATMUL_BINDING_PARTIALS(VKF_MATMUL_WEIGHTS)) writeonly buffer Y { float y_data[]; };
 #else
-layout(std430, binding = 3) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_BIAS(VKF_MATMUL_WEIGHTS)) readonly buffer Bias { VKF_WEIGHT bias_data[]; };
 #if defined(SCATTER)
-layout(std430, binding = 4) readonly buffer Slots { uint slot_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_RESIDUAL(VKF_MATMUL_WEIGHTS)) readonly buffer Slots { uint slot_data[]; };
 #else
-layout(std430, binding = 4) readonly buffer Residual { float res_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_RESIDUAL(VKF_MATMUL_WEIGHTS)) readonly buffer Residual { float res_data[]; };
 #endif
-layout(std430, binding = 5) writeonly buffer Y { float y_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_Y(VKF_MATMUL_WEIGHTS)) writeonly buffer Y { float y_data[]; };
 #endif
-#define VKF_MATMUL_K_BINDING 6
-#define VKF_MATMUL_V_BINDING 7
 // Vector views of X and W (the same bindings), read unless SCALAR.
 #if defined(SCALAR)
 #elif defined(WIDE64)
-layout(std430, binding = 0) readonly buffer X64 { u64vec2 x64_data[]; }; // 4 floats
-layout(std430, binding = 1) readonly buffer W64 { u64vec2 w64_data[]; }; // 4 words
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X64 { u64vec2 x64_data[]; }; // 4 floats
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W64 { u64vec2 w64_data[]; }; // 4 words
 #else
-layout(std430, binding = 0) readonly buffer X4 { vec4 x4_data[]; };
-layout(std430, binding = 1) readonly buffer W4 { uvec4 w4_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer X4 { vec4 x4_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_W) readonly buffer W4 { uvec4 w4_data[]; };
 #endif
 
 #if defined(INTDOT)
 // X quantized (matmul_quant_x.comp): words of 4 int8 values, then 2 words per block (scale, sum).
-layout(std430, binding = 0) readonly buffer XQ { uint xq_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer XQ { uint xq_data[]; };
 #if defined(SCALAR)
 #elif defined(WIDE64)
-layout(std430, binding = 0) readonly buffer XQ64 { u64vec2 xq64_data[]; }; // 4 words
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer XQ64 { u64vec2 xq64_data[]; }; // 4 words
 #else
-layout(std430, binding = 0) readonly buffer XQ4 { uvec4 xq4_data[]; };
+layout(std430, binding = VKF_MATMUL_BINDING_X) readonly buffer XQ4 { uvec4 xq4_data[]; };
 #endif
 // OpSDot (4450) of two words of 4 signed 8-bit values (PackedVectorFormat4x8Bit = 0), with
 // capabilities DotProductInput4x8BitPacked (6019) and DotProduct (6018): glslang 12 has no

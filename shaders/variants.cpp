@@ -1,6 +1,6 @@
 #include "shaders/variants.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <string>

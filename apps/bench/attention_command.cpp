@@ -7,9 +7,9 @@
 #include "apps/bench/result_table.hpp"
 #include "apps/bench/runner.hpp"
 #include "apps/common/options.hpp"
+#include "base/error.hpp"
 #include "host/ops/attention.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 #include "vkf_version.hpp"
 
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 #include "apps/bench/comparison.hpp"
 
 #include "apps/bench/suites.hpp"
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
 #include <fmt/format.h>
 

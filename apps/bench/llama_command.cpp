@@ -8,7 +8,7 @@
 #include "apps/bench/llama_rows.hpp"
 #include "apps/bench/suites.hpp"
 #include "apps/common/options.hpp"
-#include "host/util/files.hpp"
+#include "base/files.hpp"
 #include "runtime/device_info_json.hpp"
 #include "vkf_version.hpp"
 

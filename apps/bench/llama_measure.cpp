@@ -1,11 +1,11 @@
 #include "apps/bench/llama_measure.hpp"
 
 #include "apps/bench/model_work.hpp"
+#include "base/error.hpp"
 #include "host/model/batch.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/compare.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

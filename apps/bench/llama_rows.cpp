@@ -227,7 +227,7 @@ std::vector<std::string> markdown_values(const LlamaRow& r) {
             size_label(r.model_size),
             params_label(r.model_n_params),
             r.backends,
-            std::to_string(r.n_gpu_layers),
+            fmt::to_string(r.n_gpu_layers),
             test_label(r.test),
             r.failed ? std::string("FAILED check") : fmt::format("{:.2f} ± {:.2f}", r.avg_ts(), r.stddev_ts()),
             err,

@@ -1,6 +1,6 @@
 #include "apps/bench/progress.hpp"
 
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
 #include <fmt/format.h>
 

@@ -4,9 +4,9 @@
 #include "apps/bench/commands.hpp"
 #include "apps/bench/report.hpp"
 #include "apps/common/options.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/json.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 #include "vkf_version.hpp"
 
 #include <fmt/format.h>

@@ -89,7 +89,7 @@ std::string llama_section(std::span<const ReportInput> inputs) {
     for (std::size_t f = 0; f < inputs.size(); ++f) {
         for (std::size_t i = 0; i < inputs[f].llama_rows.size(); ++i) {
             const json& row = inputs[f].llama_rows[i];
-            const std::string key = std::to_string(i);
+            const std::string key = fmt::to_string(i);
             const std::string label = test_label(test_of(row));
             const std::string status = row.contains("vkf_status") ? text_of(row, "vkf_status") : "unchecked";
             html += fmt::format(

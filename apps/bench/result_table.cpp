@@ -1,6 +1,6 @@
 #include "apps/bench/result_table.hpp"
 
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 #include "runtime/device_info_json.hpp"
 
 #include <fmt/format.h>

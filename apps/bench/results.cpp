@@ -1,7 +1,7 @@
 #include "apps/bench/results.hpp"
 
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 
 #include <fmt/format.h>
 

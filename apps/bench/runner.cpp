@@ -2,8 +2,8 @@
 
 #include "apps/bench/result_table.hpp"
 #include "apps/common/exit_codes.hpp"
+#include "base/error.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 #include "vkf_version.hpp"
 
 #include <fmt/format.h>

@@ -4,9 +4,9 @@
 
 #include "apps/bench/suites.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/ops/elementwise.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 #include "shaders/interface/bench_ceilings.h"
 #include "shaders/variants.hpp"
 

@@ -5,9 +5,9 @@
 
 #include "apps/bench/suites.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/matmul.hpp"
 #include "host/quant/quant_format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

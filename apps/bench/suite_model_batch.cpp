@@ -10,9 +10,9 @@
 
 #include "apps/bench/model_work.hpp"
 #include "apps/bench/suites.hpp"
+#include "base/error.hpp"
 #include "host/model/batch.hpp"
 #include "host/sched/kv_blocks.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

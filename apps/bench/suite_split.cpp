@@ -11,8 +11,8 @@
 #include "apps/bench/model_work.hpp"
 #include "apps/bench/suites.hpp"
 
+#include "base/error.hpp"
 #include "host/spec/random_weights.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -176,7 +176,7 @@ std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s) {
                 }
                 std::string ids;
                 for (std::uint32_t id : token_ids(prompt, config.vocab_size)) {
-                    ids += (ids.empty() ? "" : ",") + std::to_string(id);
+                    ids += (ids.empty() ? "" : ",") + fmt::to_string(id);
                 }
                 const fs::path log = fs::temp_directory_path() / fmt::format("vkf-bench-split-{}.log", ::getpid());
                 const std::string line = fmt::format(

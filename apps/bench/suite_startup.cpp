@@ -14,9 +14,9 @@
 
 #include "apps/bench/suites.hpp"
 
+#include "base/error.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -52,7 +52,7 @@ StartPass start_once(const Context& outer, const std::filesystem::path& cache_di
     StartPass p;
     const auto t0 = std::chrono::steady_clock::now();
     Context ctx(ContextOptions{.validation = outer.validation_enabled(),
-                               .device = std::to_string(outer.device_info().index),
+                               .device = fmt::to_string(outer.device_info().index),
                                .limits = outer.overrides(),
                                .pipeline_cache_dir = cache_dir});
     const Model model(ctx, config, format);

@@ -4,9 +4,9 @@
 
 #include "host/ops/device_tensor.hpp"
 
-#include "host/util/format.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/util/random.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -4,9 +4,9 @@
 
 #include "apps/bench/comparison.hpp"
 #include "apps/common/svg_chart.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 
 #include <fmt/format.h>
 
@@ -23,7 +23,7 @@ std::string param_text(const Param& p) {
     if (const auto* s = std::get_if<std::string>(&p.value)) {
         return *s;
     }
-    return std::to_string(std::get<std::int64_t>(p.value));
+    return fmt::to_string(std::get<std::int64_t>(p.value));
 }
 
 }  // namespace

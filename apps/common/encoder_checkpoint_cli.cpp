@@ -2,10 +2,10 @@
 
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/ops/attention.hpp"
 #include "host/spec/encoder_checkpoint.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

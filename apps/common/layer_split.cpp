@@ -1,8 +1,10 @@
 #include "apps/common/layer_split.hpp"
 
 #include "apps/common/app_main.hpp"
+#include "base/error.hpp"
 #include "host/model/layer_range.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 namespace vkf::app {
 
@@ -20,8 +22,8 @@ std::vector<std::uint32_t> layer_split_counts(const std::optional<std::string>& 
 void check_split_stages(const std::optional<std::string>& split, std::size_t devices) {
     const std::vector<std::uint32_t> counts = layer_split_counts(split);
     if (!counts.empty() && counts.size() != devices) {
-        throw UsageError("--split " + *split + " gives " + std::to_string(counts.size()) + " stages for " +
-                         std::to_string(devices) + " devices");
+        throw UsageError("--split " + *split + " gives " + fmt::to_string(counts.size()) + " stages for " +
+                         fmt::to_string(devices) + " devices");
     }
 }
 

@@ -1,8 +1,8 @@
 #include "apps/common/model_tokenizer.hpp"
 
+#include "base/error.hpp"
 #include "host/io/gguf.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
-#include "runtime/error.hpp"
 
 #include <filesystem>
 #include <optional>

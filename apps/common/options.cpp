@@ -1,6 +1,8 @@
 #include "apps/common/options.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <cstdlib>
 
@@ -184,12 +186,12 @@ void add_device_options(CLI::App& cli, DeviceOptions& options, bool with_timeout
         const std::uint32_t max_s = static_cast<std::uint32_t>(kMaxTimeout.count() / 1000);
         add_parsed_option(cli, "--timeout", "S",
                           "seconds one submission may take before the device counts as hung, 1 to " +
-                              std::to_string(max_s) + "\n(default VKF_TIMEOUT_MS, else 120; 600 on CPU drivers)",
+                              fmt::to_string(max_s) + "\n(default VKF_TIMEOUT_MS, else 120; 600 on CPU drivers)",
                           [&options, max_s](const std::string& text) {
                               const auto s = parse_integer<std::uint32_t>("--timeout", text, 1u);
                               if (s > max_s) {
                                   throw UsageError("--timeout needs a whole number of seconds from 1 to " +
-                                                   std::to_string(max_s) + ", not '" + text + "'");
+                                                   fmt::to_string(max_s) + ", not '" + text + "'");
                               }
                               options.timeout_s = s;
                           });

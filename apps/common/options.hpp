@@ -9,6 +9,8 @@
 #include "runtime/context.hpp"
 #include "runtime/limits.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -31,7 +33,7 @@ T parse_integer(std::string_view option, std::string_view text, T min) {
     T value{};
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min) {
-        throw UsageError(std::string(option) + " needs a whole number >= " + std::to_string(min) + ", not '" +
+        throw UsageError(std::string(option) + " needs a whole number >= " + fmt::to_string(min) + ", not '" +
                          std::string(text) + "'");
     }
     return value;

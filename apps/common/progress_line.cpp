@@ -1,6 +1,6 @@
 #include "apps/common/progress_line.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

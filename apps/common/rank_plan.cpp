@@ -3,13 +3,13 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/exit_codes.hpp"
 #include "apps/common/stop_signals.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/model/layer_split.hpp"
 #include "host/model/weights.hpp"
 #include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/model_tensors.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

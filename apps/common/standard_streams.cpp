@@ -1,6 +1,6 @@
 #include "apps/common/standard_streams.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

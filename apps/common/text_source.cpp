@@ -1,7 +1,7 @@
 #include "apps/common/text_source.hpp"
 
+#include "base/error.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -6,8 +6,8 @@
 #include "apps/common/stop_signals.hpp"
 #include "apps/common/streamed_text.hpp"
 #include "apps/common/text_source.hpp"
+#include "base/error.hpp"
 #include "host/model/generation.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -4,15 +4,15 @@
 #include "apps/common/rank_plan.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/run/report.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
 #include "host/dist/test_fault.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/model/weights.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -136,8 +136,8 @@ LoadedStage agree_and_load(Context& ctx, dist::Channel& channel, const Options& 
                                   {.max_tokens = plan.size.max_tokens,
                                    .chunk = plan.size.chunk,
                                    .kv_dtype = o.kv.dense,
-                                     .kv_k_quant = o.kv.k_quant(),
-                                     .kv_v_quant = o.kv.v_quant(),
+                                   .kv_k_quant = o.kv.k_quant(),
+                                   .kv_v_quant = o.kv.v_quant(),
                                    .window = plan.size.window},
                                   all);
         return plan_text(plan);

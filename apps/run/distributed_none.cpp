@@ -1,7 +1,7 @@
 // vkf-run in a build without MPI (libopenmpi-dev was not found when it was configured).
 #include "apps/run/distributed.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf::run_cli {
 

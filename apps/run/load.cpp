@@ -1,7 +1,7 @@
 #include "apps/run/load.hpp"
 
 #include "apps/common/progress_line.hpp"
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
 #include <fmt/format.h>
 

@@ -5,9 +5,9 @@
 #include "apps/run/load.hpp"
 #include "apps/run/prompt_batch.hpp"
 #include "apps/run/stages.hpp"
+#include "base/format.hpp"
 #include "host/model/split_batch.hpp"
 #include "host/model/split_model.hpp"
-#include "host/util/format.hpp"
 #include "runtime/device_info_json.hpp"
 
 #include <fmt/format.h>
@@ -43,7 +43,9 @@ public:
         loaded_ = load_model(ctx_, options_,
                              {.max_tokens = size.max_tokens,
                               .chunk = size.chunk,
-                              .kv_dtype = options_.kv.dense, .kv_k_quant = options_.kv.k_quant(), .kv_v_quant = options_.kv.v_quant(),
+                              .kv_dtype = options_.kv.dense,
+                              .kv_k_quant = options_.kv.k_quant(),
+                              .kv_v_quant = options_.kv.v_quant(),
                               .window = size.sequences == 0 ? options_.window.value_or(0) : 0});
         front_ = make_front({.stages = {loaded_.model.get()}}, run_batch_options(options_, size));
         prepared_ = front_->prepare(size.prompt_tokens);
@@ -121,7 +123,9 @@ public:
                              .check_finite_weights = !options_.skip_weight_check,
                              .session = {.max_tokens = size.max_tokens,
                                          .chunk = size.chunk,
-                                         .kv_dtype = options_.kv.dense, .kv_k_quant = options_.kv.k_quant(), .kv_v_quant = options_.kv.v_quant(),
+                                         .kv_dtype = options_.kv.dense,
+                                         .kv_k_quant = options_.kv.k_quant(),
+                                         .kv_v_quant = options_.kv.v_quant(),
                                          .window = options_.window.value_or(0)}};
         auto line = std::make_shared<app::ProgressLine>(!options_.quiet);
         options.progress = [line](const WeightUploadProgress& p) {

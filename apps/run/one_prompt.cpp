@@ -9,10 +9,10 @@
 #include "apps/run/check.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/stages.hpp"
+#include "base/error.hpp"
 #include "host/io/npy.hpp"
 #include "host/model/batch_generation.hpp"
 #include "host/quant/kv_quant.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -115,9 +115,9 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
     // K and V of one token in every layer, quantized blocks' scales included (kv_token_bytes):
     // the first key after "kv".
     nlohmann::ordered_json after_kv = {
-        {"kv_bytes_per_token", std::uint64_t{config.n_layer} * kv_token_bytes(o.kv.dense, o.kv.k_quant(),
-                                                                              o.kv.v_quant(), config.n_kv_head,
-                                                                              config.head_dim)}};
+        {"kv_bytes_per_token",
+         std::uint64_t{config.n_layer} *
+             kv_token_bytes(o.kv.dense, o.kv.k_quant(), o.kv.v_quant(), config.n_kv_head, config.head_dim)}};
     after_kv.update(run.after_kv);
     run.after_kv = std::move(after_kv);
     if (o.json) {

@@ -4,7 +4,7 @@
 #include "apps/common/exit_codes.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/run/report.hpp"
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 #include "runtime/device_info_json.hpp"
 
 #include <fmt/format.h>

@@ -4,10 +4,10 @@
 #include "apps/common/layer_split.hpp"
 #include "apps/common/text_source.hpp"
 
+#include "base/error.hpp"
 #include "host/dist/launch.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/layer_range.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -3,8 +3,8 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/progress_line.hpp"
 #include "apps/run/report.hpp"
+#include "base/error.hpp"
 #include "host/model/batch_generation.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -4,11 +4,11 @@
 // the front over all (make_front: a SplitBatch, which pipelines the steps).
 #include "apps/common/stop_signals.hpp"
 #include "apps/server/ranks.hpp"
+#include "base/error.hpp"
 #include "host/model/batch.hpp"
 #include "host/model/split_batch.hpp"
 #include "host/model/split_model.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

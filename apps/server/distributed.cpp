@@ -4,13 +4,13 @@
 #include "apps/common/rank_plan.hpp"
 #include "apps/common/stop_signals.hpp"
 #include "apps/server/ranks.hpp"
+#include "base/error.hpp"
 #include "host/dist/batch_pipeline.hpp"
 #include "host/dist/channel.hpp"
 #include "host/dist/handshake.hpp"
 #include "host/dist/test_fault.hpp"
 #include "host/io/json.hpp"
 #include "runtime/context.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -33,9 +33,9 @@ namespace {
 std::string shared_options(const Options& o) {
     return fmt::format("weights {}, kv {}, chunk {}, ctx {}, ctx blocks {}, window {}, parallel {}",
                        o.weights ? to_string(*o.weights) : std::string("as stored"), o.kv.name(), o.chunk,
-                       o.ctx ? std::to_string(*o.ctx) : std::string("default"),
-                       o.ctx_blocks ? std::to_string(*o.ctx_blocks) : std::string("default"),
-                       o.window ? std::to_string(*o.window) : std::string("the model's"), o.parallel);
+                       o.ctx ? fmt::to_string(*o.ctx) : std::string("default"),
+                       o.ctx_blocks ? fmt::to_string(*o.ctx_blocks) : std::string("default"),
+                       o.window ? fmt::to_string(*o.window) : std::string("the model's"), o.parallel);
 }
 
 // The handshake (every rank's fingerprint with its device), then rank 0's layers for every

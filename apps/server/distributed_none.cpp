@@ -1,7 +1,7 @@
 // vkf-server in a build without MPI (libopenmpi-dev was not found when it was configured).
 #include "apps/server/ranks.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf::server {
 

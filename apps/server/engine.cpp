@@ -31,8 +31,8 @@ struct Engine::Generation {
     std::shared_ptr<Channel> channel;
     std::uint32_t index;
     text::TokenTextSink text;
-    bool cancel_sent = false;  // the client went away and the generator was told
-    bool failed = false;       // a Failed event was sent: no End
+    bool cancel_sent = false;             // the client went away and the generator was told
+    bool failed = false;                  // a Failed event was sent: no End
     std::vector<TokenLogprobs> logprobs;  // not yet sent with an event
 };
 

@@ -1,10 +1,10 @@
 #include "apps/server/generation_route.hpp"
 
 #include "apps/server/connections.hpp"
+#include "base/error.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -109,8 +109,8 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
                                      r.endpoint == serve::Endpoint::Chat ? "messages" : "prompt");
     }
     if (tokens > d.max_prompt_tokens) {
-        throw serve::invalid_request("the prompt is " + std::to_string(tokens) + " tokens; the server's limit is " +
-                                         std::to_string(d.max_prompt_tokens) + " (--max-prompt-tokens)",
+        throw serve::invalid_request("the prompt is " + fmt::to_string(tokens) + " tokens; the server's limit is " +
+                                         fmt::to_string(d.max_prompt_tokens) + " (--max-prompt-tokens)",
                                      r.endpoint == serve::Endpoint::Chat ? "messages" : "prompt",
                                      "context_length_exceeded");
     }
@@ -118,15 +118,15 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     const std::uint32_t room = d.sequence_tokens - tokens + 1;
     const std::uint32_t n_predict = r.max_tokens.value_or(std::min(room, served.settings.limits.max_tokens));
     if (n_predict > room) {
-        throw serve::invalid_request("a " + std::to_string(tokens) + "-token prompt and max_tokens " +
-                                         std::to_string(n_predict) + " need " + std::to_string(tokens + n_predict - 1) +
-                                         " tokens of context; a sequence holds " + std::to_string(d.sequence_tokens) +
+        throw serve::invalid_request("a " + fmt::to_string(tokens) + "-token prompt and max_tokens " +
+                                         fmt::to_string(n_predict) + " need " + fmt::to_string(tokens + n_predict - 1) +
+                                         " tokens of context; a sequence holds " + fmt::to_string(d.sequence_tokens) +
                                          " (--ctx)",
                                      "max_tokens", "context_length_exceeded");
     }
     if (r.n > d.engine->options().parallel) {
-        throw serve::invalid_request("n is " + std::to_string(r.n) + "; this server runs at most " +
-                                         std::to_string(d.engine->options().parallel) +
+        throw serve::invalid_request("n is " + fmt::to_string(r.n) + "; this server runs at most " +
+                                         fmt::to_string(d.engine->options().parallel) +
                                          " sequences at once (--parallel)",
                                      "n");
     }

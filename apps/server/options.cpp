@@ -1,11 +1,11 @@
 #include "apps/server/options.hpp"
 
 #include "apps/common/layer_split.hpp"
+#include "base/error.hpp"
 #include "host/io/text_file.hpp"
 #include "host/model/front_factory.hpp"
 #include "host/model/layer_range.hpp"
 #include "host/serve/access.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

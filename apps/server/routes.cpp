@@ -3,9 +3,9 @@
 #include "apps/server/generation_route.hpp"
 #include "apps/server/page_route.hpp"
 #include "apps/server/route_access.hpp"
+#include "base/error.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -95,25 +95,25 @@ void embeddings(Served& served, const httplib::Request& req, httplib::Response& 
         try {
             inputs.push_back(enc->tokenizer->encode(r.texts[i]));
         } catch (const Error& e) {
-            throw serve::invalid_request("input[" + std::to_string(i) + "]: " + e.what(), "input");
+            throw serve::invalid_request("input[" + fmt::to_string(i) + "]: " + e.what(), "input");
         }
     }
     const std::uint32_t vocab = enc->encoder->config().vocab_size;
     std::uint64_t tokens = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const std::string param = "input[" + std::to_string(i) + "]";
+        const std::string param = "input[" + fmt::to_string(i) + "]";
         if (inputs[i].empty()) {
             throw serve::invalid_request(param + " encodes to no tokens", "input");
         }
         if (inputs[i].size() > enc->max_tokens) {
-            throw serve::invalid_request(param + " is " + std::to_string(inputs[i].size()) + " tokens; the limit is " +
-                                             std::to_string(enc->max_tokens),
+            throw serve::invalid_request(param + " is " + fmt::to_string(inputs[i].size()) + " tokens; the limit is " +
+                                             fmt::to_string(enc->max_tokens),
                                          "input", "context_length_exceeded");
         }
         for (const std::uint32_t id : inputs[i]) {
             if (id >= vocab) {
-                throw serve::invalid_request(param + " holds token id " + std::to_string(id) +
-                                                 ", outside the vocabulary of " + std::to_string(vocab),
+                throw serve::invalid_request(param + " holds token id " + fmt::to_string(id) +
+                                                 ", outside the vocabulary of " + fmt::to_string(vocab),
                                              "input");
             }
         }

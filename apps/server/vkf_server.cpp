@@ -13,6 +13,8 @@
 #include "apps/server/ranks.hpp"
 #include "apps/server/routes.hpp"
 #include "apps/server/signal_stop.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/dist/launch.hpp"
 #include "host/io/gguf.hpp"
 #include "host/io/json.hpp"
@@ -20,8 +22,6 @@
 #include "host/model/encoder.hpp"
 #include "host/model/front_factory.hpp"
 #include "host/spec/encoder_config.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

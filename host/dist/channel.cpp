@@ -22,7 +22,7 @@ std::string signal_name(int signal) {
         case 15:
             return "SIGTERM";
         default:
-            return "signal " + std::to_string(signal);
+            return "signal " + fmt::to_string(signal);
     }
 }
 

@@ -15,8 +15,10 @@
 // MPI's transport (shared memory on one host, TCP or InfiniBand across hosts) carries
 // everything; nothing here opens a socket.
 
+#include "base/error.hpp"
 #include "host/dist/mpi_env.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <mpi.h>
 
@@ -117,8 +119,8 @@ public:
         static_assert(std::is_trivially_copyable_v<T>);
         const std::vector<std::byte> bytes = receive(source, tag);
         if (bytes.size() % sizeof(T) != 0) {
-            throw Error("rank " + std::to_string(source) + " sent a message of " + std::to_string(bytes.size()) +
-                        " bytes, not a whole number of " + std::to_string(sizeof(T)) + "-byte values");
+            throw Error("rank " + fmt::to_string(source) + " sent a message of " + fmt::to_string(bytes.size()) +
+                        " bytes, not a whole number of " + fmt::to_string(sizeof(T)) + "-byte values");
         }
         std::vector<T> values(bytes.size() / sizeof(T));
         if (!bytes.empty()) {  // an empty message (a step with no logits) has no buffers to copy

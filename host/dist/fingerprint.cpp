@@ -1,9 +1,9 @@
 #include "host/dist/fingerprint.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/util/dtype.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 #include "vkf_version.hpp"
 
 #include <fmt/format.h>
@@ -55,7 +55,7 @@ Fingerprint fingerprint(const std::filesystem::path& model, std::string split, s
     const ShardedCheckpoint checkpoint = open_checkpoint(model);
     for (const auto& file : checkpoint.files()) {
         h.add(file->path().filename().string());
-        h.add(std::to_string(file->file_size()));
+        h.add(fmt::to_string(file->file_size()));
         for (const auto& [key, value] : file->metadata()) {
             h.add(key);
             h.add(value);

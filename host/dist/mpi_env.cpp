@@ -1,6 +1,6 @@
 #include "host/dist/mpi_env.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <mpi.h>
 

@@ -6,7 +6,7 @@
 
 #include "host/grammar/grammar.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "host/util/endian.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {

@@ -20,7 +20,7 @@
 // multiple of its type's block, a tensor offset that is not aligned, a tensor past the end of
 // the file or overlapping another. Tensor bytes are read by offset when asked for.
 
-#include "host/util/files.hpp"
+#include "base/files.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,8 +2,10 @@
 // offending value. Parsing is json_parse.cpp, key paths json_path.cpp, writing json_write.cpp.
 #include "host/io/json.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json_internal.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <charconv>
 #include <limits>
@@ -95,7 +97,7 @@ void JsonValue::fail_expected(std::string_view expected) const {
 }
 
 void JsonValue::fail_range(std::int64_t min, std::uint64_t max) const {
-    fail("expected an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + describe(*this));
+    fail("expected an integer in [" + fmt::to_string(min) + ", " + fmt::to_string(max) + "], got " + describe(*this));
 }
 
 void JsonValue::require(JsonKind kind, std::string_view expected) const {
@@ -171,7 +173,7 @@ const JsonValue& JsonValue::at(std::string_view key) const {
 const JsonValue& JsonValue::at(std::size_t index) const {
     const std::span<const JsonValue> elements = as_array();
     if (index >= elements.size()) {
-        fail("index " + std::to_string(index) + " is out of range for an array of " + std::to_string(elements.size()) +
+        fail("index " + fmt::to_string(index) + " is out of range for an array of " + fmt::to_string(elements.size()) +
              " elements");
     }
     return elements[index];

@@ -2,9 +2,11 @@
 // nlohmann lets through that vkformer refuses is checked on the way.
 #include "host/io/json.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/json_internal.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -34,7 +36,7 @@ std::string line_and_column(std::string_view text, std::size_t offset) {
     const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
     const std::size_t line_start = text.rfind('\n', offset == 0 ? std::string_view::npos : offset - 1);
     const std::size_t column = offset - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
-    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+    return "line " + fmt::to_string(line) + ", column " + fmt::to_string(column);
 }
 
 // nlohmann's problem text without its "[json.exception...] parse error at line L, column
@@ -233,7 +235,7 @@ private:
     template <class Container>
     bool open(Container empty) {
         if (stack_.size() >= max_depth_) {
-            fail_here("nesting deeper than " + std::to_string(max_depth_) + " levels");
+            fail_here("nesting deeper than " + fmt::to_string(max_depth_) + " levels");
         }
         JsonValue value = make(std::move(empty));
         value.document_ = document_;

@@ -4,6 +4,8 @@
 
 #include "host/io/json_internal.hpp"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -18,7 +20,7 @@ std::string child_path(const std::string& parent, std::string_view key) {
 }
 
 std::string element_path(const std::string& parent, std::size_t index) {
-    return parent + "[" + std::to_string(index) + "]";
+    return parent + "[" + fmt::to_string(index) + "]";
 }
 
 // Walks a document again to name the value at a given position in document order (the

@@ -1,5 +1,7 @@
 #include "host/io/npy.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -8,11 +10,11 @@
 #include <new>
 #include <optional>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {
@@ -113,7 +115,7 @@ public:
 
 private:
     [[noreturn]] void error(const std::string& problem) const {
-        fail(path_, "unparsable header dictionary (" + problem + " at offset " + std::to_string(pos_) +
+        fail(path_, "unparsable header dictionary (" + problem + " at offset " + fmt::to_string(pos_) +
                         "): " + printable_excerpt());
     }
 
@@ -256,28 +258,28 @@ NpyInfo read_header(const ReadableFile& file) {
         }
     }
     if (start_bytes < kMagic.size() + 2) {
-        fail(path, "truncated header: the file has only " + std::to_string(file.size()) + " bytes");
+        fail(path, "truncated header: the file has only " + fmt::to_string(file.size()) + " bytes");
     }
     const auto major = static_cast<unsigned>(start[6]);
     const auto minor = static_cast<unsigned>(start[7]);
     if (minor != 0 || major < 1 || major > 3) {
-        fail(path, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
+        fail(path, "unsupported format version " + fmt::to_string(major) + "." + fmt::to_string(minor) +
                        " (1.0, 2.0 and 3.0 are supported)");
     }
     // Version 1.0 stores the header length in 2 bytes, versions 2.0 and 3.0 in 4.
     const std::size_t length_bytes = major == 1 ? 2 : 4;
     const std::size_t preamble = kMagic.size() + 2 + length_bytes;
     if (start_bytes < preamble) {
-        fail(path, "truncated header: the file has only " + std::to_string(file.size()) + " bytes");
+        fail(path, "truncated header: the file has only " + fmt::to_string(file.size()) + " bytes");
     }
     const std::uint64_t header_length = load_le<std::uint32_t>(start.data() + 8, length_bytes);
     if (header_length > file.size() - preamble) {
-        fail(path, "header length " + std::to_string(header_length) + " extends beyond the end of the file (" +
-                       std::to_string(file.size()) + " bytes)");
+        fail(path, "header length " + fmt::to_string(header_length) + " extends beyond the end of the file (" +
+                       fmt::to_string(file.size()) + " bytes)");
     }
     if (header_length > kMaxHeaderBytes) {
-        fail(path, "header length " + std::to_string(header_length) + " is absurdly large (the limit is " +
-                       std::to_string(kMaxHeaderBytes) + " bytes)");
+        fail(path, "header length " + fmt::to_string(header_length) + " is absurdly large (the limit is " +
+                       fmt::to_string(kMaxHeaderBytes) + " bytes)");
     }
     std::string header_text(static_cast<std::size_t>(header_length), '\0');
     file.read_at(preamble, std::as_writable_bytes(std::span<char>(header_text)));
@@ -303,8 +305,8 @@ NpyInfo read_header(const ReadableFile& file) {
     const std::uint64_t data_offset = preamble + header_length;
     const std::uint64_t actual = file.size() - data_offset;
     if (actual != expected) {
-        fail(path, "data section has " + std::to_string(actual) + " bytes but shape " + shape_text(header.shape) +
-                       " of " + header.descr + " needs " + std::to_string(expected) +
+        fail(path, "data section has " + fmt::to_string(actual) + " bytes but shape " + shape_text(header.shape) +
+                       " of " + header.descr + " needs " + fmt::to_string(expected) +
                        (actual < expected ? " (truncated)" : " (trailing bytes)"));
     }
     return NpyInfo{.dtype = *dtype, .shape = header.shape, .data_offset = data_offset, .data_bytes = expected};
@@ -313,7 +315,7 @@ NpyInfo read_header(const ReadableFile& file) {
 std::string shape_tuple(std::span<const std::size_t> shape) {
     std::string text = "(";
     for (std::size_t i = 0; i < shape.size(); ++i) {
-        text += std::to_string(shape[i]);
+        text += fmt::to_string(shape[i]);
         text += shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "";
     }
     return text + ")";
@@ -366,7 +368,7 @@ void write_npy(const std::filesystem::path& path, DType dtype, std::span<const s
     const std::size_t element_bytes = element_size(dtype);
     if (!count || *count > std::numeric_limits<std::size_t>::max() / element_bytes ||
         data.size() != *count * element_bytes) {
-        throw Error("write_npy '" + path.string() + "': " + std::to_string(data.size()) +
+        throw Error("write_npy '" + path.string() + "': " + fmt::to_string(data.size()) +
                     " data bytes do not match shape " + shape_text(shape) + " of " + std::string(npy_descr(dtype)));
     }
 
@@ -417,7 +419,7 @@ std::vector<float> npy_as_float32(const NpyArray& array) {
     const std::size_t element_bytes = element_size(array.dtype);
     if (array.data.size() != count * element_bytes) {
         throw Error("npy_as_float32: array of shape " + shape_text(array.shape) + " holds " +
-                    std::to_string(array.data.size()) + " bytes instead of " + std::to_string(count * element_bytes));
+                    fmt::to_string(array.data.size()) + " bytes instead of " + fmt::to_string(count * element_bytes));
     }
     if (array.dtype != DType::F32 && array.dtype != DType::F16) {
         throw Error("npy_as_float32: dtype " + std::string(npy_descr(array.dtype)) + " is not a floating-point type");

@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {
@@ -81,25 +81,25 @@ TensorInfo parse_entry(const std::filesystem::path& path, const JsonMember& memb
     if (offsets.as_array().size() != 2) {
         fail_tensor(
             path, name,
-            "data_offsets must be [begin, end], got an array of " + std::to_string(offsets.size()) + " elements");
+            "data_offsets must be [begin, end], got an array of " + fmt::to_string(offsets.size()) + " elements");
     }
     const std::uint64_t begin = offsets.at(std::size_t{0}).as_uint64();
     const std::uint64_t end = offsets.at(std::size_t{1}).as_uint64();
-    const std::string offsets_text = "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+    const std::string offsets_text = "data_offsets [" + fmt::to_string(begin) + ", " + fmt::to_string(end) + "]";
     if (end < begin) {
         fail_tensor(path, name, offsets_text + " end before they begin");
     }
     if (end > data_size) {
         fail_tensor(
             path, name,
-            offsets_text + " extend beyond the data section, which has " + std::to_string(data_size) + " bytes");
+            offsets_text + " extend beyond the data section, which has " + fmt::to_string(data_size) + " bytes");
     }
     const std::optional<std::uint64_t> expected = checked_byte_size(shape, element_size(*dtype));
     if (!expected || *expected != end - begin) {
         fail_tensor(path, name,
-                    offsets_text + " hold " + std::to_string(end - begin) + " bytes but shape " + shape_text(shape) +
+                    offsets_text + " hold " + fmt::to_string(end - begin) + " bytes but shape " + shape_text(shape) +
                         " of " + dtype_text + " needs " +
-                        (expected ? std::to_string(*expected) : std::string("more than 2^64")));
+                        (expected ? fmt::to_string(*expected) : std::string("more than 2^64")));
     }
     return TensorInfo{.name = name, .dtype = *dtype, .shape = std::move(shape), .data_begin = begin, .data_end = end};
 }
@@ -116,20 +116,20 @@ void check_tiling(const std::filesystem::path& path, std::vector<TensorInfo>& te
     for (const TensorInfo& tensor : tensors) {
         if (tensor.data_begin < covered) {
             fail_tensor(path, tensor.name,
-                        "data_offsets [" + std::to_string(tensor.data_begin) + ", " + std::to_string(tensor.data_end) +
-                            "] overlap tensor '" + previous->name + "' at [" + std::to_string(previous->data_begin) +
-                            ", " + std::to_string(previous->data_end) + "]");
+                        "data_offsets [" + fmt::to_string(tensor.data_begin) + ", " + fmt::to_string(tensor.data_end) +
+                            "] overlap tensor '" + previous->name + "' at [" + fmt::to_string(previous->data_begin) +
+                            ", " + fmt::to_string(previous->data_end) + "]");
         }
         if (tensor.data_begin > covered) {
             fail_tensor(path, tensor.name,
-                        "data section bytes [" + std::to_string(covered) + ", " + std::to_string(tensor.data_begin) +
+                        "data section bytes [" + fmt::to_string(covered) + ", " + fmt::to_string(tensor.data_begin) +
                             ") before this tensor belong to no tensor (the format allows no holes)");
         }
         covered = tensor.data_end;
         previous = &tensor;
     }
     if (covered != data_size) {
-        fail(path, "data section bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
+        fail(path, "data section bytes [" + fmt::to_string(covered) + ", " + fmt::to_string(data_size) +
                        ") after the last tensor belong to no tensor (the format allows no holes)");
     }
 }
@@ -173,8 +173,8 @@ void SafetensorsFile::read_raw_into(const TensorInfo& info, std::uint64_t offset
     }
     if (offset > info.byte_size() || out.size() > info.byte_size() - offset) {
         fail_tensor(path(), info.name,
-                    "bytes " + std::to_string(offset) + " to " + std::to_string(offset + out.size()) +
-                        " lie beyond the tensor's " + std::to_string(info.byte_size()));
+                    "bytes " + fmt::to_string(offset) + " to " + fmt::to_string(offset + out.size()) +
+                        " lie beyond the tensor's " + fmt::to_string(info.byte_size()));
     }
     try {
         file_.read_at(data_start_ + info.data_begin + offset, out);
@@ -191,19 +191,19 @@ SafetensorsFile open_safetensors(const std::filesystem::path& path) {
     ReadableFile source(path, "safetensors file");
     const std::uint64_t file_size = source.size();
     if (file_size < 8) {
-        fail(path, "the file has only " + std::to_string(file_size) +
+        fail(path, "the file has only " + fmt::to_string(file_size) +
                        " bytes; a safetensors file starts with an 8-byte header length");
     }
     std::byte length[8];
     source.read_at(0, length);
     const std::uint64_t header_size = load_le<std::uint64_t>(length);
     if (header_size > kSafetensorsMaxHeaderBytes) {
-        fail(path, "header length " + std::to_string(header_size) + " is absurdly large (the limit is " +
-                       std::to_string(kSafetensorsMaxHeaderBytes) + " bytes)");
+        fail(path, "header length " + fmt::to_string(header_size) + " is absurdly large (the limit is " +
+                       fmt::to_string(kSafetensorsMaxHeaderBytes) + " bytes)");
     }
     if (header_size > file_size - 8) {
-        fail(path, "header length " + std::to_string(header_size) + " extends beyond the end of the file (" +
-                       std::to_string(file_size) + " bytes)");
+        fail(path, "header length " + fmt::to_string(header_size) + " extends beyond the end of the file (" +
+                       fmt::to_string(file_size) + " bytes)");
     }
     std::string header_bytes(static_cast<std::size_t>(header_size), '\0');
     source.read_at(8, std::as_writable_bytes(std::span<char>(header_bytes)));

@@ -17,9 +17,9 @@
 // unknown dtype, offsets outside the data section or with end < begin, a byte size that
 // does not match shape x dtype, tensors that overlap or leave holes, repeated names.
 
+#include "base/files.hpp"
 #include "host/io/tensor_file.hpp"
 #include "host/util/dtype.hpp"
-#include "host/util/files.hpp"
 
 #include <cstddef>
 #include <cstdint>

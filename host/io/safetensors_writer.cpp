@@ -1,10 +1,10 @@
 #include "host/io/safetensors_writer.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #include "host/io/tensor_file.hpp"
 
+#include "base/error.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "host/io/text_file.hpp"
 
-#include "host/util/files.hpp"
+#include "base/files.hpp"
 
 namespace vkf {
 

@@ -1,7 +1,7 @@
 #include "host/model/batch.hpp"
 
+#include "base/error.hpp"
 #include "host/quant/kv_quant.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "host/model/batch_generation.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

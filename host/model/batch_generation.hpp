@@ -48,8 +48,8 @@ private:
         Sampler sampler;
         GenerationResult result;
         clock::time_point start, first_token;
-        std::uint32_t prefilled = 0;  // prompt tokens run (GenerationOptions::on_prefill)
-        bool owned = true;            // removed from the front when it ends (not resume()'s)
+        std::uint32_t prefilled = 0;        // prompt tokens run (GenerationOptions::on_prefill)
+        bool owned = true;                  // removed from the front when it ends (not resume()'s)
         std::vector<std::uint32_t> prompt;  // kept for prompt_logprobs
     };
     // The checks of submit() and resume(), before the front is touched; the sampler.

@@ -1,7 +1,7 @@
 #include "host/model/batch_session.hpp"
 
+#include "base/error.hpp"
 #include "host/model/batch_generation.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -26,7 +26,9 @@ std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Log
     check_session_ids(ids, vocab, options_, position_);
     front_.feed(sequence_, ids, which);
     std::vector<float> logits;
-    logits.reserve(which == Logits::All || which == Logits::Every ? ids.size() * vocab : which == Logits::Last ? vocab : 0);
+    logits.reserve(which == Logits::All || which == Logits::Every ? ids.size() * vocab
+                   : which == Logits::Last                        ? vocab
+                                                                  : 0);
     std::size_t done = 0;  // of the ids, those whose step's output came back
     while (done < ids.size()) {
         const std::uint64_t started = front_.pipeline().steps;
@@ -49,7 +51,9 @@ std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Log
             }
         }
     }
-    const std::size_t expected = which == Logits::All || which == Logits::Every ? ids.size() * vocab : which == Logits::Last ? vocab : 0;
+    const std::size_t expected = which == Logits::All || which == Logits::Every ? ids.size() * vocab
+                                 : which == Logits::Last                        ? vocab
+                                                                                : 0;
     if (done != ids.size() || logits.size() != expected) {
         throw Error(fmt::format("session: the steps ran {} of {} tokens and returned {} logits; {} expected", done,
                                 ids.size(), logits.size(), expected));

@@ -1,6 +1,6 @@
 #include "host/model/decoder_plan.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "host/model/decoder_step.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/ops.hpp"
-#include "runtime/error.hpp"
 
 #include <optional>
 #include <tuple>

@@ -1,9 +1,11 @@
 #include "host/model/encoder.hpp"
 
+#include "base/error.hpp"
 #include "host/model/tensor_upload.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/ops.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -73,7 +75,7 @@ EncoderWeights assemble(const EncoderConfig& c, WeightFormat format, std::vector
         w.layers.push_back(std::move(l));
     }
     if (next != flat.size()) {
-        throw Error("encoder weights: internal error, " + std::to_string(flat.size() - next) + " tensors unused");
+        throw Error("encoder weights: internal error, " + fmt::to_string(flat.size() - next) + " tensors unused");
     }
     return w;
 }
@@ -107,16 +109,16 @@ std::vector<float> Encoder::encode(std::span<const std::uint32_t> ids, const Enc
     }
     for (std::size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] >= c.vocab_size) {
-            throw Error("encoder: token id " + std::to_string(ids[i]) + " at input position " + std::to_string(i) +
-                        " is not below the vocabulary size " + std::to_string(c.vocab_size));
+            throw Error("encoder: token id " + fmt::to_string(ids[i]) + " at input position " + fmt::to_string(i) +
+                        " is not below the vocabulary size " + fmt::to_string(c.vocab_size));
         }
     }
     if (options.normalize && options.pooling == Pooling::None) {
         throw Error("encoder: normalize applies to a pooled embedding (mean or cls), not to pooling none");
     }
     if (ids.size() > EncoderLimits::max_positions) {
-        throw Error("encoder: " + std::to_string(ids.size()) + " tokens are over vkformer's limit of " +
-                    std::to_string(EncoderLimits::max_positions));
+        throw Error("encoder: " + fmt::to_string(ids.size()) + " tokens are over vkformer's limit of " +
+                    fmt::to_string(EncoderLimits::max_positions));
     }
     const auto tokens = static_cast<std::uint32_t>(ids.size());
     const std::uint32_t h = c.hidden, inter = c.intermediate;

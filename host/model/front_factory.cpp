@@ -1,8 +1,8 @@
 #include "host/model/front_factory.hpp"
 
+#include "base/error.hpp"
 #include "host/model/split_batch.hpp"
 #include "host/model/split_model.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "host/model/kv_cache.hpp"
 
+#include "base/error.hpp"
 #include "host/quant/kv_quant.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -31,8 +31,8 @@ KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, 
             blocks, block_size, config.n_kv_head, config.head_dim, pool_bytes, ctx.limits().storage_buffer_range));
     }
     for (std::uint32_t l = layers.begin; l < layers.end; ++l) {
-        k_.push_back(ctx.create_buffer(k_block_bytes_ * blocks, MemoryKind::Device, "K cache " + std::to_string(l)));
-        v_.push_back(ctx.create_buffer(v_block_bytes_ * blocks, MemoryKind::Device, "V cache " + std::to_string(l)));
+        k_.push_back(ctx.create_buffer(k_block_bytes_ * blocks, MemoryKind::Device, "K cache " + fmt::to_string(l)));
+        v_.push_back(ctx.create_buffer(v_block_bytes_ * blocks, MemoryKind::Device, "V cache " + fmt::to_string(l)));
     }
 }
 

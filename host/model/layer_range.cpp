@@ -1,6 +1,8 @@
 #include "host/model/layer_range.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <charconv>
 #include <numeric>
@@ -13,17 +15,17 @@ LayerRange all_layers(const ModelConfig& config) {
 
 std::string describe(const LayerRange& range, const ModelConfig& config) {
     if (range.size() == 0) {
-        return "no layers (" + std::to_string(range.begin) + ".." + std::to_string(range.end) + ") of " +
-               std::to_string(config.n_layer);
+        return "no layers (" + fmt::to_string(range.begin) + ".." + fmt::to_string(range.end) + ") of " +
+               fmt::to_string(config.n_layer);
     }
-    return "layers " + std::to_string(range.begin) + ".." + std::to_string(range.end - 1) + " of " +
-           std::to_string(config.n_layer);
+    return "layers " + fmt::to_string(range.begin) + ".." + fmt::to_string(range.end - 1) + " of " +
+           fmt::to_string(config.n_layer);
 }
 
 void check_layer_range(const ModelConfig& config, const LayerRange& range) {
     if (range.begin >= range.end || range.end > config.n_layer) {
-        throw Error("model: a stage holds layers [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
-                    "), which is not a non-empty range of the model's " + std::to_string(config.n_layer) + " layers");
+        throw Error("model: a stage holds layers [" + fmt::to_string(range.begin) + ", " + fmt::to_string(range.end) +
+                    "), which is not a non-empty range of the model's " + fmt::to_string(config.n_layer) + " layers");
     }
 }
 
@@ -56,15 +58,15 @@ std::vector<LayerRange> split_layers(const ModelConfig& config, std::span<const 
         throw Error("split: no stages");
     }
     if (counts.size() > config.n_layer) {
-        throw Error("split: " + std::to_string(counts.size()) + " stages, but the model has only " +
-                    std::to_string(config.n_layer) + " layers (every stage needs at least one)");
+        throw Error("split: " + fmt::to_string(counts.size()) + " stages, but the model has only " +
+                    fmt::to_string(config.n_layer) + " layers (every stage needs at least one)");
     }
     const std::uint64_t sum = std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
     std::vector<LayerRange> ranges;
     std::uint32_t begin = 0;
     for (std::size_t i = 0; i < counts.size(); ++i) {
         if (counts[i] == 0) {
-            throw Error("split: stage " + std::to_string(i) + " has no layers; every stage needs at least one");
+            throw Error("split: stage " + fmt::to_string(i) + " has no layers; every stage needs at least one");
         }
         if (sum != config.n_layer) {
             break;
@@ -73,8 +75,8 @@ std::vector<LayerRange> split_layers(const ModelConfig& config, std::span<const 
         begin += counts[i];
     }
     if (sum != config.n_layer) {
-        throw Error("split: the stages' layers sum to " + std::to_string(sum) + ", but the model has " +
-                    std::to_string(config.n_layer) + " layers");
+        throw Error("split: the stages' layers sum to " + fmt::to_string(sum) + ", but the model has " +
+                    fmt::to_string(config.n_layer) + " layers");
     }
     return ranges;
 }

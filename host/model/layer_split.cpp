@@ -1,8 +1,10 @@
 #include "host/model/layer_split.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -43,8 +45,8 @@ std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat forma
         throw Error("split auto: no " + noun + "s");
     }
     if (stages > n) {
-        throw Error("split auto: " + std::to_string(stages) + " " + noun + "s, but the model has only " +
-                    std::to_string(n) + " layers (every stage needs at least one)");
+        throw Error("split auto: " + fmt::to_string(stages) + " " + noun + "s, but the model has only " +
+                    fmt::to_string(n) + " layers (every stage needs at least one)");
     }
     // One layer's weights and KV cache; every layer has the same shapes.
     std::uint64_t layer = estimate_session_memory(config, session, LayerRange{0, 1}).kv_cache;
@@ -68,19 +70,19 @@ std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat forma
     const auto numbers = [&] {
         std::string text;
         for (std::size_t i = 0; i < stages; ++i) {
-            text += (i > 0 ? ", " : "") + noun + " " + std::to_string(i) + " " + size_text(budgets[i]);
+            text += (i > 0 ? ", " : "") + noun + " " + fmt::to_string(i) + " " + size_text(budgets[i]);
         }
         return text;
     };
     if (total_capacity < n || need > have) {
         throw Error("split auto: the model needs " + size_with_bytes(need) + " of device memory over " +
-                    std::to_string(stages) + " " + noun + "s (weights in " + to_string(format) +
+                    fmt::to_string(stages) + " " + noun + "s (weights in " + to_string(format) +
                     ", KV cache and activations), but they have " + size_with_bytes(have) + " (" + numbers() +
                     "); use a smaller weight format, fewer tokens or more " + noun + "s");
     }
     for (std::size_t i = 0; i < stages; ++i) {
         if (capacity[i] == 0) {
-            throw Error("split auto: " + noun + " " + std::to_string(i) + " has " + size_text(budgets[i]) +
+            throw Error("split auto: " + noun + " " + fmt::to_string(i) + " has " + size_text(budgets[i]) +
                         ", not enough for its stage's fixed part (" + size_text(base[i]) + ") and one layer (" +
                         size_text(layer) + "); give it fewer or no layers with --split");
         }
@@ -110,7 +112,7 @@ std::vector<LayerRange> auto_split(const ModelConfig& config, WeightFormat forma
                 }
             }
             if (best == stages) {
-                throw Error("split auto: found no division of " + std::to_string(n) + " layers over " + numbers());
+                throw Error("split auto: found no division of " + fmt::to_string(n) + " layers over " + numbers());
             }
             counts[take ? i : best] += 1;
             counts[take ? best : i] -= 1;

@@ -1,11 +1,13 @@
 #include "host/model/memory_estimate.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/kv_quant.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/model_tensors.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -18,7 +20,7 @@ constexpr std::uint64_t kF32 = 4;
 }  // namespace
 
 std::string ModelMemoryEstimate::describe() const {
-    return size_text(total()) + " (" + std::to_string(total()) + " bytes: weights " + size_text(weights) +
+    return size_text(total()) + " (" + fmt::to_string(total()) + " bytes: weights " + size_text(weights) +
            ", KV cache " + size_text(kv_cache) + ", activations " + size_text(activations) + ")";
 }
 

@@ -1,9 +1,9 @@
 #include "host/model/model.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/ops.hpp"
 #include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/alibi.hpp"
-#include "runtime/error.hpp"
 
 #include <string>
 #include <utility>

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,8 @@
 #include "host/model/split_batch.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <chrono>
 #include <optional>
@@ -33,7 +35,7 @@ std::vector<const Model*> models_of(std::span<Batch* const> stages) {
 
 Batch& first_of(std::span<Batch* const> stages) {
     if (stages.size() < 2) {
-        throw Error("split batch: " + std::to_string(stages.size()) + " stage(s); a split has at least two");
+        throw Error("split batch: " + fmt::to_string(stages.size()) + " stage(s); a split has at least two");
     }
     check_stages(models_of(stages));
     return *stages.front();
@@ -133,8 +135,8 @@ void SplitBatch::work(std::size_t stage) {
                 case Kind::Add: {
                     const SequenceId mine = w.batch->add();
                     if (mine != call.id) {
-                        throw Error("split batch: stage 0 added sequence " + std::to_string(call.id) + ", stage " +
-                                    std::to_string(stage) + " " + std::to_string(mine) + ": the stages disagree");
+                        throw Error("split batch: stage 0 added sequence " + fmt::to_string(call.id) + ", stage " +
+                                    fmt::to_string(stage) + " " + fmt::to_string(mine) + ": the stages disagree");
                     }
                     break;
                 }
@@ -233,13 +235,13 @@ void SplitBatch::receive_logits(StepResult& oldest) {
         finished_.pop_front();
     }
     if (last.ran.size() != oldest.ran.size()) {
-        throw Error("split batch: the last stage ran " + std::to_string(last.ran.size()) + " sequences, stage 0 " +
-                    std::to_string(oldest.ran.size()));
+        throw Error("split batch: the last stage ran " + fmt::to_string(last.ran.size()) + " sequences, stage 0 " +
+                    fmt::to_string(oldest.ran.size()));
     }
     for (std::size_t i = 0; i < oldest.ran.size(); ++i) {
         SequenceOutput& out = oldest.ran[i];
         if (last.ran[i].id != out.id || last.ran[i].tokens != out.tokens) {
-            throw Error("split batch: the last stage ran other rows than stage 0 (sequence " + std::to_string(out.id) +
+            throw Error("split batch: the last stage ran other rows than stage 0 (sequence " + fmt::to_string(out.id) +
                         ")");
         }
         out.logits = std::move(last.ran[i].logits);

@@ -1,7 +1,7 @@
 #include "host/model/split_model.hpp"
 
+#include "base/error.hpp"
 #include "host/quant/gguf_tensor_file.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,7 @@ std::vector<LayerRange> plan_split(std::span<const Context* const> contexts, con
         throw Error("split: no devices");
     }
     if (!counts.empty() && counts.size() != contexts.size()) {
-        throw Error("split: " + std::to_string(counts.size()) + " layer counts for " + std::to_string(contexts.size()) +
+        throw Error("split: " + fmt::to_string(counts.size()) + " layer counts for " + fmt::to_string(contexts.size()) +
                     " devices; give one per device");
     }
     const ShardedCheckpoint checkpoint = open_model_checkpoint(dir);

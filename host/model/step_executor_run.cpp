@@ -3,7 +3,7 @@
 
 #include "host/model/step_executor.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

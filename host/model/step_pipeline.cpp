@@ -1,6 +1,6 @@
 #include "host/model/step_pipeline.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -1,9 +1,11 @@
 #include "host/model/tensor_upload.hpp"
 
+#include "base/error.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,7 +30,7 @@ void check_finite_values(const CheckpointTensor& t, std::uint64_t first, std::sp
     const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
     if (bad != values.end()) {
         throw Error(describe(t) + ": element " +
-                    std::to_string(first + static_cast<std::uint64_t>(bad - values.begin())) + " is " +
+                    fmt::to_string(first + static_cast<std::uint64_t>(bad - values.begin())) + " is " +
                     (std::isnan(*bad) ? "NaN" : "infinite") +
                     ": the checkpoint is corrupt (vkf-embed --skip-weight-check loads it anyway)");
     }
@@ -62,7 +64,8 @@ UploadedTensor dense(Context& ctx, const CheckpointTensor& t, const std::string&
         const std::span<std::uint16_t> h(halves.data(), chunk.size());
         floats_to_halves(chunk, h);
         if (const std::optional<std::size_t> i = first_half_overflow(chunk, h)) {
-            throw Error(describe(t) + ": element " + std::to_string(first + *i) + " (" + std::to_string(chunk[*i]) +
+            throw Error(describe(t) + ": element " + fmt::to_string(first + *i) + " (" +
+                        fmt::format("{:f}", chunk[*i]) +
                         ") does not fit fp16 weight storage; load the weights as fp32");
         }
         ctx.upload(out.values, std::span<const std::uint16_t>(h), first * 2);
@@ -85,7 +88,7 @@ UploadedTensor quantized(Context& ctx, const CheckpointTensor& t, const Expected
         const std::uint64_t n = std::min(band, rows - r0);
         const std::span<float> chunk(values.data(), n * k);
         read_f32(t, r0 * k, chunk, raw, check_finite);
-        const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + std::to_string(r0));
+        const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + fmt::to_string(r0));
         ctx.upload(out.values, std::span<const std::uint8_t>(m.values), r0 * row_bytes);
         ctx.upload(out.scales, std::span<const std::uint16_t>(m.scales), r0 * row_scales * 2);
     }

@@ -1,5 +1,6 @@
 #include "host/model/weights.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/random_weights.hpp"
@@ -7,8 +8,8 @@
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
 #include "host/util/random.hpp"
-#include "runtime/error.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -79,7 +80,7 @@ private:
     // Element `first + i` of the tensor is NaN or infinite: the checkpoint is corrupt.
     [[noreturn]] static void fail_non_finite(const TensorFile& file, const TensorInfo& info, std::uint64_t index,
                                              double value) {
-        throw Error(file.label() + ": tensor '" + info.name + "': element " + std::to_string(index) + " is " +
+        throw Error(file.label() + ": tensor '" + info.name + "': element " + fmt::to_string(index) + " is " +
                     (std::isnan(value) ? "NaN" : "infinite") +
                     ": the checkpoint is corrupt (ModelOptions::check_finite_weights, vkf-run "
                     "--skip-weight-check, loads it anyway)");
@@ -150,8 +151,9 @@ private:
         const std::span<std::uint16_t> out(halves.data(), values.size());
         floats_to_halves(values, out);
         if (const std::optional<std::size_t> i = first_half_overflow(values, out)) {
-            throw Error(t.file->label() + ": tensor '" + info.name + "': element " + std::to_string(first + *i) + " (" +
-                        std::to_string(values[*i]) + ") does not fit fp16 weight storage; load the weights as fp32");
+            throw Error(t.file->label() + ": tensor '" + info.name + "': element " + fmt::to_string(first + *i) + " (" +
+                        fmt::format("{:f}", values[*i]) +
+                        ") does not fit fp16 weight storage; load the weights as fp32");
         }
         if (row_sumsq_ != nullptr) {
             std::vector<float> rounded(values.size());
@@ -266,7 +268,7 @@ private:
             t.file->read_raw_into(info, r0 * k * in_size, chunk_raw);
             convert_to_f32(info.dtype, chunk_raw, chunk);
             check_floats(*t.file, info, r0 * k, chunk);
-            const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + std::to_string(r0));
+            const QuantizedMatrix m = quantize_matrix(q, chunk, n, k, what + " rows from " + fmt::to_string(r0));
             if (row_sumsq_ != nullptr) {
                 add_row_sums(r0 * k, dequantize_matrix(q, m.values, m.scales, n, k));
             }

@@ -1,9 +1,11 @@
 #include "host/ops/activation.hpp"
 #include "host/util/math.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,8 +19,8 @@ void record_unary(Context& ctx, CommandList& list, const SpirvCode& code, Buffer
                   const char* label, float bound = 0.0f) {
     const ComputeLimits& limits = ctx.limits();
     if (src.size != dst.size || src.size % 4 != 0) {
-        throw Error(std::string(label) + ": src range of " + std::to_string(src.size) + " bytes and dst range of " +
-                    std::to_string(dst.size) + " bytes must be equal whole numbers of fp32 elements");
+        throw Error(std::string(label) + ": src range of " + fmt::to_string(src.size) + " bytes and dst range of " +
+                    fmt::to_string(dst.size) + " bytes must be equal whole numbers of fp32 elements");
     }
     const std::uint64_t count = src.size / 4;
     check_tensor(src, count, 4, label, "src", shape_text({count}, "f32"));
@@ -62,7 +64,7 @@ void record_activation(Context& ctx, CommandList& list, Activation activation, B
 
 void record_clamp(Context& ctx, CommandList& list, BufferRange src, BufferRange dst, float bound) {
     if (!(bound > 0.0f) || !std::isfinite(bound)) {
-        throw Error("record_clamp: the bound must be a positive finite number, got " + std::to_string(bound));
+        throw Error("record_clamp: the bound must be a positive finite number, got " + fmt::format("{:f}", bound));
     }
     record_unary(ctx, list, shaders::variant("activation", {"CLAMP"}), src, dst, "clamp", bound);
 }

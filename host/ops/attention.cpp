@@ -3,10 +3,10 @@
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_detail.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/quant/kv_quant.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <fmt/format.h>
@@ -35,8 +35,8 @@ std::uint32_t pool_blocks(const char* name, const BufferRange& r, const Attentio
     const std::uint64_t blocks = r.size / block_bytes;
     if (r.size == 0 || r.size % block_bytes != 0 || blocks > UINT32_MAX) {
         throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) +
-                    ", not a whole number of blocks of " + std::to_string(paged.block_size) + " keys x " +
-                    std::to_string(shape.n_kv_head) + " heads x " + std::to_string(shape.head_dim) + " in " + type +
+                    ", not a whole number of blocks of " + fmt::to_string(paged.block_size) + " keys x " +
+                    fmt::to_string(shape.n_kv_head) + " heads x " + fmt::to_string(shape.head_dim) + " in " + type +
                     " (" + bytes_text(block_bytes) + ")");
     }
     if (r.size > max_range) {
@@ -91,11 +91,10 @@ DType checked_kv_dtype(DType dtype, const AttentionOptions& options, std::uint32
     if (quantized(options)) {
         const DType kv_dtype = options.kv_dtype.value_or(DType::F16);
         if (dtype != DType::F32 || kv_dtype != DType::F16) {
-            throw Error(
-                fmt::format("attention: K in {} and V in {} need f32 Q/O and f16 for a side that is not "
-                            "quantized; got Q/O in {}, K/V in {}",
-                            to_string(options.k_quant), to_string(options.v_quant), to_string(dtype),
-                            to_string(kv_dtype)));
+            throw Error(fmt::format(
+                "attention: K in {} and V in {} need f32 Q/O and f16 for a side that is not "
+                "quantized; got Q/O in {}, K/V in {}",
+                to_string(options.k_quant), to_string(options.v_quant), to_string(dtype), to_string(kv_dtype)));
         }
         check_kv_quant_head_dim(options.k_quant, head_dim, "attention (K)");
         check_kv_quant_head_dim(options.v_quant, head_dim, "attention (V)");
@@ -301,7 +300,7 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         paged_ ? paged_sequence_table_bytes(shape_.batch, *paged_) : std::uint64_t{4} * shape_.batch;
     if (external_kv_lens_ && kv_lens.size < table_bytes) {
         throw Error("attention: the " + std::string(paged_ ? "sequence-table" : "key-count") + " range holds " +
-                    bytes_text(kv_lens.size) + "; " + std::to_string(shape_.batch) +
+                    bytes_text(kv_lens.size) + "; " + fmt::to_string(shape_.batch) +
                     (paged_ ? " sequences need " : " batches need ") + bytes_text(table_bytes));
     }
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements) {
@@ -313,9 +312,9 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
                                         : elements / shape_.head_dim * (name[0] == 'K' ? k_row_bytes() : v_row_bytes());
         if (r.size != bytes) {
             throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
-                        std::to_string(shape_.batch) + ", " + std::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
-                        ", " + std::to_string(q_or_o ? shape_.n_head : shape_.n_kv_head) + ", " +
-                        std::to_string(shape_.head_dim) + "] in " + type + " needs " + bytes_text(bytes));
+                        fmt::to_string(shape_.batch) + ", " + fmt::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
+                        ", " + fmt::to_string(q_or_o ? shape_.n_head : shape_.n_kv_head) + ", " +
+                        fmt::to_string(shape_.head_dim) + "] in " + type + " needs " + bytes_text(bytes));
         }
     };
     AttentionPush push = push_;
@@ -324,8 +323,8 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         for (const auto& [name, r] : {std::pair{"Q", q}, std::pair{"O", o}}) {
             if (r.size != q_bytes) {
                 throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) + " but [" +
-                            std::to_string(paged_->q_rows) + " rows, " + std::to_string(shape_.n_head) + ", " +
-                            std::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
+                            fmt::to_string(paged_->q_rows) + " rows, " + fmt::to_string(shape_.n_head) + ", " +
+                            fmt::to_string(shape_.head_dim) + "] in " + to_string(dtype_) + " needs " +
                             bytes_text(q_bytes));
             }
         }
@@ -391,9 +390,9 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
     const std::size_t nq = q_element_count(params.shape);
     const std::size_t nkv = kv_element_count(params.shape);
     if (q.size() != nq || k.size() != nkv || v.size() != nkv) {
-        throw Error("attention: Q, K, V hold " + std::to_string(q.size()) + ", " + std::to_string(k.size()) + ", " +
-                    std::to_string(v.size()) + " elements; the shape needs " + std::to_string(nq) + ", " +
-                    std::to_string(nkv) + ", " + std::to_string(nkv));
+        throw Error("attention: Q, K, V hold " + fmt::to_string(q.size()) + ", " + fmt::to_string(k.size()) + ", " +
+                    fmt::to_string(v.size()) + " elements; the shape needs " + fmt::to_string(nq) + ", " +
+                    fmt::to_string(nkv) + ", " + fmt::to_string(nkv));
     }
     const Attention op(ctx, params, dtype, options);
     const DeviceTensor qt = upload_tensor(ctx, q, dtype, "Q");

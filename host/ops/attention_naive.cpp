@@ -1,9 +1,9 @@
 #include "host/ops/attention_naive.hpp"
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
+#include "base/error.hpp"
 #include "host/quant/kv_quant.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
 #include <fmt/format.h>
@@ -83,10 +83,10 @@ std::optional<std::string> naive_attention_impossible(const ComputeLimits& limit
                                     : scores + tables;
     if (bytes > limits.storage_buffer_range) {
         const AttentionShape& s = params.shape;
-        return "naive attention: scores buffer of " + std::to_string(bytes) + " bytes (float32 " +
+        return "naive attention: scores buffer of " + fmt::to_string(bytes) + " bytes (float32 " +
                shape_text({s.batch, s.n_head, s.q_len, s.kv_len}) +
                (packed ? " and the slope and key-count tables" : "") + ") exceeds maxStorageBufferRange " +
-               std::to_string(limits.storage_buffer_range);
+               fmt::to_string(limits.storage_buffer_range);
     }
     return std::nullopt;
 }
@@ -127,8 +127,8 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
         const std::uint64_t bytes = row_bytes == 0 ? elements * esize : elements / shape_.head_dim * row_bytes;
         if (bytes > limits.storage_buffer_range) {
             throw Error("naive attention: " + std::string(name) + " of shape " + shape + " in " + to_string(dtype) +
-                        " is " + std::to_string(bytes) + " bytes, over maxStorageBufferRange " +
-                        std::to_string(limits.storage_buffer_range));
+                        " is " + fmt::to_string(bytes) + " bytes, over maxStorageBufferRange " +
+                        fmt::to_string(limits.storage_buffer_range));
         }
     };
     if (paged_) {
@@ -238,8 +238,8 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     if (paged_) {
         const std::uint64_t table_bytes = paged_sequence_table_bytes(shape_.batch, *paged_);
         if (sequences.size < table_bytes) {
-            throw Error("naive attention: the sequence-table range holds " + std::to_string(sequences.size) +
-                        " bytes; " + std::to_string(shape_.batch) + " sequences need " + std::to_string(table_bytes));
+            throw Error("naive attention: the sequence-table range holds " + fmt::to_string(sequences.size) +
+                        " bytes; " + fmt::to_string(shape_.batch) + " sequences need " + fmt::to_string(table_bytes));
         }
         const std::uint64_t rows = paged_->q_rows;
         const std::string q_shape = shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim});
@@ -249,10 +249,10 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
         const std::uint64_t blocks = k.size / (block_rows * k_row_bytes_);
         if (blocks == 0 || blocks > UINT32_MAX || k.size % (block_rows * k_row_bytes_) != 0 ||
             v.size != blocks * block_rows * v_row_bytes_ || std::max(k.size, v.size) > max_range_) {
-            throw Error("naive attention: paged K and V ranges of " + std::to_string(k.size) + " and " +
-                        std::to_string(v.size) + " bytes are not one pool of whole blocks of " +
+            throw Error("naive attention: paged K and V ranges of " + fmt::to_string(k.size) + " and " +
+                        fmt::to_string(v.size) + " bytes are not one pool of whole blocks of " +
                         shape_text({paged_->block_size, shape_.n_kv_head, shape_.head_dim}) + " in " +
-                        to_string(dtype_) + " within maxStorageBufferRange " + std::to_string(max_range_));
+                        to_string(dtype_) + " within maxStorageBufferRange " + fmt::to_string(max_range_));
         }
         push.pool_blocks = static_cast<std::uint32_t>(blocks);
         // PV reads the table after the scores and the slope table.

@@ -1,7 +1,9 @@
 // The sequence table of paged, ragged attention batches (host/ops/attention.hpp, PagedKv).
 #include "host/ops/attention.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
@@ -12,20 +14,20 @@ namespace vkf {
 namespace {
 
 std::string sequence_text(std::size_t b, const PagedSequence& s) {
-    return "paged attention: sequence " + std::to_string(b) + " (q_start " + std::to_string(s.q_start) + ", q_len " +
-           std::to_string(s.q_len) + ", kv_len " + std::to_string(s.kv_len) + ", " + std::to_string(s.blocks.size()) +
+    return "paged attention: sequence " + fmt::to_string(b) + " (q_start " + fmt::to_string(s.q_start) + ", q_len " +
+           fmt::to_string(s.q_len) + ", kv_len " + fmt::to_string(s.kv_len) + ", " + fmt::to_string(s.blocks.size()) +
            " blocks)";
 }
 
 void check_layout(const PagedKv& paged) {
     if (paged.block_size == 0 || paged.blocks_per_seq == 0 || paged.q_rows == 0) {
-        throw Error("paged attention: block_size " + std::to_string(paged.block_size) + ", blocks_per_seq " +
-                    std::to_string(paged.blocks_per_seq) + " and q_rows " + std::to_string(paged.q_rows) +
+        throw Error("paged attention: block_size " + fmt::to_string(paged.block_size) + ", blocks_per_seq " +
+                    fmt::to_string(paged.blocks_per_seq) + " and q_rows " + fmt::to_string(paged.q_rows) +
                     " must all be at least 1");
     }
     if (std::uint64_t{paged.block_size} * paged.blocks_per_seq > UINT32_MAX) {
-        throw Error("paged attention: " + std::to_string(paged.blocks_per_seq) + " blocks of " +
-                    std::to_string(paged.block_size) + " keys overflow a 32-bit key count");
+        throw Error("paged attention: " + fmt::to_string(paged.blocks_per_seq) + " blocks of " +
+                    fmt::to_string(paged.block_size) + " keys overflow a 32-bit key count");
     }
 }
 
@@ -35,15 +37,15 @@ void check_paged(const AttentionShape& shape, const PagedKv& paged) {
     check_layout(paged);
     const std::uint64_t capacity = std::uint64_t{paged.block_size} * paged.blocks_per_seq;
     if (shape.kv_len != capacity) {
-        throw Error("paged attention: the shape's kv_len " + std::to_string(shape.kv_len) + " is not blocks_per_seq " +
-                    std::to_string(paged.blocks_per_seq) + " x block_size " + std::to_string(paged.block_size) + " = " +
-                    std::to_string(capacity));
+        throw Error("paged attention: the shape's kv_len " + fmt::to_string(shape.kv_len) + " is not blocks_per_seq " +
+                    fmt::to_string(paged.blocks_per_seq) + " x block_size " + fmt::to_string(paged.block_size) + " = " +
+                    fmt::to_string(capacity));
     }
     // The kernels index table words and Q/O rows in 32 bits.
     if (std::uint64_t{shape.batch} * (3 + std::uint64_t{paged.blocks_per_seq}) > UINT32_MAX ||
         std::uint64_t{paged.q_rows} * shape.n_head * shape.head_dim > UINT32_MAX) {
-        throw Error("paged attention: " + std::to_string(shape.batch) + " sequences of " +
-                    std::to_string(paged.blocks_per_seq) + " blocks over " + std::to_string(paged.q_rows) +
+        throw Error("paged attention: " + fmt::to_string(shape.batch) + " sequences of " +
+                    fmt::to_string(paged.blocks_per_seq) + " blocks over " + fmt::to_string(paged.q_rows) +
                     " rows overflow 32-bit indices");
     }
 }
@@ -59,7 +61,7 @@ std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> s
         throw Error("paged attention: a batch needs at least one sequence");
     }
     if (seqs.size() > UINT32_MAX / (3 + std::uint64_t{paged.blocks_per_seq})) {
-        throw Error("paged attention: " + std::to_string(seqs.size()) + " sequences overflow the sequence table");
+        throw Error("paged attention: " + fmt::to_string(seqs.size()) + " sequences overflow the sequence table");
     }
     const auto batch = static_cast<std::uint32_t>(seqs.size());
     const std::uint64_t capacity = std::uint64_t{paged.block_size} * paged.blocks_per_seq;
@@ -71,31 +73,31 @@ std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> s
         }
         if (window == 0 && s.kv_len > capacity) {
             throw Error(sequence_text(b, s) +
-                        ": kv_len exceeds blocks_per_seq x block_size = " + std::to_string(capacity));
+                        ": kv_len exceeds blocks_per_seq x block_size = " + fmt::to_string(capacity));
         }
         if (window != 0) {
             // The ring must hold every key a row of this call may see (attention.hpp).
             const std::uint64_t first = s.kv_len - s.q_len > window ? s.kv_len - s.q_len - window : 0;
             const std::uint64_t spanned = (s.kv_len - 1) / paged.block_size - first / paged.block_size + 1;
             if (spanned > paged.blocks_per_seq) {
-                throw Error(sequence_text(b, s) + ": with window " + std::to_string(window) + " its rows see keys " +
-                            std::to_string(first) + " .. " + std::to_string(s.kv_len - 1) + ", " +
-                            std::to_string(spanned) + " blocks, more than the ring's blocks_per_seq " +
-                            std::to_string(paged.blocks_per_seq));
+                throw Error(sequence_text(b, s) + ": with window " + fmt::to_string(window) + " its rows see keys " +
+                            fmt::to_string(first) + " .. " + fmt::to_string(s.kv_len - 1) + ", " +
+                            fmt::to_string(spanned) + " blocks, more than the ring's blocks_per_seq " +
+                            fmt::to_string(paged.blocks_per_seq));
             }
         }
         if (std::uint64_t{s.q_start} + s.q_len > paged.q_rows) {
-            throw Error(sequence_text(b, s) + ": rows past q_rows " + std::to_string(paged.q_rows));
+            throw Error(sequence_text(b, s) + ": rows past q_rows " + fmt::to_string(paged.q_rows));
         }
         const std::uint64_t used = std::min<std::uint64_t>(
             (std::uint64_t{s.kv_len} + paged.block_size - 1) / paged.block_size, paged.blocks_per_seq);
         if (s.blocks.size() < used) {
-            throw Error(sequence_text(b, s) + ": " + std::to_string(used) + " blocks of " +
-                        std::to_string(paged.block_size) + " keys needed");
+            throw Error(sequence_text(b, s) + ": " + fmt::to_string(used) + " blocks of " +
+                        fmt::to_string(paged.block_size) + " keys needed");
         }
         if (s.blocks.size() > paged.blocks_per_seq) {
             throw Error(sequence_text(b, s) + ": more blocks than blocks_per_seq " +
-                        std::to_string(paged.blocks_per_seq));
+                        fmt::to_string(paged.blocks_per_seq));
         }
         table[VKF_ATTN_SEQ_KV_LEN(batch, b)] = s.kv_len;
         table[VKF_ATTN_SEQ_Q_START(batch, b)] = s.q_start;
@@ -112,7 +114,7 @@ std::vector<std::uint32_t> paged_sequence_table(std::span<const PagedSequence> s
         const PagedSequence& prev = seqs[order[i - 1]];
         if (prev.q_start + prev.q_len > seqs[order[i]].q_start) {
             throw Error(sequence_text(order[i], seqs[order[i]]) + ": its rows overlap those of sequence " +
-                        std::to_string(order[i - 1]));
+                        fmt::to_string(order[i - 1]));
         }
     }
     return table;

@@ -3,8 +3,10 @@
 #include "host/ops/attention.hpp"
 #include "host/ops/attention_detail.hpp"
 
+#include "base/error.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -121,9 +123,9 @@ std::uint64_t splits_for_loop_limit(const AttentionShape& shape, const ComputeLi
         return splits;
     }
     if (record_bytes * needed > limits.storage_buffer_range) {
-        throw Error("attention over " + std::to_string(shape.kv_len) + " keys needs " + std::to_string(needed) +
+        throw Error("attention over " + fmt::to_string(shape.kv_len) + " keys needs " + fmt::to_string(needed) +
                     " KV splits on this driver (its shaders may run at most " +
-                    std::to_string(limits.max_loop_iterations) +
+                    fmt::to_string(limits.max_loop_iterations) +
                     " loop iterations), and their partial results would exceed maxStorageBufferRange; "
                     "use fewer query rows per call");
     }
@@ -244,9 +246,9 @@ AttentionPlan plan_rows(const ComputeLimits& limits, const AttentionShape& shape
 
 void check_head_dim(std::uint32_t head_dim) {
     if (head_dim == 0 || head_dim % 2 != 0 || head_dim > kMaxHeadDim) {
-        throw Error("head_dim " + std::to_string(head_dim) +
+        throw Error("head_dim " + fmt::to_string(head_dim) +
                     " is not supported by the GPU attention kernels; supported: even head sizes 2.." +
-                    std::to_string(kMaxHeadDim));
+                    fmt::to_string(kMaxHeadDim));
     }
 }
 
@@ -270,22 +272,22 @@ AttentionDevice attention_device(const Context& ctx) {
 std::string AttentionPlan::describe() const {
     std::string s;
     if (kernel == AttentionKernel::Rows) {
-        s = "rows kernel, " + std::to_string(workgroup_size) + " invocations of " +
-            std::to_string(rows_per_invocation) + " rows x " + std::to_string(keys_per_tile) + " keys, " +
-            std::to_string(threads_per_row) + " splits per row in a workgroup, " +
+        s = "rows kernel, " + fmt::to_string(workgroup_size) + " invocations of " +
+            fmt::to_string(rows_per_invocation) + " rows x " + fmt::to_string(keys_per_tile) + " keys, " +
+            fmt::to_string(threads_per_row) + " splits per row in a workgroup, " +
             (subgroup_loads > 0 ? "K/V shared by subgroup shuffles" : "direct K/V loads") + ", no shared memory";
     } else {
-        s = "tiled kernel, tiles " + std::to_string(rows_per_group) + "x" + std::to_string(keys_per_tile) + ", " +
-            std::to_string(workgroup_size) + " invocations (" + std::to_string(threads_per_row) + " per row), " +
-            std::to_string(shared_bytes) + " B shared, " +
-            (subgroup_reduce > 0 ? "row reductions by subgroup shuffles (" + std::to_string(subgroup_reduce) + ")"
+        s = "tiled kernel, tiles " + fmt::to_string(rows_per_group) + "x" + fmt::to_string(keys_per_tile) + ", " +
+            fmt::to_string(workgroup_size) + " invocations (" + fmt::to_string(threads_per_row) + " per row), " +
+            fmt::to_string(shared_bytes) + " B shared, " +
+            (subgroup_reduce > 0 ? "row reductions by subgroup shuffles (" + fmt::to_string(subgroup_reduce) + ")"
              : subgroup_any_size ? "row reductions by subgroup shuffles where the kernel finds its subgroups fit, "
                                    "else in shared memory"
                                  : "row reductions in shared memory") +
             (fp16_arithmetic ? ", fp16 arithmetic" : "");
     }
     if (n_splits > 1) {
-        s += ", split-KV " + std::to_string(n_splits) + " x " + std::to_string(kv_split_len) + " keys";
+        s += ", split-KV " + fmt::to_string(n_splits) + " x " + fmt::to_string(kv_split_len) + " keys";
     }
     return s;
 }
@@ -321,8 +323,8 @@ AttentionPlan plan_attention(const AttentionDevice& device, const AttentionShape
         const std::uint64_t bytes =
             attention_partials_bytes(shape, plan.n_splits) + attention_tables_bytes(shape, options);
         if (bytes > limits.storage_buffer_range) {
-            throw Error("attention: with " + std::to_string(limits.storage_buffers) +
-                        " storage buffers per shader stage (fewer than the " + std::to_string(kAttentionBindings) +
+            throw Error("attention: with " + fmt::to_string(limits.storage_buffers) +
+                        " storage buffers per shader stage (fewer than the " + fmt::to_string(kAttentionBindings) +
                         " of the fused kernels) the output rows pass through a partials buffer of " +
                         bytes_text(bytes) + ", over maxStorageBufferRange (" + bytes_text(limits.storage_buffer_range) +
                         "); use fewer query rows per call");
@@ -385,9 +387,9 @@ AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shap
         }
     }
     if (chosen == nullptr) {
-        throw Error("no attention tile configuration for head_dim " + std::to_string(d) +
-                    " fits the device: " + std::to_string(limits.shared_memory) + " bytes of shared memory, " +
-                    std::to_string(limits.workgroup_invocations) + " invocations per workgroup");
+        throw Error("no attention tile configuration for head_dim " + fmt::to_string(d) +
+                    " fits the device: " + fmt::to_string(limits.shared_memory) + " bytes of shared memory, " +
+                    fmt::to_string(limits.workgroup_invocations) + " invocations per workgroup");
     }
     AttentionPlan plan{.rows_per_group = chosen->rows,
                        .keys_per_tile = chosen->keys,
@@ -430,7 +432,7 @@ AttentionPlan plan_tiled(const ComputeLimits& limits, const AttentionShape& shap
 namespace attention_detail {
 
 std::string bytes_text(std::uint64_t n) {
-    return std::to_string(n) + " bytes";
+    return fmt::to_string(n) + " bytes";
 }
 
 std::uint64_t attention_tables_bytes(const AttentionShape& shape, const AttentionOptions& options) {

@@ -2,9 +2,9 @@
 
 #include "host/quant/kv_quant.hpp"
 
+#include "base/error.hpp"
 #include "host/util/half.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 #include <algorithm>
 

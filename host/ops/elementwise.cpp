@@ -1,8 +1,10 @@
 #include "host/ops/elementwise.hpp"
 #include "host/util/math.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -30,7 +32,7 @@ VkDeviceSize chunk_bytes(const Context& ctx) {
 void check_elements(const BufferRange& r, const char* op, const char* name) {
     if (r.size % kElement != 0) {
         throw Error(std::string(op) + ": range '" + name + "' of buffer '" +
-                    (r.buffer ? r.buffer->name() : std::string("?")) + "' is " + std::to_string(r.size) +
+                    (r.buffer ? r.buffer->name() : std::string("?")) + "' is " + fmt::to_string(r.size) +
                     " bytes, not a whole number of 32-bit elements");
     }
 }
@@ -41,8 +43,8 @@ void record(Context& ctx, CommandList& list, const SpirvCode& code, std::span<co
     for (const BufferRange& in : inputs) {
         check_elements(in, label, "src");
         if (in.size != dst.size) {
-            throw Error(std::string(label) + ": input range of " + std::to_string(in.size) +
-                        " bytes, output range of " + std::to_string(dst.size));
+            throw Error(std::string(label) + ": input range of " + fmt::to_string(in.size) +
+                        " bytes, output range of " + fmt::to_string(dst.size));
         }
     }
     const std::uint32_t wg = workgroup_size(ctx);

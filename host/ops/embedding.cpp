@@ -1,9 +1,11 @@
 #include "host/ops/embedding.hpp"
 #include "host/util/math.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -25,7 +27,7 @@ TableRows table_rows(const EmbeddingArgs& a) {
     }
     if (a.hidden % kQuantBlock != 0) {
         throw Error("embedding: a " + std::string(to_string(a.quant)) + " table needs rows of whole blocks of " +
-                    std::to_string(kQuantBlock) + "; hidden = " + std::to_string(a.hidden));
+                    fmt::to_string(kQuantBlock) + "; hidden = " + fmt::to_string(a.hidden));
     }
     return {quant_row_bytes(a.quant, a.hidden) / 4, 4, quant_row_scales(a.hidden)};
 }
@@ -66,7 +68,7 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& a) {
     }
     const std::uint64_t tokens_per_piece = max_bound_elements(limits, 4) / a.hidden;
     if (rows_per_piece == 0 || tokens_per_piece == 0) {
-        throw Error("embedding: one row of " + std::to_string(a.hidden) + " elements exceeds maxStorageBufferRange");
+        throw Error("embedding: one row of " + fmt::to_string(a.hidden) + " elements exceeds maxStorageBufferRange");
     }
     for (std::uint64_t t0 = 0; t0 < a.tokens; t0 += tokens_per_piece) {
         const std::uint64_t tc = std::min(tokens_per_piece, a.tokens - t0);

@@ -1,9 +1,11 @@
 #include "host/ops/gated_activation.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
@@ -35,9 +37,9 @@ ElementBinding bind_view(const ComputeLimits& limits, const BufferRange& range, 
                          std::uint32_t stride, const char* name) {
     const std::uint64_t need = view_elements(rows, cols, stride);
     if (range.buffer == nullptr || range.size < need * 4) {
-        throw Error(std::string("gated_activation: ") + name + " needs " + std::to_string(need) + " fp32 elements (" +
-                    std::to_string(rows) + " rows of " + std::to_string(cols) + ", stride " + std::to_string(stride) +
-                    "), the range holds " + std::to_string(range.buffer == nullptr ? 0 : range.size / 4));
+        throw Error(std::string("gated_activation: ") + name + " needs " + fmt::to_string(need) + " fp32 elements (" +
+                    fmt::to_string(rows) + " rows of " + fmt::to_string(cols) + ", stride " + fmt::to_string(stride) +
+                    "), the range holds " + fmt::to_string(range.buffer == nullptr ? 0 : range.size / 4));
     }
     return bind_elements(limits, range, 0, need, 4, "gated_activation", name);
 }
@@ -50,8 +52,8 @@ void record_gated_activation(Context& ctx, CommandList& list, const GatedActivat
         throw Error("gated_activation: rows and cols must be positive");
     }
     if (a.gate_stride < a.cols || a.up_stride < a.cols) {
-        throw Error("gated_activation: row strides " + std::to_string(a.gate_stride) + " (gate) and " +
-                    std::to_string(a.up_stride) + " (up) must be at least cols " + std::to_string(a.cols));
+        throw Error("gated_activation: row strides " + fmt::to_string(a.gate_stride) + " (gate) and " +
+                    fmt::to_string(a.up_stride) + " (up) must be at least cols " + fmt::to_string(a.cols));
     }
     const ComputeLimits& limits = ctx.limits();
     check_tensor(a.y, std::uint64_t{a.rows} * a.cols, 4, "gated_activation", "y", shape_text({a.rows, a.cols}, "f32"));
@@ -64,7 +66,7 @@ void record_gated_activation(Context& ctx, CommandList& list, const GatedActivat
     const std::uint32_t wg_y = std::max<std::uint32_t>(
         1, std::min<std::uint32_t>({4, limits.workgroup_invocations / wg_x, limits.workgroup_size[1]}));
     if (ceil_div(a.rows, wg_y) > limits.workgroup_count[1] || ceil_div(a.cols, wg_x) > limits.workgroup_count[0]) {
-        throw Error("gated_activation: [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+        throw Error("gated_activation: [" + fmt::to_string(a.rows) + ", " + fmt::to_string(a.cols) +
                     "] needs more workgroups than maxComputeWorkGroupCount allows");
     }
     const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("gated_activation", {define}),

@@ -1,11 +1,12 @@
 #include "host/ops/kv_append.hpp"
 #include "host/util/math.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
 #include "host/quant/kv_quant.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 
 namespace vkf {
@@ -20,19 +21,19 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                                          quant ? to_string(a.cache_quant) : to_string(a.cache_dtype));
     if (c.batch == 0 || c.new_len == 0 || c.n_kv_head == 0 || c.head_dim == 0 || c.head_dim % 2 != 0) {
         throw Error("kv_append: batch, new_len, n_kv_head must be positive and head_dim positive and even; got " +
-                    std::to_string(c.batch) + ", " + std::to_string(c.new_len) + ", " + std::to_string(c.n_kv_head) +
-                    ", " + std::to_string(c.head_dim));
+                    fmt::to_string(c.batch) + ", " + fmt::to_string(c.new_len) + ", " + fmt::to_string(c.n_kv_head) +
+                    ", " + fmt::to_string(c.head_dim));
     }
     const bool slots = a.slots.buffer != nullptr;
     if (slots && c.batch != 1) {
         throw Error("kv_append: slots place the rows of one sequence's step (batch 1); got batch " +
-                    std::to_string(c.batch));
+                    fmt::to_string(c.batch));
     }
     if (slots) {
         check_tensor(a.slots, c.new_len, 4, "kv_append", "slots", shape_text({c.new_len}, "u32"));
     } else if (std::uint64_t{c.pos} + c.new_len > c.max_len) {
-        throw Error("kv_append: rows " + std::to_string(c.pos) + ".." + std::to_string(c.pos + c.new_len - 1) +
-                    " do not fit the cache " + shape + " (max_len " + std::to_string(c.max_len) + ")");
+        throw Error("kv_append: rows " + fmt::to_string(c.pos) + ".." + fmt::to_string(c.pos + c.new_len - 1) +
+                    " do not fit the cache " + shape + " (max_len " + fmt::to_string(c.max_len) + ")");
     }
     if (quant) {
         check_kv_quant_head_dim(a.cache_quant, c.head_dim, "kv_append");
@@ -47,21 +48,21 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
         throw Error(
             "kv_append: an fp16 or quantized cache must start at a multiple of 4 bytes (written as words); "
             "offset " +
-            std::to_string(a.cache.offset));
+            fmt::to_string(a.cache.offset));
     }
     // The last source element read, + 1, bounds the source range.
     const HeadLayout& s = a.src_layout;
     const std::uint64_t src_extent = s.offset + (c.batch - 1) * s.batch_stride + (c.new_len - 1) * s.token_stride +
                                      (c.n_kv_head - 1) * s.head_stride + c.head_dim;
     if (a.src.buffer == nullptr || a.src.size % 4 != 0 || src_extent > a.src.size / 4) {
-        throw Error("kv_append: the source layout reaches element " + std::to_string(src_extent) +
-                    " but the source range holds " + std::to_string(a.src.size / 4) + " fp32 elements");
+        throw Error("kv_append: the source layout reaches element " + fmt::to_string(src_extent) +
+                    " but the source range holds " + fmt::to_string(a.src.size / 4) + " fp32 elements");
     }
     const ElementBinding src = bind_elements(limits, a.src, s.offset, src_extent - s.offset, 4, "kv_append", "src");
     const ElementBinding cache = bind_elements(limits, a.cache, 0, cache_elements, cache_unit, "kv_append", "cache");
     for (std::uint64_t stride : {s.batch_stride, s.token_stride, s.head_stride}) {
         if (stride > UINT32_MAX) {
-            throw Error("kv_append: source stride " + std::to_string(stride) + " exceeds 32 bits");
+            throw Error("kv_append: source stride " + fmt::to_string(stride) + " exceeds 32 bits");
         }
     }
     const std::uint32_t wg = std::min<std::uint32_t>({64, limits.workgroup_invocations, limits.workgroup_size[0]});

@@ -1,9 +1,11 @@
 #include "host/ops/layernorm.hpp"
 #include "host/util/math.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -26,7 +28,7 @@ std::uint32_t layernorm_workgroup_size(const ComputeLimits& limits, std::uint32_
         std::min({kMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0], limits.shared_memory / 4}));
     std::uint32_t wg = std::min(cap, std::bit_ceil(std::max<std::uint32_t>(dim, 1)));
     if (wg == 0) {
-        throw Error("layernorm: no workgroup fits " + std::to_string(limits.shared_memory) + " bytes of shared memory");
+        throw Error("layernorm: no workgroup fits " + fmt::to_string(limits.shared_memory) + " bytes of shared memory");
     }
     if (limits.max_loop_iterations != 0) {
         const std::uint64_t budget = limits.max_loop_iterations / 2;
@@ -35,10 +37,10 @@ std::uint32_t layernorm_workgroup_size(const ComputeLimits& limits, std::uint32_
             wg *= 2;
         }
         if (loop_iterations(dim, wg) > budget || wg * 4 > limits.shared_memory) {
-            throw Error("layernorm: rows of " + std::to_string(dim) +
+            throw Error("layernorm: rows of " + fmt::to_string(dim) +
                         " elements need more loop iterations per "
                         "invocation than this driver runs (" +
-                        std::to_string(limits.max_loop_iterations) + ")");
+                        fmt::to_string(limits.max_loop_iterations) + ")");
         }
     }
     return wg;
@@ -54,8 +56,8 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
     const std::uint32_t x_stride = a.x_stride == 0 ? a.dim : a.x_stride;
     const std::uint32_t y_stride = a.y_stride == 0 ? a.dim : a.y_stride;
     if (x_stride < a.dim || y_stride < a.dim) {
-        throw Error(std::string(op) + ": row strides " + std::to_string(x_stride) + " (x) and " +
-                    std::to_string(y_stride) + " (y) must be at least dim " + std::to_string(a.dim));
+        throw Error(std::string(op) + ": row strides " + fmt::to_string(x_stride) + " (x) and " +
+                    fmt::to_string(y_stride) + " (y) must be at least dim " + fmt::to_string(a.dim));
     }
     // A strided view of `rows` rows: the last row needs only dim elements.
     const auto view = [&](std::uint64_t rows, std::uint32_t stride) {
@@ -71,7 +73,7 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
         check_tensor(a.bias, a.dim, wsize, op, "bias", shape_text({a.dim}, wtype));
     }
     if (!(a.eps > 0.0f)) {
-        throw Error(std::string(op) + ": eps must be positive, got " + std::to_string(a.eps));
+        throw Error(std::string(op) + ": eps must be positive, got " + fmt::format("{:f}", a.eps));
     }
     const std::uint32_t wg = layernorm_workgroup_size(limits, a.dim);
     const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("layernorm", {{"WEIGHTS_F16", f16}}),
@@ -82,7 +84,7 @@ void record_layernorm(Context& ctx, CommandList& list, const LayerNormArgs& a) {
                                                          .shared_memory_bytes = 4 * wg});
     const std::uint64_t max_rows = max_bound_elements(limits, 4) / std::max(x_stride, y_stride);
     if (max_rows == 0) {
-        throw Error(std::string(op) + ": one row of " + std::to_string(std::max(x_stride, y_stride)) +
+        throw Error(std::string(op) + ": one row of " + fmt::to_string(std::max(x_stride, y_stride)) +
                     " elements exceeds maxStorageBufferRange");
     }
     const ElementBinding weight = bind_elements(limits, a.weight, 0, a.dim, wsize, op, "weight");

@@ -6,10 +6,12 @@
 // Until that passes it is opt-in (MatmulKernel::CoopMat, VKF_LIMITS coopmat; docs/DESIGN.md).
 
 #include "shaders/interface/matmul_coopmat.h"
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -91,7 +93,7 @@ std::optional<std::string> coopmat_refusal(const MatmulDevice& device, DType wei
     }
     if (choose_shape(l) == nullptr) {
         return who + "needs a cooperative-matrix shape whose M, N and K are multiples of 8 dividing a K step of " +
-               std::to_string(kCoopStepK) + "; the device's fp16 shapes fit none";
+               fmt::to_string(kCoopStepK) + "; the device's fp16 shapes fit none";
     }
     if (!l.subgroup_size_control || l.subgroup_size == 0) {
         return who +
@@ -100,15 +102,15 @@ std::optional<std::string> coopmat_refusal(const MatmulDevice& device, DType wei
     }
     const CoopMatShape& shape = *choose_shape(l);
     if (l.coopmat_emulated && (shape.m * shape.n) % l.subgroup_size != 0) {
-        return who + "emulated (VKF_LIMITS coopmat_emulated) spreads a " + std::to_string(shape.m) + "x" +
-               std::to_string(shape.n) + " accumulator over subgroups of " + std::to_string(l.subgroup_size) +
+        return who + "emulated (VKF_LIMITS coopmat_emulated) spreads a " + fmt::to_string(shape.m) + "x" +
+               fmt::to_string(shape.n) + " accumulator over subgroups of " + fmt::to_string(l.subgroup_size) +
                ", which do not divide it";
     }
     if (l.storage_buffers < kernel_bindings(MatmulPlan{}, false, false)) {
         return who +
                "binds 5 storage buffers (its fused epilogue) and has no separate-epilogue form; the device "
                "allows " +
-               std::to_string(l.storage_buffers);
+               fmt::to_string(l.storage_buffers);
     }
     return std::nullopt;
 }
@@ -148,9 +150,9 @@ MatmulPlan plan_matmul_coopmat(const MatmulDevice& device, std::uint32_t m, std:
     }
     if (tile == nullptr) {
         throw Error("matmul: the cooperative-matrix kernel fits no tile on this device (" +
-                    std::to_string(l.shared_memory) + " bytes of shared memory, " +
-                    std::to_string(l.workgroup_invocations) + " invocations per workgroup, subgroups of " +
-                    std::to_string(l.subgroup_size) + ")");
+                    fmt::to_string(l.shared_memory) + " bytes of shared memory, " +
+                    fmt::to_string(l.workgroup_invocations) + " invocations per workgroup, subgroups of " +
+                    fmt::to_string(l.subgroup_size) + ")");
     }
     MatmulPlan plan;
     plan.kernel = MatmulKernel::CoopMat;

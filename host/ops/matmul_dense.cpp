@@ -2,10 +2,12 @@
 // its WeightSource, recorded by matmul_record.cpp, which also binds the cooperative-matrix
 // kernel's fp16 weights (matmul_coopmat.cpp: its plan, code and constants).
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -243,8 +245,8 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
     switch (kernel) {
         case MatmulKernel::Tiled:
             if (tile == nullptr) {
-                throw Error("matmul: no tile fits the device (" + std::to_string(limits.shared_memory) +
-                            " bytes of shared memory, " + std::to_string(limits.workgroup_invocations) +
+                throw Error("matmul: no tile fits the device (" + fmt::to_string(limits.shared_memory) +
+                            " bytes of shared memory, " + fmt::to_string(limits.workgroup_invocations) +
                             " invocations per workgroup)");
             }
             plan.tile_m = tile->m;
@@ -265,7 +267,7 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
                 throw Error(
                     "matmul: the matrix-vector kernel needs 16 bytes of shared memory per invocation; the "
                     "device allows " +
-                    std::to_string(limits.shared_memory) + " bytes");
+                    fmt::to_string(limits.shared_memory) + " bytes");
             }
             plan.workgroup_size = gemv_wg;
             plan.shared_bytes = 16 * gemv_wg;

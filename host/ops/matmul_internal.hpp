@@ -16,9 +16,12 @@
 
 namespace vkf::matmul_detail {
 
-// Storage buffers of the main kernel of `plan`: X, the weights' (W; or the values and the
-// scales), and bias, residual and Y (the separate epilogue's partial sums instead), then
-// the caches of a scatter and a fused LayerNorm's weight and bias.
+// The weights' storage buffers (W; or the values and the scales), which place every binding
+// after them (shaders/interface/matmul_bindings.h).
+std::uint32_t weight_bindings(const MatmulPlan& plan);
+// Storage buffers of the main kernel of `plan`: X, the weights', and bias, residual and Y
+// (the separate epilogue's partial sums instead), then the caches of a scatter and a fused
+// LayerNorm's weight and bias.
 std::uint32_t kernel_bindings(const MatmulPlan& plan, bool scatter, bool x_norm);
 
 // Workgroups the output should give before K is split for parallelism (a CPU device has
@@ -82,7 +85,7 @@ GroupCount piece_groups(const MatmulPlan& plan, std::uint32_t mc, std::uint32_t 
 
 // The weights of one piece (rows n0 .. n0 + nc of W, columns of Y) as a kernel reads them.
 struct WeightPiece {
-    std::vector<Binding> bindings;  // bound after X: W, or the values and the scales
+    std::vector<Binding> bindings;  // from VKF_MATMUL_BINDING_W: W, or the values and the scales
     std::uint32_t w_base = 0;       // the first element (dense) or word (quantized) of W
     std::uint32_t s_base = 0;       // quantized: the first scale
     // The kernel's load paths the piece's alignment allows (VKF_MATMUL_FLAG_PAIRS, VEC8,

@@ -3,9 +3,11 @@
 
 #include "host/ops/matmul.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -51,12 +53,16 @@ void grant_fusions(MatmulPlan& plan, const ComputeLimits& limits, const MatmulOp
 
 namespace matmul_detail {
 
+std::uint32_t weight_bindings(const MatmulPlan& plan) {
+    return plan.quant == QuantFormat::None ? VKF_MATMUL_WEIGHTS_DENSE : VKF_MATMUL_WEIGHTS_QUANT;
+}
+
 std::uint32_t kernel_bindings(const MatmulPlan& plan, bool scatter, bool x_norm) {
-    const std::uint32_t weights = plan.quant == QuantFormat::None ? 1 : 2;
+    const std::uint32_t weights = weight_bindings(plan);
     if (plan.separate_epilogue) {
-        return 1 + weights + 1;  // X, the weights, the partial sums
+        return VKF_MATMUL_NO_EPILOGUE_BINDING_COUNT(weights);
     }
-    return 1 + weights + 3 + (scatter ? 2 : 0) + (x_norm ? 2 : 0);
+    return VKF_MATMUL_BINDING_COUNT(weights, scatter ? 1u : 0u, x_norm ? 1u : 0u);
 }
 
 std::uint64_t target_workgroups(const MatmulDevice& device) {
@@ -84,7 +90,7 @@ std::uint64_t plan_rowdot(MatmulPlan& plan, const MatmulDevice& device, std::uin
                     " needs subgroup arithmetic in compute shaders, full subgroups of a required size "
                     "(subgroupSizeControl and computeFullSubgroups; not with VKF_LIMITS no_subgroup_size_control) "
                     "and workgroups of at least one subgroup (" +
-                    std::to_string(limits.subgroup_size) + " invocations)");
+                    fmt::to_string(limits.subgroup_size) + " invocations)");
     }
     plan.subgroup_size = limits.subgroup_size;
     plan.block_m = std::min(m, max_rows);
@@ -139,8 +145,8 @@ void plan_pieces(MatmulPlan& plan, const ComputeLimits& limits, std::uint32_t m,
                  std::uint64_t max_w_rows) {
     const std::uint64_t f_max = max_bound_elements(limits, 4);
     if (k > f_max || max_w_rows == 0) {
-        throw Error("matmul: one row of " + std::to_string(k) + " elements (k) exceeds maxStorageBufferRange (" +
-                    std::to_string(limits.storage_buffer_range) + " bytes)");
+        throw Error("matmul: one row of " + fmt::to_string(k) + " elements (k) exceeds maxStorageBufferRange (" +
+                    fmt::to_string(limits.storage_buffer_range) + " bytes)");
     }
     std::uint64_t cols = std::min<std::uint64_t>({n, max_w_rows, f_max / plan.n_splits});
     std::uint64_t rows = std::min<std::uint64_t>(m, f_max / k);
@@ -210,32 +216,32 @@ const char* to_string(MatmulArithmetic a) {
 std::string MatmulPlan::describe() const {
     std::string s = std::string(to_string(kernel));
     if (quant != QuantFormat::None) {
-        s += std::string(" ") + to_string(quant) + " (" + std::to_string(blocks_per_step) + " blocks a step)";
+        s += std::string(" ") + to_string(quant) + " (" + fmt::to_string(blocks_per_step) + " blocks a step)";
         if (int_dot) {
             s += " int8 dot";
         }
     }
     if (kernel == MatmulKernel::Tiled) {
-        s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k);
+        s += " " + fmt::to_string(tile_m) + "x" + fmt::to_string(tile_n) + "x" + fmt::to_string(tile_k);
     } else if (kernel == MatmulKernel::CoopMat) {
         const CoopMatShape& c = coopmat.shape;
-        s += " " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + "x" + std::to_string(tile_k) + " (" +
-             std::to_string(coopmat.subgroups_m) + "x" + std::to_string(coopmat.subgroups_n) + " subgroups of " +
-             std::to_string(subgroup_size) + ", each " + std::to_string(coopmat.frags_m) + "x" +
-             std::to_string(coopmat.frags_n) + " matrices of " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-             std::to_string(c.k) + (coopmat.emulated ? ", emulated" : "") + ")";
+        s += " " + fmt::to_string(tile_m) + "x" + fmt::to_string(tile_n) + "x" + fmt::to_string(tile_k) + " (" +
+             fmt::to_string(coopmat.subgroups_m) + "x" + fmt::to_string(coopmat.subgroups_n) + " subgroups of " +
+             fmt::to_string(subgroup_size) + ", each " + fmt::to_string(coopmat.frags_m) + "x" +
+             fmt::to_string(coopmat.frags_n) + " matrices of " + fmt::to_string(c.m) + "x" + fmt::to_string(c.n) + "x" +
+             fmt::to_string(c.k) + (coopmat.emulated ? ", emulated" : "") + ")";
     } else if (kernel == MatmulKernel::Blocked) {
-        s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + (wide_loads ? " (64-bit loads)" : "");
+        s += " " + fmt::to_string(block_m) + "x" + fmt::to_string(block_n) + (wide_loads ? " (64-bit loads)" : "");
     } else if (kernel == MatmulKernel::RowDot) {
-        s += " " + std::to_string(block_m) + "x" + std::to_string(block_n) + "x" + std::to_string(column_groups) +
-             " (subgroups of " + std::to_string(subgroup_size) + (wide_loads ? ", 64-bit loads)" : ")");
+        s += " " + fmt::to_string(block_m) + "x" + fmt::to_string(block_n) + "x" + fmt::to_string(column_groups) +
+             " (subgroups of " + fmt::to_string(subgroup_size) + (wide_loads ? ", 64-bit loads)" : ")");
     }
-    s += ", " + std::to_string(workgroup_size) + " invocations, " + std::to_string(shared_bytes) + " B shared";
+    s += ", " + fmt::to_string(workgroup_size) + " invocations, " + fmt::to_string(shared_bytes) + " B shared";
     if (f16_arithmetic) {
         s += ", fp16 arithmetic";
     }
     if (n_splits > 1) {
-        s += ", split-K " + std::to_string(n_splits) + " x " + std::to_string(k_split);
+        s += ", split-K " + fmt::to_string(n_splits) + " x " + fmt::to_string(k_split);
     }
     if (separate_epilogue) {
         s += ", epilogue in the reduce pass";
@@ -246,8 +252,8 @@ std::string MatmulPlan::describe() const {
     if (x_norm) {
         s += ", LayerNorm of X fused";
     }
-    s += ", pieces of " + std::to_string(rows_per_piece) + " rows x " + std::to_string(cols_per_piece) + " cols, ~" +
-         std::to_string(loop_iterations) + " loop iterations per invocation";
+    s += ", pieces of " + fmt::to_string(rows_per_piece) + " rows x " + fmt::to_string(cols_per_piece) + " cols, ~" +
+         fmt::to_string(loop_iterations) + " loop iterations per invocation";
     return s;
 }
 
@@ -260,8 +266,8 @@ MatmulDevice matmul_device(const Context& ctx) {
 MatmulPlan plan_matmul(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                        DType weight_dtype, MatmulOptions options, QuantFormat quant) {
     if (m == 0 || n == 0 || k == 0) {
-        throw Error("matmul: empty shape m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                    " k=" + std::to_string(k));
+        throw Error("matmul: empty shape m=" + fmt::to_string(m) + " n=" + fmt::to_string(n) +
+                    " k=" + fmt::to_string(k));
     }
     MatmulPlan plan = quant != QuantFormat::None
                           ? matmul_detail::plan_matmul_quant(device, m, n, k, weight_dtype, options, quant)

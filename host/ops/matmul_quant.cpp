@@ -2,11 +2,13 @@
 // and its WeightSource, recorded by matmul_record.cpp. The K split, the pieces and the
 // reduce pass are the dense matmul's (matmul_internal.hpp).
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/interface/matmul_quant_x.h"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -69,7 +71,7 @@ std::uint32_t blocks_per_step(MatmulKernel kernel, std::uint64_t row_blocks) {
 }
 
 std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
-    return "[" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + "]";
+    return "[" + fmt::to_string(m) + ", " + fmt::to_string(n) + ", " + fmt::to_string(k) + "]";
 }
 
 }  // namespace
@@ -78,11 +80,11 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
                              DType bias_dtype, const MatmulOptions& options, QuantFormat quant) {
     const ComputeLimits& limits = device.limits;
     if (quant != QuantFormat::Q8_0 && quant != QuantFormat::Q4_0) {
-        throw Error("matmul: unknown block format " + std::to_string(static_cast<std::uint32_t>(quant)));
+        throw Error("matmul: unknown block format " + fmt::to_string(static_cast<std::uint32_t>(quant)));
     }
     if (k % kQuantBlock != 0) {
-        throw Error("matmul " + shape(m, n, k) + " with " + to_string(quant) + " weights: k = " + std::to_string(k) +
-                    " is not a multiple of the block size " + std::to_string(kQuantBlock) +
+        throw Error("matmul " + shape(m, n, k) + " with " + to_string(quant) + " weights: k = " + fmt::to_string(k) +
+                    " is not a multiple of the block size " + fmt::to_string(kQuantBlock) +
                     "; W [n, k] must be whole blocks of 32 along k");
     }
     if (bias_dtype != DType::F32 && bias_dtype != DType::F16) {

@@ -4,24 +4,28 @@
 
 #include "host/ops/matmul.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/matmul_internal.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
+#include <span>
 
 namespace vkf {
 
 namespace {
 
 using matmul_detail::kernel_bindings;
+using matmul_detail::weight_bindings;
 
 constexpr std::uint32_t kReduceWorkgroup = 64;
 
 std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
-    return "[" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + "]";
+    return "[" + fmt::to_string(m) + ", " + fmt::to_string(n) + ", " + fmt::to_string(k) + "]";
 }
 
 // Storage buffers of the plan's main kernel with the fused epilogue, as if the device had them.
@@ -34,8 +38,8 @@ void check_scatter(const MatmulArgs& a) {
     const QkvScatter& s = *a.scatter;
     const std::string who = "matmul (QKV scatter): ";
     if (s.head_dim == 0 || s.q_heads == 0 || s.kv_heads == 0 || s.head_dim % 2 != 0) {
-        throw Error(who + "head_dim (even), q_heads and kv_heads must be set; got " + std::to_string(s.head_dim) +
-                    ", " + std::to_string(s.q_heads) + ", " + std::to_string(s.kv_heads));
+        throw Error(who + "head_dim (even), q_heads and kv_heads must be set; got " + fmt::to_string(s.head_dim) +
+                    ", " + fmt::to_string(s.q_heads) + ", " + fmt::to_string(s.kv_heads));
     }
     if (s.interleaved && s.q_heads != s.kv_heads) {
         throw Error(who + "the interleaved [n_head, 3, head_dim] layout needs as many K/V heads as query heads");
@@ -43,9 +47,9 @@ void check_scatter(const MatmulArgs& a) {
     const std::uint64_t q_cols = std::uint64_t{s.q_heads} * s.head_dim;
     const std::uint64_t kv_cols = std::uint64_t{s.kv_heads} * s.head_dim;
     if (a.n != q_cols + 2 * kv_cols) {
-        throw Error(who + "n = " + std::to_string(a.n) + " but " + std::to_string(s.q_heads) + " query and " +
-                    std::to_string(s.kv_heads) + " K/V heads of " + std::to_string(s.head_dim) + " need " +
-                    std::to_string(q_cols + 2 * kv_cols));
+        throw Error(who + "n = " + fmt::to_string(a.n) + " but " + fmt::to_string(s.q_heads) + " query and " +
+                    fmt::to_string(s.kv_heads) + " K/V heads of " + fmt::to_string(s.head_dim) + " need " +
+                    fmt::to_string(q_cols + 2 * kv_cols));
     }
     if (a.residual.buffer != nullptr) {
         throw Error(who + "a scatter has no residual");
@@ -57,15 +61,15 @@ void check_scatter(const MatmulArgs& a) {
     const std::uint64_t row_bytes = kv_cols * element_size(s.cache_dtype);
     for (const auto& [name, cache] : {std::pair{"K cache", s.k_cache}, std::pair{"V cache", s.v_cache}}) {
         if (cache.buffer == nullptr || cache.size == 0 || cache.size % row_bytes != 0) {
-            throw Error(who + "the " + name + " range must hold whole rows of " + std::to_string(kv_cols) + " " +
-                        to_string(s.cache_dtype) + " values (" + std::to_string(row_bytes) + " bytes each)");
+            throw Error(who + "the " + name + " range must hold whole rows of " + fmt::to_string(kv_cols) + " " +
+                        to_string(s.cache_dtype) + " values (" + fmt::to_string(row_bytes) + " bytes each)");
         }
     }
     if (s.k_cache.size != s.v_cache.size) {
         throw Error(who + "the K and V caches differ in size");
     }
     if (s.slots.buffer == nullptr) {
-        throw Error(who + "the slots range (the cache row of each of the " + std::to_string(a.m) +
+        throw Error(who + "the slots range (the cache row of each of the " + fmt::to_string(a.m) +
                     " rows, uint32) is missing");
     }
     check_tensor(s.slots, a.m, 4, "matmul (QKV scatter)", "slots", shape_text({a.m}, "u32"));
@@ -106,8 +110,8 @@ void check_against_plan(const ComputeLimits& limits, const MatmulPlan& plan, con
         throw Error(
             "matmul: a fused LayerNorm of X (MatmulArgs::x_norm) needs a plan that grants it (MatmulOptions::x_norm, "
             "MatmulPlan::x_norm: the row-dot kernel of dense weights with the fused epilogue and " +
-            std::to_string(fused_bindings(plan, plan.scatter, true)) +
-            " storage buffers, and k <= " + std::to_string(kLayerNormFusionMaxK) +
+            fmt::to_string(fused_bindings(plan, plan.scatter, true)) +
+            " storage buffers, and k <= " + fmt::to_string(kLayerNormFusionMaxK) +
             " unless the kernel is forced); the plan is " + plan.describe() + " (run record_layernorm first)");
     }
     if (!a.x_norm && plan.x_norm) {
@@ -135,9 +139,9 @@ void check_scratch(const MatmulPlan& plan, const MatmulArgs& a) {
                     (plan.int_dot        ? "quantizes X"
                      : plan.n_splits > 1 ? "splits K"
                                          : "writes partial sums for its separate epilogue") +
-                    " (" + plan.describe() + ") and needs a scratch range of " + std::to_string(plan.scratch_bytes) +
+                    " (" + plan.describe() + ") and needs a scratch range of " + fmt::to_string(plan.scratch_bytes) +
                     " bytes (matmul_scratch_bytes); got " +
-                    std::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
+                    fmt::to_string(a.scratch.buffer == nullptr ? 0 : a.scratch.size));
     }
 }
 
@@ -156,14 +160,16 @@ std::uint32_t epilogue_flags(const MatmulArgs& a) {
     return flags;
 }
 
-// The scatter's K and V cache bindings, appended after Y (none without a scatter).
-std::vector<Binding> scatter_bindings(const MatmulArgs& a) {
+// The scatter's K and V caches into `b`, a dispatch's bindings (shaders/interface/
+// matmul_bindings.h) after `weights` weight bindings; nothing without a scatter.
+void bind_scatter(std::span<Binding> b, std::uint32_t weights, const MatmulArgs& a) {
     if (!a.scatter) {
-        return {};
+        return;
     }
     // fp16 caches are written with atomics, which read the word.
     const Access access = a.scatter->cache_dtype == DType::F16 ? Access::ReadWrite : Access::Write;
-    return {{a.scatter->k_cache, access}, {a.scatter->v_cache, access}};
+    b[VKF_MATMUL_BINDING_K_CACHE(weights)] = {a.scatter->k_cache, access};
+    b[VKF_MATMUL_BINDING_V_CACHE(weights)] = {a.scatter->v_cache, access};
 }
 
 // The SCATTER variants' specialization constant (none without a scatter).
@@ -218,9 +224,9 @@ EpilogueBindings bind_epilogue(const ComputeLimits& limits, const MatmulArgs& a,
     return b;
 }
 
-// A fused LayerNorm's weight and bias, bound in whole words (an odd k of fp16 values) from
-// the tensors' first element: the kernel indexes them from 0 and reads 8 at a time where k
-// allows.
+// A fused LayerNorm's weight and bias (the weight again when there is no bias), bound in
+// whole words (an odd k of fp16 values) from the tensors' first element: the kernel indexes
+// them from 0 and reads 8 at a time where k allows. Empty without a fused LayerNorm.
 std::vector<Binding> layernorm_bindings(const ComputeLimits& limits, const MatmulArgs& a) {
     if (!a.x_norm) {
         return {};
@@ -236,7 +242,7 @@ std::vector<Binding> layernorm_bindings(const ComputeLimits& limits, const Matmu
         if (b.base != 0 || r.offset % 16 != 0) {
             throw Error(std::string("matmul: a fused LayerNorm's ") + what +
                         " must start on a 16-byte boundary that the device can bind (offset " +
-                        std::to_string(r.offset) + ")");
+                        fmt::to_string(r.offset) + ")");
         }
         return b.range;
     };
@@ -263,19 +269,26 @@ ReducePass reduce_pass(Context& ctx, const MatmulArgs& a) {
                      .workgroup_size = {pass.workgroup_size, 1, 1},
                      .constants = scatter_constants(a),
                      .push_constant_layout = MatmulPush::layout,
-                     .binding_count = scatter ? 6u : 4u});
+                     .binding_count = VKF_MATMUL_BINDING_COUNT(0u, scatter ? 1u : 0u, 0u)});
     return pass;
+}
+
+// Bias, residual and Y into `b`, a dispatch's bindings after `weights` weight bindings.
+void bind_epilogue_buffers(std::span<Binding> b, std::uint32_t weights, const EpilogueBindings& e) {
+    b[VKF_MATMUL_BINDING_BIAS(weights)] = {e.bias.range, Access::Read};
+    b[VKF_MATMUL_BINDING_RESIDUAL(weights)] = {e.residual.range, Access::Read};
+    b[VKF_MATMUL_BINDING_Y(weights)] = {e.y.range, Access::Write};
 }
 
 // `push` holds the piece's epilogue (m, n, ldy, bias_base, res_base, y_base, n_splits, flags).
 void dispatch_reduce(CommandList& list, const ReducePass& pass, MatmulPush push, const ElementBinding& partials,
-                     const EpilogueBindings& e, const std::vector<Binding>& scatter) {
+                     const EpilogueBindings& e, const MatmulArgs& a) {
     push.x_base = partials.base;  // the reduce pass has no X
-    std::vector<Binding> bindings = {{partials.range, Access::Read},
-                                     {e.bias.range, Access::Read},
-                                     {e.residual.range, Access::Read},
-                                     {e.y.range, Access::Write}};
-    bindings.insert(bindings.end(), scatter.begin(), scatter.end());
+    // The partial sums in X's binding, and no weights.
+    std::vector<Binding> bindings(VKF_MATMUL_BINDING_COUNT(0u, a.scatter ? 1u : 0u, 0u));
+    bindings[VKF_MATMUL_BINDING_X] = {partials.range, Access::Read};
+    bind_epilogue_buffers(bindings, 0, e);
+    bind_scatter(bindings, 0, a);
     list.dispatch(Dispatch{.pipeline = pass.pipeline,
                            .bindings = bindings,
                            .push_constants = push_bytes(push),
@@ -324,7 +337,8 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                                         : matmul_detail::dense_weights(ctx, plan, a, scatter_main);
     check_scratch(plan, a);
     const ReducePass reduce = split ? reduce_pass(ctx, a) : ReducePass{};
-    const std::vector<Binding> scatter = scatter_bindings(a);
+    const std::uint32_t weights = weight_bindings(plan);
+    const std::uint32_t ln_scatter = scatter_main ? 1u : 0u;  // the LayerNorm follows K and V
     // Fused work shows in GPU profiles under its own name.
     const char* label = a.scatter ? (a.x_norm ? "matmul (LayerNorm, QKV scatter)" : "matmul (QKV scatter)")
                                   : (a.x_norm ? "matmul (LayerNorm)" : "matmul");
@@ -354,14 +368,17 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                             .flags = flags | w.load_flags};
             set_epilogue_push(push, a, m0, n0);
             const GroupCount groups = matmul_detail::piece_groups(plan, mc, nc);
-            std::vector<Binding> bindings = {{x.range, Access::Read}};
-            bindings.insert(bindings.end(), w.bindings.begin(), w.bindings.end());
+            // Each buffer at its slot (shaders/interface/matmul_bindings.h).
+            std::vector<Binding> bindings(kernel_bindings(plan, scatter_main, plan.x_norm));
+            bindings[VKF_MATMUL_BINDING_X] = {x.range, Access::Read};
+            std::copy(w.bindings.begin(), w.bindings.end(), bindings.begin() + VKF_MATMUL_BINDING_W);
+            if (!ln_bindings.empty()) {
+                bindings[VKF_MATMUL_BINDING_LN_WEIGHT(weights, ln_scatter)] = ln_bindings[0];
+                bindings[VKF_MATMUL_BINDING_LN_BIAS(weights, ln_scatter)] = ln_bindings[1];
+            }
             if (!split) {
-                bindings.insert(
-                    bindings.end(),
-                    {{e.bias.range, Access::Read}, {e.residual.range, Access::Read}, {e.y.range, Access::Write}});
-                bindings.insert(bindings.end(), scatter.begin(), scatter.end());
-                bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
+                bind_epilogue_buffers(bindings, weights, e);
+                bind_scatter(bindings, weights, a);
                 list.dispatch(Dispatch{.pipeline = w.pipeline,
                                        .bindings = bindings,
                                        .push_constants = source->push(push, w),
@@ -374,11 +391,13 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
             MatmulPush partial_push = push;
             partial_push.flags = w.load_flags | (flags & VKF_MATMUL_FLAG_LN_BIAS) | VKF_MATMUL_FLAG_PARTIALS;
             partial_push.y_base = partials.base;
-            if (!plan.separate_epilogue) {  // bias and residual: bound, not read
-                bindings.insert(bindings.end(), {{x.range, Access::Read}, {x.range, Access::Read}});
+            if (plan.separate_epilogue) {
+                bindings[VKF_MATMUL_BINDING_PARTIALS(weights)] = {partials.range, Access::Write};
+            } else {  // the partial sums in Y's binding; bias and residual: bound, not read
+                bindings[VKF_MATMUL_BINDING_BIAS(weights)] = {x.range, Access::Read};
+                bindings[VKF_MATMUL_BINDING_RESIDUAL(weights)] = {x.range, Access::Read};
+                bindings[VKF_MATMUL_BINDING_Y(weights)] = {partials.range, Access::Write};
             }
-            bindings.push_back({partials.range, Access::Write});
-            bindings.insert(bindings.end(), ln_bindings.begin(), ln_bindings.end());
             list.dispatch(Dispatch{.pipeline = w.pipeline,
                                    .bindings = bindings,
                                    .push_constants = source->push(partial_push, w),
@@ -386,7 +405,7 @@ void record_matmul(Context& ctx, CommandList& list, const MatmulPlan& plan, cons
                                    .label = label});
             MatmulPush reduce_push = push;
             reduce_push.flags = flags;
-            dispatch_reduce(list, reduce, reduce_push, partials, e, scatter);
+            dispatch_reduce(list, reduce, reduce_push, partials, e, a);
         }
     }
 }

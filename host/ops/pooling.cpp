@@ -1,9 +1,11 @@
 #include "host/ops/pooling.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -40,13 +42,13 @@ void record_pooling(Context& ctx, CommandList& list, const PoolingArgs& a) {
     const std::uint32_t cap = std::bit_floor(
         std::min({kMaxWorkgroup, limits.workgroup_invocations, limits.workgroup_size[0], limits.shared_memory / 4}));
     if (cap == 0) {
-        throw Error("pooling: no workgroup fits " + std::to_string(limits.shared_memory) + " bytes of shared memory");
+        throw Error("pooling: no workgroup fits " + fmt::to_string(limits.shared_memory) + " bytes of shared memory");
     }
     const std::uint32_t wg = std::min(cap, std::bit_ceil(a.dim));
     if (limits.max_loop_iterations != 0 && loop_iterations(rows_read, a.dim, wg) > limits.max_loop_iterations / 2) {
-        throw Error("pooling: " + std::to_string(rows_read) + " rows of " + std::to_string(a.dim) +
+        throw Error("pooling: " + fmt::to_string(rows_read) + " rows of " + fmt::to_string(a.dim) +
                     " elements need more loop iterations per invocation than this driver runs (" +
-                    std::to_string(limits.max_loop_iterations) + ")");
+                    fmt::to_string(limits.max_loop_iterations) + ")");
     }
     const Pipeline& pipeline = ctx.pipeline(PipelineDesc{.code = &shaders::variant("pooling", {}),
                                                          .workgroup_size = {wg, 1, 1},

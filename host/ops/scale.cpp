@@ -1,9 +1,11 @@
 #include "host/ops/scale.hpp"
 
+#include "base/error.hpp"
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 #include "shaders/variants.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +18,7 @@ namespace {
 void record(Context& ctx, CommandList& list, BufferRange x, BufferRange y, const BufferRange* columns, float scale) {
     const char* op = columns != nullptr ? "scale_columns" : "scale";
     if (!std::isfinite(scale)) {
-        throw Error(std::string(op) + ": the scale " + std::to_string(scale) + " is not finite");
+        throw Error(std::string(op) + ": the scale " + fmt::format("{:f}", scale) + " is not finite");
     }
     if (x.size != y.size || x.size % 4 != 0 || x.buffer == nullptr || y.buffer == nullptr) {
         throw Error(std::string(op) + ": x and y must be equal ranges of whole fp32 elements");
@@ -28,9 +30,9 @@ void record(Context& ctx, CommandList& list, BufferRange x, BufferRange y, const
     if (columns != nullptr) {
         if (columns->buffer == nullptr || columns->size % 4 != 0 || columns->size == 0 ||
             count % (columns->size / 4) != 0) {
-            throw Error("scale_columns: x holds " + std::to_string(count) +
+            throw Error("scale_columns: x holds " + fmt::to_string(count) +
                         " elements, not whole rows of the column scale's " +
-                        std::to_string(columns->buffer == nullptr ? 0 : columns->size / 4));
+                        fmt::to_string(columns->buffer == nullptr ? 0 : columns->size / 4));
         }
         cols = narrow_u32(columns->size / 4, "scale_columns columns");
         column_binding = bind_elements(limits, *columns, 0, cols, 4, op, "columns");
@@ -47,7 +49,7 @@ void record(Context& ctx, CommandList& list, BufferRange x, BufferRange y, const
     // Pieces of whole rows, so that every piece's first element starts a row.
     std::uint64_t piece = max_bound_elements(limits, 4) / cols * cols;
     if (piece == 0) {
-        throw Error(std::string(op) + ": one row of " + std::to_string(cols) +
+        throw Error(std::string(op) + ": one row of " + fmt::to_string(cols) +
                     " elements exceeds maxStorageBufferRange");
     }
     for (std::uint64_t first = 0; first < count; first += piece) {

@@ -1,7 +1,9 @@
 #include "host/ops/tensor_binding.hpp"
 #include "host/util/math.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -43,9 +45,9 @@ ElementBinding bind_elements(const ComputeLimits& limits, const BufferRange& ten
     }
     const std::uint64_t size = end - aligned;
     if (size > limits.storage_buffer_range) {
-        throw Error(std::string(op) + ": " + std::string(tensor_name) + " piece of " + std::to_string(count) +
-                    " elements (" + std::to_string(size) + " bytes bound) exceeds maxStorageBufferRange (" +
-                    std::to_string(limits.storage_buffer_range) + " bytes)");
+        throw Error(std::string(op) + ": " + std::string(tensor_name) + " piece of " + fmt::to_string(count) +
+                    " elements (" + fmt::to_string(size) + " bytes bound) exceeds maxStorageBufferRange (" +
+                    fmt::to_string(limits.storage_buffer_range) + " bytes)");
     }
     return ElementBinding{.range = BufferRange{.buffer = tensor.buffer, .offset = aligned, .size = size},
                           .base = static_cast<std::uint32_t>((begin - aligned) / element_bytes)};
@@ -62,12 +64,12 @@ void check_tensor(const BufferRange& r, std::uint64_t elements, std::uint32_t el
     }
     const std::uint64_t bytes = elements * element_bytes;
     if (r.size != bytes) {
-        throw Error(who + " needs a range of " + std::to_string(bytes) + " bytes; got " + std::to_string(r.size) +
+        throw Error(who + " needs a range of " + fmt::to_string(bytes) + " bytes; got " + fmt::to_string(r.size) +
                     " bytes of buffer '" + buffer_name(r) + "'");
     }
     if (r.offset % element_bytes != 0 || r.offset > r.buffer->size() || r.size > r.buffer->size() - r.offset) {
-        throw Error(who + ": range [" + std::to_string(r.offset) + ", +" + std::to_string(r.size) + ") of buffer '" +
-                    buffer_name(r) + "' (" + std::to_string(r.buffer->size()) +
+        throw Error(who + ": range [" + fmt::to_string(r.offset) + ", +" + fmt::to_string(r.size) + ") of buffer '" +
+                    buffer_name(r) + "' (" + fmt::to_string(r.buffer->size()) +
                     " bytes) is outside the buffer or not aligned to its element size");
     }
 }

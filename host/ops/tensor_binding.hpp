@@ -4,7 +4,7 @@
 // maxStorageBufferRange long, so a piece is bound from the aligned offset at or below its
 // first element, and the shader is told where in the binding that element sits (`base`).
 
-#include "host/util/format.hpp"  // shape_text, for the messages of check_tensor
+#include "base/format.hpp"  // shape_text, for the messages of check_tensor
 #include "runtime/command_list.hpp"
 
 #include <cstdint>

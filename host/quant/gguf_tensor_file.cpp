@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "base/error.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {

@@ -1,6 +1,6 @@
 #include "host/quant/kv_quant.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "shaders/interface/kv_quant.h"
 
 #include <fmt/format.h>

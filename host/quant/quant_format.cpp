@@ -1,7 +1,9 @@
 #include "host/quant/quant_format.hpp"
 
+#include "base/error.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,9 +14,9 @@ namespace {
 
 void check_k(std::uint64_t k, std::string_view what) {
     if (k == 0 || k % kQuantBlock != 0) {
-        throw Error(std::string(what) + ": rows of " + std::to_string(k) +
+        throw Error(std::string(what) + ": rows of " + fmt::to_string(k) +
                     " weights cannot be block-quantized; the row length must be a positive multiple of " +
-                    std::to_string(kQuantBlock));
+                    fmt::to_string(kQuantBlock));
     }
 }
 
@@ -27,8 +29,8 @@ int round_to_int(float v) {
 std::uint16_t scale_bits(float scale, std::string_view what, std::size_t block) {
     const std::uint16_t bits = float_to_half(scale);
     if (!std::isfinite(half_to_float(bits))) {
-        throw Error(std::string(what) + ": block " + std::to_string(block) + " needs a scale of " +
-                    std::to_string(scale) + ", which does not fit fp16");
+        throw Error(std::string(what) + ": block " + fmt::to_string(block) + " needs a scale of " +
+                    fmt::format("{:f}", scale) + ", which does not fit fp16");
     }
     return bits;
 }
@@ -89,17 +91,17 @@ void quantize_row(QuantFormat format, std::span<const float> x, std::span<std::u
                   std::span<std::uint16_t> scales, std::string_view what) {
     const std::uint64_t blocks = quant_row_scales(x.size(), what);
     if (values.size() != quant_row_bytes(format, x.size(), what) || scales.size() != blocks) {
-        throw Error(std::string(what) + ": quantize_row was given " + std::to_string(values.size()) +
-                    " value bytes and " + std::to_string(scales.size()) + " scales for a row of " +
-                    std::to_string(x.size()));
+        throw Error(std::string(what) + ": quantize_row was given " + fmt::to_string(values.size()) +
+                    " value bytes and " + fmt::to_string(scales.size()) + " scales for a row of " +
+                    fmt::to_string(x.size()));
     }
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::span<const float> block = x.subspan(b * kQuantBlock, kQuantBlock);
         float extreme = 0.0f;  // the element of largest magnitude, sign kept
         for (std::size_t i = 0; i < kQuantBlock; ++i) {
             if (!std::isfinite(block[i])) {
-                throw Error(std::string(what) + ": element " + std::to_string(b * kQuantBlock + i) + " of the row is " +
-                            std::to_string(block[i]) + "; only finite weights can be quantized");
+                throw Error(std::string(what) + ": element " + fmt::to_string(b * kQuantBlock + i) + " of the row is " +
+                            fmt::format("{:f}", block[i]) + "; only finite weights can be quantized");
             }
             if (std::fabs(block[i]) > std::fabs(extreme)) {
                 extreme = block[i];
@@ -132,8 +134,8 @@ void dequantize_row(QuantFormat format, std::span<const std::uint8_t> values, st
                     std::span<float> out) {
     const std::uint64_t blocks = quant_row_scales(out.size(), "dequantize_row");
     if (values.size() != quant_row_bytes(format, out.size()) || scales.size() != blocks) {
-        throw Error("dequantize_row: " + std::to_string(values.size()) + " value bytes and " +
-                    std::to_string(scales.size()) + " scales do not make a row of " + std::to_string(out.size()));
+        throw Error("dequantize_row: " + fmt::to_string(values.size()) + " value bytes and " +
+                    fmt::to_string(scales.size()) + " scales do not make a row of " + fmt::to_string(out.size()));
     }
     for (std::size_t b = 0; b < blocks; ++b) {
         const float scale = half_to_float(scales[b]);

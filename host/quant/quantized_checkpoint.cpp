@@ -1,10 +1,12 @@
 #include "host/quant/quantized_checkpoint.hpp"
 
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/format.hpp"
 #include "host/util/endian.hpp"
-#include "host/util/files.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstring>
@@ -42,9 +44,9 @@ std::optional<QuantFormat> file_quantization(const TensorFile& file) {
         throw Error(label + "quantized as " + format->second + " but its metadata has no " +
                     std::string(kQuantVersionKey));
     }
-    if (version->second != std::to_string(kQuantFormatVersion)) {
+    if (version->second != fmt::to_string(kQuantFormatVersion)) {
         throw Error(label + "quantization format version '" + version->second + "' is not one this vkformer reads (" +
-                    std::to_string(kQuantFormatVersion) + "); re-quantize the model with this vkformer's vkf-quantize");
+                    fmt::to_string(kQuantFormatVersion) + "); re-quantize the model with this vkformer's vkf-quantize");
     }
     return parsed;
 }
@@ -113,7 +115,7 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
         }
         const std::size_t rows = e.shape.at(0), k = e.shape.at(1);
         if (k % kQuantBlock != 0) {
-            problems.push_back("tensor '" + e.name + "': rows of " + std::to_string(k) +
+            problems.push_back("tensor '" + e.name + "': rows of " + fmt::to_string(k) +
                                " weights cannot be block-quantized (not a multiple of 32)");
             continue;
         }
@@ -157,9 +159,9 @@ std::vector<float> dequantize_matrix(QuantFormat format, std::span<const std::ui
     const std::uint64_t row_bytes = quant_row_bytes(format, k);
     const std::uint64_t row_scales = quant_row_scales(k);
     if (values.size() != rows * row_bytes || scales.size() != rows * row_scales) {
-        throw Error("dequantize_matrix: " + std::to_string(values.size()) + " value bytes and " +
-                    std::to_string(scales.size()) + " scales do not make " + std::to_string(rows) + " " +
-                    to_string(format) + " rows of " + std::to_string(k));
+        throw Error("dequantize_matrix: " + fmt::to_string(values.size()) + " value bytes and " +
+                    fmt::to_string(scales.size()) + " scales do not make " + fmt::to_string(rows) + " " +
+                    to_string(format) + " rows of " + fmt::to_string(k));
     }
     std::vector<float> out(rows * k);
     for (std::uint64_t r = 0; r < rows; ++r) {
@@ -174,14 +176,14 @@ QuantizedMatrix quantize_matrix(QuantFormat format, std::span<const float> weigh
     const std::uint64_t row_bytes = quant_row_bytes(format, k, what);
     const std::uint64_t row_scales = quant_row_scales(k, what);
     if (weights.size() != rows * k) {
-        throw Error(std::string(what) + ": " + std::to_string(weights.size()) + " weights do not make " +
-                    std::to_string(rows) + " rows of " + std::to_string(k));
+        throw Error(std::string(what) + ": " + fmt::to_string(weights.size()) + " weights do not make " +
+                    fmt::to_string(rows) + " rows of " + fmt::to_string(k));
     }
     QuantizedMatrix q{std::vector<std::uint8_t>(rows * row_bytes), std::vector<std::uint16_t>(rows * row_scales)};
     for (std::uint64_t r = 0; r < rows; ++r) {
         quantize_row(format, weights.subspan(r * k, k), std::span(q.values).subspan(r * row_bytes, row_bytes),
                      std::span(q.scales).subspan(r * row_scales, row_scales),
-                     std::string(what) + " row " + std::to_string(r));
+                     std::string(what) + " row " + fmt::to_string(r));
     }
     return q;
 }
@@ -221,8 +223,8 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
                     const std::vector<float> values = read_tensor_f32(checkpoint, e);
                     const std::vector<std::uint16_t> halves = floats_to_halves(values);
                     if (const std::optional<std::size_t> i = first_half_overflow(values, halves)) {
-                        throw Error("vkf-quantize: tensor '" + e.name + "': element " + std::to_string(*i) + " (" +
-                                    std::to_string(values[*i]) + ") does not fit fp16");
+                        throw Error("vkf-quantize: tensor '" + e.name + "': element " + fmt::to_string(*i) + " (" +
+                                    fmt::format("{:f}", values[*i]) + ") does not fit fp16");
                     }
                     for (std::size_t i = 0; i < halves.size(); ++i) {
                         store_le(out.data() + 2 * i, halves[i]);
@@ -259,7 +261,7 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
     fs::remove(out_dir / "model.safetensors.index.json", error);
     write_safetensors_file(out_dir / "model.safetensors", sources,
                            {{std::string(kQuantFormatKey), to_string(format)},
-                            {std::string(kQuantVersionKey), std::to_string(kQuantFormatVersion)}},
+                            {std::string(kQuantVersionKey), fmt::to_string(kQuantFormatVersion)}},
                            progress);
     const fs::path source_dir = fs::is_directory(model_dir) ? model_dir : model_dir.parent_path();
     for (const char* file : {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {

@@ -1,14 +1,16 @@
 #include "host/reference/attention.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
+#include "base/error.hpp"
 #include "host/reference/parallel.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf::reference {
 namespace {
@@ -16,9 +18,9 @@ namespace {
 void require_elements(std::span<const double> array, const char* name, std::uint32_t batch, std::uint32_t rows,
                       std::uint32_t heads, std::uint32_t head_dim, std::size_t expected) {
     if (array.size() != expected) {
-        throw Error(std::string("reference::attention: ") + name + " has " + std::to_string(array.size()) +
-                    " elements but its shape [" + std::to_string(batch) + ", " + std::to_string(rows) + ", " +
-                    std::to_string(heads) + ", " + std::to_string(head_dim) + "] needs " + std::to_string(expected));
+        throw Error(std::string("reference::attention: ") + name + " has " + fmt::to_string(array.size()) +
+                    " elements but its shape [" + fmt::to_string(batch) + ", " + fmt::to_string(rows) + ", " +
+                    fmt::to_string(heads) + ", " + fmt::to_string(head_dim) + "] needs " + fmt::to_string(expected));
     }
 }
 

@@ -1,11 +1,13 @@
 #include "host/reference/encoder.hpp"
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/attention.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -119,7 +121,7 @@ Encoder::Encoder(const EncoderConfig& config, const ShardedCheckpoint& checkpoin
     w->token_type_0.resize(h);
     w->embedding_norm = reader.norm("embeddings.LayerNorm");
     for (std::uint32_t i = 0; i < config_.n_layer; ++i) {
-        const std::string p = "encoder.layer." + std::to_string(i);
+        const std::string p = "encoder.layer." + fmt::to_string(i);
         RefLayer l;
         l.query = reader.linear(p + ".attention.self.query", h, h, true);
         l.key = reader.linear(p + ".attention.self.key", h, h, true);
@@ -146,8 +148,8 @@ std::vector<double> Encoder::forward(std::span<const std::uint32_t> ids) const {
     }
     for (std::size_t t = 0; t < ids.size(); ++t) {
         if (ids[t] >= c.vocab_size) {
-            throw Error("reference encoder: token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) +
-                        " is not below vocab_size " + std::to_string(c.vocab_size));
+            throw Error("reference encoder: token id " + fmt::to_string(ids[t]) + " at position " + fmt::to_string(t) +
+                        " is not below vocab_size " + fmt::to_string(c.vocab_size));
         }
     }
     const auto tokens = static_cast<std::uint32_t>(ids.size());

@@ -1,12 +1,14 @@
 #include "host/reference/model.hpp"
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/reference/attention.hpp"
 #include "host/reference/ops.hpp"
 #include "host/spec/model_tensors.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,8 +101,8 @@ public:
         }
         if (values.size() != elements) {
             throw Error("reference model: tensor '" + name + "' of checkpoint '" + checkpoint_.source().string() +
-                        "' holds " + std::to_string(values.size()) + " elements; the config needs " +
-                        std::to_string(elements));
+                        "' holds " + fmt::to_string(values.size()) + " elements; the config needs " +
+                        fmt::to_string(elements));
         }
         const bool matrix = quantized_role(e.role);
         if (matrix && format_ == QuantFormat::None && quantize_ != QuantFormat::None) {
@@ -214,8 +216,8 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids,
     const unsigned threads = options_.threads;
     for (std::size_t t = 0; t < ids.size(); ++t) {
         if (ids[t] >= c.vocab_size) {
-            throw Error("reference model: token id " + std::to_string(ids[t]) + " at position " + std::to_string(t) +
-                        " is out of range for vocab_size " + std::to_string(c.vocab_size));
+            throw Error("reference model: token id " + fmt::to_string(ids[t]) + " at position " + fmt::to_string(t) +
+                        " is out of range for vocab_size " + fmt::to_string(c.vocab_size));
         }
     }
     const auto tokens = static_cast<std::uint32_t>(ids.size());
@@ -225,12 +227,12 @@ std::vector<double> Model::forward(std::span<const std::uint32_t> ids,
     for (std::size_t i = 0; i < chunk_ends.size(); ++i) {
         if (chunk_ends[i] == 0 || (i > 0 && chunk_ends[i] <= chunk_ends[i - 1]) || chunk_ends[i] > tokens ||
             (i + 1 == chunk_ends.size() && chunk_ends[i] != tokens)) {
-            throw Error("reference model: chunk ends must increase to the token count " + std::to_string(tokens));
+            throw Error("reference model: chunk ends must increase to the token count " + fmt::to_string(tokens));
         }
     }
     if (c.learned_pos_emb && tokens > c.max_seq_len) {
-        throw Error("reference model: " + std::to_string(tokens) + " tokens, but the learned positions cover " +
-                    std::to_string(c.max_seq_len));
+        throw Error("reference model: " + fmt::to_string(tokens) + " tokens, but the learned positions cover " +
+                    fmt::to_string(c.max_seq_len));
     }
     const std::size_t h = c.hidden;
     const std::size_t d = c.head_dim;

@@ -1,8 +1,10 @@
 #include "host/reference/ops.hpp"
 
+#include "base/error.hpp"
 #include "host/reference/parallel.hpp"
 #include "host/util/math.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -15,8 +17,8 @@ namespace {
 
 void check_size(std::size_t got, std::uint64_t want, const char* op, const char* name) {
     if (got != want) {
-        throw Error(std::string(op) + ": " + name + " holds " + std::to_string(got) + " elements; the shape needs " +
-                    std::to_string(want));
+        throw Error(std::string(op) + ": " + name + " holds " + fmt::to_string(got) + " elements; the shape needs " +
+                    fmt::to_string(want));
     }
 }
 

@@ -1,6 +1,8 @@
 #include "host/reference/pooling.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,8 +27,8 @@ void normalize_row(std::span<double> row) {
 std::vector<double> pool(std::span<const double> x, std::uint32_t rows, std::uint32_t dim, Pooling pooling,
                          bool normalize) {
     if (rows == 0 || dim == 0 || x.size() != std::size_t{rows} * dim) {
-        throw Error("reference pool: x holds " + std::to_string(x.size()) + " values, not [" + std::to_string(rows) +
-                    ", " + std::to_string(dim) + "] with both positive");
+        throw Error("reference pool: x holds " + fmt::to_string(x.size()) + " values, not [" + fmt::to_string(rows) +
+                    ", " + fmt::to_string(dim) + "] with both positive");
     }
     std::vector<double> out;
     switch (pooling) {
@@ -53,7 +55,7 @@ std::vector<double> pool(std::span<const double> x, std::uint32_t rows, std::uin
             out.assign(x.begin(), x.begin() + dim);
             break;
         default:
-            throw Error("reference pool: unknown pooling " + std::to_string(static_cast<std::uint32_t>(pooling)));
+            throw Error("reference pool: unknown pooling " + fmt::to_string(static_cast<std::uint32_t>(pooling)));
     }
     if (normalize) {
         normalize_row(out);

@@ -1,8 +1,10 @@
 #include "host/reference/quant_ops.hpp"
 
+#include "base/error.hpp"
 #include "host/reference/ops.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +18,7 @@ constexpr std::uint32_t kBlock = 32;
 
 Int8Activations quantize_activations(std::span<const float> x, std::uint32_t m, std::uint32_t k) {
     if (k % kBlock != 0 || x.size() < std::size_t{m} * k) {
-        throw Error("quantize_activations: k = " + std::to_string(k) + " must be a multiple of 32 and x hold m * k");
+        throw Error("quantize_activations: k = " + fmt::to_string(k) + " must be a multiple of 32 and x hold m * k");
     }
     const std::uint32_t blocks = k / kBlock;
     Int8Activations out{std::vector<std::int8_t>(std::size_t{m} * k), std::vector<float>(std::size_t{m} * blocks),

@@ -1,6 +1,6 @@
 #include "host/sample/logprobs.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>

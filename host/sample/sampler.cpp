@@ -1,7 +1,7 @@
 #include "host/sample/sampler.hpp"
 
+#include "base/error.hpp"
 #include "host/sample/sampler_stages.hpp"
-#include "runtime/error.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -1,6 +1,6 @@
 #include "host/sample/sampler_stages.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "host/sample/sampling_params.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include "host/sched/block_table.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

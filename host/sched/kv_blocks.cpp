@@ -1,6 +1,6 @@
 #include "host/sched/kv_blocks.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

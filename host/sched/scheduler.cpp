@@ -4,7 +4,7 @@
 
 #include "host/sched/scheduler.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 
@@ -99,7 +99,8 @@ void Scheduler::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits l
     seq.tokens.insert(seq.tokens.end(), ids.begin(), ids.end());
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const bool last = i + 1 == ids.size();
-        seq.want.push_back(logits == Logits::All || logits == Logits::Every || (logits == Logits::Last && last) ? 1 : 0);
+        seq.want.push_back(logits == Logits::All || logits == Logits::Every || (logits == Logits::Last && last) ? 1
+                                                                                                                : 0);
     }
     seq.every_row = fresh ? logits == Logits::Every : seq.every_row;
     if (fresh && (options_.share_prefixes || options_.cache_prefixes)) {

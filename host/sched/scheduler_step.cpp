@@ -4,7 +4,7 @@
 
 #include "host/sched/scheduler.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

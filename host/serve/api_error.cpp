@@ -90,13 +90,13 @@ ApiError model_not_found(const std::string& id) {
 
 ApiError body_too_large(std::uint64_t limit_bytes) {
     return {413, "invalid_request_error",
-            "the request body is over the server's limit of " + std::to_string(limit_bytes) + " bytes (--max-body)",
+            "the request body is over the server's limit of " + fmt::to_string(limit_bytes) + " bytes (--max-body)",
             std::nullopt, "request_too_large"};
 }
 
 ApiError overloaded(std::uint32_t slots, std::uint32_t queue) {
     return {503, "server_error",
-            "the server is busy: all " + std::to_string(slots) + " slots (--parallel) and " + std::to_string(queue) +
+            "the server is busy: all " + fmt::to_string(slots) + " slots (--parallel) and " + fmt::to_string(queue) +
                 " queue places (--queue) are taken; retry later",
             std::nullopt, "server_overloaded"};
 }
@@ -115,9 +115,9 @@ ApiError error_for_status(int status, std::uint64_t body_limit) {
             return invalid_request("the HTTP request could not be read");
         default:
             if (status >= 500) {
-                return server_error("HTTP status " + std::to_string(status));
+                return server_error("HTTP status " + fmt::to_string(status));
             }
-            return {status, "invalid_request_error", "HTTP status " + std::to_string(status), std::nullopt, {}};
+            return {status, "invalid_request_error", "HTTP status " + fmt::to_string(status), std::nullopt, {}};
     }
 }
 

@@ -1,5 +1,6 @@
 #include "host/serve/request.hpp"
 
+#include <fmt/format.h>
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_fields.hpp"
 
@@ -27,13 +28,13 @@ EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLim
             throw invalid_request("input is an empty array", "input");
         }
         if (items.size() > limits.max_inputs) {
-            throw invalid_request("input holds " + std::to_string(items.size()) + " inputs; the limit is " +
-                                      std::to_string(limits.max_inputs),
+            throw invalid_request("input holds " + fmt::to_string(items.size()) + " inputs; the limit is " +
+                                      fmt::to_string(limits.max_inputs),
                                   "input");
         }
         const bool text = items[0].is_string();
         for (std::size_t i = 0; i < items.size(); ++i) {
-            const std::string param = "input[" + std::to_string(i) + "]";
+            const std::string param = "input[" + fmt::to_string(i) + "]";
             if (text) {
                 r.texts.push_back(get_string(items[i], param));
             } else if (items[i].is_array()) {
@@ -47,7 +48,7 @@ EmbeddingRequest parse_embedding_request(std::string_view body, const RequestLim
     }
     for (std::size_t i = 0; i < r.texts.size(); ++i) {
         if (r.texts[i].empty()) {
-            throw invalid_request("input[" + std::to_string(i) + "] is empty", "input");
+            throw invalid_request("input[" + fmt::to_string(i) + "] is empty", "input");
         }
     }
     if (const JsonValue* v = field(doc, "encoding_format")) {

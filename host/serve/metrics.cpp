@@ -1,6 +1,8 @@
 #include "host/serve/metrics.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <fmt/format.h>
 
@@ -111,7 +113,7 @@ std::string number_text(double v) {
         return v > 0 ? "+Inf" : "-Inf";
     }
     if (v == std::floor(v) && std::fabs(v) < 1e15) {
-        return std::to_string(static_cast<long long>(v));
+        return fmt::to_string(static_cast<long long>(v));
     }
     char text[32];
     std::snprintf(text, sizeof text, "%.9g", v);

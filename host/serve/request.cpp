@@ -1,9 +1,9 @@
 #include "host/serve/request.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_fields.hpp"
-#include "runtime/error.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -186,19 +186,19 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
                 throw invalid_request(param + " is empty", param);
             }
             if (text.size() > limits.max_stop_bytes) {
-                throw invalid_request(param + " is over " + std::to_string(limits.max_stop_bytes) + " bytes", param);
+                throw invalid_request(param + " is over " + fmt::to_string(limits.max_stop_bytes) + " bytes", param);
             }
             r.stop.push_back(std::move(text));
         };
         if (v->is_array()) {
             const Span stops = v->as_array();
             if (stops.size() > limits.max_stops) {
-                throw invalid_request("stop holds " + std::to_string(stops.size()) + " strings; at most " +
-                                          std::to_string(limits.max_stops) + " are allowed",
+                throw invalid_request("stop holds " + fmt::to_string(stops.size()) + " strings; at most " +
+                                          fmt::to_string(limits.max_stops) + " are allowed",
                                       "stop");
             }
             for (std::size_t i = 0; i < stops.size(); ++i) {
-                add_stop(stops[i], "stop[" + std::to_string(i) + "]");
+                add_stop(stops[i], "stop[" + fmt::to_string(i) + "]");
             }
         } else {
             add_stop(*v, "stop");
@@ -238,7 +238,7 @@ std::string message_content(const JsonValue& v, const std::string& param) {
     std::string text;
     const Span parts = v.as_array();
     for (std::size_t i = 0; i < parts.size(); ++i) {
-        const std::string part_param = param + "[" + std::to_string(i) + "]";
+        const std::string part_param = param + "[" + fmt::to_string(i) + "]";
         if (!parts[i].is_object()) {
             wrong_type(part_param, parts[i], "an object");
         }
@@ -317,12 +317,12 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
         throw invalid_request("messages is empty: give at least one message", "messages");
     }
     if (items.size() > limits.max_messages) {
-        throw invalid_request("messages holds " + std::to_string(items.size()) + " messages; the limit is " +
-                                  std::to_string(limits.max_messages),
+        throw invalid_request("messages holds " + fmt::to_string(items.size()) + " messages; the limit is " +
+                                  fmt::to_string(limits.max_messages),
                               "messages");
     }
     for (std::size_t i = 0; i < items.size(); ++i) {
-        const std::string param = "messages[" + std::to_string(i) + "]";
+        const std::string param = "messages[" + fmt::to_string(i) + "]";
         if (!items[i].is_object()) {
             wrong_type(param, items[i], "an object");
         }

@@ -1,8 +1,9 @@
 #include "host/serve/request_fields.hpp"
 
+#include "base/error.hpp"
 #include "host/serve/api_error.hpp"
-#include "runtime/error.hpp"
 
+#include <fmt/format.h>
 #include <cmath>
 #include <limits>
 
@@ -55,8 +56,8 @@ double get_number(const JsonValue& v, const std::string& param, double min, doub
     }
     const double x = v.as_double();
     if (!(x >= min && x <= max)) {
-        throw invalid_request(param + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                  ", not " + std::to_string(x),
+        throw invalid_request(param + " must be between " + fmt::format("{:f}", min) + " and " +
+                                  fmt::format("{:f}", max) + ", not " + fmt::format("{:f}", x),
                               param);
     }
     return x;
@@ -69,15 +70,16 @@ std::uint64_t get_integer(const JsonValue& v, const std::string& param, std::uin
     }
     const double x = v.as_double();
     if (x != std::floor(x)) {
-        throw invalid_request(param + " must be an integer, not " + std::to_string(x), param, "invalid_type");
+        throw invalid_request(param + " must be an integer, not " + fmt::format("{:f}", x), param, "invalid_type");
     }
     if (x < static_cast<double>(min) || x > static_cast<double>(max)) {
-        std::string message = param + " must be between " + std::to_string(min) + " and " + std::to_string(max);
+        std::string message = param + " must be between " + fmt::to_string(min) + " and " + fmt::to_string(max);
         if (!limit_name.empty()) {
             message += " (" + std::string(limit_name) + ")";
         }
         throw invalid_request(
-            message + ", not " + (std::fabs(x) < 1e18 ? std::to_string(static_cast<long long>(x)) : std::to_string(x)),
+            message + ", not " +
+                (std::fabs(x) < 1e18 ? fmt::to_string(static_cast<long long>(x)) : fmt::format("{:f}", x)),
             param);
     }
     return v.as_uint64();
@@ -90,13 +92,13 @@ std::vector<std::uint32_t> get_ids(const JsonValue& v, const std::string& param,
     }
     if (items.size() > max_ids) {
         throw invalid_request(
-            param + " holds " + std::to_string(items.size()) + " token ids; the limit is " + std::to_string(max_ids),
+            param + " holds " + fmt::to_string(items.size()) + " token ids; the limit is " + fmt::to_string(max_ids),
             param, "context_length_exceeded");
     }
     std::vector<std::uint32_t> ids;
     ids.reserve(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-        ids.push_back(static_cast<std::uint32_t>(get_integer(items[i], param + "[" + std::to_string(i) + "]", 0,
+        ids.push_back(static_cast<std::uint32_t>(get_integer(items[i], param + "[" + fmt::to_string(i) + "]", 0,
                                                              std::numeric_limits<std::uint32_t>::max())));
     }
     return ids;

@@ -1,10 +1,12 @@
 #include "host/spec/alibi.hpp"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <string>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 
@@ -18,7 +20,7 @@ std::uint32_t alibi_pow2_floor(std::uint32_t n_head) {
 double alibi_slope(std::uint32_t head, std::uint32_t n_head, double max_bias) {
     const std::uint32_t c = alibi_pow2_floor(n_head);
     if (head >= n_head) {
-        throw Error("ALiBi: head " + std::to_string(head) + " out of range for n_head " + std::to_string(n_head));
+        throw Error("ALiBi: head " + fmt::to_string(head) + " out of range for n_head " + fmt::to_string(n_head));
     }
     // m0^(head+1) written as one exp2 so that the result is rounded once: slopes that
     // are powers of two (b = 8, power-of-two c) come out exact.
@@ -50,7 +52,7 @@ std::vector<float> mpt_alibi_slopes(std::uint32_t n_head, double alibi_bias_max)
         throw Error("MPT ALiBi: n_head must be at least 1, got 0");
     }
     if (n_head > (1u << 31)) {
-        throw Error("MPT ALiBi: n_head " + std::to_string(n_head) + " is too large");
+        throw Error("MPT ALiBi: n_head " + fmt::to_string(n_head) + " is too large");
     }
     const std::uint32_t n_padded = std::bit_ceil(n_head);
     std::vector<double> padded(n_padded);

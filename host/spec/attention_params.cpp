@@ -1,20 +1,22 @@
 #include "host/spec/attention_params.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <string>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 namespace {
 
 std::string shape_text(const AttentionShape& s) {
-    return "(batch " + std::to_string(s.batch) + ", q_len " + std::to_string(s.q_len) + ", kv_len " +
-           std::to_string(s.kv_len) + ", n_head " + std::to_string(s.n_head) + ", n_kv_head " +
-           std::to_string(s.n_kv_head) + ", head_dim " + std::to_string(s.head_dim) + ")";
+    return "(batch " + fmt::to_string(s.batch) + ", q_len " + fmt::to_string(s.q_len) + ", kv_len " +
+           fmt::to_string(s.kv_len) + ", n_head " + fmt::to_string(s.n_head) + ", n_kv_head " +
+           fmt::to_string(s.n_kv_head) + ", head_dim " + fmt::to_string(s.head_dim) + ")";
 }
 
 std::size_t checked_product(std::initializer_list<std::uint32_t> factors, const char* tensor,
@@ -54,51 +56,51 @@ void validate(const AttentionParams& params) {
     require_nonzero(s.n_kv_head, "n_kv_head", s);
     require_nonzero(s.head_dim, "head_dim", s);
     if (s.n_head % s.n_kv_head != 0) {
-        throw Error("attention: n_head " + std::to_string(s.n_head) + " is not a multiple of n_kv_head " +
-                    std::to_string(s.n_kv_head));
+        throw Error("attention: n_head " + fmt::to_string(s.n_head) + " is not a multiple of n_kv_head " +
+                    fmt::to_string(s.n_kv_head));
     }
     q_element_count(s);
     kv_element_count(s);
 
     if (params.mask != MaskMode::None && params.mask != MaskMode::Causal) {
-        throw Error("attention: unknown mask mode " + std::to_string(static_cast<std::uint32_t>(params.mask)));
+        throw Error("attention: unknown mask mode " + fmt::to_string(static_cast<std::uint32_t>(params.mask)));
     }
     if (params.alibi != AlibiMode::Off && params.alibi != AlibiMode::Causal && params.alibi != AlibiMode::Symmetric &&
         params.alibi != AlibiMode::FalconBf16) {
-        throw Error("attention: unknown ALiBi mode " + std::to_string(static_cast<std::uint32_t>(params.alibi)));
+        throw Error("attention: unknown ALiBi mode " + fmt::to_string(static_cast<std::uint32_t>(params.alibi)));
     }
     if (params.scale && !std::isfinite(*params.scale)) {
-        throw Error("attention: scale " + std::to_string(*params.scale) + " is not finite");
+        throw Error("attention: scale " + fmt::format("{:f}", *params.scale) + " is not finite");
     }
     if (params.window > kMaxAttentionWindow) {
-        throw Error("attention: window " + std::to_string(params.window) + " exceeds " +
-                    std::to_string(kMaxAttentionWindow));
+        throw Error("attention: window " + fmt::to_string(params.window) + " exceeds " +
+                    fmt::to_string(kMaxAttentionWindow));
     }
     if (!std::isfinite(params.max_bias)) {
-        throw Error("attention: max_bias " + std::to_string(params.max_bias) + " is not finite");
+        throw Error("attention: max_bias " + fmt::format("{:f}", params.max_bias) + " is not finite");
     }
 
     if (!params.slopes.empty()) {
         if (params.slopes.size() != s.n_head) {
-            throw Error("attention: slope table has " + std::to_string(params.slopes.size()) +
-                        " entries but n_head is " + std::to_string(s.n_head));
+            throw Error("attention: slope table has " + fmt::to_string(params.slopes.size()) +
+                        " entries but n_head is " + fmt::to_string(s.n_head));
         }
         for (std::size_t h = 0; h < params.slopes.size(); ++h) {
             if (!std::isfinite(params.slopes[h])) {
-                throw Error("attention: slopes[" + std::to_string(h) + "] is not finite");
+                throw Error("attention: slopes[" + fmt::to_string(h) + "] is not finite");
             }
         }
     }
 
     if (!params.kv_lens.empty()) {
         if (params.kv_lens.size() != s.batch) {
-            throw Error("attention: kv_lens has " + std::to_string(params.kv_lens.size()) + " entries but batch is " +
-                        std::to_string(s.batch));
+            throw Error("attention: kv_lens has " + fmt::to_string(params.kv_lens.size()) + " entries but batch is " +
+                        fmt::to_string(s.batch));
         }
         for (std::size_t b = 0; b < params.kv_lens.size(); ++b) {
             if (params.kv_lens[b] > s.kv_len) {
-                throw Error("attention: kv_lens[" + std::to_string(b) + "] = " + std::to_string(params.kv_lens[b]) +
-                            " exceeds kv_len " + std::to_string(s.kv_len));
+                throw Error("attention: kv_lens[" + fmt::to_string(b) + "] = " + fmt::to_string(params.kv_lens[b]) +
+                            " exceeds kv_len " + fmt::to_string(s.kv_len));
             }
         }
     }

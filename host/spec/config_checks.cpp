@@ -1,6 +1,8 @@
 #include "host/spec/config_checks.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -12,17 +14,17 @@ void ConfigChecks::fail(std::string_view problem) const {
 
 void ConfigChecks::at_most(std::string_view name, std::uint32_t value, std::uint32_t limit) const {
     if (value > limit) {
-        fail(std::string(name) + " " + std::to_string(value) + " is over vkformer's limit of " + std::to_string(limit) +
+        fail(std::string(name) + " " + fmt::to_string(value) + " is over vkformer's limit of " + fmt::to_string(limit) +
              " (no real checkpoint comes near it)");
     }
 }
 
 void ConfigChecks::head_split(std::uint32_t hidden, std::uint32_t n_head, std::uint32_t head_dim) const {
     if (hidden % n_head != 0) {
-        fail("hidden " + std::to_string(hidden) + " is not a multiple of n_head " + std::to_string(n_head));
+        fail("hidden " + fmt::to_string(hidden) + " is not a multiple of n_head " + fmt::to_string(n_head));
     }
     if (head_dim != hidden / n_head) {
-        fail("head_dim " + std::to_string(head_dim) + " is not hidden / n_head = " + std::to_string(hidden / n_head));
+        fail("head_dim " + fmt::to_string(head_dim) + " is not hidden / n_head = " + fmt::to_string(hidden / n_head));
     }
 }
 

@@ -1,5 +1,7 @@
 #include "host/spec/config_keys.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace vkf::config_keys {
@@ -79,8 +81,8 @@ void require_string_or_absent(const JsonValue& object, std::string_view key, std
 void require_divisible(const JsonValue& root, std::uint32_t hidden, std::uint32_t n_head, std::string_view hidden_key,
                        std::string_view head_key) {
     if (hidden % n_head != 0) {
-        root.fail(std::string(hidden_key) + " " + std::to_string(hidden) + " is not a multiple of " +
-                  std::string(head_key) + " " + std::to_string(n_head));
+        root.fail(std::string(hidden_key) + " " + fmt::to_string(hidden) + " is not a multiple of " +
+                  std::string(head_key) + " " + fmt::to_string(n_head));
     }
 }
 

@@ -1,12 +1,12 @@
 #include "host/spec/encoder_config.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/spec/config_checks.hpp"
 #include "host/spec/config_keys.hpp"
 #include "host/spec/model_config.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -90,7 +90,7 @@ std::string_view encoder_family_name(EncoderFamily family) {
 void validate(const EncoderConfig& c) {
     const ConfigChecks checks("encoder config (" + std::string(encoder_family_name(c.family)) + ")");
     if (c.family != EncoderFamily::JinaBert) {
-        checks.fail("unknown family " + std::to_string(static_cast<int>(c.family)));
+        checks.fail("unknown family " + fmt::to_string(static_cast<int>(c.family)));
     }
     if (c.vocab_size == 0 || c.hidden == 0 || c.n_layer == 0 || c.n_head == 0 || c.intermediate == 0 ||
         c.type_vocab_size == 0 || c.max_position_embeddings == 0) {
@@ -186,7 +186,7 @@ std::vector<ExpectedTensor> expected_encoder_tensors(const EncoderConfig& c) {
     add("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h}, TensorRole::NormBias);
     norm("embeddings.LayerNorm");
     for (std::uint32_t i = 0; i < c.n_layer; ++i) {
-        const std::string layer = "encoder.layer." + std::to_string(i);
+        const std::string layer = "encoder.layer." + fmt::to_string(i);
         linear(layer + ".attention.self.query", h, h, true);
         linear(layer + ".attention.self.key", h, h, true);
         linear(layer + ".attention.self.value", h, h, true);

@@ -1,7 +1,9 @@
 #include "host/spec/family_spec.hpp"
 
+#include "base/error.hpp"
 #include "host/spec/families/families.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 #include <array>
 #include <cmath>
@@ -24,7 +26,7 @@ const FamilySpec& family_spec(ModelFamily family) {
     const auto index = static_cast<std::size_t>(family);
     const std::span<const FamilySpec> all = families();
     if (index >= all.size() || all[index].family != family) {
-        throw Error("model config: unknown family " + std::to_string(static_cast<int>(family)));
+        throw Error("model config: unknown family " + fmt::to_string(static_cast<int>(family)));
     }
     return all[index];
 }
@@ -90,7 +92,7 @@ std::optional<std::uint32_t> CheckpointOptionValues::count(std::string_view flag
         return std::nullopt;
     }
     if (!(*value >= 0.0) || *value > 4294967295.0 || std::trunc(*value) != *value) {
-        throw Error("checkpoint writer: " + std::string(flag) + " " + std::to_string(*value) +
+        throw Error("checkpoint writer: " + std::string(flag) + " " + fmt::format("{:f}", *value) +
                     " is not a whole number below 2^32");
     }
     return static_cast<std::uint32_t>(*value);

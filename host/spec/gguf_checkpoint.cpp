@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 namespace {

@@ -4,7 +4,7 @@
 #include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,10 +1,13 @@
 #include "host/spec/model_config.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <system_error>
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/io/safetensors.hpp"
@@ -14,7 +17,6 @@
 #include "host/spec/family_spec.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace vkf {
 namespace {
@@ -26,7 +28,7 @@ using config_keys::required_key;
 std::uint32_t token_id(const JsonValue& value, const ModelConfig& config) {
     const auto id = value.as_integer<std::uint32_t>();
     if (id >= config.vocab_size) {
-        value.fail("token id " + std::to_string(id) + " is not below vocab_size " + std::to_string(config.vocab_size));
+        value.fail("token id " + fmt::to_string(id) + " is not below vocab_size " + fmt::to_string(config.vocab_size));
     }
     return id;
 }
@@ -151,7 +153,7 @@ void validate(const ModelConfig& config) {
     const ConfigChecks checks("model config (" + std::string(family_name(config.family)) + ")");
     const auto index = static_cast<std::size_t>(config.family);
     if (index >= families().size()) {
-        checks.fail("unknown family " + std::to_string(static_cast<int>(config.family)));
+        checks.fail("unknown family " + fmt::to_string(static_cast<int>(config.family)));
     }
     const FamilySpec& spec = family_spec(config.family);
     if (config.vocab_size == 0 || config.hidden == 0 || config.n_layer == 0 || config.n_head == 0 ||
@@ -166,8 +168,8 @@ void validate(const ModelConfig& config) {
     checks.at_most("max_seq_len", config.max_seq_len, ModelLimits::max_seq_len);
     checks.head_split(config.hidden, config.n_head, config.head_dim);
     if (config.n_kv_head == 0 || config.n_head % config.n_kv_head != 0) {
-        checks.fail("n_head " + std::to_string(config.n_head) + " is not a multiple of n_kv_head " +
-                    std::to_string(config.n_kv_head));
+        checks.fail("n_head " + fmt::to_string(config.n_head) + " is not a multiple of n_kv_head " +
+                    fmt::to_string(config.n_kv_head));
     }
     for (const Setting& setting : kSettings) {
         if (setting.set(config) && !(spec.settings.*setting.allowed)) {
@@ -206,7 +208,7 @@ void validate(const ModelConfig& config) {
     }
     for (const std::uint32_t eos : config.eos_token_ids) {
         if (eos >= config.vocab_size) {
-            checks.fail("eos_token_id " + std::to_string(eos) + " is not below vocab_size");
+            checks.fail("eos_token_id " + fmt::to_string(eos) + " is not below vocab_size");
         }
     }
 }

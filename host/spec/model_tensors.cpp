@@ -1,9 +1,11 @@
 #include "host/spec/model_tensors.hpp"
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/spec/family_spec.hpp"
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+
+#include <fmt/format.h>
 
 namespace vkf {
 
@@ -57,7 +59,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config) {
         norm(names.embedding_norm, h, TensorSlot::EmbeddingNorm, 0);
     }
     for (std::uint32_t i = 0; i < config.n_layer; ++i) {
-        const std::string p = std::string(names.layer_prefix) + std::to_string(i) + ".";
+        const std::string p = std::string(names.layer_prefix) + fmt::to_string(i) + ".";
         norm(p + std::string(names.attn_norm), h, TensorSlot::AttnNorm, i);
         linear(p + std::string(names.qkv), h + 2 * kv, h, TensorSlot::Qkv, i);
         if (config.qk_ln) {
@@ -97,7 +99,7 @@ std::vector<float> read_tensor_f32(const ShardedCheckpoint& checkpoint, const Ex
     const std::size_t out = tensor.shape.at(0), in = tensor.shape.at(1);
     if (values.size() != out * in) {
         throw Error("checkpoint '" + checkpoint.source().string() + "': tensor '" + tensor.name + "' holds " +
-                    std::to_string(values.size()) + " values, not " + shape_text(tensor.stored_shape()));
+                    fmt::to_string(values.size()) + " values, not " + shape_text(tensor.stored_shape()));
     }
     std::vector<float> turned(values.size());
     for (std::size_t i = 0; i < in; ++i) {
@@ -150,12 +152,12 @@ void throw_if_problems(std::string_view subject, std::string_view family, const 
         return;
     }
     std::string message = std::string(subject) + " does not match the " + std::string(family) + " config (" +
-                          std::to_string(problems.size()) + (problems.size() == 1 ? " problem):" : " problems):");
+                          fmt::to_string(problems.size()) + (problems.size() == 1 ? " problem):" : " problems):");
     for (std::size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
         message += "\n  " + problems[i];
     }
     if (problems.size() > kMaxListed) {
-        message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
+        message += "\n  ... and " + fmt::to_string(problems.size() - kMaxListed) + " more";
     }
     throw Error(message);
 }

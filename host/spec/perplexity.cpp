@@ -1,6 +1,8 @@
 #include "host/spec/perplexity.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,12 +13,12 @@ namespace vkf {
 
 PerplexityWindows perplexity_windows(std::size_t tokens, std::uint32_t ctx) {
     if (ctx < 4) {
-        throw Error("perplexity: context length " + std::to_string(ctx) +
+        throw Error("perplexity: context length " + fmt::to_string(ctx) +
                     " is too short; at least 4 tokens are needed to score a window's second half");
     }
     if (tokens < ctx) {
-        throw Error("perplexity: the text has " + std::to_string(tokens) + " tokens, fewer than one window of " +
-                    std::to_string(ctx));
+        throw Error("perplexity: the text has " + fmt::to_string(tokens) + " tokens, fewer than one window of " +
+                    fmt::to_string(ctx));
     }
     return PerplexityWindows{.ctx = ctx, .windows = tokens / ctx, .first = ctx / 2};
 }
@@ -26,8 +28,8 @@ namespace {
 template <typename T>
 double nll_of(std::span<const T> logits, std::uint32_t target) {
     if (target >= logits.size()) {
-        throw Error("perplexity: token id " + std::to_string(target) + " is not below the vocabulary size " +
-                    std::to_string(logits.size()));
+        throw Error("perplexity: token id " + fmt::to_string(target) + " is not below the vocabulary size " +
+                    fmt::to_string(logits.size()));
     }
     double top = -std::numeric_limits<double>::infinity();
     for (const T v : logits) {

@@ -1,9 +1,9 @@
 #include "host/text/chat_format.hpp"
 
+#include "base/error.hpp"
 #include "host/io/gguf.hpp"
 #include "host/io/json.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <array>
 #include <optional>
@@ -63,7 +63,7 @@ std::vector<Role> check_messages(ChatFormat format, std::span<const ChatMessage>
     bool only_system = true;
     for (std::size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
-        const std::string where = "chat format " + name + ": messages[" + std::to_string(i) + "]";
+        const std::string where = "chat format " + name + ": messages[" + fmt::to_string(i) + "]";
         if (find_invalid_utf8(m.role) != std::string::npos) {
             throw Error(where + ": the role is not UTF-8");
         }
@@ -77,7 +77,7 @@ std::vector<Role> check_messages(ChatFormat format, std::span<const ChatMessage>
             throw Error(where + ": role '" + m.role + "' is not one of system, user, assistant");
         }
         if (const std::size_t bad = find_invalid_utf8(m.content); bad != std::string::npos) {
-            throw Error(where + " (" + m.role + "): the content is not UTF-8 (byte " + std::to_string(bad) + ")");
+            throw Error(where + " (" + m.role + "): the content is not UTF-8 (byte " + fmt::to_string(bad) + ")");
         }
         only_system = only_system && roles.back() == Role::System;
     }
@@ -90,7 +90,7 @@ std::vector<Role> check_messages(ChatFormat format, std::span<const ChatMessage>
 void require_system_first(ChatFormat format, std::span<const Role> roles) {
     for (std::size_t i = 1; i < roles.size(); ++i) {
         if (roles[i] == Role::System) {
-            throw Error("chat format " + std::string(to_string(format)) + ": messages[" + std::to_string(i) +
+            throw Error("chat format " + std::string(to_string(format)) + ": messages[" + fmt::to_string(i) +
                         "] is a system message; this format takes one only as the first message");
         }
     }
@@ -164,7 +164,7 @@ std::string render_jais(std::span<const ChatMessage> messages, std::span<const R
 std::vector<TokenId> baichuan_ids(std::span<const ChatMessage> messages, std::span<const Role> roles,
                                   const Tokenizer& tokenizer) {
     if (tokenizer.vocab_size() <= kBaichuanAssistant) {
-        throw Error("chat format baichuan: the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+        throw Error("chat format baichuan: the tokenizer has " + fmt::to_string(tokenizer.vocab_size()) +
                     " tokens, too few for the user and assistant ids 195 and 196");
     }
     const std::string_view user = tokenizer.token(kBaichuanUser);

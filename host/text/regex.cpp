@@ -1,9 +1,11 @@
 #include "host/text/regex.hpp"
 
+#include "base/error.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <fmt/format.h>
+
 #include <pcre2.h>
 
 #include <optional>
@@ -188,7 +190,7 @@ private:
 std::string pcre2_message(int code) {
     PCRE2_UCHAR buffer[256];
     const int length = pcre2_get_error_message(code, buffer, sizeof buffer);
-    return length < 0 ? "PCRE2 error " + std::to_string(code) : std::string(reinterpret_cast<char*>(buffer));
+    return length < 0 ? "PCRE2 error " + fmt::to_string(code) : std::string(reinterpret_cast<char*>(buffer));
 }
 
 }  // namespace
@@ -219,7 +221,7 @@ pcre2_code* compile(std::string_view compiled, std::string_view shown, std::uint
                                      &offset, context.get());
     if (code == nullptr) {
         std::string message = std::string(where) + ": cannot compile '" + std::string(shown) +
-                              "': " + pcre2_message(error) + " at offset " + std::to_string(offset);
+                              "': " + pcre2_message(error) + " at offset " + fmt::to_string(offset);
         if (compiled != shown) {
             message += " of its PCRE2 form '" + std::string(compiled) + "'";
         }
@@ -238,7 +240,7 @@ std::string oniguruma_to_pcre2(std::string_view pattern) {
     try {
         return OnigurumaTranslator(pattern).run();
     } catch (const TranslationError& e) {
-        throw Error(e.problem + " at offset " + std::to_string(e.offset));
+        throw Error(e.problem + " at offset " + fmt::to_string(e.offset));
     }
 }
 
@@ -250,7 +252,7 @@ Regex Regex::from_oniguruma(std::string_view pattern, std::string_view where) {
         translated = OnigurumaTranslator(pattern).run();
     } catch (const TranslationError& e) {
         throw Error(std::string(where) + ": cannot compile '" + std::string(pattern) + "': " + e.problem +
-                    " at offset " + std::to_string(e.offset));
+                    " at offset " + fmt::to_string(e.offset));
     }
     auto code = std::make_shared<Code>();
     code->pattern = std::string(pattern);

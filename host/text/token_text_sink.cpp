@@ -1,6 +1,6 @@
 #include "host/text/token_text_sink.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <utility>
 

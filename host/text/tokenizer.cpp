@@ -1,9 +1,9 @@
 #include "host/text/tokenizer.hpp"
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/text/tokenizer_json.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
@@ -38,7 +38,7 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special_t
     if (const std::size_t bad = find_invalid_utf8(text); bad != std::string_view::npos) {
         char byte[8];
         std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[bad]));
-        throw Error(impl_->origin + ": the text to encode is not valid UTF-8 (byte " + std::to_string(bad) + ", " +
+        throw Error(impl_->origin + ": the text to encode is not valid UTF-8 (byte " + fmt::to_string(bad) + ", " +
                     byte + ")");
     }
     const TokenizerParts& p = impl_->parts;
@@ -115,8 +115,8 @@ std::string_view Tokenizer::token(TokenId id) const {
         return p.added.decoded(it->second);
     }
     if (id >= p.model->size()) {
-        throw Error(impl_->origin + ": token id " + std::to_string(id) + " is not in the vocabulary (" +
-                    std::to_string(p.vocab_size) + " ids)");
+        throw Error(impl_->origin + ": token id " + fmt::to_string(id) + " is not in the vocabulary (" +
+                    fmt::to_string(p.vocab_size) + " ids)");
     }
     const std::string_view t = p.model->token(id);
     if (t.empty()) {

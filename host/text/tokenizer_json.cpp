@@ -5,6 +5,8 @@
 #include "host/text/utf8.hpp"
 #include "host/text/wordpiece_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -166,9 +168,9 @@ std::vector<std::string> parse_vocab(const JsonValue& vocab) {
     for (const JsonMember& member : vocab.as_object()) {
         const auto id = member.value.as_integer<TokenId>();
         if (id >= limit) {
-            member.value.fail("id " + std::to_string(id) + " is out of range: " + std::to_string(n) +
+            member.value.fail("id " + fmt::to_string(id) + " is out of range: " + fmt::to_string(n) +
                               " tokens may leave gaps in their ids, but the largest must be below " +
-                              std::to_string(limit));
+                              fmt::to_string(limit));
         }
         if (member.key.empty()) {
             member.value.fail("the empty string is not a token");
@@ -180,7 +182,7 @@ std::vector<std::string> parse_vocab(const JsonValue& vocab) {
     for (const JsonMember& member : vocab.as_object()) {
         const auto id = member.value.as_integer<TokenId>();
         if (owner[id] != nullptr) {
-            member.value.fail("id " + std::to_string(id) + " is also the id of '" + owner[id]->key + "'");
+            member.value.fail("id " + fmt::to_string(id) + " is also the id of '" + owner[id]->key + "'");
         }
         owner[id] = &member;
         tokens[id] = member.key;
@@ -209,7 +211,7 @@ std::unique_ptr<Model> parse_wordpiece_model(const JsonValue& v) {
 std::unique_ptr<Model> parse_bpe_model(const JsonValue& v) {
     if (const JsonValue* dropout = v.find("dropout"); dropout != nullptr && !dropout->is_null()) {
         if (dropout->as_double() != 0.0) {
-            dropout->fail("dropout " + std::to_string(dropout->as_double()) +
+            dropout->fail("dropout " + fmt::format("{:f}", dropout->as_double()) +
                           " is not supported (it makes encoding random); only null or 0");
         }
     }
@@ -317,8 +319,8 @@ void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, Tok
                 why = "the next id after model.vocab and the added tokens before it";
             }
             if (token.id != expected) {
-                entry.at("id").fail("'" + token.content + "' has id " + std::to_string(token.id) +
-                                    ", but Hugging Face gives it " + std::to_string(expected) + " (" + why + ")");
+                entry.at("id").fail("'" + token.content + "' has id " + fmt::to_string(token.id) +
+                                    ", but Hugging Face gives it " + fmt::to_string(expected) + " (" + why + ")");
             }
             max_id = std::max(max_id.value_or(0), token.id);
             if (token.special) {
@@ -338,7 +340,7 @@ void parse_added_tokens(const JsonValue* list, const Normalizer* normalizer, Tok
 TokenId special_id(const JsonValue& value, std::size_t vocab_size) {
     const auto id = value.as_integer<TokenId>();
     if (id >= vocab_size) {
-        value.fail("id " + std::to_string(id) + " is out of range for a vocabulary of " + std::to_string(vocab_size) +
+        value.fail("id " + fmt::to_string(id) + " is out of range for a vocabulary of " + fmt::to_string(vocab_size) +
                    " tokens");
     }
     return id;

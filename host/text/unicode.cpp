@@ -1,7 +1,7 @@
 #include "host/text/unicode.hpp"
 
+#include "base/error.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <utf8proc.h>
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 namespace {
@@ -25,8 +25,8 @@ double ratio_or_inf(double numerator, double denominator) {
 
 ErrorStats compare_to_reference(std::span<const float> out, std::span<const double> ref) {
     if (out.size() != ref.size()) {
-        throw Error("compare_to_reference: output has " + std::to_string(out.size()) +
-                    " elements but the reference has " + std::to_string(ref.size()));
+        throw Error("compare_to_reference: output has " + fmt::to_string(out.size()) +
+                    " elements but the reference has " + fmt::to_string(ref.size()));
     }
     double max_abs_err = 0.0;
     double max_abs_ref = 0.0;
@@ -72,7 +72,7 @@ std::string describe(const ErrorStats& stats) {
     std::string result = fmt::format("max_rel {:.3g}, rel_l2 {:.3g}, max_abs_err {:.3g}, max_abs_ref {:.3g}",
                                      stats.max_rel, stats.rel_l2, stats.max_abs_err, stats.max_abs_ref);
     if (stats.first_nonfinite != SIZE_MAX) {
-        result += ", first non-finite at index " + std::to_string(stats.first_nonfinite);
+        result += ", first non-finite at index " + fmt::to_string(stats.first_nonfinite);
     }
     return result;
 }

@@ -1,6 +1,8 @@
 #include "host/util/dtype.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <array>
 #include <string>
@@ -40,7 +42,7 @@ const DTypeEntry& entry(DType dtype) {
             return e;
         }
     }
-    throw Error("unknown DType value " + std::to_string(static_cast<int>(dtype)));
+    throw Error("unknown DType value " + fmt::to_string(static_cast<int>(dtype)));
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 
 #include "host/util/endian.hpp"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 namespace vkf {
 namespace {
@@ -32,8 +34,8 @@ std::uint32_t shift_right_round_even(std::uint32_t value, std::uint32_t shift) {
 
 void require_same_size(std::size_t in_size, std::size_t out_size, const char* what) {
     if (in_size != out_size) {
-        throw Error(std::string(what) + ": input has " + std::to_string(in_size) + " elements but output has " +
-                    std::to_string(out_size));
+        throw Error(std::string(what) + ": input has " + fmt::to_string(in_size) + " elements but output has " +
+                    fmt::to_string(out_size));
     }
 }
 
@@ -187,8 +189,8 @@ void convert_to_f32(DType dtype, std::span<const std::byte> raw, std::span<float
     }
     const std::size_t size = element_size(dtype);
     if (raw.size() != out.size() * size) {
-        throw Error("convert_to_f32: " + std::to_string(raw.size()) + " bytes of " + std::string(dtype_name(dtype)) +
-                    " do not make " + std::to_string(out.size()) + " elements");
+        throw Error("convert_to_f32: " + fmt::to_string(raw.size()) + " bytes of " + std::string(dtype_name(dtype)) +
+                    " do not make " + fmt::to_string(out.size()) + " elements");
     }
     const std::byte* bytes = raw.data();
     switch (dtype) {

@@ -1,7 +1,9 @@
 #pragma once
 // Integer arithmetic the planners and loaders share.
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <limits>
@@ -23,7 +25,7 @@ constexpr std::uint64_t round_up(std::uint64_t a, std::uint64_t step) {
 // naming `what` rather than wrapping around.
 inline std::uint32_t narrow_u32(std::uint64_t v, const char* what) {
     if (v > std::numeric_limits<std::uint32_t>::max()) {
-        throw Error(std::string(what) + " " + std::to_string(v) + " does not fit 32 bits");
+        throw Error(std::string(what) + " " + fmt::to_string(v) + " does not fit 32 bits");
     }
     return static_cast<std::uint32_t>(v);
 }

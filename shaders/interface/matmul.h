@@ -4,6 +4,7 @@
 #define VKF_INTERFACE_MATMUL_H
 
 #include "interface.h"
+#include "matmul_bindings.h"
 #include "matmul_flags.h"
 
 // params.flags: VKF_MATMUL_FLAG_* (matmul_flags.h, shared with matmul_quant.h).

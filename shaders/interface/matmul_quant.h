@@ -6,6 +6,7 @@
 #define VKF_INTERFACE_MATMUL_QUANT_H
 
 #include "interface.h"
+#include "matmul_bindings.h"
 #include "matmul_flags.h"
 
 // params.flags: VKF_MATMUL_FLAG_BIAS, _RESIDUAL, _GELU_TANH, _GELU_ERF and _PARTIALS

@@ -6,7 +6,7 @@
 // exception of another type (reported by run_parser, which aborts so libFuzzer saves the
 // input), a broken property (check), a timeout or running out of memory.
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

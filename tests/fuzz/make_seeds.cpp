@@ -4,6 +4,7 @@
 // tests/fuzz/corpus/<target>/. Valid inputs first, then near-valid ones that fail one check.
 
 #include "apps/bench/results.hpp"
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/io/safetensors.hpp"
@@ -13,7 +14,6 @@
 #include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
-#include "runtime/error.hpp"
 #include "tests/io/gguf_test_writer.hpp"
 
 #include <algorithm>

@@ -5,9 +5,9 @@
 // accepts is one some sentence starts with, and it calls a string complete exactly when the
 // oracle derives it.
 
+#include "base/error.hpp"
 #include "host/grammar/grammar.hpp"
 #include "host/grammar/matcher.hpp"
-#include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
 

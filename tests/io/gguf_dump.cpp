@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "host/io/gguf.hpp"
-#include "runtime/error.hpp"
 
 namespace {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace vkf::test {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/gguf.hpp"
-#include "runtime/error.hpp"
 #include "tests/io/gguf_test_writer.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/json.hpp"
 #include "host/io/npy.hpp"
 #include "host/io/safetensors.hpp"
@@ -27,8 +29,6 @@
 #include "host/io/text_file.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

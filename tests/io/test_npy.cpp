@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
+#include "base/format.hpp"
 #include "host/io/npy.hpp"
-#include "host/util/format.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Output paths that are not regular files (issue 32): a device, a FIFO, a symbolic link,
-// /dev/fd/N of a pipe. AtomicFile (host/util/files.hpp), behind every --out, --logits-out
+// /dev/fd/N of a pipe. AtomicFile (base/files.hpp), behind every --out, --logits-out
 // and --plot, used to rename a temporary over them all: /dev/null became a .npy file as root,
 // a FIFO's reader waited forever, a symlink was replaced by a file.
 
@@ -15,9 +15,9 @@
 #include <iterator>
 #include <string>
 
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "host/io/npy.hpp"
-#include "host/util/files.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 #include "tests/io/safetensors_test.hpp"
 #include "tests/support/test_support.hpp"
 

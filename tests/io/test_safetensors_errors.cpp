@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
-#include "runtime/error.hpp"
 #include "tests/io/safetensors_test.hpp"
 #include "tests/support/test_support.hpp"
 

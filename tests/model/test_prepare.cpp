@@ -4,10 +4,10 @@
 // preparation finds everything made; the prepared steps compute what unprepared ones do.
 // Counts only: time is vkf-bench's (startup suite), never asserted here.
 
+#include "base/error.hpp"
 #include "host/model/generation.hpp"
 #include "host/model/session.hpp"
 #include "host/quant/quant_format.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 

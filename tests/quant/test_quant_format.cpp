@@ -1,10 +1,10 @@
 // The q8_0 and q4_0 block formats on the CPU: the documented byte layout, the error bound of
 // each format, exact dequantization, and clear errors for rows that cannot be quantized.
 
+#include "base/error.hpp"
 #include "host/quant/quant_format.hpp"
 #include "host/util/half.hpp"
 #include "host/util/random.hpp"
-#include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,10 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/model_config.hpp"
-#include "runtime/error.hpp"
 
 namespace {
 

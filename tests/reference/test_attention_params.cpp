@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/reference/attention.hpp"
 #include "host/spec/attention_params.hpp"
 #include "host/util/compare.hpp"
 #include "host/util/random.hpp"
-#include "runtime/error.hpp"
 #include "tests/reference/attention_inputs.hpp"
 
 namespace {

@@ -20,11 +20,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

@@ -1,8 +1,8 @@
 // Run by test_pipeline_cache as a separate process: creates the elementwise pipelines with
 // the disk cache in argv[1] and prints what the cache did, one "key=value" per line.
 
+#include "base/error.hpp"
 #include "host/ops/elementwise.hpp"
-#include "runtime/error.hpp"
 
 #include <cstdio>
 

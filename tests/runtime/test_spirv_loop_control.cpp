@@ -3,7 +3,7 @@
 // that are not a module are refused. That the rewritten kernels compute the same results is
 // checked by the op suites under VKF_LIMITS no_unroll (test_attention, test_matmul).
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/spirv_loop_control.hpp"
 #include "shaders/variants.hpp"
 

@@ -3,8 +3,8 @@
 // parse ("10abc" was 10 ms), no exponent ("1e9" was 1 ms), no wrap-around in the conversion
 // to nanoseconds (18446744073710 ms was a 448 us timeout).
 
+#include "base/error.hpp"
 #include "runtime/env_flag.hpp"
-#include "runtime/error.hpp"
 #include "runtime/timeout.hpp"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Names of Vulkan enums in messages (runtime/vk.hpp), from Vulkan-Hpp's tables.
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 #include "runtime/vk.hpp"
 
 #include <gtest/gtest.h>

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/sample/sampler.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

@@ -4,8 +4,8 @@
 // cache holds goes back when the pool has no free one, a chain's later blocks before its
 // earlier ones; different cache salts share nothing; a window refuses the cache.
 
+#include "base/error.hpp"
 #include "host/sched/scheduler.hpp"
-#include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 // must hold every computed token's key where the sequence's table says. With a few token
 // values, prompts share prefixes often; with pools of a few blocks, sequences block often.
 
+#include "base/error.hpp"
 #include "host/sched/scheduler.hpp"
-#include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
 

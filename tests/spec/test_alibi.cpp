@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/spec/alibi.hpp"
-#include "runtime/error.hpp"
 
 namespace {
 

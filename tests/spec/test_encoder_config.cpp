@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/io/safetensors_writer.hpp"
 #include "host/spec/encoder_checkpoint.hpp"
 #include "host/spec/encoder_config.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

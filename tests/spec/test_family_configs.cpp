@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/model_tensors.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/model_tensors.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {

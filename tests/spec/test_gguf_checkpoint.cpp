@@ -15,13 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/quant/gguf_tensor_file.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
 #include "host/spec/model_config.hpp"
-#include "runtime/error.hpp"
 #include "tests/io/gguf_test_writer.hpp"
 #include "tests/support/test_support.hpp"
 

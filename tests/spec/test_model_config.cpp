@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
-#include "runtime/error.hpp"
 #include "tests/spec/hf_configs.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -1,7 +1,7 @@
 // The perplexity definition (host/spec/perplexity.hpp) on hand-made logits.
 
+#include "base/error.hpp"
 #include "host/spec/perplexity.hpp"
-#include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
 

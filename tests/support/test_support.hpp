@@ -2,7 +2,7 @@
 // Shared by every test suite, with or without Vulkan: temporary directories, error
 // messages of throwing calls, random words.
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,10 +3,10 @@
 // sample config files (tests/text/data/chat), errors, and (ChatFormatJinja, run by
 // chat_template_render.mjs) the real MPT templates rendered by Hugging Face's @huggingface/jinja.
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/text/chat_format.hpp"
 #include "host/text/tokenizer.hpp"
-#include "runtime/error.hpp"
 #include "tests/io/gguf_test_writer.hpp"
 #include "tests/support/test_support.hpp"
 

@@ -3,9 +3,9 @@
 // Oniguruma's and Rust's find_iter (empty matches, never one right after a match), and patterns
 // PCRE2 cannot compile refused with its message and offset.
 
+#include "base/error.hpp"
 #include "host/text/pre_tokenizers.hpp"
 #include "host/text/regex.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -3,9 +3,9 @@
 // Ids of tests/text/data/byte_bpe.json, where byte b is id b: one token per byte splits every
 // character and every stop string as finely as a model can.
 
+#include "base/error.hpp"
 #include "host/text/token_text_sink.hpp"
 #include "host/text/utf8.hpp"
-#include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,10 +3,10 @@
 // N = 287), round trips of multilingual and seeded random text, and TextStream stopped at every
 // point of a generation.
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/text/byte_level.hpp"
 #include "host/text/tokenizer.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -2,9 +2,9 @@
 // vkf::Error naming the file, the key path and the problem: each case is byte_bpe.json with one
 // thing changed.
 
+#include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/text/tokenizer.hpp"
-#include "runtime/error.hpp"
 #include "tests/support/test_support.hpp"
 
 #include <fmt/format.h>

@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
+#include "base/error.hpp"
 #include "host/util/half.hpp"
-#include "runtime/error.hpp"
 
 namespace {
 

@@ -91,8 +91,7 @@ static int on_token(uint32_t token, const char* text, size_t length, void* user_
 /* org.vkformer.GenerateOptions' fields and GenerateResult's constructor, looked up once. */
 static jfieldID options_max_new_tokens, options_temperature, options_top_k, options_top_p, options_seed,
     options_stop_ids, options_use_model_eos, options_min_p, options_typical_p, options_repetition_penalty,
-    options_presence_penalty, options_frequency_penalty, options_penalty_last_n, options_bias_ids,
-    options_bias_values;
+    options_presence_penalty, options_frequency_penalty, options_penalty_last_n, options_bias_ids, options_bias_values;
 static jclass result_class;
 static jmethodID result_init;
 
@@ -147,7 +146,8 @@ static int read_bias(JNIEnv* env, jobject options, vkf_sampling_params* sampling
     jfloatArray values = (jfloatArray)(*env)->GetObjectField(env, options, options_bias_values);
     int ok = 1;
     if (ids == NULL || values == NULL || (*env)->GetArrayLength(env, ids) != (*env)->GetArrayLength(env, values)) {
-        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, "logitBiasIds and logitBiasValues must be arrays of the same length");
+        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT,
+                   "logitBiasIds and logitBiasValues must be arrays of the same length");
         ok = 0;
     }
     size_t n = 0;

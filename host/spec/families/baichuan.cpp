@@ -3,9 +3,9 @@
 // positions; their configs state max_position_embeddings, the 13B ones do not. Also its
 // traits, tensor names and what vkf-make-checkpoint --family baichuan and baichuan2 write.
 
+#include "base/error.hpp"
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
-#include "runtime/error.hpp"
 
 #include <fmt/format.h>
 

@@ -4,6 +4,8 @@
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
+#include <fmt/format.h>
+
 namespace vkf::family_defs {
 
 using namespace config_keys;
@@ -18,8 +20,8 @@ ModelConfig parse(const JsonValue& root) {
     const JsonValue* hidden_size = optional_key(root, "hidden_size");
     if (n_embed != nullptr && hidden_size != nullptr &&
         n_embed->as_integer<std::uint32_t>() != hidden_size->as_integer<std::uint32_t>()) {
-        root.fail("n_embed " + std::to_string(n_embed->as_uint64()) + " and hidden_size " +
-                  std::to_string(hidden_size->as_uint64()) + " disagree");
+        root.fail("n_embed " + fmt::to_string(n_embed->as_uint64()) + " and hidden_size " +
+                  fmt::to_string(hidden_size->as_uint64()) + " disagree");
     }
     config.hidden = positive_dimension(required_key(root, {"n_embed", "hidden_size"}));
     config.n_layer = positive_dimension(required_key(root, {"n_layer", "num_hidden_layers"}));
@@ -29,8 +31,8 @@ ModelConfig parse(const JsonValue& root) {
     const std::uint64_t ffn = 4 * std::uint64_t{config.hidden};
     if (ffn > ModelLimits::max_ffn_hidden) {
         required_key(root, {"n_embed", "hidden_size"})
-            .fail("BLOOM's MLP width 4 * " + std::to_string(config.hidden) + " = " + std::to_string(ffn) +
-                  " is over vkformer's limit of " + std::to_string(ModelLimits::max_ffn_hidden));
+            .fail("BLOOM's MLP width 4 * " + fmt::to_string(config.hidden) + " = " + fmt::to_string(ffn) +
+                  " is over vkformer's limit of " + fmt::to_string(ModelLimits::max_ffn_hidden));
     }
     config.ffn_hidden = static_cast<std::uint32_t>(ffn);
     if (const JsonValue* epsilon = optional_key(root, "layer_norm_epsilon")) {
@@ -85,7 +87,7 @@ nlohmann::json write(const ModelConfig& config, std::string_view torch_dtype) {
 
 std::string check(const ModelConfig& config) {
     if (std::uint64_t{config.ffn_hidden} != 4 * std::uint64_t{config.hidden}) {
-        return "ffn_hidden " + std::to_string(config.ffn_hidden) + " is not 4 * hidden (BLOOM's MLP is 4h)";
+        return "ffn_hidden " + fmt::to_string(config.ffn_hidden) + " is not 4 * hidden (BLOOM's MLP is 4h)";
     }
     return {};
 }

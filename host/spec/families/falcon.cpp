@@ -6,6 +6,8 @@
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
+#include <fmt/format.h>
+
 namespace vkf::family_defs {
 
 using namespace config_keys;
@@ -35,8 +37,8 @@ ModelConfig parse(const JsonValue& root) {
     if (const JsonValue* size = optional_key(root, "ffn_hidden_size")) {
         config.ffn_hidden = positive_dimension(*size);
     } else if (ffn > ModelLimits::max_ffn_hidden) {
-        root.fail("Falcon's MLP width 4 * " + std::to_string(config.hidden) + " is over vkformer's limit of " +
-                  std::to_string(ModelLimits::max_ffn_hidden));
+        root.fail("Falcon's MLP width 4 * " + fmt::to_string(config.hidden) + " is over vkformer's limit of " +
+                  fmt::to_string(ModelLimits::max_ffn_hidden));
     } else {
         config.ffn_hidden = static_cast<std::uint32_t>(ffn);
     }

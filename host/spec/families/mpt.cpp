@@ -4,7 +4,7 @@
 #include "host/spec/config_keys.hpp"
 #include "host/spec/families/families.hpp"
 
-#include "runtime/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 
@@ -34,8 +34,8 @@ void read_attention(const JsonValue& attn, ModelConfig& config) {
         const JsonValue* kv = optional_key(attn, "kv_n_heads");
         config.n_kv_head = kv == nullptr ? 1 : positive_dimension(*kv);
         if (config.n_head % config.n_kv_head != 0) {
-            kv->fail("n_heads " + std::to_string(config.n_head) + " is not a multiple of kv_n_heads " +
-                     std::to_string(config.n_kv_head));
+            kv->fail("n_heads " + fmt::to_string(config.n_head) + " is not a multiple of kv_n_heads " +
+                     fmt::to_string(config.n_kv_head));
         }
     } else if (type != "multihead_attention") {
         attn.at("attn_type")
@@ -83,7 +83,7 @@ std::uint32_t ffn_hidden(const JsonValue& root, std::uint32_t d_model) {
     const double ffn = std::trunc(ratio * d_model);
     if (!(ffn >= 1.0) || ffn > std::numeric_limits<std::uint32_t>::max()) {
         (ratio_value != nullptr ? *ratio_value : root)
-            .fail("expansion_ratio * d_model = " + std::to_string(ffn) + " is not a usable MLP width");
+            .fail("expansion_ratio * d_model = " + fmt::format("{:f}", ffn) + " is not a usable MLP width");
     }
     return static_cast<std::uint32_t>(ffn);
 }

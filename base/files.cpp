@@ -1,7 +1,9 @@
-#include "host/util/files.hpp"
+#include "base/files.hpp"
 
-#include "host/util/format.hpp"
-#include "runtime/error.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
+
+#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -129,8 +131,8 @@ std::string ReadableFile::label() const {
 
 void ReadableFile::read_at(std::uint64_t offset, std::span<std::byte> out) const {
     if (offset > size_ || out.size() > size_ - offset) {
-        throw Error(label() + ": bytes " + std::to_string(offset) + " to " + std::to_string(offset + out.size()) +
-                    " lie beyond its " + std::to_string(size_) + " bytes");
+        throw Error(label() + ": bytes " + fmt::to_string(offset) + " to " + fmt::to_string(offset + out.size()) +
+                    " lie beyond its " + fmt::to_string(size_) + " bytes");
     }
     std::size_t done = 0;
     while (done < out.size()) {
@@ -140,11 +142,11 @@ void ReadableFile::read_at(std::uint64_t offset, std::span<std::byte> out) const
         }
         if (n < 0) {
             const int error = errno;
-            throw Error(label() + ": read error at byte " + std::to_string(offset + done) + ": " + errno_text(error));
+            throw Error(label() + ": read error at byte " + fmt::to_string(offset + done) + ": " + errno_text(error));
         }
         if (n == 0) {
-            throw Error(label() + " ends at byte " + std::to_string(offset + done) + " although it had " +
-                        std::to_string(size_) + " bytes when opened: it was truncated while being read");
+            throw Error(label() + " ends at byte " + fmt::to_string(offset + done) + " although it had " +
+                        fmt::to_string(size_) + " bytes when opened: it was truncated while being read");
         }
         done += static_cast<std::size_t>(n);
     }
@@ -199,8 +201,8 @@ AtomicFile::AtomicFile(std::filesystem::path target, std::string_view what) : ta
     // process and attempt.
     std::random_device entropy;
     for (int attempt = 0; attempt < 16 && fd_ < 0; ++attempt) {
-        temporary_ = file.parent_path() / ("." + file.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                                           std::to_string(entropy()));
+        temporary_ = file.parent_path() / ("." + file.filename().string() + ".tmp-" + fmt::to_string(::getpid()) + "-" +
+                                           fmt::to_string(entropy()));
         fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ < 0 && errno != EEXIST) {
             break;

@@ -1,6 +1,6 @@
-// Text for numbers, sizes and shapes (host/util/format.hpp).
+// Text for numbers, sizes and shapes (base/format.hpp).
 
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "host/util/format.hpp"
+#include "base/format.hpp"
 
 #include <algorithm>
 #include <array>
