@@ -18,7 +18,7 @@ if [ "$lines" -lt 20 ] || ! grep -q '^int main' "$tmp/example.c"; then
 fi
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in include/vkformer/vkformer.h lib/libvkformer.so lib/libvkformer.so.1 lib/pkgconfig/vkformer.pc \
+for f in include/vkformer/vkformer.h include/vkformer/vkformer_encoder.h lib/libvkformer.so lib/libvkformer.so.1 lib/pkgconfig/vkformer.pc \
          lib/cmake/vkformer/vkformerConfig.cmake lib/cmake/vkformer/vkformerConfigVersion.cmake; do
   if [ ! -e "$prefix/$f" ]; then
     echo "consumer_test: the install lacks $f" >&2
@@ -33,7 +33,7 @@ if [ "$soname" != "libvkformer.so.$abi" ]; then
 fi
 # Exports: the header's functions, nothing else (no C++ symbol of the static libraries).
 nm -D --defined-only "$prefix/lib/libvkformer.so" | awk '$3 != "VKFORMER_1" {print $3}' | sed 's/@.*//' | sort >"$tmp/exports"
-grep -o '^VKF_API [^(]*(' "$src/include/vkformer/vkformer.h" | sed 's/.*[ *]\(vkf_[a-z0-9_]*\)(/\1/' | sort >"$tmp/declared"
+cat "$src"/include/vkformer/vkformer*.h | grep -o '^VKF_API [^(]*(' | sed 's/.*[ *]\(vkf_[a-z0-9_]*\)(/\1/' | sort >"$tmp/declared"
 if ! diff "$tmp/declared" "$tmp/exports" >"$tmp/exports.diff"; then
   echo "consumer_test: libvkformer.so's exports differ from the header's functions (< header, > library):" >&2
   cat "$tmp/exports.diff" >&2
