@@ -82,6 +82,7 @@ SchedulerOptions scheduler_options(const Model& model, const BatchOptions& o) {
                                                   : o.max_sequence_tokens,
                             .vocab_size = model.config().vocab_size,
                             .share_prefixes = o.share_prefixes,
+                            .cache_prefixes = o.cache_prefixes,
                             .submission_target_ms = adaptive ? o.submission_target_ms : 0};
 }
 

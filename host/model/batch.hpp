@@ -62,6 +62,10 @@ struct BatchOptions {
     std::uint32_t window = 0;
     // A sequence's first tokens take another sequence's computed blocks where they match.
     bool share_prefixes = true;
+    // A removed sequence's full blocks stay cached until the pool needs them, and a later
+    // prompt starting with the same tokens takes them (host/sched/prefix_cache.hpp). Not with
+    // a window.
+    bool cache_prefixes = false;
     // Tests: NaN in every KV block at the start and in the logits before every step, so that
     // a row read before it was written, or a logit row never written, shows.
     bool poison = false;
@@ -145,6 +149,8 @@ public:
     std::size_t size() const { return scheduler_.size(); }
 
     const KvBlocks& blocks() const override { return scheduler_.blocks(); }
+    // The prefix cache (BatchOptions::cache_prefixes), or nullptr.
+    const PrefixCache* prefix_cache() const { return scheduler_.prefix_cache(); }
     std::uint32_t block_size() const { return options_.block_size; }
     std::uint32_t max_sequence_tokens() const override { return options_.max_sequence_tokens; }
     std::uint32_t window() const override { return options_.window; }
