@@ -42,6 +42,25 @@ layout(std430, binding = 2) readonly buffer Slots { uint slot_data[]; };
 // x rounded half away from zero, as std::round (the host's quantize_row).
 int round_away(float x) { return int(sign(x) * floor(abs(x) + 0.5)); }
 
+// x / d rounded half away from zero (d != 0), as the host's correctly rounded division gives
+// it. A driver's division may be a reciprocal estimate (Vulkan allows 2.5 ULP), so the
+// quotient's rounding is checked against the residual x - q d, exact where it matters:
+// |q| <= 127 and d an fp16, so q d is exact in fp32 and the subtraction correctly rounded.
+int divide_round(float x, float d) {
+    const float s = d < 0.0 ? -1.0 : 1.0;
+    const float xa = x * s;
+    const float da = d * s;
+    int q = round_away(xa / da);
+    const float r = xa - float(q) * da;
+    const float half_d = 0.5 * da;
+    if (r > half_d || (r == half_d && xa > 0.0)) {
+        q += 1;
+    } else if (r < -half_d || (r == -half_d && xa < 0.0)) {
+        q -= 1;
+    }
+    return q;  // xa / da is x / d: q is its rounding
+}
+
 #if defined(CACHE_Q8_0)
 const uint FORMAT = VKF_KV_FORMAT_Q8_0;
 #else
@@ -65,7 +84,7 @@ uint quantize_block(uint s, uint blk, uint values) {
     for (uint w = 0u; w < VKF_KV_QUANT_BLOCK / 4u; ++w) {
         uint word = 0u;
         for (uint j = 0u; j < 4u; ++j) {
-            const int q = d == 0.0 ? 0 : clamp(round_away(src[first + 4u * w + j] / d), -127, 127);
+            const int q = d == 0.0 ? 0 : clamp(divide_round(src[first + 4u * w + j], d), -127, 127);
             word |= (uint(q) & 0xFFu) << (8u * j);
         }
         cache[values + w] = word;
@@ -77,8 +96,8 @@ uint quantize_block(uint s, uint blk, uint values) {
         uint word = 0u;
         for (uint j = 0u; j < 4u; ++j) {
             const uint i = 4u * w + j; // byte i: element i low, element i + 16 high
-            const uint lo = d == 0.0 ? 8u : uint(clamp(round_away(src[first + i] / d) + 8, 0, 15));
-            const uint hi = d == 0.0 ? 8u : uint(clamp(round_away(src[first + i + 16u] / d) + 8, 0, 15));
+            const uint lo = d == 0.0 ? 8u : uint(clamp(divide_round(src[first + i], d) + 8, 0, 15));
+            const uint hi = d == 0.0 ? 8u : uint(clamp(divide_round(src[first + i + 16u], d) + 8, 0, 15));
             word |= (lo | (hi << 4u)) << (8u * j);
         }
         cache[values + w] = word;

@@ -31,8 +31,12 @@ std::vector<std::uint32_t> download_words(Context& ctx, const DeviceTensor& t) {
 }
 
 // Compares the device's cache with the host's: rows not written word for word; written rows
-// value for value, where a value may differ by one step of its block's scale (the device
-// divides and rounds in its own fp32) in at most 1% of the values.
+// value for value, where a value may differ by one step of its block's scale in at most 3% of
+// the values. The device computes a block's scale in its own fp32 and rounds it to fp16 as
+// the driver converts (Vulkan leaves both the division's last bits and the conversion's
+// rounding to it): on Mesa 25 two or three blocks of ~200 got the neighbouring fp16 scale
+// (1.06-1.47% of the values a step off), none on Mesa 22. A wrong scale index or nibble
+// order moves values by many steps.
 void expect_cache(const QuantKvCase& c, const std::vector<std::uint32_t>& got, const std::vector<std::uint32_t>& want,
                   const std::vector<bool>& written) {
     const std::size_t row_words = kv_head_row_bytes(DType::F32, c.quant, c.head_dim) / 4;
@@ -62,7 +66,7 @@ void expect_cache(const QuantKvCase& c, const std::vector<std::uint32_t>& got, c
             ++off_by_a_step;
         }
     }
-    EXPECT_LE(off_by_a_step * 100, values) << off_by_a_step << " of " << values << " values off by a step";
+    EXPECT_LE(off_by_a_step * 100, 3 * values) << off_by_a_step << " of " << values << " values off by a step";
 }
 
 // Appends `steps` rows at a time from sources read through layout_for(new_len) (or into the
