@@ -5,13 +5,14 @@
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
+#include "host/util/splitmix64.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
-
-#include <fmt/format.h>
 
 namespace vkf::server {
 namespace {
@@ -134,7 +135,7 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     job.options.n_predict = n_predict;
     job.options.sampling = sampling_params(r, d.vocab_size);
     if (!r.seed) {
-        job.options.sampling.seed = unseeded.fetch_add(0x9E3779B97F4A7C15ull);
+        job.options.sampling.seed = unseeded.fetch_add(kGoldenGamma);
     }
     job.options.logprobs = r.logprobs;
     job.options.prompt_logprobs = r.echo && r.logprobs.has_value();

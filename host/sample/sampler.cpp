@@ -2,13 +2,14 @@
 
 #include "base/error.hpp"
 #include "host/sample/sampler_stages.hpp"
+#include "host/util/splitmix64.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace vkf {
 
@@ -29,12 +30,8 @@ void Sampler::accept(std::span<const std::uint32_t> tokens) {
     }
 }
 
-// splitmix64 (Steele, Lea and Flood, 2014).
 std::uint64_t Sampler::next_u64() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return splitmix64_next(state_);
 }
 
 double Sampler::next_uniform() {

@@ -1,8 +1,9 @@
 #include "host/serve/request.hpp"
 
-#include <fmt/format.h>
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_fields.hpp"
+
+#include <fmt/format.h>
 
 namespace vkf::serve {
 

@@ -5,11 +5,11 @@
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_fields.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace vkf::serve {
 using namespace fields;

@@ -6,6 +6,7 @@
 #include "host/model/batch_generation.hpp"
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
+#include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -17,18 +18,7 @@
 namespace vkf::test {
 namespace {
 
-constexpr std::uint32_t kVocab = 523;
-
-ModelConfig bloom() {
-    return ModelConfig{.family = ModelFamily::Bloom,
-                       .vocab_size = kVocab,
-                       .hidden = 6 * 32,
-                       .n_layer = 2,
-                       .n_head = 6,
-                       .n_kv_head = 6,
-                       .head_dim = 32,
-                       .ffn_hidden = 4 * 6 * 32};
-}
+const std::uint32_t kVocab = small_bloom().vocab_size;
 
 std::vector<double> log_softmax(std::span<const double> row) {
     const double max_logit = *std::max_element(row.begin(), row.end());
@@ -50,7 +40,7 @@ class BatchLogprobs : public VulkanTest {};
 // logprobs are the model's, not the sampler's).
 TEST_F(BatchLogprobs, LogprobsAreLogSoftmaxOfTheReferenceLogits) {
     const TempDir dir("vkf_test_batch");
-    write_random_checkpoint(dir.path(), bloom(), 61, DType::F32);
+    write_random_checkpoint(dir.path(), small_bloom(), 61, DType::F32);
     const Model model(ctx(), dir.path());
     const std::vector<std::uint32_t> prompt = random_token_ids(11, kVocab, 62);
     Batch batch(model, BatchOptions{.max_tokens = 256, .max_sequence_tokens = 64, .kv_dtype = DType::F32});
@@ -95,7 +85,7 @@ TEST_F(BatchLogprobs, LogprobsAreLogSoftmaxOfTheReferenceLogits) {
 // runs its prompt rows (their logits are wanted, so it shares no prefix).
 TEST_F(BatchLogprobs, PromptLogprobsAreLogSoftmaxOfTheReferenceLogits) {
     const TempDir dir("vkf_test_batch");
-    write_random_checkpoint(dir.path(), bloom(), 63, DType::F32);
+    write_random_checkpoint(dir.path(), small_bloom(), 63, DType::F32);
     const Model model(ctx(), dir.path());
     const std::vector<std::uint32_t> prompt = random_token_ids(21, kVocab, 64);
     Batch batch(model, BatchOptions{.max_tokens = 256, .max_sequence_tokens = 64, .kv_dtype = DType::F32});

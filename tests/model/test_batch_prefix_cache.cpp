@@ -9,6 +9,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <cstdio>
@@ -18,19 +19,8 @@
 namespace vkf::test {
 namespace {
 
-constexpr std::uint32_t kVocab = 311;
+const std::uint32_t kVocab = small_bloom().vocab_size;
 constexpr std::uint32_t kBlock = 16;
-
-ModelConfig bloom() {
-    return ModelConfig{.family = ModelFamily::Bloom,
-                       .vocab_size = kVocab,
-                       .hidden = 5 * 32,
-                       .n_layer = 2,
-                       .n_head = 5,
-                       .n_kv_head = 5,
-                       .head_dim = 32,
-                       .ffn_hidden = 4 * 5 * 32};
-}
 
 // Feeds `ids` to a new sequence and steps until they have all run; the logits of every row
 // that ran (Logits::All).
@@ -55,7 +45,7 @@ protected:
     // turn 2 takes `cached` tokens from the cache, and its rows match the reference.
     void turns(std::uint32_t pool_blocks, std::uint32_t other, std::uint32_t cached) {
         const TempDir dir("vkf_test_prefix_cache");
-        write_random_checkpoint(dir.path(), bloom(), 71, DType::F32);
+        write_random_checkpoint(dir.path(), small_bloom(), 71, DType::F32);
         const Model model(ctx(), dir.path());
         Batch batch(model, BatchOptions{.max_tokens = pool_blocks * kBlock,
                                         .max_sequence_tokens = 64,
@@ -112,7 +102,7 @@ TEST_F(BatchPrefixCache, EvictedBlocksAreComputedAgain) {
 
 TEST_F(BatchPrefixCache, AWindowRefusesIt) {
     const TempDir dir("vkf_test_prefix_cache");
-    write_random_checkpoint(dir.path(), bloom(), 71, DType::F32);
+    write_random_checkpoint(dir.path(), small_bloom(), 71, DType::F32);
     const Model model(ctx(), dir.path());
     try {
         Batch batch(model, BatchOptions{.max_tokens = 256, .window = 32, .cache_prefixes = true});

@@ -11,6 +11,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
 #include <algorithm>
@@ -21,19 +22,8 @@
 namespace vkf::test {
 namespace {
 
-constexpr std::uint32_t kVocab = 523;
+const std::uint32_t kVocab = small_bloom().vocab_size;
 constexpr std::uint32_t kBlockSize = 4;
-
-ModelConfig bloom() {
-    return ModelConfig{.family = ModelFamily::Bloom,
-                       .vocab_size = kVocab,
-                       .hidden = 6 * 32,
-                       .n_layer = 2,
-                       .n_head = 6,
-                       .n_kv_head = 6,
-                       .head_dim = 32,
-                       .ffn_hidden = 4 * 6 * 32};
-}
 
 ExecutorOptions options() {
     return ExecutorOptions{.decoder = {.kv_dtype = DType::F32, .block_size = kBlockSize, .blocks_per_seq = 4},
@@ -114,7 +104,7 @@ class StepExecutor_ : public VulkanTest {
 protected:
     void SetUp() override {
         VulkanTest::SetUp();
-        write_random_checkpoint(dir_.path(), bloom(), 61, DType::F32);
+        write_random_checkpoint(dir_.path(), small_bloom(), 61, DType::F32);
     }
     TempDir dir_{"vkf_test_step_executor"};
     Tokens tokens_;
@@ -167,7 +157,7 @@ TEST_F(StepExecutor_, StagesOfALayerSplitHandOnHiddenRows) {
         SCOPED_TRACE(++step);
         const StepOutput upstream = head_less.run(s);
         EXPECT_TRUE(upstream.logits.empty()) << "a stage without the head returned logits";
-        ASSERT_EQ(upstream.hidden.size(), std::size_t{s.rows()} * bloom().hidden);
+        ASSERT_EQ(upstream.hidden.size(), std::size_t{s.rows()} * small_bloom().hidden);
         EXPECT_THROW(head.run(s), Error) << "a later stage ran without the hidden rows";
         const StepOutput out = head.run(s, upstream.hidden);
         ASSERT_EQ(out.logits.size(), s.logit_rows.size() * kVocab);
@@ -204,7 +194,7 @@ TEST_F(StepExecutor_, RefusesSchedulesItCannotRun) {
         spoil(s);
         EXPECT_THROW(executor.run(s), Error) << what;
     }
-    EXPECT_THROW(executor.run(first_step(t), std::vector<float>(9 * bloom().hidden)), Error)
+    EXPECT_THROW(executor.run(first_step(t), std::vector<float>(9 * small_bloom().hidden)), Error)
         << "hidden rows given to the first stage";
     EXPECT_EQ(executor.stats().submissions, 0u) << "a refused schedule was submitted";
     EXPECT_EQ(executor.stats().block_copies, 0u);
