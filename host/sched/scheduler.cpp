@@ -102,8 +102,8 @@ void Scheduler::feed(SequenceId id, std::span<const std::uint32_t> ids, Logits l
         seq.want.push_back(logits == Logits::All || logits == Logits::Every || (logits == Logits::Last && last) ? 1
                                                                                                                 : 0);
     }
-    seq.every_row = fresh ? logits == Logits::Every : seq.every_row;
-    if (fresh && (options_.share_prefixes || options_.cache_prefixes)) {
+    // Logits::Every: every row runs, so nothing is shared.
+    if (fresh && logits != Logits::Every && (options_.share_prefixes || options_.cache_prefixes)) {
         share_prefix(seq);
     }
 }
@@ -113,14 +113,12 @@ void Scheduler::share_prefix(Sequence& seq) {
     // always run (its logits are wanted).
     const Sequence* donor = nullptr;
     std::uint32_t best = 0;
-    // Logits::Every: every row must run, so nothing is shared.
-    const auto first_wanted = seq.every_row ? 0u : static_cast<std::uint32_t>(seq.tokens.size());
     for (const auto& [other_id, other] : sequences_) {
         if (&other == &seq || other.salt != seq.salt || !options_.share_prefixes) {
             continue;
         }
         const std::uint32_t limit =
-            std::min<std::uint32_t>({other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1, first_wanted});
+            std::min<std::uint32_t>(other.computed, static_cast<std::uint32_t>(seq.tokens.size()) - 1);
         std::uint32_t n = 0;
         while (n < limit && other.tokens[n] == seq.tokens[n]) {
             ++n;
@@ -130,7 +128,7 @@ void Scheduler::share_prefix(Sequence& seq) {
             donor = &other;
         }
     }
-    if (cache_ && take_cached_prefix(seq, best, first_wanted) > 0) {
+    if (cache_ && take_cached_prefix(seq, best) > 0) {
         return;
     }
     if (donor == nullptr) {
@@ -157,10 +155,10 @@ void Scheduler::share_prefix(Sequence& seq) {
     }
 }
 
-std::uint32_t Scheduler::take_cached_prefix(Sequence& seq, std::uint32_t live, std::uint32_t first_wanted) {
-    // Whole blocks only, and never the last fed token or another whose logits are wanted.
+std::uint32_t Scheduler::take_cached_prefix(Sequence& seq, std::uint32_t live) {
+    // Whole blocks only, and never the last fed token (its logits are wanted).
     const std::uint32_t bs = options_.block_size;
-    const auto full = static_cast<std::uint32_t>(std::min<std::size_t>(seq.tokens.size() - 1, first_wanted) / bs);
+    const auto full = static_cast<std::uint32_t>((seq.tokens.size() - 1) / bs);
     std::vector<std::uint32_t> blocks;
     std::vector<std::uint32_t> chunk_ends;
     std::uint64_t parent = seq.salt;

@@ -125,7 +125,6 @@ private:
         std::vector<std::uint32_t> chunk_ends;
         std::uint64_t order = 0;  // when it was added
         std::uint64_t salt = 0;
-        bool every_row = false;  // fed first with Logits::Every: shares no prefix
     };
     struct Chosen {
         SequenceId id;
@@ -136,9 +135,8 @@ private:
     const Sequence& get(SequenceId id) const;
     void share_prefix(Sequence& seq);
     // The cached blocks of the sequence's first full blocks, as long as they hit; taken when
-    // more than `live` tokens (what a live sequence offers), and none from `first_wanted` on
-    // (Logits::Every: every row runs). Returns the tokens taken.
-    std::uint32_t take_cached_prefix(Sequence& seq, std::uint32_t live, std::uint32_t first_wanted);
+    // more than `live` tokens (what a live sequence offers). Returns the tokens taken.
+    std::uint32_t take_cached_prefix(Sequence& seq, std::uint32_t live);
     void cache_blocks(const Sequence& seq);
     // The schedule of these rows, whose blocks are reserved.
     StepSchedule emit(const std::vector<Chosen>& chosen, std::vector<BlockCopy> copies) const;
