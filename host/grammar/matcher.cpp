@@ -1,5 +1,9 @@
 #include "host/grammar/matcher.hpp"
 
+#include "base/error.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace vkf::grammar {
@@ -62,11 +66,37 @@ void dedupe(std::vector<std::vector<const Element*>>& stacks) {
 Matcher::Matcher(const Grammar& grammar) : grammar_(grammar) {
     expand_rule(Stack{}, grammar.root, state_.stacks);
     dedupe(state_.stacks);
+    check_bounds(state_.stacks, true);
+}
+
+void Matcher::check_bounds(const std::vector<Stack>& stacks, bool deduplicated) {
+    // Before deduplication, nullable alternatives may repeat a stack a few times over.
+    const std::size_t most = deduplicated ? kMaxStacks : 4 * kMaxStacks;
+    if (stacks.size() > most) {
+        throw Error(
+            fmt::format("grammar: the text so far parses in more than {} ways (an ambiguous grammar, "
+                        "such as x ::= \"a\" x \"b\" | \"a\" x \"c\" | \"\"); make its "
+                        "alternatives start differently",
+                        kMaxStacks));
+    }
+    std::size_t elements = 0;
+    for (const Stack& stack : stacks) {
+        elements += stack.size();
+    }
+    if (elements > (deduplicated ? kMaxStackElements : 4 * kMaxStackElements)) {
+        throw Error(
+            fmt::format("grammar: the text so far nests deeper than the matcher tracks ({} pending "
+                        "elements over {} parses)",
+                        elements, stacks.size()));
+    }
 }
 
 void Matcher::expand(const Stack& stack, std::vector<Stack>& out) const {
     if (stack.empty() || stack.back()->op != Op::RuleRef) {
         out.push_back(stack);
+        if (out.size() > 4 * kMaxStacks) {
+            check_bounds(out, false);
+        }
         return;
     }
     const Element* ref = stack.back();
@@ -111,6 +141,7 @@ std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, std:
         expand(next, out);
     }
     dedupe(out);
+    check_bounds(out, true);
     return out;
 }
 

@@ -6,9 +6,15 @@
 // and drops the others. Text arrives as bytes (a token's piece), so a code point split over
 // tokens waits in the state until its last byte. llama.cpp's grammar sampler walks GBNF the
 // same way.
+//
+// An ambiguous grammar can keep exponentially many stacks alive (x ::= "a" x "b" | "a" x "c" |
+// "" has 2^n after n a's), and nesting makes stacks deep, so the state is bounded: more than
+// kMaxStacks stacks or kMaxStackElements elements in all throws vkf::Error naming the bound,
+// where an unbounded walk would stall the server for minutes on one request.
 
 #include "host/grammar/grammar.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -19,11 +25,15 @@ namespace vkf::grammar {
 
 class Matcher {
 public:
+    static constexpr std::size_t kMaxStacks = 256;
+    static constexpr std::size_t kMaxStackElements = 16384;
+
     // The grammar must outlive the matcher.
     explicit Matcher(const Grammar& grammar);
 
     // Advances over `bytes` (UTF-8; a last code point may be incomplete). Returns false, and
-    // changes nothing, when the grammar does not allow them here or they are not UTF-8.
+    // changes nothing, when the grammar does not allow them here or they are not UTF-8. Throws
+    // vkf::Error, changing nothing, when the state would pass its bounds (see above).
     bool accept(std::string_view bytes);
     // Whether accept(bytes) would succeed.
     bool allows(std::string_view bytes) const;
@@ -46,6 +56,8 @@ private:
 
     // Stacks with a character set on top (or empty) from `stack`, rule references expanded.
     void expand(const Stack& stack, std::vector<Stack>& out) const;
+    // Throws when `stacks` (expanded, not yet deduplicated: at most 4x the bound) pass the bounds.
+    static void check_bounds(const std::vector<Stack>& stacks, bool deduplicated);
     // expand() of `rest` with each alternative of rule `id` on top.
     void expand_rule(const Stack& rest, std::uint32_t id, std::vector<Stack>& out) const;
     // The stacks after code point `cp`.

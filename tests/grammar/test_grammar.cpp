@@ -137,6 +137,38 @@ TEST(Matcher, CodePointsSplitOverPieces) {
     EXPECT_TRUE(m.complete());
 }
 
+// An exponentially ambiguous grammar (2^n parses after n a's) and a deeply nesting one are
+// refused with vkf::Error once they pass the matcher's bounds, leaving the state as it was;
+// before the bounds, the fuzz target's 4,096-byte inputs of this kind ran for minutes.
+TEST(Matcher, BoundedState) {
+    const Grammar ambiguous = parse_gbnf(R"(root ::= x
+x ::= "a" x "b" | "a" x "c" | "")");
+    Matcher m(ambiguous);
+    ASSERT_TRUE(m.accept(std::string(6, 'a'))) << "3 x 2^6 parses are within the bound";
+    std::string message;
+    try {
+        m.accept("a");
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    EXPECT_NE(message.find("more than 256 ways"), std::string::npos) << message;
+    EXPECT_TRUE(m.accept("bbbbbb")) << "the refused text changed nothing";
+    EXPECT_TRUE(m.complete());
+
+    const Grammar nesting = parse_gbnf("root ::= \"(\" root \")\" | \"\"");
+        Matcher deep(nesting);
+    EXPECT_TRUE(deep.accept(std::string(1000, '(')));
+    message.clear();
+    try {
+        deep.accept(std::string(Matcher::kMaxStackElements, '('));
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    EXPECT_NE(message.find("nests deeper"), std::string::npos) << message;
+    EXPECT_TRUE(deep.accept(std::string(1000, ')')));
+    EXPECT_TRUE(deep.complete());
+}
+
 TEST(Matcher, TokenMasks) {
     const Grammar g = parse_gbnf("root ::= (\"yes\" | \"no\") \".\"");
     const std::vector<std::string> vocab{"y", "ye", "yes", "yes.", "n", "no.", "maybe", "", ".", "es"};
