@@ -117,6 +117,20 @@ void check_neutral(const RequestField& f, const JsonValue& v, const std::string&
         param, "unsupported_parameter");
 }
 
+// stream_options: include_usage is honoured; include_obfuscation (random padding in each
+// chunk, against length side channels over TLS) changes no text and vkf-server sends none.
+void check_stream_options(const JsonValue& options) {
+    for (const JsonMember& m : options.as_object()) {
+        if (!m.value.is_null() && m.key != "include_usage" && m.key != "include_obfuscation") {
+            const std::string param = fmt::format("stream_options.{}", m.key);
+            throw invalid_request(fmt::format("{} is not a field vkf-server knows (stream_options takes "
+                                              "include_usage and include_obfuscation)",
+                                              param),
+                                  param, "unknown_parameter");
+        }
+    }
+}
+
 }  // namespace
 
 std::span<const RequestField> request_fields() {
@@ -164,6 +178,9 @@ void check_request_fields(const JsonValue& doc, Endpoint endpoint) {
                 m.key, "unknown_parameter");
         }
         check_neutral(*found, m.value, m.key);
+        if (m.key == "stream_options" && m.value.is_object()) {
+            check_stream_options(m.value);
+        }
     }
 }
 

@@ -166,6 +166,12 @@ TEST(RequestFieldTable, UnknownAndOtherEndpointsFieldsAreRefused) {
     EXPECT_EQ(outcome(R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})", Endpoint::Chat), "prompt");
     EXPECT_EQ(outcome(R"({"messages": [{"role": "user", "content": "x", "colour": "red"}]})", Endpoint::Chat),
               "messages[0].colour");
+    EXPECT_EQ(outcome(R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": true, "x": 1}})",
+                      Endpoint::Completions),
+              "stream_options.x");
+    EXPECT_EQ(outcome(R"({"prompt": "x", "stream": true, "stream_options": {"include_obfuscation": true}})",
+                      Endpoint::Completions),
+              "");
     // null is "not given", known or not.
     EXPECT_EQ(outcome(R"({"prompt": "x", "whatever": null, "audio": null})", Endpoint::Completions), "");
     try {
