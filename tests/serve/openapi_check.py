@@ -103,6 +103,8 @@ def sse_events(text):
 def schema_for(path, status, streamed):
     """OpenAI's schema of an answer of `path` (None for routes OpenAI does not have)."""
     path = path.split("?")[0]
+    if "/v1/" not in path:
+        return None  # /health, /metrics, /tokenize, the page: not OpenAI's
     if status != 200:
         return "ErrorResponse"
     if path.endswith("/v1/completions"):
