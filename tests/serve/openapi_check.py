@@ -103,8 +103,10 @@ def sse_events(text):
 def schema_for(path, status, streamed):
     """OpenAI's schema of an answer of `path` (None for routes OpenAI does not have)."""
     path = path.split("?")[0]
+    if status != 200 and re.search(r"/(tokenize|detokenize)$", path):
+        return "ErrorResponse"  # llama-server's routes, vkf-server's error objects
     if "/v1/" not in path:
-        return None  # /health, /metrics, /tokenize, the page: not OpenAI's
+        return None  # /health, /metrics, the page, and /tokenize's answers: not OpenAI's
     if status != 200:
         return "ErrorResponse"
     if path.endswith("/v1/completions"):
