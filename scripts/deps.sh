@@ -9,6 +9,8 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
   libgtest-dev python3 python3-numpy
+  # vkf-server's answers validated against OpenAI's OpenAPI description (tests/serve/openapi_check.py).
+  python3-jsonschema python3-yaml
   # The layer split over MPI ranks (host/dist, docs/DISTRIBUTED.md): Debian's OpenMPI.
   libopenmpi-dev openmpi-bin
   abigail-tools
@@ -20,7 +22,7 @@ packages=(
   chromium
 )
 # Node.js and npm only run the comparisons with Hugging Face's JavaScript packages (tests/text)
-# and vkf-server's end-to-end test with the openai SDK (tests/serve);
+# and vkf-server's end-to-end tests with the openai SDK, LangChain JS and the AI SDK (tests/serve);
 # one installed otherwise will do (NodeSource's nodejs brings npm and conflicts with Debian's).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   packages+=(nodejs npm)

@@ -10,8 +10,8 @@
 namespace vkf::server {
 namespace {
 
-constexpr std::array<const Route*, 8> kRoutes = {&kPage,  &kHealth,      &kMetrics, &kModels,
-                                                 &kModel, &kCompletions, &kChat,    &kEmbeddings};
+constexpr std::array<const Route*, 10> kRoutes = {&kPage,        &kHealth, &kMetrics,    &kModels,   &kModel,
+                                                  &kCompletions, &kChat,   &kEmbeddings, &kTokenize, &kDetokenize};
 
 std::optional<std::string> host_header(const httplib::Request& req) {
     if (!req.has_header("Host")) {

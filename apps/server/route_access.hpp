@@ -32,6 +32,9 @@ inline constexpr Route kModel{"model", "/v1/models/", "GET, HEAD, OPTIONS", fals
 inline constexpr Route kCompletions{"completions", "/v1/completions", "POST, OPTIONS", true, true};
 inline constexpr Route kChat{"chat", "/v1/chat/completions", "POST, OPTIONS", true, true};
 inline constexpr Route kEmbeddings{"embeddings", "/v1/embeddings", "POST, OPTIONS", true, true};
+// llama-server's: text to token ids and back (apps/server/tokenize_route.hpp).
+inline constexpr Route kTokenize{"tokenize", "/tokenize", "POST, OPTIONS", true, true};
+inline constexpr Route kDetokenize{"detokenize", "/detokenize", "POST, OPTIONS", true, true};
 
 // The route at `path`, or null.
 const Route* find_route(std::string_view path);

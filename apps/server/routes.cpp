@@ -3,6 +3,7 @@
 #include "apps/server/generation_route.hpp"
 #include "apps/server/page_route.hpp"
 #include "apps/server/route_access.hpp"
+#include "apps/server/tokenize_route.hpp"
 #include "base/error.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/sse.hpp"
@@ -205,6 +206,12 @@ void install_routes(httplib::Server& http, Served& served) {
     });
     http.Post(kEmbeddings.path, [&served](const httplib::Request& req, httplib::Response& res) {
         guarded(served, kEmbeddings, req, res, [&] { embeddings(served, req, res); });
+    });
+    http.Post(kTokenize.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kTokenize, req, res, [&] { tokenize(served, req, res); });
+    });
+    http.Post(kDetokenize.path, [&served](const httplib::Request& req, httplib::Response& res) {
+        guarded(served, kDetokenize, req, res, [&] { detokenize(served, req, res); });
     });
 }
 

@@ -3,6 +3,7 @@
 #include "base/error.hpp"
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
+#include "host/serve/request_field_table.hpp"
 #include "host/serve/request_fields.hpp"
 
 #include <fmt/format.h>
@@ -266,6 +267,7 @@ GenerationRequest parse_completion_request(std::string_view body, const RequestL
     if (prompt == nullptr) {
         throw invalid_request("prompt is missing", "prompt", "missing_required_parameter");
     }
+    check_request_fields(doc, Endpoint::Completions);
     if (prompt->is_string()) {
         r.prompts.push_back({.text = prompt->as_string()});
     } else if (is_id_array(*prompt)) {
@@ -309,6 +311,7 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
     if (messages == nullptr) {
         throw invalid_request("messages is missing", "messages", "missing_required_parameter");
     }
+    check_request_fields(doc, Endpoint::Chat);
     if (!messages->is_array()) {
         wrong_type("messages", *messages, "an array");
     }
@@ -326,6 +329,7 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
         if (!items[i].is_object()) {
             wrong_type(param, items[i], "an object");
         }
+        check_message_fields(items[i], param);
         const JsonValue* role = field(items[i], "role");
         if (role == nullptr) {
             throw invalid_request(param + ".role is missing", param + ".role", "missing_required_parameter");

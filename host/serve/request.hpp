@@ -4,7 +4,8 @@
 // whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
 // OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
 // would change the answer but are not implemented (tools, grammar, mirostat...)
-// are refused rather than silently dropped, unless they hold their neutral value. Token-level limits (prompt length)
+// are refused rather than silently dropped, unless they hold their neutral value, and so is
+// any field not listed (request_field_table.hpp). Token-level limits (prompt length)
 // are checked where the prompt is tokenized; the limits here bound what parsing may cost.
 
 #include <cstdint>

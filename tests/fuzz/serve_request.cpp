@@ -1,5 +1,6 @@
 // Fuzzes vkf-server's request parser (host/serve/request.hpp) with what any client may POST:
-// the first byte picks the route (completions, chat, embeddings), the rest is the body. A
+// the first byte picks the route (completions, chat, embeddings, tokenize, detokenize), the
+// rest is the body. A
 // refusal must be an ApiError with a 4xx status whose error object names a string message;
 // an accepted request must hold what the limits allow (n, stops, ids, messages), and its
 // chunks and error objects must frame as one SSE `data:` line each.
@@ -8,6 +9,7 @@
 #include "host/serve/request.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
+#include "host/serve/tokenize_request.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <cstddef>
@@ -67,12 +69,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const std::string_view body = vkf::fuzz::as_text(data + 1, size - 1);
     try {
-        switch (data[0] % 3) {
+        switch (data[0] % 5) {
             case 0:
                 check_generation(parse_completion_request(body, kLimits));
                 break;
             case 1:
                 check_generation(parse_chat_request(body, kLimits));
+                break;
+            case 3:
+                parse_tokenize_request(body, kLimits);
+                break;
+            case 4:
+                vkf::fuzz::check(parse_detokenize_request(body, kLimits).ids.size() <= kLimits.max_prompt_ids,
+                                 "detokenize ids within their limit");
                 break;
             default: {
                 const EmbeddingRequest r = parse_embedding_request(body, kLimits);

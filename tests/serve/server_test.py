@@ -32,6 +32,8 @@ so its chat format is detected) and a tiny JinaBERT checkpoint from vkf-make-che
   (--api-key-file for the third server, VKF_API_KEY for the second), /health without it, 405s,
   and the stop on SIGTERM (the first server, with requests running) or on two signals (the
   second);
+- every /v1 answer read through Server.request (errors included) validates against OpenAI's
+  OpenAPI description (openapi_check.py; skipped, and said, without python3-jsonschema);
 - the servers stop cleanly on SIGTERM, and no Vulkan validation message is printed.
 
 usage: server_test.py VKF_SERVER VKF_RUN VKF_MAKE_CHECKPOINT KJV_BLOOM_DIR NPM_DIR
@@ -58,6 +60,12 @@ from server_sampling import check_sampler_chain  # noqa: E402
 from server_schema import check_echo, check_logprobs, check_response_shapes  # noqa: E402
 from server_checks import (check_body_limits, check_connection_bound, check_pipelining,  # noqa: E402
                            check_slow_clients, expect_error)
+try:  # every /v1 answer of Server.request against OpenAI's OpenAPI description (openapi_check.py)
+    from openapi_check import AnswerCheck, OpenApi  # noqa: E402
+    ANSWERS = AnswerCheck(OpenApi())
+except ImportError as e:
+    print("OpenAPI checks skipped: %s (scripts/deps.sh installs python3-jsonschema and python3-yaml)" % e)
+    ANSWERS = None
 
 SERVER, RUN, MAKE, KJV, NPM_DIR = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +83,12 @@ class Server(ServerProcess):
 
     def __init__(self, args, env=None, headers=None):
         super().__init__(command(SERVER, args + ["--port", "0"]), env, headers)
+
+    def request(self, method, path, body=None, headers=None, timeout=300):
+        status, got_headers, text = super().request(method, path, body, headers, timeout)
+        if ANSWERS is not None and text:
+            ANSWERS.answer("%s %s" % (method, path), path, status, got_headers.get("Content-Type"), text)
+        return status, got_headers, text
 
 
 def stream_events(server, body, headers=None):
@@ -384,6 +398,10 @@ def main():
             server_defences.check_second_signal(plain)
         finally:
             plain.stop()
+    if ANSWERS is not None:
+        print("OpenAPI: %d answers checked, %d violations" % (ANSWERS.checked, len(ANSWERS.violations)))
+        for v in ANSWERS.violations[:40]:
+            fail(v)
     return finish("vkf-server: OK")
 
 
