@@ -118,17 +118,20 @@ def check_cache(server):
 
 
 def check_no_cache(cold):
-    server = ServerProcess(command(SERVER, ["--model", KJV, "--parallel", "1", "--ctx", "512", "--no-prefix-cache",
-                                            "--port", "0"]))
-    try:
-        complete(server, PREAMBLE)
-        text, usage = complete(server, PREAMBLE + " And God said")
-        if cached(usage) != 0 or text != cold:
-            fail("--no-prefix-cache: %r cached, text %r (cold %r)" % (cached(usage), text, cold))
-        if server.metrics()["vkf_prefix_cache_lookups_total"] != 0:
-            fail("--no-prefix-cache looked prompts up")
-    finally:
-        server.stop()
+    """--no-prefix-cache, and a key window (whose sequences give their first blocks back as they
+    go), keep nothing."""
+    for flags, what in ((["--no-prefix-cache"], "--no-prefix-cache"), (["--window", "64"], "--window 64")):
+        server = ServerProcess(command(SERVER, ["--model", KJV, "--parallel", "1", "--ctx", "512", "--port", "0"] +
+                                       flags))
+        try:
+            complete(server, PREAMBLE)
+            text, usage = complete(server, PREAMBLE + " And God said")
+            if cached(usage) != 0 or (cold is not None and flags[0] == "--no-prefix-cache" and text != cold):
+                fail("%s: %r cached, text %r (cold %r)" % (what, cached(usage), text, cold))
+            if server.metrics()["vkf_prefix_cache_lookups_total"] != 0:
+                fail("%s looked prompts up" % what)
+        finally:
+            server.stop()
 
 
 def check_split(cold):
