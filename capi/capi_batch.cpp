@@ -20,6 +20,8 @@ struct vkf_batch {
     std::map<vkf::SequenceId, std::unique_ptr<vkf::capi::TokenSink>> sinks;
     std::set<vkf::SequenceId> cancelled;  // by vkf_batch_cancel
     std::deque<vkf_batch_event> ended;    // not yet handed out
+    // Per generation until its end is handed out: its prompt tokens taken from others.
+    std::map<vkf::SequenceId, std::uint32_t> cached;
 };
 
 using namespace vkf::capi;
@@ -49,6 +51,7 @@ VKF_API vkf_status vkf_batch_create(vkf_model* model, const vkf_batch_params* pa
         }
         apply_kv_params(p, options);
         options.share_prefixes = p.share_prefixes != 0;
+        options.cache_prefixes = p.prefix_cache != 0;
         auto handle = std::make_unique<vkf_batch>();
         handle->model = m.state;
         handle->batch = std::make_unique<vkf::Batch>(*m.state->model, options);
@@ -81,6 +84,7 @@ VKF_API vkf_status vkf_batch_submit(vkf_batch* batch, const uint32_t* prompt, si
         settings.options.on_token = [raw](std::uint32_t, std::uint32_t id) { return raw->push(id); };
         const vkf::SequenceId id = b.generator->submit(std::span(prompt, n_prompt), std::move(settings.options));
         b.sinks[id] = std::move(sink);
+        b.cached[id] = b.batch->shared_prefix(id);
         *sequence = id;
     });
 }
@@ -120,6 +124,7 @@ VKF_API vkf_status vkf_batch_step(vkf_batch* batch, vkf_batch_event* ended, size
         std::size_t n = 0;
         while (n < capacity && !b.ended.empty()) {
             ended[n++] = b.ended.front();
+            b.cached.erase(b.ended.front().sequence);
             b.ended.pop_front();
         }
         *n_ended = n;
@@ -131,6 +136,16 @@ VKF_API vkf_status vkf_batch_pending(const vkf_batch* batch, size_t* count) {
         check_not_elsewhere(batch, Kind::Batch, kBatch);
         const vkf_batch& b = *batch;
         *out_ptr(count, "count") = b.sinks.size() + b.ended.size();
+    });
+}
+
+VKF_API vkf_status vkf_batch_cached_tokens(const vkf_batch* batch, uint64_t sequence, uint32_t* n_cached) {
+    return guarded(__func__, [&] {
+        check_not_elsewhere(batch, Kind::Batch, kBatch);
+        out_ptr(n_cached, "n_cached");
+        const auto it = batch->cached.find(sequence);
+        require(it != batch->cached.end(), fmt::format("no generation {} running or unreported", sequence));
+        *n_cached = it->second;
     });
 }
 

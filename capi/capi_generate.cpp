@@ -165,6 +165,7 @@ vkf_status run_generation(const char* function, vkf_session* session, const uint
             out.stop = sink.stop_reason(r.stop);
             out.prefill_seconds = r.prefill_time.count();
             out.decode_seconds = r.decode_time.count();
+            out.n_cached_tokens = r.cached_tokens;
             write_out(result, out, kGenerateResultV1, "result");
         }
     });
@@ -187,6 +188,7 @@ VKF_API vkf_status vkf_session_create(vkf_model* model, const vkf_session_params
         }
         apply_kv_params(p, options);
         options.int8_activations = p.int8_activations != 0;
+        options.cache_prefixes = p.prefix_cache != 0;
         auto handle = std::make_unique<vkf_session>();
         handle->model = m.state;
         handle->session = std::make_unique<vkf::Session>(*m.state->model, options);

@@ -119,6 +119,10 @@ void declare_options(CLI::App& cli, Options& o) {
                 "--prompt-file: how many prompts run at once, as one batch over a\n"
                 "paged KV cache; the others queue and join as earlier ones finish\n"
                 "(default 1)");
+    cli.add_flag("--no-prefix-cache", o.no_prefix_cache,
+                 "--prompt-file: forget a finished prompt's KV blocks (default: keep\n"
+                 "them until the cache needs them, and a later prompt that starts\n"
+                 "the same way, a shared preamble, takes them)");
     add_integer(cli, "--n-predict", "N", o.n_predict, 1,
                 "most tokens to generate (default 32; per turn with --interactive,\nper prompt with --prompt-file)");
     add_text(cli, "--tokenizer", "FILE", o.tokenizer, "tokenizer.json (default: the model directory's)");

@@ -29,6 +29,8 @@ struct Options {
     std::string prompt_file;
     std::vector<FilePrompt> file_prompts;
     std::uint32_t parallel = 1;
+    // --prompt-file: a finished prompt's full KV blocks are not kept for later prompts.
+    bool no_prefix_cache = false;
     std::string tokenizer;
     std::vector<std::string> stops;
     bool ignore_eos = false;

@@ -59,7 +59,8 @@ BatchOptions prompt_batch_options(const Options& o, const Sizing& sizing, std::u
                                           .max_sequences = sizing.sequences,
                                           .block_size = BatchOptions{}.block_size,
                                           .chunk = sizing.chunk,
-                                          .window = window});
+                                          .window = window,
+                                          .cache_prefixes = !o.no_prefix_cache && window == 0});
 }
 
 namespace {
@@ -117,7 +118,10 @@ PromptRuns run_prompts(BatchFront& front, const Options& o, const text::Tokenize
             if (k == 0) {
                 out.first_token = clock::now();
             }
-            runs.peak_blocks = std::max(runs.peak_blocks, front.blocks().used());
+            // Blocks only the prefix cache holds are free for the asking: not in use.
+            const PrefixCache* cache = front.prefix_cache();
+            runs.peak_blocks =
+                std::max(runs.peak_blocks, front.blocks().used() - (cache != nullptr ? cache->reclaimable() : 0));
             ++tokens_done;
             progress.update(
                 std::min(1.0, tokens_done / tokens_expected),
@@ -152,6 +156,7 @@ nlohmann::ordered_json results_json(const std::vector<Prompt>& prompts, const Pr
                                       {"prompt_ids", prompts[i].ids},
                                       {"text", r.text->text()},
                                       {"generated_ids", r.result.tokens},
+                                      {"cached_tokens", r.result.cached_tokens},
                                       {"stop_reason", stop_reason_name(r.result.stop)},
                                       {"seed", r.seed},
                                       {"prefill_seconds", r.result.prefill_time.count()},
@@ -169,7 +174,14 @@ nlohmann::ordered_json results_json(const std::vector<Prompt>& prompts, const Pr
 nlohmann::ordered_json aggregate_json(const std::vector<Prompt>& prompts, const PromptRuns& runs,
                                       const KvBlocks& blocks, std::uint32_t block_size) {
     const Aggregate& total = runs.total;
+    std::uint64_t prompt_tokens = 0, cached = 0;
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
+        prompt_tokens += prompts[i].ids.size();
+        cached += runs.outcomes[i].result.cached_tokens;
+    }
     return {{"prompts", prompts.size()},
+            {"prompt_tokens", prompt_tokens},
+            {"cached_tokens", cached},
             {"generated_tokens", total.generated},
             {"decode_tokens", total.decoded},
             {"seconds", total.seconds},

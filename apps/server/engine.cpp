@@ -52,7 +52,13 @@ Engine::Counters::Counters(serve::Metrics& m)
       pipeline_steps(m.declare_counter("vkf_pipeline_steps_total", "Steps rank 0 sent down the ranks' pipeline.")),
       pipeline_overlapped_steps(m.declare_counter("vkf_pipeline_overlapped_steps_total",
                                                   "Pipeline steps started while an earlier step was in flight.")),
-      pipeline_max_in_flight(m.declare_gauge("vkf_pipeline_max_in_flight", "Most pipeline steps in flight at once.")) {}
+      pipeline_max_in_flight(m.declare_gauge("vkf_pipeline_max_in_flight", "Most pipeline steps in flight at once.")),
+      prefix_lookups(m.declare_counter("vkf_prefix_cache_lookups_total", "Prompts looked up in the prefix cache.")),
+      prefix_hit_tokens(
+          m.declare_counter("vkf_prefix_cache_hit_tokens_total", "Prompt tokens taken from the prefix cache.")),
+      prefix_evictions(m.declare_counter("vkf_prefix_cache_evictions_total",
+                                         "Cached blocks given back to the pool for a running sequence.")),
+      prefix_blocks(m.declare_gauge("vkf_prefix_cache_blocks", "KV-cache blocks the prefix cache keeps.")) {}
 
 Engine::Engine(BatchFront& batch, const text::Tokenizer& tokenizer, serve::Metrics& metrics, EngineOptions options)
     : batch_(batch), tokenizer_(tokenizer), metrics_(metrics), options_(options), generator_(batch) {
@@ -246,6 +252,7 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
                          .index = g.index,
                          .finish_reason = length ? "length" : "stop",
                          .tokens = static_cast<std::uint32_t>(result.tokens.size()),
+                         .cached_tokens = result.cached_tokens,
                          .logprobs = std::move(g.logprobs),
                          .prompt_logprobs = result.prompt_logprobs});
     }
@@ -290,8 +297,17 @@ void Engine::publish() {
     metrics_.tokens_per_second.set(seconds > 0 ? static_cast<double>(generated - rate_window_.front().second) / seconds
                                                : 0.0);
     metrics_.active_sequences.set(static_cast<double>(generator_.running()));
-    metrics_.kv_blocks_used.set(batch_.blocks().used());
-    metrics_.kv_blocks_free.set(batch_.blocks().free());
+    // Blocks only the prefix cache holds are free for the asking: counted free, not used.
+    const PrefixCache* cache = batch_.prefix_cache();
+    const std::uint32_t reclaimable = cache != nullptr ? cache->reclaimable() : 0;
+    metrics_.kv_blocks_used.set(batch_.blocks().used() - reclaimable);
+    metrics_.kv_blocks_free.set(batch_.blocks().free() + reclaimable);
+    if (cache != nullptr) {
+        metrics_.prefix_lookups.set(static_cast<double>(cache->stats().lookups));
+        metrics_.prefix_hit_tokens.set(static_cast<double>(cache->stats().hit_tokens));
+        metrics_.prefix_evictions.set(static_cast<double>(cache->stats().evictions));
+        metrics_.prefix_blocks.set(cache->size());
+    }
     const PipelineStats pipeline = batch_.pipeline();
     metrics_.pipeline_steps.set(static_cast<double>(pipeline.steps));
     metrics_.pipeline_overlapped_steps.set(static_cast<double>(pipeline.overlapped));

@@ -33,7 +33,9 @@ struct Event {
     std::string text;           // Text: the next piece (complete UTF-8, stop strings held back)
     std::string finish_reason;  // End: "stop" or "length"
     std::uint32_t tokens = 0;   // End: tokens generated
-    std::string error;          // Failed: what went wrong
+    // End: prompt tokens taken from the prefix cache or a running sequence, not computed.
+    std::uint32_t cached_tokens = 0;
+    std::string error;  // Failed: what went wrong
     // Text and End, with Job options.logprobs: the tokens generated since the last event's
     // (a Text event's piece may hold back a token's text; its logprob waits with it).
     std::vector<TokenLogprobs> logprobs;
@@ -102,6 +104,9 @@ private:
         serve::Metrics::Counter prompt_tokens, generated_tokens, cancelled_sequences, batch_steps;
         serve::Metrics::Counter pipeline_steps, pipeline_overlapped_steps;
         serve::Metrics::Gauge pipeline_max_in_flight;
+        // The prefix cache's (host/sched/prefix_cache.hpp); zeros with --no-prefix-cache.
+        serve::Metrics::Counter prefix_lookups, prefix_hit_tokens, prefix_evictions;
+        serve::Metrics::Gauge prefix_blocks;
     };
     void loop();
     void start(Queued& queued);

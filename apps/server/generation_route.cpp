@@ -2,6 +2,7 @@
 
 #include "apps/server/connections.hpp"
 #include "base/error.hpp"
+#include "host/sched/prefix_cache.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
@@ -142,6 +143,9 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     if (!r.ignore_eos) {
         job.options.stop_ids = d.eos_ids;
     }
+    if (r.cache_salt) {
+        job.options.cache_salt = PrefixCache::salt(*r.cache_salt);
+    }
     job.n = r.n;
     return job;
 }
@@ -228,6 +232,9 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
                     break;
                 }
                 s.usage.completion_tokens += e.tokens;
+                if (e.index == 0) {
+                    s.usage.cached_tokens += e.cached_tokens;
+                }
                 ++s.ended;
                 break;
             }
@@ -388,6 +395,9 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                     }
                     c.finish_reason = e.finish_reason;
                     usage.completion_tokens += e.tokens;
+                    if (e.index == 0) {  // a prompt's tokens count once, as prompt_tokens do
+                        usage.cached_tokens += e.cached_tokens;
+                    }
                     ++ended;
                 } else if (e.kind == Event::Kind::Aborted) {
                     cancel_all();

@@ -108,6 +108,9 @@ void declare_options(CLI::App& cli, Options& o) {
     add_number(cli, "--rank-timeout", "SECONDS", o.rank_timeout,
                "under mpirun: seconds without a message from a rank after which it\ncounts as failed (default 20)",
                true);
+    cli.add_flag("--no-prefix-cache", o.no_prefix_cache,
+                 "forget a finished request's KV blocks (default: keep them until the\n"
+                 "pool needs them, for later prompts that start the same way)");
     cli.add_flag("--quiet", o.quiet, "print only the address it listens on");
 }
 
@@ -200,7 +203,8 @@ DecoderSetup decoder_setup(const Options& o, const ModelConfig& config, std::uin
                            .kv_dtype = o.kv.dense,
                            .kv_k_quant = o.kv.k_quant(),
                            .kv_v_quant = o.kv.v_quant(),
-                           .window = window};
+                           .window = window,
+                           .cache_prefixes = !o.no_prefix_cache && window == 0};
     // What Model's constructor checks against the device's budget, and what --split auto
     // divides by under mpirun: the batch's whole KV pool and its sequences' tables.
     d.model =

@@ -54,6 +54,9 @@ struct Options {
     std::optional<std::string> split;
     double rank_timeout = 20.0;  // under mpirun: seconds of silence after which a rank failed
     bool quiet = false;
+    // Keep no finished sequence's blocks (BatchOptions::cache_prefixes off); a key window
+    // turns the cache off too (its sequences give their first blocks back as they go).
+    bool no_prefix_cache = false;
 };
 
 void declare_options(CLI::App& cli, Options& o);

@@ -17,7 +17,7 @@ double ms_since(clock::time_point start) {
 // The words of a Tag::Command message of the batch protocol: the kind, then its arguments;
 // a sequence id is two words, low first.
 enum class Command : std::uint32_t {
-    Add = 11,     // then the id rank 0's stage gave: every rank's must agree
+    Add = 11,     // then the id rank 0's stage gave (every rank's must agree), the cache salt (two words)
     Feed = 12,    // then the id, the Logits wanted, the ids
     Remove = 13,  // then the id
     Step = 14,    // run the step whose rows the stage before sends
@@ -63,11 +63,12 @@ void RankZeroBatch::command(const std::vector<std::uint32_t>& words) {
     traffic_.transfer_ms += ms_since(start);
 }
 
-SequenceId RankZeroBatch::add() {
+SequenceId RankZeroBatch::add(std::uint64_t cache_salt) {
     channel_.check();
-    const SequenceId id = first_.add();
+    const SequenceId id = first_.add(cache_salt);
     std::vector<std::uint32_t> words{static_cast<std::uint32_t>(Command::Add)};
     push_id(words, id);
+    push_id(words, cache_salt);
     command(words);
     return id;
 }
@@ -163,7 +164,8 @@ void serve_batch_stage(Channel& channel, Batch& stage, const std::function<void(
         }
         switch (static_cast<Command>(words[0])) {
             case Command::Add: {
-                const SequenceId mine = stage.add();
+                // The salt after the id: the ranks' prefix caches must hit and miss alike.
+                const SequenceId mine = stage.add(id_at(words, 3));
                 if (mine != id_at(words, 1)) {
                     throw Error(fmt::format("rank 0 added sequence {}, this rank's stage {}: the ranks disagree",
                                             id_at(words, 1), mine));

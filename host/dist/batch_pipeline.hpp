@@ -46,7 +46,7 @@ public:
     // `in_flight`: the most steps sent downstream and not answered yet (0: the ranks' count).
     RankZeroBatch(Channel& channel, Batch& stage, std::uint32_t in_flight = 0);
 
-    SequenceId add() override;
+    SequenceId add(std::uint64_t cache_salt = 0) override;
     void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override;
     void remove(SequenceId id) override;
     StepResult step() override;

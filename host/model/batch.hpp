@@ -108,7 +108,7 @@ public:
     Batch(const Batch&) = delete;
     Batch& operator=(const Batch&) = delete;
 
-    SequenceId add() override { return scheduler_.add(); }
+    SequenceId add(std::uint64_t cache_salt = 0) override { return scheduler_.add(cache_salt); }
     // Queues `ids` after the sequence's tokens; `logits` says whose logits step() returns.
     // Throws vkf::Error for an unknown sequence, no ids, ids >= vocab_size, or more tokens
     // than max_sequence_tokens (nothing is queued then).
@@ -140,8 +140,8 @@ public:
     // the other queries of one sequence.
     std::uint32_t position(SequenceId id) const { return scheduler_.position(id); }
     std::uint32_t pending(SequenceId id) const { return scheduler_.pending(id); }  // fed tokens not run yet
-    // Tokens whose blocks came from another sequence (prefix sharing).
-    std::uint32_t shared_prefix(SequenceId id) const { return scheduler_.shared_prefix(id); }
+    // Tokens whose blocks came from another sequence (prefix sharing) or the prefix cache.
+    std::uint32_t shared_prefix(SequenceId id) const override { return scheduler_.shared_prefix(id); }
     // The key count after each step that ran the sequence (a reference run in the same chunks
     // gives the same numerics even under Jais' length-dependent ALiBi scaling).
     const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override { return scheduler_.chunk_ends(id); }
@@ -150,7 +150,7 @@ public:
 
     const KvBlocks& blocks() const override { return scheduler_.blocks(); }
     // The prefix cache (BatchOptions::cache_prefixes), or nullptr.
-    const PrefixCache* prefix_cache() const { return scheduler_.prefix_cache(); }
+    const PrefixCache* prefix_cache() const override { return scheduler_.prefix_cache(); }
     std::uint32_t block_size() const { return options_.block_size; }
     std::uint32_t max_sequence_tokens() const override { return options_.max_sequence_tokens; }
     std::uint32_t window() const override { return options_.window; }

@@ -42,7 +42,7 @@ Sampler BatchGenerator::check(std::span<const std::uint32_t> prompt, const Gener
 
 SequenceId BatchGenerator::submit(std::span<const std::uint32_t> prompt, GenerationOptions options) {
     const Sampler sampler = check(prompt, options);
-    const SequenceId id = batch_.add();
+    const SequenceId id = batch_.add(options.cache_salt);
     try {
         start(id, prompt, std::move(options), sampler, true);
     } catch (...) {
@@ -63,10 +63,13 @@ void BatchGenerator::resume(SequenceId id, std::span<const std::uint32_t> prompt
 
 void BatchGenerator::start(SequenceId id, std::span<const std::uint32_t> prompt, GenerationOptions options,
                            const Sampler& sampler, bool owned) {
+    // Only a sequence's first prompt takes blocks of others (a session's later turns follow its own).
+    const bool fresh = batch_.chunk_ends(id).empty();
     batch_.feed(id, prompt, options.prompt_logprobs ? Logits::Every : Logits::Last);
     Running r{.options = std::move(options),
               .sampler = sampler,
-              .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size())},
+              .result = {.prompt_tokens = static_cast<std::uint32_t>(prompt.size()),
+                         .cached_tokens = fresh ? batch_.shared_prefix(id) : 0},
               .start = clock::now(),
               .owned = owned};
     if (r.options.prompt_logprobs) {

@@ -43,6 +43,9 @@ struct GenerationOptions {
     // prompt runs with every row's logits; it shares no prefix with another sequence).
     bool prompt_logprobs = false;
     std::function<void(std::uint32_t, const TokenLogprobs&)> on_logprobs = {};
+    // BatchGenerator::submit: the sequence's cache salt (BatchFront::add): its prompt takes
+    // cached or live blocks only of sequences with the same salt (a tenant's).
+    std::uint64_t cache_salt = 0;
 };
 
 // CacheFull: the KV cache has no room for the next token: a sequence without a key window
@@ -56,6 +59,9 @@ struct GenerationResult {
     std::vector<TokenLogprobs> logprobs;         // one per token when GenerationOptions::logprobs
     std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.. with prompt_logprobs
     std::uint32_t prompt_tokens = 0;
+    // BatchGenerator::submit: of them, those whose blocks came from the prefix cache or
+    // another sequence (not run again: OpenAI's usage.prompt_tokens_details.cached_tokens).
+    std::uint32_t cached_tokens = 0;
     // Session::chunk_ends() after generation: the chunks prompt and tokens ran in.
     std::vector<std::uint32_t> chunk_ends;
     // The sequence's tokens in the cache when it ended (the last token sampled not among them).

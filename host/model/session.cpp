@@ -29,7 +29,8 @@ BatchOptions session_batch_options(const SessionOptions& o) {
                         .kv_v_quant = o.kv_v_quant,
                         .int8_activations = o.int8_activations,
                         .window = o.window,
-                        .share_prefixes = false};
+                        .share_prefixes = false,
+                        .cache_prefixes = o.cache_prefixes};
 }
 
 std::uint32_t session_cache_tokens(std::uint32_t max_tokens, std::uint32_t window, std::uint32_t chunk,

@@ -41,6 +41,9 @@ struct SessionOptions {
     // blocks the window can still see, at most max_tokens (session_cache_tokens), and the
     // sequence goes on past max_tokens in constant memory.
     std::uint32_t window = 0;
+    // The sequence's full blocks stay cached when reset() ends it, for a next prompt that
+    // starts with the same tokens (BatchOptions::cache_prefixes; not with a window).
+    bool cache_prefixes = false;
 };
 
 // The Batch options of a session's single sequence; throws vkf::Error for max_tokens 0.

@@ -133,7 +133,7 @@ void SplitBatch::work(std::size_t stage) {
             Call& call = *next_call;
             switch (call.kind) {
                 case Kind::Add: {
-                    const SequenceId mine = w.batch->add();
+                    const SequenceId mine = w.batch->add(call.salt);
                     if (mine != call.id) {
                         throw Error("split batch: stage 0 added sequence " + fmt::to_string(call.id) + ", stage " +
                                     fmt::to_string(stage) + " " + fmt::to_string(mine) + ": the stages disagree");
@@ -185,10 +185,10 @@ void SplitBatch::work(std::size_t stage) {
     }
 }
 
-SequenceId SplitBatch::add() {
+SequenceId SplitBatch::add(std::uint64_t cache_salt) {
     check();
-    const SequenceId id = first_.add();
-    queue(Call{.kind = Kind::Add, .id = id});
+    const SequenceId id = first_.add(cache_salt);
+    queue(Call{.kind = Kind::Add, .id = id, .salt = cache_salt});
     return id;
 }
 

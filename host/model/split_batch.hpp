@@ -50,7 +50,7 @@ public:
     explicit SplitBatch(std::span<Batch* const> stages, std::uint32_t in_flight = 0);
     ~SplitBatch() override;
 
-    SequenceId add() override;
+    SequenceId add(std::uint64_t cache_salt = 0) override;
     void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits = Logits::Last) override;
     void remove(SequenceId id) override;
     StepResult step() override;
@@ -70,6 +70,7 @@ private:
     struct Call {
         Kind kind;
         SequenceId id = 0;
+        std::uint64_t salt = 0;  // Add: the cache salt, the same on every stage
         std::vector<std::uint32_t> ids;
         Logits logits = Logits::Last;
     };

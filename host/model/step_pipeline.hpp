@@ -70,7 +70,9 @@ public:
 
     bool contains(SequenceId id) const override { return first_.contains(id); }
     const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override { return first_.chunk_ends(id); }
+    std::uint32_t shared_prefix(SequenceId id) const override { return first_.shared_prefix(id); }
     const KvBlocks& blocks() const override { return first_.blocks(); }
+    const PrefixCache* prefix_cache() const override { return first_.prefix_cache(); }
     std::uint32_t max_sequence_tokens() const override { return first_.max_sequence_tokens(); }
     std::uint32_t window() const override { return first_.window(); }
     PipelineStats pipeline() const override { return pipeline_.stats(); }

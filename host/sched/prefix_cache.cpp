@@ -14,6 +14,14 @@ PrefixCache::~PrefixCache() {
     }
 }
 
+std::uint64_t PrefixCache::salt(std::string_view text) {
+    std::uint64_t h = splitmix64_mix(text.size() + kGoldenGamma);
+    for (const char c : text) {
+        h = splitmix64_mix(h + static_cast<unsigned char>(c) + kGoldenGamma);
+    }
+    return h != 0 ? h : 1;
+}
+
 std::uint64_t PrefixCache::chain(std::uint64_t parent, std::span<const std::uint32_t> tokens) {
     // Each token mixed in after the parent: chains of similar prompts spread over the table. A
     // collision would still be caught: find() compares the parent and the tokens.
@@ -26,7 +34,10 @@ std::uint64_t PrefixCache::chain(std::uint64_t parent, std::span<const std::uint
 
 void PrefixCache::keep(std::uint64_t hash, std::uint64_t parent, std::span<const std::uint32_t> tokens,
                        std::span<const std::uint32_t> chunk_ends, std::uint32_t block, std::uint32_t index) {
-    if (entries_.contains(hash)) {
+    if (const auto it = entries_.find(hash); it != entries_.end()) {
+        // Used again: as recent as a new block. Callers keep a chain last block first, so a
+        // chain that served a hit still loses its later blocks first.
+        uses_.splice(uses_.end(), uses_, it->second.use);
         return;
     }
     pool_.retain(block);

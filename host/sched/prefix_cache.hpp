@@ -12,15 +12,16 @@
 //
 // The cache holds one pool reference per block. A block that only the cache holds is
 // reclaimable: KvBlocks takes the least recently used of them when it has no free block. A
-// sequence's blocks are kept last block first and touched on a hit last block first, so a
-// chain's later blocks go before its earlier ones (an earlier block is what every longer
-// prompt needs).
+// sequence's blocks are kept when it ends, last block first (those it took from the cache
+// again, as used now), so a chain's later blocks go before its earlier ones (an earlier
+// block is what every longer prompt needs).
 
 #include "host/sched/kv_blocks.hpp"
 
 #include <cstdint>
 #include <list>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -48,10 +49,13 @@ public:
     PrefixCache(const PrefixCache&) = delete;
     PrefixCache& operator=(const PrefixCache&) = delete;
 
+    // The salt of a text (vkf-server's cache_salt field): never 0, the unsalted cache's.
+    static std::uint64_t salt(std::string_view text);
     // The hash of a block holding `tokens` after the block hashed `parent` (the salt for a first block).
     static std::uint64_t chain(std::uint64_t parent, std::span<const std::uint32_t> tokens);
 
-    // Keeps `block` (one reference more) under `hash`. A hash kept already keeps its block.
+    // Keeps `block` (one reference more) under `hash`. A hash kept already keeps its block,
+    // marked as used now.
     void keep(std::uint64_t hash, std::uint64_t parent, std::span<const std::uint32_t> tokens,
               std::span<const std::uint32_t> chunk_ends, std::uint32_t block, std::uint32_t index);
     // The entry kept under `hash` for `tokens` after `parent`, marked as used now; nullptr when none.

@@ -225,6 +225,12 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
     if (const JsonValue* v = field(doc, "ignore_eos")) {
         r.ignore_eos = get_bool(*v, "ignore_eos");
     }
+    if (const JsonValue* v = field(doc, "cache_salt")) {
+        r.cache_salt = get_string(*v, "cache_salt");
+        if (r.cache_salt->empty()) {
+            throw invalid_request("cache_salt is empty: give a non-empty string, or leave it out", "cache_salt");
+        }
+    }
     parse_logprobs(doc, r);  // after stream: echo refuses it
 }
 

@@ -73,6 +73,9 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;     // not OpenAI's: generate past the end-of-sequence token
+    // vLLM's: prefix-cache blocks are shared only between requests with the same salt (a
+    // tenant's), so that no other can time its prompts. Absent: the unsalted cache.
+    std::optional<std::string> cache_salt;
 };
 
 struct EmbeddingRequest {

@@ -45,6 +45,7 @@ constexpr std::array kRequestFields = std::to_array<RequestField>({
     {"top_logprobs", false, kCh, kHonoured, ""},
     {"echo", kC, false, kHonoured, ""},
     {"ignore_eos", kC, kCh, kHonoured, ""},
+    {"cache_salt", kC, kCh, kHonoured, ""},
     // Refused by request.cpp (refuse_unsupported, parse_logprobs), each with its neutral value.
     {"echo", false, kCh, kRefused, ""},
     {"best_of", kC, false, kRefused, ""},

@@ -62,7 +62,8 @@ nlohmann::ordered_json logprobs_json(Endpoint endpoint, const std::vector<Logpro
 nlohmann::ordered_json Usage::json() const {
     return {{"prompt_tokens", prompt_tokens},
             {"completion_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vector<Choice>& choices,

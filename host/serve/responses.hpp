@@ -17,6 +17,9 @@ namespace vkf::serve {
 struct Usage {
     std::uint64_t prompt_tokens = 0;
     std::uint64_t completion_tokens = 0;
+    // Of prompt_tokens, those taken from the prefix cache (or a running sequence) rather than
+    // computed: usage.prompt_tokens_details.cached_tokens, as OpenAI reports it.
+    std::uint64_t cached_tokens = 0;
     nlohmann::ordered_json json() const;
 };
 

@@ -311,6 +311,10 @@ typedef struct vkf_session_params {
     int int8_activations;
     uint32_t kv_k; /* vkf_kv_format of K in the KV cache; VKF_KV_DENSE: fp16 (kv_f32: fp32) */
     uint32_t kv_v; /* vkf_kv_format of V */
+    /* Nonzero: the full KV blocks (16 tokens) of the sequence vkf_session_reset ends stay
+     * until the cache needs them, and a next prompt that starts with the same tokens takes
+     * them instead of computing them (vkf_generate_result's n_cached_tokens). */
+    int prefix_cache;
 } vkf_session_params;
 
 static inline vkf_session_params vkf_session_default_params(void) {
@@ -423,6 +427,10 @@ typedef struct vkf_generate_result {
     uint32_t stop;     /* vkf_stop_reason */
     double prefill_seconds;
     double decode_seconds;
+    /* Of n_prompt_tokens, those taken from the prefix cache (the params' prefix_cache) or
+     * from another running sequence (share_prefixes) rather than computed; 0 unless the
+     * generation started the session's sequence (after creation or vkf_session_reset). */
+    uint32_t n_cached_tokens;
 } vkf_generate_result;
 
 /* Runs `prompt` after what the session holds and generates up to max_new_tokens. The ids are
@@ -452,6 +460,9 @@ typedef struct vkf_batch_params {
     int share_prefixes;
     uint32_t kv_k; /* vkf_kv_format of K and of V, as vkf_session_params' */
     uint32_t kv_v;
+    /* Nonzero: an ended generation's full KV blocks stay until the batch needs them, and a
+     * later prompt that starts with the same tokens takes them (vkf_batch_cached_tokens). */
+    int prefix_cache;
 } vkf_batch_params;
 
 static inline vkf_batch_params vkf_batch_default_params(void) {
@@ -487,6 +498,10 @@ VKF_API vkf_status vkf_batch_cancel(vkf_batch* batch, uint64_t sequence);
 VKF_API vkf_status vkf_batch_step(vkf_batch* batch, vkf_batch_event* ended, size_t capacity, size_t* n_ended);
 /* Generations running or ended but not yet reported. */
 VKF_API vkf_status vkf_batch_pending(const vkf_batch* batch, size_t* count);
+/* Of a generation's prompt tokens, those taken from the prefix cache or another running
+ * sequence rather than computed (known from vkf_batch_submit on, until vkf_batch_step reports
+ * its end; VKF_ERROR_INVALID_ARGUMENT after). */
+VKF_API vkf_status vkf_batch_cached_tokens(const vkf_batch* batch, uint64_t sequence, uint32_t* n_cached);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,9 @@ SERVER, KJV = sys.argv[1:3]
 FULL = "--full" in sys.argv[3:]
 MPIRUN = os.environ.get("VKF_MPIRUN", "mpirun")
 PROMPTS = ["In the beginning God", "And the LORD said unto Moses", "Blessed are", "For God so loved"]
+# Some 40 tokens: two whole KV blocks of 16 for the prefix cache.
+LONG_PROMPT = "In the beginning God created the heaven and the earth. And the earth was without form, and void; and " \
+              "darkness was upon the face of the deep."
 # mpirun's option that leaves rank 0 running when another rank dies (docs/DISTRIBUTED.md).
 KEEP_RANK_ZERO = ["--mca", "orte_abort_on_non_zero_status", "0"]
 ARGS = ["--model", KJV, "--port", "0", "--parallel", "4", "--ctx", "64", "--chunk", "16"]
@@ -98,6 +101,23 @@ def concurrent(server):
     return texts
 
 
+def cache_hit(server):
+    """A prompt again with one word more (the prefix cache's hit), then under another
+    cache_salt (a miss): (the texts, the cached_tokens of each)."""
+    texts, cached = [], []
+    for prompt, salt in ((LONG_PROMPT, None), (LONG_PROMPT + " And", None), (LONG_PROMPT + " And", "other")):
+        body = {"prompt": prompt, "max_tokens": 8, "temperature": 0}
+        if salt:
+            body["cache_salt"] = salt
+        status, reply = server.post("/v1/completions", body, timeout=120)
+        if status != 200:
+            fail("cache hit, %r: status %d: %r" % (prompt, status, reply))
+            return None
+        texts.append(reply["choices"][0]["text"])
+        cached.append(reply["usage"]["prompt_tokens_details"]["cached_tokens"])
+    return texts[1:], cached[1:]
+
+
 def plan_line(server):
     """Rank 0's "layers over R ranks" line (printed before it listens), or None."""
     for line in server.stderr:
@@ -115,12 +135,15 @@ def check_layers(server, what, layers):
         fail("%s: rank 0 should log layers %s: %r" % (what, layers, line))
 
 
-def check_ranks(ranks, expected, split, layers, last_limits=None):
-    """`ranks` ranks (--split `split`) answer as one process, over `layers` (rank 0's log)."""
+def check_ranks(ranks, expected, split, layers, last_limits=None, hit=None):
+    """`ranks` ranks (--split `split`) answer as one process, over `layers` (rank 0's log),
+    and their prefix caches hit and miss as its (`hit`: cache_hit's on one process)."""
     start = time.monotonic()
     server = Server(ranks, ["--split", split], last_limits=last_limits)
     texts = concurrent(server)
     metrics = server.metrics()
+    if hit is not None and cache_hit(server) != hit:
+        fail("mpirun -n %d: prefix cache %r; one process: %r" % (ranks, cache_hit(server), hit))
     what = "mpirun -n %d vkf-server --split %s%s" % (ranks, split, ", last " + last_limits if last_limits else "")
     check_layers(server, what, layers)
     for prompt, text, want in zip(PROMPTS, texts, expected):
@@ -236,14 +259,17 @@ def expect_refusal(what, args, limits, needles):
 def main():
     one = Server(1)
     expected = concurrent(one)
+    hit = cache_hit(one)
     one.stop("vkf-server")
-    print("one process: %r" % expected)
+    print("one process: %r, prefix cache: %r" % (expected, hit))
+    if hit is None or hit[1][0] < 32 or hit[1][1] != 0:
+        fail("one process: the prefix cache did not hit, or hit across salts: %r" % (hit,))
     # --split auto by each rank's budget for its weights and its share of the server's KV
     # blocks: both ranks share lavapipe, so rank 1 plans with half its 10 MiB, which holds its
     # fixed part (head and logits) and one layer.
-    check_ranks(2, expected, "auto", "0..2 | 3..3", "device_heap=10M,host_heap=1K")
+    check_ranks(2, expected, "auto", "0..2 | 3..3", "device_heap=10M,host_heap=1K", hit)
     if FULL:
-        check_ranks(3, expected, "1,2,1", "0..0 | 1..2 | 3..3")
+        check_ranks(3, expected, "1,2,1", "0..0 | 1..2 | 3..3", hit=hit)
     expect_refusal("over the ranks' budgets", [], "device_heap=6M,host_heap=1K",
                    ["split auto: the model needs ", "but they have ", "rank 0 3.00 MiB, rank 1 3.00 MiB",
                     "rank 1: llvmpipe"])

@@ -26,7 +26,7 @@ namespace {
 class LateFront : public BatchFront {
 public:
     explicit LateFront(Batch& batch) : batch_(batch) {}
-    SequenceId add() override { return batch_.add(); }
+    SequenceId add(std::uint64_t cache_salt = 0) override { return batch_.add(cache_salt); }
     void feed(SequenceId id, std::span<const std::uint32_t> ids, Logits logits) override {
         batch_.feed(id, ids, logits);
     }
@@ -48,7 +48,9 @@ public:
     }
     bool contains(SequenceId id) const override { return batch_.contains(id); }
     const std::vector<std::uint32_t>& chunk_ends(SequenceId id) const override { return batch_.chunk_ends(id); }
+    std::uint32_t shared_prefix(SequenceId id) const override { return batch_.shared_prefix(id); }
     const KvBlocks& blocks() const override { return batch_.blocks(); }
+    const PrefixCache* prefix_cache() const override { return batch_.prefix_cache(); }
     std::uint32_t max_sequence_tokens() const override { return batch_.max_sequence_tokens(); }
     std::uint32_t window() const override { return batch_.window(); }
     PipelineStats pipeline() const override { return stats_; }

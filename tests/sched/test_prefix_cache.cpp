@@ -137,6 +137,22 @@ TEST(PrefixCache, AChainLosesItsLaterBlocksFirst) {
     EXPECT_EQ(s.shared_prefix(again), 8u) << "the chain's first two blocks stayed";
 }
 
+TEST(PrefixCache, AfterAHitAChainStillLosesItsLaterBlocksFirst) {
+    // vkf-server's second request took a cached chain, and the next prompt that needed room
+    // evicted the chain's first block: every later prompt missed the whole chain.
+    Scheduler s(cached(5, 4));
+    s.remove(computed(s, run_of(13, 100)));  // 3 cached: blocks 0, 1, 2 of one chain
+    const SequenceId hit = computed(s, run_of(13, 100));
+    EXPECT_EQ(s.shared_prefix(hit), 12u);
+    s.remove(hit);
+    const SequenceId other = computed(s, run_of(12, 500));  // 2 free, then 1 evicted
+    EXPECT_EQ(s.prefix_cache()->stats().evictions, 1u);
+    s.remove(other);
+    const SequenceId again = s.add();
+    s.feed(again, run_of(13, 100));
+    EXPECT_EQ(s.shared_prefix(again), 8u) << "the chain's first two blocks stayed";
+}
+
 TEST(PrefixCache, BlocksASequenceHoldsAreNeverEvicted) {
     Scheduler s(cached(4, 4));
     const SequenceId first = computed(s, run_of(9, 100));

@@ -53,7 +53,13 @@ for await (const chunk of chatStream) {
 expectEqual("streamed chat", chatStreamed, answer.content);
 expectEqual("streamed chat roles", roles, 1);
 expectEqual("streamed chat finish", finish, chat.choices[0].finish_reason);
-expectEqual("streamed chat usage", usage, chat.usage);
+// The same prompt again: the counts of the first answer, and the first request's whole KV
+// blocks taken from the prefix cache (16 tokens each, never the prompt's last token).
+const { prompt_tokens_details: streamedDetails, ...streamedCounts } = usage ?? {};
+const { prompt_tokens_details: firstDetails, ...firstCounts } = chat.usage;
+expectEqual("streamed chat usage", streamedCounts, firstCounts);
+expectEqual("streamed chat cached tokens", streamedDetails?.cached_tokens, 16 * Math.floor((usage?.prompt_tokens - 1) / 16));
+if (typeof firstDetails?.cached_tokens !== "number") fail("chat usage without prompt_tokens_details.cached_tokens");
 
 const floats = await client.embeddings.create({ model: c.encoder, input: c.embed, encoding_format: "float" });
 const packed = await client.embeddings.create({ model: c.encoder, input: c.embed });  // base64 on the wire

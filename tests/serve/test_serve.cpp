@@ -59,6 +59,19 @@ TEST(ServeRequest, CompletionFieldsAreRead) {
     EXPECT_TRUE(r.stream);
     EXPECT_TRUE(r.include_usage);
     EXPECT_TRUE(r.ignore_eos);
+    EXPECT_FALSE(r.cache_salt);
+}
+
+TEST(ServeRequest, CacheSaltIsAString) {
+    EXPECT_EQ(parse_completion_request(R"({"prompt":"x","cache_salt":"tenant-7"})", kLimits).cache_salt.value_or(""),
+              "tenant-7");
+    EXPECT_EQ(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"cache_salt":"t"})", kLimits)
+                  .cache_salt.value_or(""),
+              "t");
+    expect_refused(R"({"prompt":"x","cache_salt":7})", Endpoint::Completions, "cache_salt", "must be a string");
+    expect_refused(R"({"messages":[{"role":"user","content":"x"}],"cache_salt":["a"]})", Endpoint::Chat, "cache_salt",
+                   "must be a string");
+    expect_refused(R"({"prompt":"x","cache_salt":""})", Endpoint::Completions, "cache_salt", "empty");
 }
 
 TEST(ServeRequest, DefaultsAreOpenAis) {
@@ -297,7 +310,7 @@ TEST(ServeSse, EventFraming) {
 TEST(ServeResponses, CompletionAndChunks) {
     const ResponseHead chat{.endpoint = Endpoint::Chat, .id = "chatcmpl-1", .created = 5, .model = "m"};
     const auto body = completion_body(chat, {{.index = 0, .text = "hi", .finish_reason = "stop"}},
-                                      {.prompt_tokens = 3, .completion_tokens = 2});
+                                      {.prompt_tokens = 3, .completion_tokens = 2, .cached_tokens = 1});
     EXPECT_EQ(body["object"], "chat.completion");
     EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
     EXPECT_EQ(body["choices"][0]["message"]["content"], "hi");
@@ -305,6 +318,7 @@ TEST(ServeResponses, CompletionAndChunks) {
     ASSERT_TRUE(body["choices"][0]["message"].contains("refusal"));
     EXPECT_TRUE(body["choices"][0]["message"]["refusal"].is_null());
     EXPECT_EQ(body["usage"]["total_tokens"], 5);
+    EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
     const auto first = chunk_body(chat, 1, "", std::nullopt, true);
     EXPECT_EQ(first["object"], "chat.completion.chunk");
     EXPECT_EQ(first["choices"][0]["index"], 1);
@@ -320,6 +334,7 @@ TEST(ServeResponses, CompletionAndChunks) {
     const auto usage = usage_chunk_body(text, {.prompt_tokens = 1, .completion_tokens = 4});
     EXPECT_TRUE(usage["choices"].empty());
     EXPECT_EQ(usage["usage"]["completion_tokens"], 4);
+    EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
 }
 
 TEST(ServeResponses, LogprobsInOpenAisShapes) {
