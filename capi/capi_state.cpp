@@ -75,8 +75,7 @@ VKF_API vkf_status vkf_session_load_state_file(vkf_session* session, const char*
         const std::filesystem::path file = existing_path(path, "path");
         // No state of this session is larger: a bigger file is refused before it is read.
         const vkf::Session& s = *session->session;
-        const std::uint64_t limit =
-            vkf::serialized_state_size(s.state_fingerprint(0), s.max_tokens(), s.max_tokens());
+        const std::uint64_t limit = vkf::serialized_state_size(s.state_fingerprint(0), s.max_tokens(), s.max_tokens());
         std::string bytes;
         try {
             bytes = vkf::read_file(file, limit, "state file");

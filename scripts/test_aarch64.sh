@@ -37,7 +37,7 @@ fi
 # Multi-Arch: same packages, installed beside their amd64 versions (never in their place).
 # mesa-vulkan-drivers must be the amd64 one's version exactly (Multi-Arch: same): pinned to it.
 packages=(g++-aarch64-linux-gnu qemu-user-static
-  libvulkan-dev:arm64 libvulkan1:arm64 libfmt-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64
+  libvulkan-dev:arm64 libvulkan1:arm64 libfmt-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 zlib1g-dev:arm64
   libgtest-dev:arm64 mesa-vulkan-drivers:arm64 vulkan-validationlayers:arm64)
 missing=()
 for p in "${packages[@]}"; do

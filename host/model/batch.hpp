@@ -18,8 +18,8 @@
 // gets its rows of the logits. docs/DESIGN.md "One decode step" follows it through.
 
 #include "host/model/batch_front.hpp"
-#include "host/model/sequence_state_fwd.hpp"
 #include "host/model/model.hpp"
+#include "host/model/sequence_state_fwd.hpp"
 #include "host/model/step_executor.hpp"
 #include "host/sched/scheduler.hpp"
 #include "runtime/pipeline_preparation.hpp"

@@ -83,7 +83,8 @@ std::vector<std::byte> KvCache::read_blocks(Context& ctx, std::span<const std::u
     std::uint64_t layer_at = 0;
     for (std::size_t l = 0; l < k_.size(); ++l) {
         for (const Run& run : runs) {
-            ctx.download(k_[l], std::span(bytes).subspan(layer_at + run.index * k_block_bytes_, run.length * k_block_bytes_),
+            ctx.download(k_[l],
+                         std::span(bytes).subspan(layer_at + run.index * k_block_bytes_, run.length * k_block_bytes_),
                          run.block * k_block_bytes_);
             ctx.download(v_[l],
                          std::span(bytes).subspan(layer_at + n * k_block_bytes_ + run.index * v_block_bytes_,
@@ -95,7 +96,8 @@ std::vector<std::byte> KvCache::read_blocks(Context& ctx, std::span<const std::u
     return bytes;
 }
 
-void KvCache::write_blocks(Context& ctx, std::span<const std::uint32_t> blocks, std::span<const std::byte> bytes) const {
+void KvCache::write_blocks(Context& ctx, std::span<const std::uint32_t> blocks,
+                           std::span<const std::byte> bytes) const {
     const std::vector<Run> runs = runs_of(blocks, blocks_);
     const std::uint64_t n = blocks.size();
     const std::uint64_t expected = (k_block_bytes_ + v_block_bytes_) * n * k_.size();
@@ -108,10 +110,10 @@ void KvCache::write_blocks(Context& ctx, std::span<const std::uint32_t> blocks, 
         for (const Run& run : runs) {
             ctx.upload(k_[l], bytes.subspan(layer_at + run.index * k_block_bytes_, run.length * k_block_bytes_),
                        run.block * k_block_bytes_);
-            ctx.upload(v_[l],
-                       bytes.subspan(layer_at + n * k_block_bytes_ + run.index * v_block_bytes_,
-                                     run.length * v_block_bytes_),
-                       run.block * v_block_bytes_);
+            ctx.upload(
+                v_[l],
+                bytes.subspan(layer_at + n * k_block_bytes_ + run.index * v_block_bytes_, run.length * v_block_bytes_),
+                run.block * v_block_bytes_);
         }
         layer_at += (k_block_bytes_ + v_block_bytes_) * n;
     }

@@ -61,10 +61,10 @@ std::string field_text(const Field& field, std::uint32_t value) {
                        : fmt::format("family {}", value);
         case Field::DTypeName:
             return value <= static_cast<std::uint32_t>(DType::Bool) ? to_string(static_cast<DType>(value))
-                                                                     : fmt::format("dtype {}", value);
+                                                                    : fmt::format("dtype {}", value);
         case Field::Quant:
             return value <= static_cast<std::uint32_t>(QuantFormat::Q4_0) ? to_string(static_cast<QuantFormat>(value))
-                                                                           : fmt::format("format {}", value);
+                                                                          : fmt::format("format {}", value);
         case Field::Hex:
             return fmt::format("{:08x}", value);
         case Field::Number:
@@ -221,9 +221,10 @@ SequenceState parse_state(std::span<const std::byte> bytes, const StateFingerpri
     const auto version = header.value<std::uint32_t>();
     const auto header_bytes = header.value<std::uint32_t>();
     if (version > kSequenceStateVersion) {
-        throw Error(fmt::format("{}: format version {} is newer than this vkformer reads (up to {}); load it with the "
-                                "vkformer that wrote it",
-                                what, version, kSequenceStateVersion));
+        throw Error(
+            fmt::format("{}: format version {} is newer than this vkformer reads (up to {}); load it with the "
+                        "vkformer that wrote it",
+                        what, version, kSequenceStateVersion));
     }
     if (version == 0 || header_bytes != kHeaderBytes) {
         throw Error(fmt::format("{}: corrupted: format version {} with a {}-byte header (version {} has {})", what,
@@ -265,10 +266,8 @@ SequenceState parse_state(std::span<const std::byte> bytes, const StateFingerpri
                                 kv_bytes_of(model, n_tokens)));
     }
     Reader body_reader(bytes.subspan(kHeaderBytes));
-    SequenceState state{.model = model,
-                        .tokens = body_reader.u32s(n_tokens),
-                        .chunk_ends = body_reader.u32s(n_chunk_ends),
-                        .kv = {}};
+    SequenceState state{
+        .model = model, .tokens = body_reader.u32s(n_tokens), .chunk_ends = body_reader.u32s(n_chunk_ends), .kv = {}};
     const auto kv = body_reader.take(kv_bytes);
     state.kv.assign(kv.begin(), kv.end());
     for (std::size_t i = 0; i < state.tokens.size(); ++i) {
@@ -280,8 +279,8 @@ SequenceState parse_state(std::span<const std::byte> bytes, const StateFingerpri
     std::uint32_t previous = 0;
     for (std::uint32_t end : state.chunk_ends) {
         if (end <= previous || end > n_tokens) {
-            throw Error(fmt::format("{}: corrupted: chunk end {} after {} (of {} tokens)", what, end, previous,
-                                    n_tokens));
+            throw Error(
+                fmt::format("{}: corrupted: chunk end {} after {} (of {} tokens)", what, end, previous, n_tokens));
         }
         previous = end;
     }

@@ -81,9 +81,10 @@ std::uint64_t Session::state_size() const {
 
 void Session::load_state(const SequenceState& state) {
     if (window() != 0) {
-        throw Error(fmt::format("sequence state: this session has a key window of {} tokens; states are loaded "
-                                "into sessions without one",
-                                window()));
+        throw Error(
+            fmt::format("sequence state: this session has a key window of {} tokens; states are loaded "
+                        "into sessions without one",
+                        window()));
     }
     if (state.tokens.size() > max_tokens()) {
         throw Error(fmt::format("sequence state: {} tokens, over this session's KV cache of {}", state.tokens.size(),

@@ -224,8 +224,8 @@ std::vector<std::uint32_t> Scheduler::restore(SequenceId id, std::span<const std
         throw Error(fmt::format("batch: sequence {} has tokens already; a state is restored into a new one", id));
     }
     if (options_.window != 0) {
-        throw Error(fmt::format("batch: a saved state cannot be restored under a key window ({} tokens)",
-                                options_.window));
+        throw Error(
+            fmt::format("batch: a saved state cannot be restored under a key window ({} tokens)", options_.window));
     }
     if (tokens.empty() || tokens.size() > options_.sequence_limit) {
         throw Error(fmt::format("batch: a saved state of {} tokens; a sequence holds 1 to {}", tokens.size(),
