@@ -181,6 +181,34 @@ std::uint64_t state_v_block_bytes(const StateFingerprint& f) {
            kv_head_row_bytes(static_cast<DType>(f.kv_dtype), static_cast<QuantFormat>(f.kv_v_quant), f.head_dim);
 }
 
+SequenceState state_prefix(const SequenceState& state, std::uint32_t tokens) {
+    const StateFingerprint& f = state.model;
+    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(tokens, state.tokens.size()));
+    SequenceState prefix{
+        .model = f, .tokens = {state.tokens.begin(), state.tokens.begin() + n}, .chunk_ends = {}, .kv = {}};
+    for (std::uint32_t end : state.chunk_ends) {
+        if (end <= n) {
+            prefix.chunk_ends.push_back(end);
+        }
+    }
+    if (n > 0 && (prefix.chunk_ends.empty() || prefix.chunk_ends.back() != n)) {
+        prefix.chunk_ends.push_back(n);
+    }
+    // Per layer: the first blocks of K, then of V.
+    const std::uint64_t blocks = blocks_of(f, state.tokens.size());
+    const std::uint64_t kept = blocks_of(f, n);
+    const std::uint64_t k = state_k_block_bytes(f);
+    const std::uint64_t v = state_v_block_bytes(f);
+    prefix.kv.reserve(f.n_layer * kept * (k + v));
+    for (std::uint64_t l = 0; l < f.n_layer; ++l) {
+        const auto layer = state.kv.begin() + static_cast<std::ptrdiff_t>(l * blocks * (k + v));
+        prefix.kv.insert(prefix.kv.end(), layer, layer + static_cast<std::ptrdiff_t>(kept * k));
+        const auto v_start = layer + static_cast<std::ptrdiff_t>(blocks * k);
+        prefix.kv.insert(prefix.kv.end(), v_start, v_start + static_cast<std::ptrdiff_t>(kept * v));
+    }
+    return prefix;
+}
+
 std::uint64_t serialized_state_size(const StateFingerprint& f, std::size_t tokens, std::size_t chunk_ends) {
     return kHeaderBytes + 4 * (std::uint64_t{tokens} + chunk_ends) + kv_bytes_of(f, tokens) + kTrailerBytes;
 }

@@ -72,6 +72,10 @@ struct SequenceState {
 std::uint64_t state_k_block_bytes(const StateFingerprint& f);
 std::uint64_t state_v_block_bytes(const StateFingerprint& f);
 
+// The state of its first `tokens` tokens (at most all): its chunks cut there, the KV of the
+// blocks that hold them (rows past `tokens` in the last one are never read before rewritten).
+SequenceState state_prefix(const SequenceState& state, std::uint32_t tokens);
+
 // The serialized size of a state of these counts (what serialize_state returns).
 std::uint64_t serialized_state_size(const StateFingerprint& f, std::size_t tokens, std::size_t chunk_ends);
 std::vector<std::byte> serialize_state(const SequenceState& state);
