@@ -6,7 +6,7 @@
 // session of the same model and cache format, the sequence continues exactly where it was:
 // the bytes are the ones the cache held, so later steps compute what they would have.
 //
-// The file, little-endian throughout (docs/CAPI.md "Sequence state"):
+// The file, little-endian throughout (docs/FORMATS.md "Sequence state"):
 //   header   magic "VKFSTATE", format version, header bytes, the StateFingerprint, token,
 //            chunk-end and block counts, KV bytes
 //   body     tokens (u32 each), chunk ends (u32 each), KV: per layer, K of every block in

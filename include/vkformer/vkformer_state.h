@@ -1,6 +1,6 @@
 /* vkformer's C API, sequence state: a session's sequence saved to memory or a file and loaded
  * into a session of the same model later, in this process or another (included by vkformer.h,
- * whose rules hold here too; include vkformer.h, not this file). docs/CAPI.md "Sequence state".
+ * whose rules hold here too; include vkformer.h, not this file). docs/API.md "Sequence state".
  *
  * A state holds the tokens in the session's KV cache, the chunks they ran in and their K/V
  * blocks as the cache stores them (f32, f16, q8_0, q4_0), behind a header with a format

@@ -121,7 +121,7 @@ public final class Session extends NativeHandle {
 
     /**
      * The sequence's state: its tokens and KV cache, for loadState in a session of the same model
-     * and KV format, in this process or another (docs/CAPI.md "Sequence state"). After a
+     * and KV format, in this process or another (docs/API.md "Sequence state"). After a
      * generation, pass its last token first in the next prompt, as in one session.
      */
     public byte[] saveState() {
