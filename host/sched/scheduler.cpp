@@ -241,8 +241,10 @@ std::vector<std::uint32_t> Scheduler::restore(SequenceId id, std::span<const std
     std::vector<BlockCopy> copies;  // none: a fresh table shares nothing
     if (seq.table.reserve(0, n, copies) < n) {
         seq.table.release();
-        throw Error(fmt::format("batch: no room for a saved state of {} tokens: {} free KV blocks of {} tokens", n,
-                                pool_.free(), options_.block_size));
+        throw Error(
+            fmt::format("batch: no room for a saved state of {} tokens: it needs {} KV blocks of {} tokens, {} "
+                        "are free",
+                        n, ceil_div(n, options_.block_size), options_.block_size, pool_.free()));
     }
     seq.tokens.assign(tokens.begin(), tokens.end());
     seq.want.assign(tokens.size(), 0);
