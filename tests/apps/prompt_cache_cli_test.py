@@ -60,6 +60,22 @@ def check_format(tmp, kv):
         if again["generated_ids"] != whole:
             fail("%s: restored from the file, the ids differ: %s vs %s" % (kv, again["generated_ids"], whole))
 
+    # Penalties see the restored prefix as part of the prompt, as in a cold run: a prompt of the
+    # ids the model itself likes (those it generated), which the penalties then push down.
+    penalties = flags + ["--repeat-penalty", "1.8", "--presence-penalty", "0.5", "--repeat-last-n", "64"]
+    liked = PROMPT + whole
+    penalized_cache = os.path.join(tmp, "penalized_%s.bin" % kv)
+    cold_penalized = generate(liked, penalties)
+    saved_penalized = generate(liked, penalties + ["--prompt-cache", penalized_cache])
+    cached_penalized = generate(liked, penalties + ["--prompt-cache", penalized_cache])
+    if None not in (cold_penalized, saved_penalized, cached_penalized):
+        if cached_penalized["prompt_cache"]["tokens"] != len(liked) - 1:
+            fail("%s: the penalized run's prompt_cache: %s" % (kv, cached_penalized["prompt_cache"]))
+        for out in (saved_penalized, cached_penalized):
+            if out["generated_ids"] != cold_penalized["generated_ids"]:
+                fail("%s: with penalties, the ids differ from the cold run's: %s vs %s"
+                     % (kv, out["generated_ids"], cold_penalized["generated_ids"]))
+
     # The prompt continued with the first 8 generated ids: the file's prefix is restored and the
     # run goes on as the uninterrupted one did.
     longer = PROMPT + whole[:8]
