@@ -18,7 +18,7 @@ PromptCache restore_prompt_cache(Batch& batch, SequenceId sequence, const std::s
         return cache;
     }
     const std::string what = fmt::format("--prompt-cache '{}'", file);
-    const StateFingerprint expected = state_fingerprint(batch, cache.tokenizer_crc);
+    const StateFingerprint expected = batch.state_fingerprint(cache.tokenizer_crc);
     const std::uint64_t limit =
         serialized_state_size(expected, batch.max_sequence_tokens(), batch.max_sequence_tokens());
     const std::string bytes = read_file(file, std::max<std::uint64_t>(limit, 1u << 20), what);

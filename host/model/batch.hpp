@@ -122,6 +122,8 @@ public:
     // as stored), `tokenizer_crc` going into its fingerprint. Throws vkf::Error for a sequence
     // with tokens not run yet or none, or on a stage of a layer split (it holds some layers).
     SequenceState save_state(SequenceId id, std::uint32_t tokenizer_crc);
+    // The fingerprint of its states: the model, the cache's format, the tokenizer's hash.
+    StateFingerprint state_fingerprint(std::uint32_t tokenizer_crc) const;
     // Restores a state (parse_state checked it against this batch's fingerprint) into `id`, a
     // sequence fed nothing yet: its blocks are taken from the pool and written. Throws
     // vkf::Error as Scheduler::restore does (then remove the sequence), or for a layer split.

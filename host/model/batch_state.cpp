@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "host/model/sequence_state.hpp"
+#include "host/spec/model_config.hpp"
 
 #include <fmt/format.h>
 
@@ -19,6 +20,26 @@ void check_whole_model(const Model& model) {
 }
 
 }  // namespace
+
+StateFingerprint Batch::state_fingerprint(std::uint32_t tokenizer_crc) const {
+    const ModelConfig& c = model_.config();
+    const BatchOptions& o = options_;
+    return StateFingerprint{.family = static_cast<std::uint32_t>(c.family),
+                            .vocab_size = c.vocab_size,
+                            .hidden = c.hidden,
+                            .n_layer = c.n_layer,
+                            .n_head = c.n_head,
+                            .n_kv_head = c.n_kv_head,
+                            .head_dim = c.head_dim,
+                            .ffn_hidden = c.ffn_hidden,
+                            .weight_dtype = static_cast<std::uint32_t>(model_.weight_format().dense),
+                            .weight_quant = static_cast<std::uint32_t>(model_.weight_format().quant),
+                            .kv_dtype = static_cast<std::uint32_t>(o.kv_dtype),
+                            .kv_k_quant = static_cast<std::uint32_t>(o.kv_k_quant),
+                            .kv_v_quant = static_cast<std::uint32_t>(o.kv_v_quant),
+                            .block_size = o.block_size,
+                            .tokenizer_crc = tokenizer_crc};
+}
 
 SequenceState Batch::save_state(SequenceId id, std::uint32_t tokenizer_crc) {
     check_whole_model(model_);
@@ -36,7 +57,7 @@ SequenceState Batch::save_state(SequenceId id, std::uint32_t tokenizer_crc) {
         blocks.push_back(table.block(b));
     }
     const std::vector<std::uint32_t>& tokens = scheduler_.tokens(id);
-    return SequenceState{.model = state_fingerprint(*this, tokenizer_crc),
+    return SequenceState{.model = state_fingerprint(tokenizer_crc),
                          .tokens = {tokens.begin(), tokens.begin() + computed},
                          .chunk_ends = scheduler_.chunk_ends(id),
                          .kv = executor_.read_kv(blocks)};

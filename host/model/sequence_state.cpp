@@ -138,26 +138,6 @@ std::uint64_t kv_bytes_of(const StateFingerprint& f, std::uint64_t tokens) {
 
 }  // namespace
 
-StateFingerprint state_fingerprint(const Batch& batch, std::uint32_t tokenizer_crc) {
-    const ModelConfig& c = batch.model().config();
-    const BatchOptions& o = batch.options();
-    return StateFingerprint{.family = static_cast<std::uint32_t>(c.family),
-                            .vocab_size = c.vocab_size,
-                            .hidden = c.hidden,
-                            .n_layer = c.n_layer,
-                            .n_head = c.n_head,
-                            .n_kv_head = c.n_kv_head,
-                            .head_dim = c.head_dim,
-                            .ffn_hidden = c.ffn_hidden,
-                            .weight_dtype = static_cast<std::uint32_t>(batch.model().weight_format().dense),
-                            .weight_quant = static_cast<std::uint32_t>(batch.model().weight_format().quant),
-                            .kv_dtype = static_cast<std::uint32_t>(o.kv_dtype),
-                            .kv_k_quant = static_cast<std::uint32_t>(o.kv_k_quant),
-                            .kv_v_quant = static_cast<std::uint32_t>(o.kv_v_quant),
-                            .block_size = o.block_size,
-                            .tokenizer_crc = tokenizer_crc};
-}
-
 std::string fingerprint_differences(const StateFingerprint& state, const StateFingerprint& session) {
     std::string text;
     for (const Field& field : kFields) {

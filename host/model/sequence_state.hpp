@@ -6,6 +6,9 @@
 // session of the same model and cache format, the sequence continues exactly where it was:
 // the bytes are the ones the cache held, so later steps compute what they would have.
 //
+// No Vulkan (tests/fuzz/sequence_state.cpp fuzzes parse_state); Batch saves and restores
+// (host/model/batch_state.cpp).
+//
 // The file, little-endian throughout (docs/FORMATS.md "Sequence state"):
 //   header   magic "VKFSTATE", format version, header bytes, the StateFingerprint, token,
 //            chunk-end and block counts, KV bytes
@@ -18,12 +21,11 @@
 // The sampler is not part of it: every generation seeds its own (host/sample/sampler.hpp), so
 // between generations a session holds no generator state.
 
-#include "host/model/batch.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vkf {
@@ -52,9 +54,6 @@ struct StateFingerprint {
 
     bool operator==(const StateFingerprint&) const = default;
 };
-
-// The fingerprint of a Batch's sequences: its model and its cache's options.
-StateFingerprint state_fingerprint(const Batch& batch, std::uint32_t tokenizer_crc);
 
 // "" when equal, else one sentence per field that differs: "n_layer: the state has 2, this
 // session 4".

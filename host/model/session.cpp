@@ -68,7 +68,7 @@ SequenceState Session::save_state(std::uint32_t tokenizer_crc) {
 }
 
 StateFingerprint Session::state_fingerprint(std::uint32_t tokenizer_crc) const {
-    return vkf::state_fingerprint(batch_, tokenizer_crc);
+    return batch_.state_fingerprint(tokenizer_crc);
 }
 
 std::uint64_t Session::state_size() const {
