@@ -1,9 +1,10 @@
 /* Sequence state (vkformer_state.h): a session saved mid-generation and loaded into a fresh
- * process continues with the greedy ids of the uninterrupted run, with an fp16 and a q8_0 KV
- * cache; every refusal (another model, another KV format, truncated, a corrupted byte, a newer
+ * process continues with the greedy ids of the uninterrupted run, with fp16, q8_0, q4_0 and
+ * fp32 KV caches; every refusal (another model, another KV format, truncated, a corrupted byte, a newer
  * version, too big for the session) leaves the session working as it was.
  * usage: test_capi_state MODEL_DIR OTHER_MODEL_DIR WORK_DIR
- *        test_capi_state continue MODEL_DIR STATE_FILE KV LAST_TOKEN (the fresh process: prints
+ *        test_capi_state continue MODEL_DIR STATE_FILE KV LAST_TOKEN (the fresh process; KV is a
+ *        vkf_kv_format, or 99 for fp32; prints
  *        the ids that follow, one line) */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -22,12 +23,15 @@ static vkf_model* load(vkf_context* ctx, const char* dir) {
     return model;
 }
 
+enum { kKvF32 = 99 }; /* not a vkf_kv_format: a dense fp32 cache (kv_f32) */
+
 static vkf_session* session_of(vkf_model* model, uint32_t kv, uint32_t max_tokens) {
     vkf_session* session = NULL;
     vkf_session_params p = vkf_session_default_params();
     p.max_tokens = max_tokens;
-    p.kv_k = kv;
-    p.kv_v = kv;
+    p.kv_f32 = kv == kKvF32;
+    p.kv_k = kv == kKvF32 ? VKF_KV_DENSE : kv;
+    p.kv_v = p.kv_k;
     EXPECT_OK(vkf_session_create(model, &p, &session));
     return session;
 }
@@ -199,6 +203,8 @@ int main(int argc, char** argv) {
     vkf_model* other = load(ctx, argv[2]);
     test_format(argv[0], ctx, model, other, argv[1], argv[3], VKF_KV_DENSE);
     test_format(argv[0], ctx, model, other, argv[1], argv[3], VKF_KV_Q8_0);
+    test_format(argv[0], ctx, model, other, argv[1], argv[3], VKF_KV_Q4_0);
+    test_format(argv[0], ctx, model, other, argv[1], argv[3], kKvF32);
     vkf_model_free(other);
     vkf_model_free(model);
     vkf_context_free(ctx);
