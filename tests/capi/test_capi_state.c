@@ -72,8 +72,11 @@ static int continue_from_file(const char* dir, const char* file, uint32_t kv, ui
 
 /* Runs the fresh process and reads the ids it printed. */
 static void run_fresh(const char* self, const char* dir, const char* file, uint32_t kv, uint32_t last, uint32_t* ids) {
+    /* A cross-build runs its programs under an emulator (tests/CMakeLists.txt). */
+    const char* emulator = getenv("VKF_TEST_EMULATOR");
     char command[16384];
-    const int length = snprintf(command, sizeof command, "'%s' continue '%s' '%s' %u %u", self, dir, file, kv, last);
+    const int length = snprintf(command, sizeof command, "%s '%s' continue '%s' '%s' %u %u",
+                                emulator != NULL ? emulator : "", self, dir, file, kv, last);
     CHECK(length > 0 && (size_t)length < sizeof command);
     FILE* child = popen(command, "r");
     CHECK(child != NULL);
