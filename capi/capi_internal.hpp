@@ -190,6 +190,9 @@ struct ContextState {
 struct ModelState {
     std::shared_ptr<ContextState> context;  // declared first: destroyed after the model
     std::unique_ptr<Model> model;
+    // CRC-32 of the model directory's tokenizer.json (0 without one): in saved states'
+    // fingerprints (capi_state.cpp).
+    std::uint32_t tokenizer_crc = 0;
 };
 
 }  // namespace vkf::capi

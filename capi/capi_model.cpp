@@ -4,6 +4,7 @@
 #include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/model/memory_estimate.hpp"
+#include "host/model/sequence_state.hpp"
 #include "host/quant/gguf_tensor_file.hpp"
 #include "host/spec/model_tensors.hpp"
 
@@ -68,7 +69,7 @@ Plan plan_model(const std::filesystem::path& dir, const vkf_model_params& p) {
 
 // vkf_model_load's work once the model's configuration and checkpoint are open.
 void load_model(vkf_context* ctx, const vkf_model_params* params, vkf_model** out, ModelConfig config,
-                ShardedCheckpoint checkpoint) {
+                ShardedCheckpoint checkpoint, std::uint32_t tokenizer_crc = 0) {
     vkf_context& context = live(ctx, Kind::Context, "vkf_context");
     out_ptr(out, "out");
     const vkf_model_params p = read_params(params, vkf_model_default_params(), kModelParamsV1, "params");
@@ -101,6 +102,7 @@ void load_model(vkf_context* ctx, const vkf_model_params* params, vkf_model** ou
     }
     auto state = std::make_shared<ModelState>();
     state->context = context.state;
+    state->tokenizer_crc = tokenizer_crc;
     state->model = std::make_unique<vkf::Model>(*context.state->context, std::move(config), std::move(checkpoint),
                                                 std::move(options));
     auto handle = std::make_unique<vkf_model>();
@@ -139,7 +141,8 @@ VKF_API vkf_status vkf_model_load(vkf_context* ctx, const char* dir, const vkf_m
         live(ctx, Kind::Context, "vkf_context");
         out_ptr(out, "out");
         const std::filesystem::path path = model_dir(dir);
-        load_model(ctx, params, out, vkf::read_model_config(path), vkf::open_model_checkpoint(path));
+        load_model(ctx, params, out, vkf::read_model_config(path), vkf::open_model_checkpoint(path),
+                   vkf::file_crc32((path / "tokenizer.json").string()));
     });
 }
 

@@ -8,6 +8,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools libspirv-cross-c-shared-dev
   mesa-vulkan-drivers vulkan-validationlayers
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
+  zlib1g-dev  # CRC-32 of saved sequence states (host/model/sequence_state.cpp)
   libgtest-dev python3 python3-numpy
   # vkf-server's answers validated against OpenAI's OpenAPI description (tests/serve/openapi_check.py).
   python3-jsonschema python3-yaml

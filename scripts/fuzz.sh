@@ -22,13 +22,13 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 targets_all=(safetensors checkpoint_index model_config npy gguf tokenizer quantized_checkpoint pipeline_cache limits
-  device_selector json bench_results serve_request gbnf)
+  device_selector json bench_results serve_request gbnf sequence_state)
 # Largest input each target is given (libFuzzer -max_len): well above its seeds, small enough
 # that one execution stays in milliseconds.
 declare -A max_len=(
   [safetensors]=65536 [checkpoint_index]=16384 [model_config]=16384 [npy]=16384 [gguf]=65536 [tokenizer]=65536
   [quantized_checkpoint]=65536 [pipeline_cache]=4096 [limits]=1024 [device_selector]=256 [json]=65536
-  [bench_results]=65536 [serve_request]=16384 [gbnf]=4096
+  [bench_results]=65536 [serve_request]=16384 [gbnf]=4096 [sequence_state]=16384
 )
 
 seconds=60

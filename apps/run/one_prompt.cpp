@@ -7,6 +7,7 @@
 #include "apps/common/streamed_text.hpp"
 #include "apps/common/text_source.hpp"
 #include "apps/run/check.hpp"
+#include "apps/run/prompt_cache.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/stages.hpp"
 #include "base/error.hpp"
@@ -79,9 +80,21 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
     // send to the ranks): the blocks in use after the run are the sequence's.
     BatchFront& front = stages.front().front();
     const SequenceId sequence = front.add();
+    // --prompt-cache: the prefix the file holds is restored, not run (one device: stage 0's
+    // Batch is the front's); the penalties still see it as the prompt's.
+    std::optional<PromptCache> cache;
+    std::span<const std::uint32_t> to_run = prompt;
+    if (!o.prompt_cache.empty()) {
+        cache = restore_prompt_cache(stages.front().stage(0), sequence, o.prompt_cache, o.model, prompt);
+        to_run = std::span(prompt).subspan(cache->tokens);
+        gen.penalty_context.assign(prompt.begin(), prompt.begin() + cache->tokens);
+    }
     BatchGenerator generator(front);
-    generator.resume(sequence, prompt, std::move(gen));
+    generator.resume(sequence, to_run, std::move(gen));
     const GenerationResult result = generator.run().at(sequence);
+    if (cache) {
+        save_prompt_cache(stages.front().stage(0), sequence, static_cast<std::uint32_t>(prompt.size()), *cache);
+    }
     const std::uint32_t blocks_held = front.blocks().used();
     // Under mpirun: Ctrl-C (mpirun forwards SIGTERM to every rank) ended the generation at
     // this token, and the ranks are stopped as at the end; past ChannelOptions::signal_grace
@@ -112,6 +125,9 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
     run.model = stages.model_json(o);
     run.blocks_held = blocks_held;
     stages.add_one_prompt_json(run);
+    if (cache) {
+        run.after_ctx["prompt_cache"] = prompt_cache_json(*cache);
+    }
     // K and V of one token in every layer, quantized blocks' scales included (kv_token_bytes):
     // the first key after "kv".
     nlohmann::ordered_json after_kv = {
@@ -126,7 +142,10 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
         fmt::print("{}\n", json_text(json));
         return check_failed ? app::kExitCheckFailed : app::kExitOk;
     }
-    return print_one_run(o, run, model, stages.load_line(), stages.one_prompt_text(o));
+    const std::string cache_line = cache ? fmt::format("prompt cache: {} of the {} prompt tokens from {}, {} saved\n",
+                                                       cache->tokens, prompt.size(), cache->file, cache->saved)
+                                         : std::string();
+    return print_one_run(o, run, model, stages.load_line(), stages.one_prompt_text(o) + cache_line);
 }
 
 }  // namespace vkf::run_cli

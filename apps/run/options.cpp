@@ -187,6 +187,10 @@ void declare_options(CLI::App& cli, Options& o) {
     add_number(cli, "--check-tolerance", "E", o.check_tolerance, "(default 1e-3)", true);
     add_text(cli, "--logits-out", "F.npy", o.logits_out,
              "write the float32 logits of every generated step [n_predict, vocab]");
+    add_text(cli, "--prompt-cache", "FILE", o.prompt_cache,
+             "a saved state of this model: the prompt's first tokens it holds\n"
+             "are not run again; rewritten after the run with the prompt's\n"
+             "(one prompt on one device, no --window)");
     cli.add_flag("--json", o.json, "print one JSON object instead of text");
     cli.add_flag("--quiet", o.quiet, "no progress output on stderr");
     // The layer split over MPI ranks (docs/DISTRIBUTED.md); --split gives each rank's layers.
@@ -209,6 +213,9 @@ void check_distributed_options(const Options& o) {
     if (!o.devices.empty()) {
         throw UsageError("under mpirun each rank runs on one device: give no --devices (--device picks it)");
     }
+    if (!o.prompt_cache.empty()) {
+        throw UsageError("--prompt-cache saves and loads a state on one device; run without mpirun");
+    }
 }
 
 void check_options(const Options& o) {
@@ -224,6 +231,11 @@ void check_options(const Options& o) {
         }
     } else if (o.prompt.empty() && !o.prompt_text && !file) {
         throw UsageError("give the prompt with --prompt, --prompt-ids, --prompt-ids-file or --prompt-file");
+    }
+    if (!o.prompt_cache.empty() && (o.interactive || file || !o.devices.empty() || o.window.value_or(0) != 0)) {
+        throw UsageError(
+            "--prompt-cache runs one prompt (--prompt or --prompt-ids) on one device without a --window: give no "
+            "--interactive, --prompt-file, --devices or --window");
     }
     if (o.parallel > 1 && !file) {
         throw UsageError("--parallel runs the prompts of a --prompt-file at once; give --prompt-file");

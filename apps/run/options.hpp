@@ -56,6 +56,9 @@ struct Options {
     bool check = false;
     double check_tolerance = 1e-3;
     std::string logits_out;
+    // llama.cpp's --prompt-cache: a saved sequence state (host/model/sequence_state.hpp) whose
+    // tokens that begin the prompt are not run again; written after the run with the prompt's.
+    std::string prompt_cache;
     bool json = false;
     bool quiet = false;
     // Under `mpirun -n R` (apps/run/distributed.hpp), where --split gives each rank's layers:

@@ -19,6 +19,7 @@
 
 #include "host/model/batch_front.hpp"
 #include "host/model/model.hpp"
+#include "host/model/sequence_state_fwd.hpp"
 #include "host/model/step_executor.hpp"
 #include "host/sched/scheduler.hpp"
 #include "runtime/pipeline_preparation.hpp"
@@ -117,6 +118,16 @@ public:
     }
     // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds.
     void remove(SequenceId id) override { scheduler_.remove(id); }
+    // A sequence's saved state (host/model/sequence_state.hpp: its tokens, chunks and KV bytes
+    // as stored), `tokenizer_crc` going into its fingerprint. Throws vkf::Error for a sequence
+    // with tokens not run yet or none, or on a stage of a layer split (it holds some layers).
+    SequenceState save_state(SequenceId id, std::uint32_t tokenizer_crc);
+    // The fingerprint of its states: the model, the cache's format, the tokenizer's hash.
+    StateFingerprint state_fingerprint(std::uint32_t tokenizer_crc) const;
+    // Restores a state (parse_state checked it against this batch's fingerprint) into `id`, a
+    // sequence fed nothing yet: its blocks are taken from the pool and written. Throws
+    // vkf::Error as Scheduler::restore does (then remove the sequence), or for a layer split.
+    void restore_state(SequenceId id, const SequenceState& state);
     // One forward pass over pending tokens; a step with nothing to run submits nothing.
     // Throws vkf::Error on a later stage of a layer split (it does not schedule).
     StepResult step() override;

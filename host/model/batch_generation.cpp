@@ -36,6 +36,7 @@ Sampler BatchGenerator::check(std::span<const std::uint32_t> prompt, const Gener
             prompt.size(), options.n_predict, needed, batch_.max_sequence_tokens()));
     }
     Sampler sampler(options.sampling);
+    sampler.accept(options.penalty_context);
     sampler.accept(prompt);  // the penalties count the prompt's tokens
     return sampler;
 }

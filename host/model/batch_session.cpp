@@ -19,6 +19,16 @@ void BatchSession::reset() {
     position_ = 0;
 }
 
+void BatchSession::refill(const std::function<std::uint32_t(SequenceId)>& fill) {
+    reset();
+    try {
+        position_ = fill(sequence_);
+    } catch (...) {
+        reset();
+        throw;
+    }
+}
+
 std::vector<float> BatchSession::forward(std::span<const std::uint32_t> ids, Logits which,
                                          const ChunkProgress& on_chunk) {
     const std::uint32_t vocab = config_.vocab_size;

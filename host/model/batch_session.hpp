@@ -15,6 +15,7 @@
 #include "host/spec/model_config.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -50,6 +51,11 @@ public:
     // gives the same numerics even under Jais' length-dependent ALiBi scaling).
     const std::vector<std::uint32_t>& chunk_ends() const { return front_.chunk_ends(sequence_); }
     const ModelConfig& config() const { return config_; }
+
+protected:
+    // reset(), then `fill` gives the new sequence its tokens and returns how many (a saved
+    // state restored). When it throws, the session is reset again (empty) and it rethrows.
+    void refill(const std::function<std::uint32_t(SequenceId)>& fill);
 
 private:
     BatchFront& front_;

@@ -25,6 +25,9 @@ struct GenerationOptions {
     // Generation ends once one of these is sampled (the end-of-sequence ids); it is kept in
     // the result's tokens, as Hugging Face's generate() keeps it.
     std::vector<std::uint32_t> stop_ids = {};
+    // Tokens of the sequence before the prompt that the penalties see as part of it (a
+    // prefix restored from a saved state, not run again): sampling is then as if it had been.
+    std::vector<std::uint32_t> penalty_context = {};
     // Called after each generated token (index, id), e.g. to stream it; returning false ends
     // generation after this token (a stop string the caller found in the text).
     std::function<bool(std::uint32_t, std::uint32_t)> on_token = {};

@@ -50,4 +50,73 @@ void KvCache::record_copy(CommandList& list, std::uint32_t from, std::uint32_t t
     }
 }
 
+namespace {
+
+// Consecutive runs of `blocks`: (index of its first in `blocks`, first block, length).
+struct Run {
+    std::size_t index;
+    std::uint32_t block;
+    std::uint32_t length;
+};
+
+std::vector<Run> runs_of(std::span<const std::uint32_t> blocks, std::uint32_t pool) {
+    std::vector<Run> runs;
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        if (blocks[i] >= pool) {
+            throw Error(fmt::format("KV cache: block {} is not below the pool's {}", blocks[i], pool));
+        }
+        if (!runs.empty() && runs.back().block + runs.back().length == blocks[i]) {
+            ++runs.back().length;
+        } else {
+            runs.push_back({i, blocks[i], 1});
+        }
+    }
+    return runs;
+}
+
+}  // namespace
+
+std::vector<std::byte> KvCache::read_blocks(Context& ctx, std::span<const std::uint32_t> blocks) const {
+    const std::vector<Run> runs = runs_of(blocks, blocks_);
+    const std::uint64_t n = blocks.size();
+    std::vector<std::byte> bytes((k_block_bytes_ + v_block_bytes_) * n * k_.size());
+    std::uint64_t layer_at = 0;
+    for (std::size_t l = 0; l < k_.size(); ++l) {
+        for (const Run& run : runs) {
+            ctx.download(k_[l],
+                         std::span(bytes).subspan(layer_at + run.index * k_block_bytes_, run.length * k_block_bytes_),
+                         run.block * k_block_bytes_);
+            ctx.download(v_[l],
+                         std::span(bytes).subspan(layer_at + n * k_block_bytes_ + run.index * v_block_bytes_,
+                                                  run.length * v_block_bytes_),
+                         run.block * v_block_bytes_);
+        }
+        layer_at += (k_block_bytes_ + v_block_bytes_) * n;
+    }
+    return bytes;
+}
+
+void KvCache::write_blocks(Context& ctx, std::span<const std::uint32_t> blocks,
+                           std::span<const std::byte> bytes) const {
+    const std::vector<Run> runs = runs_of(blocks, blocks_);
+    const std::uint64_t n = blocks.size();
+    const std::uint64_t expected = (k_block_bytes_ + v_block_bytes_) * n * k_.size();
+    if (bytes.size() != expected) {
+        throw Error(fmt::format("KV cache: {} bytes for {} blocks of {} layers; {} expected", bytes.size(), n,
+                                k_.size(), expected));
+    }
+    std::uint64_t layer_at = 0;
+    for (std::size_t l = 0; l < k_.size(); ++l) {
+        for (const Run& run : runs) {
+            ctx.upload(k_[l], bytes.subspan(layer_at + run.index * k_block_bytes_, run.length * k_block_bytes_),
+                       run.block * k_block_bytes_);
+            ctx.upload(
+                v_[l],
+                bytes.subspan(layer_at + n * k_block_bytes_ + run.index * v_block_bytes_, run.length * v_block_bytes_),
+                run.block * v_block_bytes_);
+        }
+        layer_at += (k_block_bytes_ + v_block_bytes_) * n;
+    }
+}
+
 }  // namespace vkf

@@ -39,6 +39,12 @@ public:
     // Records copies of block `from` into block `to` in every layer's K and V (copy on write):
     // the bytes as stored, quantized blocks and their scales included.
     void record_copy(CommandList& list, std::uint32_t from, std::uint32_t to) const;
+    // The bytes of these blocks as stored: per layer, K of each block in the given order, then
+    // V (a saved sequence's, host/model/sequence_state.hpp); write_blocks puts them back.
+    // Runs of consecutive blocks move in one transfer. Throws vkf::Error for a block past the
+    // pool or bytes of another size.
+    std::vector<std::byte> read_blocks(Context& ctx, std::span<const std::uint32_t> blocks) const;
+    void write_blocks(Context& ctx, std::span<const std::uint32_t> blocks, std::span<const std::byte> bytes) const;
 
 private:
     std::uint64_t k_block_bytes_ = 0;  // one block of K, of V

@@ -64,6 +64,39 @@ void check_session_ids(std::span<const std::uint32_t> ids, std::uint32_t vocab_s
 Session::Session(const Model& model, SessionOptions options)
     : SessionBatch(model, options), BatchSession(batch_, model.config(), options) {}
 
+SequenceState Session::save_state(std::uint32_t tokenizer_crc) {
+    return batch_.save_state(sequence(), tokenizer_crc);
+}
+
+StateFingerprint Session::state_fingerprint(std::uint32_t tokenizer_crc) const {
+    return batch_.state_fingerprint(tokenizer_crc);
+}
+
+std::uint64_t Session::state_size() const {
+    if (window() != 0 || position() == 0) {
+        throw Error(window() != 0 ? "sequence state: a session with a key window has no state to save"
+                                  : "sequence state: the session holds no tokens: there is nothing to save");
+    }
+    return serialized_state_size(state_fingerprint(0), position(), chunk_ends().size());
+}
+
+void Session::load_state(const SequenceState& state) {
+    if (window() != 0) {
+        throw Error(
+            fmt::format("sequence state: this session has a key window of {} tokens; states are loaded "
+                        "into sessions without one",
+                        window()));
+    }
+    if (state.tokens.size() > max_tokens()) {
+        throw Error(fmt::format("sequence state: {} tokens, over this session's KV cache of {}", state.tokens.size(),
+                                max_tokens()));
+    }
+    refill([&](SequenceId id) {
+        batch_.restore_state(id, state);
+        return static_cast<std::uint32_t>(state.tokens.size());
+    });
+}
+
 PreparationStats Session::prepare(std::uint32_t prompt_tokens) {
     return batch_.prepare(batch_.sequence_shapes(prompt_tokens));
 }

@@ -7,6 +7,7 @@
 
 #include "host/model/batch.hpp"
 #include "host/model/batch_session.hpp"
+#include "host/model/sequence_state.hpp"
 #include "host/model/session_options.hpp"
 
 #include <cstdint>
@@ -31,6 +32,18 @@ public:
     // their pipelines made now, in parallel where the driver allows (Batch::prepare): what
     // precedes the first token is then the prompt's own work.
     PreparationStats prepare(std::uint32_t prompt_tokens);
+
+    // The sequence's saved state (host/model/sequence_state.hpp), its fingerprint with
+    // `tokenizer_crc`; state_size() is serialize_state's size of it. Throw vkf::Error for a
+    // session that holds no tokens (or, state_size, a key window).
+    SequenceState save_state(std::uint32_t tokenizer_crc);
+    std::uint64_t state_size() const;
+    // The fingerprint of this session's states (parse_state's `expected`).
+    StateFingerprint state_fingerprint(std::uint32_t tokenizer_crc) const;
+    // Replaces the sequence by a saved one (parsed against state_fingerprint()). Throws
+    // vkf::Error, the session unchanged, for more tokens than max_tokens() or a key window; a
+    // failure after that (the device) leaves it empty, as after reset().
+    void load_state(const SequenceState& state);
 
     // KV blocks the sequence holds (constant once a windowed sequence passes its ring).
     std::uint32_t blocks_held() const { return batch_.blocks_held(sequence()); }

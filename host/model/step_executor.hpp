@@ -94,6 +94,12 @@ public:
     // (runtime/pipeline_preparation.hpp), so that the first step of each shape only runs.
     // Shapes recorded already cost nothing; a stage without the head drops their logit rows.
     PreparationStats prepare(std::span<const StepShape> shapes);
+    // The KV bytes of these blocks as stored, and their inverse (KvCache::read_blocks): a
+    // saved sequence's state.
+    std::vector<std::byte> read_kv(std::span<const std::uint32_t> blocks) { return cache_.read_blocks(ctx_, blocks); }
+    void write_kv(std::span<const std::uint32_t> blocks, std::span<const std::byte> bytes) {
+        cache_.write_blocks(ctx_, blocks, bytes);
+    }
     // The plan of a step recorded for this shape (its matmul and attention kernels), or null.
     const DecoderPlan* plan(const StepShape& shape) const;
 

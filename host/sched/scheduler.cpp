@@ -217,6 +217,46 @@ void Scheduler::remove(SequenceId id) {
     sequences_.erase(id);
 }
 
+std::vector<std::uint32_t> Scheduler::restore(SequenceId id, std::span<const std::uint32_t> tokens,
+                                              std::span<const std::uint32_t> chunk_ends) {
+    Sequence& seq = get(id);
+    if (!seq.tokens.empty() || seq.table.end() != 0) {
+        throw Error(fmt::format("batch: sequence {} has tokens already; a state is restored into a new one", id));
+    }
+    if (options_.window != 0) {
+        throw Error(
+            fmt::format("batch: a saved state cannot be restored under a key window ({} tokens)", options_.window));
+    }
+    if (tokens.empty() || tokens.size() > options_.sequence_limit) {
+        throw Error(fmt::format("batch: a saved state of {} tokens; a sequence holds 1 to {}", tokens.size(),
+                                options_.sequence_limit));
+    }
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] >= options_.vocab_size) {
+            throw Error(fmt::format("batch: token id {} at position {} is not below the vocabulary size {}", tokens[i],
+                                    i, options_.vocab_size));
+        }
+    }
+    const auto n = static_cast<std::uint32_t>(tokens.size());
+    std::vector<BlockCopy> copies;  // none: a fresh table shares nothing
+    if (seq.table.reserve(0, n, copies) < n) {
+        seq.table.release();
+        throw Error(
+            fmt::format("batch: no room for a saved state of {} tokens: it needs {} KV blocks of {} tokens, {} "
+                        "are free",
+                        n, ceil_div(n, options_.block_size), options_.block_size, pool_.free()));
+    }
+    seq.tokens.assign(tokens.begin(), tokens.end());
+    seq.want.assign(tokens.size(), 0);
+    seq.computed = n;
+    seq.chunk_ends.assign(chunk_ends.begin(), chunk_ends.end());
+    std::vector<std::uint32_t> blocks;
+    for (std::uint32_t b = 0; b < seq.table.end(); ++b) {
+        blocks.push_back(seq.table.block(b));
+    }
+    return blocks;
+}
+
 std::vector<StepProgress> Scheduler::complete(const StepSchedule& step, const StepOutcome& outcome) {
     // Checked whole first: a step completed twice changes nothing.
     for (const ScheduledSequence& s : step.sequences) {

@@ -77,6 +77,14 @@ public:
     // Ends a sequence (pending tokens dropped) and frees the blocks no other sequence holds
     // (with cache_prefixes, its full blocks stay cached).
     void remove(SequenceId id);
+    // A saved sequence restored into `id`, a sequence fed nothing yet: `tokens` count as
+    // computed, with the chunks they ran in, and blocks for them are taken from the pool. Returns
+    // those blocks in the sequence's order: the caller writes their keys and values before any
+    // step. Throws vkf::Error for a sequence already fed, no tokens, more than sequence_limit,
+    // ids >= vocab_size or a key window (the sequence unchanged), or a pool without room for
+    // them (the blocks taken go back; remove the sequence).
+    std::vector<std::uint32_t> restore(SequenceId id, std::span<const std::uint32_t> tokens,
+                                       std::span<const std::uint32_t> chunk_ends);
 
     // The next step's rows (empty when nothing can run), with the blocks they write into
     // reserved and the copies on write to do first.

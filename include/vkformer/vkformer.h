@@ -509,5 +509,7 @@ VKF_API vkf_status vkf_batch_cached_tokens(const vkf_batch* batch, uint64_t sequ
 
 /* Embeddings (JinaBERT encoders): their own header, on this one's types. */
 #include "vkformer_encoder.h"
+/* Saving and loading a session's sequence: its own header too. */
+#include "vkformer_state.h"
 
 #endif /* VKFORMER_VKFORMER_H */

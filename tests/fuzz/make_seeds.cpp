@@ -14,6 +14,7 @@
 #include "host/spec/family_spec.hpp"
 #include "host/spec/model_config.hpp"
 #include "host/spec/random_weights.hpp"
+#include "tests/fuzz/sequence_state_seeds.hpp"
 #include "tests/io/gguf_test_writer.hpp"
 
 #include <algorithm>
@@ -487,6 +488,7 @@ int main(int argc, char** argv) {
         pipeline_cache_seeds();
         environment_seeds();
         json_seeds();
+        fuzz::sequence_state_seeds([](const char* name, const std::string& b) { put("sequence_state", name, b); });
         fs::remove_all(g_out / ".scratch");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "vkf_fuzz_seeds: %s\n", e.what());

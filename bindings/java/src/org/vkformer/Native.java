@@ -50,6 +50,11 @@ final class Native {
     static native void sessionFree(long session);
     static native void sessionReset(long session);
     static native int sessionPosition(long session);
+    /** vkf_session_save_state into a new array; vkf_session_load_state from one. */
+    static native byte[] sessionSaveState(long session);
+    static native void sessionLoadState(long session, byte[] state);
+    /** vkf_session_save_state_file (save) or vkf_session_load_state_file. */
+    static native void sessionStateFile(long session, byte[] path, boolean save);
 
     /**
      * vkf_generate (promptText null) or vkf_generate_text with the options' settings; each token

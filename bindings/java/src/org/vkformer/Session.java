@@ -119,6 +119,61 @@ public final class Session extends NativeHandle {
         }
     }
 
+    /**
+     * The sequence's state: its tokens and KV cache, for loadState in a session of the same model
+     * and KV format, in this process or another (docs/API.md "Sequence state"). After a
+     * generation, pass its last token first in the next prompt, as in one session.
+     */
+    public byte[] saveState() {
+        return withHandle("saveState", h -> Native.sessionSaveState(h));
+    }
+
+    /**
+     * Replaces the sequence by a saved one. A state of another model or KV format, truncated,
+     * corrupted or of a newer version throws VkformerException (VKF_ERROR_MODEL) naming what
+     * differs, and the session is left as it was.
+     */
+    public void loadState(byte[] state) {
+        withHandle("loadState", h -> {
+            Native.sessionLoadState(h, state);
+            return null;
+        });
+    }
+
+    /** saveState to a file (written whole, then renamed over it). */
+    public void saveState(String path) {
+        withHandle("saveState", h -> {
+            Native.sessionStateFile(h, Vkformer.utf8(path), true);
+            return null;
+        });
+    }
+
+    /** loadState from a file. */
+    public void loadState(String path) {
+        withHandle("loadState", h -> {
+            Native.sessionStateFile(h, Vkformer.utf8(path), false);
+            return null;
+        });
+    }
+
+    private interface HandleCall<T> {
+        T run(long handle);
+    }
+
+    private <T> T withHandle(String call, HandleCall<T> body) {
+        lockForUse(call);
+        try {
+            long h = acquire();
+            try {
+                return body.run(h);
+            } finally {
+                release();
+            }
+        } finally {
+            busy.unlock();
+        }
+    }
+
     /** Tokens in the KV cache. */
     public int position() {
         // From the token callback too: a read, with the generation's busy lock held already.
