@@ -14,12 +14,14 @@
 // Q5_*, the K-quants, ...) is refused naming the tensor and the type, as is a file mixing
 // quantized and float matrices or two quantized types.
 //
-// Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]), the rows are
-// read back in the family's order.
+// Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]) or splits a
+// tensor (Baichuan's W_pack as attn_q, attn_k, attn_v), the rows are read back in the family's
+// order from each part.
 
 #include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/io/tensor_file.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
 #include "host/spec/model_config.hpp"
 
 #include <cstdint>
@@ -48,18 +50,21 @@ public:
 
     const GgufFile& gguf() const { return file_; }
 
-    // How a presented tensor's bytes lie in the GGUF tensor: each logical row of row_bytes is
-    // stored row `row_order[r]` (r when empty) of stored_row_bytes, as blocks of block_bytes
-    // whose bytes [field_offset, field_offset + field_bytes) are the row's next field_bytes.
+    // How a presented tensor's bytes lie in the GGUF tensors: each logical row of row_bytes is
+    // stored row s = `row_order[r]` (r when empty) of stored_row_bytes, row s % part_rows of
+    // sources[s / part_rows], as blocks of block_bytes whose bytes [field_offset, field_offset +
+    // field_bytes) are the row's next field_bytes.
     struct Layout {
-        const GgufTensorInfo* source = nullptr;
-        std::uint64_t rows = 1;
+        std::vector<const GgufTensorInfo*> sources;
+        std::uint64_t rows = 1, part_rows = 1;
         std::uint64_t row_bytes = 0, stored_row_bytes = 0;
         std::uint32_t block_bytes = 1, field_offset = 0, field_bytes = 1;
         std::vector<std::uint32_t> row_order;
     };
 
 private:
+    // Presents the family's tensor `mapped` stored as `parts` (one, unless the converter split it).
+    void present(const GgufTensorName& mapped, std::vector<const GgufTensorInfo*> parts, const ModelConfig& config);
     void add(std::string name, DType dtype, std::vector<std::size_t> shape, Layout layout);
 
     GgufFile file_;
@@ -67,6 +72,8 @@ private:
     std::vector<Layout> layouts_;  // parallel to tensors_
     std::unordered_map<std::string, std::size_t> index_;
     std::map<std::string, std::string> metadata_;
+    const GgufTensorInfo* quantized_ = nullptr;     // the first quantized matrix
+    const GgufTensorInfo* dense_matrix_ = nullptr;  // the first float matrix
 };
 
 // A GGUF model already open: its configuration (model_config_from_gguf) and its tensors read

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Every ALiBi family llama.cpp converts, from GGUF: vkf-run --model FILE.gguf against the directory.
+
+vkf-make-checkpoint writes a small random checkpoint of each family in its Hugging Face layout;
+it is converted to GGUF as llama.cpp's converter does (conversion/mpt.py, baichuan.py: the
+metadata keys they write, gguf-py's own TensorNameMap for the names, their row permutations),
+with llama.cpp's gguf-py from npm's node-llama-cpp (as tests/io/gguf_compare.py installs it).
+The converter script itself imports PyTorch, which is not assumed; each transformation below is
+the converter's, line for line, in numpy.
+
+For each family, in f32 and in f16 (matrices F16, 1-D tensors F32, as the converter's default
+--outtype): vkf-run --check on the GGUF generates the directory's greedy ids, its logits within
+the bound of the double-precision reference, and identical to the directory's logits (the same
+model in the same weight format). A Baichuan of 32 blocks (Baichuan-7B, rotary positions in
+llama.cpp) is refused by name, as is an architecture vkformer lacks.
+
+usage: gguf_families_test.py VKF_RUN VKF_MAKE_CHECKPOINT NPM_DIR
+Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+import gguf_compare  # noqa: E402  (gguf-py's installation)
+from cli_checks import fail, failures, run, run_json  # noqa: E402
+from gguf_run_test import read_safetensors  # noqa: E402
+
+PROMPT = "3,1,4,1,5,9,2"
+N_PREDICT = 6
+BOUND = 2e-3  # families_cli_test.py's bound against the reference
+
+# name -> (family flag, vkf-make-checkpoint options). Every setting the GGUF keys or tensors can
+# state; MPT's softmax_scale, logit_scale and window have no key, and llama.cpp runs without them.
+CASES = {
+    "mpt": ("mpt", ["--bias", "--qk-ln", "--kv-heads", "2", "--clip-qkv", "4", "--alibi-bias-max", "6"]),
+    "mpt-no-bias": ("mpt", []),
+    "baichuan": ("baichuan", []),
+}
+
+
+def tensor_map(gguf, arch, n_blocks):
+    return gguf.get_tensor_name_map(arch, n_blocks)
+
+
+def mpt(gguf, np, hp, tensors, writer):
+    """conversion/mpt.py's MPTModel."""
+    writer.add_context_length(hp["max_seq_len"])
+    writer.add_embedding_length(hp["d_model"])
+    writer.add_block_count(hp["n_layers"])
+    writer.add_feed_forward_length(4 * hp["d_model"])
+    writer.add_head_count(hp["n_heads"])
+    if hp["attn_config"].get("kv_n_heads"):
+        writer.add_head_count_kv(hp["attn_config"]["kv_n_heads"])
+    writer.add_layer_norm_eps(1e-5)
+    if hp["attn_config"]["clip_qkv"] is not None:
+        writer.add_clamp_kqv(hp["attn_config"]["clip_qkv"])
+    writer.add_max_alibi_bias(hp["attn_config"]["alibi_bias_max"] if hp["attn_config"]["alibi"] else 0.0)
+    names = tensor_map(gguf, gguf.MODEL_ARCH.MPT, hp["n_layers"])
+    for name, data in tensors.items():
+        yield names.get_name(name, try_suffixes=(".weight", ".bias")), data
+
+
+def reverse_hf_permute(w, n_head):
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def baichuan(gguf, np, hp, tensors, writer):
+    """conversion/baichuan.py's BaichuanModel on base.py's TextModel.set_gguf_parameters."""
+    writer.add_block_count(hp["num_hidden_layers"])
+    writer.add_context_length(hp["model_max_length"])
+    writer.add_embedding_length(hp["hidden_size"])
+    writer.add_feed_forward_length(hp["intermediate_size"])
+    writer.add_head_count(hp["num_attention_heads"])
+    writer.add_layer_norm_rms_eps(hp["rms_norm_eps"])
+    writer.add_tensor_data_layout("Meta AI original pth")
+    writer.add_rope_dimension_count(hp["hidden_size"] // hp["num_attention_heads"])
+    n_head = hp["num_attention_heads"]
+    names = tensor_map(gguf, gguf.MODEL_ARCH.BAICHUAN, hp["num_hidden_layers"])
+    for name, data in tensors.items():
+        if name.endswith("self_attn.W_pack.weight"):
+            bid = name.split(".")[2]
+            r = data.shape[0] // 3
+            yield "blk.%s.attn_q.weight" % bid, reverse_hf_permute(data[:r], n_head)
+            yield "blk.%s.attn_k.weight" % bid, reverse_hf_permute(data[r:2 * r], n_head)
+            yield "blk.%s.attn_v.weight" % bid, data[2 * r:]
+        else:
+            yield names.get_name(name, try_suffixes=(".weight", ".bias")), data
+
+
+CONVERTERS = {"mpt": ("mpt", mpt), "baichuan": ("baichuan", baichuan)}
+
+
+def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
+    """The checkpoint as convert_hf_to_gguf.py --outtype OUTTYPE writes it: f32 everything F32;
+    f16 the matrices F16 and 1-D tensors F32. `arch` and `config` (config.json keys) override."""
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        hp = json.load(f)
+    hp.update(config or {})
+    family_arch, body = CONVERTERS[hp["model_type"]]
+    writer = gguf.GGUFWriter(out, arch or family_arch)
+    tensors = read_safetensors(np, os.path.join(model_dir, "model.safetensors"))
+    written = list(body(gguf, np, hp, tensors, writer))
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    for name, data in written:
+        if name is None:
+            raise RuntimeError("gguf-py has no %s name for a tensor of %s" % (family_arch, model_dir))
+        data = data.astype(np.float32) if outtype == "f32" or data.ndim == 1 else data.astype(np.float16)
+        writer.add_tensor(name, np.ascontiguousarray(data))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def greedy(vkf_run, model, weights, logits):
+    return run_json(vkf_run, ["--model", model, "--prompt-ids", PROMPT, "--n-predict", str(N_PREDICT), "--check",
+                              "--check-tolerance", str(BOUND), "--kv", "f32", "--weights", weights,
+                              "--logits-out", logits])
+
+
+def compare(np, vkf_run, label, gguf_path, model_dir, weights, tmp):
+    ours = greedy(vkf_run, gguf_path, weights, os.path.join(tmp, "gguf.npy"))
+    theirs = greedy(vkf_run, model_dir, weights, os.path.join(tmp, "dir.npy"))
+    if ours is None or theirs is None:
+        return
+    if ours.get("generated_ids") != theirs.get("generated_ids") or len(ours["generated_ids"]) != N_PREDICT:
+        fail("%s: GGUF generated %r, the directory %r" % (label, ours.get("generated_ids"),
+                                                          theirs.get("generated_ids")))
+    error = ours.get("check", {}).get("max_rel_logit_error")
+    if error is None or not error < BOUND:
+        fail("%s: GGUF --check error %r, expected < %g" % (label, error, BOUND))
+    a, b = np.load(os.path.join(tmp, "gguf.npy")), np.load(os.path.join(tmp, "dir.npy"))
+    if a.shape != b.shape or not np.array_equal(a, b):
+        fail("%s: GGUF logits differ from the directory's (max |diff| %g)"
+             % (label, float(np.max(np.abs(a - b))) if a.shape == b.shape else float("nan")))
+    print("%-22s ids %s, reference error %.3g, logits equal to the directory's" % (label, ours.get("generated_ids"),
+                                                                                    error))
+
+
+def refused(vkf_run, label, path, expected):
+    proc = run(vkf_run, ["--model", path, "--prompt-ids", PROMPT, "--n-predict", "1"])
+    if proc.returncode == 0 or expected not in proc.stderr:
+        fail("%s: exit %d, expected %r in stderr %r" % (label, proc.returncode, expected, proc.stderr))
+    else:
+        print("%-22s refused: %s" % (label, expected))
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    vkf_run, make, npm_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+    for program in ("node", "npm", "git"):
+        if gguf_compare.shutil.which(program) is None:
+            gguf_compare.skip("%s is not installed" % program)
+    try:
+        import numpy as np
+    except ImportError:
+        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
+    sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
+    import gguf
+
+    with tempfile.TemporaryDirectory(prefix="vkf_gguf_families_") as tmp:
+        for case, (family, options) in CASES.items():
+            for dtype in ("f32", "f16"):
+                model = os.path.join(tmp, "%s-%s" % (case, dtype))
+                proc = run(make, ["--out", model, "--family", family, "--preset", "tiny", "--dtype", dtype] + options)
+                if proc.returncode != 0:
+                    fail("vkf-make-checkpoint --family %s: exit %d: %s" % (family, proc.returncode, proc.stderr))
+                    continue
+                path = model + ".gguf"
+                convert(gguf, np, model, path, dtype)
+                compare(np, vkf_run, "%s %s" % (case, dtype), path, model, dtype, tmp)
+        rope = os.path.join(tmp, "baichuan-7b.gguf")
+        convert(gguf, np, os.path.join(tmp, "baichuan-f32"), rope, "f32", config={"num_hidden_layers": 32})
+        refused(vkf_run, "baichuan of 32 blocks", rope, "baichuan.block_count 32 is Baichuan-7B's")
+        other = os.path.join(tmp, "refact.gguf")
+        convert(gguf, np, os.path.join(tmp, "mpt-f32"), other, "f32", arch="starcoder")
+        refused(vkf_run, "starcoder", other, "GGUF architecture 'starcoder' is not an ALiBi family vkformer runs")
+
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
