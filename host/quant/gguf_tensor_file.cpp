@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 
@@ -119,6 +120,15 @@ void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const Ggu
         if (shape.size() == 2 && dense_matrix_ == nullptr) {
             dense_matrix_ = &info;
         }
+        if (mapped.transposed && shape.size() == 2 && parts.size() == 1 && !mapped.row_order) {
+            // Presented [in, out]: rows of `out` elements, gathered from the whole stored tensor.
+            layout.transposed = true;
+            layout.rows = shape[1];
+            layout.row_bytes = shape[0] * element_size(*dtype);
+            layout.block_bytes = layout.field_bytes = static_cast<std::uint32_t>(element_size(*dtype));
+            add(mapped.name, *dtype, {shape[1], shape[0]}, std::move(layout));
+            return;
+        }
         layout.row_bytes = layout.stored_row_bytes;
         layout.block_bytes = layout.field_bytes = static_cast<std::uint32_t>(element_size(*dtype));
         add(mapped.name, *dtype, shape, std::move(layout));
@@ -185,6 +195,10 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
                                 offset + out.size(), info.byte_size()));
     }
     const Layout& l = layouts_[static_cast<std::size_t>(own - tensors_.data())];
+    if (l.transposed) {
+        read_transposed(*own, l, offset, out);
+        return;
+    }
     const auto stored_row = [&](std::uint64_t r) { return l.row_order.empty() ? r : std::uint64_t{l.row_order[r]}; };
     const bool repacked = l.block_bytes != l.field_bytes;
     std::vector<std::byte> staging;
@@ -222,6 +236,29 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
         }
         pos = r * l.row_bytes + hi;
     }
+}
+
+void GgufTensorFile::read_transposed(const TensorInfo& info, const Layout& l, std::uint64_t offset,
+                                     std::span<std::byte> out) const {
+    const std::lock_guard lock(transposed_mutex_);
+    if (transposed_of_ != &info) {
+        // The tensor is read whole and turned once; the loader then reads it in chunks.
+        transposed_of_ = nullptr;
+        const GgufTensorInfo& source = *l.sources.front();
+        std::vector<std::byte> stored(static_cast<std::size_t>(source.byte_size));
+        file_.read_raw_into(source, 0, stored);
+        const std::size_t element = l.field_bytes, rows = static_cast<std::size_t>(l.part_rows);
+        const std::size_t columns = static_cast<std::size_t>(l.rows);  // the stored rows' length
+        transposed_.resize(stored.size());
+        for (std::size_t r = 0; r < rows; ++r) {
+            for (std::size_t c = 0; c < columns; ++c) {
+                std::memcpy(transposed_.data() + (c * rows + r) * element, stored.data() + (r * columns + c) * element,
+                            element);
+            }
+        }
+        transposed_of_ = &info;
+    }
+    std::memcpy(out.data(), transposed_.data() + offset, out.size());
 }
 
 ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path) {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -60,11 +61,16 @@ public:
         std::uint64_t row_bytes = 0, stored_row_bytes = 0;
         std::uint32_t block_bytes = 1, field_offset = 0, field_bytes = 1;
         std::vector<std::uint32_t> row_order;
+        // Presented [in, out] from a stored [out, in] (rows: in, part_rows: out), element by element.
+        bool transposed = false;
     };
 
 private:
     // Presents the family's tensor `mapped` stored as `parts` (one, unless the converter split it).
     void present(const GgufTensorName& mapped, std::vector<const GgufTensorInfo*> parts, const ModelConfig& config);
+    // Serves a transposed tensor from a copy of it turned whole, kept until another is read.
+    void read_transposed(const TensorInfo& info, const Layout& layout, std::uint64_t offset,
+                         std::span<std::byte> out) const;
     void add(std::string name, DType dtype, std::vector<std::size_t> shape, Layout layout);
 
     GgufFile file_;
@@ -74,6 +80,9 @@ private:
     std::map<std::string, std::string> metadata_;
     const GgufTensorInfo* quantized_ = nullptr;     // the first quantized matrix
     const GgufTensorInfo* dense_matrix_ = nullptr;  // the first float matrix
+    mutable std::mutex transposed_mutex_;
+    mutable std::vector<std::byte> transposed_;
+    mutable const TensorInfo* transposed_of_ = nullptr;
 };
 
 // A GGUF model already open: its configuration (model_config_from_gguf) and its tensors read

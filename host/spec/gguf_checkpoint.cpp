@@ -128,6 +128,10 @@ std::optional<GgufTensorName> mapped(const ModelConfig& config, const Role& role
     }
     GgufTensorName name{
         .name = fmt::format("{}{}{}", layer_prefix, base, suffix), .part = role.part, .parts = role.parts};
+    const bool linear = role.member == &FamilyTensorNames::qkv || role.member == &FamilyTensorNames::attn_out ||
+                        role.member == &FamilyTensorNames::up || role.member == &FamilyTensorNames::gate ||
+                        role.member == &FamilyTensorNames::down;
+    name.transposed = names.conv1d && linear && suffix == ".weight";
     if (role.member == &FamilyTensorNames::qkv) {
         const std::uint64_t rows = std::uint64_t{config.hidden} + 2 * std::uint64_t{config.n_kv_head} * config.head_dim;
         if (config.family == ModelFamily::Bloom) {

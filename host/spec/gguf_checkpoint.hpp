@@ -1,6 +1,6 @@
 #pragma once
-// A llama.cpp GGUF model as a vkformer checkpoint: the metadata of llama.cpp's `bloom`, `mpt`
-// and `baichuan` architectures mapped to a ModelConfig (gguf_config.cpp), their tensors
+// A llama.cpp GGUF model as a vkformer checkpoint: the metadata of llama.cpp's `bloom`, `mpt`,
+// `baichuan` and `jais` architectures mapped to a ModelConfig (gguf_config.cpp), their tensors
 // (token_embd, blk.N.attn_qkv, ...) to the family's Hugging Face names, which
 // host/quant/gguf_tensor_file.hpp reads in place (gguf_checkpoint.cpp).
 //
@@ -8,7 +8,8 @@
 // sees bit for bit the checkpoint it was converted from: BLOOM's fused QKV, which
 // conversion/bloom.py reorders from per head [n_head, 3, head_dim] rows to [q | k | v], and
 // Baichuan's W_pack, which conversion/baichuan.py splits into attn_q, attn_k and attn_v and whose
-// q and k rows it permutes for rotary positions. Every other architecture is refused by name.
+// q and k rows it permutes for rotary positions; Jais' Conv1D matrices, which conversion/jais.py
+// transposes to [out, in], are presented [in, out] again. Every other architecture is refused by name.
 // tokenizer.ggml.* becomes tokenizer.json for the byte-level BPE tokenizers of BLOOM and GPT-2.
 
 #include "host/io/gguf.hpp"
@@ -38,6 +39,8 @@ struct GgufTensorName {
     std::vector<std::uint32_t> (*row_order)(const ModelConfig& config) = nullptr;
     std::uint64_t rows = 0;  // with row_order: the first dimension of the family's tensor
     std::uint32_t part = 0, parts = 1;
+    // The family stores it [in, out] (GPT-2's Conv1D: Jais), the converter [out, in].
+    bool transposed = false;
 };
 // nullopt for a name that is not one of the architecture's.
 std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::string_view gguf_name);

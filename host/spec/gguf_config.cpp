@@ -1,5 +1,5 @@
 // The metadata of each llama.cpp architecture vkformer reads as a ModelConfig: what llama.cpp's
-// converter (conversion/bloom.py, mpt.py, baichuan.py) writes under "{arch}.*", and where a
+// converter (conversion/bloom.py, mpt.py, baichuan.py, jais.py) writes under "{arch}.*", and where a
 // setting has no key, what the tensors say (a bias, qk_ln's norms, MPT's learned positions).
 
 #include "host/spec/gguf_checkpoint.hpp"
@@ -141,6 +141,29 @@ ModelConfig baichuan_config(const Keys& keys) {
     return config;
 }
 
+// conversion/jais.py multiplies token_embd by the embeddings scale and output by the width
+// scale (muP), and llama.cpp divides q.k by head_dim and needs output: the model is the file's
+// weights as they are, unscaled, untied. alibi_scaling has no key (llama.cpp runs without it);
+// max_alibi_bias is what the converter derived from relative_pe.slopes, which are 8's.
+ModelConfig jais_config(const Keys& keys) {
+    ModelConfig config{.family = ModelFamily::Jais};
+    keys.read_common(config);
+    keys.require_no_gqa(config, "Jais");
+    if (config.tie_word_embeddings) {
+        keys.fail(
+            "a jais file without 'output.weight': llama.cpp's jais needs one (its converter writes the LM "
+            "head scaled by the muP width scale, which the embedding is not)");
+    }
+    config.ffn_hidden = keys.dimension("feed_forward_length");
+    config.layer_norm_epsilon = keys.number("attention.layer_norm_epsilon");
+    if (keys.has("attention.max_alibi_bias") && keys.number("attention.max_alibi_bias") != 8.0) {
+        keys.fail(fmt::format("jais.attention.max_alibi_bias {} is not 8: Jais' ALiBi slopes are those of 8",
+                              keys.number("attention.max_alibi_bias")));
+    }
+    config.softmax_scale = 1.0 / config.head_dim;
+    return config;
+}
+
 std::optional<std::uint32_t> token_id(const GgufFile& file, std::string_view key) {
     if (file.find(key) == nullptr) {
         return std::nullopt;
@@ -164,11 +187,13 @@ ModelConfig model_config_from_gguf(const GgufFile& file) {
         config = mpt_config(keys);
     } else if (architecture == "baichuan") {
         config = baichuan_config(keys);
+    } else if (architecture == "jais") {
+        config = jais_config(keys);
     } else {
         keys.fail(
             fmt::format("GGUF architecture '{}' is not an ALiBi family vkformer runs (of llama.cpp's "
                         "architectures, vkformer reads {})",
-                        architecture, "'bloom', 'mpt' and 'baichuan'"));
+                        architecture, "'bloom', 'mpt', 'baichuan' and 'jais'"));
     }
     config.bos_token_id = token_id(file, "tokenizer.ggml.bos_token_id");
     if (const auto eos = token_id(file, "tokenizer.ggml.eos_token_id")) {
