@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,14 +47,25 @@ std::optional<QuantFormat> quant_of(GgmlType type) {
 }  // namespace
 
 GgufTensorFile::GgufTensorFile(GgufFile file, const ModelConfig& config) : file_(std::move(file)) {
+    build([&](std::string_view name) { return gguf_tensor_name(config, name); }, gguf_architecture_label(config.family),
+          config);
+}
+
+GgufTensorFile::GgufTensorFile(GgufFile file, const EncoderConfig& config) : file_(std::move(file)) {
+    // No jina-bert-v2 tensor has its rows moved: the decoder configuration is never asked for.
+    build([&](std::string_view name) { return gguf_encoder_tensor_name(config, name); }, "jina-bert-v2", ModelConfig{});
+}
+
+void GgufTensorFile::build(const std::function<std::optional<GgufTensorName>(std::string_view)>& map,
+                           std::string_view architecture, const ModelConfig& config) {
     metadata_["format"] = "gguf";
     // The parts of split tensors by their family name, gathered before the tensor is presented.
     std::map<std::string, std::pair<GgufTensorName, std::vector<const GgufTensorInfo*>>> split;
     for (const GgufTensorInfo& info : file_.tensors()) {
-        std::optional<GgufTensorName> mapped = gguf_tensor_name(config, info.name);
+        std::optional<GgufTensorName> mapped = map(info.name);
         if (!mapped) {
-            throw Error(fmt::format("{}: tensor '{}' is not one of llama.cpp's {} tensors", label(), info.name,
-                                    gguf_architecture_label(config.family)));
+            throw Error(
+                fmt::format("{}: tensor '{}' is not one of llama.cpp's {} tensors", label(), info.name, architecture));
         }
         if (mapped->parts == 1) {
             present(*mapped, {&info}, config);
@@ -267,6 +279,16 @@ ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path) {
         return open_checkpoint(path);
     }
     return open_gguf_model(open_gguf(path)).checkpoint;
+}
+
+ShardedCheckpoint open_encoder_checkpoint(const std::filesystem::path& path) {
+    std::error_code ignored;
+    if (!std::filesystem::is_regular_file(path, ignored) || !looks_like_gguf(path)) {
+        return open_checkpoint(path);
+    }
+    GgufFile file = open_gguf(path);
+    const EncoderConfig config = encoder_config_from_gguf(file);
+    return ShardedCheckpoint::of_file(path, std::make_unique<GgufTensorFile>(std::move(file), config));
 }
 
 GgufModelSource open_gguf_model(GgufFile file) {

@@ -26,8 +26,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,6 +42,8 @@ public:
     // Throws vkf::Error naming the file and the tensor for a tensor the family does not have,
     // a type that is not read, or a shape that disagrees with `config` (model_config_from_gguf).
     GgufTensorFile(GgufFile file, const ModelConfig& config);
+    // The same for llama.cpp's jina-bert-v2 (encoder_config_from_gguf).
+    GgufTensorFile(GgufFile file, const EncoderConfig& config);
 
     const std::filesystem::path& path() const override { return file_.path(); }
     std::uint64_t file_size() const override { return file_.file_size(); }
@@ -66,6 +70,8 @@ public:
     };
 
 private:
+    void build(const std::function<std::optional<GgufTensorName>(std::string_view)>& map, std::string_view architecture,
+               const ModelConfig& config);
     // Presents the family's tensor `mapped` stored as `parts` (one, unless the converter split it).
     void present(const GgufTensorName& mapped, std::vector<const GgufTensorInfo*> parts, const ModelConfig& config);
     // Serves a transposed tensor from a copy of it turned whole, kept until another is read.
@@ -96,5 +102,7 @@ GgufModelSource open_gguf_model(GgufFile file);
 // The checkpoint a model is loaded from: a GGUF file read in place (its configuration is
 // read_model_config's of the same path), else what open_checkpoint opens.
 ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path);
+// The same for an encoder: a jina-bert-v2 GGUF file (read_encoder_config's of the same path).
+ShardedCheckpoint open_encoder_checkpoint(const std::filesystem::path& path);
 
 }  // namespace vkf

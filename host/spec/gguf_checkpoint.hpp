@@ -13,6 +13,7 @@
 // tokenizer.ggml.* becomes tokenizer.json for the byte-level BPE tokenizers of BLOOM and GPT-2.
 
 #include "host/io/gguf.hpp"
+#include "host/spec/encoder_config.hpp"
 #include "host/spec/model_config.hpp"
 
 #include <filesystem>
@@ -46,6 +47,13 @@ struct GgufTensorName {
 std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::string_view gguf_name);
 // "BLOOM", "MPT": the architecture as messages name it.
 std::string_view gguf_architecture_label(ModelFamily family);
+
+// llama.cpp's `jina-bert-v2` (embeddings): whether the file is one, its EncoderConfig (throws
+// vkf::Error naming the file and the key, or the architecture when it is another), and its
+// tensors under JinaBERT's Hugging Face names (nullopt for a name that is not one of them).
+bool is_gguf_encoder(const GgufFile& file);
+EncoderConfig encoder_config_from_gguf(const GgufFile& file);
+std::optional<GgufTensorName> gguf_encoder_tensor_name(const EncoderConfig& config, std::string_view gguf_name);
 
 // The Hugging Face tokenizer.json that tokenizer.ggml.* was converted from, for llama.cpp's
 // byte-level BPE ("gpt2") with the pre-tokenizers "gpt-2" and "bloom": the vocabulary (its

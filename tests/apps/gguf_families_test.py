@@ -15,12 +15,18 @@ the bound of the double-precision reference, and identical to the directory's lo
 model in the same weight format). A Baichuan of 32 blocks (Baichuan-7B, rotary positions in
 llama.cpp) is refused by name, as is an architecture vkformer lacks.
 
-usage: gguf_families_test.py VKF_RUN VKF_MAKE_CHECKPOINT NPM_DIR
+jina-bert-v2 (conversion/bert.py, its vocabulary and gguf-py's SpecialVocab on tests/text/data's
+bert_wordpiece.json): vkf-embed --model FILE.gguf gives every token state the directory gives, on
+ids and on a text the GGUF's WordPiece tokenizer (with the [CLS] and [SEP] that
+tokenizer.ggml.add_bos_token and add_eos_token ask for) must split as tokenizer.json does.
+
+usage: gguf_families_test.py VKF_RUN VKF_MAKE_CHECKPOINT NPM_DIR VKF_EMBED BERT_TOKENIZER_JSON
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
 """
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -41,6 +47,7 @@ CASES = {
     "baichuan": ("baichuan", []),
     "jais": ("jais", []),
 }
+BERT_TEXT = "Hello, World! The unaffable runner's running; hello again."
 # The converter multiplies Jais' embedding and LM head by its muP scales, which the directory's
 # model applies to the activations instead: the same model, rounded apart (relative to the
 # largest logit; the f16 file rounds the scaled weights to f16).
@@ -127,7 +134,49 @@ def jais(gguf, np, hp, tensors, writer):
     writer.add_max_alibi_bias(max_alibi_bias)
 
 
-CONVERTERS = {"mpt": ("mpt", mpt), "baichuan": ("baichuan", baichuan), "jais": ("jais", jais)}
+def bert_vocab(gguf, model_dir, writer, n_vocab):
+    """bert.py's BertModel.set_vocab: tokens by id (get_vocab_base: added special tokens CONTROL),
+    in phantom-space form, and gguf-py's SpecialVocab on the directory's tokenizer files."""
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    by_id = {i: (t, gguf.TokenType.NORMAL) for t, i in tok["model"]["vocab"].items()}
+    for added in tok["added_tokens"]:
+        by_id[added["id"]] = (added["content"], gguf.TokenType.CONTROL if added["special"]
+                              else gguf.TokenType.USER_DEFINED)
+    entries = [by_id.get(i, ("[PAD%d]" % i, gguf.TokenType.UNUSED)) for i in range(n_vocab)]
+
+    def phantom(token, kind):
+        if kind == gguf.TokenType.CONTROL:
+            return token
+        return token[2:] if token.startswith("##") else "\u2581" + token
+    writer.add_token_type_count(2)
+    writer.add_tokenizer_model("bert")
+    writer.add_tokenizer_pre("jina-v2-en")
+    writer.add_token_list([phantom(t, k) for t, k in entries])
+    writer.add_token_types([int(k) for _, k in entries])
+    gguf.SpecialVocab(model_dir, n_vocab=n_vocab).add_to_gguf(writer)
+
+
+def jina_bert(gguf, np, hp, tensors, writer, model_dir):
+    """bert.py's JinaBertV2Model on BertModel and base.py's TextModel.set_gguf_parameters."""
+    writer.add_block_count(hp["num_hidden_layers"])
+    writer.add_context_length(hp["max_position_embeddings"])
+    writer.add_embedding_length(hp["hidden_size"])
+    writer.add_feed_forward_length(hp["intermediate_size"])
+    writer.add_head_count(hp["num_attention_heads"])
+    writer.add_layer_norm_eps(hp["layer_norm_eps"])
+    writer.add_causal_attention(False)
+    bert_vocab(gguf, model_dir, writer, hp["vocab_size"])
+    names = tensor_map(gguf, gguf.MODEL_ARCH.JINA_BERT_V2, hp["num_hidden_layers"])
+    for name, data in tensors.items():
+        name = name[len("bert."):] if name.startswith("bert.") else name
+        if name in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias") or name.startswith("cls."):
+            continue
+        yield names.get_name(name, try_suffixes=(".weight", ".bias")), data
+
+
+CONVERTERS = {"mpt": ("mpt", mpt), "baichuan": ("baichuan", baichuan), "jais": ("jais", jais),
+              "bert": ("jina-bert-v2", jina_bert)}
 
 
 def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
@@ -139,7 +188,8 @@ def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
     family_arch, body = CONVERTERS[hp["model_type"]]
     writer = gguf.GGUFWriter(out, arch or family_arch)
     tensors = read_safetensors(np, os.path.join(model_dir, "model.safetensors"))
-    written = list(body(gguf, np, hp, tensors, writer))
+    written = list(body(gguf, np, hp, tensors, writer, model_dir) if family_arch == "jina-bert-v2"
+                   else body(gguf, np, hp, tensors, writer))
     writer.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_F16)
     for name, data in written:
         if name is None:
@@ -184,6 +234,31 @@ def compare(np, vkf_run, label, gguf_path, model_dir, weights, tmp, bound=None):
           % (label, ours.get("generated_ids"), error, apart))
 
 
+def embed(np, vkf_embed, model, args, out):
+    proc = run(vkf_embed, ["--model", model, "--pooling", "none", "--out", out, "--quiet"] + args)
+    if proc.returncode != 0:
+        fail("vkf-embed --model %s %s: exit %d: %s" % (model, " ".join(args), proc.returncode, proc.stderr))
+        return None
+    return proc, np.load(out)
+
+
+def compare_embeddings(np, vkf_embed, label, gguf_path, model_dir, weights, tmp):
+    """Every token's state from the GGUF equal to the directory's: on ids, and on a text, which
+    the GGUF's tokenizer (bert WordPiece from tokenizer.ggml.*) must split as tokenizer.json does."""
+    for what, args in (("ids", ["--prompt-ids", "2,10,11,12,13,3"]), ("text", ["--prompt", BERT_TEXT])):
+        common = args + ["--weights", weights, "--check"]
+        ours = embed(np, vkf_embed, gguf_path, common, os.path.join(tmp, "gguf.npy"))
+        theirs = embed(np, vkf_embed, model_dir, common, os.path.join(tmp, "dir.npy"))
+        if ours is None or theirs is None:
+            continue
+        if ours[1].shape != theirs[1].shape or not np.array_equal(ours[1], theirs[1]):
+            fail("%s %s: GGUF states %s differ from the directory's %s" % (label, what, ours[1].shape,
+                                                                           theirs[1].shape))
+        else:
+            print("%-22s %s: %d token states equal to the directory's; %s" % (label, what, ours[1].shape[0],
+                                                                               ours[0].stdout.strip()))
+
+
 def refused(vkf_run, label, path, expected):
     proc = run(vkf_run, ["--model", path, "--prompt-ids", PROMPT, "--n-predict", "1"])
     if proc.returncode == 0 or expected not in proc.stderr:
@@ -193,10 +268,11 @@ def refused(vkf_run, label, path, expected):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 6:
         print(__doc__)
         return 2
-    vkf_run, make, npm_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
+    vkf_run, make, npm_dir, vkf_embed = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3]), sys.argv[4]
+    bert_tokenizer = sys.argv[5]
     for program in ("node", "npm", "git"):
         if gguf_compare.shutil.which(program) is None:
             gguf_compare.skip("%s is not installed" % program)
@@ -218,6 +294,21 @@ def main():
                 path = model + ".gguf"
                 convert(gguf, np, model, path, dtype)
                 compare(np, vkf_run, "%s %s" % (case, dtype), path, model, dtype, tmp, SCALED.get(case, {}).get(dtype))
+        for dtype in ("f32", "f16"):
+            model = os.path.join(tmp, "jina-bert-%s" % dtype)
+            proc = run(make, ["--out", model, "--family", "jina-bert", "--preset", "tiny", "--dtype", dtype,
+                              "--vocab", "59"])
+            if proc.returncode != 0:
+                fail("vkf-make-checkpoint --family jina-bert: exit %d: %s" % (proc.returncode, proc.stderr))
+                continue
+            shutil.copy(bert_tokenizer, os.path.join(model, "tokenizer.json"))
+            with open(os.path.join(model, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+                json.dump({"tokenizer_class": "BertTokenizer", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                           "unk_token": "[UNK]", "pad_token": "[PAD]", "mask_token": "[MASK]",
+                           "do_lower_case": True}, f)
+            path = model + ".gguf"
+            convert(gguf, np, model, path, dtype)
+            compare_embeddings(np, vkf_embed, "jina-bert-v2 %s" % dtype, path, model, dtype, tmp)
         rope = os.path.join(tmp, "baichuan-7b.gguf")
         convert(gguf, np, os.path.join(tmp, "baichuan-f32"), rope, "f32", config={"num_hidden_layers": 32})
         refused(vkf_run, "baichuan of 32 blocks", rope, "baichuan.block_count 32 is Baichuan-7B's")
