@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""The Java binding loading a llama.cpp GGUF by its path (issue 44): models/kjv-bloom converted with
+llama.cpp's gguf-py (npm's node-llama-cpp, as tests/apps/gguf_run_test.py converts it), then
+VkformerTest --gguf FILE DIR: the tokenizer from tokenizer.ggml.* and the greedy ids of the model
+loaded from the file equal the directory's.
+
+usage: gguf_java_test.py MODEL_DIR NPM_DIR JAVA ARGS...  (the java command line before the test's own)
+Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "apps"))
+import gguf_compare  # noqa: E402  (gguf-py's installation)
+import gguf_run_test  # noqa: E402  (conversion/bloom.py's layout)
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__)
+        return 2
+    model_dir, npm_dir, java = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3:]
+    for program in ("node", "npm", "git"):
+        if gguf_compare.shutil.which(program) is None:
+            gguf_compare.skip("%s is not installed" % program)
+    try:
+        import numpy as np
+    except ImportError:
+        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
+    sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
+    import gguf
+
+    with tempfile.TemporaryDirectory(prefix="vkf_gguf_java_") as tmp:
+        path = os.path.join(tmp, "kjv-bloom.gguf")
+        gguf_run_test.convert(gguf, np, model_dir, path)
+        return subprocess.run(java + ["--gguf", path, model_dir]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
