@@ -12,7 +12,8 @@ the converter's, line for line, in numpy.
 For each family, in f32 and in f16 (matrices F16, 1-D tensors F32, as the converter's default
 --outtype): vkf-run --check on the GGUF generates the directory's greedy ids, its logits within
 the bound of the double-precision reference, and identical to the directory's logits (the same
-model in the same weight format). A Baichuan of 32 blocks (Baichuan-7B, rotary positions in
+model in the same weight format); with every matrix quantized to Q8_0 by gguf-py, within the
+reference bound and near the f32 directory's logits. A Baichuan of 32 blocks (Baichuan-7B, rotary positions in
 llama.cpp) is refused by name, as is an architecture vkformer lacks.
 
 jina-bert-v2 (conversion/bert.py, its vocabulary and gguf-py's SpecialVocab on tests/text/data's
@@ -47,6 +48,7 @@ CASES = {
     "baichuan": ("baichuan", []),
     "jais": ("jais", []),
 }
+Q8_APART = 2e-2  # Q8_0's rounding of random weights, relative to the largest logit
 BERT_TEXT = "Hello, World! The unaffable runner's running; hello again."
 # The converter multiplies Jais' embedding and LM head by its muP scales, which the directory's
 # model applies to the activations instead: the same model, rounded apart (relative to the
@@ -181,7 +183,8 @@ CONVERTERS = {"mpt": ("mpt", mpt), "baichuan": ("baichuan", baichuan), "jais": (
 
 def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
     """The checkpoint as convert_hf_to_gguf.py --outtype OUTTYPE writes it: f32 everything F32;
-    f16 the matrices F16 and 1-D tensors F32. `arch` and `config` (config.json keys) override."""
+    f16 the matrices F16 and 1-D tensors F32; q8_0 every matrix quantized by gguf-py (llama-quantize
+    --pure's layout). `arch` and `config` (config.json keys) override."""
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
         hp = json.load(f)
     hp.update(config or {})
@@ -194,7 +197,11 @@ def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
     for name, data in written:
         if name is None:
             raise RuntimeError("gguf-py has no %s name for a tensor of %s" % (family_arch, model_dir))
-        data = data.astype(np.float32) if outtype == "f32" or data.ndim == 1 else data.astype(np.float16)
+        if outtype == "q8_0" and data.ndim == 2:
+            q = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor(name, gguf.quants.quantize(data.astype(np.float32), q), raw_dtype=q)
+            continue
+        data = data.astype(np.float32) if outtype != "f16" or data.ndim == 1 else data.astype(np.float16)
         writer.add_tensor(name, np.ascontiguousarray(data))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -294,6 +301,26 @@ def main():
                 path = model + ".gguf"
                 convert(gguf, np, model, path, dtype)
                 compare(np, vkf_run, "%s %s" % (case, dtype), path, model, dtype, tmp, SCALED.get(case, {}).get(dtype))
+            # Q8_0 matrices read as vkformer's q8_0 (Baichuan's parts regrouped, Jais' planes in the
+            # model's orientation): the model runs, within its bound of the double-precision
+            # reference on the same weights, and near the f32 directory.
+            q8 = os.path.join(tmp, "%s-q8_0.gguf" % case)
+            f32_dir = os.path.join(tmp, "%s-f32" % case)
+            if not os.path.isdir(f32_dir):
+                fail("%s: no f32 checkpoint to quantize" % case)
+            else:
+                convert(gguf, np, f32_dir, q8, "q8_0")
+                ours = greedy(vkf_run, q8, "q8_0", os.path.join(tmp, "q8.npy"))
+                theirs = greedy(vkf_run, f32_dir, "f32", os.path.join(tmp, "f32.npy"))
+                if ours is not None and theirs is not None:
+                    a, b = np.load(os.path.join(tmp, "q8.npy")), np.load(os.path.join(tmp, "f32.npy"))
+                    apart = float(np.max(np.abs(a - b)) / np.max(np.abs(b))) if a.shape == b.shape else float("inf")
+                    error = ours.get("check", {}).get("max_rel_logit_error")
+                    if error is None or not error < BOUND or not apart < Q8_APART:
+                        fail("%s q8_0: reference error %r, %g apart from f32, expected < %g and < %g"
+                             % (case, error, apart, BOUND, Q8_APART))
+                    print("%-22s reference error %.3g, logits %.3g apart from the f32 directory's"
+                          % (case + " q8_0", error, apart))
         for dtype in ("f32", "f16"):
             model = os.path.join(tmp, "jina-bert-%s" % dtype)
             proc = run(make, ["--out", model, "--family", "jina-bert", "--preset", "tiny", "--dtype", dtype,
