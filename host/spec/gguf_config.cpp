@@ -192,8 +192,9 @@ ModelConfig model_config_from_gguf(const GgufFile& file) {
     } else {
         keys.fail(
             fmt::format("GGUF architecture '{}' is not an ALiBi family vkformer runs (of llama.cpp's "
-                        "architectures, vkformer reads {})",
-                        architecture, "'bloom', 'mpt', 'baichuan' and 'jais'"));
+                        "architectures, vkformer reads {}{})",
+                        architecture, "'bloom', 'mpt', 'baichuan' and 'jais'",
+                        is_gguf_encoder(file) ? "; this encoder is vkf-embed's" : ""));
     }
     config.bos_token_id = token_id(file, "tokenizer.ggml.bos_token_id");
     if (const auto eos = token_id(file, "tokenizer.ggml.eos_token_id")) {
