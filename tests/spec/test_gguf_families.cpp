@@ -75,9 +75,9 @@ protected:
 };
 
 // Baichuan, width 4, one head of 4: attn_q, attn_k, attn_v (parts told apart by 1000s).
-std::string baichuan(std::uint32_t blocks, bool with_v = true) {
+std::string baichuan(std::uint32_t blocks, bool with_v = true, std::uint64_t k_rows = 4) {
     std::vector<Tensor> tensors = {
-        {"token_embd.weight", {4, 6}}, {"blk.0.attn_q.weight", {4, 4}, 0}, {"blk.0.attn_k.weight", {4, 4}, 1000}};
+        {"token_embd.weight", {4, 6}}, {"blk.0.attn_q.weight", {4, 4}, 0}, {"blk.0.attn_k.weight", {4, k_rows}, 1000}};
     if (with_v) {
         tensors.push_back({"blk.0.attn_v.weight", {4, 4}, 2000});
     }
@@ -108,7 +108,11 @@ TEST_F(GgufFamiliesTest, BaichuanWPackIsPutBackTogetherInItsOwnRowOrder) {
     }
 }
 
-TEST_F(GgufFamiliesTest, RefusesBaichuan7bAndAMissingPart) {
+TEST_F(GgufFamiliesTest, RefusesBaichuan7bAndAMissingOrUnlikePart) {
+    EXPECT_NE(vkf::test::error_message([&] { vkf::open_gguf_model(vkf::open_gguf(write(baichuan(2, true, 2)))); })
+                  .find("tensors 'blk.0.attn_q.weight' (F32 [4, 4]) and 'blk.0.attn_k.weight' (F32 [2, 4]) are parts "
+                        "of one 'model.layers.0.self_attn.W_pack.weight' and must be alike"),
+              std::string::npos);
     EXPECT_NE(vkf::test::error_message([&] {
                   vkf::open_gguf_model(vkf::open_gguf(write(baichuan(32))));
               }).find("baichuan.block_count 32 is Baichuan-7B's, which uses rotary positions"),
