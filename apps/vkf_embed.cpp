@@ -59,7 +59,8 @@ std::vector<std::uint32_t> parse_ids(const std::string& option, const std::strin
 
 void declare_options(CLI::App& cli, Options& o) {
     using namespace vkf::app;
-    add_text(cli, "--model", "DIR", o.model, "the checkpoint directory")->required();
+    add_text(cli, "--model", "DIR", o.model, "the checkpoint directory, or a llama.cpp jina-bert-v2 GGUF file")
+        ->required();
     add_text(cli, "--out", "FILE.npy", o.out, "where to write the float32 result")->required();
     const auto no_input_yet = [&o] {
         if (!o.ids.empty() || o.text) {
@@ -76,7 +77,8 @@ void declare_options(CLI::App& cli, Options& o) {
                           no_input_yet();
                           o.ids = parse_ids("--prompt-ids", text);
                       });
-    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "tokenizer.json (default: the model directory's)");
+    add_text(cli, "--tokenizer", "FILE", o.tokenizer,
+             "tokenizer.json (default: the model directory's, or the GGUF's\ntokenizer.ggml.*)");
     add_choice(cli, "--pooling", o.pooling,
                {{"mean", vkf::Pooling::Mean}, {"cls", vkf::Pooling::Cls}, {"none", vkf::Pooling::None}},
                "mean of the token states (default), the first token's, or\nevery token's [tokens, hidden]");

@@ -2,17 +2,21 @@
 // Hugging Face's tokenizers give (host/text/tokenizer.hpp).
 
 #include "apps/common/app_main.hpp"
+#include "apps/common/model_tokenizer.hpp"
 #include "apps/common/options.hpp"
 #include "apps/common/text_source.hpp"
 #include "base/error.hpp"
+#include "host/io/gguf.hpp"
 #include "host/io/json.hpp"
 #include "host/io/text_file.hpp"
 #include "host/text/tokenizer.hpp"
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -22,7 +26,8 @@ constexpr const char* kAbout =
     "current models; WordPiece: BERT) and prints the token ids separated by spaces, or with\n"
     "--decode prints the text of ids. Special tokens (BOS/EOS, CLS/SEP) are added as the\n"
     "tokenizer's post-processor says unless --no-special. A component the library does not\n"
-    "implement is refused by name.\n";
+    "implement is refused by name. A llama.cpp GGUF file gives the tokenizer its\n"
+    "tokenizer.ggml.* describe (gpt2 BPE, bert WordPiece).\n";
 
 struct Options {
     std::string tokenizer;
@@ -36,7 +41,7 @@ struct Options {
 
 void declare_options(CLI::App& cli, Options& o) {
     using namespace vkf::app;
-    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "the tokenizer.json (required)")->required();
+    add_text(cli, "--tokenizer", "FILE", o.tokenizer, "the tokenizer.json or a GGUF model file (required)")->required();
     add_text(cli, "--text", "T", o.text, "the text to encode");
     add_text(cli, "--file", "F", o.file, "a file whose bytes are the text to encode");
     add_counts(cli, "--decode", "1,2,3", o.decode, "ids to decode instead (comma-separated)", 0);
@@ -59,7 +64,11 @@ int run(const Options& o) {
     if (!o.decode && o.skip_special) {
         throw UsageError("--skip-special is for --decode; encoding takes --no-special");
     }
-    const vkf::text::Tokenizer tokenizer = vkf::text::Tokenizer::load(o.tokenizer);
+    std::error_code ignored;
+    const vkf::text::Tokenizer tokenizer =
+        std::filesystem::is_regular_file(o.tokenizer, ignored) && vkf::looks_like_gguf(o.tokenizer)
+            ? vkf::app::load_model_tokenizer(o.tokenizer, "")
+            : vkf::text::Tokenizer::load(o.tokenizer);
 
     if (o.decode) {
         const std::string text = tokenizer.decode(*o.decode, o.skip_special);

@@ -4,6 +4,7 @@
 #include "host/model/tensor_upload.hpp"
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/ops.hpp"
+#include "host/quant/gguf_tensor_file.hpp"
 
 #include <fmt/format.h>
 
@@ -85,7 +86,7 @@ EncoderWeights assemble(const EncoderConfig& c, WeightFormat format, std::vector
 Encoder::Encoder(Context& ctx, const std::filesystem::path& dir, EncoderOptions options)
     : ctx_(ctx),
       config_(read_encoder_config(dir)),
-      checkpoint_(std::make_unique<ShardedCheckpoint>(open_checkpoint(dir))) {
+      checkpoint_(std::make_unique<ShardedCheckpoint>(open_encoder_checkpoint(dir))) {
     check_head_dim(config_.head_dim);
     check_encoder_checkpoint(*checkpoint_, config_);
     const WeightFormat format = options.weights.value_or(default_format(*checkpoint_, config_));

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 
@@ -45,84 +47,138 @@ std::optional<QuantFormat> quant_of(GgmlType type) {
 }  // namespace
 
 GgufTensorFile::GgufTensorFile(GgufFile file, const ModelConfig& config) : file_(std::move(file)) {
+    build([&](std::string_view name) { return gguf_tensor_name(config, name); }, gguf_architecture_label(config.family),
+          config);
+}
+
+GgufTensorFile::GgufTensorFile(GgufFile file, const EncoderConfig& config) : file_(std::move(file)) {
+    // No jina-bert-v2 tensor has its rows moved: the decoder configuration is never asked for.
+    build([&](std::string_view name) { return gguf_encoder_tensor_name(config, name); }, "jina-bert-v2", ModelConfig{});
+}
+
+void GgufTensorFile::build(const std::function<std::optional<GgufTensorName>(std::string_view)>& map,
+                           std::string_view architecture, const ModelConfig& config) {
     metadata_["format"] = "gguf";
-    const GgufTensorInfo* quantized = nullptr;  // the first quantized matrix
-    const GgufTensorInfo* dense_matrix = nullptr;
+    // The parts of split tensors by their family name, gathered before the tensor is presented.
+    std::map<std::string, std::pair<GgufTensorName, std::vector<const GgufTensorInfo*>>> split;
     for (const GgufTensorInfo& info : file_.tensors()) {
-        const std::optional<GgufTensorName> mapped = gguf_tensor_name(config, info.name);
+        std::optional<GgufTensorName> mapped = map(info.name);
         if (!mapped) {
-            throw Error(fmt::format("{}: tensor '{}' is not one of llama.cpp's {} tensors", label(), info.name,
-                                    gguf_architecture_label(config.family)));
+            throw Error(
+                fmt::format("{}: tensor '{}' is not one of llama.cpp's {} tensors", label(), info.name, architecture));
         }
-        std::vector<std::size_t> shape;
-        for (const std::uint64_t d : info.shape()) {
-            shape.push_back(static_cast<std::size_t>(d));
-        }
-        Layout layout{.source = &info};
-        if (mapped->row_order) {
-            // Checked first: the order's size comes from the metadata, the tensor's from its bytes.
-            if (shape.empty() || shape[0] != mapped->rows) {
-                throw Error(fmt::format("{}: tensor '{}' has shape [{}]; its first dimension must be {}", label(),
-                                        info.name, fmt::join(shape, ", "), mapped->rows));
-            }
-            layout.row_order = mapped->row_order(config);
-        }
-        layout.rows = shape.empty() ? 1 : shape[0];
-        layout.stored_row_bytes = info.byte_size / std::max<std::uint64_t>(layout.rows, 1);
-        if (const std::optional<DType> dtype = dense_dtype(info.type)) {
-            if (shape.size() == 2 && dense_matrix == nullptr) {
-                dense_matrix = &info;
-            }
-            layout.row_bytes = layout.stored_row_bytes;
-            layout.block_bytes = layout.field_bytes = static_cast<std::uint32_t>(element_size(*dtype));
-            add(mapped->name, *dtype, shape, std::move(layout));
+        if (mapped->parts == 1) {
+            present(*mapped, {&info}, config);
             continue;
         }
-        const std::optional<QuantFormat> quant = quant_of(info.type);
-        if (!quant) {
-            throw Error(
-                fmt::format("{}: tensor '{}' is of type {}, which vkformer does not read from GGUF files "
-                            "(F32, F16, BF16, Q8_0 and Q4_0 are read)",
-                            label(), info.name, ggml_type_name(info.type)));
-        }
-        if (shape.size() != 2) {
-            throw Error(fmt::format("{}: tensor '{}' of shape [{}] is {}: vkformer quantizes only matrices", label(),
-                                    info.name, fmt::join(shape, ", "), ggml_type_name(info.type)));
-        }
-        if (quantized != nullptr && quantized->type != info.type) {
-            throw Error(fmt::format(
-                "{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF "
-                "file in one quantized type (llama-quantize --pure makes such a file)",
-                label(), info.name, ggml_type_name(info.type), quantized->name, ggml_type_name(quantized->type)));
-        }
-        quantized = quantized != nullptr ? quantized : &info;
-        const std::uint64_t k = shape[1];
-        const std::uint32_t value_bytes = quant_block_bytes(*quant);
-        Layout values = layout;
-        values.block_bytes = 2 + value_bytes;  // the fp16 d, then the values
-        values.field_offset = 2;
-        values.field_bytes = value_bytes;
-        values.row_bytes = quant_row_bytes(*quant, k, info.name);
-        Layout scales = layout;
-        scales.block_bytes = 2 + value_bytes;
-        scales.field_offset = 0;
-        scales.field_bytes = 2;
-        scales.row_bytes = quant_row_scales(k, info.name) * 2;
-        add(mapped->name, DType::U8, {shape[0], static_cast<std::size_t>(values.row_bytes)}, std::move(values));
-        add(mapped->name + std::string(kScalesSuffix), DType::F16,
-            {shape[0], static_cast<std::size_t>(k / kQuantBlock)}, std::move(scales));
+        auto& [name, parts] =
+            split.try_emplace(mapped->name, *mapped, std::vector<const GgufTensorInfo*>(mapped->parts)).first->second;
+        parts[mapped->part] = &info;
     }
-    if (quantized != nullptr) {
-        if (dense_matrix != nullptr) {
+    for (const auto& [name, entry] : split) {
+        for (std::size_t part = 0; part < entry.second.size(); ++part) {
+            if (entry.second[part] == nullptr) {
+                throw Error(fmt::format("{}: '{}' is split in {} tensors and part {} of them is missing", label(), name,
+                                        entry.second.size(), part));
+            }
+        }
+        present(entry.first, entry.second, config);
+    }
+    if (quantized_ != nullptr) {
+        if (dense_matrix_ != nullptr) {
             throw Error(
                 fmt::format("{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF "
                             "file in one quantized type (llama-quantize --pure makes such a file)",
-                            label(), dense_matrix->name, ggml_type_name(dense_matrix->type), quantized->name,
-                            ggml_type_name(quantized->type)));
+                            label(), dense_matrix_->name, ggml_type_name(dense_matrix_->type), quantized_->name,
+                            ggml_type_name(quantized_->type)));
         }
-        metadata_["vkformer.quantization"] = to_string(*quant_of(quantized->type));
+        metadata_["vkformer.quantization"] = to_string(*quant_of(quantized_->type));
         metadata_["vkformer.quantization_version"] = "1";
     }
+}
+
+void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const GgufTensorInfo*> parts,
+                             const ModelConfig& config) {
+    const GgufTensorInfo& info = *parts.front();
+    for (const GgufTensorInfo* part : parts) {
+        if (part->dims != info.dims || part->type != info.type) {
+            throw Error(
+                fmt::format("{}: tensors '{}' ({} [{}]) and '{}' ({} [{}]) are parts of one '{}' and must "
+                            "be alike",
+                            label(), info.name, ggml_type_name(info.type), fmt::join(info.shape(), ", "), part->name,
+                            ggml_type_name(part->type), fmt::join(part->shape(), ", "), mapped.name));
+        }
+    }
+    std::vector<std::size_t> shape;
+    for (const std::uint64_t d : info.shape()) {
+        shape.push_back(static_cast<std::size_t>(d));
+    }
+    Layout layout{.sources = parts};
+    layout.part_rows = shape.empty() ? 1 : shape[0];
+    layout.stored_row_bytes = info.byte_size / std::max<std::uint64_t>(layout.part_rows, 1);
+    if (!shape.empty()) {
+        shape[0] *= parts.size();
+    }
+    if (mapped.row_order) {
+        // Checked first: the order's size comes from the metadata, the tensor's from its bytes.
+        if (shape.empty() || shape[0] != mapped.rows) {
+            throw Error(fmt::format("{}: tensor '{}' has shape [{}]; its first dimension must be {}", label(),
+                                    info.name, fmt::join(info.shape(), ", "), mapped.rows / parts.size()));
+        }
+        layout.row_order = mapped.row_order(config);
+    }
+    layout.rows = shape.empty() ? 1 : shape[0];
+    if (const std::optional<DType> dtype = dense_dtype(info.type)) {
+        if (shape.size() == 2 && dense_matrix_ == nullptr) {
+            dense_matrix_ = &info;
+        }
+        if (mapped.transposed && shape.size() == 2 && parts.size() == 1 && !mapped.row_order) {
+            // Presented [in, out]: rows of `out` elements, gathered from the whole stored tensor.
+            layout.transposed = true;
+            layout.rows = shape[1];
+            layout.row_bytes = shape[0] * element_size(*dtype);
+            layout.block_bytes = layout.field_bytes = static_cast<std::uint32_t>(element_size(*dtype));
+            add(mapped.name, *dtype, {shape[1], shape[0]}, std::move(layout));
+            return;
+        }
+        layout.row_bytes = layout.stored_row_bytes;
+        layout.block_bytes = layout.field_bytes = static_cast<std::uint32_t>(element_size(*dtype));
+        add(mapped.name, *dtype, shape, std::move(layout));
+        return;
+    }
+    const std::optional<QuantFormat> quant = quant_of(info.type);
+    if (!quant) {
+        throw Error(
+            fmt::format("{}: tensor '{}' is of type {}, which vkformer does not read from GGUF files "
+                        "(F32, F16, BF16, Q8_0 and Q4_0 are read)",
+                        label(), info.name, ggml_type_name(info.type)));
+    }
+    if (shape.size() != 2) {
+        throw Error(fmt::format("{}: tensor '{}' of shape [{}] is {}: vkformer quantizes only matrices", label(),
+                                info.name, fmt::join(shape, ", "), ggml_type_name(info.type)));
+    }
+    if (quantized_ != nullptr && quantized_->type != info.type) {
+        throw Error(fmt::format(
+            "{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF "
+            "file in one quantized type (llama-quantize --pure makes such a file)",
+            label(), info.name, ggml_type_name(info.type), quantized_->name, ggml_type_name(quantized_->type)));
+    }
+    quantized_ = quantized_ != nullptr ? quantized_ : &info;
+    const std::uint64_t k = shape[1];
+    const std::uint32_t value_bytes = quant_block_bytes(*quant);
+    Layout values = layout;
+    values.block_bytes = 2 + value_bytes;  // the fp16 d, then the values
+    values.field_offset = 2;
+    values.field_bytes = value_bytes;
+    values.row_bytes = quant_row_bytes(*quant, k, info.name);
+    Layout scales = layout;
+    scales.block_bytes = 2 + value_bytes;
+    scales.field_offset = 0;
+    scales.field_bytes = 2;
+    scales.row_bytes = quant_row_scales(k, info.name) * 2;
+    add(mapped.name, DType::U8, {shape[0], static_cast<std::size_t>(values.row_bytes)}, std::move(values));
+    add(mapped.name + std::string(kScalesSuffix), DType::F16, {shape[0], static_cast<std::size_t>(k / kQuantBlock)},
+        std::move(scales));
 }
 
 void GgufTensorFile::add(std::string name, DType dtype, std::vector<std::size_t> shape, Layout layout) {
@@ -151,6 +207,10 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
                                 offset + out.size(), info.byte_size()));
     }
     const Layout& l = layouts_[static_cast<std::size_t>(own - tensors_.data())];
+    if (l.transposed) {
+        read_transposed(*own, l, offset, out);
+        return;
+    }
     const auto stored_row = [&](std::uint64_t r) { return l.row_order.empty() ? r : std::uint64_t{l.row_order[r]}; };
     const bool repacked = l.block_bytes != l.field_bytes;
     std::vector<std::byte> staging;
@@ -158,23 +218,26 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
     const std::uint64_t end = offset + out.size();
     while (pos < end) {
         const std::uint64_t r = pos / l.row_bytes;
-        // Rows stored one after the other are read together.
-        std::uint64_t run = l.row_order.empty() ? l.rows - r : 1;
-        while (r + run < l.rows && stored_row(r + run) == stored_row(r) + run) {
+        const std::uint64_t first = stored_row(r);
+        const std::uint64_t part = first / l.part_rows;
+        // Rows stored one after the other in one part are read together.
+        std::uint64_t run = 1;
+        while (r + run < l.rows && stored_row(r + run) == first + run && (first + run) / l.part_rows == part) {
             ++run;
         }
         const std::uint64_t lo = pos - r * l.row_bytes;  // within the run
         std::uint64_t hi = std::min(run * l.row_bytes, end - r * l.row_bytes);
-        const std::uint64_t run_start = stored_row(r) * l.stored_row_bytes;
+        const std::uint64_t run_start = (first - part * l.part_rows) * l.stored_row_bytes;
+        const GgufTensorInfo& source = *l.sources[static_cast<std::size_t>(part)];
         std::byte* dst = out.data() + (pos - offset);
         if (!repacked) {
-            file_.read_raw_into(*l.source, run_start + lo, std::span<std::byte>(dst, hi - lo));
+            file_.read_raw_into(source, run_start + lo, std::span<std::byte>(dst, hi - lo));
         } else {
             const std::uint64_t first_block = lo / l.field_bytes;
             hi = std::min(hi, (first_block + kStagingBytes / l.block_bytes) * l.field_bytes);
             const std::uint64_t last_block = (hi + l.field_bytes - 1) / l.field_bytes;
             staging.resize(static_cast<std::size_t>((last_block - first_block) * l.block_bytes));
-            file_.read_raw_into(*l.source, run_start + first_block * l.block_bytes, staging);
+            file_.read_raw_into(source, run_start + first_block * l.block_bytes, staging);
             for (std::uint64_t i = lo; i < hi;) {
                 const std::uint64_t block = i / l.field_bytes, within = i % l.field_bytes;
                 const std::uint64_t n = std::min<std::uint64_t>(l.field_bytes - within, hi - i);
@@ -187,12 +250,45 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
     }
 }
 
+void GgufTensorFile::read_transposed(const TensorInfo& info, const Layout& l, std::uint64_t offset,
+                                     std::span<std::byte> out) const {
+    const std::lock_guard lock(transposed_mutex_);
+    if (transposed_of_ != &info) {
+        // The tensor is read whole and turned once; the loader then reads it in chunks.
+        transposed_of_ = nullptr;
+        const GgufTensorInfo& source = *l.sources.front();
+        std::vector<std::byte> stored(static_cast<std::size_t>(source.byte_size));
+        file_.read_raw_into(source, 0, stored);
+        const std::size_t element = l.field_bytes, rows = static_cast<std::size_t>(l.part_rows);
+        const std::size_t columns = static_cast<std::size_t>(l.rows);  // the stored rows' length
+        transposed_.resize(stored.size());
+        for (std::size_t r = 0; r < rows; ++r) {
+            for (std::size_t c = 0; c < columns; ++c) {
+                std::memcpy(transposed_.data() + (c * rows + r) * element, stored.data() + (r * columns + c) * element,
+                            element);
+            }
+        }
+        transposed_of_ = &info;
+    }
+    std::memcpy(out.data(), transposed_.data() + offset, out.size());
+}
+
 ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path) {
     std::error_code ignored;
     if (!std::filesystem::is_regular_file(path, ignored) || !looks_like_gguf(path)) {
         return open_checkpoint(path);
     }
     return open_gguf_model(open_gguf(path)).checkpoint;
+}
+
+ShardedCheckpoint open_encoder_checkpoint(const std::filesystem::path& path) {
+    std::error_code ignored;
+    if (!std::filesystem::is_regular_file(path, ignored) || !looks_like_gguf(path)) {
+        return open_checkpoint(path);
+    }
+    GgufFile file = open_gguf(path);
+    const EncoderConfig config = encoder_config_from_gguf(file);
+    return ShardedCheckpoint::of_file(path, std::make_unique<GgufTensorFile>(std::move(file), config));
 }
 
 GgufModelSource open_gguf_model(GgufFile file) {

@@ -14,17 +14,22 @@
 // Q5_*, the K-quants, ...) is refused naming the tensor and the type, as is a file mixing
 // quantized and float matrices or two quantized types.
 //
-// Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]), the rows are
-// read back in the family's order.
+// Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]) or splits a
+// tensor (Baichuan's W_pack as attn_q, attn_k, attn_v), the rows are read back in the family's
+// order from each part.
 
 #include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/io/tensor_file.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
 #include "host/spec/model_config.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,6 +42,8 @@ public:
     // Throws vkf::Error naming the file and the tensor for a tensor the family does not have,
     // a type that is not read, or a shape that disagrees with `config` (model_config_from_gguf).
     GgufTensorFile(GgufFile file, const ModelConfig& config);
+    // The same for llama.cpp's jina-bert-v2 (encoder_config_from_gguf).
+    GgufTensorFile(GgufFile file, const EncoderConfig& config);
 
     const std::filesystem::path& path() const override { return file_.path(); }
     std::uint64_t file_size() const override { return file_.file_size(); }
@@ -48,18 +55,28 @@ public:
 
     const GgufFile& gguf() const { return file_; }
 
-    // How a presented tensor's bytes lie in the GGUF tensor: each logical row of row_bytes is
-    // stored row `row_order[r]` (r when empty) of stored_row_bytes, as blocks of block_bytes
-    // whose bytes [field_offset, field_offset + field_bytes) are the row's next field_bytes.
+    // How a presented tensor's bytes lie in the GGUF tensors: each logical row of row_bytes is
+    // stored row s = `row_order[r]` (r when empty) of stored_row_bytes, row s % part_rows of
+    // sources[s / part_rows], as blocks of block_bytes whose bytes [field_offset, field_offset +
+    // field_bytes) are the row's next field_bytes.
     struct Layout {
-        const GgufTensorInfo* source = nullptr;
-        std::uint64_t rows = 1;
+        std::vector<const GgufTensorInfo*> sources;
+        std::uint64_t rows = 1, part_rows = 1;
         std::uint64_t row_bytes = 0, stored_row_bytes = 0;
         std::uint32_t block_bytes = 1, field_offset = 0, field_bytes = 1;
         std::vector<std::uint32_t> row_order;
+        // Presented [in, out] from a stored [out, in] (rows: in, part_rows: out), element by element.
+        bool transposed = false;
     };
 
 private:
+    void build(const std::function<std::optional<GgufTensorName>(std::string_view)>& map, std::string_view architecture,
+               const ModelConfig& config);
+    // Presents the family's tensor `mapped` stored as `parts` (one, unless the converter split it).
+    void present(const GgufTensorName& mapped, std::vector<const GgufTensorInfo*> parts, const ModelConfig& config);
+    // Serves a transposed tensor from a copy of it turned whole, kept until another is read.
+    void read_transposed(const TensorInfo& info, const Layout& layout, std::uint64_t offset,
+                         std::span<std::byte> out) const;
     void add(std::string name, DType dtype, std::vector<std::size_t> shape, Layout layout);
 
     GgufFile file_;
@@ -67,6 +84,11 @@ private:
     std::vector<Layout> layouts_;  // parallel to tensors_
     std::unordered_map<std::string, std::size_t> index_;
     std::map<std::string, std::string> metadata_;
+    const GgufTensorInfo* quantized_ = nullptr;     // the first quantized matrix
+    const GgufTensorInfo* dense_matrix_ = nullptr;  // the first float matrix
+    mutable std::mutex transposed_mutex_;
+    mutable std::vector<std::byte> transposed_;
+    mutable const TensorInfo* transposed_of_ = nullptr;
 };
 
 // A GGUF model already open: its configuration (model_config_from_gguf) and its tensors read
@@ -80,5 +102,7 @@ GgufModelSource open_gguf_model(GgufFile file);
 // The checkpoint a model is loaded from: a GGUF file read in place (its configuration is
 // read_model_config's of the same path), else what open_checkpoint opens.
 ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path);
+// The same for an encoder: a jina-bert-v2 GGUF file (read_encoder_config's of the same path).
+ShardedCheckpoint open_encoder_checkpoint(const std::filesystem::path& path);
 
 }  // namespace vkf

@@ -6,6 +6,7 @@
 #include "host/io/safetensors.hpp"
 #include "host/spec/config_checks.hpp"
 #include "host/spec/config_keys.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
 #include "host/spec/model_config.hpp"
 
 #include <fmt/format.h>
@@ -115,6 +116,9 @@ EncoderConfig parse_encoder_config(std::string_view json_text, std::string_view 
 
 EncoderConfig read_encoder_config(const std::filesystem::path& path) {
     std::error_code ignored;  // a path that cannot be inspected is reported by the read below
+    if (std::filesystem::is_regular_file(path, ignored) && looks_like_gguf(path)) {
+        return encoder_config_from_gguf(open_gguf(path));
+    }
     const std::filesystem::path file = std::filesystem::is_directory(path, ignored) ? path / "config.json" : path;
     return config_from_json(read_json_file(file));
 }

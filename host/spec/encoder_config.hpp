@@ -69,7 +69,8 @@ void validate(const EncoderConfig& config);
 // emb_pooler other than "mean" or null; is_decoder or add_cross_attention true;
 // alibi_scaling other than 1; an auto_map into a QK-normalized variant (qk-post-norm).
 EncoderConfig parse_encoder_config(std::string_view json_text, std::string_view source_name = "config.json");
-// Reads `path`, or path/config.json when path is a directory.
+// Reads `path`, or path/config.json when path is a directory; a llama.cpp `jina-bert-v2`
+// GGUF file gives the configuration its metadata describes (gguf_checkpoint.hpp).
 EncoderConfig read_encoder_config(const std::filesystem::path& path);
 
 // Whether config.json text names an ALiBi encoder (model_type "bert"), so that a program

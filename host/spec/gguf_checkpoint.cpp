@@ -1,81 +1,86 @@
+// llama.cpp's tensor names (gguf-py's constants.py TENSOR_NAMES) as each family's Hugging Face
+// names (host/spec/families), and the rows llama.cpp's converter moved, read back in order.
+
 #include "host/spec/gguf_checkpoint.hpp"
 
 #include <charconv>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "base/error.hpp"
+#include "host/spec/family_spec.hpp"
 
 namespace vkf {
 namespace {
 
-[[noreturn]] void fail(const GgufFile& file, const std::string& problem) {
-    throw Error(fmt::format("{}: {}", file.label(), problem));
-}
+// What a llama.cpp tensor is in the family's names: one of FamilyTensorNames' members, or the
+// LM head (empty), or one of `parts` row blocks of the fused QKV.
+struct Role {
+    std::string_view gguf;
+    std::string_view FamilyTensorNames::*member = nullptr;
+    std::uint32_t part = 0, parts = 1;
+};
 
-std::uint32_t dimension(const GgufFile& file, std::string_view key) {
-    const std::uint64_t value = file.uint_at(key);
-    if (value == 0 || value > std::numeric_limits<std::uint32_t>::max()) {
-        fail(file, fmt::format("{} is {}, not a dimension vkformer can hold", key, value));
-    }
-    return static_cast<std::uint32_t>(value);
-}
+constexpr Role kWhole[] = {
+    {"token_embd", &FamilyTensorNames::embedding},
+    {"position_embd", &FamilyTensorNames::position_embedding},
+    {"token_embd_norm", &FamilyTensorNames::embedding_norm},
+    {"output_norm", &FamilyTensorNames::final_norm},
+    {"output", nullptr},
+};
+constexpr Role kBlock[] = {
+    {"attn_norm", &FamilyTensorNames::attn_norm},
+    {"attn_qkv", &FamilyTensorNames::qkv},
+    {"attn_q_norm", &FamilyTensorNames::q_norm},
+    {"attn_k_norm", &FamilyTensorNames::k_norm},
+    {"attn_output", &FamilyTensorNames::attn_out},
+    {"ffn_norm", &FamilyTensorNames::mlp_norm},
+    {"ffn_up", &FamilyTensorNames::up},
+    {"ffn_gate", &FamilyTensorNames::gate},
+    {"ffn_down", &FamilyTensorNames::down},
+};
+// conversion/baichuan.py splits W_pack into three tensors.
+constexpr Role kSplitQkv[] = {
+    {"attn_q", &FamilyTensorNames::qkv, 0, 3},
+    {"attn_k", &FamilyTensorNames::qkv, 1, 3},
+    {"attn_v", &FamilyTensorNames::qkv, 2, 3},
+};
 
-std::optional<std::uint32_t> token_id(const GgufFile& file, std::string_view key) {
-    if (file.find(key) == nullptr) {
-        return std::nullopt;
-    }
-    const std::uint64_t id = file.uint_at(key);
-    if (id > std::numeric_limits<std::uint32_t>::max()) {
-        fail(file, fmt::format("{} {} is not a token id", key, id));
-    }
-    return static_cast<std::uint32_t>(id);
-}
-
-// BLOOM's Hugging Face name of a llama.cpp tensor name (llama-arch.cpp's LLM_ARCH_BLOOM).
-std::optional<std::string> hf_name(std::string_view name) {
-    static const std::pair<std::string_view, std::string_view> kWhole[] = {
-        {"token_embd.weight", "word_embeddings.weight"},
-        {"token_embd_norm.weight", "word_embeddings_layernorm.weight"},
-        {"token_embd_norm.bias", "word_embeddings_layernorm.bias"},
-        {"output_norm.weight", "ln_f.weight"},
-        {"output_norm.bias", "ln_f.bias"},
-        {"output.weight", "lm_head.weight"},
-    };
-    for (const auto& [gguf, hf] : kWhole) {
-        if (name == gguf) {
-            return std::string(hf);
+// "blk.7.attn_norm.bias" -> (7, "attn_norm", ".bias"); canonical numbers only: "blk.01" and
+// "blk.1" must not both become layer 1.
+struct BlockName {
+    std::uint32_t layer = 0;
+    std::string_view role, suffix;
+};
+std::optional<std::pair<std::string_view, std::string_view>> split_suffix(std::string_view name) {
+    for (const std::string_view suffix : {".weight", ".bias"}) {
+        if (name.ends_with(suffix)) {
+            return std::pair{name.substr(0, name.size() - suffix.size()), suffix};
         }
     }
-    static const std::pair<std::string_view, std::string_view> kBlock[] = {
-        {"attn_norm", "input_layernorm"},        {"attn_qkv", "self_attention.query_key_value"},
-        {"attn_output", "self_attention.dense"}, {"ffn_norm", "post_attention_layernorm"},
-        {"ffn_up", "mlp.dense_h_to_4h"},         {"ffn_down", "mlp.dense_4h_to_h"},
-    };
+    return std::nullopt;
+}
+std::optional<BlockName> block_name(std::string_view name) {
     if (!name.starts_with("blk.")) {
         return std::nullopt;
     }
     std::string_view rest = name.substr(4);
-    std::uint32_t layer = 0;
-    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-    // Canonical numbers only: "blk.01" and "blk.1" must not both become h.1.
-    if (error != std::errc{} || end == rest.data() || *end != '.' ||
-        std::string_view(rest.data(), static_cast<std::size_t>(end - rest.data())) != fmt::to_string(layer)) {
+    BlockName block;
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), block.layer);
+    if (error != std::errc{} || end == rest.data() || end == rest.data() + rest.size() || *end != '.' ||
+        std::string_view(rest.data(), static_cast<std::size_t>(end - rest.data())) != fmt::to_string(block.layer)) {
         return std::nullopt;
     }
     rest.remove_prefix(static_cast<std::size_t>(end - rest.data()) + 1);
-    for (const auto& [gguf, hf] : kBlock) {
-        for (const std::string_view suffix : {".weight", ".bias"}) {
-            if (rest.size() == gguf.size() + suffix.size() && rest.starts_with(gguf) && rest.ends_with(suffix)) {
-                return fmt::format("h.{}.{}{}", layer, hf, suffix);
-            }
-        }
+    const auto split = split_suffix(rest);
+    if (!split) {
+        return std::nullopt;
     }
-    return std::nullopt;
+    block.role = split->first;
+    block.suffix = split->second;
+    return block;
 }
 
 // llama.cpp stores BLOOM's fused QKV rows as [q | k | v] (each [n_head, head_dim]); BLOOM's
@@ -93,73 +98,89 @@ std::vector<std::uint32_t> bloom_qkv_rows(const ModelConfig& config) {
     return order;
 }
 
-}  // namespace
-
-ModelConfig model_config_from_gguf(const GgufFile& file) {
-    const std::string architecture = file.string_at("general.architecture");
-    if (architecture != "bloom") {
-        fail(file, fmt::format("GGUF architecture '{}' is not an ALiBi family vkformer runs (of llama.cpp's "
-                               "architectures, vkformer reads 'bloom')",
-                               architecture));
+// Baichuan's W_pack from llama.cpp's attn_q, attn_k, attn_v one after the other. The converter
+// permuted the rows of q and k for rotary positions (_reverse_hf_permute: within each head, row
+// j * head_dim / 2 + i went to 2 i + j); ALiBi's dot products do not see that order, but the
+// model is read back as it was converted, bit for bit.
+std::vector<std::uint32_t> baichuan_w_pack_rows(const ModelConfig& config) {
+    const std::uint32_t dim = config.head_dim, half = dim / 2, h = config.hidden;
+    std::vector<std::uint32_t> order(3 * std::size_t{h});
+    for (std::uint32_t part = 0; part < 3; ++part) {
+        for (std::uint32_t head = 0; head < config.n_head; ++head) {
+            for (std::uint32_t r = 0; r < dim; ++r) {
+                const std::uint32_t stored = part == 2 || dim % 2 != 0 ? r : 2 * (r % half) + r / half;
+                order[std::size_t{part} * h + head * dim + r] = part * h + head * dim + stored;
+            }
+        }
     }
-    ModelConfig config{.family = ModelFamily::Bloom};
-    config.hidden = dimension(file, "bloom.embedding_length");
-    config.n_layer = dimension(file, "bloom.block_count");
-    config.n_head = dimension(file, "bloom.attention.head_count");
-    config.n_kv_head = config.n_head;
-    if (file.find("bloom.attention.head_count_kv") != nullptr &&
-        file.uint_at("bloom.attention.head_count_kv") != config.n_head) {
-        fail(file, fmt::format("bloom.attention.head_count_kv {} differs from head_count {}: BLOOM has no "
-                               "grouped-query attention",
-                               file.uint_at("bloom.attention.head_count_kv"), config.n_head));
-    }
-    if (config.hidden % config.n_head != 0) {
-        fail(file, fmt::format("bloom.embedding_length {} is not a multiple of bloom.attention.head_count {}",
-                               config.hidden, config.n_head));
-    }
-    config.head_dim = config.hidden / config.n_head;
-    const std::uint64_t ffn = file.uint_at("bloom.feed_forward_length");
-    if (ffn != 4 * std::uint64_t{config.hidden}) {
-        fail(file, fmt::format("bloom.feed_forward_length {} is not 4 x bloom.embedding_length {} (BLOOM's MLP)", ffn,
-                               config.hidden));
-    }
-    config.ffn_hidden = static_cast<std::uint32_t>(ffn);
-    config.layer_norm_epsilon = file.float_at("bloom.attention.layer_norm_epsilon");
-    if (file.find("bloom.context_length") != nullptr) {
-        config.max_seq_len = dimension(file, "bloom.context_length");
-    }
-    const GgufTensorInfo& embedding = file.tensor_at("token_embd.weight");
-    if (embedding.dims.size() != 2 || embedding.dims[0] != config.hidden || embedding.dims[1] == 0 ||
-        embedding.dims[1] > std::numeric_limits<std::uint32_t>::max()) {
-        fail(file, fmt::format("tensor 'token_embd.weight' has shape [{}], expected [vocabulary, {}]",
-                               fmt::join(embedding.shape(), ", "), config.hidden));
-    }
-    config.vocab_size = static_cast<std::uint32_t>(embedding.dims[1]);
-    config.tie_word_embeddings = file.find_tensor("output.weight") == nullptr;
-    config.bos_token_id = token_id(file, "tokenizer.ggml.bos_token_id");
-    if (const auto eos = token_id(file, "tokenizer.ggml.eos_token_id")) {
-        config.eos_token_ids = {*eos};
-    }
-    return config;
+    return order;
 }
 
+std::optional<GgufTensorName> mapped(const ModelConfig& config, const Role& role, std::string_view layer_prefix,
+                                     std::string_view suffix) {
+    const FamilyTensorNames& names = family_spec(config.family).tensors;
+    if (role.member == nullptr) {
+        return suffix == ".weight" ? std::optional(GgufTensorName{.name = "lm_head.weight"}) : std::nullopt;
+    }
+    const std::string_view base = names.*role.member;
+    if (base.empty()) {
+        return std::nullopt;
+    }
+    GgufTensorName name{
+        .name = fmt::format("{}{}{}", layer_prefix, base, suffix), .part = role.part, .parts = role.parts};
+    const bool linear = role.member == &FamilyTensorNames::qkv || role.member == &FamilyTensorNames::attn_out ||
+                        role.member == &FamilyTensorNames::up || role.member == &FamilyTensorNames::gate ||
+                        role.member == &FamilyTensorNames::down;
+    name.transposed = names.conv1d && linear && suffix == ".weight";
+    if (role.member == &FamilyTensorNames::qkv) {
+        const std::uint64_t rows = std::uint64_t{config.hidden} + 2 * std::uint64_t{config.n_kv_head} * config.head_dim;
+        if (config.family == ModelFamily::Bloom) {
+            name.row_order = &bloom_qkv_rows;
+            name.rows = rows;
+        } else if (config.family == ModelFamily::Baichuan) {
+            name.row_order = &baichuan_w_pack_rows;
+            name.rows = rows;
+        }
+    }
+    return name;
+}
+
+}  // namespace
+
 std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::string_view gguf_name) {
-    if (config.family != ModelFamily::Bloom) {
+    if (const std::optional<BlockName> block = block_name(gguf_name)) {
+        if (block->layer >= config.n_layer) {
+            return std::nullopt;
+        }
+        const std::string prefix = fmt::format("{}{}.", family_spec(config.family).tensors.layer_prefix, block->layer);
+        for (const Role& role : kBlock) {
+            if (role.gguf == block->role) {
+                return mapped(config, role, prefix, block->suffix);
+            }
+        }
+        if (config.family == ModelFamily::Baichuan) {
+            for (const Role& role : kSplitQkv) {
+                if (role.gguf == block->role) {
+                    return mapped(config, role, prefix, block->suffix);
+                }
+            }
+        }
         return std::nullopt;
     }
-    std::optional<std::string> name = hf_name(gguf_name);
-    if (!name) {
+    const auto split = split_suffix(gguf_name);
+    if (!split) {
         return std::nullopt;
     }
-    const bool qkv = name->ends_with("self_attention.query_key_value.weight") ||
-                     name->ends_with("self_attention.query_key_value.bias");
-    return GgufTensorName{.name = std::move(*name),
-                          .row_order = qkv ? &bloom_qkv_rows : nullptr,
-                          .rows = qkv ? 3 * std::uint64_t{config.n_head} * config.head_dim : 0};
+    for (const Role& role : kWhole) {
+        if (role.gguf == split->first) {
+            return mapped(config, role, "", split->second);
+        }
+    }
+    return std::nullopt;
 }
 
 std::string_view gguf_architecture_label(ModelFamily family) {
-    return family == ModelFamily::Bloom ? "BLOOM" : family_name(family);
+    return family_spec(family).display_name;
 }
 
 }  // namespace vkf

@@ -18,7 +18,10 @@ vkf-perplexity --model FILE.gguf must score models/kjv-bloom/heldout.txt as on t
 The C API (tests/capi/test_capi_gguf.c) loads it by path and from a descriptor window of a file
 holding it at an unaligned offset between other bytes, and must generate vkf-run's ids.
 
-usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR VKF_PERPLEXITY TEST_CAPI_GGUF
+vkf-tokenize --tokenizer FILE.gguf must give tokenizer.json's ids for the whole held-out text, and
+with tokenizer.ggml.add_bos_token / add_eos_token set, the same ids between BOS and EOS.
+
+usage: gguf_run_test.py VKF_RUN MODEL_DIR NPM_DIR VKF_PERPLEXITY TEST_CAPI_GGUF VKF_TOKENIZE
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
 """
 
@@ -110,7 +113,7 @@ def dequantized_directory(gguf, np, model_dir, out, qtype):
         json.dump(config, f)
 
 
-def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False, quant=None):
+def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False, quant=None, add_special=None):
     """conversion/bloom.py's BloomModel, written with gguf-py; with `quant` (a
     GGMLQuantizationType) every matrix quantized by gguf-py, as llama-quantize --pure does."""
     with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
@@ -141,6 +144,9 @@ def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False, quant=No
     writer.add_token_list([t for t, _ in entries])
     writer.add_token_types([int(k) for _, k in entries])
     writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
+    # gguf-py's SpecialVocab writes these from tokenizer_config.json's add_bos_token/add_eos_token.
+    for key, value in (add_special or {}).items():
+        getattr(writer, "add_add_%s_token" % key)(value)
     for name, data in read_safetensors(np, os.path.join(model_dir, "model.safetensors")).items():
         target = gguf_name(name)
         if target.endswith("attn_qkv.weight"):
@@ -173,11 +179,11 @@ def greedy(vkf_run, model, tokenizer, weights, logits):
 
 
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 7:
         print(__doc__)
         return 2
     vkf_run, model_dir, npm_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
-    vkf_perplexity, capi_gguf = sys.argv[4], sys.argv[5]
+    vkf_perplexity, capi_gguf, vkf_tokenize = sys.argv[4], sys.argv[5], sys.argv[6]
     for program in ("node", "npm", "git"):
         if gguf_compare.shutil.which(program) is None:
             gguf_compare.skip("%s is not installed" % program)
@@ -222,6 +228,27 @@ def main():
                 if key in theirs and ours.get(key) != theirs.get(key):
                     fail("--prompt: GGUF's %s %r, the directory's %r" % (key, ours.get(key), theirs.get(key)))
             print("--prompt: %s" % json.dumps({k: theirs.get(k) for k in ("generated_ids", "text") if k in theirs}))
+
+        # The GGUF's tokenizer on the whole held-out text, and llama.cpp's add_bos/add_eos keys.
+        heldout = os.path.join(model_dir, "heldout.txt")
+        ids = {}
+        special = os.path.join(tmp, "add-special.gguf")
+        convert(gguf, np, model_dir, special, add_special={"bos": True, "eos": True})
+        for name, source in (("tokenizer.json", tokenizer), ("GGUF", path), ("GGUF add_bos/eos", special)):
+            proc = run(vkf_tokenize, ["--tokenizer", source, "--file", heldout])
+            if proc.returncode != 0:
+                fail("vkf-tokenize --tokenizer %s: exit %d: %s" % (name, proc.returncode, proc.stderr))
+            ids[name] = proc.stdout.split()
+        if ids["GGUF"] != ids["tokenizer.json"] or len(ids["GGUF"]) < 1000:
+            fail("held-out text: the GGUF's %d ids differ from tokenizer.json's %d" % (len(ids["GGUF"]),
+                                                                                       len(ids["tokenizer.json"])))
+        with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+            hp = json.load(f)
+        framed = [str(hp["bos_token_id"])] + ids["tokenizer.json"] + [str(hp["eos_token_id"])]
+        if ids["GGUF add_bos/eos"] != framed:
+            fail("add_bos_token/add_eos_token: %r... not BOS, the text's ids, EOS" % ids["GGUF add_bos/eos"][:5])
+        print("held-out text: %d ids as tokenizer.json's; with add_bos/add_eos framed by %s and %s"
+              % (len(ids["GGUF"]), framed[0], framed[-1]))
 
         # The C API, by path and from a descriptor window (an Android asset inside its APK).
         with open(path, "rb") as f:

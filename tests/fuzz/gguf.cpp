@@ -2,10 +2,12 @@
 // memfd. When the header is accepted, every tensor is read and what open_gguf promises is
 // checked: tensors lie aligned inside the data section without sharing bytes, names and keys
 // find their entries, byte sizes match the dimensions and the type's block. Then the file is
-// opened as a model (open_gguf_model) and each tensor it presents is read.
+// opened as a model (open_gguf_model) and as an encoder (open_encoder_checkpoint), each tensor
+// either presents is read, and tokenizer.ggml.* is translated (tokenizer_json_from_gguf).
 
 #include "host/io/gguf.hpp"
 #include "host/quant/gguf_tensor_file.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <algorithm>
@@ -61,9 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     });
     // As a model (host/quant/gguf_tensor_file.hpp): every presented tensor reads whole and in
     // two parts that together are the whole (rows regrouped, blocks split into planes).
-    fuzz::run_parser([&] {
-        const GgufModelSource model = open_gguf_model(open_gguf(file.path()));
-        for (const auto& tensor_file : model.checkpoint.files()) {
+    const auto read_every_tensor = [](const ShardedCheckpoint& checkpoint) {
+        for (const auto& tensor_file : checkpoint.files()) {
             for (const TensorInfo& info : tensor_file->tensors()) {
                 const std::vector<std::byte> whole = tensor_file->read_raw(info);
                 fuzz::check(whole.size() == info.byte_size(), "read_raw returns the tensor's bytes");
@@ -74,6 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 fuzz::check(parts == whole, "a tensor read in two parts is the tensor read whole");
             }
         }
-    });
+    };
+    fuzz::run_parser([&] { read_every_tensor(open_gguf_model(open_gguf(file.path())).checkpoint); });
+    fuzz::run_parser([&] { read_every_tensor(open_encoder_checkpoint(file.path())); });
+    fuzz::run_parser([&] { fuzz::sink(tokenizer_json_from_gguf(open_gguf(file.path())).value_or("").size()); });
     return 0;
 }

@@ -129,6 +129,12 @@ public final class VkformerTest {
             }
             finish();
         }
+        if (args[0].equals("--gguf")) {
+            try (Context ctx = new Context()) {
+                checkGguf(ctx, args[1], args[2]);
+            }
+            finish();
+        }
         final String dir = args[0];
         final String prompt = "In the beginning God created";
         check(!Vkformer.version().isEmpty() && Vkformer.abiVersion() >= 1, "version " + Vkformer.version());
@@ -517,6 +523,29 @@ public final class VkformerTest {
     private static void finish() {
         System.out.println("java_binding: " + checks + " checks, " + failures.size() + " failed");
         System.exit(failures.isEmpty() ? 0 : 1);
+    }
+
+    /** A llama.cpp GGUF of the model in dir, loaded by its path: the tokenizer from tokenizer.ggml.* and
+     *  the greedy ids are the directory's. */
+    private static void checkGguf(Context ctx, String gguf, String dir) {
+        String text = "And God said, Let there be light: and there was light.";
+        try (Model fromFile = new Model(ctx, gguf); Model fromDir = new Model(ctx, dir);
+             Tokenizer fileTokens = new Tokenizer(gguf); Tokenizer dirTokens = new Tokenizer(dir)) {
+            check(fromFile.family().equals("bloom") && fromFile.vocabSize() == fromDir.vocabSize(),
+                  "GGUF model info: " + fromFile.family() + ", vocab " + fromFile.vocabSize());
+            int[] ids = fileTokens.encode(text, true);
+            check(java.util.Arrays.equals(ids, dirTokens.encode(text, true)), "GGUF tokenizer: the directory's ids");
+            int[][] generated = new int[2][];
+            Model[] models = {fromFile, fromDir};
+            for (int i = 0; i < 2; i++) {
+                try (Session session = new Session(models[i], 64)) {
+                    generated[i] = session.generate(ids, options(12), null, null).tokens;
+                }
+            }
+            System.out.println("GGUF greedy ids " + java.util.Arrays.toString(generated[0]));
+            check(generated[0].length == 12 && java.util.Arrays.equals(generated[0], generated[1]),
+                  "GGUF greedy ids are the directory's");
+        }
     }
 
     /** A random tiny JinaBERT: the pooled embedding is the mean of the per-token ones, normalized. */
