@@ -22,6 +22,7 @@ inline constexpr std::uint32_t kQuantizationVersion = 2;
 inline constexpr std::string_view kArchitecture = "general.architecture";
 inline constexpr std::string_view kType = "general.type";
 inline constexpr std::string_view kName = "general.name";
+inline constexpr std::string_view kSizeLabel = "general.size_label";
 inline constexpr std::string_view kAlignment = "general.alignment";
 inline constexpr std::string_view kFileType = "general.file_type";
 inline constexpr std::string_view kQuantizationVersionKey = "general.quantization_version";

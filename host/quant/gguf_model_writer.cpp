@@ -13,7 +13,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -128,6 +130,20 @@ void encode_rows(GgmlType type, std::span<const float> values, std::uint64_t row
     }
 }
 
+// gguf-py's size_label (utility.py model_weight_count_rounded_notation, two digits at least):
+// "4.2M", "560M", "1.1B". std::nearbyint rounds half to even, as Python's round().
+std::string size_label(std::uint64_t parameters) {
+    const auto count = static_cast<double>(parameters);
+    const auto [scaled, suffix] = count > 1e12  ? std::pair{count * 1e-12, 'T'}
+                                  : count > 1e9 ? std::pair{count * 1e-9, 'B'}
+                                  : count > 1e6 ? std::pair{count * 1e-6, 'M'}
+                                                : std::pair{count * 1e-3, 'K'};
+    std::string whole = fmt::format("{:.0f}", std::nearbyint(scaled));
+    whole.erase(0, whole.find_first_not_of('0') == std::string::npos ? whole.size() : whole.find_first_not_of('0'));
+    const int fix = std::max(2 - static_cast<int>(whole.size()), 0);
+    return fmt::format("{:.{}f}{}", scaled, fix, suffix);
+}
+
 // The context length conversion/bloom.py writes: config.json's seq_length, else the width.
 std::uint32_t context_length(const fs::path& dir, const ModelConfig& config) {
     const JsonValue json = read_json_file(dir / "config.json");
@@ -172,6 +188,15 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
     fs::path named = fs::absolute(dir).lexically_normal();
     named = named.filename().empty() ? named.parent_path() : named;  // "models/x/" names x
     put(std::string(gguf_key::kName), gguf_string(named.filename().string()));
+    std::uint64_t parameters = 0;
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+        std::uint64_t elements = 1;
+        for (const std::size_t d : e.shape) {
+            elements *= d;
+        }
+        parameters += elements;
+    }
+    put(std::string(gguf_key::kSizeLabel), gguf_string(size_label(parameters)));
     put(gguf_key::arch_key(arch, gguf_key::kContextLength), gguf_uint32(context_length(dir, config)));
     put(gguf_key::arch_key(arch, gguf_key::kEmbeddingLength), gguf_uint32(config.hidden));
     put(gguf_key::arch_key(arch, gguf_key::kFeedForwardLength), gguf_uint32(config.ffn_hidden));
