@@ -201,26 +201,33 @@ void write_gguf_file(const std::filesystem::path& path, std::span<const GgufKeyV
         const std::uint64_t row_bytes = row_count == 0 ? 0 : sizes[t] / row_count;
         const std::uint64_t band_rows =
             std::max<std::uint64_t>(1, kGgufWriteBandBytes / std::max<std::uint64_t>(1, row_bytes));
+        // Each tensor is padded to the alignment, the last one too (gguf-py's write_padding).
+        const std::uint64_t pad = padded(sizes[t], alignment) - sizes[t];
+        const auto report = [&](bool tensor_done) {
+            if (progress) {
+                progress(CheckpointWriteProgress{.tensor = tensor.name,
+                                                 .tensors_done = tensor_done ? t + 1 : t,
+                                                 .tensor_count = tensors.size(),
+                                                 .bytes_done = done,
+                                                 .total_bytes = offset});
+            }
+        };
         for (std::uint64_t first = 0; first < row_count; first += band_rows) {
             const std::uint64_t n = std::min(band_rows, row_count - first);
             band.assign(n * row_bytes, std::byte{0});
             tensor.fill(first, n, band);
             out.write(band);
             done += band.size();
-            if (progress) {
-                progress(CheckpointWriteProgress{.tensor = tensor.name,
-                                                 .tensors_done = first + n == row_count ? t + 1 : t,
-                                                 .tensor_count = tensors.size(),
-                                                 .bytes_done = done,
-                                                 .total_bytes = offset});
+            if (first + n < row_count) {
+                report(false);
             }
         }
-        const std::uint64_t pad = padded(sizes[t], alignment) - sizes[t];
         if (pad != 0) {
             band.assign(pad, std::byte{0});
             out.write(band);
             done += pad;
         }
+        report(true);
     }
     out.commit();
 }

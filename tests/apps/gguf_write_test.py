@@ -259,8 +259,9 @@ def main():
                     fail("%s: GGUF ids %r, directory %r; logits equal: %s" % (
                         outtype, a.get("generated_ids"), b.get("generated_ids"),
                         la.shape == lb.shape and np.array_equal(la, lb)))
-                print("vkf-run --weights %s: GGUF ids %s, logits identical to the directory's" % (
-                    outtype, a.get("generated_ids")))
+                else:
+                    print("vkf-run --weights %s: GGUF ids %s, logits identical to the directory's" % (
+                        outtype, a.get("generated_ids")))
                 if outtype == "f16":
                     text = ["--prompt", "In the beginning God created", "--n-predict", str(N_PREDICT), "--kv", "f32"]
                     a, b = run_json(vkf_run, ["--model", ours] + text), run_json(vkf_run, ["--model", model_dir] + text)
