@@ -7,6 +7,7 @@
 #include "apps/common/app_main.hpp"
 #include "apps/common/options.hpp"
 #include "base/format.hpp"
+#include "host/io/gguf.hpp"
 #include "host/quant/gguf_model_writer.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 
@@ -102,6 +103,10 @@ int run_gguf(const Options& o, const std::chrono::steady_clock::time_point& star
 
 int run(const Options& o) {
     const auto start = std::chrono::steady_clock::now();
+    if (vkf::looks_like_gguf(o.model)) {
+        throw vkf::app::UsageError(fmt::format(
+            "--model '{}' is a GGUF file; vkf-quantize reads a Hugging Face checkpoint directory", o.model));
+    }
     const bool gguf_name = std::filesystem::path(o.out).extension() == ".gguf";
     if (!o.format && gguf_name) {
         throw vkf::app::UsageError(
