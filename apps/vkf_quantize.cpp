@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -95,7 +96,9 @@ int run_gguf(const Options& o, const std::chrono::steady_clock::time_point& star
     const std::uintmax_t before = directory_bytes(source);
     std::error_code error;
     const std::uintmax_t after = std::filesystem::file_size(o.out, error);
-    fmt::print("{}: GGUF file ({}) of {} (the original: {}), {:.1f} s\n", o.out, vkf::to_string(type),
+    // Written to a stream (--out /dev/stdout, a pipe), the summary must not join the file's bytes.
+    std::FILE* summary = std::filesystem::is_regular_file(o.out, error) ? stdout : stderr;
+    fmt::print(summary, "{}: GGUF file ({}) of {} (the original: {}), {:.1f} s\n", o.out, vkf::to_string(type),
                error ? std::string("?") : vkf::size_text(after), vkf::size_text(before),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return vkf::app::kExitOk;

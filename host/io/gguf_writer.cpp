@@ -185,7 +185,12 @@ void write_gguf_file(const std::filesystem::path& path, std::span<const GgufKeyV
     }
     header.pad_to(alignment);
     const std::uint64_t total = header.text().size() + offset;
-    check_free_space(path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path(), total, label);
+    // A device or FIFO target (/dev/stdout, a pipe) is written as a stream: its directory's free
+    // space says nothing about it.
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec)) {
+        check_free_space(path.parent_path(), total, label);
+    }
 
     AtomicFile out(path, "GGUF file");
     out.write(header.text());

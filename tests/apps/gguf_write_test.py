@@ -18,6 +18,7 @@ chat template, and one with BLOOM's Split pre-tokenizer) is written by vkf-quant
 - vkf-run loading each file gives the greedy ids and bit-identical logits of the directory run in
   the same weight format (--weights f32/f16/q8_0/q4_0), and a text prompt through the tokenizer
   written to the file gives the directory's ids and text.
+- Written to /dev/stdout (a pipe), the same bytes as the file.
 - Refused with a clear message: an output in a missing directory, a full disk (/dev/full), an
   output named .gguf without --format gguf, --to f16 for a checkpoint directory, a GGUF input.
 
@@ -28,13 +29,14 @@ Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install 
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
 import gguf_compare  # noqa: E402  (gguf-py's installation)
-from cli_checks import fail, failures, run, run_json  # noqa: E402
+from cli_checks import command, fail, failures, run, run_json  # noqa: E402
 from gguf_run_test import gguf_name, read_safetensors  # noqa: E402
 
 PROMPT = "1,410,82,37,5,300"
@@ -281,6 +283,14 @@ def main():
                 else:
                     print("vkf-run --weights %s: GGUF ids %s, logits identical to the directory's" % (
                         outtype, a.get("generated_ids")))
+
+        # Written as a stream (a pipe): the same bytes as the file, nothing else on stdout.
+        piped = subprocess.run(command(vkf_quantize, ["--model", model_dir, "--to", "q4_0", "--format", "gguf",
+                                                      "--out", "/dev/stdout"]), capture_output=True)
+        with open(os.path.join(tmp, "kjv-bloom-q4_0.gguf"), "rb") as f:
+            if piped.returncode != 0 or piped.stdout != f.read():
+                fail("vkf-quantize --out /dev/stdout: exit %d, %d bytes differing from the file's"
+                     % (piped.returncode, len(piped.stdout)))
 
         # Clear refusals.
         refusals = (
