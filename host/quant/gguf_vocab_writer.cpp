@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
