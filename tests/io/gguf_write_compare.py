@@ -11,6 +11,7 @@ usage: gguf_write_compare.py GGUF_WRITE_SAMPLE NPM_DIR
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
 """
 
+import importlib.util
 import os
 import shlex
 import shutil
@@ -46,9 +47,7 @@ def main():
     for program in ("node", "npm", "git"):
         if shutil.which(program) is None:
             gguf_compare.skip("%s is not installed" % program)
-    try:
-        import numpy as np  # noqa: F401  (gguf-py needs it)
-    except ImportError:
+    if importlib.util.find_spec("numpy") is None:  # gguf-py needs it
         gguf_compare.skip("numpy is not installed for %s" % sys.executable)
     sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
     import gguf
