@@ -9,12 +9,13 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "host/io/gguf_keys.hpp"
 #include "host/util/endian.hpp"
 
 namespace vkf {
 namespace {
 
-constexpr std::array<char, 4> kMagic = {'G', 'G', 'U', 'F'};
+constexpr std::array<char, 4> kMagic = gguf_key::kMagic;
 // Header reads go through a window of this many bytes: a tokenizer's vocabulary is hundreds of
 // thousands of short strings, which would otherwise be as many pread calls.
 constexpr std::size_t kWindowBytes = std::size_t{1} << 20;
@@ -302,7 +303,7 @@ GgufTensorInfo read_tensor_info(Cursor& in) {
 }
 
 void read_alignment(const GgufFile& file, std::uint64_t& alignment) {
-    const GgufValue* value = file.find("general.alignment");
+    const GgufValue* value = file.find(gguf_key::kAlignment);
     if (value == nullptr) {
         return;
     }

@@ -1,0 +1,274 @@
+#include "host/quant/gguf_model_writer.hpp"
+
+#include "base/error.hpp"
+#include "host/io/gguf_keys.hpp"
+#include "host/io/gguf_writer.hpp"
+#include "host/io/json.hpp"
+#include "host/quant/gguf_vocab_writer.hpp"
+#include "host/quant/quantized_checkpoint.hpp"
+#include "host/spec/gguf_checkpoint.hpp"
+#include "host/spec/model_tensors.hpp"
+#include "host/util/endian.hpp"
+#include "host/util/half.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace vkf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// llama.cpp's tensor names (gguf-py's TENSOR_NAMES) that vkformer's families can have; which
+// Hugging Face tensor each one is comes from the GGUF reader (gguf_tensor_name), so the two
+// directions cannot disagree.
+constexpr std::string_view kWholeNames[] = {"token_embd", "token_embd_norm", "output_norm", "output"};
+constexpr std::string_view kBlockNames[] = {"attn_norm", "attn_qkv", "attn_output", "ffn_norm", "ffn_up", "ffn_down"};
+
+std::string_view architecture(ModelFamily family) {
+    if (family == ModelFamily::Bloom) {
+        return "bloom";
+    }
+    throw Error(
+        fmt::format("vkf-quantize writes GGUF for the families vkformer's GGUF reader loads (BLOOM as "
+                    "llama.cpp's 'bloom'), not {}",
+                    family_name(family)));
+}
+
+std::string strip_prefix(std::string_view name) {
+    return std::string(name.starts_with(kTransformerPrefix) ? name.substr(kTransformerPrefix.size()) : name);
+}
+
+// llama.cpp's name of every Hugging Face tensor of the family, with the reader's row order.
+std::map<std::string, std::pair<std::string, GgufTensorName>> llama_names(const ModelConfig& config) {
+    std::map<std::string, std::pair<std::string, GgufTensorName>> by_hf;
+    const auto add = [&](const std::string& gguf) {
+        if (std::optional<GgufTensorName> hf = gguf_tensor_name(config, gguf)) {
+            by_hf.emplace(strip_prefix(hf->name), std::pair{gguf, *hf});
+        }
+    };
+    for (const std::string_view suffix : {".weight", ".bias"}) {
+        for (const std::string_view name : kWholeNames) {
+            add(fmt::format("{}{}", name, suffix));
+        }
+        for (std::uint32_t layer = 0; layer < config.n_layer; ++layer) {
+            for (const std::string_view name : kBlockNames) {
+                add(fmt::format("blk.{}.{}{}", layer, name, suffix));
+            }
+        }
+    }
+    return by_hf;
+}
+
+GgmlType ggml_type(GgufMatrixType type) {
+    switch (type) {
+        case GgufMatrixType::F32:
+            return GgmlType::F32;
+        case GgufMatrixType::F16:
+            return GgmlType::F16;
+        case GgufMatrixType::Q8_0:
+            return GgmlType::Q8_0;
+        case GgufMatrixType::Q4_0:
+            return GgmlType::Q4_0;
+    }
+    return GgmlType::F32;
+}
+
+gguf_key::FileType file_type(GgufMatrixType type) {
+    switch (type) {
+        case GgufMatrixType::F32:
+            return gguf_key::FileType::AllF32;
+        case GgufMatrixType::F16:
+            return gguf_key::FileType::MostlyF16;
+        case GgufMatrixType::Q8_0:
+            return gguf_key::FileType::MostlyQ8_0;
+        case GgufMatrixType::Q4_0:
+            return gguf_key::FileType::MostlyQ4_0;
+    }
+    return gguf_key::FileType::AllF32;
+}
+
+// Rows of fp32 values as `type` stores them: F32, F16 (refusing values beyond fp16), or ggml's
+// blocks of vkformer's q8_0 / q4_0 (fp16 d, then the block's values plane bytes).
+void encode_rows(GgmlType type, std::span<const float> values, std::uint64_t rows, std::uint64_t k,
+                 std::span<std::byte> out, const std::string& name) {
+    if (type == GgmlType::F32) {
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            store_le(out.data() + 4 * i, std::bit_cast<std::uint32_t>(values[i]));
+        }
+        return;
+    }
+    if (type == GgmlType::F16) {
+        const std::vector<std::uint16_t> halves = floats_to_halves(values);
+        if (const std::optional<std::size_t> i = first_half_overflow(values, halves)) {
+            throw Error(fmt::format("tensor '{}': element {} ({:f}) does not fit fp16", name, *i, values[*i]));
+        }
+        for (std::size_t i = 0; i < halves.size(); ++i) {
+            store_le(out.data() + 2 * i, halves[i]);
+        }
+        return;
+    }
+    const QuantFormat format = type == GgmlType::Q8_0 ? QuantFormat::Q8_0 : QuantFormat::Q4_0;
+    const std::uint64_t row_bytes = quant_row_bytes(format, k, name);
+    const std::uint64_t blocks = quant_row_scales(k, name);
+    const std::uint64_t block_values = row_bytes / blocks;
+    std::vector<std::uint8_t> plane(row_bytes);
+    std::vector<std::uint16_t> scales(blocks);
+    std::byte* at = out.data();
+    for (std::uint64_t r = 0; r < rows; ++r) {
+        quantize_row(format, values.subspan(r * k, k), plane, scales, fmt::format("tensor '{}' row {}", name, r));
+        for (std::uint64_t b = 0; b < blocks; ++b) {
+            store_le(at, scales[b]);
+            std::memcpy(at + 2, plane.data() + b * block_values, block_values);
+            at += 2 + block_values;
+        }
+    }
+}
+
+// gguf-py's size_label (utility.py model_weight_count_rounded_notation, two digits at least):
+// "4.2M", "560M", "1.1B". std::nearbyint rounds half to even, as Python's round().
+std::string size_label(std::uint64_t parameters) {
+    const auto count = static_cast<double>(parameters);
+    const auto [scaled, suffix] = count > 1e12  ? std::pair{count * 1e-12, 'T'}
+                                  : count > 1e9 ? std::pair{count * 1e-9, 'B'}
+                                  : count > 1e6 ? std::pair{count * 1e-6, 'M'}
+                                                : std::pair{count * 1e-3, 'K'};
+    std::string whole = fmt::format("{:.0f}", std::nearbyint(scaled));
+    whole.erase(0, whole.find_first_not_of('0') == std::string::npos ? whole.size() : whole.find_first_not_of('0'));
+    const int fix = std::max(2 - static_cast<int>(whole.size()), 0);
+    return fmt::format("{:.{}f}{}", scaled, fix, suffix);
+}
+
+// The context length conversion/bloom.py writes: config.json's seq_length, else the width.
+std::uint32_t context_length(const fs::path& dir, const ModelConfig& config) {
+    const JsonValue json = read_json_file(dir / "config.json");
+    const JsonValue* seq = json.find("seq_length");
+    return seq != nullptr && !seq->is_null() ? seq->as_integer<std::uint32_t>() : config.hidden;
+}
+
+}  // namespace
+
+std::string_view to_string(GgufMatrixType type) {
+    switch (type) {
+        case GgufMatrixType::F32:
+            return "f32";
+        case GgufMatrixType::F16:
+            return "f16";
+        case GgufMatrixType::Q8_0:
+            return "q8_0";
+        case GgufMatrixType::Q4_0:
+            return "q4_0";
+    }
+    return "?";
+}
+
+void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufMatrixType type,
+                      const CheckpointProgressCallback& progress) {
+    const ShardedCheckpoint checkpoint = open_checkpoint(model_dir);
+    const ModelConfig config = resolve_with_checkpoint(read_model_config(model_dir), checkpoint);
+    validate(config);
+    const std::string_view arch = architecture(config.family);
+    if (const QuantFormat already = checkpoint_quantization(checkpoint); already != QuantFormat::None) {
+        throw Error(
+            fmt::format("checkpoint '{}' is already quantized ({}); convert the fp32/fp16/bf16 original instead",
+                        checkpoint.source().string(), to_string(already)));
+    }
+    check_checkpoint(checkpoint, config);
+    const fs::path dir = fs::is_directory(model_dir) ? model_dir : model_dir.parent_path();
+
+    std::vector<GgufKeyValue> metadata;
+    const auto put = [&](std::string key, GgufValue value) { metadata.push_back({std::move(key), std::move(value)}); };
+    put(std::string(gguf_key::kArchitecture), gguf_string(std::string(arch)));
+    put(std::string(gguf_key::kType), gguf_string("model"));
+    fs::path named = fs::absolute(dir).lexically_normal();
+    named = named.filename().empty() ? named.parent_path() : named;  // "models/x/" names x
+    put(std::string(gguf_key::kName), gguf_string(named.filename().string()));
+    std::uint64_t parameters = 0;
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+        std::uint64_t elements = 1;
+        for (const std::size_t d : e.shape) {
+            elements *= d;
+        }
+        parameters += elements;
+    }
+    put(std::string(gguf_key::kSizeLabel), gguf_string(size_label(parameters)));
+    put(gguf_key::arch_key(arch, gguf_key::kContextLength), gguf_uint32(context_length(dir, config)));
+    put(gguf_key::arch_key(arch, gguf_key::kEmbeddingLength), gguf_uint32(config.hidden));
+    put(gguf_key::arch_key(arch, gguf_key::kFeedForwardLength), gguf_uint32(config.ffn_hidden));
+    put(gguf_key::arch_key(arch, gguf_key::kBlockCount), gguf_uint32(config.n_layer));
+    put(gguf_key::arch_key(arch, gguf_key::kHeadCount), gguf_uint32(config.n_head));
+    put(gguf_key::arch_key(arch, gguf_key::kHeadCountKv), gguf_uint32(config.n_kv_head));
+    put(gguf_key::arch_key(arch, gguf_key::kLayerNormEpsilon),
+        gguf_float32(static_cast<float>(config.layer_norm_epsilon)));
+    put(std::string(gguf_key::kFileType), gguf_uint32(static_cast<std::uint32_t>(file_type(type))));
+    put(std::string(gguf_key::kQuantizationVersionKey), gguf_uint32(gguf_key::kQuantizationVersion));
+    for (GgufKeyValue& kv : gguf_tokenizer_metadata(dir, config.vocab_size)) {
+        metadata.push_back(std::move(kv));
+    }
+
+    const auto names = llama_names(config);
+    std::vector<GgufTensorSource> tensors;
+    for (const ExpectedTensor& e : expected_tensors(config)) {
+        const auto found = names.find(strip_prefix(e.name));
+        if (found == names.end() || e.transposed) {
+            throw Error(fmt::format("tensor '{}' has no llama.cpp name in the '{}' architecture", e.name, arch));
+        }
+        const auto& [gguf_name, mapping] = found->second;
+        const CheckpointTensor& source = checkpoint.at(e.name);
+        const bool matrix = e.shape.size() == 2 && quantized_role(e.role);
+        const GgmlType tensor_type = matrix ? ggml_type(type) : GgmlType::F32;
+        const std::uint64_t k = e.shape.back();
+        if (matrix && (tensor_type == GgmlType::Q8_0 || tensor_type == GgmlType::Q4_0)) {
+            quant_row_bytes(QuantFormat::Q8_0, k, fmt::format("tensor '{}'", e.name));  // refuses k % 32 != 0
+        }
+        // The reader's row_order maps each family row to its stored row; the writer needs the
+        // reverse: the family row each stored row holds.
+        std::vector<std::uint32_t> family_row;
+        if (mapping.row_order != nullptr) {
+            const std::vector<std::uint32_t> order = mapping.row_order(config);
+            family_row.resize(order.size());
+            for (std::uint32_t r = 0; r < order.size(); ++r) {
+                family_row.at(order[r]) = r;
+            }
+        }
+        const std::uint64_t row_elements = k;  // a 1-D tensor is one row
+        std::vector<std::uint64_t> dims(e.shape.rbegin(), e.shape.rend());
+        tensors.push_back(
+            GgufTensorSource{.name = gguf_name,
+                             .dims = dims,
+                             .type = tensor_type,
+                             .fill = [&source, family_row = std::move(family_row), row_elements, tensor_type, gguf_name,
+                                      is_vector = e.shape.size() == 1](std::uint64_t first, std::uint64_t rows,
+                                                                       std::span<std::byte> out) {
+                                 const DType dtype = source.info->dtype;
+                                 const std::uint64_t row_raw = row_elements * element_size(dtype);
+                                 std::vector<std::byte> raw(rows * row_raw);
+                                 const bool permute_rows = !family_row.empty() && !is_vector;
+                                 if (!permute_rows) {
+                                     source.file->read_raw_into(*source.info, first * row_raw, raw);
+                                 } else {
+                                     for (std::uint64_t r = 0; r < rows; ++r) {
+                                         source.file->read_raw_into(*source.info, family_row.at(first + r) * row_raw,
+                                                                    std::span(raw).subspan(r * row_raw, row_raw));
+                                     }
+                                 }
+                                 std::vector<float> values(rows * row_elements);
+                                 convert_to_f32(dtype, raw, values);
+                                 if (is_vector && !family_row.empty()) {  // a fused QKV bias: one "row" per element
+                                     const std::vector<float> family = values;
+                                     for (std::size_t i = 0; i < values.size(); ++i) {
+                                         values[i] = family.at(family_row.at(i));
+                                     }
+                                 }
+                                 encode_rows(tensor_type, values, rows, row_elements, out, gguf_name);
+                             }});
+    }
+    write_gguf_file(out_file, metadata, tensors, progress);
+}
+
+}  // namespace vkf
