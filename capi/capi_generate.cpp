@@ -118,6 +118,8 @@ vkf_stop_reason TokenSink::stop_reason(StopReason stop) const {
             return text_.cancelled() ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
         case StopReason::CacheFull:
             return VKF_STOP_CACHE_FULL;
+        case StopReason::Error:  // generate() throws it instead
+            break;
     }
     return VKF_STOP_CALLBACK;
 }

@@ -9,6 +9,8 @@ packages=(
   mesa-vulkan-drivers vulkan-validationlayers
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
   libgtest-dev python3 python3-numpy
+  # The JSON-schema checks of constrained decoding (tests/grammar): an independent validator.
+  python3-jsonschema
   # The layer split over MPI ranks (host/dist, docs/DISTRIBUTED.md): Debian's OpenMPI.
   libopenmpi-dev openmpi-bin
   abigail-tools

@@ -13,6 +13,7 @@
 // where an unbounded walk would stall the server for minutes on one request.
 
 #include "host/grammar/grammar.hpp"
+#include "host/grammar/piece_trie.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +45,8 @@ public:
     // would let generation run on without progress); the end-of-text token is the caller's,
     // allowed when complete(). One pass over every piece: O(vocabulary x piece length x stacks).
     std::vector<std::uint8_t> allowed_tokens(std::span<const std::string> pieces) const;
+    // The same over a trie of the pieces (one entry per piece), each shared prefix walked once.
+    std::vector<std::uint8_t> allowed_tokens(const PieceTrie& trie) const;
 
 private:
     using Stack = std::vector<const Element*>;
