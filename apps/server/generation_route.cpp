@@ -2,6 +2,7 @@
 
 #include "apps/server/connections.hpp"
 #include "base/error.hpp"
+#include "host/grammar/token_constraint.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
@@ -141,6 +142,10 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     job.options.prompt_logprobs = r.echo && r.logprobs.has_value();
     if (!r.ignore_eos) {
         job.options.stop_ids = d.eos_ids;
+    }
+    if (r.grammar) {  // checked when the request was read
+        job.options.grammar = std::make_shared<const grammar::Constraint>(
+            grammar::Constraint{.grammar = grammar::parse_gbnf(*r.grammar), .pieces = d.pieces});
     }
     job.n = r.n;
     return job;

@@ -107,9 +107,9 @@ void Matcher::check_bounds(const std::vector<Stack>& stacks, bool deduplicated) 
     }
 }
 
-void Matcher::expand(const Stack& stack, std::vector<Stack>& out) const {
+void Matcher::expand(Stack&& stack, std::vector<Stack>& out) const {
     if (stack.empty() || stack.back()->op != Op::RuleRef) {
-        out.push_back(stack);
+        out.push_back(std::move(stack));
         if (out.size() > 4 * kMaxStacks) {
             check_bounds(out, false);
         }
@@ -130,7 +130,7 @@ void Matcher::expand_rule(const Stack& rest, std::uint32_t id, std::vector<Stack
         if (!ends_alternative(&rule[i])) {
             next.push_back(&rule[i]);
         }
-        expand(next, out);
+        expand(std::move(next), out);
         while (!ends_alternative(&rule[i])) {
             ++i;
         }
@@ -154,7 +154,7 @@ std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, std:
         if (!ends_alternative(after)) {
             next.push_back(after);
         }
-        expand(next, out);
+        expand(std::move(next), out);
     }
     dedupe(out);
     check_bounds(out, true);
@@ -237,6 +237,18 @@ std::vector<std::uint8_t> Matcher::allowed_tokens(std::span<const std::string> p
     return allowed;
 }
 
+std::vector<std::uintptr_t> Matcher::state_key() const {
+    std::vector<std::uintptr_t> key{state_.partial, static_cast<std::uintptr_t>(state_.missing),
+                                    static_cast<std::uintptr_t>(state_.length)};
+    for (const Stack& stack : state_.stacks) {  // sorted and deduplicated: one order per set
+        key.push_back(stack.size());
+        for (const Element* e : stack) {
+            key.push_back(reinterpret_cast<std::uintptr_t>(e));
+        }
+    }
+    return key;
+}
+
 std::vector<std::uint8_t> Matcher::allowed_tokens(const PieceTrie& trie) const {
     std::vector<std::uint8_t> allowed(trie.size(), 0);
     const std::vector<PieceTrie::Node>& nodes = trie.nodes();
@@ -244,8 +256,16 @@ std::vector<std::uint8_t> Matcher::allowed_tokens(const PieceTrie& trie) const {
     std::vector<std::pair<std::uint32_t, State>> pending;
     const auto push_children = [&](const PieceTrie::Node& node, const State& state) {
         for (std::uint32_t c = node.first_child; c < node.first_child + node.children; ++c) {
-            State next = state;
             const char byte = static_cast<char>(nodes[c].byte);
+            if (state.missing == 0 && nodes[c].byte < 0x80) {
+                // An ASCII byte is a whole code point: step the stacks without copying the state.
+                State next{.stacks = step(state.stacks, nodes[c].byte)};
+                if (!next.stacks.empty()) {
+                    pending.emplace_back(c, std::move(next));
+                }
+                continue;
+            }
+            State next = state;
             if (advance(next, std::string_view(&byte, 1))) {
                 pending.emplace_back(c, std::move(next));
             }

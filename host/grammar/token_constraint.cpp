@@ -12,7 +12,20 @@ TokenConstraint::TokenConstraint(std::shared_ptr<const Constraint> constraint)
     : constraint_(std::move(constraint)), matcher_(constraint_->grammar) {}
 
 std::vector<std::uint8_t> TokenConstraint::mask(std::size_t vocab, std::span<const std::uint32_t> end_ids) const {
-    std::vector<std::uint8_t> allowed = matcher_.allowed_tokens(*constraint_->pieces);
+    std::vector<std::uintptr_t> key = matcher_.state_key();
+    std::vector<std::uint8_t> allowed;
+    const auto hit = std::find_if(cache_.begin(), cache_.end(), [&](const auto& entry) { return entry.first == key; });
+    if (hit != cache_.end()) {
+        allowed = hit->second;
+    } else {
+        allowed = matcher_.allowed_tokens(*constraint_->pieces);
+        if (cache_.size() < kCachedMasks) {
+            cache_.emplace_back(std::move(key), allowed);
+        } else {
+            cache_[next_slot_] = {std::move(key), allowed};
+            next_slot_ = (next_slot_ + 1) % kCachedMasks;
+        }
+    }
     // The model's rows may be longer than the tokenizer's ids (padding), or shorter.
     allowed.resize(vocab, 0);
     const bool complete = matcher_.complete();

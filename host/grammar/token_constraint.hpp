@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vkf::grammar {
@@ -39,8 +40,14 @@ public:
     void accept(std::uint32_t id);
 
 private:
+    // Masks of the last states seen (key, mask): inside a JSON string every character leads
+    // back to the same state, so most steps there cost one lookup instead of a walk.
+    static constexpr std::size_t kCachedMasks = 8;
+
     std::shared_ptr<const Constraint> constraint_;
     Matcher matcher_;
+    mutable std::vector<std::pair<std::vector<std::uintptr_t>, std::vector<std::uint8_t>>> cache_;
+    mutable std::size_t next_slot_ = 0;
 };
 
 }  // namespace vkf::grammar

@@ -4,6 +4,7 @@
 #include "host/io/json.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_fields.hpp"
+#include "host/serve/request_format.hpp"
 
 #include <fmt/format.h>
 
@@ -18,22 +19,12 @@ namespace {
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of",
-                            "response_format", "grammar", "json_schema"}) {
+    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
             continue;
         }
-        if (std::string_view(key) == "response_format" && v->is_object()) {
-            const JsonValue* type = v->find("type");
-            if (type != nullptr && type->is_string() && type->as_string() == "text") {
-                continue;
-            }
-        }
         if (std::string_view(key) == "best_of" && v->is_number() && v->as_double() == 1.0) {
-            continue;
-        }
-        if (std::string_view(key) == "grammar" && v->is_string() && v->as_string().empty()) {
             continue;
         }
         throw invalid_request(fmt::format("{} is not supported by vkf-server", key), key, "unsupported_parameter");
@@ -225,6 +216,7 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
         r.ignore_eos = get_bool(*v, "ignore_eos");
     }
     parse_logprobs(doc, r);  // after stream: echo refuses it
+    r.grammar = parse_output_format(doc);
 }
 
 std::string message_content(const JsonValue& v, const std::string& param) {

@@ -3,7 +3,7 @@
 // its type and range before anything reaches the model, and every refusal an ApiError (400)
 // whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
 // OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
-// would change the answer but are not implemented (tools, grammar, mirostat...)
+// would change the answer but are not implemented (tools, mirostat...)
 // are refused rather than silently dropped, unless they hold their neutral value. Token-level limits (prompt length)
 // are checked where the prompt is tokenized; the limits here bound what parsing may cost.
 
@@ -72,6 +72,8 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;     // not OpenAI's: generate past the end-of-sequence token
+    // GBNF the text must follow: grammar, json_schema or response_format (request_format.hpp).
+    std::optional<std::string> grammar;
 };
 
 struct EmbeddingRequest {
