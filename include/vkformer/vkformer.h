@@ -385,11 +385,15 @@ static inline vkf_sampling_params vkf_sampling_default_params(void) {
 typedef int (*vkf_token_fn)(uint32_t token, const char* text, size_t length, void* user_data);
 
 typedef enum vkf_stop_reason {
-    VKF_STOP_LENGTH = 0,    /* max_new_tokens generated */
-    VKF_STOP_EOS = 1,       /* a stop id (kept in the tokens) */
-    VKF_STOP_CALLBACK = 2,  /* the token callback returned nonzero */
-    VKF_STOP_CANCELLED = 3, /* vkf_cancel_request() */
-    VKF_STOP_CACHE_FULL = 4 /* the KV cache ran out (no key window) */
+    VKF_STOP_LENGTH = 0,     /* max_new_tokens generated */
+    VKF_STOP_EOS = 1,        /* a stop id (kept in the tokens) */
+    VKF_STOP_CALLBACK = 2,   /* the token callback returned nonzero */
+    VKF_STOP_CANCELLED = 3,  /* vkf_cancel_request() */
+    VKF_STOP_CACHE_FULL = 4, /* the KV cache ran out (no key window) */
+    /* params.grammar or json_schema could not go on: the grammar passed the matcher's bounds
+     * (too ambiguous), or no token continues the text (a batch's generation; vkf_generate
+     * returns VKF_ERROR_INVALID_ARGUMENT with the reason instead) */
+    VKF_STOP_GRAMMAR = 5
 } vkf_stop_reason;
 
 typedef struct vkf_generate_params {
@@ -405,6 +409,13 @@ typedef struct vkf_generate_params {
     vkf_token_fn on_token;
     void* user_data;
     vkf_cancel* cancel;
+    /* The generated text must follow a grammar (docs/SERVER.md "Constrained output"; needs
+     * params.tokenizer for the tokens' bytes, built on each call): GBNF text (llama.cpp's
+     * notation), or a JSON schema of the documented subset, as NUL-terminated UTF-8. NULL:
+     * none; both: VKF_ERROR_INVALID_ARGUMENT, as is a grammar that does not parse or a schema
+     * keyword outside the subset (named in vkf_last_error()). */
+    const char* grammar;
+    const char* json_schema;
 } vkf_generate_params;
 
 static inline vkf_generate_params vkf_generate_default_params(void) {
