@@ -22,7 +22,9 @@ std::string schema_grammar(const JsonValue& schema, const std::string& param) {
         wrong_type(param, schema, "a JSON schema (an object)");
     }
     try {
-        return grammar::json_schema_to_gbnf(schema);
+        std::string gbnf = grammar::json_schema_to_gbnf(schema);
+        grammar::parse_gbnf(gbnf);  // its bounds (repetitions copied in all)
+        return gbnf;
     } catch (const Error& e) {
         throw invalid_request(fmt::format("{}: {}", param, e.what()), param, "unsupported_parameter");
     }

@@ -156,6 +156,19 @@ TEST(Matcher, PrefixesOfNoCodePointAreRefusedByNegatedSets) {
     EXPECT_TRUE(n.allows("a"));
 }
 
+// A repetition copies its item (a literal's every character), so a request's few kilobytes
+// could ask for billions of elements: the copies are bounded in all.
+TEST(Gbnf, RepetitionsAreBoundedInAll) {
+    const std::string literal = "\"" + std::string(200, 'a') + "\"";
+    EXPECT_NE(refusal("root ::= " + literal + "{10000}").find("more than 1048576 elements"), std::string::npos);
+    std::string many = "root ::=";
+    for (int i = 0; i < 120; ++i) {
+        many += " [a-z]{10000}";
+    }
+    EXPECT_NE(refusal(many).find("elements in all"), std::string::npos);
+    EXPECT_EQ(refusal(R"(root ::= ("a"{10000}){10000})"), "(parsed)") << "a group is one element";
+}
+
 // An exponentially ambiguous grammar (2^n parses after n a's) and a deeply nesting one are
 // refused with vkf::Error once they pass the matcher's bounds, leaving the state as it was;
 // before the bounds, the fuzz target's 4,096-byte inputs of this kind ran for minutes.

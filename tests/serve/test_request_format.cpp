@@ -7,6 +7,7 @@
 #include "host/serve/api_error.hpp"
 #include "host/serve/request.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -88,6 +89,11 @@ TEST(RequestFormat, RefusalsNameTheField) {
         "response_format.json_schema.schema", "'format' is not supported");
     expect_refused(R"("json_schema":{"type":"string","pattern":"^a"})", "json_schema", "'pattern'");
     expect_refused(R"("json_schema":[])", "json_schema", "a JSON schema");
+    std::string wide = R"("json_schema":{"properties":{)";
+    for (int i = 0; i < 120; ++i) {
+        wide += fmt::format(R"({}"p{}":{{"type":"string","maxLength":10000}})", i == 0 ? "" : ",", i);
+    }
+    expect_refused(wide + "}}", "json_schema", "elements in all");
     expect_refused(R"("grammar":"root ::= \"a\"","response_format":{"type":"json_object"})", "response_format",
                    "grammar and response_format both constrain");
 }
