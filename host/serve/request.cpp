@@ -5,6 +5,7 @@
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_fields.hpp"
 #include "host/serve/request_format.hpp"
+#include "host/serve/tool_calls.hpp"
 
 #include <fmt/format.h>
 
@@ -19,7 +20,7 @@ namespace {
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of"}) {
+    for (const char* key : {"functions", "function_call", "suffix", "best_of"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
             continue;
@@ -217,6 +218,16 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
     }
     parse_logprobs(doc, r);  // after stream: echo refuses it
     r.grammar = parse_output_format(doc);
+    r.tools = parse_tools(doc, r.endpoint);
+    if (r.tools && !r.tools->grammar.empty()) {
+        if (r.grammar) {
+            throw invalid_request(
+                "tools and grammar, json_schema or response_format both constrain the output; "
+                "give one (or tool_choice \"none\")",
+                "tools");
+        }
+        r.grammar = r.tools->grammar;
+    }
 }
 
 std::string message_content(const JsonValue& v, const std::string& param) {
@@ -318,6 +329,10 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
         if (!items[i].is_object()) {
             wrong_type(param, items[i], "an object");
         }
+        if (std::optional<ChatMessageIn> m = tool_history_message(items[i], param)) {
+            r.messages.push_back(std::move(*m));
+            continue;
+        }
         const JsonValue* role = field(items[i], "role");
         if (role == nullptr) {
             throw invalid_request(param + ".role is missing", param + ".role", "missing_required_parameter");
@@ -331,6 +346,9 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
         r.messages.push_back(std::move(m));
     }
     parse_common(doc, limits, r);
+    if (r.tools) {
+        add_tools_prompt(*r.tools, r.messages);
+    }
     return r;
 }
 

@@ -130,6 +130,76 @@ def check_refusals(server):
         fail("a bad grammar: %s %r" % (status, body))
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
+                                                    "unit": {"enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city"]}}},
+         {"type": "function", "function": {
+             "name": "count", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}},
+                                             "required": ["n"], "additionalProperties": False}}}]
+
+
+def check_call(what, call, name):
+    """A tool call object of OpenAI's shape naming `name`, its arguments valid for the function."""
+    params = next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
+    if not call.get("id", "").startswith("call_") or call.get("type") != "function" or \
+            call.get("function", {}).get("name") != name:
+        fail("%s: %r is not a call of %s" % (what, call, name))
+        return
+    try:
+        jsonschema.Draft202012Validator(params).validate(json.loads(call["function"]["arguments"]))
+    except (ValueError, jsonschema.ValidationError) as e:
+        fail("%s: arguments %r: %s" % (what, call["function"]["arguments"], str(e).splitlines()[0]))
+
+
+def check_tools(server):
+    body = {"messages": CHAT, "max_tokens": 200, "temperature": 0.8, "seed": 11, "tools": TOOLS,
+            "tool_choice": "required"}
+    status, answer = server.post("/v1/chat/completions", body)
+    if status != 200:
+        fail("tools required: %s %r" % (status, answer))
+        return
+    choice = answer["choices"][0]
+    calls = choice["message"].get("tool_calls") or []
+    if choice["finish_reason"] != "tool_calls" or choice["message"]["content"] is not None or len(calls) != 1:
+        fail("tools required: %r" % choice)
+    else:
+        check_call("tools required", calls[0], calls[0]["function"]["name"])
+        print("tool call (required): %s" % calls[0]["function"])
+    named = dict(body, tool_choice={"type": "function", "function": {"name": "count"}})
+    status, answer = server.post("/v1/chat/completions", named)
+    calls = answer["choices"][0]["message"].get("tool_calls") or [{}] if status == 200 else [{}]
+    check_call("tools named", calls[0], "count")
+    # Streamed: the call comes as one tool_calls delta, then finish_reason tool_calls.
+    status, _, raw = server.request("POST", "/v1/chat/completions", dict(named, stream=True))
+    deltas = [json.loads(e[len("data: "):]) for e in raw.split("\n\n") if e.startswith("data: {")]
+    streamed = [c for d in deltas for ch in d["choices"] for c in ch["delta"].get("tool_calls", [])]
+    finishes = [ch["finish_reason"] for d in deltas for ch in d["choices"] if ch["finish_reason"]]
+    if status != 200 or len(streamed) != 1 or streamed[0].get("index") != 0 or finishes != ["tool_calls"]:
+        fail("tools streamed: %s %r" % (status, raw[:600]))
+    else:
+        check_call("tools streamed", streamed[0], "count")
+        if streamed[0]["function"]["arguments"] != calls[0].get("function", {}).get("arguments"):
+            fail("tools streamed %r, not streamed %r" % (streamed[0], calls[0]))
+    # none: text; a history with a call and its result is taken.
+    history = CHAT + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "count", "arguments": "{\"n\": 3}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "3"}]
+    status, answer = server.post("/v1/chat/completions", {"messages": history, "max_tokens": 6, "temperature": 0,
+                                                          "tools": TOOLS, "tool_choice": "none"})
+    if status != 200 or answer["choices"][0]["message"].get("tool_calls") or \
+            not isinstance(answer["choices"][0]["message"]["content"], str):
+        fail("tools none with a tool history: %s %r" % (status, answer))
+    status, answer = server.post("/v1/chat/completions", dict(body, tool_choice={"type": "function",
+                                                                                 "function": {"name": "nope"}}))
+    if status != 400 or answer.get("error", {}).get("param") != "tool_choice.function.name":
+        fail("an unknown tool_choice: %s %r" % (status, answer))
+    status, answer = server.post("/v1/completions", {"prompt": PROMPT, "tools": TOOLS})
+    if status != 400 or answer.get("error", {}).get("param") != "tools":
+        fail("tools in a completion: %s %r" % (status, answer))
+
+
 def check_vkf_run(tmp):
     gbnf, schema, bad = (os.path.join(tmp, n) for n in ("yes.gbnf", "schema.json", "bad.json"))
     with open(gbnf, "w", encoding="utf-8") as f:
@@ -160,13 +230,14 @@ def main():
             os.symlink(os.path.join(os.path.abspath(KJV), name), os.path.join(chat_model, name))
         with open(os.path.join(chat_model, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"chat_template": CHATML_TEMPLATE, "eos_token": "<|endoftext|>"}, f)
-        server = ServerProcess(command(SERVER, ["--model", chat_model, "--parallel", "4", "--ctx", "512",
+        server = ServerProcess(command(SERVER, ["--model", chat_model, "--parallel", "4", "--ctx", "1024",
                                                 "--port", "0", "--quiet"]))
         try:
             check_grammar_field(server)
             check_json_schema(server)
             check_json_object(server)
             check_refusals(server)
+            check_tools(server)
         finally:
             server.stop()
         check_vkf_run(tmp)

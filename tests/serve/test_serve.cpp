@@ -239,7 +239,9 @@ TEST(ServeRequest, BadChatsNameTheMessage) {
     expect_refused(R"({"messages":[{"role":"user"}]})", c, "messages[0].content", "missing");
     expect_refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})", c,
                    "messages[0].content[0].type", "text only");
-    expect_refused(R"({"messages":[{"role":"user","content":"a"}],"tools":[{}]})", c, "tools", "not supported");
+    expect_refused(R"({"messages":[{"role":"user","content":"a"}],"tools":[{}]})", c, "tools[0].type",
+                   "must be \"function\"");
+    expect_refused(R"({"messages":[{"role":"user","content":"a"}],"functions":[{}]})", c, "functions", "not supported");
 }
 
 TEST(ServeRequest, Embeddings) {
