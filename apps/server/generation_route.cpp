@@ -206,7 +206,8 @@ struct Stream {
     const ServedDecoder* logprobs = nullptr;  // set when the request asked for logprobs
     std::vector<std::uint64_t> offsets;       // per choice, for text_offset
     // With tools: each choice's text is held until it ends, then sent as tool_calls or text.
-    const serve::ToolRequest* tools = nullptr;
+    // A copy: the stream outlives the request's handler.
+    std::optional<serve::ToolRequest> tools;
     std::vector<std::string> held;
 };
 
@@ -258,7 +259,7 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
         switch (e.kind) {
             case Event::Kind::Text:
             case Event::Kind::End: {
-                if (s.tools != nullptr && stream_tool_event(s, e, out)) {
+                if (s.tools && stream_tool_event(s, e, out)) {
                     break;
                 }
                 std::vector<serve::LogprobEntry> entries;
@@ -377,15 +378,16 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     }
     const std::shared_ptr<Channel>& channel = channels.front();  // the one a stream has
     if (r.stream) {
-        auto s = std::make_shared<Stream>(Stream{.channel = channel,
-                                                 .open = served.open_streams.open(),
-                                                 .head = head,
-                                                 .n = n,
-                                                 .include_usage = r.include_usage,
-                                                 .usage = prompt_usage,
-                                                 .logprobs = r.logprobs ? &d : nullptr,
-                                                 .offsets = std::vector<std::uint64_t>(n),
-                                                 .tools = r.tools && !r.tools->grammar.empty() ? &*r.tools : nullptr});
+        auto s =
+            std::make_shared<Stream>(Stream{.channel = channel,
+                                            .open = served.open_streams.open(),
+                                            .head = head,
+                                            .n = n,
+                                            .include_usage = r.include_usage,
+                                            .usage = prompt_usage,
+                                            .logprobs = r.logprobs ? &d : nullptr,
+                                            .offsets = std::vector<std::uint64_t>(n),
+                                            .tools = r.tools && !r.tools->grammar.empty() ? r.tools : std::nullopt});
         res.status = 200;
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
