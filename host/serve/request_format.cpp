@@ -88,7 +88,7 @@ std::optional<std::string> parse_output_format(const JsonValue& doc) {
             try {
                 grammar::parse_gbnf(text);
             } catch (const Error& e) {
-                throw invalid_request(fmt::format("grammar: {}", e.what()), "grammar");
+                throw invalid_request(e.what(), "grammar");  // "grammar: line L, column C: ..."
             }
             given.emplace_back("grammar", std::move(text));
         }
