@@ -390,18 +390,14 @@ typedef enum vkf_stop_reason {
     VKF_STOP_CALLBACK = 2,   /* the token callback returned nonzero */
     VKF_STOP_CANCELLED = 3,  /* vkf_cancel_request() */
     VKF_STOP_CACHE_FULL = 4, /* the KV cache ran out (no key window) */
-    /* params.grammar or json_schema could not go on: the grammar passed the matcher's bounds
-     * (too ambiguous), or no token continues the text (a batch's generation; vkf_generate
-     * returns VKF_ERROR_INVALID_ARGUMENT with the reason instead) */
-    VKF_STOP_GRAMMAR = 5
+    VKF_STOP_GRAMMAR = 5     /* params.grammar or json_schema could not go on (docs/API.md) */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_params {
     size_t struct_size;
     uint32_t max_new_tokens;
     const vkf_sampling_params* sampling; /* NULL: greedy */
-    /* Generation stops after one of these ids (plus the model's EOS ids when use_model_eos).
-     * Each must be below the model's vocab_size (else VKF_ERROR_INVALID_ARGUMENT). */
+    /* Stops after one of these ids (+ the model's EOS with use_model_eos), each < vocab_size (else an error) */
     const uint32_t* stop_ids;
     size_t n_stop_ids;
     int use_model_eos;
@@ -409,13 +405,8 @@ typedef struct vkf_generate_params {
     vkf_token_fn on_token;
     void* user_data;
     vkf_cancel* cancel;
-    /* The generated text must follow a grammar (docs/SERVER.md "Constrained output"; needs
-     * params.tokenizer for the tokens' bytes, built on each call): GBNF text (llama.cpp's
-     * notation), or a JSON schema of the documented subset, as NUL-terminated UTF-8. NULL:
-     * none; both: VKF_ERROR_INVALID_ARGUMENT, as is a grammar that does not parse or a schema
-     * keyword outside the subset (named in vkf_last_error()). */
-    const char* grammar;
-    const char* json_schema;
+    const char* grammar;     /* GBNF the text follows (docs/API.md "Grammars"); NULL: none */
+    const char* json_schema; /* or a JSON schema; either needs tokenizer */
 } vkf_generate_params;
 
 static inline vkf_generate_params vkf_generate_default_params(void) {

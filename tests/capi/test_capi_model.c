@@ -235,38 +235,6 @@ static void test_generation(vkf_model* model, const vkf_tokenizer* tok, const ui
     gp.stop_ids = NULL;
     gp.n_stop_ids = 0;
 
-    /* A grammar (GBNF or a JSON schema) constrains the text; bad ones are refused by name. */
-    {
-        char text[64];
-        size_t length = 0;
-        uint32_t ids[16];
-        gp.tokenizer = tok;
-        gp.grammar = "root ::= (\"yes\" | \"no\") \".\"";
-        EXPECT_OK(vkf_session_reset(session));
-        EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, ids, 16, &result));
-        CHECK(result.stop == VKF_STOP_EOS || result.stop == VKF_STOP_CALLBACK);
-        EXPECT_OK(vkf_detokenize(tok, ids, result.n_tokens, 1, text, sizeof text, &length));
-        CHECK((length == 4 && memcmp(text, "yes.", 4) == 0) || (length == 3 && memcmp(text, "no.", 3) == 0));
-        gp.grammar = NULL;
-        gp.json_schema = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}";
-        EXPECT_OK(vkf_session_reset(session));
-        EXPECT_OK(vkf_generate(session, prompt, n_prompt, &gp, ids, 16, &result));
-        EXPECT_OK(vkf_detokenize(tok, ids, result.n_tokens, 1, text, sizeof text, &length));
-        CHECK(length > 6 && strncmp(text, "{", 1) == 0 && strstr(text, "\"n\"") != NULL);
-        gp.json_schema = "{\"type\":\"string\",\"pattern\":\"a\"}";
-        EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, ids, 16, &result));
-        EXPECT_MESSAGE("'pattern' is not supported");
-        gp.grammar = "root ::= \"a\"";
-        EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, ids, 16, &result));
-        EXPECT_MESSAGE("give one");
-        gp.json_schema = NULL;
-        gp.tokenizer = NULL;
-        EXPECT_STATUS(VKF_ERROR_INVALID_ARGUMENT, vkf_generate(session, prompt, n_prompt, &gp, ids, 16, &result));
-        EXPECT_MESSAGE("params.tokenizer is NULL");
-        gp.grammar = NULL;
-        gp.tokenizer = tok;
-    }
-
     /* Seeded sampling repeats itself. */
     sampling.temperature = 0.8f;
     sampling.top_k = 40;
