@@ -1,7 +1,11 @@
 // The C API's sessions and generation.
 #include "capi/capi_internal.hpp"
 
+#include "host/grammar/json_schema.hpp"
+#include "host/grammar/token_constraint.hpp"
+#include "host/io/json.hpp"
 #include "host/model/generation.hpp"
+#include "host/text/token_pieces.hpp"
 
 #include <algorithm>
 
@@ -26,6 +30,32 @@ void check_cache_tokens(std::uint32_t max_tokens, const char* name) {
     require(max_tokens <= kMaxCacheTokens,
             fmt::format("{} is {}, over the limit of {} tokens", name, max_tokens, kMaxCacheTokens));
 }
+
+namespace {
+
+// params.grammar or params.json_schema, parsed, over the tokenizer's pieces.
+std::shared_ptr<const grammar::Constraint> generation_grammar(const vkf_generate_params& p, const ModelConfig& config) {
+    if (p.grammar == nullptr && p.json_schema == nullptr) {
+        return nullptr;
+    }
+    require(p.grammar == nullptr || p.json_schema == nullptr, "params.grammar and params.json_schema: give one");
+    require(p.tokenizer != nullptr, "params.tokenizer is NULL: a grammar needs the tokens' bytes");
+    const char* field = p.grammar != nullptr ? "params.grammar" : "params.json_schema";
+    const std::string_view text = p.grammar != nullptr ? p.grammar : p.json_schema;
+    check_utf8(text, field);
+    try {
+        const std::string gbnf =
+            p.grammar != nullptr ? std::string(text) : grammar::json_schema_to_gbnf(parse_json(text, field));
+        return std::make_shared<const grammar::Constraint>(
+            grammar::Constraint{.grammar = grammar::parse_gbnf(gbnf),
+                                .pieces = std::make_shared<const grammar::PieceTrie>(
+                                    text::token_pieces(*p.tokenizer->tokenizer, config.vocab_size))});
+    } catch (const Error& e) {
+        throw ApiError(VKF_ERROR_INVALID_ARGUMENT, fmt::format("{}: {}", field, e.what()));
+    }
+}
+
+}  // namespace
 
 GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config) {
     GenerateSettings s{read_params(given, vkf_generate_default_params(), kGenerateParamsV1, "params"), {}};
@@ -69,6 +99,7 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
     if (p.tokenizer != nullptr) {
         check_handle(p.tokenizer, Kind::Tokenizer, "params.tokenizer");
     }
+    s.options.grammar = generation_grammar(p, config);
     if (p.cancel != nullptr) {
         check_handle(p.cancel, Kind::Cancel, "params.cancel");
     }
@@ -118,6 +149,8 @@ vkf_stop_reason TokenSink::stop_reason(StopReason stop) const {
             return text_.cancelled() ? VKF_STOP_CANCELLED : VKF_STOP_CALLBACK;
         case StopReason::CacheFull:
             return VKF_STOP_CACHE_FULL;
+        case StopReason::Error:  // a grammar's; vkf_generate throws it instead
+            return VKF_STOP_GRAMMAR;
     }
     return VKF_STOP_CALLBACK;
 }
@@ -155,7 +188,16 @@ vkf_status run_generation(const char* function, vkf_session* session, const uint
         }
         vkf::GenerationOptions options = settings.options;
         options.on_token = [&sink](std::uint32_t, std::uint32_t id) { return sink.push(id); };
-        const vkf::GenerationResult r = vkf::generate(*s.session, ids, options);
+        vkf::GenerationResult r;
+        try {
+            r = vkf::generate(*s.session, ids, options);
+        } catch (const vkf::Error& e) {
+            // The grammar could not go on (BatchGenerator's messages start so): the caller's.
+            if (options.grammar && std::string_view(e.what()).starts_with("grammar:")) {
+                throw ApiError(VKF_ERROR_INVALID_ARGUMENT, e.what());
+            }
+            throw;
+        }
         sink.finish();
         std::copy_n(r.tokens.begin(), std::min(capacity, r.tokens.size()), tokens);
         if (result != nullptr) {

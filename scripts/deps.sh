@@ -10,7 +10,8 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev curl
   zlib1g-dev  # CRC-32 of saved sequence states (host/model/sequence_state.cpp)
   libgtest-dev python3 python3-numpy
-  # vkf-server's answers validated against OpenAI's OpenAPI description (tests/serve/openapi_check.py).
+  # vkf-server's answers validated against OpenAI's OpenAPI description (tests/serve/openapi_check.py)
+  # and constrained decoding's JSON-schema checks (tests/grammar): an independent validator.
   python3-jsonschema python3-yaml
   # The layer split over MPI ranks (host/dist, docs/DISTRIBUTED.md): Debian's OpenMPI.
   libopenmpi-dev openmpi-bin

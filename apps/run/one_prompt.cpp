@@ -7,6 +7,7 @@
 #include "apps/common/streamed_text.hpp"
 #include "apps/common/text_source.hpp"
 #include "apps/run/check.hpp"
+#include "apps/run/grammar_option.hpp"
 #include "apps/run/prompt_cache.hpp"
 #include "apps/run/report.hpp"
 #include "apps/run/stages.hpp"
@@ -45,6 +46,9 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
     }
     const auto max_tokens = static_cast<std::uint32_t>(positions);
     const ModelConfig config = read_model_config(o.model);
+    // Before the weights load: a bad grammar or schema is refused at once.
+    std::shared_ptr<const grammar::Constraint> grammar =
+        tokenizer ? run_grammar(o, *tokenizer, config.vocab_size) : nullptr;
     const std::uint32_t window = app::run_window(o.window, config);
     if (window == 0 && prompt.size() > max_tokens) {
         throw app::UsageError(
@@ -65,6 +69,7 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
                           .stop_ids = o.ignore_eos ? std::vector<std::uint32_t>{} : config.eos_token_ids,
                           .on_prefill = app::prefill_progress(!o.quiet),
                           .end_when_full = true};
+    gen.grammar = std::move(grammar);
     // Text streams to stdout as it is made (collected only, for --json); ids get a progress line.
     std::optional<app::StreamedText> streamed;
     if (o.prompt_text) {
@@ -100,6 +105,9 @@ std::int32_t run_prompt(RunStages& stages, const Options& o) {
     // this token, and the ranks are stopped as at the end; past ChannelOptions::signal_grace
     // the signal is this rank's failure.
     stages.finish();
+    if (result.stop == StopReason::Error) {  // a grammar's (--grammar, --json-schema)
+        throw Error(result.error);
+    }
     if (streamed) {
         streamed->finish();
         if (!o.json) {

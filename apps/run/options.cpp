@@ -155,6 +155,11 @@ void declare_options(CLI::App& cli, Options& o) {
                 "sampling seed (default 0; --prompt-file: S + the prompt's index,\n"
                 "so a prompt's draws do not depend on the others)");
     add_sampler_chain_options(cli, o.sampling);
+    add_text(cli, "--grammar", "FILE", o.grammar_file,
+             "GBNF the generated text must follow (llama.cpp's notation;\n--prompt runs; docs/SERVER.md "
+             "\"Constrained output\")");
+    add_text(cli, "--json-schema", "FILE", o.json_schema_file,
+             "a JSON schema the generated text must validate against\n(the subset of docs/SERVER.md; --prompt runs)");
     add_weight_format(cli, o.weights,
                       "weight storage on the device: q8_0 and q4_0 quantize the\n"
                       "matrices at load time (docs/QUANTIZATION.md); default: a\n"
@@ -245,6 +250,14 @@ void check_options(const Options& o) {
     }
     if (!o.stops.empty() && !o.prompt_text && !file && !o.interactive) {
         throw UsageError("--stop needs text: give the prompt with --prompt or --prompt-file");
+    }
+    if (!o.grammar_file.empty() || !o.json_schema_file.empty()) {
+        if (!o.grammar_file.empty() && !o.json_schema_file.empty()) {
+            throw UsageError("--grammar and --json-schema: give one of them");
+        }
+        if (!o.prompt_text || file || o.interactive) {
+            throw UsageError("--grammar and --json-schema constrain a --prompt run (text, one prompt)");
+        }
     }
     try {
         validate(o.sampling);

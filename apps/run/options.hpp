@@ -39,6 +39,8 @@ struct Options {
     std::optional<std::uint32_t> window;
     std::uint32_t n_predict = 32;
     SamplingParams sampling;
+    std::string grammar_file;      // --grammar: GBNF the text must follow (a --prompt run)
+    std::string json_schema_file;  // --json-schema: a JSON schema it must validate against
     std::optional<WeightFormat> weights;
     app::KvCacheFlags kv;
     std::uint32_t chunk = 128;

@@ -36,6 +36,8 @@ std::string_view stop_reason_name(StopReason reason) {
             return "stop string";
         case StopReason::CacheFull:
             return "length";  // OpenAI's finish_reason: a length limit, here the cache's
+        case StopReason::Error:
+            return "error";
     }
     return "unknown";
 }
@@ -50,6 +52,8 @@ std::string_view stop_reason_text(StopReason reason) {
             return "stop string";
         case StopReason::CacheFull:
             return "KV cache full";
+        case StopReason::Error:
+            return "error";
     }
     return "unknown";
 }

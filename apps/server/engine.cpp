@@ -240,6 +240,10 @@ void Engine::end(SequenceId id, const GenerationResult& result) {
         return;
     }
     Generation& g = *it->second;
+    if (!g.failed && result.stop == StopReason::Error) {  // a grammar's: the request's fault
+        g.channel->push({.kind = Event::Kind::Failed, .index = g.index, .error = result.error});
+        g.failed = true;
+    }
     if (!g.failed) {
         if (!g.cancel_sent) {
             std::string rest = g.text.finish();  // nothing after a stop string

@@ -2,10 +2,12 @@
 
 #include "apps/server/connections.hpp"
 #include "base/error.hpp"
+#include "host/grammar/token_constraint.hpp"
 #include "host/sched/prefix_cache.hpp"
 #include "host/serve/api_error.hpp"
 #include "host/serve/responses.hpp"
 #include "host/serve/sse.hpp"
+#include "host/serve/tool_calls.hpp"
 #include "host/util/splitmix64.hpp"
 
 #include <fmt/format.h>
@@ -146,6 +148,10 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     if (r.cache_salt) {
         job.options.cache_salt = PrefixCache::salt(*r.cache_salt);
     }
+    if (r.grammar) {  // checked when the request was read
+        job.options.grammar = std::make_shared<const grammar::Constraint>(
+            grammar::Constraint{.grammar = grammar::parse_gbnf(*r.grammar), .pieces = d.pieces});
+    }
     job.n = r.n;
     return job;
 }
@@ -203,7 +209,44 @@ struct Stream {
     std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
     const ServedDecoder* logprobs = nullptr;  // set when the request asked for logprobs
     std::vector<std::uint64_t> offsets;       // per choice, for text_offset
+    // With tools: each choice's text is held until it ends, then sent as tool_calls or text.
+    // A copy: the stream outlives the request's handler.
+    std::optional<serve::ToolRequest> tools;
+    std::vector<std::string> held;
 };
+
+// A chat choice's text with tools: its tool call (content none, finish_reason "tool_calls"),
+// or the text as it is.
+void resolve_tool_call(const serve::ToolRequest& tools, serve::Choice& c) {
+    if (std::optional<serve::ToolCall> call = serve::parse_tool_call(c.text, tools)) {
+        c.tool_calls = {std::move(*call)};
+        c.text.clear();
+        if (c.finish_reason == "stop") {
+            c.finish_reason = "tool_calls";
+        }
+    }
+}
+
+// With tools: a choice's text is held; at its end it goes out as one tool-call chunk (or as
+// text) and the finishing chunk. Returns whether the event was handled so (End: counted).
+bool stream_tool_event(Stream& s, const Event& e, std::string& out) {
+    s.held.resize(s.n);
+    if (e.kind == Event::Kind::Text) {
+        s.held.at(e.index) += e.text;
+        return true;
+    }
+    serve::Choice c{.index = e.index, .text = std::move(s.held.at(e.index)), .finish_reason = e.finish_reason};
+    resolve_tool_call(*s.tools, c);
+    if (!c.tool_calls.empty()) {
+        out += serve::sse_event(serve::tool_calls_chunk_body(s.head, e.index, c.tool_calls));
+    } else if (!c.text.empty()) {
+        out += serve::sse_event(serve::chunk_body(s.head, e.index, c.text, std::nullopt));
+    }
+    out += serve::sse_event(serve::chunk_body(s.head, e.index, "", c.finish_reason));
+    s.usage.completion_tokens += e.tokens;
+    ++s.ended;
+    return true;
+}
 
 // One call of the chunked content provider: what has arrived since, written as events.
 // False when the client is gone (the releaser then cancels the generations).
@@ -220,6 +263,9 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
         switch (e.kind) {
             case Event::Kind::Text:
             case Event::Kind::End: {
+                if (s.tools && stream_tool_event(s, e, out)) {
+                    break;
+                }
                 std::vector<serve::LogprobEntry> entries;
                 if (s.logprobs != nullptr) {
                     entries = logprob_entries(*s.logprobs, e.logprobs, s.offsets.at(e.index));
@@ -339,14 +385,16 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
     }
     const std::shared_ptr<Channel>& channel = channels.front();  // the one a stream has
     if (r.stream) {
-        auto s = std::make_shared<Stream>(Stream{.channel = channel,
-                                                 .open = served.open_streams.open(),
-                                                 .head = head,
-                                                 .n = n,
-                                                 .include_usage = r.include_usage,
-                                                 .usage = prompt_usage,
-                                                 .logprobs = r.logprobs ? &d : nullptr,
-                                                 .offsets = std::vector<std::uint64_t>(n)});
+        auto s =
+            std::make_shared<Stream>(Stream{.channel = channel,
+                                            .open = served.open_streams.open(),
+                                            .head = head,
+                                            .n = n,
+                                            .include_usage = r.include_usage,
+                                            .usage = prompt_usage,
+                                            .logprobs = r.logprobs ? &d : nullptr,
+                                            .offsets = std::vector<std::uint64_t>(n),
+                                            .tools = r.tools && !r.tools->grammar.empty() ? r.tools : std::nullopt});
         res.status = 200;
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
@@ -415,6 +463,11 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                 throw serve::shutting_down();
             }
             throw serve::client_gone();
+        }
+    }
+    if (r.tools && !r.tools->grammar.empty()) {
+        for (serve::Choice& c : choices) {
+            resolve_tool_call(*r.tools, c);
         }
     }
     res.status = 200;

@@ -3,6 +3,7 @@
 // server: authentication, body limits, and every failure as OpenAI's error object.
 
 #include "apps/server/engine.hpp"
+#include "host/grammar/piece_trie.hpp"
 #include "host/model/encoder.hpp"
 #include "host/serve/access.hpp"
 #include "host/serve/api_error.hpp"
@@ -35,6 +36,8 @@ struct ServedDecoder {
     std::vector<std::uint32_t> eos_ids;
     std::uint32_t sequence_tokens = 0;    // KV capacity of one sequence (--ctx)
     std::uint32_t max_prompt_tokens = 0;  // --max-prompt-tokens
+    // Each token's bytes, for the grammars of grammar, json_schema and response_format.
+    std::shared_ptr<const grammar::PieceTrie> pieces;
 };
 
 // A JinaBERT encoder: embeddings. encode() runs one sequence at a time, under `mutex`.

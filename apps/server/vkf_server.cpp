@@ -22,6 +22,7 @@
 #include "host/model/encoder.hpp"
 #include "host/model/front_factory.hpp"
 #include "host/spec/encoder_config.hpp"
+#include "host/text/token_pieces.hpp"
 
 #include <fmt/format.h>
 
@@ -152,7 +153,9 @@ int vkf::server::serve(const Options& o, SplitStages* split, const std::optional
             .chat_format = chat_format ? *chat_format : vkf::text::detect_chat_format(o.model),
             .eos_ids = model->config().eos_token_ids,
             .sequence_tokens = sequence_tokens,
-            .max_prompt_tokens = std::min(o.max_prompt_tokens.value_or(ctx_tokens), ctx_tokens)};
+            .max_prompt_tokens = std::min(o.max_prompt_tokens.value_or(ctx_tokens), ctx_tokens),
+            .pieces = std::make_shared<const vkf::grammar::PieceTrie>(
+                vkf::text::token_pieces(*tokenizer, model->config().vocab_size))};
         if (!o.quiet) {
             fmt::print(stderr, "vkf-server: {} ({} layers, {}), chat format {}, {} KV blocks of {} tokens, on {}\n",
                        served.decoder->name, model->config().n_layer, vkf::to_string(model->weight_format()),

@@ -22,6 +22,9 @@ namespace {
 constexpr std::uint32_t kUnbounded = std::numeric_limits<std::uint32_t>::max();
 // More copies than any grammar needs; a bound keeps `x{1000000000}` from exhausting memory.
 constexpr std::uint32_t kMaxRepetition = 10'000;
+// Repetitions copy their item, and nested ones multiply (("a"{10000}){10000} is 10^8
+// elements from 25 bytes of a request): the copies of a whole grammar are bounded too.
+constexpr std::size_t kMaxRepeatedElements = std::size_t{1} << 20;
 
 bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -335,6 +338,11 @@ private:
     void repeat(std::string_view name, std::vector<Element>& out, std::size_t start, std::uint32_t low,
                 std::uint32_t high) {
         const std::vector<Element> item(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
+        repeated_ += item.size() * (high == kUnbounded ? std::size_t{low} + 1 : std::size_t{high});
+        if (repeated_ > kMaxRepeatedElements) {
+            fail(fmt::format("the repetitions copy more than {} elements in all; nest fewer or smaller ones",
+                             kMaxRepeatedElements));
+        }
         out.resize(start);
         for (std::uint32_t i = 0; i < low; ++i) {
             out.insert(out.end(), item.begin(), item.end());
@@ -430,6 +438,7 @@ private:
     std::size_t pos_ = 0;
     std::map<std::string, std::uint32_t, std::less<>> ids_;
     std::vector<std::vector<Element>> rules_;
+    std::size_t repeated_ = 0;  // elements the repetitions copied so far
     std::vector<std::string> names_;
     std::vector<bool> defined_;
 };

@@ -34,21 +34,37 @@ std::pair<bool, const Element*> match_char(const Element* set, std::uint32_t cp)
     return {found != negated, e};
 }
 
-// Whether the set could take some code point in [low, high] (a negated set: assumed so).
+// Whether the set could take some code point in [low, high].
 bool set_meets(const Element* set, std::uint32_t low, std::uint32_t high) {
-    if (set->op == Op::CharAny || set->op == Op::CharNot) {
+    if (set->op == Op::CharAny) {
         return true;
     }
-    const Element* e = set;
-    do {
-        const bool range = (e + 1)->op == Op::CharRangeUpper;
-        const std::uint32_t top = range ? (e + 1)->value : e->value;
-        if (e->value <= high && top >= low) {
-            return true;
+    const auto for_each_range = [set](auto&& f) {
+        const Element* e = set;
+        do {
+            const bool range = (e + 1)->op == Op::CharRangeUpper;
+            f(e->value, range ? (e + 1)->value : e->value);
+            e += range ? 2 : 1;
+        } while (e->op == Op::CharAlt);
+    };
+    if (set->op == Op::CharNot) {
+        // Some code point of [low, high] outside every excluded range: push `next` past the
+        // ranges that cover it until none does (sets are a few ranges; no sort, no allocation).
+        std::uint32_t next = low;
+        for (bool moved = true; moved && next <= high;) {
+            moved = false;
+            for_each_range([&](std::uint32_t a, std::uint32_t b) {
+                if (a <= next && next <= b) {
+                    next = b + 1;
+                    moved = true;
+                }
+            });
         }
-        e += range ? 2 : 1;
-    } while (e->op == Op::CharAlt);
-    return false;
+        return next <= high;
+    }
+    bool meets = false;
+    for_each_range([&](std::uint32_t a, std::uint32_t b) { meets = meets || (a <= high && b >= low); });
+    return meets;
 }
 
 // The smallest code point a UTF-8 sequence of `length` bytes may encode (shorter is overlong).
@@ -91,9 +107,9 @@ void Matcher::check_bounds(const std::vector<Stack>& stacks, bool deduplicated) 
     }
 }
 
-void Matcher::expand(const Stack& stack, std::vector<Stack>& out) const {
+void Matcher::expand(Stack&& stack, std::vector<Stack>& out) const {
     if (stack.empty() || stack.back()->op != Op::RuleRef) {
-        out.push_back(stack);
+        out.push_back(std::move(stack));
         if (out.size() > 4 * kMaxStacks) {
             check_bounds(out, false);
         }
@@ -114,7 +130,7 @@ void Matcher::expand_rule(const Stack& rest, std::uint32_t id, std::vector<Stack
         if (!ends_alternative(&rule[i])) {
             next.push_back(&rule[i]);
         }
-        expand(next, out);
+        expand(std::move(next), out);
         while (!ends_alternative(&rule[i])) {
             ++i;
         }
@@ -138,7 +154,7 @@ std::vector<Matcher::Stack> Matcher::step(const std::vector<Stack>& stacks, std:
         if (!ends_alternative(after)) {
             next.push_back(after);
         }
-        expand(next, out);
+        expand(std::move(next), out);
     }
     dedupe(out);
     check_bounds(out, true);
@@ -149,6 +165,10 @@ bool Matcher::could_continue(const State& state) const {
     const int bits = 6 * state.missing;
     const std::uint32_t low = std::max(state.partial << bits, smallest_of_length(state.length));
     const std::uint32_t high = std::min<std::uint32_t>((state.partial << bits) | ((1u << bits) - 1), 0x10FFFF);
+    // Bytes that start only code points past U+10FFFF or only UTF-16 surrogates start none.
+    if (low > high || (low >= 0xD800 && high <= 0xDFFF)) {
+        return false;
+    }
     return std::any_of(state.stacks.begin(), state.stacks.end(),
                        [&](const Stack& s) { return !s.empty() && set_meets(s.back(), low, high); });
 }
@@ -213,6 +233,52 @@ std::vector<std::uint8_t> Matcher::allowed_tokens(std::span<const std::string> p
     std::vector<std::uint8_t> allowed(pieces.size(), 0);
     for (std::size_t i = 0; i < pieces.size(); ++i) {
         allowed[i] = !pieces[i].empty() && allows(pieces[i]) ? 1 : 0;
+    }
+    return allowed;
+}
+
+std::vector<std::uintptr_t> Matcher::state_key() const {
+    std::vector<std::uintptr_t> key{state_.partial, static_cast<std::uintptr_t>(state_.missing),
+                                    static_cast<std::uintptr_t>(state_.length)};
+    for (const Stack& stack : state_.stacks) {  // sorted and deduplicated: one order per set
+        key.push_back(stack.size());
+        for (const Element* e : stack) {
+            key.push_back(reinterpret_cast<std::uintptr_t>(e));
+        }
+    }
+    return key;
+}
+
+std::vector<std::uint8_t> Matcher::allowed_tokens(const PieceTrie& trie) const {
+    std::vector<std::uint8_t> allowed(trie.size(), 0);
+    const std::vector<PieceTrie::Node>& nodes = trie.nodes();
+    // Depth first: each node's state is its parent's advanced over the node's byte.
+    std::vector<std::pair<std::uint32_t, State>> pending;
+    const auto push_children = [&](const PieceTrie::Node& node, const State& state) {
+        for (std::uint32_t c = node.first_child; c < node.first_child + node.children; ++c) {
+            const char byte = static_cast<char>(nodes[c].byte);
+            if (state.missing == 0 && nodes[c].byte < 0x80) {
+                // An ASCII byte is a whole code point: step the stacks without copying the state.
+                State next{.stacks = step(state.stacks, nodes[c].byte)};
+                if (!next.stacks.empty()) {
+                    pending.emplace_back(c, std::move(next));
+                }
+                continue;
+            }
+            State next = state;
+            if (advance(next, std::string_view(&byte, 1))) {
+                pending.emplace_back(c, std::move(next));
+            }
+        }
+    };
+    push_children(nodes[0], state_);
+    while (!pending.empty()) {
+        auto [n, state] = std::move(pending.back());
+        pending.pop_back();
+        for (const std::uint32_t id : trie.tokens_at(nodes[n])) {
+            allowed[id] = 1;
+        }
+        push_children(nodes[n], state);
     }
     return allowed;
 }

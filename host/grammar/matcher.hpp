@@ -13,6 +13,7 @@
 // where an unbounded walk would stall the server for minutes on one request.
 
 #include "host/grammar/grammar.hpp"
+#include "host/grammar/piece_trie.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +45,11 @@ public:
     // would let generation run on without progress); the end-of-text token is the caller's,
     // allowed when complete(). One pass over every piece: O(vocabulary x piece length x stacks).
     std::vector<std::uint8_t> allowed_tokens(std::span<const std::string> pieces) const;
+    // The same over a trie of the pieces (one entry per piece), each shared prefix walked once.
+    std::vector<std::uint8_t> allowed_tokens(const PieceTrie& trie) const;
+    // The state as values: two matchers of one grammar with equal keys allow the same tokens
+    // (a JSON string's characters lead back to one state, so a caller may keep its mask).
+    std::vector<std::uintptr_t> state_key() const;
 
 private:
     using Stack = std::vector<const Element*>;
@@ -55,7 +61,7 @@ private:
     };
 
     // Stacks with a character set on top (or empty) from `stack`, rule references expanded.
-    void expand(const Stack& stack, std::vector<Stack>& out) const;
+    void expand(Stack&& stack, std::vector<Stack>& out) const;
     // Throws when `stacks` (expanded, not yet deduplicated: at most 4x the bound) pass the bounds.
     static void check_bounds(const std::vector<Stack>& stacks, bool deduplicated);
     // expand() of `rest` with each alternative of rule `id` on top.

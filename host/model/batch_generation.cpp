@@ -76,6 +76,9 @@ void BatchGenerator::start(SequenceId id, std::span<const std::uint32_t> prompt,
     if (r.options.prompt_logprobs) {
         r.prompt.assign(prompt.begin(), prompt.end());
     }
+    if (r.options.grammar) {
+        r.constraint.emplace(r.options.grammar);
+    }
     running_.emplace(id, std::move(r));
 }
 
@@ -102,6 +105,27 @@ void BatchGenerator::cancel(SequenceId id) {
         throw Error(fmt::format("generate: no running generation {}", id));
     }
     finish(id, StopReason::Caller);
+}
+
+std::optional<std::vector<std::uint8_t>> BatchGenerator::grammar_mask(SequenceId id, Running& r, std::size_t vocab) {
+    if (!r.constraint) {
+        return std::vector<std::uint8_t>{};
+    }
+    try {
+        std::vector<std::uint8_t> mask = r.constraint->mask(vocab, r.options.stop_ids);
+        if (std::find(mask.begin(), mask.end(), std::uint8_t{1}) != mask.end()) {
+            return mask;
+        }
+        if (r.constraint->complete()) {  // a whole sentence that nothing can continue: done
+            finish(id, StopReason::StopToken);
+            return std::nullopt;
+        }
+        r.result.error = "grammar: no token of the vocabulary continues the text in the grammar";
+    } catch (const Error& e) {
+        r.result.error = e.what();
+    }
+    finish(id, StopReason::Error);
+    return std::nullopt;
 }
 
 // Each prompt row but the last predicts the next prompt token: its logprob, as for a
@@ -147,7 +171,16 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
             const std::size_t vocab =
                 r.options.prompt_logprobs && in_prompt ? out.logits.size() / out.tokens : out.logits.size();
             const std::span<const float> logits = std::span(out.logits).last(vocab);
-            const std::uint32_t token = r.sampler.sample(logits);
+            const std::optional<std::vector<std::uint8_t>> mask = grammar_mask(out.id, r, logits.size());
+            if (!mask) {
+                continue;
+            }
+            const std::uint32_t token = r.sampler.sample(logits, *mask);
+            const auto& stops = r.options.stop_ids;
+            const bool stop = std::find(stops.begin(), stops.end(), token) != stops.end();
+            if (r.constraint && !stop) {
+                r.constraint->accept(token);  // allowed by the mask, so the walk goes on
+            }
             const auto index = static_cast<std::uint32_t>(r.result.tokens.size());
             r.result.tokens.push_back(token);
             if (r.options.keep_logits) {
@@ -164,8 +197,7 @@ std::vector<std::pair<SequenceId, GenerationResult>> BatchGenerator::step() {
                 r.result.prefill_time = r.first_token - r.start;
             }
             const bool go_on = !r.options.on_token || r.options.on_token(index, token);
-            const auto& stops = r.options.stop_ids;
-            if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+            if (stop) {
                 finish(out.id, StopReason::StopToken);
             } else if (!go_on) {
                 finish(out.id, StopReason::Caller);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -48,9 +49,10 @@ private:
         Sampler sampler;
         GenerationResult result;
         clock::time_point start, first_token;
-        std::uint32_t prefilled = 0;        // prompt tokens run (GenerationOptions::on_prefill)
-        bool owned = true;                  // removed from the front when it ends (not resume()'s)
-        std::vector<std::uint32_t> prompt;  // kept for prompt_logprobs
+        std::uint32_t prefilled = 0;                         // prompt tokens run (GenerationOptions::on_prefill)
+        bool owned = true;                                   // removed from the front when it ends (not resume()'s)
+        std::vector<std::uint32_t> prompt;                   // kept for prompt_logprobs
+        std::optional<grammar::TokenConstraint> constraint;  // GenerationOptions::grammar's walk
     };
     // The checks of submit() and resume(), before the front is touched; the sampler.
     Sampler check(std::span<const std::uint32_t> prompt, const GenerationOptions& options) const;
@@ -58,6 +60,8 @@ private:
                bool owned);
     void record_prompt_logprobs(Running& r, const SequenceOutput& out);
     void finish(SequenceId id, StopReason why);
+    // The grammar's mask for `r`'s next token (empty without one); nullopt when it ended `id`.
+    std::optional<std::vector<std::uint8_t>> grammar_mask(SequenceId id, Running& r, std::size_t vocab);
 
     BatchFront& batch_;
     std::map<SequenceId, Running> running_;

@@ -101,6 +101,9 @@ GenerationResult BatchSession::generate(std::span<const std::uint32_t> prompt, c
     generator.resume(sequence_, prompt, std::move(live));
     GenerationResult result = generator.run().at(sequence_);
     position_ = result.position;
+    if (result.stop == StopReason::Error) {  // a grammar's (GenerationOptions::grammar)
+        throw Error(result.error);
+    }
     return result;
 }
 

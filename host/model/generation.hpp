@@ -2,6 +2,7 @@
 // Text generation over token ids: prefill the prompt, then decode one token per step
 // through the KV cache, sampling each next token from the logits (host/sample/sampler.hpp).
 
+#include "host/grammar/token_constraint.hpp"
 #include "host/sample/logprobs.hpp"
 #include "host/sample/sampler.hpp"
 
@@ -9,8 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace vkf {
@@ -49,12 +52,20 @@ struct GenerationOptions {
     // BatchGenerator::submit: the sequence's cache salt (BatchFront::add): its prompt takes
     // cached or live blocks only of sequences with the same salt (a tenant's).
     std::uint64_t cache_salt = 0;
+    // Set (BatchGenerator): the text must follow this grammar. Before each sample the tokens
+    // whose piece it does not allow are dropped (after logit_bias and the penalties), the
+    // stop_ids allowed only where the text is complete; a complete text that nothing more can
+    // continue ends as StopToken without another token. Logprobs stay the model's own. The
+    // matcher's bounds passed (an ambiguous grammar) or a text no token can continue end the
+    // generation with StopReason::Error.
+    std::shared_ptr<const grammar::Constraint> grammar = {};
 };
 
 // CacheFull: the KV cache has no room for the next token: a sequence without a key window
 // at its cache's end (GenerationOptions::end_when_full, generate), or the batch's KV blocks ran out with every
 // generation waiting for one; the youngest ended with the tokens it had (BatchGenerator).
-enum class StopReason { Length, StopToken, Caller, CacheFull };
+// Error: the generation could not go on (GenerationResult::error says why; a grammar's).
+enum class StopReason { Length, StopToken, Caller, CacheFull, Error };
 
 struct GenerationResult {
     std::vector<std::uint32_t> tokens;           // the generated ids: n_predict, or fewer when stopped
@@ -70,6 +81,7 @@ struct GenerationResult {
     // The sequence's tokens in the cache when it ended (the last token sampled not among them).
     std::uint32_t position = 0;
     StopReason stop = StopReason::Length;
+    std::string error;  // StopReason::Error: what went wrong
     // Wall time of the prompt's forward pass and of the decode steps (the last token is
     // sampled but not fed back), including sampling and logit read-back.
     std::chrono::duration<double> prefill_time{};

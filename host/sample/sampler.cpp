@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -39,6 +40,10 @@ double Sampler::next_uniform() {
 }
 
 std::uint32_t Sampler::sample(std::span<const float> logits) {
+    return sample(logits, {});
+}
+
+std::uint32_t Sampler::sample(std::span<const float> logits, std::span<const std::uint8_t> allowed) {
     if (logits.empty()) {
         throw Error("sampling: the logits row is empty");
     }
@@ -55,19 +60,27 @@ std::uint32_t Sampler::sample(std::span<const float> logits) {
         }
     }
     check_bias_ids(params_, logits.size());
-    const std::uint32_t token = choose(logits);
+    if (!allowed.empty()) {
+        if (allowed.size() != logits.size()) {
+            throw Error(fmt::format("sampling: a mask of {} entries for {} logits", allowed.size(), logits.size()));
+        }
+        if (std::all_of(allowed.begin(), allowed.end(), [](std::uint8_t a) { return a == 0; })) {
+            throw Error("sampling: the mask allows no token");
+        }
+    }
+    const std::uint32_t token = choose(logits, allowed);
     const std::uint32_t picked[] = {token};
     accept(picked);
     return token;
 }
 
-std::uint32_t Sampler::choose(std::span<const float> logits) {
+std::uint32_t Sampler::choose(std::span<const float> logits, std::span<const std::uint8_t> allowed) {
     const bool greedy = params_.temperature == 0.0f || params_.top_k == 1;
     if (greedy && !penalties_ && params_.logit_bias.empty()) {
         // The raw argmax, without building a list of the whole vocabulary.
-        std::size_t best = 0;
-        for (std::size_t i = 1; i < logits.size(); ++i) {
-            if (logits[i] > logits[best]) {
+        std::size_t best = logits.size();
+        for (std::size_t i = 0; i < logits.size(); ++i) {
+            if ((allowed.empty() || allowed[i] != 0) && (best == logits.size() || logits[i] > logits[best])) {
                 best = i;
             }
         }
@@ -78,6 +91,9 @@ std::uint32_t Sampler::choose(std::span<const float> logits) {
     if (penalties_) {
         const std::vector<std::uint32_t> recent(recent_.begin(), recent_.end());
         apply_penalties(c, recent, params_.repetition_penalty, params_.presence_penalty, params_.frequency_penalty);
+    }
+    if (!allowed.empty()) {
+        std::erase_if(c, [&](const Candidate& x) { return allowed[x.id] == 0; });
     }
     if (greedy) {
         return argmax(c);

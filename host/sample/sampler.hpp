@@ -36,11 +36,15 @@ public:
     // logit, naming the position of the first one (a GPU producing NaN must be reported, not
     // sampled).
     std::uint32_t sample(std::span<const float> logits);
+    // The same among the tokens `allowed` marks non-zero (a grammar's mask, one entry per
+    // logit): the others are dropped after logit_bias and the penalties, as if their logit were
+    // -inf. Throws vkf::Error when the mask's size differs from the row's or it allows nothing.
+    std::uint32_t sample(std::span<const float> logits, std::span<const std::uint8_t> allowed);
 
 private:
     std::uint64_t next_u64();
     double next_uniform();  // [0, 1)
-    std::uint32_t choose(std::span<const float> logits);
+    std::uint32_t choose(std::span<const float> logits, std::span<const std::uint8_t> allowed);
 
     SamplingParams params_;
     std::uint64_t state_;

@@ -5,6 +5,8 @@
 #include "host/serve/api_error.hpp"
 #include "host/serve/request_field_table.hpp"
 #include "host/serve/request_fields.hpp"
+#include "host/serve/request_format.hpp"
+#include "host/serve/tool_calls.hpp"
 
 #include <fmt/format.h>
 
@@ -19,22 +21,12 @@ namespace {
 
 // Fields no implementation here honours: refused where they would change the answer.
 void refuse_unsupported(const JsonValue& doc) {
-    for (const char* key : {"tools", "functions", "tool_choice", "function_call", "suffix", "best_of",
-                            "response_format", "grammar", "json_schema"}) {
+    for (const char* key : {"functions", "function_call", "suffix", "best_of"}) {
         const JsonValue* v = field(doc, key);
         if (v == nullptr || (v->is_bool() && !v->as_bool())) {
             continue;
         }
-        if (std::string_view(key) == "response_format" && v->is_object()) {
-            const JsonValue* type = v->find("type");
-            if (type != nullptr && type->is_string() && type->as_string() == "text") {
-                continue;
-            }
-        }
         if (std::string_view(key) == "best_of" && v->is_number() && v->as_double() == 1.0) {
-            continue;
-        }
-        if (std::string_view(key) == "grammar" && v->is_string() && v->as_string().empty()) {
             continue;
         }
         throw invalid_request(fmt::format("{} is not supported by vkf-server", key), key, "unsupported_parameter");
@@ -232,6 +224,17 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
         }
     }
     parse_logprobs(doc, r);  // after stream: echo refuses it
+    r.grammar = parse_output_format(doc);
+    r.tools = parse_tools(doc, r.endpoint);
+    if (r.tools && !r.tools->grammar.empty()) {
+        if (r.grammar) {
+            throw invalid_request(
+                "tools and grammar, json_schema or response_format both constrain the output; "
+                "give one (or tool_choice \"none\")",
+                "tools");
+        }
+        r.grammar = r.tools->grammar;
+    }
 }
 
 std::string message_content(const JsonValue& v, const std::string& param) {
@@ -336,6 +339,10 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
             wrong_type(param, items[i], "an object");
         }
         check_message_fields(items[i], param);
+        if (std::optional<ChatMessageIn> m = tool_history_message(items[i], param)) {
+            r.messages.push_back(std::move(*m));
+            continue;
+        }
         const JsonValue* role = field(items[i], "role");
         if (role == nullptr) {
             throw invalid_request(param + ".role is missing", param + ".role", "missing_required_parameter");
@@ -349,6 +356,9 @@ GenerationRequest parse_chat_request(std::string_view body, const RequestLimits&
         r.messages.push_back(std::move(m));
     }
     parse_common(doc, limits, r);
+    if (r.tools) {
+        add_tools_prompt(*r.tools, r.messages);
+    }
     return r;
 }
 

@@ -3,10 +3,12 @@
 // its type and range before anything reaches the model, and every refusal an ApiError (400)
 // whose message and `param` name the field ("messages[2].role", "max_tokens"). Fields
 // OpenAI defines that change nothing here (user, metadata...) are ignored; fields that
-// would change the answer but are not implemented (tools, grammar, mirostat...)
+// would change the answer but are not implemented (functions, mirostat...)
 // are refused rather than silently dropped, unless they hold their neutral value, and so is
 // any field not listed (request_field_table.hpp). Token-level limits (prompt length)
 // are checked where the prompt is tokenized; the limits here bound what parsing may cost.
+
+#include "host/serve/tool_types.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -76,6 +78,11 @@ struct GenerationRequest {
     // vLLM's: prefix-cache blocks are shared only between requests with the same salt (a
     // tenant's), so that no other can time its prompts. Absent: the unsalted cache.
     std::optional<std::string> cache_salt;
+    // GBNF the text must follow: grammar, json_schema or response_format (request_format.hpp).
+    std::optional<std::string> grammar;
+    // Chat: tools and tool_choice (tool_calls.hpp); with a choice but none, `grammar` is the
+    // call's and the tools are in the prompt.
+    std::optional<ToolRequest> tools;
 };
 
 struct EmbeddingRequest {

@@ -46,17 +46,17 @@ constexpr std::array kRequestFields = std::to_array<RequestField>({
     {"echo", kC, false, kHonoured, ""},
     {"ignore_eos", kC, kCh, kHonoured, ""},
     {"cache_salt", kC, kCh, kHonoured, ""},
+    {"json_schema", kC, kCh, kHonoured, ""},
+    {"grammar", kC, kCh, kHonoured, ""},
+    {"response_format", kC, kCh, kHonoured, ""},
+    {"tool_choice", false, kCh, kHonoured, ""},
+    {"tools", false, kCh, kHonoured, ""},
     // Refused by request.cpp (refuse_unsupported, parse_logprobs), each with its neutral value.
     {"echo", false, kCh, kRefused, ""},
     {"best_of", kC, false, kRefused, ""},
     {"suffix", kC, false, kRefused, ""},
-    {"tools", false, kCh, kRefused, ""},
-    {"tool_choice", false, kCh, kRefused, ""},
     {"functions", false, kCh, kRefused, ""},
     {"function_call", false, kCh, kRefused, ""},
-    {"response_format", kC, kCh, kRefused, ""},
-    {"grammar", kC, kCh, kRefused, ""},
-    {"json_schema", kC, kCh, kRefused, ""},
     {"mirostat", kC, kCh, kRefused, ""},
     {"tfs_z", kC, kCh, kRefused, ""},
     {"dry_multiplier", kC, kCh, kRefused, ""},
@@ -65,7 +65,6 @@ constexpr std::array kRequestFields = std::to_array<RequestField>({
     {"top_n_sigma", kC, kCh, kRefused, ""},
     {"n_probs", kC, kCh, kRefused, ""},
     // Refused here: OpenAI's chat fields for what a text-only model without tools cannot do.
-    {"parallel_tool_calls", false, kCh, kRefused, "true"},
     {"modalities", false, kCh, kRefused, R"(["text"])"},
     {"audio", false, kCh, kRefused, "*"},
     {"prediction", false, kCh, kRefused, "*"},
@@ -75,6 +74,7 @@ constexpr std::array kRequestFields = std::to_array<RequestField>({
     {"moderation", false, kCh, kRefused, "*"},
     // Accepted and ignored: they ask for nothing that changes the answer here.
     {"user", kC, kCh, kIgnored, ""},
+    {"parallel_tool_calls", false, kCh, kIgnored, ""},
     {"safety_identifier", false, kCh, kIgnored, ""},
     {"metadata", false, kCh, kIgnored, ""},
     {"store", false, kCh, kIgnored, ""},
@@ -89,9 +89,9 @@ constexpr std::array kMessageFields = std::to_array<RequestField>({
     {"content", false, kCh, kHonoured, ""},
     {"name", false, kCh, kIgnored, ""},
     {"refusal", false, kCh, kIgnored, ""},
-    // Tool calls in the history: tools are refused, so none can be answered.
-    {"tool_calls", false, kCh, kRefused, "[]"},
-    {"tool_call_id", false, kCh, kRefused, "*"},
+    // Tool calls in the history (tool_calls.hpp renders them).
+    {"tool_calls", false, kCh, kHonoured, ""},
+    {"tool_call_id", false, kCh, kHonoured, ""},
     {"function_call", false, kCh, kRefused, "*"},
     {"audio", false, kCh, kRefused, "*"},
 });

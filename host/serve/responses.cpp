@@ -27,6 +27,19 @@ json bytes_json(const std::string& token) {
     return bytes;
 }
 
+// OpenAI's tool_calls; a streamed delta numbers them (`index`).
+json tool_calls_json(const std::vector<ToolCall>& calls, bool delta) {
+    json out = json::array();
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        json call = delta ? json{{"index", i}} : json::object();
+        call["id"] = calls[i].id;
+        call["type"] = "function";
+        call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+        out.push_back(std::move(call));
+    }
+    return out;
+}
+
 }  // namespace
 
 nlohmann::ordered_json logprobs_json(Endpoint endpoint, const std::vector<LogprobEntry>& entries) {
@@ -73,8 +86,13 @@ nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vect
     for (const Choice& c : choices) {
         const json logprobs = c.logprobs ? logprobs_json(head.endpoint, *c.logprobs) : json(nullptr);
         if (head.endpoint == Endpoint::Chat) {
+            json message = {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+            if (!c.tool_calls.empty()) {
+                message["content"] = nullptr;
+                message["tool_calls"] = tool_calls_json(c.tool_calls, false);
+            }
             body["choices"].push_back({{"index", c.index},
-                                       {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
+                                       {"message", std::move(message)},
                                        {"logprobs", logprobs},
                                        {"finish_reason", c.finish_reason}});
         } else {
@@ -104,6 +122,16 @@ nlohmann::ordered_json chunk_body(const ResponseHead& head, std::uint32_t index,
         choice = {{"index", index}, {"text", text}, {"logprobs", lp}, {"finish_reason", finish_json(finish_reason)}};
     }
     body["choices"] = json::array({choice});
+    return body;
+}
+
+nlohmann::ordered_json tool_calls_chunk_body(const ResponseHead& head, std::uint32_t index,
+                                             const std::vector<ToolCall>& calls) {
+    json body = head_json(head, true);
+    body["choices"] = json::array({{{"index", index},
+                                    {"delta", {{"tool_calls", tool_calls_json(calls, true)}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", nullptr}}});
     return body;
 }
 

@@ -3,6 +3,7 @@
 // completion, the chunks of a streamed one, and the usage counts.
 
 #include "host/serve/request.hpp"
+#include "host/serve/tool_types.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -39,6 +40,7 @@ struct Choice {
     std::string text;
     std::string finish_reason;                          // "stop" or "length"
     std::optional<std::vector<LogprobEntry>> logprobs;  // absent: "logprobs": null
+    std::vector<ToolCall> tool_calls;                   // chat: the message's (content null)
 };
 
 // OpenAI's logprobs object: completions {tokens, token_logprobs, top_logprobs, text_offset},
@@ -62,6 +64,10 @@ nlohmann::ordered_json completion_body(const ResponseHead& head, const std::vect
 nlohmann::ordered_json chunk_body(const ResponseHead& head, std::uint32_t index, const std::string& text,
                                   const std::optional<std::string>& finish_reason, bool role_only = false,
                                   const std::vector<LogprobEntry>* logprobs = nullptr);
+// Chat: the chunk of choice `index` that carries its tool calls whole (id, name, arguments),
+// as OpenAI's first tool-call delta does.
+nlohmann::ordered_json tool_calls_chunk_body(const ResponseHead& head, std::uint32_t index,
+                                             const std::vector<ToolCall>& calls);
 // The last chunk with stream_options.include_usage: no choices, the usage counts.
 nlohmann::ordered_json usage_chunk_body(const ResponseHead& head, const Usage& usage);
 

@@ -389,19 +389,19 @@ static inline vkf_sampling_params vkf_sampling_default_params(void) {
 typedef int (*vkf_token_fn)(uint32_t token, const char* text, size_t length, void* user_data);
 
 typedef enum vkf_stop_reason {
-    VKF_STOP_LENGTH = 0,    /* max_new_tokens generated */
-    VKF_STOP_EOS = 1,       /* a stop id (kept in the tokens) */
-    VKF_STOP_CALLBACK = 2,  /* the token callback returned nonzero */
-    VKF_STOP_CANCELLED = 3, /* vkf_cancel_request() */
-    VKF_STOP_CACHE_FULL = 4 /* the KV cache ran out (no key window) */
+    VKF_STOP_LENGTH = 0,     /* max_new_tokens generated */
+    VKF_STOP_EOS = 1,        /* a stop id (kept in the tokens) */
+    VKF_STOP_CALLBACK = 2,   /* the token callback returned nonzero */
+    VKF_STOP_CANCELLED = 3,  /* vkf_cancel_request() */
+    VKF_STOP_CACHE_FULL = 4, /* the KV cache ran out (no key window) */
+    VKF_STOP_GRAMMAR = 5     /* params.grammar or json_schema could not go on (docs/API.md) */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_params {
     size_t struct_size;
     uint32_t max_new_tokens;
     const vkf_sampling_params* sampling; /* NULL: greedy */
-    /* Generation stops after one of these ids (plus the model's EOS ids when use_model_eos).
-     * Each must be below the model's vocab_size (else VKF_ERROR_INVALID_ARGUMENT). */
+    /* Stops after one of these ids (+ the model's EOS with use_model_eos), each < vocab_size (else an error) */
     const uint32_t* stop_ids;
     size_t n_stop_ids;
     int use_model_eos;
@@ -409,6 +409,8 @@ typedef struct vkf_generate_params {
     vkf_token_fn on_token;
     void* user_data;
     vkf_cancel* cancel;
+    const char* grammar;     /* GBNF the text follows (docs/API.md "Grammars"); NULL: none */
+    const char* json_schema; /* or a JSON schema; either needs tokenizer */
 } vkf_generate_params;
 
 static inline vkf_generate_params vkf_generate_default_params(void) {

@@ -137,6 +137,38 @@ TEST(Matcher, CodePointsSplitOverPieces) {
     EXPECT_TRUE(m.complete());
 }
 
+// A negated set takes almost any code point, but a sequence's first bytes may already rule out
+// every code point (a surrogate's ED A0, F4 90 past U+10FFFF): such a prefix must be refused,
+// or generation takes it and then no byte can follow (seen with a JSON string's [^"\\]).
+TEST(Matcher, PrefixesOfNoCodePointAreRefusedByNegatedSets) {
+    const Grammar g = parse_gbnf(R"(root ::= "\"" [^"\\\x00-\x1F]* "\"")");
+    Matcher m(g);
+    ASSERT_TRUE(m.accept("\""));
+    EXPECT_FALSE(m.allows("\xED\xA0")) << "only surrogates start so";
+    EXPECT_FALSE(m.allows("\xF4\x90")) << "past U+10FFFF";
+    EXPECT_FALSE(m.allows("\xF4\x90\x80"));
+    EXPECT_TRUE(m.allows("\xED\x9F")) << "U+D7C0..U+D7FF";
+    EXPECT_TRUE(m.allows("\xF4\x8F"));
+    EXPECT_TRUE(m.allows("\xE6\x97"));
+    const Grammar ascii = parse_gbnf(R"(root ::= [^\x80-\U0010FFFF]+)");
+    Matcher n(ascii);
+    EXPECT_FALSE(n.allows("\xC3")) << "a set that excludes every non-ASCII code point";
+    EXPECT_TRUE(n.allows("a"));
+}
+
+// A repetition copies its item (a literal's every character), so a request's few kilobytes
+// could ask for billions of elements: the copies are bounded in all.
+TEST(Gbnf, RepetitionsAreBoundedInAll) {
+    const std::string literal = "\"" + std::string(200, 'a') + "\"";
+    EXPECT_NE(refusal("root ::= " + literal + "{10000}").find("more than 1048576 elements"), std::string::npos);
+    std::string many = "root ::=";
+    for (int i = 0; i < 120; ++i) {
+        many += " [a-z]{10000}";
+    }
+    EXPECT_NE(refusal(many).find("elements in all"), std::string::npos);
+    EXPECT_EQ(refusal(R"(root ::= ("a"{10000}){10000})"), "(parsed)") << "a group is one element";
+}
+
 // An exponentially ambiguous grammar (2^n parses after n a's) and a deeply nesting one are
 // refused with vkf::Error once they pass the matcher's bounds, leaving the state as it was;
 // before the bounds, the fuzz target's 4,096-byte inputs of this kind ran for minutes.
@@ -156,7 +188,7 @@ x ::= "a" x "b" | "a" x "c" | "")");
     EXPECT_TRUE(m.complete());
 
     const Grammar nesting = parse_gbnf("root ::= \"(\" root \")\" | \"\"");
-        Matcher deep(nesting);
+    Matcher deep(nesting);
     EXPECT_TRUE(deep.accept(std::string(1000, '(')));
     message.clear();
     try {

@@ -253,6 +253,33 @@ TEST(Sampling, BadParametersThrowNamingTheField) {
     EXPECT_NO_THROW(vkf::validate(SamplingParams{.temperature = 1e-6f, .top_p = 1e-6f}));
 }
 
+// A grammar's mask (Sampler::sample(logits, allowed)): only allowed ids come out, greedy or
+// not, with bias or without; a mask of another size or one allowing nothing is an error.
+TEST(Sampling, MaskedTokensAreNeverPicked) {
+    const std::vector<float> logits = spread_logits(20);
+    std::vector<std::uint8_t> allowed(20, 0);
+    allowed[3] = allowed[11] = 1;
+    for (SamplingParams params : {SamplingParams{}, SamplingParams{.temperature = 1.0f, .seed = 9},
+                                  SamplingParams{.temperature = 0.0f, .logit_bias = {{19, 100.0f}}},
+                                  SamplingParams{.temperature = 2.0f, .top_k = 2, .min_p = 0.1f}}) {
+        Sampler sampler(params);
+        for (int i = 0; i < 50; ++i) {
+            const std::uint32_t id = sampler.sample(logits, allowed);
+            ASSERT_TRUE(id == 3 || id == 11) << id;
+        }
+    }
+    Sampler greedy(SamplingParams{});
+    EXPECT_EQ(greedy.sample(logits, allowed), logits[11] > logits[3] ? 11u : 3u);
+    EXPECT_NE(vkf::test::error_message([&] {
+                  greedy.sample(logits, std::vector<std::uint8_t>(19, 1));
+              }).find("a mask of 19 entries for 20 logits"),
+              std::string::npos);
+    EXPECT_NE(vkf::test::error_message([&] {
+                  greedy.sample(logits, std::vector<std::uint8_t>(20, 0));
+              }).find("allows no token"),
+              std::string::npos);
+}
+
 TEST(Sampling, NonFiniteLogitsThrowNamingThePosition) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();

@@ -58,6 +58,6 @@ def check_sampler_chain(server, run_binary, model):
     for fields, param, mentions in (({"logit_bias": {"250880": 1}}, "logit_bias", "outside the vocabulary"),
                                     ({"min_p": 2}, "min_p", "between 0"),
                                     ({"mirostat": 2}, "mirostat", "not supported"),
-                                    ({"grammar": "root ::= \"a\""}, "grammar", "not supported")):
+                                    ({"grammar": "root ::= a"}, "grammar", "used but not defined")):
         status, body = server.post("/v1/completions", dict({"prompt": PROMPT, "max_tokens": 2}, **fields))
         expect_error("sampler field %r" % fields, status, body, 400, param=param, mentions=mentions)

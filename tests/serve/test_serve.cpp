@@ -140,8 +140,8 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","logit_bias":{"x1":2}})", c, "logit_bias", "must be a token id");
     expect_refused(R"({"prompt":"x","logit_bias":{"-1":2}})", c, "logit_bias", "must be a token id");
     expect_refused(R"({"prompt":"x","logit_bias":{"7":101}})", c, "logit_bias[\"7\"]", "between -100");
-    expect_refused(R"({"prompt":"x","grammar":"root ::= \"a\""})", c, "grammar", "not supported");
-    expect_refused(R"({"prompt":"x","json_schema":{}})", c, "json_schema", "not supported");
+    expect_refused(R"({"prompt":"x","grammar":"root ::= a"})", c, "grammar", "'a' is used but not defined");
+    expect_refused(R"({"prompt":"x","json_schema":{"pattern":"x"}})", c, "json_schema", "'pattern' is not supported");
     expect_refused(R"({"prompt":"x","mirostat":2})", c, "mirostat", "not supported");
     expect_refused(R"({"prompt":"x","echo":true,"stream":true})", c, "echo", "with stream is not supported");
     expect_refused(R"({"prompt":"x","echo":1})", c, "echo", "true or false");
@@ -252,7 +252,9 @@ TEST(ServeRequest, BadChatsNameTheMessage) {
     expect_refused(R"({"messages":[{"role":"user"}]})", c, "messages[0].content", "missing");
     expect_refused(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})", c,
                    "messages[0].content[0].type", "text only");
-    expect_refused(R"({"messages":[{"role":"user","content":"a"}],"tools":[{}]})", c, "tools", "not supported");
+    expect_refused(R"({"messages":[{"role":"user","content":"a"}],"tools":[{}]})", c, "tools[0].type",
+                   "must be \"function\"");
+    expect_refused(R"({"messages":[{"role":"user","content":"a"}],"functions":[{}]})", c, "functions", "not supported");
 }
 
 TEST(ServeRequest, Embeddings) {

@@ -2,7 +2,7 @@ package org.vkformer;
 
 /** Why a generation ended (vkf_stop_reason). */
 public enum StopReason {
-    LENGTH, EOS, CALLBACK, CANCELLED, CACHE_FULL;
+    LENGTH, EOS, CALLBACK, CANCELLED, CACHE_FULL, GRAMMAR;
 
     static StopReason of(int value) {
         StopReason[] all = values();
