@@ -136,6 +136,32 @@ std::uint64_t kquant_row_bytes(GgmlType type, std::uint64_t k, std::string_view 
     return k / kKQuantBlock * block;
 }
 
+GgmlType kquant_ggml_type(QuantFormat format) {
+    switch (format) {
+        case QuantFormat::Q4_K:
+            return GgmlType::Q4_K;
+        case QuantFormat::Q5_K:
+            return GgmlType::Q5_K;
+        case QuantFormat::Q6_K:
+            return GgmlType::Q6_K;
+        default:
+            throw Error(fmt::format("{} is not a K-quant format", to_string(format)));
+    }
+}
+
+std::optional<QuantFormat> kquant_format_of(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_K:
+            return QuantFormat::Q4_K;
+        case GgmlType::Q5_K:
+            return QuantFormat::Q5_K;
+        case GgmlType::Q6_K:
+            return QuantFormat::Q6_K;
+        default:
+            return std::nullopt;
+    }
+}
+
 ScaleMin kquant_scale_min(std::span<const std::uint8_t, 12> q, std::uint32_t j) {
     if (j < 4) {
         return {static_cast<std::uint8_t>(q[j] & 63), static_cast<std::uint8_t>(q[j + 4] & 63)};

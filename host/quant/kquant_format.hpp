@@ -14,6 +14,7 @@
 // llama.cpp's library).
 
 #include "host/io/gguf.hpp"
+#include "host/quant/quant_format.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +46,11 @@ ScaleMin kquant_scale_min(std::span<const std::uint8_t, 12> scales, std::uint32_
 // scales[12]: the low 4 bits are nibbles of bytes 0-7 (j < 8: low nibble of byte j, else
 // high nibble of byte j - 8), the high 2 bits are bit pair j / 4 of byte 8 + j % 4.
 std::uint8_t q3k_scale(std::span<const std::uint8_t, 12> scales, std::uint32_t j);
+
+// The ggml type of a K-quant QuantFormat (Q4_K, Q5_K, Q6_K), and the QuantFormat of a ggml
+// type the kernels read as K-quants (nullopt for the others: Q2_K and Q3_K have no kernel yet).
+GgmlType kquant_ggml_type(QuantFormat format);
+std::optional<QuantFormat> kquant_format_of(GgmlType type);
 
 // The exact fp32 weights of one row: blocks holds out.size() / 256 super-blocks. Throws
 // vkf::Error when the sizes disagree or the type is not a K-quant.

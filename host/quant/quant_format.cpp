@@ -43,6 +43,12 @@ const char* to_string(QuantFormat format) {
             return "q8_0";
         case QuantFormat::Q4_0:
             return "q4_0";
+        case QuantFormat::Q4_K:
+            return "q4_K";
+        case QuantFormat::Q5_K:
+            return "q5_K";
+        case QuantFormat::Q6_K:
+            return "q6_K";
         default:
             return "none";
     }
@@ -58,14 +64,23 @@ std::optional<QuantFormat> parse_quant_format(std::string_view name) {
     return std::nullopt;
 }
 
+bool is_kquant(QuantFormat format) {
+    return format == QuantFormat::Q4_K || format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
+}
+
 std::uint32_t quant_bits(QuantFormat format) {
     switch (format) {
         case QuantFormat::Q8_0:
             return 8;
         case QuantFormat::Q4_0:
             return 4;
-        default:
+        case QuantFormat::None:
             throw Error("quantization: no block format selected");
+        default:
+            throw Error(
+                fmt::format("quantization: {} is a K-quant, stored as whole super-blocks; it has no "
+                            "values and scales planes of 32-weight blocks",
+                            to_string(format)));
     }
 }
 

@@ -1,0 +1,258 @@
+// Matmul with ggml's K-quant weights (Q4_K, Q5_K, Q6_K, shaders/matmul_kquant.comp) read as
+// a GGUF file stores them, against the float64 product of the weights dequantize_kquant_row
+// gives (ggml's own to_float bit for bit: tests/quant/test_kquant_ggml.cpp). Every output must
+// lie within the bound docs/QUANTIZATION.md states:
+//   |out - ref| <= 1.2 (k / 16 + 40) 2^-24 M + 1e-5 (|ref| + 1)   (the last term: epilogue)
+// with M = sum over k of |x| (|d scale q| + |dmin min|), the magnitudes of what the kernel
+// multiplies and subtracts. Super-blocks are random bytes (any scales, mins and values) with
+// finite fp16 super-block scales; outputs are poisoned (NaN) before every run; odd and prime
+// shapes, decoding and prefill, every epilogue, split K, W and X at unaligned offsets
+// (Q6_K's 210-byte blocks start anywhere in a word), and the refusals of the kernels,
+// shapes and paths K-quants do not have.
+
+#include "host/ops/device_tensor.hpp"
+#include "host/ops/matmul.hpp"
+#include "host/quant/kquant_format.hpp"
+#include "host/reference/ops.hpp"
+#include "host/util/half.hpp"
+#include "host/util/random.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+
+namespace vkf::test {
+namespace {
+
+struct KCase {
+    std::uint32_t m, n, k;
+    QuantFormat quant;
+    DType bias_dtype = DType::F32;
+    bool bias = false;
+    bool residual = false;
+    Activation activation = Activation::None;
+    std::uint32_t splits = 0;
+    std::uint32_t x_pad = 0;  // floats in front of X (odd: unaligned)
+    std::uint32_t w_pad = 0;  // bytes in front of W (not a multiple of 4: unaligned words)
+};
+
+std::string name(const KCase& c) {
+    return "m" + std::to_string(c.m) + " n" + std::to_string(c.n) + " k" + std::to_string(c.k) + " " +
+           to_string(c.quant) + (c.bias ? std::string(" bias ") + to_string(c.bias_dtype) : "") +
+           (c.residual ? " residual" : "") + " " + to_string(c.activation) +
+           (c.splits ? " splits" + std::to_string(c.splits) : "") + " x_pad" + std::to_string(c.x_pad) + " w_pad" +
+           std::to_string(c.w_pad);
+}
+
+// Random super-blocks of `rows` rows of k weights: any bytes, with the fp16 super-block
+// scales (d, dmin) finite and sized so that weights stay near [-1, 1].
+std::vector<std::uint8_t> random_blocks(QuantFormat quant, std::uint32_t rows, std::uint32_t k, std::uint64_t seed) {
+    const GgmlType type = kquant_ggml_type(quant);
+    const std::uint32_t block = kquant_block_bytes(type);
+    std::vector<std::uint8_t> bytes(rows * kquant_row_bytes(type, k));
+    std::mt19937_64 rng(seed);
+    for (std::uint8_t& b : bytes) {
+        b = static_cast<std::uint8_t>(rng());
+    }
+    std::uniform_real_distribution<float> scale(-1.0f, 1.0f);
+    const float span = quant == QuantFormat::Q6_K ? 1.0f / 4096 : 1.0f / 1024;
+    for (std::size_t b = 0; b < bytes.size() / block; ++b) {
+        for (const std::size_t offset :
+             quant == QuantFormat::Q6_K ? std::vector<std::size_t>{208} : std::vector<std::size_t>{0, 2}) {
+            const std::uint16_t bits = float_to_half(scale(rng) * span);
+            bytes[b * block + offset] = static_cast<std::uint8_t>(bits & 0xFF);
+            bytes[b * block + offset + 1] = static_cast<std::uint8_t>(bits >> 8);
+        }
+    }
+    return bytes;
+}
+
+// Each weight's dmin * min (Q4_K, Q5_K; 0 for Q6_K), what the kernel subtracts.
+std::vector<float> mins(QuantFormat quant, std::span<const std::uint8_t> bytes, std::uint32_t rows, std::uint32_t k) {
+    std::vector<float> out(std::size_t{rows} * k, 0.0f);
+    if (quant == QuantFormat::Q6_K) {
+        return out;
+    }
+    const std::uint32_t block = kquant_block_bytes(kquant_ggml_type(quant));
+    for (std::size_t b = 0; b < out.size() / kKQuantBlock; ++b) {
+        const std::uint8_t* p = bytes.data() + b * block;
+        const float dmin = half_to_float(static_cast<std::uint16_t>(p[2] | (p[3] << 8)));
+        for (std::uint32_t j = 0; j < 8; ++j) {
+            const float ml =
+                dmin * static_cast<float>(kquant_scale_min(std::span<const std::uint8_t, 12>(p + 4, 12), j).min);
+            for (std::uint32_t l = 0; l < 32; ++l) {
+                out[b * kKQuantBlock + 32 * j + l] = ml;
+            }
+        }
+    }
+    return out;
+}
+
+class MatmulKQuant : public VulkanTest {
+protected:
+    MatmulPlan run(const KCase& c, std::uint64_t seed) {
+        SCOPED_TRACE(name(c));
+        const auto x = random_uniform(std::size_t{c.m} * c.k, seed, -1.0f, 1.0f);
+        const auto bias = c.bias ? random_uniform(c.n, seed + 2, -1.0f, 1.0f) : std::vector<float>{};
+        const auto res =
+            c.residual ? random_uniform(std::size_t{c.m} * c.n, seed + 3, -2.0f, 2.0f) : std::vector<float>{};
+        const std::vector<std::uint8_t> blocks = random_blocks(c.quant, c.n, c.k, seed + 1);
+        const GgmlType type = kquant_ggml_type(c.quant);
+        const std::uint64_t row_bytes = kquant_row_bytes(type, c.k);
+        std::vector<float> w(std::size_t{c.n} * c.k);
+        for (std::uint32_t r = 0; r < c.n; ++r) {
+            dequantize_kquant_row(type, std::span(blocks).subspan(r * row_bytes, row_bytes),
+                                  std::span(w).subspan(std::size_t{r} * c.k, c.k));
+        }
+        // W `w_pad` bytes into a buffer of whole words.
+        std::vector<std::uint8_t> padded(c.w_pad, 0xA5);
+        padded.insert(padded.end(), blocks.begin(), blocks.end());
+        std::vector<std::uint32_t> words((padded.size() + 3) / 4, 0);
+        std::memcpy(words.data(), padded.data(), padded.size());
+        const DeviceTensor wb = upload_words(ctx(), words, "W super-blocks");
+        const BufferRange w_range{
+            .buffer = wb.range().buffer, .offset = wb.range().offset + c.w_pad, .size = blocks.size()};
+        const DeviceTensor xb = upload_tensor(ctx(), x, DType::F32, "X", c.x_pad);
+        const DeviceTensor yb = nan_tensor(ctx(), std::uint64_t{c.m} * c.n, DType::F32, "Y");
+        std::optional<DeviceTensor> bb, rb;
+        if (c.bias)
+            bb = upload_tensor(ctx(), bias, c.bias_dtype, "bias");
+        if (c.residual)
+            rb = upload_tensor(ctx(), res, DType::F32, "residual");
+        const MatmulOptions options{.force_splits = c.splits};
+        const MatmulPlan plan = plan_matmul(matmul_device(ctx()), c.m, c.n, c.k, c.bias_dtype, options, c.quant);
+        Buffer scratch;
+        if (plan.scratch_bytes > 0) {
+            scratch = ctx().create_buffer(plan.scratch_bytes, MemoryKind::Device, "matmul scratch");
+            poison(ctx(), scratch);
+        }
+        auto list = ctx().command_list();
+        record_matmul(ctx(), *list,
+                      MatmulArgs{.x = xb.range(),
+                                 .w = w_range,
+                                 .bias = bb ? bb->range() : BufferRange{},
+                                 .residual = rb ? rb->range() : BufferRange{},
+                                 .y = yb.range(),
+                                 .scratch = plan.scratch_bytes > 0 ? whole(scratch) : BufferRange{},
+                                 .m = c.m,
+                                 .n = c.n,
+                                 .k = c.k,
+                                 .weight_dtype = c.bias_dtype,
+                                 .activation = c.activation,
+                                 .options = options,
+                                 .quant = c.quant});
+        ctx().submit(*list);
+        std::vector<float> out(std::size_t{c.m} * c.n);
+        ctx().download(yb.buffer(), std::span(out), yb.range().offset);
+
+        std::vector<float> rounded_bias = bias;
+        if (c.bias_dtype == DType::F16) {
+            for (float& v : rounded_bias)
+                v = half_to_float(float_to_half(v));
+        }
+        const auto ref = reference::matmul(x, w, rounded_bias, res, c.m, c.n, c.k, c.activation);
+        // M: |x| times |d scale q| + |dmin min| = |w + ml| + |ml|.
+        const std::vector<float> ml = mins(c.quant, blocks, c.n, c.k);
+        std::vector<float> ax(x.size()), aw(w.size());
+        for (std::size_t i = 0; i < x.size(); ++i)
+            ax[i] = std::fabs(x[i]);
+        for (std::size_t i = 0; i < w.size(); ++i)
+            aw[i] = std::fabs(w[i] + ml[i]) + std::fabs(ml[i]);
+        const auto magnitude = reference::matmul(ax, aw, {}, {}, c.m, c.n, c.k);
+        const double units = (c.k / 16.0 + 40.0) * std::ldexp(1.0, -24);
+        std::size_t bad = 0, worst = 0;
+        double worst_ratio = 0.0;
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            const double bound = 1.2 * units * magnitude[i] + 1e-5 * (std::fabs(ref[i]) + 1.0);
+            const double ratio = std::fabs(static_cast<double>(out[i]) - ref[i]) / bound;
+            if (!(ratio <= 1.0)) {  // NaN (an unwritten output) too
+                ++bad;
+            }
+            if (!(ratio <= worst_ratio)) {
+                worst_ratio = ratio;
+                worst = i;
+            }
+        }
+        EXPECT_EQ(bad, 0u) << "worst at " << worst << ": " << out[worst] << " vs " << ref[worst] << " (error / bound "
+                           << worst_ratio << "); plan: " << plan.describe();
+        EXPECT_EQ(plan.kernel, MatmulKernel::Blocked);
+        return plan;
+    }
+};
+
+constexpr QuantFormat kFormats[] = {QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K};
+
+TEST_F(MatmulKQuant, DecodeAndPrefillOverOddShapesAndOffsets) {
+    std::uint64_t seed = 500;
+    const KCase shapes[] = {{.m = 1, .n = 37, .k = 256},
+                            {.m = 1, .n = 5, .k = 768, .x_pad = 3, .w_pad = 2},
+                            {.m = 7, .n = 13, .k = 512, .w_pad = 1},
+                            {.m = 3, .n = 1, .k = 256, .x_pad = 1, .w_pad = 3},
+                            {.m = 17, .n = 23, .k = 1280},
+                            {.m = 2, .n = 9, .k = 256, .w_pad = 6}};
+    for (const QuantFormat q : kFormats) {
+        for (KCase c : shapes) {
+            c.quant = q;
+            run(c, seed += 10);
+            if (HasFatalFailure())
+                return;
+        }
+    }
+}
+
+TEST_F(MatmulKQuant, EveryEpilogueBothBiasTypesAndSplitK) {
+    std::uint64_t seed = 900;
+    for (const QuantFormat q : kFormats) {
+        for (std::uint32_t a = 0; a < 3; ++a) {
+            const Activation act = a == 0 ? Activation::None : (a == 1 ? Activation::GeluTanh : Activation::GeluErf);
+            const MatmulPlan plan = run(KCase{.m = 1 + 4 * a,
+                                              .n = 11,
+                                              .k = 1024,
+                                              .quant = q,
+                                              .bias_dtype = a == 1 ? DType::F16 : DType::F32,
+                                              .bias = true,
+                                              .residual = a != 1,
+                                              .activation = act,
+                                              .splits = a == 2 ? 3u : 0u},
+                                        seed++);
+            if (a == 2) {
+                EXPECT_GE(plan.n_splits, 2u) << plan.describe();  // 4 super-blocks in 2 or more slices
+            }
+        }
+    }
+}
+
+TEST_F(MatmulKQuant, RefusesWhatK_QuantsHaveNoKernelFor) {
+    const MatmulDevice device = matmul_device(ctx());
+    const auto refusal = [&](std::uint32_t k, MatmulOptions options) -> std::string {
+        try {
+            plan_matmul(device, 1, 8, k, DType::F32, options, QuantFormat::Q5_K);
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "";
+    };
+    EXPECT_NE(refusal(288, {}).find("q5_K"), std::string::npos) << refusal(288, {});
+    EXPECT_NE(refusal(288, {}).find("super-block"), std::string::npos);
+    const std::string rowdot = refusal(256, {.kernel = MatmulKernel::RowDot});
+    EXPECT_NE(rowdot.find("q5_K"), std::string::npos) << rowdot;
+    const std::string tiled = refusal(256, {.kernel = MatmulKernel::Tiled});
+    EXPECT_NE(tiled.find("q5_K"), std::string::npos) << tiled;
+    const std::string int8 = refusal(256, {.int8_activations = true});
+    EXPECT_NE(int8.find("int8"), std::string::npos) << int8;
+    // Auto takes the K-quant kernel for decoding and prefill alike, in fp32 arithmetic.
+    for (const std::uint32_t m : {1u, 64u}) {
+        const MatmulPlan plan =
+            plan_matmul(device, m, 64, 512, DType::F32, {.arithmetic = MatmulArithmetic::F16}, QuantFormat::Q4_K);
+        EXPECT_EQ(plan.kernel, MatmulKernel::Blocked);
+        EXPECT_FALSE(plan.f16_arithmetic);
+    }
+}
+
+}  // namespace
+}  // namespace vkf::test
