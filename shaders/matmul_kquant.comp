@@ -12,7 +12,8 @@
 // shape, decoding and prefill, on every device, and refuses the row-dot and int8 paths for
 // these formats. Split-K slices are whole super-blocks; with VKF_MATMUL_FLAG_PARTIALS the raw
 // sums go to matmul.comp's REDUCE pass. X and W are read by element and byte address, so any
-// offset works (w_base counts bytes here).
+// offset works (w_base counts bytes here). The loops inside a super-block stay loops
+// ([[dont_unroll]]): unrolled, llvmpipe took over 30 s to compile each pipeline.
 // Bindings are matmul_quant.comp's (interface/matmul_bindings.h, VKF_MATMUL_WEIGHTS_QUANT):
 // the host binds the super-blocks at both weight bindings.
 
@@ -90,7 +91,7 @@ void main() {
             kq_multipliers(w_row[j] + sb * KQ_BLOCK_BYTES, dl[j][0], dl[j][1], ml[j][0], ml[j][1]);
         }
         // Pair p: sub-block 2p in the low nibbles of qs[32p .. 32p + 31], 2p + 1 in the high.
-        [[unroll]] for (uint p = 0u; p < 4u; ++p) {
+        [[dont_unroll]] for (uint p = 0u; p < 4u; ++p) {
             float d_lo[RM][RN], d_hi[RM][RN], x_lo[RM], x_hi[RM];
             [[unroll]] for (uint i = 0u; i < RM; ++i) {
                 x_lo[i] = 0.0;
@@ -100,7 +101,7 @@ void main() {
                     d_hi[i][j] = 0.0;
                 }
             }
-            for (uint c = 0u; c < 8u; ++c) {
+            [[dont_unroll]] for (uint c = 0u; c < 8u; ++c) {
                 vec4 q_lo[RN], q_hi[RN];
                 [[unroll]] for (uint j = 0u; j < RN; ++j) {
                     const uint b = w_row[j] + sb * KQ_BLOCK_BYTES;
@@ -150,8 +151,8 @@ void main() {
                 }
             }
         }
-        [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-            [[unroll]] for (uint g = 0u; g < 4u; ++g) {
+        [[dont_unroll]] for (uint h = 0u; h < 2u; ++h) {
+            [[dont_unroll]] for (uint g = 0u; g < 4u; ++g) {
                 float part[RM][RN][2];
                 [[unroll]] for (uint i = 0u; i < RM; ++i) {
                     [[unroll]] for (uint j = 0u; j < RN; ++j) {
@@ -159,7 +160,7 @@ void main() {
                         part[i][j][1] = 0.0;
                     }
                 }
-                [[unroll]] for (uint c = 0u; c < 8u; ++c) {
+                [[dont_unroll]] for (uint c = 0u; c < 8u; ++c) {
                     vec4 q[RN];
                     [[unroll]] for (uint j = 0u; j < RN; ++j) {
                         const uint b = w_row[j] + sb * KQ_BLOCK_BYTES;

@@ -22,10 +22,11 @@ constexpr std::uint32_t kBlockedWorkgroup = 64;
 // Storage buffers of matmul_kquant.comp's layout: X, W (twice), bias, residual, Y.
 constexpr std::uint32_t kKQuantBindings = 6;
 
-// Loop iterations of one invocation over a K slice of `len`: one per super-block and, for
-// Q4_K and Q5_K, 32 more inside it (8 words of each of 4 sub-block pairs).
+// Loop iterations of one invocation over a K slice of `len`, per super-block the most of the
+// formats' (the kernel keeps its inner loops): Q6_K's 1 + 2 halves + 8 groups + 64 words
+// (Q4_K and Q5_K: 1 + 4 pairs + 32 words).
 std::uint64_t kquant_loop_iterations(const MatmulPlan& /*plan*/, std::uint64_t len) {
-    return ceil_div(len, std::uint64_t{kKQuantBlock}) * 33 + 8;
+    return ceil_div(len, std::uint64_t{kKQuantBlock}) * 75 + 8;
 }
 
 std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
