@@ -1,11 +1,11 @@
 #version 450
 // Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + R[m, n] with W in ggml's K-quant
-// super-blocks (Q4_K, Q5_K, Q6_K; kquant_io.glsl), read as the GGUF file stores them: X fp32,
+// super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; kquant_io.glsl), read as the GGUF file stores them: X fp32,
 // bias fp32 or fp16 (BIAS_F16), fp32 accumulation. Weights are decoded in registers, never
 // written out. Each invocation owns an RM x RN block of Y (decoding: 1 x RN) and walks K a
 // super-block at a time; per sub-block it sums the products of X and the small integers,
 // then multiplies once by the sub-block's d * scale, and takes off dmin * min times the
-// sub-block's sum of X (Q4_K, Q5_K), so the weights d * scale * q - dmin * min are never
+// sub-block's sum of X (Q2_K, Q4_K, Q5_K), so the weights d * scale * q - dmin * min are never
 // formed. The documented bound (docs/QUANTIZATION.md) is on the float64 product of the
 // weights ggml dequantizes.
 // The only kernel for K-quants: the planner (host/ops/matmul_quant.cpp) takes it for every
@@ -132,6 +132,54 @@ void main() {
                     const uint lo = 2u * p, hi = 2u * p + 1u;
                     acc[i][j] += (dl[j][lo / 4u][lo % 4u] * d_lo[i][j] - ml[j][lo / 4u][lo % 4u] * x_lo[i]) +
                                  (dl[j][hi / 4u][hi % 4u] * d_hi[i][j] - ml[j][hi / 4u][hi % 4u] * x_hi[i]);
+                }
+            }
+        }
+#elif defined(Q2_K) || defined(Q3_K)
+        // 16 sub-blocks of 16. Half h (128 weights) uses qs[32h .. 32h + 31]; its group g of 32
+        // weights the 2 bits at 2g of qs[32h + l] (Q3_K: less 4 unless bit 4h + g of
+        // hmask[l] is set); sub-block 8h + 2g + l / 16.
+        float dl[RN][16], ml[RN][16];
+        [[unroll]] for (uint j = 0u; j < RN; ++j) {
+            kq_small_multipliers(w_row[j] + sb * KQ_BLOCK_BYTES, dl[j], ml[j]);
+        }
+        [[dont_unroll]] for (uint h = 0u; h < 2u; ++h) {
+            [[dont_unroll]] for (uint g = 0u; g < 4u; ++g) {
+                float part[RM][RN][2], xs[RM][2];
+                [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                    xs[i][0] = 0.0;
+                    xs[i][1] = 0.0;
+                    [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                        part[i][j][0] = 0.0;
+                        part[i][j][1] = 0.0;
+                    }
+                }
+                [[dont_unroll]] for (uint c = 0u; c < 8u; ++c) {
+                    vec4 q[RN];
+                    [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                        const uint b = w_row[j] + sb * KQ_BLOCK_BYTES;
+#if defined(Q2_K)
+                        q[j] = vec4((kq_bytes(kq_word(b + 16u + 32u * h + 4u * c)) >> (2u * g)) & 3);
+#else
+                        const ivec4 q2 = (kq_bytes(kq_word(b + 32u + 32u * h + 4u * c)) >> (2u * g)) & 3;
+                        const ivec4 hbit = (kq_bytes(kq_word(b + 4u * c)) >> (4u * h + g)) & 1;
+                        q[j] = vec4(q2 - 4 + 4 * hbit);
+#endif
+                    }
+                    [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                        const vec4 x = load_x4(x_row[i] + e0 + 128u * h + 32u * g + 4u * c);
+                        xs[i][c / 4u] += dot(x, vec4(1.0));
+                        [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                            part[i][j][c / 4u] += dot(x, q[j]);
+                        }
+                    }
+                }
+                [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                    [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                        const uint t = 8u * h + 2u * g;
+                        acc[i][j] += (dl[j][t] * part[i][j][0] - ml[j][t] * xs[i][0]) +
+                                     (dl[j][t + 1u] * part[i][j][1] - ml[j][t + 1u] * xs[i][1]);
+                    }
                 }
             }
         }

@@ -70,6 +70,8 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& a) {
         ctx.pipeline(PipelineDesc{.code = &shaders::variant("embedding", {{"WEIGHTS_F16", f16},
                                                                           {"Q8_0", a.quant == QuantFormat::Q8_0},
                                                                           {"Q4_0", a.quant == QuantFormat::Q4_0},
+                                                                          {"Q2_K", a.quant == QuantFormat::Q2_K},
+                                                                          {"Q3_K", a.quant == QuantFormat::Q3_K},
                                                                           {"Q4_K", a.quant == QuantFormat::Q4_K},
                                                                           {"Q5_K", a.quant == QuantFormat::Q5_K},
                                                                           {"Q6_K", a.quant == QuantFormat::Q6_K}}),

@@ -81,7 +81,9 @@ private:
     const Pipeline& pipeline() {
         if (pipeline_ == nullptr) {
             const bool f16 = a_.weight_dtype == DType::F16;
-            const SpirvCode& code = shaders::variant("matmul_kquant", {{"Q4_K", a_.quant == QuantFormat::Q4_K},
+            const SpirvCode& code = shaders::variant("matmul_kquant", {{"Q2_K", a_.quant == QuantFormat::Q2_K},
+                                                                       {"Q3_K", a_.quant == QuantFormat::Q3_K},
+                                                                       {"Q4_K", a_.quant == QuantFormat::Q4_K},
                                                                        {"Q5_K", a_.quant == QuantFormat::Q5_K},
                                                                        {"Q6_K", a_.quant == QuantFormat::Q6_K},
                                                                        {"BIAS_F16", f16 && !plan_.separate_epilogue},

@@ -138,6 +138,10 @@ std::uint64_t kquant_row_bytes(GgmlType type, std::uint64_t k, std::string_view 
 
 GgmlType kquant_ggml_type(QuantFormat format) {
     switch (format) {
+        case QuantFormat::Q2_K:
+            return GgmlType::Q2_K;
+        case QuantFormat::Q3_K:
+            return GgmlType::Q3_K;
         case QuantFormat::Q4_K:
             return GgmlType::Q4_K;
         case QuantFormat::Q5_K:
@@ -151,6 +155,10 @@ GgmlType kquant_ggml_type(QuantFormat format) {
 
 std::optional<QuantFormat> kquant_format_of(GgmlType type) {
     switch (type) {
+        case GgmlType::Q2_K:
+            return QuantFormat::Q2_K;
+        case GgmlType::Q3_K:
+            return QuantFormat::Q3_K;
         case GgmlType::Q4_K:
             return QuantFormat::Q4_K;
         case GgmlType::Q5_K:

@@ -47,8 +47,8 @@ ScaleMin kquant_scale_min(std::span<const std::uint8_t, 12> scales, std::uint32_
 // high nibble of byte j - 8), the high 2 bits are bit pair j / 4 of byte 8 + j % 4.
 std::uint8_t q3k_scale(std::span<const std::uint8_t, 12> scales, std::uint32_t j);
 
-// The ggml type of a K-quant QuantFormat (Q4_K, Q5_K, Q6_K), and the QuantFormat of a ggml
-// type the kernels read as K-quants (nullopt for the others: Q2_K and Q3_K have no kernel yet).
+// The ggml type of a K-quant QuantFormat, and the QuantFormat of a ggml K-quant type
+// (nullopt for the others).
 GgmlType kquant_ggml_type(QuantFormat format);
 std::optional<QuantFormat> kquant_format_of(GgmlType type);
 

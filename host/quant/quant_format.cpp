@@ -43,6 +43,10 @@ const char* to_string(QuantFormat format) {
             return "q8_0";
         case QuantFormat::Q4_0:
             return "q4_0";
+        case QuantFormat::Q2_K:
+            return "q2_K";
+        case QuantFormat::Q3_K:
+            return "q3_K";
         case QuantFormat::Q4_K:
             return "q4_K";
         case QuantFormat::Q5_K:
@@ -65,7 +69,8 @@ std::optional<QuantFormat> parse_quant_format(std::string_view name) {
 }
 
 bool is_kquant(QuantFormat format) {
-    return format == QuantFormat::Q4_K || format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
+    return format == QuantFormat::Q2_K || format == QuantFormat::Q3_K || format == QuantFormat::Q4_K ||
+           format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
 }
 
 std::uint32_t quant_bits(QuantFormat format) {

@@ -24,10 +24,17 @@ inline std::vector<std::uint8_t> random_blocks(QuantFormat quant, std::uint32_t 
         b = static_cast<std::uint8_t>(rng());
     }
     std::uniform_real_distribution<float> scale(-1.0f, 1.0f);
-    const float span = quant == QuantFormat::Q6_K ? 1.0f / 4096 : 1.0f / 1024;
+    // Largest |scale * value|: Q2_K 15 * 3, Q3_K 32 * 4, Q4_K 63 * 15, Q5_K 63 * 31, Q6_K 128 * 32.
+    const float span = quant == QuantFormat::Q2_K   ? 1.0f / 64
+                       : quant == QuantFormat::Q3_K ? 1.0f / 128
+                       : quant == QuantFormat::Q6_K ? 1.0f / 4096
+                                                    : 1.0f / 1024;
+    const std::vector<std::size_t> halves = quant == QuantFormat::Q2_K   ? std::vector<std::size_t>{80, 82}
+                                            : quant == QuantFormat::Q3_K ? std::vector<std::size_t>{108}
+                                            : quant == QuantFormat::Q6_K ? std::vector<std::size_t>{208}
+                                                                         : std::vector<std::size_t>{0, 2};
     for (std::size_t b = 0; b < bytes.size() / block; ++b) {
-        for (const std::size_t offset :
-             quant == QuantFormat::Q6_K ? std::vector<std::size_t>{208} : std::vector<std::size_t>{0, 2}) {
+        for (const std::size_t offset : halves) {
             const std::uint16_t bits = float_to_half(scale(rng) * span);
             bytes[b * block + offset] = static_cast<std::uint8_t>(bits & 0xFF);
             bytes[b * block + offset + 1] = static_cast<std::uint8_t>(bits >> 8);
@@ -36,11 +43,20 @@ inline std::vector<std::uint8_t> random_blocks(QuantFormat quant, std::uint32_t 
     return bytes;
 }
 
-// Each weight's dmin * min (Q4_K, Q5_K; 0 for Q6_K), what the kernel subtracts.
+// Each weight's dmin * min (Q2_K, Q4_K, Q5_K; 0 for Q3_K and Q6_K), what the kernel subtracts.
 inline std::vector<float> mins(QuantFormat quant, std::span<const std::uint8_t> bytes, std::uint32_t rows,
                                std::uint32_t k) {
     std::vector<float> out(std::size_t{rows} * k, 0.0f);
-    if (quant == QuantFormat::Q6_K) {
+    if (quant == QuantFormat::Q6_K || quant == QuantFormat::Q3_K) {
+        return out;
+    }
+    if (quant == QuantFormat::Q2_K) {
+        // Sub-block e / 16's byte of scales[16]: its min in the high nibble, dmin at byte 82.
+        for (std::size_t e = 0; e < out.size(); ++e) {
+            const std::uint8_t* p = bytes.data() + e / kKQuantBlock * 84;
+            const float dmin = half_to_float(static_cast<std::uint16_t>(p[82] | (p[83] << 8)));
+            out[e] = dmin * static_cast<float>(p[e % kKQuantBlock / 16] >> 4);
+        }
         return out;
     }
     const std::uint32_t block = kquant_block_bytes(kquant_ggml_type(quant));

@@ -1,4 +1,4 @@
-// Embedding lookup in ggml's K-quant tables (Q4_K, Q5_K, Q6_K super-blocks as GGUF stores
+// Embedding lookup in ggml's K-quant tables (Q2_K .. Q6_K super-blocks as GGUF stores
 // them): every element must equal dequantize_kquant_row's (ggml's to_float bit for bit,
 // tests/quant/test_kquant_ggml.cpp), ids past the vocabulary give zeros, the table may start
 // at any byte, and a row that is not whole super-blocks is refused. Outputs are poisoned (NaN).
@@ -19,7 +19,8 @@ class EmbeddingKQuant : public VulkanTest {};
 
 TEST_F(EmbeddingKQuant, RowsEqualGgmlDequantization) {
     std::uint64_t seed = 77;
-    for (const QuantFormat q : {QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+    for (const QuantFormat q :
+         {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
         for (const std::uint32_t w_pad : {0u, 3u}) {
             const std::uint32_t tokens = 13, vocab = 9, hidden = 768;
             SCOPED_TRACE(std::string(to_string(q)) + " w_pad " + std::to_string(w_pad));

@@ -1,4 +1,4 @@
-// Matmul with ggml's K-quant weights (Q4_K, Q5_K, Q6_K, shaders/matmul_kquant.comp) read as
+// Matmul with ggml's K-quant weights (Q2_K .. Q6_K, shaders/matmul_kquant.comp) read as
 // a GGUF file stores them, against the float64 product of the weights dequantize_kquant_row
 // gives (ggml's own to_float bit for bit: tests/quant/test_kquant_ggml.cpp). Every output must
 // lie within the bound docs/QUANTIZATION.md states:
@@ -141,7 +141,8 @@ protected:
     }
 };
 
-constexpr QuantFormat kFormats[] = {QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K};
+constexpr QuantFormat kFormats[] = {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K,
+                                    QuantFormat::Q6_K};
 
 TEST_F(MatmulKQuant, DecodeAndPrefillOverOddShapesAndOffsets) {
     std::uint64_t seed = 500;
