@@ -73,6 +73,16 @@ bool is_kquant(QuantFormat format) {
            format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
 }
 
+std::optional<QuantFormat> parse_stored_quant_format(std::string_view name) {
+    for (const QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q2_K, QuantFormat::Q3_K,
+                                QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+        if (name == to_string(f)) {
+            return f;
+        }
+    }
+    return std::nullopt;
+}
+
 std::uint32_t quant_bits(QuantFormat format) {
     switch (format) {
         case QuantFormat::Q8_0:

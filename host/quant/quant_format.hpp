@@ -40,6 +40,9 @@ inline constexpr std::uint32_t kQuantBlock = 32;  // weights per block, along k
 const char* to_string(QuantFormat format);
 // The inverse of to_string for "q8_0" and "q4_0"; nullopt for anything else.
 std::optional<QuantFormat> parse_quant_format(std::string_view name);
+// The same for every stored format, the K-quants too (a checkpoint's metadata: a GGUF file's
+// matrices read as stored). vkformer quantizes to q8_0 and q4_0 only.
+std::optional<QuantFormat> parse_stored_quant_format(std::string_view name);
 
 // Whether `format` is one of ggml's K-quants (one plane of super-blocks).
 bool is_kquant(QuantFormat format);
