@@ -53,10 +53,13 @@ def lib_flag(libs, stem):
 def build_tools(source, libs, tools_dir):
     """llama-quantize and llama-perplexity from `source` against the libraries in `libs`."""
     os.makedirs(tools_dir, exist_ok=True)
+    # The tools find the libraries by the path they were linked against: another path rebuilds them.
+    stamp = os.path.join(tools_dir, "libraries.txt")
+    built_for = open(stamp, encoding="utf-8").read() if os.path.exists(stamp) else None
     paths = {}
     for name, files in TOOLS.items():
         out = os.path.join(tools_dir, name)
-        if not os.path.exists(out):
+        if not os.path.exists(out) or built_for != libs:
             includes = ["include", "ggml/include", "common", "vendor", os.path.dirname(files[0])]
             cmd = (["g++", "-O1", "-std=c++17"] + ["-I" + os.path.join(source, i) for i in includes]
                    + [os.path.join(source, f) for f in files]
@@ -68,6 +71,8 @@ def build_tools(source, libs, tools_dir):
                 sys.exit("compiling %s failed:\n%s" % (name, proc.stderr[-3000:]))
             os.replace(out + ".tmp", out)
         paths[name] = out
+    with open(stamp, "w", encoding="utf-8") as f:
+        f.write(libs)
     return paths
 
 

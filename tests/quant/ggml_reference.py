@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs a test program against llama.cpp's prebuilt ggml library (libggml-base.so), which the
 npm package @node-llama-cpp/linux-x64 carries: the package is installed (--ignore-scripts) into
-NPM_DIR on first use and the program run with VKF_GGML_LIB naming the library. VKF_GGML_LIB
-already set in the environment names another copy and skips the install.
+NPM_DIR/ggml-prebuilt on first use and the program run with VKF_GGML_LIB naming the library.
+VKF_GGML_LIB already set in the environment names another copy and skips the install.
 
 usage: ggml_reference.py PROGRAM NPM_DIR [ARGS...]
 Exit 77 (skipped) off Linux x86-64 (the package is built for it only), without npm, or when
@@ -24,7 +24,11 @@ def skip(message):
 
 
 def library(npm_dir):
+    """libggml-base.so of the pinned package, installed on first use into a prefix of its own
+    inside `npm_dir`: installed beside node-llama-cpp (tests/io/gguf_compare.py) it would make
+    npm fetch that package's optional prebuilt binaries for every platform (650 MB, CUDA's)."""
     name, version = PACKAGE
+    npm_dir = os.path.join(npm_dir, "ggml-prebuilt")
     folder = os.path.join(npm_dir, "node_modules", *name.split("/"))
     manifest = os.path.join(folder, "package.json")
     installed = None
@@ -35,7 +39,7 @@ def library(npm_dir):
         os.makedirs(npm_dir, exist_ok=True)
         try:
             proc = subprocess.run(["npm", "install", "--prefix", npm_dir, "--ignore-scripts", "--no-audit",
-                                   "--no-fund", "--no-save", "%s@%s" % (name, version)],
+                                   "--no-fund", "--omit=optional", "%s@%s" % (name, version)],
                                   capture_output=True, text=True, timeout=600)
         except FileNotFoundError:
             skip("npm is not installed, so %s@%s (llama.cpp's ggml library) cannot be had" % (name, version))
