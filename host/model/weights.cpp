@@ -211,6 +211,16 @@ private:
     // A quantized checkpoint's planes, uploaded as they are stored: no re-quantization.
     TensorBuffers stored_planes(const ExpectedTensor& expected) {
         const CheckpointTensor& values = checkpoint_.at(expected.name);
+        if (is_kquant(source_quant_)) {
+            // A GGUF file's K-quant super-blocks: one tensor, its scales inside.
+            TensorBuffers out{device_buffer(ctx_, values.info->byte_size(), expected.name), Buffer{}};
+            copy_raw(*values.file, *values.info, out.values, false, false);
+            state_.bytes_done += values.info->byte_size();
+            if (row_sumsq_ != nullptr) {
+                add_row_sums(0, read_weights_f32(checkpoint_, expected, source_quant_));
+            }
+            return out;
+        }
         const CheckpointTensor& scales = checkpoint_.at(expected.name + std::string(kScalesSuffix));
         TensorBuffers out{device_buffer(ctx_, values.info->byte_size(), expected.name),
                           device_buffer(ctx_, scales.info->byte_size(), expected.name + " scales")};
@@ -408,7 +418,7 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
     std::uint64_t total = 0;
     for (const ExpectedTensor& expected : tensors) {
         total += checkpoint.tensor_info(expected.name).byte_size();
-        if (source != QuantFormat::None && quantized_role(expected.role)) {
+        if (source != QuantFormat::None && !is_kquant(source) && quantized_role(expected.role)) {
             total += checkpoint.tensor_info(expected.name + std::string(kScalesSuffix)).byte_size();
         }
     }

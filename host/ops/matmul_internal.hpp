@@ -70,6 +70,10 @@ MatmulPlan plan_matmul_dense(const MatmulDevice& device, std::uint32_t m, std::u
                              DType weight_dtype, const MatmulOptions& options);
 MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                              DType bias_dtype, const MatmulOptions& options, QuantFormat quant);
+// The K-quants' (matmul_kquant.cpp), called by plan_matmul_quant after its checks of the bias
+// type and the storage buffers.
+MatmulPlan plan_matmul_kquant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                              const MatmulOptions& options, QuantFormat quant);
 
 // The cooperative-matrix kernel (matmul_coopmat.cpp). coopmat_refusal: why it cannot run
 // here on these weights, naming what is missing; nullopt when it can. coopmat_chosen: Auto
@@ -120,6 +124,10 @@ std::vector<SpecConstant> coopmat_constants(const MatmulPlan& plan);
 const SpirvCode& coopmat_code(const MatmulPlan& plan, bool scatter_main);
 std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main);
+// K-quant weights (matmul_kquant.cpp): W is the super-blocks [n, kquant_row_bytes] bytes as a
+// GGUF file stores them, bound at both weight bindings; args.scales is not read.
+std::unique_ptr<WeightSource> kquant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                             bool scatter_main);
 
 // The main kernel's pipeline: the code, the plan's workgroup and subgroup sizes, and its
 // storage buffers (kernel_bindings), specialization constants and push layout.

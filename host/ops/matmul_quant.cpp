@@ -79,6 +79,15 @@ std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
 MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                              DType bias_dtype, const MatmulOptions& options, QuantFormat quant) {
     const ComputeLimits& limits = device.limits;
+    if (bias_dtype != DType::F32 && bias_dtype != DType::F16) {
+        throw Error(std::string("matmul: the bias of quantized weights (weight_dtype) must be f32 or f16, not ") +
+                    to_string(bias_dtype));
+    }
+    check_storage_buffers(limits, kSeparateEpilogueBindings,
+                          std::string("matmul with ") + to_string(quant) + " weights");
+    if (is_kquant(quant)) {
+        return plan_matmul_kquant(device, m, n, k, options, quant);
+    }
     if (quant != QuantFormat::Q8_0 && quant != QuantFormat::Q4_0) {
         throw Error("matmul: unknown block format " + fmt::to_string(static_cast<std::uint32_t>(quant)));
     }
@@ -87,15 +96,9 @@ MatmulPlan plan_matmul_quant(const MatmulDevice& device, std::uint32_t m, std::u
                     " is not a multiple of the block size " + fmt::to_string(kQuantBlock) +
                     "; W [n, k] must be whole blocks of 32 along k");
     }
-    if (bias_dtype != DType::F32 && bias_dtype != DType::F16) {
-        throw Error(std::string("matmul: the bias of quantized weights (weight_dtype) must be f32 or f16, not ") +
-                    to_string(bias_dtype));
-    }
     // Both kernels bind X, the values, the scales, bias, residual and Y; with fewer storage
     // buffers they write partial sums (X, values, scales, P) and matmul.comp's reduce pass
     // (P, bias, residual, Y) applies the epilogue.
-    check_storage_buffers(limits, kSeparateEpilogueBindings,
-                          std::string("matmul with ") + to_string(quant) + " weights");
     MatmulKernel kernel = options.kernel;
     // The integer dot-product path: asked for, on a device with the feature, in the blocked kernel.
     const bool int_dot = options.int8_activations && limits.integer_dot_product &&
@@ -274,6 +277,9 @@ private:
 
 std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
                                             bool scatter_main) {
+    if (is_kquant(args.quant)) {
+        return kquant_weights(ctx, plan, args, scatter_main);
+    }
     return std::make_unique<QuantWeights>(ctx, plan, args, scatter_main);
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "host/quant/kquant_format.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
 
@@ -40,7 +41,7 @@ std::optional<QuantFormat> quant_of(GgmlType type) {
         case GgmlType::Q4_0:
             return QuantFormat::Q4_0;
         default:
-            return std::nullopt;
+            return kquant_format_of(type);
     }
 }
 
@@ -147,10 +148,26 @@ void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const Ggu
         return;
     }
     const std::optional<QuantFormat> quant = quant_of(info.type);
+    if (quant && is_kquant(*quant) && shape.size() == 2) {
+        if (quantized_ != nullptr && quantized_->type != info.type) {
+            throw Error(fmt::format(
+                "{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF file in one "
+                "quantized type so far (a K-quant mix such as Q4_K_M is not read yet; llama-quantize --pure "
+                "makes a file of one type)",
+                label(), info.name, ggml_type_name(info.type), quantized_->name, ggml_type_name(quantized_->type)));
+        }
+        quantized_ = quantized_ != nullptr ? quantized_ : &info;
+        // The super-blocks as stored, one tensor (the kernels read them in place).
+        layout.row_bytes = kquant_row_bytes(info.type, shape[1], info.name);
+        layout.block_bytes = layout.field_bytes = 1;
+        const std::size_t row_bytes = static_cast<std::size_t>(layout.row_bytes);
+        add(mapped.name, DType::U8, {shape[0], row_bytes}, std::move(layout));
+        return;
+    }
     if (!quant) {
         throw Error(
             fmt::format("{}: tensor '{}' is of type {}, which vkformer does not read from GGUF files "
-                        "(F32, F16, BF16, Q8_0 and Q4_0 are read)",
+                        "(F32, F16, BF16, Q8_0, Q4_0 and Q2_K .. Q6_K are read)",
                         label(), info.name, ggml_type_name(info.type)));
     }
     if (shape.size() != 2) {

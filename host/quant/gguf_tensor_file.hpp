@@ -10,8 +10,10 @@
 // (host/quant/quant_format.hpp) interleaved: a quantized matrix NAME is presented as
 // vkformer's two planes, NAME (U8, the blocks' values one after the other) and NAME.scales
 // (F16, the blocks' d), and the file's metadata names the format as a quantized checkpoint's
-// does; the repacking is byte for byte, nothing is re-quantized. Every other ggml type (Q4_1,
-// Q5_*, the K-quants, ...) is refused naming the tensor and the type, as is a file mixing
+// does; the repacking is byte for byte, nothing is re-quantized. A K-quant matrix (Q2_K ..
+// Q6_K, host/quant/kquant_format.hpp) is presented as its super-blocks, NAME (U8 [rows,
+// kquant_row_bytes]) alone, read in place by the kernels. Every other ggml type (Q4_1,
+// Q5_*, ...) is refused naming the tensor and the type, as is a file mixing
 // quantized and float matrices or two quantized types.
 //
 // Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]) or splits a

@@ -43,6 +43,16 @@ const char* to_string(QuantFormat format) {
             return "q8_0";
         case QuantFormat::Q4_0:
             return "q4_0";
+        case QuantFormat::Q2_K:
+            return "q2_K";
+        case QuantFormat::Q3_K:
+            return "q3_K";
+        case QuantFormat::Q4_K:
+            return "q4_K";
+        case QuantFormat::Q5_K:
+            return "q5_K";
+        case QuantFormat::Q6_K:
+            return "q6_K";
         default:
             return "none";
     }
@@ -58,14 +68,34 @@ std::optional<QuantFormat> parse_quant_format(std::string_view name) {
     return std::nullopt;
 }
 
+bool is_kquant(QuantFormat format) {
+    return format == QuantFormat::Q2_K || format == QuantFormat::Q3_K || format == QuantFormat::Q4_K ||
+           format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
+}
+
+std::optional<QuantFormat> parse_stored_quant_format(std::string_view name) {
+    for (const QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q2_K, QuantFormat::Q3_K,
+                                QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+        if (name == to_string(f)) {
+            return f;
+        }
+    }
+    return std::nullopt;
+}
+
 std::uint32_t quant_bits(QuantFormat format) {
     switch (format) {
         case QuantFormat::Q8_0:
             return 8;
         case QuantFormat::Q4_0:
             return 4;
-        default:
+        case QuantFormat::None:
             throw Error("quantization: no block format selected");
+        default:
+            throw Error(
+                fmt::format("quantization: {} is a K-quant, stored as whole super-blocks; it has no "
+                            "values and scales planes of 32-weight blocks",
+                            to_string(format)));
     }
 }
 

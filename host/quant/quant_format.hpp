@@ -20,16 +20,34 @@
 
 namespace vkf {
 
-enum class QuantFormat : std::uint32_t { None = 0, Q8_0 = 1, Q4_0 = 2 };
+// Q2_K .. Q6_K are ggml's K-quant super-blocks (host/quant/kquant_format.hpp), held on
+// the device as the GGUF file stores them, one plane of whole blocks: they have no values and
+// scales planes, and the functions below that speak of those refuse them.
+enum class QuantFormat : std::uint32_t {
+    None = 0,
+    Q8_0 = 1,
+    Q4_0 = 2,
+    Q4_K = 3,
+    Q5_K = 4,
+    Q6_K = 5,
+    Q2_K = 6,
+    Q3_K = 7
+};
 
 inline constexpr std::uint32_t kQuantBlock = 32;  // weights per block, along k
 
-// "none", "q8_0", "q4_0".
+// "none", "q8_0", "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K".
 const char* to_string(QuantFormat format);
 // The inverse of to_string for "q8_0" and "q4_0"; nullopt for anything else.
 std::optional<QuantFormat> parse_quant_format(std::string_view name);
+// The same for every stored format, the K-quants too (a checkpoint's metadata: a GGUF file's
+// matrices read as stored). vkformer quantizes to q8_0 and q4_0 only.
+std::optional<QuantFormat> parse_stored_quant_format(std::string_view name);
 
-// Bits of one stored value: 8 or 4.
+// Whether `format` is one of ggml's K-quants (one plane of super-blocks).
+bool is_kquant(QuantFormat format);
+
+// Bits of one stored value: 8 or 4 (q8_0, q4_0; vkf::Error for the K-quants).
 std::uint32_t quant_bits(QuantFormat format);
 // Bytes of one block's values: 32 (q8_0) or 16 (q4_0).
 std::uint32_t quant_block_bytes(QuantFormat format);

@@ -1,5 +1,7 @@
 #include "host/quant/quantized_checkpoint.hpp"
 
+#include "host/quant/kquant_format.hpp"
+
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/format.hpp"
@@ -36,9 +38,10 @@ std::optional<QuantFormat> file_quantization(const TensorFile& file) {
         }
         return std::nullopt;
     }
-    const std::optional<QuantFormat> parsed = parse_quant_format(format->second);
+    const std::optional<QuantFormat> parsed = parse_stored_quant_format(format->second);
     if (!parsed) {
-        throw Error(label + "unknown quantization format '" + format->second + "' (this vkformer reads q8_0 and q4_0)");
+        throw Error(label + "unknown quantization format '" + format->second +
+                    "' (this vkformer reads q8_0, q4_0 and, from GGUF files, q2_K .. q6_K)");
     }
     if (version == meta.end()) {
         throw Error(label + "quantized as " + format->second + " but its metadata has no " +
@@ -58,6 +61,9 @@ bool quantized_role(TensorRole role) {
 }
 
 std::uint64_t tensor_bytes(const ExpectedTensor& tensor, WeightFormat format) {
+    if (is_kquant(format.quant) && quantized_role(tensor.role)) {
+        return tensor.shape.at(0) * kquant_row_bytes(kquant_ggml_type(format.quant), tensor.shape.at(1), tensor.name);
+    }
     if (format.quant != QuantFormat::None && quantized_role(tensor.role)) {
         return quant_matrix_bytes(format.quant, tensor.shape.at(0), tensor.shape.at(1));
     }
@@ -114,6 +120,17 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
             continue;
         }
         const std::size_t rows = e.shape.at(0), k = e.shape.at(1);
+        if (is_kquant(format)) {
+            // GGUF's super-blocks as stored, scales inside: one tensor.
+            if (k % kKQuantBlock != 0) {
+                problems.push_back(fmt::format("tensor '{}': rows of {} weights cannot be {} (not a multiple of {})",
+                                               e.name, k, to_string(format), kKQuantBlock));
+                continue;
+            }
+            check(e.name, DType::U8, {rows, static_cast<std::size_t>(kquant_row_bytes(kquant_ggml_type(format), k))},
+                  false);
+            continue;
+        }
         if (k % kQuantBlock != 0) {
             problems.push_back("tensor '" + e.name + "': rows of " + fmt::to_string(k) +
                                " weights cannot be block-quantized (not a multiple of 32)");
@@ -139,6 +156,22 @@ std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const E
         return read_tensor_f32(checkpoint, tensor);
     }
     const std::size_t rows = tensor.shape.at(0), k = tensor.shape.at(1);
+    if (is_kquant(format)) {
+        const GgmlType type = kquant_ggml_type(format);
+        const std::uint64_t row_bytes = kquant_row_bytes(type, k, tensor.name);
+        const std::vector<std::byte> raw = checkpoint.read_raw(tensor.name);
+        if (raw.size() != rows * row_bytes) {
+            throw Error(fmt::format("checkpoint '{}': tensor '{}' does not hold a {} {} matrix",
+                                    checkpoint.source().string(), tensor.name, shape_text(tensor.shape),
+                                    to_string(format)));
+        }
+        std::vector<float> out(rows * k);
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(raw.data());
+        for (std::size_t r = 0; r < rows; ++r) {
+            dequantize_kquant_row(type, std::span(bytes + r * row_bytes, row_bytes), std::span(out).subspan(r * k, k));
+        }
+        return out;
+    }
     const QuantizedTensorBytes q = read_quantized(checkpoint, tensor.name);
     const std::uint64_t row_bytes = quant_row_bytes(format, k, tensor.name);
     const std::uint64_t row_scales = quant_row_scales(k, tensor.name);

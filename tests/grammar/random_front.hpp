@@ -16,7 +16,7 @@ namespace vkf {
 class RandomFront : public BatchFront {
 public:
     RandomFront(std::vector<float> boost, std::uint64_t seed) : boost_(std::move(boost)), state_(seed) {}
-    SequenceId add() override {
+    SequenceId add(std::uint64_t /*cache_salt*/) override {
         pending_[next_] = 0;
         positions_[next_] = 0;
         return next_++;

@@ -1,0 +1,147 @@
+// The matmul with ggml's K-quant weights (shaders/matmul_kquant.comp): its plan and its
+// WeightSource, recorded by matmul_record.cpp like the other formats'. The K split, the
+// pieces and the reduce pass are the dense matmul's (matmul_internal.hpp).
+
+#include "base/error.hpp"
+#include "host/ops/matmul_internal.hpp"
+#include "host/quant/kquant_format.hpp"
+#include "host/util/math.hpp"
+#include "shaders/variants.hpp"
+
+#include <fmt/format.h>
+
+namespace vkf::matmul_detail {
+
+namespace {
+
+// An invocation's block of Y (1 x 4 for one row), and the widest workgroup. Four columns,
+// not the 32-weight formats' eight: a column holds 16 sub-block multipliers in registers.
+constexpr std::uint32_t kBlockRows = 4;
+constexpr std::uint32_t kBlockCols = 4;
+constexpr std::uint32_t kBlockedWorkgroup = 64;
+// Storage buffers of matmul_kquant.comp's layout: X, W (twice), bias, residual, Y.
+constexpr std::uint32_t kKQuantBindings = 6;
+
+// Loop iterations of one invocation over a K slice of `len`, per super-block the most of the
+// formats' (the kernel keeps its inner loops): Q6_K's 1 + 2 halves + 8 groups + 64 words
+// (Q4_K and Q5_K: 1 + 4 pairs + 32 words).
+std::uint64_t kquant_loop_iterations(const MatmulPlan& /*plan*/, std::uint64_t len) {
+    return ceil_div(len, std::uint64_t{kKQuantBlock}) * 75 + 8;
+}
+
+std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+    return fmt::format("[{}, {}, {}]", m, n, k);
+}
+
+class KQuantWeights final : public WeightSource {
+public:
+    KQuantWeights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& a, bool scatter_main)
+        : ctx_(ctx),
+          limits_(ctx.limits()),
+          plan_(plan),
+          a_(a),
+          scatter_main_(scatter_main),
+          row_bytes_(kquant_row_bytes(kquant_ggml_type(a.quant), a.k, "matmul W")) {
+        check_tensor(
+            a.w, a.n * row_bytes_, 1, "matmul", "W super-blocks",
+            shape_text({a.n, static_cast<std::uint32_t>(row_bytes_)}, fmt::format("bytes ({})", to_string(a.quant))));
+    }
+
+    WeightPiece piece(const ElementBinding& /*x*/, std::uint32_t n0, std::uint32_t nc) override {
+        const ElementBinding w =
+            bind_elements(limits_, a_.w, n0 * row_bytes_, nc * row_bytes_, 1, "matmul", "W super-blocks");
+        return WeightPiece{
+            .bindings = {{w.range, Access::Read}, {w.range, Access::Read}}, .w_base = w.base, .pipeline = &pipeline()};
+    }
+
+    std::span<const std::byte> push(const MatmulPush& p, const WeightPiece& /*piece*/) override {
+        push_ = MatmulQuantPush{.m = p.m,
+                                .n = p.n,
+                                .k = p.k,
+                                .ldy = p.ldy,
+                                .x_base = p.x_base,
+                                .w_base = p.w_base,
+                                .s_base = 0,
+                                .bias_base = p.bias_base,
+                                .res_base = p.res_base,
+                                .y_base = p.y_base,
+                                .k_split = p.k_split,
+                                .flags = p.flags,
+                                .row0 = p.row0,
+                                .col0 = p.col0,
+                                .cache_rows = p.cache_rows,
+                                .q_heads = p.q_heads,
+                                .kv_heads = p.kv_heads,
+                                .clamp_to = p.clamp_to,
+                                .ln_eps = p.ln_eps};
+        return push_bytes(push_);
+    }
+
+private:
+    const Pipeline& pipeline() {
+        if (pipeline_ == nullptr) {
+            const bool f16 = a_.weight_dtype == DType::F16;
+            const SpirvCode& code = shaders::variant("matmul_kquant", {{"Q2_K", a_.quant == QuantFormat::Q2_K},
+                                                                       {"Q3_K", a_.quant == QuantFormat::Q3_K},
+                                                                       {"Q4_K", a_.quant == QuantFormat::Q4_K},
+                                                                       {"Q5_K", a_.quant == QuantFormat::Q5_K},
+                                                                       {"Q6_K", a_.quant == QuantFormat::Q6_K},
+                                                                       {"BIAS_F16", f16 && !plan_.separate_epilogue},
+                                                                       {"SCATTER", scatter_main_},
+                                                                       {"NO_EPILOGUE", plan_.separate_epilogue}});
+            pipeline_ =
+                &kernel_pipeline(ctx_, plan_, a_, code,
+                                 {{VKF_MATMUL_QUANT_SPEC_RM, plan_.block_m}, {VKF_MATMUL_QUANT_SPEC_RN, plan_.block_n}},
+                                 MatmulQuantPush::layout, scatter_main_);
+        }
+        return *pipeline_;
+    }
+
+    Context& ctx_;
+    const ComputeLimits& limits_;
+    const MatmulPlan& plan_;
+    const MatmulArgs& a_;
+    bool scatter_main_;
+    std::uint64_t row_bytes_;
+    const Pipeline* pipeline_ = nullptr;
+    MatmulQuantPush push_{};
+};
+
+}  // namespace
+
+MatmulPlan plan_matmul_kquant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                              const MatmulOptions& options, QuantFormat quant) {
+    const ComputeLimits& limits = device.limits;
+    if (k % kKQuantBlock != 0) {
+        throw Error(
+            fmt::format("matmul {} with {} weights: k = {} is not a multiple of the super-block size {}; "
+                        "W [n, k] must be whole super-blocks along k",
+                        shape(m, n, k), to_string(quant), k, kKQuantBlock));
+    }
+    if (options.kernel != MatmulKernel::Auto && options.kernel != MatmulKernel::Blocked) {
+        throw Error(fmt::format("matmul: the {} kernel does not read {} weights (K-quants have the blocked kernel)",
+                                to_string(options.kernel), to_string(quant)));
+    }
+    if (options.int8_activations) {
+        throw Error(
+            fmt::format("matmul: {} weights have no int8-activation kernel (int8_activations is for q8_0 "
+                        "and q4_0 weights)",
+                        to_string(quant)));
+    }
+    MatmulPlan plan;
+    plan.kernel = MatmulKernel::Blocked;
+    plan.quant = quant;
+    plan.separate_epilogue = limits.storage_buffers < kKQuantBindings;
+    const std::uint64_t groups = plan_blocked(plan, device, m, n, kBlockRows, kBlockCols, kBlockedWorkgroup);
+    plan.blocks_per_step = 1;
+    split_k(plan, device, k, groups, kKQuantBlock, options, kquant_loop_iterations);
+    plan_pieces(plan, limits, m, n, k, max_bound_elements(limits, 1) / kquant_row_bytes(kquant_ggml_type(quant), k));
+    return plan;
+}
+
+std::unique_ptr<WeightSource> kquant_weights(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args,
+                                             bool scatter_main) {
+    return std::make_unique<KQuantWeights>(ctx, plan, args, scatter_main);
+}
+
+}  // namespace vkf::matmul_detail

@@ -1,0 +1,98 @@
+// Embedding lookup in ggml's K-quant tables (Q2_K .. Q6_K super-blocks as GGUF stores
+// them): every element must equal dequantize_kquant_row's (ggml's to_float bit for bit,
+// tests/quant/test_kquant_ggml.cpp), ids past the vocabulary give zeros, the table may start
+// at any byte, and a row that is not whole super-blocks is refused. Outputs are poisoned (NaN).
+
+#include "host/ops/device_tensor.hpp"
+#include "host/ops/embedding.hpp"
+#include "host/util/random.hpp"
+#include "tests/ops/kquant_blocks.hpp"
+#include "tests/support/vulkan_test.hpp"
+
+#include <cstring>
+#include <string>
+
+namespace vkf::test {
+namespace {
+
+class EmbeddingKQuant : public VulkanTest {};
+
+TEST_F(EmbeddingKQuant, RowsEqualGgmlDequantization) {
+    std::uint64_t seed = 77;
+    for (const QuantFormat q :
+         {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+        for (const std::uint32_t w_pad : {0u, 3u}) {
+            const std::uint32_t tokens = 13, vocab = 9, hidden = 768;
+            SCOPED_TRACE(std::string(to_string(q)) + " w_pad " + std::to_string(w_pad));
+            const std::vector<std::uint8_t> blocks = random_blocks(q, vocab, hidden, seed++);
+            const GgmlType type = kquant_ggml_type(q);
+            const std::uint64_t row_bytes = kquant_row_bytes(type, hidden);
+            std::vector<float> exact(std::size_t{vocab} * hidden);
+            for (std::uint32_t r = 0; r < vocab; ++r) {
+                dequantize_kquant_row(type, std::span(blocks).subspan(r * row_bytes, row_bytes),
+                                      std::span(exact).subspan(std::size_t{r} * hidden, hidden));
+            }
+            std::vector<std::uint8_t> padded(w_pad, 0x5A);
+            padded.insert(padded.end(), blocks.begin(), blocks.end());
+            std::vector<std::uint32_t> words((padded.size() + 3) / 4, 0);
+            std::memcpy(words.data(), padded.data(), padded.size());
+            const DeviceTensor tb = upload_words(ctx(), words, "table");
+            const auto rnd = random_words(tokens, seed++);
+            std::vector<std::uint32_t> ids(tokens);
+            for (std::uint32_t t = 0; t < tokens; ++t) {
+                ids[t] = t % 5 == 4 ? vocab + rnd[t] % 3 : rnd[t] % vocab;  // some past the vocabulary
+            }
+            ids[0] = 0;
+            ids[tokens - 1] = vocab - 1;
+            const DeviceTensor ib = upload_words(ctx(), ids, "ids");
+            const DeviceTensor ob = nan_tensor(ctx(), std::size_t{tokens} * hidden, DType::F32, "embeddings", 1);
+            auto list = ctx().command_list();
+            record_embedding(ctx(), *list,
+                             EmbeddingArgs{.ids = ib.range(),
+                                           .table = BufferRange{.buffer = tb.range().buffer,
+                                                                .offset = tb.range().offset + w_pad,
+                                                                .size = blocks.size()},
+                                           .out = ob.range(),
+                                           .tokens = tokens,
+                                           .vocab = vocab,
+                                           .hidden = hidden,
+                                           .quant = q});
+            ctx().submit(*list);
+            const auto out = download_tensor(ctx(), ob);
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                const std::uint32_t id = ids[i / hidden];
+                const float want = id < vocab ? exact[std::size_t{id} * hidden + i % hidden] : 0.0f;
+                if (!(out[i] == want) && ++bad <= 3) {  // a lookup is exact
+                    ADD_FAILURE() << "element " << i << " (token " << i / hidden << ", id " << id << "): " << out[i]
+                                  << " != " << want;
+                }
+            }
+            EXPECT_EQ(bad, 0u);
+        }
+    }
+}
+
+TEST_F(EmbeddingKQuant, RefusesRowsThatAreNotWholeSuperBlocks) {
+    const DeviceTensor tb = upload_words(ctx(), std::vector<std::uint32_t>(64, 0), "table");
+    const DeviceTensor ib = upload_words(ctx(), std::vector<std::uint32_t>(1, 0), "ids");
+    const DeviceTensor ob = nan_tensor(ctx(), 96, DType::F32, "embeddings");
+    auto list = ctx().command_list();
+    try {
+        record_embedding(ctx(), *list,
+                         EmbeddingArgs{.ids = ib.range(),
+                                       .table = tb.range(),
+                                       .out = ob.range(),
+                                       .tokens = 1,
+                                       .vocab = 1,
+                                       .hidden = 96,
+                                       .quant = QuantFormat::Q6_K});
+        FAIL() << "a 96-wide Q6_K table was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("q6_K"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace vkf::test
