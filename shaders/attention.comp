@@ -135,10 +135,10 @@ void load_kv_tile(uint b, uint kv_head, uint key0, uint key_end, bool load_v) {
         const uint key = key0 + c;
         TILE_PAIR value = TILE_PAIR(0.0);
         if (key < key_end) {
-            const uint head_row = kv_row(b, key) * params.n_kv_head + kv_head;
 #if defined(KV_QUANT)
-            value = tile_pair(kv_pair(load_v, head_row, p));
+            value = tile_pair(kv_pair(load_v, kv_row(b, key), kv_head, p));
 #else
+            const uint head_row = kv_row(b, key) * params.n_kv_head + kv_head;
             value = load_v ? tile_pair(v_data[head_row * DP + p]) : tile_pair(k_data[head_row * DP + p]);
 #endif
         }

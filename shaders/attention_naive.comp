@@ -115,9 +115,9 @@ void main() {
         const uint q_row = q_row_pair(first_row, i, h);
         float acc = 0.0;
 #if defined(KV_QUANT)
-        const uint k_head_row = kv_row(b, key) * params.n_kv_head + kv_h;
+        const uint k_key_row = kv_row(b, key);
         for (uint p = 0u; p < HEAD_PAIRS; ++p) {
-            acc += dot(pair_to_vec2(q_data[q_row + p]), kv_pair(false, k_head_row, p));
+            acc += dot(pair_to_vec2(q_data[q_row + p]), kv_pair(false, k_key_row, kv_h, p));
         }
 #else
         const uint k_row = kv_row_pair(b, key, kv_h);
@@ -251,7 +251,7 @@ void main() {
         const float prob = probs[row + j];
         if (prob != 0.0) {
 #if defined(KV_QUANT)
-            acc += prob * kv_pair(true, kv_row(b, base + j) * params.n_kv_head + kv_h, p);
+            acc += prob * kv_pair(true, kv_row(b, base + j), kv_h, p);
 #else
             acc += prob * pair_to_vec2(v_data[kv_row_pair(b, base + j, kv_h) + p]);
 #endif

@@ -112,11 +112,11 @@ vec4 v_quad(uint base, uint dq) { VKF_READ_QUAD(v_data, base, dq) }
 #define K_QUAD(base, dq) k_quad(base, dq)
 #define V_QUAD(base, dq) v_quad(base, dq)
 #elif defined(KV_QUANT)
-// K and V rows are addressed by head row (their sizes differ by format), not by quads.
+// K and V rows are addressed by key row (their sizes differ by format), not by quads.
 const uint ROW_UNITS = DQ;
 #define Q_QUAD(base, dq) quad_to_vec4(q_data[(base) + (dq)])
-#define K_QUAD(head_row, dq) kv_quad(false, head_row, dq)
-#define V_QUAD(head_row, dq) kv_quad(true, head_row, dq)
+#define K_QUAD(key_row, dq) kv_quad(false, key_row, kv_head, dq)
+#define V_QUAD(key_row, dq) kv_quad(true, key_row, kv_head, dq)
 #else
 const uint ROW_UNITS = DQ;
 #define Q_QUAD(base, dq) quad_to_vec4(q_data[(base) + (dq)])
@@ -186,8 +186,8 @@ void main() {
     }
 
 #if defined(KV_QUANT)
-    const uint key_stride = params.n_kv_head; // head rows from one key to the next
-    const uint kv_base = kv_head;
+    const uint key_stride = 1u; // key rows (K_QUAD adds the head)
+    const uint kv_base = 0u;
 #else
     const uint key_stride = params.n_kv_head * ROW_UNITS; // buffer elements from one key to the next
     const uint kv_base = kv_head * ROW_UNITS;

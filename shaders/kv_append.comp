@@ -14,8 +14,8 @@
 // CACHE_Q8_0, CACHE_Q4_0: a block-quantized cache (interface/kv_quant.h), quantized here
 // with the rules of host/quant/quant_format.hpp (quantize_row: the scale chosen from the
 // block, rounded to fp16, the values rounded against the rounded scale); one invocation per
-// head row, which writes its scale words whole. x = a token's heads / WG; cache_base counts
-// words.
+// scale word of a key row (its two blocks, which may belong to two heads), which writes the
+// word whole. x = a key row's scale words / WG; cache_base counts words.
 
 #extension GL_GOOGLE_include_directive : require
 
@@ -67,10 +67,9 @@ const uint FORMAT = VKF_KV_FORMAT_Q8_0;
 const uint FORMAT = VKF_KV_FORMAT_Q4_0;
 #endif
 
-// Quantizes block blk of the head row read from src[s..], writing its values at `values`;
-// returns the fp16 scale bits.
-uint quantize_block(uint s, uint blk, uint values) {
-    const uint first = s + blk * VKF_KV_QUANT_BLOCK;
+// Quantizes the block whose first source element is src[first], writing its values at
+// `values`; returns the fp16 scale bits.
+uint quantize_block(uint first, uint values) {
     float extreme = 0.0; // the element of largest magnitude, sign kept (the first of equals)
     for (uint i = 0u; i < VKF_KV_QUANT_BLOCK; ++i) {
         const float x = src[first + i];
@@ -106,15 +105,22 @@ uint quantize_block(uint s, uint blk, uint values) {
     return bits;
 }
 
+// Source element of block i of key row t of batch b (block i % blocks of head i / blocks).
+uint block_source(uint b, uint t, uint i) {
+    const uint blocks = params.head_dim / VKF_KV_QUANT_BLOCK;
+    return params.src_base + b * params.src_batch_stride + t * params.src_token_stride +
+           (i / blocks) * params.src_head_stride + (i % blocks) * VKF_KV_QUANT_BLOCK;
+}
+
 void main() {
-    const uint h = gl_GlobalInvocationID.x;
+    const uint sw = gl_GlobalInvocationID.x; // scale word of the key row: blocks 2sw, 2sw + 1
     const uint t = gl_WorkGroupID.y;
     const uint b = gl_WorkGroupID.z;
-    if (h >= params.n_kv_head) {
+    const uint row_values = params.n_kv_head * params.head_dim;
+    const uint scale_words = VKF_KV_SCALE_WORDS(row_values);
+    if (sw >= scale_words) {
         return;
     }
-    const uint s = params.src_base + b * params.src_batch_stride + t * params.src_token_stride +
-                   h * params.src_head_stride;
 #if defined(SLOTS)
     const uint row = slot_data[params.slots_base + t];
     if (row >= params.max_len) {
@@ -123,19 +129,15 @@ void main() {
 #else
     const uint row = params.pos + t;
 #endif
-    const uint row_words = VKF_KV_ROW_WORDS(FORMAT, params.head_dim);
-    const uint start = params.cache_base + ((b * params.max_len + row) * params.n_kv_head + h) * row_words;
-    const uint scale_words = VKF_KV_SCALE_WORDS(params.head_dim);
+    const uint start = params.cache_base + (b * params.max_len + row) * VKF_KV_ROW_WORDS(FORMAT, row_values);
     const uint block_words = FORMAT == VKF_KV_FORMAT_Q8_0 ? 8u : 4u;
-    const uint blocks = params.head_dim / VKF_KV_QUANT_BLOCK;
-    for (uint sw = 0u; sw < scale_words; ++sw) {
-        const uint lo = quantize_block(s, 2u * sw, start + scale_words + 2u * sw * block_words);
-        uint hi = 0u;
-        if (2u * sw + 1u < blocks) {
-            hi = quantize_block(s, 2u * sw + 1u, start + scale_words + (2u * sw + 1u) * block_words);
-        }
-        cache[start + sw] = lo | (hi << 16u);
+    const uint values = start + scale_words;
+    const uint lo = quantize_block(block_source(b, t, 2u * sw), values + 2u * sw * block_words);
+    uint hi = 0u;
+    if (2u * sw + 1u < row_values / VKF_KV_QUANT_BLOCK) {
+        hi = quantize_block(block_source(b, t, 2u * sw + 1u), values + (2u * sw + 1u) * block_words);
     }
+    cache[start + sw] = lo | (hi << 16u);
 }
 #else
 void main() {

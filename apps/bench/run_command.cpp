@@ -56,6 +56,7 @@ struct RunOptions {
     bool matmul_coopmat = false;
     std::optional<std::uint64_t> max_memory;
     app::KvCacheFlags kv;
+    std::vector<KvStorage> kv_also;
     std::optional<MatmulKernel> matmul_kernel;
     std::optional<std::uint32_t> window;
     std::optional<std::vector<std::string>> modes;
@@ -137,6 +138,17 @@ void declare_options(CLI::App& cli, RunOptions& o) {
     add_kv_flags(cli, o.kv,
                  "KV-cache storage of the block and model suites (default f16,\nas vkf-run; q8_0 and q4_0: not "
                  "the start-up suite)");
+    add_parsed_option(
+        cli, "--kv-also", "LIST",
+        "block and model suites: also time these KV-cache storages (f32,\n"
+        "f16, q8_0, q4_0), each case right after its --kv twin in the\n"
+        "same run, e.g. --kv f16 --kv-also q8_0 (default none)",
+        [&o](const std::string& text) {
+            for (const std::string& word : parse_words("--kv-also", text, {"f32", "f16", "q8_0", "q4_0"})) {
+                const QuantFormat q = parse_quant_format(word).value_or(QuantFormat::None);
+                o.kv_also.push_back(KvStorage{word == "f32" ? DType::F32 : DType::F16, q, q, word});
+            }
+        });
     add_window(cli, o.window,
                "key window of the block and model suites' sessions: each token\n"
                "sees the W before it, the cache keeps what the window sees\n"
@@ -176,6 +188,7 @@ SuiteSettings settings_of(const RunOptions& o) {
     s.kv_k_quant = o.kv.k_quant();
     s.kv_v_quant = o.kv.v_quant();
     s.kv_name = o.kv.name();
+    s.kv_also = o.kv_also;
     s.matmul_kernel = o.matmul_kernel.value_or(MatmulKernel::Auto);
     s.window = o.window.value_or(0);
     s.batch = o.batch.value_or(s.batch);

@@ -22,6 +22,13 @@
 
 namespace vkf::bench {
 
+// A KV cache's storage: a side not quantized in `dense`, K and V each maybe quantized.
+struct KvStorage {
+    DType dense = DType::F16;
+    QuantFormat k = QuantFormat::None, v = QuantFormat::None;
+    std::string name = "f16";  // in case names (app::KvCacheFlags::name)
+};
+
 struct SuiteSettings {
     bool quick = false;
     std::uint32_t warmup = 2;
@@ -36,7 +43,10 @@ struct SuiteSettings {
     DType kv_dtype = DType::F16;                 // block and model: the sessions' KV cache (SessionOptions)
     QuantFormat kv_k_quant = QuantFormat::None;  // block and model (not startup): a quantized K/V cache
     QuantFormat kv_v_quant = QuantFormat::None;
-    std::string kv_name = "f16";             // the cache's storage in case names (app::KvCacheFlags::name)
+    std::string kv_name = "f16";  // the cache's storage in case names (app::KvCacheFlags::name)
+    // block and model: more storages timed beside the one above, each case right after its
+    // twin in the same run (--kv-also), so that a comparison sees the same load.
+    std::vector<KvStorage> kv_also;
     std::vector<std::uint32_t> batch = {1};  // model: sequences decoding together (suite_model_batch.cpp)
     std::uint32_t window = 0;                // block and model: the sessions' key window (0: full)
     bool prefill = true, decode = true;      // block and model: which steps they time (--modes)

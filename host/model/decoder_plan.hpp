@@ -43,7 +43,7 @@ struct DecoderPlan {
     // The QKV projection writes Q densely and K and V into the cache through the step's slot
     // mapping (QkvScatter); else it writes the fused QKV rows, and Q and K/V are repacked
     // and appended by separate passes (always for MPT's qk_ln, which normalizes in between,
-    // and for a quantized cache, which kv_append quantizes a head row at a time).
+    // and for a quantized cache, which kv_append quantizes a key row at a time).
     bool scatter = false;
     // The rows whose logits are read back are gathered before the final norm (they are not
     // simply all the step's rows).

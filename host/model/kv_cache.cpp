@@ -20,9 +20,9 @@ KvCache::KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, 
     if (blocks == 0 || block_size == 0) {
         throw Error("KV cache: needs at least one block of at least one token");
     }
-    const std::uint64_t heads = std::uint64_t{block_size} * config.n_kv_head;
-    k_block_bytes_ = heads * kv_head_row_bytes(dtype, k_quant, config.head_dim);
-    v_block_bytes_ = heads * kv_head_row_bytes(dtype, v_quant, config.head_dim);
+    const std::uint32_t row_values = config.n_kv_head * config.head_dim;
+    k_block_bytes_ = std::uint64_t{block_size} * kv_row_bytes(dtype, k_quant, row_values);
+    v_block_bytes_ = std::uint64_t{block_size} * kv_row_bytes(dtype, v_quant, row_values);
     const std::uint64_t pool_bytes = std::max(k_block_bytes_, v_block_bytes_) * blocks;
     if (pool_bytes > ctx.limits().storage_buffer_range) {
         throw Error(fmt::format(

@@ -21,7 +21,7 @@ public:
     // Throws vkf::Error when one layer's pool is over the device's maxStorageBufferRange
     // (attention binds it whole), or for a dtype other than F16 and F32. A stage of a layer
     // split holds the pools of its `layers` only, still indexed by the model's layer numbers.
-    // k_quant, v_quant: K and/or V in q8_0/q4_0 head rows (host/quant/kv_quant.hpp), the
+    // k_quant, v_quant: K and/or V in q8_0/q4_0 key rows (host/quant/kv_quant.hpp), the
     // other side in `dtype`, which must then be F16 (check_kv_cache_format).
     KvCache(Context& ctx, const ModelConfig& config, std::uint32_t blocks, std::uint32_t block_size, DType dtype,
             LayerRange layers, QuantFormat k_quant = QuantFormat::None, QuantFormat v_quant = QuantFormat::None);

@@ -46,7 +46,7 @@ ModelMemoryEstimate estimate_session_memory(const ModelConfig& c, const SessionS
     const std::uint64_t cache_tokens =
         session_cache_tokens(session.max_tokens, session.window, session.chunk, static_cast<std::uint32_t>(block));
     const std::uint64_t blocks = (cache_tokens + block - 1) / block;
-    // Quantized head rows with their scales (kv_token_bytes), as KvCache allocates them.
+    // Quantized key rows with their scales (kv_token_bytes), as KvCache allocates them.
     e.kv_cache = range.size() * blocks * block *
                  kv_token_bytes(session.kv_dtype, session.kv_k_quant, session.kv_v_quant, c.n_kv_head, c.head_dim);
     // A session's buffers (host/model/batch.cpp): hidden, normed, q and the attention output

@@ -31,7 +31,7 @@ std::uint64_t paged_q_elements(const AttentionShape& shape, const PagedKv& paged
 // that one storage-buffer range can bind.
 std::uint32_t pool_blocks(const char* name, const BufferRange& r, const AttentionShape& shape, const PagedKv& paged,
                           const std::string& type, std::uint64_t row_bytes, std::uint64_t max_range) {
-    const std::uint64_t block_bytes = std::uint64_t{paged.block_size} * shape.n_kv_head * row_bytes;
+    const std::uint64_t block_bytes = std::uint64_t{paged.block_size} * row_bytes;
     const std::uint64_t blocks = r.size / block_bytes;
     if (r.size == 0 || r.size % block_bytes != 0 || blocks > UINT32_MAX) {
         throw Error("attention: paged " + std::string(name) + " range is " + bytes_text(r.size) +
@@ -181,9 +181,9 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
     // A paged batch's pool has the size record() is given (checked there).
     check_tensor("Q", paged_ ? paged_q_elements(shape_, *paged_) : q_element_count(shape_), element_size(dtype_));
     if (!paged_) {
-        const std::uint64_t head_rows = kv_element_count(shape_) / shape_.head_dim;
-        check_tensor("K", head_rows, k_row_bytes());
-        check_tensor("V", head_rows, v_row_bytes());
+        const std::uint64_t key_rows = kv_element_count(shape_) / (shape_.n_kv_head * shape_.head_dim);
+        check_tensor("K", key_rows, k_row_bytes());
+        check_tensor("V", key_rows, v_row_bytes());
     }
 
     // PACKED_TABLES writes partial rows even unsplit (the combine pass normalizes them).
@@ -277,11 +277,11 @@ Attention::Attention(Context& ctx, const AttentionParams& params, DType dtype, A
 }
 
 std::uint64_t Attention::k_row_bytes() const {
-    return kv_head_row_bytes(kv_dtype_, k_quant_, shape_.head_dim);
+    return kv_row_bytes(kv_dtype_, k_quant_, shape_.n_kv_head * shape_.head_dim);
 }
 
 std::uint64_t Attention::v_row_bytes() const {
-    return kv_head_row_bytes(kv_dtype_, v_quant_, shape_.head_dim);
+    return kv_row_bytes(kv_dtype_, v_quant_, shape_.n_kv_head * shape_.head_dim);
 }
 
 std::uint64_t Attention::scratch_bytes() const {
@@ -307,9 +307,9 @@ void Attention::record(CommandList& list, BufferRange q, BufferRange k, BufferRa
         const bool q_or_o = name[0] == 'Q' || name[0] == 'O';
         const QuantFormat quant = q_or_o ? QuantFormat::None : name[0] == 'K' ? k_quant_ : v_quant_;
         const std::string type = quant != QuantFormat::None ? to_string(quant) : to_string(q_or_o ? dtype_ : kv_dtype_);
-        const std::uint64_t bytes = q_or_o
-                                        ? elements * element_size(dtype_)
-                                        : elements / shape_.head_dim * (name[0] == 'K' ? k_row_bytes() : v_row_bytes());
+        const std::uint64_t bytes =
+            q_or_o ? elements * element_size(dtype_)
+                   : elements / (shape_.n_kv_head * shape_.head_dim) * (name[0] == 'K' ? k_row_bytes() : v_row_bytes());
         if (r.size != bytes) {
             throw Error("attention: " + std::string(name) + " range is " + bytes_text(r.size) + " but the shape [" +
                         fmt::to_string(shape_.batch) + ", " + fmt::to_string(q_or_o ? shape_.q_len : shape_.kv_len) +
@@ -396,7 +396,7 @@ std::vector<float> attention(Context& ctx, const AttentionParams& params, std::s
     }
     const Attention op(ctx, params, dtype, options);
     const DeviceTensor qt = upload_tensor(ctx, q, dtype, "Q");
-    const std::uint32_t d = params.shape.head_dim;
+    const std::uint32_t d = params.shape.n_kv_head * params.shape.head_dim;  // a key row
     const DeviceTensor kt = upload_kv_tensor(ctx, k, op.kv_dtype(), op.k_quant(), d, "K");
     const DeviceTensor vt = upload_kv_tensor(ctx, v, op.kv_dtype(), op.v_quant(), d, "V");
     const DeviceTensor ot(ctx, nq, dtype, "O");

@@ -214,7 +214,7 @@ public:
     DType kv_dtype() const { return kv_dtype_; }  // of a side that is not quantized
     QuantFormat k_quant() const { return k_quant_; }
     QuantFormat v_quant() const { return v_quant_; }
-    // Bytes of one head row of K or V as this op reads it (kv_head_row_bytes).
+    // Bytes of one key row (all KV heads) of K or V as this op reads it (kv_row_bytes).
     std::uint64_t k_row_bytes() const;
     std::uint64_t v_row_bytes() const;
     // Device bytes of the op's own buffers (not counting Q, K, V, O).

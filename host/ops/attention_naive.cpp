@@ -107,8 +107,9 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
         check_kv_quant_head_dim(v_quant, shape_.head_dim, "naive attention (V)");
     }
     const DType kv_dense = quant ? DType::F16 : dtype;
-    k_row_bytes_ = kv_head_row_bytes(kv_dense, k_quant, shape_.head_dim);
-    v_row_bytes_ = kv_head_row_bytes(kv_dense, v_quant, shape_.head_dim);
+    const std::uint32_t row_values = shape_.n_kv_head * shape_.head_dim;
+    k_row_bytes_ = kv_row_bytes(kv_dense, k_quant, row_values);
+    v_row_bytes_ = kv_row_bytes(kv_dense, v_quant, row_values);
     if (paged_) {
         check_paged(shape_, *paged_);
         if (!params.kv_lens.empty()) {
@@ -124,7 +125,8 @@ NaiveAttention::NaiveAttention(Context& ctx, const AttentionParams& params, DTyp
     const std::uint64_t esize = element_size(dtype);
     auto check_tensor = [&](const char* name, std::uint64_t elements, const std::string& shape,
                             std::uint64_t row_bytes = 0) {
-        const std::uint64_t bytes = row_bytes == 0 ? elements * esize : elements / shape_.head_dim * row_bytes;
+        const std::uint64_t bytes =
+            row_bytes == 0 ? elements * esize : elements / (shape_.n_kv_head * shape_.head_dim) * row_bytes;
         if (bytes > limits.storage_buffer_range) {
             throw Error("naive attention: " + std::string(name) + " of shape " + shape + " in " + to_string(dtype) +
                         " is " + fmt::to_string(bytes) + " bytes, over maxStorageBufferRange " +
@@ -219,7 +221,8 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
     const std::uint64_t esize = element_size(dtype_);
     auto check_size = [&](const char* name, const BufferRange& r, std::uint64_t elements, const std::string& shape,
                           std::uint64_t row_bytes = 0) {
-        const std::uint64_t bytes = row_bytes == 0 ? elements * esize : elements / shape_.head_dim * row_bytes;
+        const std::uint64_t bytes =
+            row_bytes == 0 ? elements * esize : elements / (shape_.n_kv_head * shape_.head_dim) * row_bytes;
         if (r.size != bytes) {
             const QuantFormat quant = name[0] == 'K' ? k_quant_ : name[0] == 'V' ? v_quant_ : QuantFormat::None;
             const bool kv_quant = k_quant_ != QuantFormat::None || v_quant_ != QuantFormat::None;
@@ -245,7 +248,7 @@ void NaiveAttention::record(CommandList& list, BufferRange q, BufferRange k, Buf
         const std::string q_shape = shape_text({paged_->q_rows, shape_.n_head, shape_.head_dim});
         check_size("Q", q, rows * shape_.n_head * shape_.head_dim, q_shape);
         check_size("O", o, rows * shape_.n_head * shape_.head_dim, q_shape);
-        const std::uint64_t block_rows = std::uint64_t{paged_->block_size} * shape_.n_kv_head;
+        const std::uint64_t block_rows = paged_->block_size;
         const std::uint64_t blocks = k.size / (block_rows * k_row_bytes_);
         if (blocks == 0 || blocks > UINT32_MAX || k.size % (block_rows * k_row_bytes_) != 0 ||
             v.size != blocks * block_rows * v_row_bytes_ || std::max(k.size, v.size) > max_range_) {

@@ -49,7 +49,7 @@ private:
     DType dtype_;
     QuantFormat k_quant_ = QuantFormat::None;
     QuantFormat v_quant_ = QuantFormat::None;
-    std::uint64_t k_row_bytes_ = 0;  // bytes of a head row of K and of V
+    std::uint64_t k_row_bytes_ = 0;  // bytes of a key row (all KV heads) of K and of V
     std::uint64_t v_row_bytes_ = 0;
     AttentionPush push_;
     std::uint32_t scores_workgroup_ = 0;

@@ -42,11 +42,11 @@ DeviceTensor upload_words(Context& ctx, std::span<const std::uint32_t> words, st
 }
 
 DeviceTensor upload_kv_tensor(Context& ctx, std::span<const float> values, DType dense, QuantFormat quant,
-                              std::uint32_t head_dim, std::string name) {
+                              std::uint32_t row_values, std::string name) {
     if (quant == QuantFormat::None) {
         return upload_tensor(ctx, values, dense, std::move(name));
     }
-    return upload_words(ctx, kv_quantize(quant, values, head_dim), std::move(name));
+    return upload_words(ctx, kv_quantize(quant, values, row_values), std::move(name));
 }
 
 std::vector<float> download_tensor(Context& ctx, const DeviceTensor& tensor) {

@@ -38,10 +38,11 @@ DeviceTensor upload_tensor(Context& ctx, std::span<const float> values, DType dt
                            std::uint32_t pad = 0);
 // Raw 32-bit words (token ids, lengths) on the device.
 DeviceTensor upload_words(Context& ctx, std::span<const std::uint32_t> words, std::string name, std::uint32_t pad = 0);
-// K or V head rows of head_dim values as a KV cache stores them: `dense` (F32, F16) when
-// quant is None, else quantized (host/quant/kv_quant.hpp, its words as a U32 tensor).
+// K or V key rows of row_values (n_kv_head * head_dim) values as a KV cache stores them:
+// `dense` (F32, F16) when quant is None, else quantized (host/quant/kv_quant.hpp, its words
+// as a U32 tensor).
 DeviceTensor upload_kv_tensor(Context& ctx, std::span<const float> values, DType dense, QuantFormat quant,
-                              std::uint32_t head_dim, std::string name);
+                              std::uint32_t row_values, std::string name);
 // The tensor's elements as float32.
 std::vector<float> download_tensor(Context& ctx, const DeviceTensor& tensor);
 // Elements [0, elements) of `buffer` made of `block` repeated (element i is

@@ -38,10 +38,11 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
     if (quant) {
         check_kv_quant_head_dim(a.cache_quant, c.head_dim, "kv_append");
     }
-    const std::uint64_t head_rows = std::uint64_t{c.batch} * c.max_len * c.n_kv_head;
+    const std::uint64_t key_rows = std::uint64_t{c.batch} * c.max_len;
+    const std::uint32_t row_values = c.n_kv_head * c.head_dim;
     // In elements, or in words for a quantized cache (its shader's unit).
     const std::uint64_t cache_elements =
-        quant ? head_rows * kv_head_row_bytes(DType::F32, a.cache_quant, c.head_dim) / 4 : head_rows * c.head_dim;
+        quant ? key_rows * kv_row_bytes(DType::F32, a.cache_quant, row_values) / 4 : key_rows * row_values;
     const std::uint32_t cache_unit = quant ? 4 : csize;
     check_tensor(a.cache, cache_elements, cache_unit, "kv_append", "cache", shape);
     if ((f16 || quant) && a.cache.offset % 4 != 0) {
@@ -89,8 +90,9 @@ void record_kv_append(Context& ctx, CommandList& list, const KvAppendArgs& a) {
                             .slots_base = slot_binding.base};
     const Binding bindings[] = {
         {src.range, Access::Read}, {cache.range, Access::Write}, {slot_binding.range, Access::Read}};
-    // One invocation per element pair, or per head row of a quantized cache.
-    const std::uint32_t pairs = quant ? c.n_kv_head : c.n_kv_head * c.head_dim / 2;
+    // One invocation per element pair, or per scale word (two blocks) of a quantized cache's
+    // key row.
+    const std::uint32_t pairs = quant ? (row_values / kQuantBlock + 1) / 2 : row_values / 2;
     list.dispatch(Dispatch{.pipeline = &pipeline,
                            .bindings = std::span(bindings, slots ? 3 : 2),
                            .push_constants = push_bytes(push),

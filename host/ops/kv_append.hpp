@@ -16,7 +16,7 @@ struct KvAppendArgs {
     BufferRange cache;    // [batch, max_len, n_kv_head, head_dim] cache_dtype
     KvAppendShape shape;  // cache [batch, max_len, n_kv_head, head_dim], rows pos..pos+new_len-1
     DType cache_dtype = DType::F32;
-    // q8_0 or q4_0: the cache holds quantized head rows (shaders/interface/kv_quant.h; head_dim
+    // q8_0 or q4_0: the cache holds quantized key rows (shaders/interface/kv_quant.h; head_dim
     // a multiple of 32) and cache_dtype is not used; each new row is quantized as it is written.
     QuantFormat cache_quant = QuantFormat::None;
     // Optional [new_len] uint32 cache rows; set: row t goes to cache row slots[t] (shape.batch

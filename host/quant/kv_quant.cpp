@@ -15,11 +15,11 @@ std::uint32_t kv_format_code(QuantFormat quant) {
                                         : VKF_KV_FORMAT_F16;
 }
 
-std::uint64_t kv_head_row_bytes(DType dense, QuantFormat quant, std::uint32_t head_dim) {
+std::uint64_t kv_row_bytes(DType dense, QuantFormat quant, std::uint32_t row_values) {
     if (quant == QuantFormat::None) {
-        return std::uint64_t{head_dim} * element_size(dense);
+        return std::uint64_t{row_values} * element_size(dense);
     }
-    return std::uint64_t{4} * VKF_KV_ROW_WORDS(kv_format_code(quant), head_dim);
+    return std::uint64_t{4} * VKF_KV_ROW_WORDS(kv_format_code(quant), row_values);
 }
 
 void check_kv_quant_head_dim(QuantFormat quant, std::uint32_t head_dim, const char* what) {
@@ -46,23 +46,24 @@ void check_kv_cache_format(DType dense, QuantFormat k, QuantFormat v, std::uint3
 
 std::uint64_t kv_token_bytes(DType dense, QuantFormat k, QuantFormat v, std::uint32_t n_kv_head,
                              std::uint32_t head_dim) {
-    return std::uint64_t{n_kv_head} * (kv_head_row_bytes(dense, k, head_dim) + kv_head_row_bytes(dense, v, head_dim));
+    const std::uint32_t row_values = n_kv_head * head_dim;
+    return kv_row_bytes(dense, k, row_values) + kv_row_bytes(dense, v, row_values);
 }
 
-std::vector<std::uint32_t> kv_quantize(QuantFormat quant, std::span<const float> x, std::uint32_t head_dim) {
-    check_kv_quant_head_dim(quant, head_dim, "kv_quantize");
-    if (quant == QuantFormat::None || x.size() % head_dim != 0) {
-        throw Error(fmt::format("kv_quantize: {} values are no whole number of {} head rows of {}", x.size(),
-                                to_string(quant), head_dim));
+std::vector<std::uint32_t> kv_quantize(QuantFormat quant, std::span<const float> x, std::uint32_t row_values) {
+    check_kv_quant_head_dim(quant, row_values, "kv_quantize");
+    if (quant == QuantFormat::None || x.size() % row_values != 0) {
+        throw Error(fmt::format("kv_quantize: {} values are no whole number of {} key rows of {}", x.size(),
+                                to_string(quant), row_values));
     }
-    const std::size_t rows = x.size() / head_dim;
-    const std::size_t row_words = kv_head_row_bytes(DType::F32, quant, head_dim) / 4;
-    const std::size_t scale_words = VKF_KV_SCALE_WORDS(head_dim);
+    const std::size_t rows = x.size() / row_values;
+    const std::size_t row_words = kv_row_bytes(DType::F32, quant, row_values) / 4;
+    const std::size_t scale_words = VKF_KV_SCALE_WORDS(row_values);
     std::vector<std::uint32_t> words(rows * row_words, 0);
-    std::vector<std::uint8_t> values(quant_row_bytes(quant, head_dim));
-    std::vector<std::uint16_t> scales(head_dim / kQuantBlock);
+    std::vector<std::uint8_t> values(quant_row_bytes(quant, row_values));
+    std::vector<std::uint16_t> scales(row_values / kQuantBlock);
     for (std::size_t r = 0; r < rows; ++r) {
-        quantize_row(quant, x.subspan(r * head_dim, head_dim), values, scales, "KV cache row");
+        quantize_row(quant, x.subspan(r * row_values, row_values), values, scales, "KV cache row");
         std::uint32_t* row = words.data() + r * row_words;
         for (std::size_t b = 0; b < scales.size(); ++b) {
             row[b / 2] |= std::uint32_t{scales[b]} << (16 * (b % 2));
@@ -72,25 +73,25 @@ std::vector<std::uint32_t> kv_quantize(QuantFormat quant, std::span<const float>
     return words;
 }
 
-std::vector<float> kv_dequantize(QuantFormat quant, std::span<const std::uint32_t> words, std::uint32_t head_dim) {
-    check_kv_quant_head_dim(quant, head_dim, "kv_dequantize");
-    const std::size_t row_words = kv_head_row_bytes(DType::F32, quant, head_dim) / 4;
+std::vector<float> kv_dequantize(QuantFormat quant, std::span<const std::uint32_t> words, std::uint32_t row_values) {
+    check_kv_quant_head_dim(quant, row_values, "kv_dequantize");
+    const std::size_t row_words = kv_row_bytes(DType::F32, quant, row_values) / 4;
     if (quant == QuantFormat::None || words.size() % row_words != 0) {
-        throw Error(fmt::format("kv_dequantize: {} words are no whole number of {} head rows of {}", words.size(),
-                                to_string(quant), head_dim));
+        throw Error(fmt::format("kv_dequantize: {} words are no whole number of {} key rows of {}", words.size(),
+                                to_string(quant), row_values));
     }
     const std::size_t rows = words.size() / row_words;
-    const std::size_t scale_words = VKF_KV_SCALE_WORDS(head_dim);
-    std::vector<float> out(rows * head_dim);
-    std::vector<std::uint8_t> values(quant_row_bytes(quant, head_dim));
-    std::vector<std::uint16_t> scales(head_dim / kQuantBlock);
+    const std::size_t scale_words = VKF_KV_SCALE_WORDS(row_values);
+    std::vector<float> out(rows * row_values);
+    std::vector<std::uint8_t> values(quant_row_bytes(quant, row_values));
+    std::vector<std::uint16_t> scales(row_values / kQuantBlock);
     for (std::size_t r = 0; r < rows; ++r) {
         const std::uint32_t* row = words.data() + r * row_words;
         for (std::size_t b = 0; b < scales.size(); ++b) {
             scales[b] = static_cast<std::uint16_t>(row[b / 2] >> (16 * (b % 2)));
         }
         std::memcpy(values.data(), row + scale_words, values.size());
-        dequantize_row(quant, values, scales, std::span(out).subspan(r * head_dim, head_dim));
+        dequantize_row(quant, values, scales, std::span(out).subspan(r * row_values, row_values));
     }
     return out;
 }

@@ -234,6 +234,25 @@ def check_window_decode(exe, tmp, problems):
             problems.append("--window 8: %s is %s: %s" % (r["name"], r["status"], r["message"]))
 
 
+def check_kv_also(exe, tmp, problems):
+    """--kv f16 --kv-also q8_0: the block suite times each decoding case with both K/V
+    storages, the q8_0 one right after its f16 twin (one run's comparison, docs/QUANTIZATION.md)."""
+    path = os.path.join(tmp, "kv_also.json")
+    proc = run(exe, ["run", "--suites", "block", "--presets", "bloom-24x64", "--prefill-m", "40", "--weights", "f32",
+                     "--kv", "f16", "--kv-also", "q8_0", "--modes", "decode", "--warmup", "0", "--reps", "1",
+                     "--progress", "none", "--out", path])
+    if proc.returncode != 0:
+        problems.append("run --kv-also q8_0: exit code %d\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    got = [(r["params"]["kv"], r["params"]["step"], r["status"]) for r in results]
+    want = [("f16", "recorded once", "ok"), ("q8_0", "recorded once", "ok"), ("f16", "re-recorded", "ok"),
+            ("q8_0", "re-recorded", "ok")]
+    if got != want or not all(" kv %s" % kv in r["name"] for (kv, _, _), r in zip(want, results)):
+        problems.append("--kv f16 --kv-also q8_0: %r" % [(r["name"], r["status"], r.get("message")) for r in results])
+
+
 def check_split(exe, tmp, problems):
     """The split suite: vkf-run on one device, over 2 and 3 Contexts, under mpirun -n 1..3."""
     if os.environ.get("VKF_TEST_EMULATOR"):
@@ -289,6 +308,7 @@ def main():
         check_startup(exe, tmp, problems)
         check_batch(exe, tmp, problems)
         check_window_decode(exe, tmp, problems)
+        check_kv_also(exe, tmp, problems)
         check_split(exe, tmp, problems)
         if not problems:
             plots = os.path.join(tmp, "plots")
@@ -314,7 +334,8 @@ def main():
                         problems.append("%s is not well-formed XML: %s" % (svg, e))
             for args, code in ((["compare"], 2), (["compare", os.path.join(tmp, "missing.json")], 1),
                                (["run", "--suites", "nope"], 2), (["compare", a, "--labels", "x,y"], 2),
-                               (["run", "--batch", "0"], 2), (["run", "--batch", "1,x"], 2)):
+                               (["run", "--batch", "0"], 2), (["run", "--batch", "1,x"], 2),
+                               (["run", "--kv-also", "q5"], 2)):
                 proc = run(exe, args)
                 if proc.returncode != code:
                     problems.append("%s: exit code %d, expected %d\n%s" % (" ".join(args), proc.returncode, code,

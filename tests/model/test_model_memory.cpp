@@ -49,8 +49,8 @@ TEST_F(ModelMemory, TheEstimateIsWhatModelAndSessionAllocate) {
     EXPECT_GE(e.total(), fused.device_bytes());
 }
 
-// A quantized K/V cache (q8_0 K, q4_0 V) is counted exactly: its head rows with their scales
-// (8 heads of 32: 36 and 20 bytes against fp16's 64), and a session over it, whose QKV
+// A quantized K/V cache (q8_0 K, q4_0 V) is counted exactly: its key rows with their scales
+// (8 heads of 32: 34 and 18 bytes a head against fp16's 64), and a session over it, whose QKV
 // projection does not scatter, allocates what the estimate says but for the head's rows.
 TEST_F(ModelMemory, TheEstimateCountsAQuantizedKvCacheExactly) {
     const SmallBloom files(DType::F16);
@@ -62,7 +62,7 @@ TEST_F(ModelMemory, TheEstimateCountsAQuantizedKvCacheExactly) {
                            .kv_k_quant = QuantFormat::Q8_0,
                            .kv_v_quant = QuantFormat::Q4_0};
     const ModelMemoryEstimate e = estimate_session_memory(c, size);
-    EXPECT_EQ(e.kv_cache, std::uint64_t{c.n_layer} * 48 * c.n_kv_head * (36 + 20));
+    EXPECT_EQ(e.kv_cache, std::uint64_t{c.n_layer} * 48 * c.n_kv_head * (34 + 18));
     const Session session(model, SessionOptions{.max_tokens = 40,
                                                 .chunk = 16,
                                                 .kv_dtype = DType::F16,

@@ -80,14 +80,14 @@ struct StoredKv {
     DeviceTensor tensor;
 };
 inline StoredKv store_kv(Context& ctx, const std::vector<float>& x, DType dense, QuantFormat quant,
-                         std::uint32_t head_dim, const char* name) {
+                         std::uint32_t row_values, const char* name) {
     if (quant == QuantFormat::None) {
         std::vector<float> values = rounded_to(dense, x);
         DeviceTensor tensor = upload_tensor(ctx, values, dense, name);
         return {std::move(values), std::move(tensor)};
     }
-    const std::vector<std::uint32_t> words = kv_quantize(quant, x, head_dim);
-    return {kv_dequantize(quant, words, head_dim), upload_words(ctx, words, name)};
+    const std::vector<std::uint32_t> words = kv_quantize(quant, x, row_values);
+    return {kv_dequantize(quant, words, row_values), upload_words(ctx, words, name)};
 }
 
 inline std::string name(const Case& c) {
@@ -122,7 +122,7 @@ inline AttentionPlan run_case(Context& ctx, const Case& c, std::uint64_t seed) {
         .shape = shape, .mask = c.mask, .alibi = c.alibi, .max_bias = c.max_bias, .slopes = slopes, .kv_lens = kv_lens};
     // The reference sees exactly what the GPU reads.
     const DType kv_dtype = c.kv_dtype.value_or(quantized(c) ? DType::F16 : c.dtype);
-    const std::uint32_t d = c.head_dim;
+    const std::uint32_t d = c.n_kv_head * c.head_dim;  // a key row
     const auto q = rounded_to(c.dtype, random_uniform(q_element_count(shape), seed, -1.0f, 1.0f));
     const StoredKv ks =
         store_kv(ctx, random_uniform(kv_element_count(shape), seed + 1, -1.0f, 1.0f), kv_dtype, c.k_quant, d, "K");

@@ -35,14 +35,14 @@ struct FormCase {
 };
 
 // K or V as its storage holds it: the device tensor, and `x` becomes the values it stands for.
-DeviceTensor stored(Context& ctx, std::vector<float>& x, DType dense, QuantFormat quant, std::uint32_t head_dim,
+DeviceTensor stored(Context& ctx, std::vector<float>& x, DType dense, QuantFormat quant, std::uint32_t row_values,
                     const char* name) {
     if (quant == QuantFormat::None) {
         x = rounded_to(dense, x);
         return upload_tensor(ctx, x, dense, name);
     }
-    const std::vector<std::uint32_t> words = kv_quantize(quant, x, head_dim);
-    x = kv_dequantize(quant, words, head_dim);
+    const std::vector<std::uint32_t> words = kv_quantize(quant, x, row_values);
+    x = kv_dequantize(quant, words, row_values);
     return upload_words(ctx, words, name);
 }
 
@@ -71,8 +71,8 @@ std::vector<float> run_form(Context& ctx, const FormCase& c, std::uint64_t seed)
     auto k = random_uniform(kv_element_count(c.shape), seed + 1, -2.0f, 2.0f);
     auto v = random_uniform(kv_element_count(c.shape), seed + 2, -1.0f, 1.0f);
     const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
-    const DeviceTensor kb = stored(ctx, k, kv_dtype, c.k_quant, c.shape.head_dim, "K");
-    const DeviceTensor vb = stored(ctx, v, kv_dtype, c.v_quant, c.shape.head_dim, "V");
+    const DeviceTensor kb = stored(ctx, k, kv_dtype, c.k_quant, c.shape.n_kv_head * c.shape.head_dim, "K");
+    const DeviceTensor vb = stored(ctx, v, kv_dtype, c.v_quant, c.shape.n_kv_head * c.shape.head_dim, "V");
     const DeviceTensor ob = nan_tensor(ctx, q.size(), c.dtype, "O");
     auto list = ctx.command_list();
     if (c.naive) {

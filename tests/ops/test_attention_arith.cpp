@@ -351,9 +351,9 @@ void check_quantized_kv(const char* spec, std::uint64_t seed) {
         const auto [kq, vq] = formats[i];
         const auto q = random_uniform(q_element_count(shape), seed + 3 * i, -1.0f, 1.0f);
         const StoredKv k = store_kv(ctx, random_uniform(kv_element_count(shape), seed + 3 * i + 1, -1.0f, 1.0f),
-                                    DType::F16, kq, shape.head_dim, "K");
+                                    DType::F16, kq, shape.n_kv_head * shape.head_dim, "K");
         const StoredKv v = store_kv(ctx, random_uniform(kv_element_count(shape), seed + 3 * i + 2, -1.0f, 1.0f),
-                                    DType::F16, vq, shape.head_dim, "V");
+                                    DType::F16, vq, shape.n_kv_head * shape.head_dim, "V");
         const Attention op(ctx, params, DType::F32,
                            AttentionOptions{.force_splits = i == 1 ? kDecodeSplits : 0,
                                             .kernel = AttentionKernel::Tiled,

@@ -120,8 +120,8 @@ void check_case(Context& ctx, const Case& c, DType dtype, std::uint64_t seed, Qu
             x = rounded_to(quant ? DType::F16 : dtype, x);
             return upload_tensor(ctx, x, quant ? DType::F16 : dtype, name);
         }
-        const std::vector<std::uint32_t> words = kv_quantize(qf, x, d);
-        x = kv_dequantize(qf, words, d);
+        const std::vector<std::uint32_t> words = kv_quantize(qf, x, c.shape.n_kv_head * d);
+        x = kv_dequantize(qf, words, c.shape.n_kv_head * d);
         return upload_words(ctx, words, name);
     };
     const DeviceTensor q = upload_tensor(ctx, in.q, dtype, "Q");

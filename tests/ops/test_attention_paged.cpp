@@ -176,7 +176,7 @@ AttentionPlan run_paged(Context& ctx, const Batch& batch, const Run& r) {
             values = rounded_to(kv_dtype, values);
             return upload_tensor(ctx, values, kv_dtype, label);
         }
-        return upload_words(ctx, quantize_poisoned(values, q, bt.shape.head_dim), label);
+        return upload_words(ctx, quantize_poisoned(values, q, bt.shape.n_kv_head * bt.shape.head_dim), label);
     };
     const DeviceTensor qb = upload_tensor(ctx, bt.q, r.dtype, "Q");
     const DeviceTensor kb = pool(bt.k, r.k_quant, "K pool");

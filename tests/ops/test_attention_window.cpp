@@ -126,7 +126,7 @@ Result run(Context& ctx, const WCase& c, std::uint64_t seed, bool check = true) 
     poison_unseen(params, k, v);
     const auto stored = [&](std::vector<float>& x, QuantFormat qf, const char* label) {
         return qf == QuantFormat::None ? upload_tensor(ctx, x, kv_dtype, label)
-                                       : upload_words(ctx, quantize_poisoned(x, qf, s.head_dim), label);
+                                       : upload_words(ctx, quantize_poisoned(x, qf, s.n_kv_head * s.head_dim), label);
     };
     const DeviceTensor qb = upload_tensor(ctx, q, c.dtype, "Q");
     const DeviceTensor kb = stored(k, c.k_quant, "K");

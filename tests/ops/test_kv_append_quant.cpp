@@ -1,5 +1,5 @@
 // KV append into block-quantized caches (q8_0, q4_0; shaders/interface/kv_quant.h): every
-// head row written is quantized on the device with the host's rules (kv_quantize), read
+// key row written is quantized on the device with the host's rules (kv_quantize), read
 // through dense and fused-QKV layouts and through a paged cache's slots; the rows not
 // written keep their bytes; head sizes that are not multiples of 32 are refused.
 
@@ -39,17 +39,18 @@ std::vector<std::uint32_t> download_words(Context& ctx, const DeviceTensor& t) {
 // order moves values by many steps.
 void expect_cache(const QuantKvCase& c, const std::vector<std::uint32_t>& got, const std::vector<std::uint32_t>& want,
                   const std::vector<bool>& written) {
-    const std::size_t row_words = kv_head_row_bytes(DType::F32, c.quant, c.head_dim) / 4;
+    const std::uint32_t row_values = c.n_kv_head * c.head_dim;
+    const std::size_t row_words = kv_row_bytes(DType::F32, c.quant, row_values) / 4;
     std::size_t off_by_a_step = 0, values = 0;
     for (std::size_t r = 0; r < written.size(); ++r) {
         const std::span<const std::uint32_t> g(got.data() + r * row_words, row_words);
         const std::span<const std::uint32_t> w(want.data() + r * row_words, row_words);
         if (!written[r]) {
-            ASSERT_TRUE(std::equal(g.begin(), g.end(), w.begin())) << "head row " << r << " changed";
+            ASSERT_TRUE(std::equal(g.begin(), g.end(), w.begin())) << "key row " << r << " changed";
             continue;
         }
-        const auto gv = kv_dequantize(c.quant, g, c.head_dim);
-        const auto wv = kv_dequantize(c.quant, w, c.head_dim);
+        const auto gv = kv_dequantize(c.quant, g, row_values);
+        const auto wv = kv_dequantize(c.quant, w, row_values);
         for (std::size_t i = 0; i < gv.size(); ++i) {
             ++values;
             if (gv[i] == wv[i]) {
@@ -62,7 +63,7 @@ void expect_cache(const QuantKvCase& c, const std::vector<std::uint32_t>& got, c
             }
             const float step = amax / (c.quant == QuantFormat::Q8_0 ? 127.0f : 8.0f);
             ASSERT_LE(std::fabs(gv[i] - wv[i]), 1.01f * step)
-                << "head row " << r << " value " << i << ": " << gv[i] << " != " << wv[i];
+                << "key row " << r << " value " << i << ": " << gv[i] << " != " << wv[i];
             ++off_by_a_step;
         }
     }
@@ -77,10 +78,11 @@ void run_quant_kv(Context& ctx, const QuantKvCase& c, std::span<const std::uint3
                   std::span<const std::uint32_t> slots = {}) {
     SCOPED_TRACE(fmt::format("batch {} max_len {} heads {} d {} {}", c.batch, c.max_len, c.n_kv_head, c.head_dim,
                              to_string(c.quant)));
-    const std::size_t rows = std::size_t{c.batch} * c.max_len * c.n_kv_head;
-    const std::size_t row_words = kv_head_row_bytes(DType::F32, c.quant, c.head_dim) / 4;
+    const std::size_t rows = std::size_t{c.batch} * c.max_len;  // key rows
+    const std::uint32_t row_values = c.n_kv_head * c.head_dim;
+    const std::size_t row_words = kv_row_bytes(DType::F32, c.quant, row_values) / 4;
     std::vector<std::uint32_t> want =
-        kv_quantize(c.quant, random_uniform(rows * c.head_dim, seed, -1.0f, 1.0f), c.head_dim);
+        kv_quantize(c.quant, random_uniform(rows * row_values, seed, -1.0f, 1.0f), row_values);
     const DeviceTensor cache = upload_words(ctx, want, "cache");
     std::vector<bool> written(rows, false);
     std::uint32_t pos = 0;
@@ -118,17 +120,17 @@ void run_quant_kv(Context& ctx, const QuantKvCase& c, std::span<const std::uint3
                 if (row >= c.max_len) {
                     continue;  // a padding row's slot: nothing written
                 }
+                std::vector<float> x(row_values);
                 for (std::uint32_t h = 0; h < c.n_kv_head; ++h) {
-                    std::vector<float> x(c.head_dim);
                     for (std::uint32_t i = 0; i < c.head_dim; ++i) {
-                        x[i] = src[layout.offset + b * layout.batch_stride + t * layout.token_stride +
-                                   h * layout.head_stride + i];
+                        x[h * c.head_dim + i] = src[layout.offset + b * layout.batch_stride + t * layout.token_stride +
+                                                    h * layout.head_stride + i];
                     }
-                    const std::size_t r = (std::size_t{b} * c.max_len + row) * c.n_kv_head + h;
-                    const auto words = kv_quantize(c.quant, x, c.head_dim);
-                    std::copy(words.begin(), words.end(), want.begin() + static_cast<std::ptrdiff_t>(r * row_words));
-                    written[r] = true;
                 }
+                const std::size_t r = std::size_t{b} * c.max_len + row;
+                const auto words = kv_quantize(c.quant, x, row_values);
+                std::copy(words.begin(), words.end(), want.begin() + static_cast<std::ptrdiff_t>(r * row_words));
+                written[r] = true;
             }
         }
         pos += new_len;
@@ -187,6 +189,27 @@ TEST_F(KvAppendQuant, HeadSizesOtherThan32nAreRefused) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("the head size is 48"), std::string::npos) << e.what();
     }
+}
+
+// The scales are packed per key row (all KV heads of a key), so that the bounds hold
+// with the scales counted: q8_0 at most 0.55x and q4_0 at most 0.30x of fp16's bytes at
+// head sizes 32, 64, 128 (0.53125x and 0.28125x exactly), half a scale word per key the
+// only padding (an odd number of blocks per key: one or three KV heads of 32).
+TEST(KvQuantLayout, KeyRowsPackTheScalesOfEveryHead) {
+    for (const std::uint32_t d : {32u, 64u, 128u}) {
+        for (const std::uint32_t heads : {2u, 4u, 8u, 32u}) {
+            const double f16 =
+                static_cast<double>(kv_token_bytes(DType::F16, QuantFormat::None, QuantFormat::None, heads, d));
+            const auto share = [&](QuantFormat q) { return kv_token_bytes(DType::F16, q, q, heads, d) / f16; };
+            EXPECT_EQ(share(QuantFormat::Q8_0), 34.0 / 64.0) << heads << " heads of " << d;
+            EXPECT_EQ(share(QuantFormat::Q4_0), 18.0 / 64.0) << heads << " heads of " << d;
+        }
+    }
+    // 3 heads of 32: three blocks and one zero half word per key row.
+    EXPECT_EQ(kv_row_bytes(DType::F16, QuantFormat::Q8_0, 3 * 32), 8u + 96u);
+    EXPECT_EQ(kv_row_bytes(DType::F16, QuantFormat::Q4_0, 3 * 32), 8u + 48u);
+    EXPECT_LE(kv_row_bytes(DType::F16, QuantFormat::Q8_0, 3 * 32), 0.55 * 2 * 96);
+    EXPECT_LE(kv_row_bytes(DType::F16, QuantFormat::Q4_0, 3 * 32), 0.30 * 2 * 96);
 }
 
 }  // namespace
