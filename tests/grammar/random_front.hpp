@@ -16,7 +16,7 @@ namespace vkf {
 class RandomFront : public BatchFront {
 public:
     RandomFront(std::vector<float> boost, std::uint64_t seed) : boost_(std::move(boost)), state_(seed) {}
-    SequenceId add(std::uint64_t /*cache_salt*/) override {
+    SequenceId add(std::uint64_t /*cache_salt*/ = 0) override {
         pending_[next_] = 0;
         positions_[next_] = 0;
         return next_++;
@@ -46,7 +46,9 @@ public:
     }
     bool contains(SequenceId id) const override { return pending_.contains(id); }
     const std::vector<std::uint32_t>& chunk_ends(SequenceId) const override { return none_; }
+    std::uint32_t shared_prefix(SequenceId) const override { return 0; }
     const KvBlocks& blocks() const override { return blocks_; }
+    const PrefixCache* prefix_cache() const override { return nullptr; }
     std::uint32_t max_sequence_tokens() const override { return 1u << 20; }
     std::uint32_t window() const override { return 0; }
 
