@@ -152,13 +152,15 @@ std::string fingerprint_differences(const StateFingerprint& state, const StateFi
 }
 
 std::uint64_t state_k_block_bytes(const StateFingerprint& f) {
-    return std::uint64_t{f.block_size} * f.n_kv_head *
-           kv_head_row_bytes(static_cast<DType>(f.kv_dtype), static_cast<QuantFormat>(f.kv_k_quant), f.head_dim);
+    // The key rows as KvCache lays them out (host/quant/kv_quant.hpp): every head's scales, then the blocks.
+    return std::uint64_t{f.block_size} * kv_row_bytes(static_cast<DType>(f.kv_dtype),
+                                                      static_cast<QuantFormat>(f.kv_k_quant), f.n_kv_head * f.head_dim);
 }
 
 std::uint64_t state_v_block_bytes(const StateFingerprint& f) {
-    return std::uint64_t{f.block_size} * f.n_kv_head *
-           kv_head_row_bytes(static_cast<DType>(f.kv_dtype), static_cast<QuantFormat>(f.kv_v_quant), f.head_dim);
+    // The key rows as KvCache lays them out (host/quant/kv_quant.hpp): every head's scales, then the blocks.
+    return std::uint64_t{f.block_size} * kv_row_bytes(static_cast<DType>(f.kv_dtype),
+                                                      static_cast<QuantFormat>(f.kv_v_quant), f.n_kv_head * f.head_dim);
 }
 
 SequenceState state_prefix(const SequenceState& state, std::uint32_t tokens) {
