@@ -11,7 +11,9 @@ models/kjv-bloom (given a ChatML tokenizer_config.json) and a tiny JinaBERT enco
   encoder's [CLS]/[SEP], and bad bodies refused naming the field;
 - LangChain JS (@langchain/openai) and the Vercel AI SDK (ai, @ai-sdk/openai-compatible) from
   npm (cached in NPM_DIR; skipped, and said, without node or npm) drive completions, several
-  prompts, chat, and streams; greedy text equals vkf-run's;
+  prompts, chat, and streams; greedy text equals vkf-run's; LangChain's withStructuredOutput
+  (jsonSchema and functionCalling), bindTools with a forced tool (whole and streamed) and the AI
+  SDK's generateObject get results that pass their schemas;
 - every answer and stream chunk here and the clients' (completions, chat, embeddings, models,
   errors) validates against OpenAI's schemas for it, with zero violations.
 
@@ -39,7 +41,7 @@ SERVER, RUN, MAKE, KJV, NPM_DIR = sys.argv[1:6]
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER_MD = os.path.join(HERE, "..", "..", "docs", "SERVER.md")
 PACKAGES = [("@langchain/core", "1.2.13"), ("@langchain/openai", "1.6.0"),
-            ("ai", "7.0.173"), ("@ai-sdk/openai-compatible", "3.0.92")]
+            ("ai", "7.0.173"), ("@ai-sdk/openai-compatible", "3.0.92"), ("zod", "4.6.7")]
 CHATML_TEMPLATE = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
                    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
                    "{% endif %}")
