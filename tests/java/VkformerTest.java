@@ -28,7 +28,7 @@ public final class VkformerTest {
     private static int checks;
     private static final List<String> failures = new ArrayList<>();
 
-    private static void check(boolean ok, String what) {
+    static void check(boolean ok, String what) {
         checks++;
         if (!ok) {
             failures.add(what);
@@ -36,12 +36,12 @@ public final class VkformerTest {
         }
     }
 
-    private interface Call {
+    interface Call {
         void run() throws Exception;
     }
 
     /** The call must throw VkformerException with this status and a message naming `text`. */
-    private static void expectError(String what, int status, String text, Call call) {
+    static void expectError(String what, int status, String text, Call call) {
         try {
             call.run();
             check(false, what + ": no exception");
@@ -54,7 +54,7 @@ public final class VkformerTest {
         }
     }
 
-    private static GenerateOptions options(int maxNewTokens) {
+    static GenerateOptions options(int maxNewTokens) {
         GenerateOptions o = new GenerateOptions().maxNewTokens(maxNewTokens);
         o.useModelEos = false; // a fixed count whatever the model says
         return o;
@@ -116,11 +116,11 @@ public final class VkformerTest {
 
     public static void main(String[] args) throws Exception {
         if (args[0].equals("--state")) {
-            checkState(args[1], args[2]);
+            StateChecks.checkState(args[1], args[2]);
             finish();
         }
         if (args[0].equals("--state-continue")) {
-            continueState(args[1], args[2], Integer.parseInt(args[3]));
+            StateChecks.continueState(args[1], args[2], Integer.parseInt(args[3]));
             finish();
         }
         if (args[0].equals("--encoder")) {
@@ -439,88 +439,7 @@ public final class VkformerTest {
         }
     }
 
-    private static final int[] STATE_PROMPT = {17, 250, 3001, 42, 977, 1200, 5, 64, 2048, 333, 91};
-    private static final int STATE_FIRST = 8;
-    private static final int STATE_TOTAL = 20;
-
-    /**
-     * Session.saveState mid-generation: a fresh JVM loading the file, and a fresh session here
-     * loading the bytes (q8_0 KV too), continue with the uninterrupted run's greedy ids; a
-     * truncated, corrupted or newer state is refused and the session goes on as before.
-     */
-    private static void checkState(String dir, String work) throws Exception {
-        try (Context ctx = new Context(); Model model = new Model(ctx, dir)) {
-            for (KvFormat kv : new KvFormat[] {KvFormat.F16, KvFormat.Q8_0}) {
-                int[] whole;
-                try (Session uninterrupted = new Session(model, 64, 0, kv, kv)) {
-                    whole = uninterrupted.generate(STATE_PROMPT, options(STATE_TOTAL), null, null).tokens;
-                }
-                int[] rest = Arrays.copyOfRange(whole, STATE_FIRST, STATE_TOTAL);
-                try (Session saver = new Session(model, 64, 0, kv, kv)) {
-                    int[] first = saver.generate(STATE_PROMPT, options(STATE_FIRST), null, null).tokens;
-                    check(Arrays.equals(first, Arrays.copyOf(whole, STATE_FIRST)), kv + ": the first tokens");
-                    int last = first[STATE_FIRST - 1];
-                    byte[] state = saver.saveState();
-                    try (Session loader = new Session(model, 64, 0, kv, kv)) {
-                        loader.loadState(state);
-                        check(loader.position() == saver.position(), kv + ": the loaded position");
-                        int[] loaded = loader.generate(new int[] {last}, options(STATE_TOTAL - STATE_FIRST), null,
-                                                       null).tokens;
-                        check(Arrays.equals(loaded, rest), kv + ": loaded continues as uninterrupted: "
-                                                               + Arrays.toString(loaded) + " vs " + Arrays.toString(rest));
-                    }
-                    if (kv != KvFormat.F16) {
-                        continue;
-                    }
-                    String file = work + "/java_state.bin";
-                    saver.saveState(file);
-                    checkFreshProcess(dir, file, last, rest);
-                    byte[] truncated = Arrays.copyOf(state, state.length - 1);
-                    expectError("truncated state", 5, "truncated", () -> saver.loadState(truncated));
-                    byte[] corrupted = state.clone();
-                    corrupted[corrupted.length / 2] ^= 0x10;
-                    expectError("corrupted state", 5, "CRC-32", () -> saver.loadState(corrupted));
-                    byte[] newer = state.clone();
-                    newer[8] = 2;
-                    expectError("newer state", 5, "newer", () -> saver.loadState(newer));
-                    try (Session quantized = new Session(model, 64, 0, KvFormat.Q8_0, KvFormat.Q8_0)) {
-                        expectError("state of another KV format", 5, "K quantization",
-                                    () -> quantized.loadState(state));
-                    }
-                    int[] after = saver.generate(new int[] {last}, options(STATE_TOTAL - STATE_FIRST), null, null)
-                                      .tokens;
-                    check(Arrays.equals(after, rest), "the session goes on after the refusals");
-                }
-            }
-        }
-    }
-
-    /** A fresh JVM (--state-continue) loads the file and prints the ids that follow. */
-    private static void checkFreshProcess(String dir, String file, int last, int[] rest) throws Exception {
-        String javaBin = System.getProperty("java.home") + "/bin/java";
-        ProcessBuilder pb = new ProcessBuilder(javaBin, "-Xcheck:jni",
-                                               "-Dorg.vkformer.library=" + System.getProperty("org.vkformer.library"),
-                                               "-cp", System.getProperty("java.class.path"), "VkformerTest",
-                                               "--state-continue", dir, file, Integer.toString(last));
-        pb.redirectErrorStream(true);
-        Process child = pb.start();
-        String out = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        int status = child.waitFor();
-        System.out.print(out.replace("java_binding:", "fresh process:"));
-        check(status == 0, "the fresh process's status " + status);
-        String expected = "ids " + Arrays.toString(rest);
-        check(out.contains(expected), "the fresh process continues as uninterrupted: " + expected);
-    }
-
-    private static void continueState(String dir, String file, int last) {
-        try (Context ctx = new Context(); Model model = new Model(ctx, dir); Session session = new Session(model, 64)) {
-            session.loadState(file);
-            int[] ids = session.generate(new int[] {last}, options(STATE_TOTAL - STATE_FIRST), null, null).tokens;
-            System.out.println("ids " + Arrays.toString(ids));
-        }
-    }
-
-    private static void finish() {
+    static void finish() {
         System.out.println("java_binding: " + checks + " checks, " + failures.size() + " failed");
         System.exit(failures.isEmpty() ? 0 : 1);
     }
