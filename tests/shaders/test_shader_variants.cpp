@@ -135,6 +135,7 @@ const std::map<std::string, PushConstantLayout>& layouts() {
         {"kv_append", KvAppendPush::layout},
         {"bench_ceilings", CeilingPush::layout},
         {"matmul_quant", MatmulQuantPush::layout},
+        {"matmul_kquant", MatmulQuantPush::layout},
         {"matmul_coopmat", MatmulPush::layout},
         {"matmul_quant_x", MatmulQuantXPush::layout},
         {"gated_activation", GatedActivationPush::layout},
