@@ -55,6 +55,28 @@ std::shared_ptr<const grammar::Constraint> generation_grammar(const vkf_generate
     }
 }
 
+// params.on_logprobs: the generation's logprobs (host/sample/logprobs.hpp) handed on as
+// vkf_logprob arrays, built per token (the callback's pointers live during the call only).
+void set_logprobs(const vkf_generate_params& p, const ModelConfig& config, GenerationOptions& options) {
+    if (p.on_logprobs == nullptr) {
+        require(p.n_logprobs == 0, fmt::format("params.n_logprobs is {} with on_logprobs NULL", p.n_logprobs));
+        return;
+    }
+    require(
+        p.n_logprobs <= config.vocab_size,
+        fmt::format("params.n_logprobs is {}, over the model's vocabulary size {}", p.n_logprobs, config.vocab_size));
+    options.logprobs = p.n_logprobs;
+    options.on_logprobs = [fn = p.on_logprobs, user_data = p.user_data](std::uint32_t index, const TokenLogprobs& lp) {
+        const vkf_logprob chosen{.token = lp.chosen.id, .logprob = lp.chosen.logprob};
+        std::vector<vkf_logprob> top;
+        top.reserve(lp.top.size());
+        for (const TokenLogprob& t : lp.top) {
+            top.push_back({.token = t.id, .logprob = t.logprob});
+        }
+        fn(index, &chosen, top.data(), top.size(), user_data);
+    };
+}
+
 }  // namespace
 
 GenerateSettings generate_settings(const vkf_generate_params* given, const ModelConfig& config) {
@@ -103,6 +125,7 @@ GenerateSettings generate_settings(const vkf_generate_params* given, const Model
     if (p.cancel != nullptr) {
         check_handle(p.cancel, Kind::Cancel, "params.cancel");
     }
+    set_logprobs(p, config, s.options);
     return s;
 }
 

@@ -397,6 +397,7 @@ typedef enum vkf_stop_reason {
     VKF_STOP_GRAMMAR = 5     /* params.grammar or json_schema could not go on (docs/API.md) */
 } vkf_stop_reason;
 
+#include "vkformer_logprobs.h" /* vkf_logprob, vkf_logprobs_fn: their own header */
 typedef struct vkf_generate_params {
     size_t struct_size;
     uint32_t max_new_tokens;
@@ -409,8 +410,10 @@ typedef struct vkf_generate_params {
     vkf_token_fn on_token;
     void* user_data;
     vkf_cancel* cancel;
-    const char* grammar;     /* GBNF the text follows (docs/API.md "Grammars"); NULL: none */
-    const char* json_schema; /* or a JSON schema; either needs tokenizer */
+    const char* grammar;         /* GBNF the text follows (docs/API.md "Grammars"); NULL: none */
+    const char* json_schema;     /* or a JSON schema; either needs tokenizer */
+    vkf_logprobs_fn on_logprobs; /* each token's logprobs (vkformer_logprobs.h); NULL: none */
+    uint32_t n_logprobs;         /* top tokens with them, at most vocab_size (0: the token only) */
 } vkf_generate_params;
 
 static inline vkf_generate_params vkf_generate_default_params(void) {

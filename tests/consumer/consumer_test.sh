@@ -18,7 +18,7 @@ if [ "$lines" -lt 20 ] || ! grep -q '^int main' "$tmp/example.c"; then
 fi
 
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in include/vkformer/vkformer.h include/vkformer/vkformer_encoder.h include/vkformer/vkformer_batch.h include/vkformer/vkformer_state.h lib/libvkformer.so lib/libvkformer.so.1 lib/pkgconfig/vkformer.pc \
+for f in include/vkformer/vkformer.h include/vkformer/vkformer_encoder.h include/vkformer/vkformer_batch.h include/vkformer/vkformer_state.h include/vkformer/vkformer_logprobs.h lib/libvkformer.so lib/libvkformer.so.1 lib/pkgconfig/vkformer.pc \
          lib/cmake/vkformer/vkformerConfig.cmake lib/cmake/vkformer/vkformerConfigVersion.cmake; do
   if [ ! -e "$prefix/$f" ]; then
     echo "consumer_test: the install lacks $f" >&2
