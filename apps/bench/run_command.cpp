@@ -33,6 +33,8 @@ constexpr const char* kAbout =
     "  model       whole models (LM head included): prefill and decoding tokens/s, in each\n"
     "              --weights format, bytes read per token against the copy bandwidth;\n"
     "              --batch sequences decoding together: aggregate and per-sequence tokens/s\n"
+    "  prefix      (only when named) the prefix cache: each --prefill-m prompt cold, then\n"
+    "              with one more token from the cached blocks: warm and cold time, share cached\n"
     "  startup     pipelines a model needs, their creation time cold and from the disk\n"
     "              cache, time to first and second token (the first --weights format)\n"
     "  split       (only when named) a layer split's cost: vkf-run on a random fp16\n"
@@ -80,17 +82,17 @@ std::vector<std::string> suite_names(bool defaults_only = false) {
 void declare_options(CLI::App& cli, RunOptions& o) {
     using namespace app;
     cli.footer(kFooter);
-    add_parsed_option(
-        cli, "--suites", "LIST", "comma-separated suites (default: all but split)", [&o](const std::string& text) {
-            o.suites.clear();
-            for (const std::string& word : split_list(text)) {
-                if (!find_suite(word)) {
-                    throw UsageError(
-                        fmt::format("--suites: unknown suite '{}' (suites: {})", word, fmt::join(suite_names(), ", ")));
-                }
-                o.suites.push_back(word);
-            }
-        });
+    add_parsed_option(cli, "--suites", "LIST", "comma-separated suites (default: all but prefix and split)",
+                      [&o](const std::string& text) {
+                          o.suites.clear();
+                          for (const std::string& word : split_list(text)) {
+                              if (!find_suite(word)) {
+                                  throw UsageError(fmt::format("--suites: unknown suite '{}' (suites: {})", word,
+                                                               fmt::join(suite_names(), ", ")));
+                              }
+                              o.suites.push_back(word);
+                          }
+                      });
     cli.add_flag("--quick", o.quick,
                  "a few minutes on lavapipe: bloom-560m only, attention prefill\n"
                  "64,128,256 and decode 256,1024, matmul and block m = 1 and 32,\n"

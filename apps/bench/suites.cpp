@@ -44,6 +44,12 @@ const std::vector<Suite>& suite_registry() {
                         "decoding tokens/s",
          .cases = model_cases,
          .plot = PlotKind::Bars},
+        {.name = "prefix",
+         .description = "the prefix cache (issue 42): a prompt of each prefill length cold, then with one more "
+                        "token after it ended, from the cached blocks; warm time, cold time and the share cached",
+         .cases = prefix_cases,
+         .plot = PlotKind::Bars,
+         .by_default = false},
         {.name = "startup",
          .description = "start-up of the presets: pipelines a model needs, their creation time with an empty "
                         "and a warm on-disk pipeline cache, time to first and second token",

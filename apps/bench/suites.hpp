@@ -129,6 +129,7 @@ std::vector<BenchCase> matmul_cases(const Context& ctx, const SuiteSettings& s);
 std::vector<BenchCase> block_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
 std::vector<BenchCase> model_cases(const Context& ctx, const SuiteSettings& s);      // suite_model.cpp
 std::vector<BenchCase> batch_decode_cases(const SuiteSettings& s);                   // suite_model_batch.cpp
+std::vector<BenchCase> prefix_cases(const Context& ctx, const SuiteSettings& s);     // suite_prefix.cpp
 std::vector<BenchCase> startup_cases(const Context& ctx, const SuiteSettings& s);    // suite_startup.cpp
 std::vector<BenchCase> split_cases(const Context& ctx, const SuiteSettings& s);      // suite_split.cpp
 

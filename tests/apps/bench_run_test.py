@@ -253,6 +253,27 @@ def check_kv_also(exe, tmp, problems):
         problems.append("--kv f16 --kv-also q8_0: %r" % [(r["name"], r["status"], r.get("message")) for r in results])
 
 
+def check_prefix(exe, tmp, problems):
+    """--suites prefix (issue 42): a 40-token prompt cold, then with one more token: the warm
+    one takes the two whole 16-token blocks from the prefix cache (the case fails itself when
+    it takes another count), and the figures are there. Times are reported, never judged."""
+    path = os.path.join(tmp, "prefix.json")
+    proc = run(exe, ["run", "--suites", "prefix", "--presets", "bloom-24x64", "--prefill-m", "40", "--weights", "f32",
+                     "--warmup", "0", "--reps", "2", "--progress", "none", "--out", path])
+    if proc.returncode != 0:
+        problems.append("run --suites prefix: exit code %d\n%s%s" % (proc.returncode, proc.stdout, proc.stderr))
+        return
+    with open(path) as f:
+        results = json.load(f)["results"]
+    if len(results) != 1 or results[0]["status"] != "ok":
+        problems.append("--suites prefix: %r" % [(r["name"], r["status"], r.get("message")) for r in results])
+        return
+    extra = dict(results[0]["extra"])
+    if extra.get("cached_tokens") != 32 or abs(extra.get("cached_fraction", 0) - 32 / 41) > 1e-12 or \
+            not extra.get("cold_ms", 0) > 0 or not extra.get("warm_over_cold", 0) > 0:
+        problems.append("--suites prefix: %s %r" % (results[0]["name"], extra))
+
+
 def check_split(exe, tmp, problems):
     """The split suite: vkf-run on one device, over 2 and 3 Contexts, under mpirun -n 1..3."""
     if os.environ.get("VKF_TEST_EMULATOR"):
@@ -309,6 +330,7 @@ def main():
         check_batch(exe, tmp, problems)
         check_window_decode(exe, tmp, problems)
         check_kv_also(exe, tmp, problems)
+        check_prefix(exe, tmp, problems)
         check_split(exe, tmp, problems)
         if not problems:
             plots = os.path.join(tmp, "plots")
