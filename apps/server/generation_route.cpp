@@ -1,6 +1,7 @@
 #include "apps/server/generation_route.hpp"
 
 #include "apps/server/connections.hpp"
+#include "apps/server/logprob_entries.hpp"
 #include "base/error.hpp"
 #include "host/grammar/token_constraint.hpp"
 #include "host/sched/prefix_cache.hpp"
@@ -156,44 +157,15 @@ Job make_job(const Served& served, const serve::GenerationRequest& r, std::size_
     return job;
 }
 
-// Tokens' logprobs as the response shows them, with each token's bytes; `offset` is where the
-// next token starts in the choice's text (the bytes of the tokens before it).
-std::vector<serve::LogprobEntry> logprob_entries(const ServedDecoder& d, const std::vector<TokenLogprobs>& given,
-                                                 std::uint64_t& offset) {
-    const auto bytes = [&d](std::uint32_t id) { return d.tokenizer->decode_bytes(std::span(&id, 1)); };
-    std::vector<serve::LogprobEntry> out;
-    for (const TokenLogprobs& lp : given) {
-        serve::LogprobEntry e{.token = bytes(lp.chosen.id), .logprob = lp.chosen.logprob, .text_offset = offset};
-        offset += e.token.size();
-        for (const TokenLogprob& t : lp.top) {
-            e.top.emplace_back(bytes(t.id), t.logprob);
-        }
-        out.push_back(std::move(e));
-    }
-    return out;
-}
-
-// echo: the prompt's text before the choice's, and (with logprobs) its tokens' entries before
-// the generated ones, whose offsets move past the prompt's text.
-void echo_prompt(const ServedDecoder& d, const std::string& prompt_text, std::uint32_t first_id,
-                 const std::vector<TokenLogprobs>& prompt_logprobs, serve::Choice& c) {
-    c.text.insert(0, prompt_text);
-    if (!c.logprobs) {
-        return;
-    }
-    const std::uint32_t first[] = {first_id};
-    std::vector<serve::LogprobEntry> entries = {
-        {.token = d.tokenizer->decode_bytes(first), .text_offset = 0, .unscored = true}};
-    std::uint64_t offset = entries[0].token.size();
-    for (serve::LogprobEntry& e : logprob_entries(d, prompt_logprobs, offset)) {
-        entries.push_back(std::move(e));
-    }
-    for (serve::LogprobEntry& e : *c.logprobs) {
-        e.text_offset += prompt_text.size();
-        entries.push_back(std::move(e));
-    }
-    *c.logprobs = std::move(entries);
-}
+// A streamed echo: each choice's first chunk is the prompt's text. With logprobs the prompt's
+// entries come with the choice's End event only, so its chunks wait until then (then go out
+// in order: the prompt's, then the generated ones).
+struct StreamedEcho {
+    std::string text;
+    std::uint32_t first_id = 0;
+    std::vector<bool> sent;         // per choice: the prompt's chunk went out
+    std::vector<std::string> held;  // per choice, with logprobs: its chunks until it ends
+};
 
 // What a streamed response has sent so far; shared by the content provider's calls.
 struct Stream {
@@ -213,7 +185,30 @@ struct Stream {
     // A copy: the stream outlives the request's handler.
     std::optional<serve::ToolRequest> tools;
     std::vector<std::string> held;
+    std::optional<StreamedEcho> echo;
 };
+
+// A streamed echo's part in a choice's `chunk`: the prompt's chunk before the choice's first
+// (with logprobs, once the choice ends). Returns what goes out now.
+std::string echo_chunks(Stream& s, const Event& e, std::string chunk) {
+    StreamedEcho& echo = *s.echo;
+    if (echo.sent.at(e.index)) {
+        return chunk;
+    }
+    if (s.logprobs == nullptr) {
+        echo.sent.at(e.index) = true;
+        return serve::sse_event(serve::chunk_body(s.head, e.index, echo.text, std::nullopt)) + chunk;
+    }
+    std::string& held = echo.held.at(e.index);
+    held += chunk;
+    if (e.kind != Event::Kind::End) {
+        return {};
+    }
+    echo.sent.at(e.index) = true;
+    const std::vector<serve::LogprobEntry> entries = prompt_entries(*s.logprobs, echo.first_id, e.prompt_logprobs);
+    return serve::sse_event(serve::chunk_body(s.head, e.index, echo.text, std::nullopt, false, &entries)) +
+           std::exchange(held, {});
+}
 
 // A chat choice's text with tools: its tool call (content none, finish_reason "tool_calls"),
 // or the text as it is.
@@ -271,9 +266,10 @@ bool stream_some(Stream& s, httplib::DataSink& sink) {
                     entries = logprob_entries(*s.logprobs, e.logprobs, s.offsets.at(e.index));
                 }
                 const bool end = e.kind == Event::Kind::End;
-                out += serve::sse_event(serve::chunk_body(s.head, e.index, end ? "" : e.text,
-                                                          end ? std::optional(e.finish_reason) : std::nullopt, false,
-                                                          s.logprobs != nullptr ? &entries : nullptr));
+                std::string chunk = serve::sse_event(serve::chunk_body(
+                    s.head, e.index, end ? "" : e.text, end ? std::optional(e.finish_reason) : std::nullopt, false,
+                    s.logprobs != nullptr ? &entries : nullptr));
+                out += s.echo ? echo_chunks(s, e, std::move(chunk)) : chunk;
                 if (!end) {
                     break;
                 }
@@ -395,6 +391,14 @@ void generation(Served& served, serve::Endpoint endpoint, const httplib::Request
                                             .logprobs = r.logprobs ? &d : nullptr,
                                             .offsets = std::vector<std::uint64_t>(n),
                                             .tools = r.tools && !r.tools->grammar.empty() ? r.tools : std::nullopt});
+        if (r.echo) {  // one prompt: a stream takes no more
+            // The generated text's offsets start past the prompt's, as in a whole response.
+            std::fill(s->offsets.begin(), s->offsets.end(), echoed.front().size());
+            s->echo = StreamedEcho{.text = echoed.front(),
+                                   .first_id = first_ids.front(),
+                                   .sent = std::vector<bool>(n),
+                                   .held = std::vector<std::string>(n)};
+        }
         res.status = 200;
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(

@@ -82,9 +82,6 @@ void parse_logprobs(const JsonValue& doc, GenerationRequest& r) {
     }
     if (r.endpoint == Endpoint::Completions) {
         r.echo = echo != nullptr && get_bool(*echo, "echo");
-        if (r.echo && r.stream) {
-            throw invalid_request("echo with stream is not supported by vkf-server", "echo", "unsupported_parameter");
-        }
         if (top != nullptr) {
             throw invalid_request("top_logprobs is a chat field; completions take logprobs N", "top_logprobs");
         }
@@ -223,7 +220,7 @@ void parse_common(const JsonValue& doc, const RequestLimits& limits, GenerationR
             throw invalid_request("cache_salt is empty: give a non-empty string, or leave it out", "cache_salt");
         }
     }
-    parse_logprobs(doc, r);  // after stream: echo refuses it
+    parse_logprobs(doc, r);
     r.grammar = parse_output_format(doc);
     r.tools = parse_tools(doc, r.endpoint);
     if (r.tools && !r.tools->grammar.empty()) {

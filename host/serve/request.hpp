@@ -69,7 +69,7 @@ struct GenerationRequest {
     // Set: each token's logprob and the N most likely (completions logprobs N <= 5; chat
     // logprobs true, top_logprobs N <= 20).
     std::optional<std::uint32_t> logprobs;
-    bool echo = false;  // completions: the prompt before the text (and its logprobs), not streamed
+    bool echo = false;  // completions: the prompt before the text (and its logprobs)
     std::vector<std::string> stop;
     std::uint32_t n = 1;
     bool stream = false;

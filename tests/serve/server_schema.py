@@ -96,9 +96,34 @@ def check_logprobs(server):
         fail("chat logprobs streamed %r, whole %r" % (streamed, content))
 
 
+def completion_stream(server, body):
+    """The JSON chunks of a streamed completion (through server.request: the OpenAPI check sees
+    them), and whether [DONE] ended it."""
+    status, _, raw = server.request("POST", "/v1/completions", dict(body, stream=True))
+    events = [e for e in raw.split("\n\n") if e.startswith("data: ")]
+    done = status == 200 and bool(events) and events[-1] == "data: [DONE]"
+    return [json.loads(e[len("data: "):]) for e in events if e != "data: [DONE]"], done
+
+
+def check_streamed_echo(server, request, whole):
+    """A streamed echo: the prompt's text first, then the generated; the texts and (with
+    logprobs) the entries joined equal the whole answer's."""
+    chunks, done = completion_stream(server, request)
+    choices = [c for chunk in chunks for c in chunk["choices"]]
+    text = "".join(c["text"] for c in choices)
+    if not done or not choices or choices[0]["text"] != request["prompt"] or text != whole["text"]:
+        fail("echo streamed: %r, whole %r" % (chunks, whole))
+        return
+    if whole["logprobs"] is None:
+        return
+    joined = {key: [x for c in choices if c["logprobs"] for x in c["logprobs"][key]] for key in whole["logprobs"]}
+    if joined != whole["logprobs"]:
+        fail("echo with logprobs streamed %r, whole %r" % (joined, whole["logprobs"]))
+
+
 def check_echo(server):
     """echo: the prompt's text before the completion's, and with logprobs its tokens first (the
-    first one without a logprob, as OpenAI's)."""
+    first one without a logprob, as OpenAI's); streamed, the same text and entries."""
     request = {"prompt": PROMPTS[0], "max_tokens": 4, "temperature": 0, "echo": True}
     status, body = server.post("/v1/completions", request)
     if status != 200 or not body["choices"][0]["text"].startswith(PROMPTS[0]):
@@ -115,3 +140,7 @@ def check_echo(server):
             "".join(lp["tokens"]) != body["choices"][0]["text"] or \
             lp["text_offset"][usage["prompt_tokens"]] != len(PROMPTS[0]):
         fail("echo with logprobs: %r" % body)
+    status, whole = server.post("/v1/completions", request)
+    if status == 200:
+        check_streamed_echo(server, request, whole["choices"][0])
+    check_streamed_echo(server, dict(request, logprobs=2), body["choices"][0])

@@ -144,7 +144,6 @@ TEST(ServeRequest, BadCompletionsNameTheField) {
     expect_refused(R"({"prompt":"x","grammar":"root ::= a"})", c, "grammar", "'a' is used but not defined");
     expect_refused(R"({"prompt":"x","json_schema":{"pattern":"x"}})", c, "json_schema", "'pattern' is not supported");
     expect_refused(R"({"prompt":"x","mirostat":2})", c, "mirostat", "not supported");
-    expect_refused(R"({"prompt":"x","echo":true,"stream":true})", c, "echo", "with stream is not supported");
     expect_refused(R"({"prompt":"x","echo":1})", c, "echo", "true or false");
 }
 
@@ -152,6 +151,7 @@ TEST(ServeRequest, LogprobsFields) {
     EXPECT_EQ(parse_completion_request(R"({"prompt":"x","logprobs":3})", kLimits).logprobs.value_or(99), 3u);
     EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).logprobs);
     EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","echo":true,"logprobs":0})", kLimits).echo);
+    EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","echo":true,"stream":true})", kLimits).echo);
     EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})", kLimits).echo);
     const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
     EXPECT_EQ(parse_chat_request(chat + R"(,"logprobs":true,"top_logprobs":20})", kLimits).logprobs.value_or(99), 20u);
