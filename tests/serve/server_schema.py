@@ -92,7 +92,10 @@ def check_logprobs(server):
     chunks, done = chat_stream(server, chat)
     streamed = [c for chunk in chunks for choice in chunk["choices"] if choice.get("logprobs")
                 for c in choice["logprobs"]["content"]]
-    if not done or [c["logprob"] for c in streamed] != [c["logprob"] for c in content]:
+    # The second request may take the first one's prompt blocks from the prefix cache: its rows
+    # then ran in other chunks, which moves logprobs by float32 rounding (4e-7 seen), not more.
+    if not done or [c["token"] for c in streamed] != [c["token"] for c in content] or \
+            any(abs(a["logprob"] - b["logprob"]) > 1e-5 for a, b in zip(streamed, content)):
         fail("chat logprobs streamed %r, whole %r" % (streamed, content))
 
 
