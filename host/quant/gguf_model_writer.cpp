@@ -242,9 +242,9 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
             GgufTensorSource{.name = gguf_name,
                              .dims = dims,
                              .type = tensor_type,
-                             .fill = [&source, family_row = std::move(family_row), row_elements, tensor_type, gguf_name,
-                                      is_vector = e.shape.size() == 1](std::uint64_t first, std::uint64_t rows,
-                                                                       std::span<std::byte> out) {
+                             .fill = [&source, family_row = std::move(family_row), row_elements, tensor_type,
+                                      gguf_name = gguf_name, is_vector = e.shape.size() == 1](
+                                         std::uint64_t first, std::uint64_t rows, std::span<std::byte> out) {
                                  const DType dtype = source.info->dtype;
                                  const std::uint64_t row_raw = row_elements * element_size(dtype);
                                  std::vector<std::byte> raw(rows * row_raw);
