@@ -93,7 +93,10 @@ fi
 #   API over the same forward passes, test_capi_model 21 s of CPU under qemu; the arm64
 #   libvkformer.so is built, symbol-checked and run by test_capi_basic), vkf_prompt_cache_cli
 #   (a dozen vkf-run loads, each a cold start under qemu), capi_sampler_chain (the sampler
-#   chain's ids against vkf-run's: host code, four cold starts), and the CTest entries labelled
+#   chain's ids against vkf-run's: host code, four cold starts), vkf_gguf_families (GGUF
+#   architectures mapped by host code, two dozen vkf-run loads: 110 s under qemu) and
+#   vkf_kquant_perplexity (llama.cpp's x86 tools beside vkf-perplexity over six GGUF files; the
+#   K-quant kernels are test_matmul_kquant's), and the CTest entries labelled
 #   spec_minimum (the reruns under VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
 skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans|test_attention_arith'
 skipped+='|test_attention_window|test_model_attention_f16'
@@ -102,7 +105,8 @@ skipped+='|test_model_faults|test_model_threads|test_prepare|test_model_families
 skipped+='|test_model_split|test_split_batch|test_batch_session|test_matmul_coopmat'
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_split_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
 skipped+='|vkf_bench_llama|vkf_bench_report'
-skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt|test_capi_state|vkf_prompt_cache_cli|capi_sampler_chain)$'
+skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt|test_capi_state|vkf_prompt_cache_cli|capi_sampler_chain'
+skipped+='|vkf_gguf_families|vkf_kquant_perplexity)$'
 selection=()
 if [ $all -eq 0 ]; then
   selection=(-E "$skipped" -LE '^(spec_minimum|full)$')
