@@ -12,6 +12,7 @@
 #include "host/reference/model.hpp"
 #include "host/spec/random_weights.hpp"
 #include "host/util/compare.hpp"
+#include "tests/model/batch_families.hpp"
 #include "tests/support/small_models.hpp"
 #include "tests/support/vulkan_test.hpp"
 
@@ -27,56 +28,7 @@ namespace {
 
 constexpr std::uint32_t kBlock = 16;
 
-ModelConfig shape(ModelFamily family, std::uint32_t heads, std::uint32_t head_dim, std::uint32_t ffn) {
-    return ModelConfig{.family = family,
-                       .vocab_size = 523,
-                       .hidden = heads * head_dim,
-                       .n_layer = 2,
-                       .n_head = heads,
-                       .n_kv_head = heads,
-                       .head_dim = head_dim,
-                       .ffn_hidden = ffn};
-}
-
-// test_batch's families.
-ModelConfig bloom() {
-    return shape(ModelFamily::Bloom, 6, 32, 4 * 6 * 32);
-}
-ModelConfig mpt_gqa_qk_ln() {
-    ModelConfig c = shape(ModelFamily::Mpt, 6, 40, 512);
-    c.n_kv_head = 2;
-    c.qk_ln = true;
-    c.clip_qkv = 0.5;
-    return c;
-}
-ModelConfig mpt_mqa_positions() {
-    ModelConfig c = shape(ModelFamily::Mpt, 4, 48, 384);
-    c.n_kv_head = 1;
-    c.alibi = false;
-    c.learned_pos_emb = true;
-    c.no_bias = true;
-    c.max_seq_len = 700;
-    return c;
-}
-ModelConfig falcon() {
-    return shape(ModelFamily::Falcon, 5, 24, 4 * 5 * 24);
-}
-ModelConfig baichuan() {
-    ModelConfig c = shape(ModelFamily::Baichuan, 5, 56, 424);
-    c.no_bias = true;
-    c.layer_norm_epsilon = 1e-6;
-    c.tie_word_embeddings = false;
-    return c;
-}
-// Dynamic alibi_scaling: the 70-token prompt's later chunks are past the 64 trained keys.
-ModelConfig jais_dynamic() {
-    ModelConfig c = shape(ModelFamily::Jais, 3, 72, 250);
-    c.softmax_scale = 1.0 / 72;
-    c.embedding_scale = 14.6;
-    c.logit_scale = 2.22 * 0.0625;
-    c.alibi_train_seq_len = 64u;
-    return c;
-}
+using namespace batch_families;
 
 std::uint32_t argmax(std::span<const float> row) {
     return static_cast<std::uint32_t>(std::max_element(row.begin(), row.end()) - row.begin());
@@ -163,7 +115,7 @@ TEST_F(BatchPrefixFamilies, Bloom) {
 }
 
 TEST_F(BatchPrefixFamilies, MptGqaQkLn) {
-    family("mpt gqa qk_ln", mpt_gqa_qk_ln(), DType::F16, 2e-3);
+    family("mpt gqa qk_ln", mpt_gqa(), DType::F16, 2e-3);
 }
 
 TEST_F(BatchPrefixFamilies, MptMqaLearnedPositions) {
@@ -179,8 +131,8 @@ TEST_F(BatchPrefixFamilies, Baichuan) {
 }
 
 TEST_F(BatchPrefixFamilies, JaisDynamicAlibiScaling) {
-    family("jais dynamic alibi_scaling", jais_dynamic(), DType::F32, 2e-5);
-    family("jais dynamic alibi_scaling", jais_dynamic(), DType::F16, 2e-3);
+    family("jais dynamic alibi_scaling", jais(), DType::F32, 2e-5);
+    family("jais dynamic alibi_scaling", jais(), DType::F16, 2e-3);
 }
 
 // Sequences join (at most 3 at once), run and leave at random over a pool too small to keep
