@@ -6,6 +6,7 @@
 
 #include "host/ops/matmul.hpp"
 #include "host/ops/tensor_binding.hpp"
+#include "shaders/interface/matmul_quant.h"
 
 #include <cstdint>
 #include <memory>
@@ -134,5 +135,9 @@ std::unique_ptr<WeightSource> kquant_weights(Context& ctx, const MatmulPlan& pla
 const Pipeline& kernel_pipeline(Context& ctx, const MatmulPlan& plan, const MatmulArgs& args, const SpirvCode& code,
                                 std::vector<SpecConstant> constants, const PushConstantLayout& layout,
                                 bool scatter_main);
+
+// The blocked quantized kernels' push constants (matmul_quant and matmul_kquant): the dense
+// ones, and where the piece's scales start (0 where the scales sit inside the blocks).
+MatmulQuantPush quant_push(const MatmulPush& p, std::uint32_t s_base);
 
 }  // namespace vkf::matmul_detail

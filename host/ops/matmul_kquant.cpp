@@ -55,25 +55,7 @@ public:
     }
 
     std::span<const std::byte> push(const MatmulPush& p, const WeightPiece& /*piece*/) override {
-        push_ = MatmulQuantPush{.m = p.m,
-                                .n = p.n,
-                                .k = p.k,
-                                .ldy = p.ldy,
-                                .x_base = p.x_base,
-                                .w_base = p.w_base,
-                                .s_base = 0,
-                                .bias_base = p.bias_base,
-                                .res_base = p.res_base,
-                                .y_base = p.y_base,
-                                .k_split = p.k_split,
-                                .flags = p.flags,
-                                .row0 = p.row0,
-                                .col0 = p.col0,
-                                .cache_rows = p.cache_rows,
-                                .q_heads = p.q_heads,
-                                .kv_heads = p.kv_heads,
-                                .clamp_to = p.clamp_to,
-                                .ln_eps = p.ln_eps};
+        push_ = quant_push(p, 0);
         return push_bytes(push_);
     }
 

@@ -209,25 +209,7 @@ public:
     }
 
     std::span<const std::byte> push(const MatmulPush& p, const WeightPiece& piece) override {
-        push_ = MatmulQuantPush{.m = p.m,
-                                .n = p.n,
-                                .k = p.k,
-                                .ldy = p.ldy,
-                                .x_base = p.x_base,
-                                .w_base = p.w_base,
-                                .s_base = piece.s_base,
-                                .bias_base = p.bias_base,
-                                .res_base = p.res_base,
-                                .y_base = p.y_base,
-                                .k_split = p.k_split,
-                                .flags = p.flags,
-                                .row0 = p.row0,
-                                .col0 = p.col0,
-                                .cache_rows = p.cache_rows,
-                                .q_heads = p.q_heads,
-                                .kv_heads = p.kv_heads,
-                                .clamp_to = p.clamp_to,
-                                .ln_eps = p.ln_eps};
+        push_ = quant_push(p, piece.s_base);
         return push_bytes(push_);
     }
 
@@ -281,6 +263,28 @@ std::unique_ptr<WeightSource> quant_weights(Context& ctx, const MatmulPlan& plan
         return kquant_weights(ctx, plan, args, scatter_main);
     }
     return std::make_unique<QuantWeights>(ctx, plan, args, scatter_main);
+}
+
+MatmulQuantPush quant_push(const MatmulPush& p, std::uint32_t s_base) {
+    return MatmulQuantPush{.m = p.m,
+                           .n = p.n,
+                           .k = p.k,
+                           .ldy = p.ldy,
+                           .x_base = p.x_base,
+                           .w_base = p.w_base,
+                           .s_base = s_base,
+                           .bias_base = p.bias_base,
+                           .res_base = p.res_base,
+                           .y_base = p.y_base,
+                           .k_split = p.k_split,
+                           .flags = p.flags,
+                           .row0 = p.row0,
+                           .col0 = p.col0,
+                           .cache_rows = p.cache_rows,
+                           .q_heads = p.q_heads,
+                           .kv_heads = p.kv_heads,
+                           .clamp_to = p.clamp_to,
+                           .ln_eps = p.ln_eps};
 }
 
 }  // namespace vkf::matmul_detail
