@@ -216,6 +216,9 @@ void Engine::step() {
     try {
         const auto ended = generator_.step();
         metrics_.batch_steps.add(1);
+        // Before any client hears its request ended: /metrics read after an answer must count
+        // that request's KV blocks as given back.
+        publish();
         for (const auto& [id, result] : ended) {
             end(id, result);
         }
