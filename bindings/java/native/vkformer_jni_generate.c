@@ -6,7 +6,8 @@
 #include <string.h>
 
 JNIEXPORT jlong JNICALL Java_org_vkformer_Native_sessionCreate(JNIEnv* env, jclass c, jlong model, jint max_tokens,
-                                                               jint chunk, jint kv_k, jint kv_v) {
+                                                               jint chunk, jint kv_k, jint kv_v,
+                                                               jboolean prefix_cache) {
     (void)c;
     if (!vkfj_non_negative(env, max_tokens, "maxTokens") || !vkfj_non_negative(env, chunk, "chunk")) {
         return 0;
@@ -16,6 +17,7 @@ JNIEXPORT jlong JNICALL Java_org_vkformer_Native_sessionCreate(JNIEnv* env, jcla
     p.chunk = (uint32_t)chunk;
     p.kv_k = (uint32_t)kv_k; /* KvFormat codes: vkf_kv_format */
     p.kv_v = (uint32_t)kv_v;
+    p.prefix_cache = prefix_cache ? 1 : 0;
     vkf_session* out = NULL;
     vkf_status s = vkf_session_create(VKFJ_PTR(vkf_model, model), &p, &out);
     if (s != VKF_OK) {
@@ -123,7 +125,7 @@ int vkfj_generate_load(JNIEnv* env) {
     result_class = (jclass)(*env)->NewGlobalRef(env, result);
     (*env)->DeleteLocalRef(env, result);
     result_init = result_class != NULL
-                      ? (*env)->GetMethodID(env, result_class, "<init>", "(IIDDLorg/vkformer/TokenSink;)V")
+                      ? (*env)->GetMethodID(env, result_class, "<init>", "(IIIDDLorg/vkformer/TokenSink;)V")
                       : NULL;
     return options_max_new_tokens != NULL && options_temperature != NULL && options_top_k != NULL &&
            options_top_p != NULL && options_seed != NULL && options_stop_ids != NULL && options_use_model_eos != NULL &&
@@ -273,8 +275,8 @@ JNIEXPORT jobject JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass 
             vkfj_throw(env, VKF_ERROR_INTERNAL, "the token callback came on a thread other than the generating one");
         } else {
             /* The tokens are the sink's (one per callback): vkf_generate_text returns none. */
-            out = (*env)->NewObject(env, result_class, result_init, (jint)r.n_prompt_tokens, (jint)r.stop,
-                                    (jdouble)r.prefill_seconds, (jdouble)r.decode_seconds, sink);
+            out = (*env)->NewObject(env, result_class, result_init, (jint)r.n_prompt_tokens, (jint)r.n_cached_tokens,
+                                    (jint)r.stop, (jdouble)r.prefill_seconds, (jdouble)r.decode_seconds, sink);
         }
     }
     free(ids);
