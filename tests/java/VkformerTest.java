@@ -240,6 +240,7 @@ public final class VkformerTest {
                     () -> same.generate(prompt, badStop, null, tokenizer));
         checkOptionsReachTheLibrary(same, prompt, tokenizer, r.tokens);
         PrefixCacheChecks.check(model, tokenizer);
+        LogprobsChecks.check(model, tokenizer.encode(prompt, true));
         checkCloseFromCallback(model, dir, prompt);
         checkUnclosedFreed(dir);
 

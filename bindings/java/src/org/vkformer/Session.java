@@ -119,7 +119,7 @@ public final class Session extends NativeHandle {
         if (o == null) {
             o = new GenerateOptions();
         }
-        TokenSink sink = new TokenSink(callback);
+        TokenSink sink = new TokenSink(callback, o.logprobs);
         lockForUse("generate");
         try {
             long h = acquire();
