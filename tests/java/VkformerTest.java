@@ -23,6 +23,7 @@ import org.vkformer.VkformerException;
  * for a forced memory budget, a negative size) answered with exceptions.
  * usage: java -Xcheck:jni -Dorg.vkformer.library=libvkformer_jni.so -cp ... VkformerTest MODEL_DIR
  *        ... VkformerTest --encoder ENCODER_DIR   (an encoder's embeddings through the binding)
+ *        ... VkformerTest --gguf FILE.gguf DIR [EMBEDDED OFFSET LENGTH]   (GgufChecks)
  */
 public final class VkformerTest {
     private static int checks;
@@ -129,9 +130,11 @@ public final class VkformerTest {
             }
             finish();
         }
-        if (args[0].equals("--gguf")) {
+        if (args[0].equals("--gguf")) { // FILE DIR [EMBEDDED OFFSET LENGTH]
             try (Context ctx = new Context()) {
-                checkGguf(ctx, args[1], args[2]);
+                boolean embedded = args.length >= 6;
+                GgufChecks.check(ctx, args[1], args[2], embedded ? args[3] : null,
+                                 embedded ? Long.parseLong(args[4]) : 0, embedded ? Long.parseLong(args[5]) : 0);
             }
             finish();
         }
@@ -236,6 +239,8 @@ public final class VkformerTest {
                     "is " + model.vocabSize() + ", not below the model's vocabulary size " + model.vocabSize(),
                     () -> same.generate(prompt, badStop, null, tokenizer));
         checkOptionsReachTheLibrary(same, prompt, tokenizer, r.tokens);
+        PrefixCacheChecks.check(model, tokenizer);
+        LogprobsChecks.check(model, tokenizer.encode(prompt, true));
         checkCloseFromCallback(model, dir, prompt);
         checkUnclosedFreed(dir);
 
@@ -442,29 +447,6 @@ public final class VkformerTest {
     static void finish() {
         System.out.println("java_binding: " + checks + " checks, " + failures.size() + " failed");
         System.exit(failures.isEmpty() ? 0 : 1);
-    }
-
-    /** A llama.cpp GGUF of the model in dir, loaded by its path: the tokenizer from tokenizer.ggml.* and
-     *  the greedy ids are the directory's. */
-    private static void checkGguf(Context ctx, String gguf, String dir) {
-        String text = "And God said, Let there be light: and there was light.";
-        try (Model fromFile = new Model(ctx, gguf); Model fromDir = new Model(ctx, dir);
-             Tokenizer fileTokens = new Tokenizer(gguf); Tokenizer dirTokens = new Tokenizer(dir)) {
-            check(fromFile.family().equals("bloom") && fromFile.vocabSize() == fromDir.vocabSize(),
-                  "GGUF model info: " + fromFile.family() + ", vocab " + fromFile.vocabSize());
-            int[] ids = fileTokens.encode(text, true);
-            check(java.util.Arrays.equals(ids, dirTokens.encode(text, true)), "GGUF tokenizer: the directory's ids");
-            int[][] generated = new int[2][];
-            Model[] models = {fromFile, fromDir};
-            for (int i = 0; i < 2; i++) {
-                try (Session session = new Session(models[i], 64)) {
-                    generated[i] = session.generate(ids, options(12), null, null).tokens;
-                }
-            }
-            System.out.println("GGUF greedy ids " + java.util.Arrays.toString(generated[0]));
-            check(generated[0].length == 12 && java.util.Arrays.equals(generated[0], generated[1]),
-                  "GGUF greedy ids are the directory's");
-        }
     }
 
     /** A random tiny JinaBERT: the pooled embedding is the mean of the per-token ones, normalized. */

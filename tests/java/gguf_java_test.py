@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The Java binding loading a llama.cpp GGUF by its path (issue 44): models/kjv-bloom converted with
 llama.cpp's gguf-py (npm's node-llama-cpp, as tests/apps/gguf_run_test.py converts it), then
-VkformerTest --gguf FILE DIR: the tokenizer from tokenizer.ggml.* and the greedy ids of the model
-loaded from the file equal the directory's. Then a random tiny jina-bert-v2 (vkf-make-checkpoint,
+VkformerTest --gguf FILE DIR EMBEDDED OFFSET LENGTH: the tokenizer from tokenizer.ggml.* and the
+greedy ids of the model loaded from the file equal the directory's, and so do those of the same
+GGUF copied into EMBEDDED at OFFSET, after and before other bytes (as an APK holds an asset),
+loaded from a FileDescriptor with OFFSET and LENGTH. Then a random tiny jina-bert-v2 (vkf-make-checkpoint,
 converted as tests/apps/gguf_families_test.py does) through VkformerTest --encoder FILE.gguf: the
 Encoder (vkf_encoder_load) takes the file's path.
 
@@ -25,6 +27,17 @@ import gguf_families_test  # noqa: E402  (conversion/bert.py's layout)
 import gguf_run_test  # noqa: E402  (conversion/bloom.py's layout)
 
 
+def write_embedded(gguf_path, embedded):
+    """Copies the GGUF into `embedded` after 4099 bytes that are not a GGUF (an offset no page or
+    GGUF alignment divides) and before 1000 more; returns the offset."""
+    before = bytes((i * 37 + 11) % 251 for i in range(4099))
+    with open(embedded, "wb") as out, open(gguf_path, "rb") as src:
+        out.write(before)
+        shutil.copyfileobj(src, out)
+        out.write(b"\xff" * 1000)
+    return len(before)
+
+
 def main():
     if len(sys.argv) < 6:
         print(__doc__)
@@ -44,7 +57,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vkf_gguf_java_") as tmp:
         path = os.path.join(tmp, "kjv-bloom.gguf")
         gguf_run_test.convert(gguf, np, model_dir, path)
-        decoder = subprocess.run(java + ["--gguf", path, model_dir]).returncode
+        embedded = os.path.join(tmp, "asset-pack.bin")
+        offset = write_embedded(path, embedded)
+        decoder = subprocess.run(java + ["--gguf", path, model_dir, embedded, str(offset),
+                                         str(os.path.getsize(path))]).returncode
         encoder_dir = os.path.join(tmp, "jina-bert")
         made = subprocess.run([make, "--out", encoder_dir, "--family", "jina-bert", "--preset", "tiny", "--dtype",
                                "f32", "--vocab", "59"], capture_output=True, text=True)

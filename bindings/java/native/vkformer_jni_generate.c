@@ -2,11 +2,13 @@
  * the generating thread (helpers and errors: vkformer_jni.c). */
 #include "vkformer_jni.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 JNIEXPORT jlong JNICALL Java_org_vkformer_Native_sessionCreate(JNIEnv* env, jclass c, jlong model, jint max_tokens,
-                                                               jint chunk, jint kv_k, jint kv_v) {
+                                                               jint chunk, jint kv_k, jint kv_v,
+                                                               jboolean prefix_cache) {
     (void)c;
     if (!vkfj_non_negative(env, max_tokens, "maxTokens") || !vkfj_non_negative(env, chunk, "chunk")) {
         return 0;
@@ -16,6 +18,7 @@ JNIEXPORT jlong JNICALL Java_org_vkformer_Native_sessionCreate(JNIEnv* env, jcla
     p.chunk = (uint32_t)chunk;
     p.kv_k = (uint32_t)kv_k; /* KvFormat codes: vkf_kv_format */
     p.kv_v = (uint32_t)kv_v;
+    p.prefix_cache = prefix_cache ? 1 : 0;
     vkf_session* out = NULL;
     vkf_status s = vkf_session_create(VKFJ_PTR(vkf_model, model), &p, &out);
     if (s != VKF_OK) {
@@ -88,10 +91,57 @@ static int on_token(uint32_t token, const char* text, size_t length, void* user_
     return go_on ? 0 : 1;
 }
 
+static jmethodID sink_accept_logprobs; /* TokenSink.acceptLogprobs(int, double, int[], double[]) */
+
+/* vkf_logprobs_fn: the token's logprobs to the sink, before on_token hands it the token. It cannot
+ * stop the generation itself: after an exception, the token callback does. */
+static void on_logprobs(uint32_t index, const vkf_logprob* chosen, const vkf_logprob* top, size_t n_top,
+                        void* user_data) {
+    (void)index; /* the sink keeps them in order */
+    generation* g = user_data;
+    JNIEnv* env = NULL;
+    if ((*vkfj_vm)->GetEnv(vkfj_vm, (void**)&env, JNI_VERSION_1_6) != JNI_OK || env != g->env) {
+        g->wrong_thread = 1;
+        return;
+    }
+    if (g->stopped_by_java) {
+        return;
+    }
+    jint* ids = malloc(n_top > 0 ? n_top * sizeof *ids : 1);
+    jdouble* values = malloc(n_top > 0 ? n_top * sizeof *values : 1);
+    jintArray top_ids = NULL;
+    jdoubleArray top_values = NULL;
+    if (ids == NULL || values == NULL) {
+        vkfj_throw(env, VKF_ERROR_OUT_OF_MEMORY, "out of host memory for the logprobs");
+    } else if ((top_ids = (*env)->NewIntArray(env, (jsize)n_top)) != NULL &&
+               (top_values = (*env)->NewDoubleArray(env, (jsize)n_top)) != NULL) {
+        for (size_t i = 0; i < n_top; ++i) {
+            ids[i] = (jint)top[i].token;
+            values[i] = top[i].logprob;
+        }
+        (*env)->SetIntArrayRegion(env, top_ids, 0, (jsize)n_top, ids);
+        (*env)->SetDoubleArrayRegion(env, top_values, 0, (jsize)n_top, values);
+        (*env)->CallVoidMethod(env, g->sink, sink_accept_logprobs, (jint)chosen->token, (jdouble)chosen->logprob,
+                               top_ids, top_values);
+    }
+    free(ids);
+    free(values);
+    if (top_ids != NULL) {
+        (*env)->DeleteLocalRef(env, top_ids);
+    }
+    if (top_values != NULL) {
+        (*env)->DeleteLocalRef(env, top_values);
+    }
+    if ((*env)->ExceptionCheck(env)) {
+        g->stopped_by_java = 1;
+    }
+}
+
 /* org.vkformer.GenerateOptions' fields and GenerateResult's constructor, looked up once. */
 static jfieldID options_max_new_tokens, options_temperature, options_top_k, options_top_p, options_seed,
     options_stop_ids, options_use_model_eos, options_min_p, options_typical_p, options_repetition_penalty,
-    options_presence_penalty, options_frequency_penalty, options_penalty_last_n, options_bias_ids, options_bias_values;
+    options_presence_penalty, options_frequency_penalty, options_penalty_last_n, options_bias_ids, options_bias_values,
+    options_logprobs, options_top_logprobs;
 static jclass result_class;
 static jmethodID result_init;
 
@@ -115,7 +165,15 @@ int vkfj_generate_load(JNIEnv* env) {
     options_penalty_last_n = (*env)->GetFieldID(env, options, "penaltyLastN", "I");
     options_bias_ids = (*env)->GetFieldID(env, options, "logitBiasIds", "[I");
     options_bias_values = (*env)->GetFieldID(env, options, "logitBiasValues", "[F");
+    options_logprobs = (*env)->GetFieldID(env, options, "logprobs", "Z");
+    options_top_logprobs = (*env)->GetFieldID(env, options, "topLogprobs", "I");
     (*env)->DeleteLocalRef(env, options);
+    jclass sink = (*env)->FindClass(env, "org/vkformer/TokenSink");
+    if (sink == NULL) {
+        return 0;
+    }
+    sink_accept_logprobs = (*env)->GetMethodID(env, sink, "acceptLogprobs", "(ID[I[D)V");
+    (*env)->DeleteLocalRef(env, sink);
     jclass result = (*env)->FindClass(env, "org/vkformer/GenerateResult");
     if (result == NULL) {
         return 0;
@@ -123,13 +181,14 @@ int vkfj_generate_load(JNIEnv* env) {
     result_class = (jclass)(*env)->NewGlobalRef(env, result);
     (*env)->DeleteLocalRef(env, result);
     result_init = result_class != NULL
-                      ? (*env)->GetMethodID(env, result_class, "<init>", "(IIDDLorg/vkformer/TokenSink;)V")
+                      ? (*env)->GetMethodID(env, result_class, "<init>", "(IIIDDLorg/vkformer/TokenSink;)V")
                       : NULL;
     return options_max_new_tokens != NULL && options_temperature != NULL && options_top_k != NULL &&
            options_top_p != NULL && options_seed != NULL && options_stop_ids != NULL && options_use_model_eos != NULL &&
            options_min_p != NULL && options_typical_p != NULL && options_repetition_penalty != NULL &&
            options_presence_penalty != NULL && options_frequency_penalty != NULL && options_penalty_last_n != NULL &&
-           options_bias_ids != NULL && options_bias_values != NULL && result_init != NULL;
+           options_bias_ids != NULL && options_bias_values != NULL && options_logprobs != NULL &&
+           options_top_logprobs != NULL && sink_accept_logprobs != NULL && result_init != NULL;
 }
 
 void vkfj_generate_unload(JNIEnv* env) {
@@ -210,6 +269,21 @@ static int read_options(JNIEnv* env, jobject options, vkf_generate_params* p, vk
     if (!read_bias(env, options, sampling, bias)) {
         return 0;
     }
+    const jboolean logprobs = (*env)->GetBooleanField(env, options, options_logprobs);
+    const jint top_logprobs = (*env)->GetIntField(env, options, options_top_logprobs);
+    if (!vkfj_non_negative(env, top_logprobs, "topLogprobs")) {
+        return 0;
+    }
+    if (!logprobs && top_logprobs > 0) {
+        char message[120];
+        snprintf(message, sizeof message, "topLogprobs is %d with logprobs false", (int)top_logprobs);
+        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, message);
+        return 0;
+    }
+    if (logprobs) {
+        p->on_logprobs = on_logprobs;
+        p->n_logprobs = (uint32_t)top_logprobs;
+    }
     p->max_new_tokens = (uint32_t)max_new_tokens;
     p->use_model_eos = (*env)->GetBooleanField(env, options, options_use_model_eos) ? 1 : 0;
     p->sampling = sampling;
@@ -273,8 +347,8 @@ JNIEXPORT jobject JNICALL Java_org_vkformer_Native_generate(JNIEnv* env, jclass 
             vkfj_throw(env, VKF_ERROR_INTERNAL, "the token callback came on a thread other than the generating one");
         } else {
             /* The tokens are the sink's (one per callback): vkf_generate_text returns none. */
-            out = (*env)->NewObject(env, result_class, result_init, (jint)r.n_prompt_tokens, (jint)r.stop,
-                                    (jdouble)r.prefill_seconds, (jdouble)r.decode_seconds, sink);
+            out = (*env)->NewObject(env, result_class, result_init, (jint)r.n_prompt_tokens, (jint)r.n_cached_tokens,
+                                    (jint)r.stop, (jdouble)r.prefill_seconds, (jdouble)r.decode_seconds, sink);
         }
     }
     free(ids);

@@ -1,6 +1,7 @@
 /* The JNI glue: models, tokenizers and encoders (helpers and errors: vkformer_jni.c). */
 #include "vkformer_jni.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,69 @@ JNIEXPORT jlong JNICALL Java_org_vkformer_Native_modelLoad(JNIEnv* env, jclass c
     vkf_model* out = NULL;
     vkf_status s = vkf_model_load(VKFJ_PTR(vkf_context, ctx), path, &p, &out);
     free(path);
+    if (s != VKF_OK) {
+        vkfj_throw_status(env, s);
+        return 0;
+    }
+    return VKFJ_HANDLE(out);
+}
+
+/* The POSIX descriptor a java.io.FileDescriptor holds: OpenJDK names the field "fd", Android's
+ * libcore "descriptor" (-1 once closed, in both). 0 with an exception thrown when it has neither
+ * or is not open. */
+static int descriptor_of(JNIEnv* env, jobject fd_object, jint* fd) {
+    if (fd_object == NULL) {
+        vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, "fd is null");
+        return 0;
+    }
+    jclass type = (*env)->GetObjectClass(env, fd_object);
+    jfieldID field = (*env)->GetFieldID(env, type, "fd", "I");
+    if (field == NULL) {
+        (*env)->ExceptionClear(env); /* NoSuchFieldError: not OpenJDK's */
+        field = (*env)->GetFieldID(env, type, "descriptor", "I");
+    }
+    (*env)->DeleteLocalRef(env, type);
+    if (field == NULL) {
+        (*env)->ExceptionClear(env);
+        vkfj_throw(env, VKF_ERROR_INTERNAL,
+                   "this JVM's java.io.FileDescriptor has neither an \"fd\" nor a "
+                   "\"descriptor\" int field: pass the path instead");
+        return 0;
+    }
+    *fd = (*env)->GetIntField(env, fd_object, field);
+    if (*fd < 0) {
+        char message[160];
+        snprintf(message, sizeof message, "the FileDescriptor is not open (closed, or never opened): descriptor %d",
+                 (int)*fd);
+        vkfj_throw(env, VKF_ERROR_IO, message);
+        return 0;
+    }
+    return 1;
+}
+
+static int non_negative_offset(JNIEnv* env, jlong value, const char* what) {
+    if (value >= 0) {
+        return 1;
+    }
+    char message[160];
+    snprintf(message, sizeof message, "%s of %lld: must not be negative", what, (long long)value);
+    vkfj_throw(env, VKF_ERROR_INVALID_ARGUMENT, message);
+    return 0;
+}
+
+JNIEXPORT jlong JNICALL Java_org_vkformer_Native_modelLoadFd(JNIEnv* env, jclass c, jlong ctx, jobject fd_object,
+                                                             jlong offset, jlong length, jint weights,
+                                                             jint max_tokens) {
+    (void)c;
+    jint fd = -1;
+    if (!vkfj_non_negative(env, weights, "weights") || !vkfj_non_negative(env, max_tokens, "maxTokens") ||
+        !non_negative_offset(env, offset, "offset") || !non_negative_offset(env, length, "length") ||
+        !descriptor_of(env, fd_object, &fd)) {
+        return 0;
+    }
+    vkf_model_params p = model_params(weights, max_tokens);
+    vkf_model* out = NULL;
+    vkf_status s = vkf_model_load_fd(VKFJ_PTR(vkf_context, ctx), (int)fd, (uint64_t)offset, (uint64_t)length, &p, &out);
     if (s != VKF_OK) {
         vkfj_throw_status(env, s);
         return 0;

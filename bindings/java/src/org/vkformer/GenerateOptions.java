@@ -26,6 +26,10 @@ public final class GenerateOptions {
     /** Generation stops after one of these ids (plus the model's EOS ids when useModelEos). */
     public int[] stopIds = new int[0];
     public boolean useModelEos = true;
+    /** GenerateResult.logprobs for each generated token (vkf_generate_params.on_logprobs). */
+    public boolean logprobs = false;
+    /** With logprobs: the most likely alternatives each carries, at most the vocabulary size. */
+    public int topLogprobs = 0;
 
     public GenerateOptions maxNewTokens(int n) {
         maxNewTokens = n;

@@ -1,8 +1,13 @@
 package org.vkformer;
 
+import java.io.FileDescriptor;
 import java.nio.charset.StandardCharsets;
 
-/** A decoder model's weights on the device (vkf_model), loaded from a directory holding config.json and safetensors. */
+/**
+ * A decoder model's weights on the device (vkf_model), loaded from a directory holding config.json
+ * and safetensors, a llama.cpp GGUF file's path, or a GGUF held in part of an open file (an
+ * Android asset).
+ */
 public final class Model extends NativeHandle {
     /** vkf_weight_format. */
     public static final int WEIGHTS_DEFAULT = 0, WEIGHTS_F32 = 1, WEIGHTS_F16 = 2, WEIGHTS_Q8_0 = 3, WEIGHTS_Q4_0 = 4;
@@ -36,7 +41,28 @@ public final class Model extends NativeHandle {
     }
 
     public Model(Context context, String dir, Options o) {
-        super("Model", load(context, dir, o), Native::modelFree);
+        this(load(context, dir, o));
+    }
+
+    /**
+     * A GGUF held in bytes [offset, offset + length) of the regular file open as fd: an asset
+     * stored uncompressed in an APK, from AssetFileDescriptor's getFileDescriptor(),
+     * getStartOffset() and getLength() (vkf_model_load_fd). The descriptor is duplicated: close
+     * it, or the AssetFileDescriptor, once this returns. A closed descriptor, one that is not a
+     * regular file, or a range past its end throws VkformerException (VKF_ERROR_IO); a negative
+     * offset or length VKF_ERROR_INVALID_ARGUMENT; bytes that hold no GGUF model VKF_ERROR_MODEL.
+     * Text needs a tokenizer: new Tokenizer(path) of the same GGUF file, or a tokenizer.json.
+     */
+    public Model(Context context, FileDescriptor fd, long offset, long length) {
+        this(context, fd, offset, length, new Options());
+    }
+
+    public Model(Context context, FileDescriptor fd, long offset, long length, Options o) {
+        this(loadFd(context, fd, offset, length, o));
+    }
+
+    private Model(long handle) {
+        super("Model", handle, Native::modelFree);
         long h = acquire();
         try {
             info = Native.modelInfo(h);
@@ -49,6 +75,15 @@ public final class Model extends NativeHandle {
         long c = context.acquire();
         try {
             return Native.modelLoad(c, Vkformer.utf8(dir), o.weights, o.maxTokens, 0);
+        } finally {
+            context.release();
+        }
+    }
+
+    private static long loadFd(Context context, FileDescriptor fd, long offset, long length, Options o) {
+        long c = context.acquire();
+        try {
+            return Native.modelLoadFd(c, fd, offset, length, o.weights, o.maxTokens);
         } finally {
             context.release();
         }

@@ -1,5 +1,7 @@
 package org.vkformer;
 
+import java.io.FileDescriptor;
+
 /**
  * The native glue (libvkformer_jni, bindings/java/native): one static method per C call.
  * Strings cross as UTF-8 byte arrays (NUL-terminated by the glue), not as JNI's modified UTF-8.
@@ -35,6 +37,9 @@ final class Native {
     /** {weights, kv_cache, activations, total, available, fits}. */
     static native long[] modelEstimate(long context, byte[] dir, int weights, int maxTokens);
     static native long modelLoad(long context, byte[] dir, int weights, int maxTokens, long cancel);
+    /** vkf_model_load_fd with the descriptor of fd (its "fd" field; Android's "descriptor"). */
+    static native long modelLoadFd(long context, FileDescriptor fd, long offset, long length, int weights,
+                                   int maxTokens);
     static native void modelFree(long model);
     /** {vocab_size, hidden_size, n_layer, n_head, n_kv_head, weights, bos}. */
     static native int[] modelInfo(long model);
@@ -46,7 +51,7 @@ final class Native {
     static native int[] tokenize(long tokenizer, byte[] text, boolean addSpecial);
     static native byte[] detokenize(long tokenizer, int[] ids, boolean skipSpecial);
 
-    static native long sessionCreate(long model, int maxTokens, int chunk, int kvK, int kvV);
+    static native long sessionCreate(long model, int maxTokens, int chunk, int kvK, int kvV, boolean prefixCache);
     static native void sessionFree(long session);
     static native void sessionReset(long session);
     static native int sessionPosition(long session);

@@ -18,6 +18,31 @@ public final class Session extends NativeHandle {
     private long cancel;
     private Cleaner.Cleanable cancelCleanable;
 
+    /** vkf_session_params. */
+    public static final class Options {
+        /** KV-cache capacity: prompt plus generated tokens. */
+        public int maxTokens = 512;
+        /** Most prompt tokens per submission; 0: the library's default. */
+        public int chunk;
+        /** The KV cache's storage of K and of V (a long context in less memory). */
+        public KvFormat kvK = KvFormat.F16, kvV = KvFormat.F16;
+        /**
+         * Keep the full 16-token KV blocks of the sequence reset() ends, and take them for a next
+         * prompt that starts with the same tokens (GenerateResult.cachedTokens says how many).
+         */
+        public boolean prefixCache;
+
+        public Options maxTokens(int n) {
+            maxTokens = n;
+            return this;
+        }
+
+        public Options prefixCache(boolean on) {
+            prefixCache = on;
+            return this;
+        }
+    }
+
     /** @param maxTokens KV-cache capacity: prompt plus generated tokens */
     public Session(Model model, int maxTokens) {
         this(model, maxTokens, 0);
@@ -30,7 +55,11 @@ public final class Session extends NativeHandle {
 
     /** @param kvK the KV cache's storage of K, kvV that of V (a long context in less memory) */
     public Session(Model model, int maxTokens, int chunk, KvFormat kvK, KvFormat kvV) {
-        super("Session", create(model, maxTokens, chunk, kvK, kvV), Native::sessionFree);
+        this(model, options(maxTokens, chunk, kvK, kvV));
+    }
+
+    public Session(Model model, Options o) {
+        super("Session", create(model, o), Native::sessionFree);
         try {
             cancel = Native.cancelCreate();
             cancelCleanable = register(this, cancel, Native::cancelFree);
@@ -40,10 +69,21 @@ public final class Session extends NativeHandle {
         }
     }
 
-    private static long create(Model model, int maxTokens, int chunk, KvFormat kvK, KvFormat kvV) {
+    private static Options options(int maxTokens, int chunk, KvFormat kvK, KvFormat kvV) {
+        Options o = new Options().maxTokens(maxTokens);
+        o.chunk = chunk;
+        o.kvK = kvK;
+        o.kvV = kvV;
+        return o;
+    }
+
+    private static long create(Model model, Options o) {
+        if (o.kvK == null || o.kvV == null) {
+            throw new IllegalArgumentException("kvK and kvV must not be null");
+        }
         long m = model.acquire();
         try {
-            return Native.sessionCreate(m, maxTokens, chunk, kvK.code, kvV.code);
+            return Native.sessionCreate(m, o.maxTokens, o.chunk, o.kvK.code, o.kvV.code, o.prefixCache);
         } finally {
             model.release();
         }
@@ -79,7 +119,7 @@ public final class Session extends NativeHandle {
         if (o == null) {
             o = new GenerateOptions();
         }
-        TokenSink sink = new TokenSink(callback);
+        TokenSink sink = new TokenSink(callback, o.logprobs);
         lockForUse("generate");
         try {
             long h = acquire();
