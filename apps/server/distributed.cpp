@@ -135,7 +135,7 @@ private:
 };
 
 int serve_stage(dist::Channel& channel, const Options& o) {
-    const ModelConfig config = read_model_config(std::filesystem::path(o.model) / "config.json");
+    const ModelConfig config = read_model_config(o.model);
     const DecoderSetup setup = decoder_setup(o, config, static_cast<std::uint32_t>(channel.size()));
     ModelOptions model_options = setup.model;
     // The device first: its budget goes into the handshake, for rank 0's --split auto.

@@ -2,6 +2,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "host/io/gguf.hpp"
 #include "host/io/safetensors.hpp"
 #include "host/util/dtype.hpp"
 #include "vkf_version.hpp"
@@ -43,9 +44,36 @@ std::string fnv1a_hex(std::string_view bytes) {
     return h.hex();
 }
 
+namespace {
+
+// A GGUF file holds its configuration and tensor infos in its header: ranks agree when their
+// headers are byte for byte the same (metadata, tokenizer, every tensor's type, shape and
+// offset), and when the files are as long.
+void fingerprint_gguf(const std::filesystem::path& model, Fingerprint& f) {
+    const GgufFile file = open_gguf(model);
+    if (file.data_offset() > kMaxConfigBytes) {
+        throw Error(fmt::format("{}: a header of {} bytes is more than the {} a rank's fingerprint reads",
+                                file.label(), file.data_offset(), kMaxConfigBytes));
+    }
+    const ReadableFile source(model, "GGUF file");
+    std::string header(file.data_offset(), '\0');
+    source.read_at(0, std::as_writable_bytes(std::span(header)));
+    f.config = fnv1a_hex(header);
+    f.checkpoint = fnv1a_hex(fmt::format("gguf {} bytes", file.file_size()));
+}
+
+}  // namespace
+
 Fingerprint fingerprint(const std::filesystem::path& model, std::string split, std::string options) {
     Fingerprint f;
     f.version = fmt::format("{} ({}{})", build::kVersion, build::kGitCommit, build::kGitDirty ? ", modified" : "");
+    f.split = std::move(split);
+    f.options = std::move(options);
+    std::error_code ignored;  // a path that cannot be inspected is reported by the reads below
+    if (std::filesystem::is_regular_file(model, ignored) && looks_like_gguf(model)) {
+        fingerprint_gguf(model, f);
+        return f;
+    }
     f.config = fnv1a_hex(read_file(model / "config.json", kMaxConfigBytes, "config.json"));
     Fnv1a h;
     const std::filesystem::path index = model / "model.safetensors.index.json";
@@ -68,8 +96,6 @@ Fingerprint fingerprint(const std::filesystem::path& model, std::string split, s
         }
     }
     f.checkpoint = h.hex();
-    f.split = std::move(split);
-    f.options = std::move(options);
     return f;
 }
 
@@ -104,7 +130,7 @@ std::string compare_fingerprints(std::span<const Fingerprint> by_rank) {
         std::string Fingerprint::*member;
     };
     const Field fields[] = {{"vkformer version", &Fingerprint::version},
-                            {"config.json (hash)", &Fingerprint::config},
+                            {"configuration (hash of config.json or the GGUF header)", &Fingerprint::config},
                             {"checkpoint (hash of its index and tensor headers)", &Fingerprint::checkpoint},
                             {"split", &Fingerprint::split},
                             {"options", &Fingerprint::options}};

@@ -258,6 +258,23 @@ def main():
                 compare("%s %s %s" % (family, dtype, kind), models[(family, dtype)], ranks, splits[(ranks, kind)],
                         tmp, 1e-5, extra=extra)
             compare_parallel(tmp)
+            # A GGUF file (one file, no config.json): every rank reads its header for the
+            # handshake and its layers' tensors from it.
+            gguf = os.path.join(tmp, "bloom-q8_0.gguf")
+            written, _ = run([QUANTIZE, "--model", models[("bloom", "f16")], "--to", "q8_0", "--format", "gguf",
+                              "--out", gguf])
+            if written is None or written.returncode != 0:
+                fail("vkf-quantize --format gguf: %s" % (written.stderr if written else "timed out"))
+            else:
+                compare("bloom q8_0 GGUF uneven", gguf, 2, splits[(2, "uneven")], tmp, 1e-5)
+                # Another GGUF on rank 1 (q4_0: another header) is refused before loading.
+                other = os.path.join(tmp, "bloom-q4_0.gguf")
+                run([QUANTIZE, "--model", models[("bloom", "f16")], "--to", "q4_0", "--format", "gguf", "--out", other])
+                proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", gguf] + PROMPT +
+                              [":", "-n", "1", RUN, "--model", other] + PROMPT)
+                if proc is not None and ("the GGUF header) differs: rank 0 has" not in proc.stderr or
+                                         proc.returncode == 0):
+                    fail("another GGUF on rank 1: exit %d: %s" % (proc.returncode, proc.stderr))
             # The handshake: one rank's --split differs (mpirun's MPMD form).
             proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV, "--split", "3,1"] + PROMPT +
                           [":", "-n", "1", RUN, "--model", KJV, "--split", "2,2"] + PROMPT)
@@ -276,7 +293,7 @@ def main():
                     compare("%s %s %s" % (family, dtype, kind), model, ranks, split, tmp, 1e-5)
             proc, _ = run([MPIRUN, "--oversubscribe", "-n", "1", RUN, "--model", KJV] + PROMPT +
                           [":", "-n", "1", RUN, "--model", mpt] + PROMPT)
-            if proc is not None and ("config.json (hash) differs: rank 0 has" not in proc.stderr or
+            if proc is not None and ("configuration (hash of config.json or the GGUF header) differs: rank 0 has" not in proc.stderr or
                                      proc.returncode == 0):
                 fail("another model on rank 1: %s" % proc.stderr)
             expect_fault("rank 1 killed (SIGKILL) at step 4", 3, args, {"VKF_TEST_RANK_FAULT": "1:4:kill"}, 1, (), "",
