@@ -52,8 +52,8 @@ namespace {
 void fingerprint_gguf(const std::filesystem::path& model, Fingerprint& f) {
     const GgufFile file = open_gguf(model);
     if (file.data_offset() > kMaxConfigBytes) {
-        throw Error(fmt::format("{}: a header of {} bytes is more than the {} a rank's fingerprint reads",
-                                file.label(), file.data_offset(), kMaxConfigBytes));
+        throw Error(fmt::format("{}: a header of {} bytes is more than the {} a rank's fingerprint reads", file.label(),
+                                file.data_offset(), kMaxConfigBytes));
     }
     const ReadableFile source(model, "GGUF file");
     std::string header(file.data_offset(), '\0');
