@@ -88,8 +88,8 @@ void GgufTensorFile::build(const std::function<std::optional<GgufTensorName>(std
     if (quantized_ != nullptr) {
         if (dense_matrix_ != nullptr) {
             throw Error(
-                fmt::format("{}: tensor '{}' is {} but '{}' is {}: vkformer does not load a GGUF file whose "
-                            "matrices are partly float and partly quantized",
+                fmt::format("{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF file "
+                            "all float or all quantized",
                             label(), dense_matrix_->name, ggml_type_name(dense_matrix_->type), quantized_->name,
                             ggml_type_name(quantized_->type)));
         }

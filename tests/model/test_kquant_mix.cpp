@@ -1,10 +1,11 @@
 // A GGUF BLOOM whose matrices are K-quants of different types, as llama-quantize's Q4_K_M and
 // Q5_K_M write them (issue 44): each matrix is read in its own super-blocks by its own kernel
 // (LinearWeights::quant, one matmul plan per layer), the embedding and the tied head in theirs.
-// Two layers whose every matrix's type differs from its neighbours' and from the other layer's
-// same matrix: a format taken from the model, from another matrix or from the first layer
-// misreads the blocks (or their sizes) and the logits leave the double-precision reference on
-// the exact dequantized weights (host/reference/model.hpp). The batch's KV pool and logits are
+// Two layers whose matrices' types differ from their neighbours' and mostly from the other
+// layer's same matrix, the embedding (the tied head) Q6_K where most matrices are Q4_K: a
+// format taken from the model, from another matrix or from the first layer misreads the blocks
+// (or their sizes) and the logits leave the double-precision reference on the exact
+// dequantized weights (host/reference/model.hpp). The batch's KV pool and logits are
 // poisoned (BatchOptions::poison), so a row never written shows as NaN. End to end against
 // llama.cpp: tests/apps/kquant_perplexity_test.py.
 
@@ -31,7 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::uint32_t kHidden = 256, kHeads = 4, kFfn = 1024, kVocab = 48, kLayers = 2;
-constexpr std::uint32_t kF32 = 0, kQ4K = 12, kQ5K = 13, kQ6K = 14;  // ggml type ids
+constexpr std::uint32_t kF32 = 0, kQ4K = 12, kQ5K = 13, kQ6K = 14, kIQ4NL = 20;  // ggml type ids
 
 struct Tensor {
     std::string name;
@@ -44,9 +45,10 @@ QuantFormat format_of(std::uint32_t type) {
 }
 
 // Each layer's qkv, attn_output, ffn_up, ffn_down types.
-const std::uint32_t kLayerTypes[kLayers][4] = {{kQ5K, kQ4K, kQ4K, kQ6K}, {kQ6K, kQ5K, kQ6K, kQ4K}};
+const std::uint32_t kLayerTypes[kLayers][4] = {{kQ5K, kQ4K, kQ4K, kQ6K}, {kQ6K, kQ5K, kQ4K, kQ4K}};
 
-std::vector<Tensor> mix_tensors() {
+// `last_down`: layer 1's ffn_down type.
+std::vector<Tensor> mix_tensors(std::uint32_t last_down) {
     std::vector<Tensor> t = {{"token_embd.weight", {kHidden, kVocab}, kQ6K},
                              {"token_embd_norm.weight", {kHidden}},
                              {"token_embd_norm.bias", {kHidden}}};
@@ -63,7 +65,7 @@ std::vector<Tensor> mix_tensors() {
         t.push_back({p + "ffn_norm.bias", {kHidden}});
         t.push_back({p + "ffn_up.weight", {kHidden, kFfn}, types[2]});
         t.push_back({p + "ffn_up.bias", {kFfn}});
-        t.push_back({p + "ffn_down.weight", {kFfn, kHidden}, types[3]});
+        t.push_back({p + "ffn_down.weight", {kFfn, kHidden}, l + 1 == kLayers ? last_down : types[3]});
         t.push_back({p + "ffn_down.bias", {kHidden}});
     }
     t.push_back({"output_norm.weight", {kHidden}});
@@ -74,6 +76,9 @@ std::vector<Tensor> mix_tensors() {
 // The tensors' bytes: random super-blocks (kquant_blocks.hpp) for the matrices; norm weights
 // near 1 and small biases as F32.
 std::vector<std::uint8_t> tensor_bytes(const Tensor& t, std::uint64_t seed) {
+    if (t.type == kIQ4NL) {
+        return std::vector<std::uint8_t>(t.dims[1] * t.dims[0] / 32 * 18);  // blocks of 32 in 18 bytes
+    }
     if (t.type != kF32) {
         return random_blocks(format_of(t.type), static_cast<std::uint32_t>(t.dims[1]),
                              static_cast<std::uint32_t>(t.dims[0]), seed);
@@ -87,8 +92,8 @@ std::vector<std::uint8_t> tensor_bytes(const Tensor& t, std::uint64_t seed) {
     return out;
 }
 
-fs::path write_mix(const fs::path& dir) {
-    const std::vector<Tensor> tensors = mix_tensors();
+fs::path write_mix(const fs::path& dir, std::uint32_t last_down = kLayerTypes[kLayers - 1][3]) {
+    const std::vector<Tensor> tensors = mix_tensors(last_down);
     GgufBytes g;
     g.header(tensors.size(), 9).kv_str("general.architecture", "bloom");
     g.kv_u32("bloom.context_length", 64).kv_u32("bloom.embedding_length", kHidden);
@@ -117,8 +122,8 @@ TEST_F(KQuantMix, EachMatrixIsReadInItsOwnFormat) {
     TempDir dir("vkf_test_kquant_mix");
     const fs::path path = write_mix(dir.path());
     const Model model(ctx(), path);
-    // Q6_K has the most matrices (the embedding, 0's down, 1's qkv and up): the model's format.
-    EXPECT_EQ(model.weight_format(), (WeightFormat{.dense = DType::F16, .quant = QuantFormat::Q6_K}));
+    // Q4_K has the most matrices (0's attn_out and up, 1's up and down): the model's format.
+    EXPECT_EQ(model.weight_format(), (WeightFormat{.dense = DType::F16, .quant = QuantFormat::Q4_K}));
     EXPECT_EQ(model.weights().embedding_quant, QuantFormat::Q6_K);
     for (std::uint32_t l = 0; l < kLayers; ++l) {
         const LayerWeights& w = model.weights().layers[l];
@@ -157,10 +162,21 @@ TEST_F(KQuantMix, TheCheckpointNamesEachMatrixFormat) {
     TempDir dir("vkf_test_kquant_mix_names");
     const ShardedCheckpoint checkpoint = open_model_checkpoint(write_mix(dir.path()));
     const QuantFormat base = checkpoint_quantization(checkpoint);
-    EXPECT_EQ(base, QuantFormat::Q6_K);
+    EXPECT_EQ(base, QuantFormat::Q4_K);
     EXPECT_EQ(tensor_quantization(checkpoint, "h.0.self_attention.query_key_value.weight", base), QuantFormat::Q5_K);
     EXPECT_EQ(tensor_quantization(checkpoint, "h.1.mlp.dense_4h_to_h.weight", base), QuantFormat::Q4_K);
     EXPECT_EQ(tensor_quantization(checkpoint, "word_embeddings.weight", base), QuantFormat::Q6_K);
+    EXPECT_EQ(
+        checkpoint.at("word_embeddings.weight").file->metadata().at("vkformer.quantization:word_embeddings.weight"),
+        "q6_K");
+}
+
+TEST_F(KQuantMix, AMatrixOfATypeWithoutAKernelIsRefusedByName) {
+    TempDir dir("vkf_test_kquant_mix_iq4");
+    const fs::path path = write_mix(dir.path(), kIQ4NL);
+    const std::string e = error_message([&] { Model(ctx(), path); });
+    EXPECT_NE(e.find("'blk.1.ffn_down.weight'"), std::string::npos) << e;
+    EXPECT_NE(e.find("IQ4_NL"), std::string::npos) << e;
 }
 
 }  // namespace
