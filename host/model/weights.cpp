@@ -210,8 +210,7 @@ private:
         return result;
     }
 
-    // A quantized checkpoint's planes, uploaded as they are stored: no re-quantization.
-    // `quant` is the matrix's own format (tensor_quantization).
+    // A quantized checkpoint's planes in `quant` (the matrix's own), uploaded as stored.
     TensorBuffers stored_planes(const ExpectedTensor& expected, QuantFormat quant) {
         const CheckpointTensor& values = checkpoint_.at(expected.name);
         if (is_kquant(quant)) {
