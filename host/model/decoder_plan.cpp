@@ -29,28 +29,50 @@ DecoderPlan plan_decoder_step(const Context& ctx, const Model& model, const Deco
         MatmulOptions options{.int8_activations = settings.int8_activations};
         options.x_norm = x_norm && norm_fusable;
         options.scatter = scatter;
-        MatmulPlan p = plan_matmul(device, m, w.out, w.in, wf.dense, options, wf.quant);
+        MatmulPlan p = plan_matmul(device, m, w.out, w.in, wf.dense, options, w.quant);
         plan.scratch_bytes = std::max(plan.scratch_bytes, p.scratch_bytes);
         return p;
     };
-    // Every layer has the same shapes: the model's first layer stands for all (a stage of a
-    // layer split holds its own layers only).
-    const LayerWeights& w = model.weights().layers.at(model.layers().begin);
     const std::uint32_t m = shape.tokens;
     // MPT's qk_ln normalizes Q and K between the projection and the cache: separate passes.
     const bool kv_quantized = settings.kv_k_quant != QuantFormat::None || settings.kv_v_quant != QuantFormat::None;
-    plan.qkv = plan_linear(m, w.qkv, true, settings.fuse_qkv && !c.qk_ln && !kv_quantized);
-    plan.scatter = plan.qkv.scatter;
-    plan.attn_out = plan_linear(m, w.attn_out, false, false);
-    if (traits.mlp == MlpKind::Gated) {
-        plan.gate = plan_linear(m, w.gate, false, false);
-        plan.up = plan_linear(m, w.up, false, false);
-    } else {
-        plan.up = plan_linear(m, w.up, true, false);
+    bool scatter = settings.fuse_qkv && !c.qk_ln && !kv_quantized;
+    bool qkv_norm = norm_fusable, up_norm = norm_fusable && traits.mlp != MlpKind::Gated;
+    // Planned as asked, then again without a fusion that some layer's format does not take:
+    // the step's buffers and norms follow one answer for every layer.
+    for (int pass = 0; pass < 2; ++pass) {
+        plan.layers.clear();
+        bool all_scatter = true, all_qkv_norm = true, all_up_norm = true;
+        for (std::uint32_t l = model.layers().begin; l < model.layers().end; ++l) {
+            const LayerWeights& w = model.weights().layers.at(l);
+            LayerMatmuls& p = plan.layers.emplace_back();
+            p.qkv = plan_linear(m, w.qkv, qkv_norm, scatter);
+            p.attn_out = plan_linear(m, w.attn_out, false, false);
+            if (traits.mlp == MlpKind::Gated) {
+                p.gate = plan_linear(m, w.gate, false, false);
+            }
+            p.up = plan_linear(m, w.up, up_norm, false);
+            p.down = plan_linear(m, w.down, false, false);
+            all_scatter = all_scatter && p.qkv.scatter;
+            all_qkv_norm = all_qkv_norm && p.qkv.x_norm;
+            all_up_norm = all_up_norm && p.up.x_norm;
+        }
+        const bool alike = scatter == all_scatter && qkv_norm == all_qkv_norm && up_norm == all_up_norm;
+        scatter = all_scatter;
+        qkv_norm = all_qkv_norm;
+        up_norm = all_up_norm;
+        if (alike) {
+            break;
+        }
+        if (pass == 1) {
+            throw Error("decoder plan: internal error, the layers' matmuls disagree on their fusions");
+        }
     }
-    plan.down = plan_linear(m, w.down, false, false);
+    plan.scatter = scatter;
     if (shape.logit_rows > 0) {
-        const LinearWeights head{.out = c.vocab_size, .in = c.hidden};
+        const ModelWeights& w = model.weights();
+        const LinearWeights head{
+            .out = c.vocab_size, .in = c.hidden, .quant = w.lm_head.valid() ? w.lm_head_quant : w.embedding_quant};
         plan.head = plan_linear(shape.logit_rows, head, true, false);
         plan.gather_logits = shape.logit_rows != shape.tokens;
     }

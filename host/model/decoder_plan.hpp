@@ -14,6 +14,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <vector>
 
 namespace vkf {
 
@@ -38,6 +39,11 @@ struct DecoderSettings {
     std::uint32_t window = 0;          // AttentionParams::window (0: full attention)
 };
 
+// One layer's matmuls: each matrix planned in its own format (LinearWeights::quant).
+struct LayerMatmuls {
+    MatmulPlan qkv, attn_out, gate, up, down;  // gate: gated MLPs only
+};
+
 struct DecoderPlan {
     StepShape shape;
     // The QKV projection writes Q densely and K and V into the cache through the step's slot
@@ -48,7 +54,10 @@ struct DecoderPlan {
     // The rows whose logits are read back are gathered before the final norm (they are not
     // simply all the step's rows).
     bool gather_logits = false;
-    MatmulPlan qkv, attn_out, gate, up, down, head;  // gate: gated MLPs only; head: logit_rows > 0
+    // The model's layers from Model::layers().begin on. Layers of a K-quant mix differ
+    // (Q4_K_M's ffn_down is Q6_K in some); scatter and the fused norms are alike in all.
+    std::vector<LayerMatmuls> layers;
+    MatmulPlan head;  // logit_rows > 0
     // Every layer's attention: its kernel and tiles (plan_attention_call, fp32 Q/O over the
     // cache's K/V), and the parameters and options the recorded op is made with.
     AttentionPlan attention;

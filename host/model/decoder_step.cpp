@@ -82,6 +82,7 @@ private:
     void separate_qkv(std::uint32_t layer, const LayerWeights& w, BufferRange qkv_in, const NormWeights* fused_norm,
                       std::optional<float> clip);
     std::uint32_t tokens() const { return plan_.shape.tokens; }
+    const LayerMatmuls& layer_plan(std::uint32_t layer) const { return plan_.layers.at(layer - model_.layers().begin); }
 
     Context& ctx_;
     const Model& model_;
@@ -131,7 +132,7 @@ void StepRecorder::linear(const MatmulPlan& plan, const LinearWeights& w, Buffer
                       .k = w.in,
                       .weight_dtype = wf.dense,
                       .activation = act,
-                      .quant = wf.quant,
+                      .quant = w.quant,
                       .scales = optional_range(w.scales),
                       .scatter = scatter,
                       .clamp = clamp},
@@ -151,7 +152,7 @@ void StepRecorder::embedding() {
                                    .vocab = c_.vocab_size,
                                    .hidden = h,
                                    .table_dtype = wf.dense,
-                                   .quant = wf.quant,
+                                   .quant = w.embedding_quant,
                                    .scales = optional_range(w.embedding_scales)});
     if (w.position_embedding.valid()) {
         // MPT's wpe: the rows of the tokens' positions, added.
@@ -179,7 +180,7 @@ void StepRecorder::separate_qkv(std::uint32_t layer, const LayerWeights& w, Buff
     const std::uint64_t width = qkv_width(c_);
     const std::uint64_t kv_dim = std::uint64_t{c_.n_kv_head} * c_.head_dim;
     const BufferRange qkv = rows(*b_.qkv, 0, tokens(), width);
-    linear(plan_.qkv, w.qkv, qkv_in, qkv, {}, Activation::None, fused_norm, std::nullopt, clip);
+    linear(layer_plan(layer).qkv, w.qkv, qkv_in, qkv, {}, Activation::None, fused_norm, std::nullopt, clip);
     if (c_.qk_ln) {
         // llm-foundry normalizes Q and K after the clamp, in place in the fused output.
         // Strided views: every row's first `dim` columns, from the Q or the K column on.
@@ -228,6 +229,7 @@ void StepRecorder::separate_qkv(std::uint32_t layer, const LayerWeights& w, Buff
 
 void StepRecorder::layer(std::uint32_t layer, const Attention& attention) {
     const LayerWeights& w = model_.weights().layers[layer];
+    const LayerMatmuls& plan = layer_plan(layer);
     const FamilyTraits traits = family_traits(c_.family);
     const std::uint32_t h = c_.hidden;
     const BufferRange hidden = rows(*b_.hidden, 0, tokens(), h);
@@ -240,14 +242,14 @@ void StepRecorder::layer(std::uint32_t layer, const Attention& attention) {
 
     // Attention half: h += out_proj(attention(qkv(norm(h)))); BLOOM's post-LN residual form
     // adds norm(h) instead of h.
-    const BufferRange qkv_in = plan_.qkv.x_norm ? hidden : normed;
-    if (!plan_.qkv.x_norm) {
+    const BufferRange qkv_in = plan.qkv.x_norm ? hidden : normed;
+    if (!plan.qkv.x_norm) {
         norm(w.attn_norm, hidden, normed, tokens());
     }
     const BufferRange slots{.buffer = b_.slots, .offset = 0, .size = tokens() * 4ull};
     if (plan_.scatter) {
         // Q, K and V go straight where attention reads them.
-        linear(plan_.qkv, w.qkv, qkv_in, q, {}, Activation::None, &w.attn_norm,
+        linear(plan.qkv, w.qkv, qkv_in, q, {}, Activation::None, &w.attn_norm,
                QkvScatter{.k_cache = whole(cache_.k(layer)),
                           .v_cache = whole(cache_.v(layer)),
                           .slots = slots,
@@ -261,18 +263,18 @@ void StepRecorder::layer(std::uint32_t layer, const Attention& attention) {
         separate_qkv(layer, w, qkv_in, &w.attn_norm, clip);
     }
     attention.record(list_, q, whole(cache_.k(layer)), whole(cache_.v(layer)), attn, whole(*b_.sequence_table));
-    linear(plan_.attn_out, w.attn_out, attn, hidden, c_.post_layernorm_residual ? normed : hidden, Activation::None);
+    linear(plan.attn_out, w.attn_out, attn, hidden, c_.post_layernorm_residual ? normed : hidden, Activation::None);
 
     // MLP half: h += down(act(up(norm(h)))), or down(act(gate(norm(h))) * up(norm(h))).
-    const bool mlp_norm_fused = traits.mlp == MlpKind::Plain && plan_.up.x_norm;
+    const bool mlp_norm_fused = traits.mlp == MlpKind::Plain && plan.up.x_norm;
     if (!mlp_norm_fused) {
         norm(w.mlp_norm, hidden, normed, tokens());
     }
     BufferRange down_in = mlp;
     if (traits.mlp == MlpKind::Gated) {
         const BufferRange gate = rows(*b_.gate, 0, tokens(), c_.ffn_hidden);
-        linear(plan_.gate, w.gate, normed, gate, {}, Activation::None);
-        linear(plan_.up, w.up, normed, mlp, {}, Activation::None);
+        linear(plan.gate, w.gate, normed, gate, {}, Activation::None);
+        linear(plan.up, w.up, normed, mlp, {}, Activation::None);
         record_gated_activation(ctx_, list_,
                                 GatedActivationArgs{.gate = gate,
                                                     .up = mlp,
@@ -284,9 +286,9 @@ void StepRecorder::layer(std::uint32_t layer, const Attention& attention) {
                                                     .activation = traits.activation});
         down_in = gate;
     } else {
-        linear(plan_.up, w.up, mlp_norm_fused ? hidden : normed, mlp, {}, traits.activation, &w.mlp_norm);
+        linear(plan.up, w.up, mlp_norm_fused ? hidden : normed, mlp, {}, traits.activation, &w.mlp_norm);
     }
-    linear(plan_.down, w.down, down_in, hidden, c_.post_layernorm_residual ? normed : hidden, Activation::None);
+    linear(plan.down, w.down, down_in, hidden, c_.post_layernorm_residual ? normed : hidden, Activation::None);
 }
 
 void StepRecorder::head() {
@@ -322,7 +324,7 @@ void StepRecorder::head() {
                       .n = c_.vocab_size,
                       .k = h,
                       .weight_dtype = wf.dense,
-                      .quant = wf.quant,
+                      .quant = tied ? w.embedding_quant : w.lm_head_quant,
                       .scales = optional_range(tied ? w.embedding_scales : w.lm_head_scales)},
            &w.final_norm);
     if (c_.logit_scale || w.lm_head_row_scales.valid()) {

@@ -31,6 +31,7 @@ constexpr std::uint64_t kChunkBytes = std::uint64_t{8} << 20;
 struct TensorBuffers {
     Buffer values;
     Buffer scales;
+    QuantFormat quant = QuantFormat::None;  // the blocks `values` holds
 };
 
 Buffer device_buffer(Context& ctx, std::uint64_t bytes, const std::string& name) {
@@ -62,7 +63,7 @@ public:
         TensorBuffers out;
         const bool matrix = quantized_role(expected.role) && format_.quant != QuantFormat::None;
         if (matrix && source_quant_ != QuantFormat::None) {
-            out = stored_planes(expected);
+            out = stored_planes(expected, tensor_quantization(checkpoint_, expected.name, source_quant_));
         } else if (expected.transposed) {
             out = turned(expected, matrix);
         } else if (!matrix) {
@@ -192,6 +193,7 @@ private:
             const std::uint64_t rows = expected.shape[0], k = expected.shape[1];
             const std::string what = t.file->label() + ": tensor '" + info.name + "'";
             const QuantizedMatrix m = quantize_matrix(format_.quant, values, rows, k, what);
+            result.quant = format_.quant;
             result.values = device_buffer(ctx_, m.values.size(), expected.name);
             result.scales = device_buffer(ctx_, m.scales.size() * 2, expected.name + " scales");
             ctx_.upload(result.values, std::span<const std::uint8_t>(m.values));
@@ -208,12 +210,12 @@ private:
         return result;
     }
 
-    // A quantized checkpoint's planes, uploaded as they are stored: no re-quantization.
-    TensorBuffers stored_planes(const ExpectedTensor& expected) {
+    // A quantized checkpoint's planes in `quant` (the matrix's own), uploaded as stored.
+    TensorBuffers stored_planes(const ExpectedTensor& expected, QuantFormat quant) {
         const CheckpointTensor& values = checkpoint_.at(expected.name);
-        if (is_kquant(source_quant_)) {
+        if (is_kquant(quant)) {
             // A GGUF file's K-quant super-blocks: one tensor, its scales inside.
-            TensorBuffers out{device_buffer(ctx_, values.info->byte_size(), expected.name), Buffer{}};
+            TensorBuffers out{device_buffer(ctx_, values.info->byte_size(), expected.name), Buffer{}, quant};
             copy_raw(*values.file, *values.info, out.values, false, false);
             state_.bytes_done += values.info->byte_size();
             if (row_sumsq_ != nullptr) {
@@ -223,7 +225,7 @@ private:
         }
         const CheckpointTensor& scales = checkpoint_.at(expected.name + std::string(kScalesSuffix));
         TensorBuffers out{device_buffer(ctx_, values.info->byte_size(), expected.name),
-                          device_buffer(ctx_, scales.info->byte_size(), expected.name + " scales")};
+                          device_buffer(ctx_, scales.info->byte_size(), expected.name + " scales"), quant};
         copy_raw(*values.file, *values.info, out.values, false, false);
         copy_raw(*scales.file, *scales.info, out.scales, std::endian::native != std::endian::little, true);
         state_.bytes_done += values.info->byte_size() + scales.info->byte_size();
@@ -266,7 +268,7 @@ private:
         const std::uint64_t row_bytes = quant_row_bytes(q, k, what);
         const std::uint64_t row_scales = quant_row_scales(k, what);
         TensorBuffers out{device_buffer(ctx_, rows * row_bytes, expected.name),
-                          device_buffer(ctx_, rows * row_scales * 2, expected.name + " scales")};
+                          device_buffer(ctx_, rows * row_scales * 2, expected.name + " scales"), q};
         const std::size_t in_size = element_size(info.dtype);
         const std::uint64_t band = std::max<std::uint64_t>(1, kChunkElements / k);
         std::vector<float> values(std::min(rows, band) * k);
@@ -318,6 +320,7 @@ ModelWeights assemble(const ModelConfig& config, WeightFormat format, const std:
             }
             l.weight = std::move(b.values);
             l.scales = std::move(b.scales);
+            l.quant = b.quant;
             l.out = static_cast<std::uint32_t>(t.shape.at(0));
             l.in = static_cast<std::uint32_t>(t.shape.at(1));
         };
@@ -325,6 +328,7 @@ ModelWeights assemble(const ModelConfig& config, WeightFormat format, const std:
             case TensorSlot::Embedding:
                 w.embedding = std::move(b.values);
                 w.embedding_scales = std::move(b.scales);
+                w.embedding_quant = b.quant;
                 break;
             case TensorSlot::PositionEmbedding:
                 w.position_embedding = std::move(b.values);
@@ -365,6 +369,7 @@ ModelWeights assemble(const ModelConfig& config, WeightFormat format, const std:
             case TensorSlot::LmHead:
                 w.lm_head = std::move(b.values);
                 w.lm_head_scales = std::move(b.scales);
+                w.lm_head_quant = b.quant;
                 break;
         }
     }
@@ -418,7 +423,8 @@ ModelWeights upload_weights(Context& ctx, const ModelConfig& config, const Shard
     std::uint64_t total = 0;
     for (const ExpectedTensor& expected : tensors) {
         total += checkpoint.tensor_info(expected.name).byte_size();
-        if (source != QuantFormat::None && !is_kquant(source) && quantized_role(expected.role)) {
+        if (source != QuantFormat::None && quantized_role(expected.role) &&
+            !is_kquant(tensor_quantization(checkpoint, expected.name, source))) {
             total += checkpoint.tensor_info(expected.name + std::string(kScalesSuffix)).byte_size();
         }
     }
@@ -461,7 +467,7 @@ ModelWeights synthetic_weights(Context& ctx, const ModelConfig& config, WeightFo
             }
             const QuantizedMatrix q = quantize_matrix(format.quant, block, band, k, t.name);
             TensorBuffers out{device_buffer(ctx, rows * quant_row_bytes(format.quant, k), t.name),
-                              device_buffer(ctx, rows * quant_row_scales(k) * 2, t.name + " scales")};
+                              device_buffer(ctx, rows * quant_row_scales(k) * 2, t.name + " scales"), format.quant};
             upload_repeated_bytes(ctx, out.values, std::as_bytes(std::span(q.values)),
                                   rows * quant_row_bytes(format.quant, k));
             upload_repeated_bytes(ctx, out.scales, std::as_bytes(std::span(q.scales)), rows * quant_row_scales(k) * 2);

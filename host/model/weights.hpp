@@ -1,7 +1,7 @@
 #pragma once
 // A model checkpoint's weights on the device, one buffer per tensor (two per
-// quantized matrix: values and scales), in one WeightFormat: fp32, fp16, or q8_0/q4_0
-// matrices with fp16 norms and biases. The tensors are named by what they do in a block, so
+// quantized matrix: values and scales), in one WeightFormat: fp32, fp16, or quantized
+// matrices (each in its own format) with fp16 norms and biases. The tensors are named by what they do in a block, so
 // the forward pass does not care which family they came from.
 
 #include "host/io/safetensors.hpp"
@@ -27,6 +27,9 @@ struct LinearWeights {
     Buffer scales;  // quantized: the fp16 scales; !valid() otherwise
     Buffer bias;    // !valid() when the layer has none
     std::uint32_t out = 0, in = 0;
+    // The blocks `weight` holds; None for dense weights (ModelWeights::format.dense). Each
+    // matrix has its own: a GGUF K-quant mix (Q4_K_M) stores matrices in several formats.
+    QuantFormat quant = QuantFormat::None;
 };
 
 struct NormWeights {
@@ -48,15 +51,19 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
+    // The model's format: its dense dtype, and the quantized format most of its matrices have
+    // (the others' own is in LinearWeights::quant, embedding_quant and lm_head_quant).
     WeightFormat format;
-    Buffer embedding;                  // [vocab, hidden]: BLOOM word_embeddings, MPT wte
-    Buffer embedding_scales;           // quantized only
+    Buffer embedding;         // [vocab, hidden]: BLOOM word_embeddings, MPT wte
+    Buffer embedding_scales;  // quantized only
+    QuantFormat embedding_quant = QuantFormat::None;
     NormWeights embedding_norm;        // BLOOM word_embeddings_layernorm; absent elsewhere
     Buffer position_embedding;         // MPT wpe [max_seq_len, hidden] with learned_pos_emb
     std::vector<LayerWeights> layers;  // n_layer entries; a stage's others are empty
     NormWeights final_norm;            // BLOOM ln_f, MPT norm_f
     Buffer lm_head;                    // [vocab, hidden] when not tied to the embedding
     Buffer lm_head_scales;             // quantized only
+    QuantFormat lm_head_quant = QuantFormat::None;
     // Baichuan2's NormHead: 1 / |row| of the head as the GPU reads it, [vocab] fp32; the
     // logits are scaled by it, which is multiplying by the row-normalized matrix.
     Buffer lm_head_row_scales;

@@ -88,13 +88,28 @@ void GgufTensorFile::build(const std::function<std::optional<GgufTensorName>(std
     if (quantized_ != nullptr) {
         if (dense_matrix_ != nullptr) {
             throw Error(
-                fmt::format("{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF "
-                            "file in one quantized type (llama-quantize --pure makes such a file)",
+                fmt::format("{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF file "
+                            "all float or all quantized",
                             label(), dense_matrix_->name, ggml_type_name(dense_matrix_->type), quantized_->name,
                             ggml_type_name(quantized_->type)));
         }
-        metadata_["vkformer.quantization"] = to_string(*quant_of(quantized_->type));
-        metadata_["vkformer.quantization_version"] = "1";
+        // The type most matrices have names the file's format (a mix's base type: Q4_K_M's
+        // Q4_K); the others are named one by one.
+        std::map<std::string, std::size_t> counts;
+        for (const auto& [name, format] : matrix_formats_) {
+            ++counts[format];
+        }
+        const std::string main_format =
+            std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+                return a.second < b.second;
+            })->first;
+        metadata_[std::string(kQuantFormatKey)] = main_format;
+        metadata_[std::string(kQuantVersionKey)] = fmt::to_string(kQuantFormatVersion);
+        for (const auto& [name, format] : matrix_formats_) {
+            if (format != main_format) {
+                metadata_[fmt::format("{}{}", kTensorQuantPrefix, name)] = format;
+            }
+        }
     }
 }
 
@@ -149,14 +164,8 @@ void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const Ggu
     }
     const std::optional<QuantFormat> quant = quant_of(info.type);
     if (quant && is_kquant(*quant) && shape.size() == 2) {
-        if (quantized_ != nullptr && quantized_->type != info.type) {
-            throw Error(fmt::format(
-                "{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF file in one "
-                "quantized type so far (a K-quant mix such as Q4_K_M is not read yet; llama-quantize --pure "
-                "makes a file of one type)",
-                label(), info.name, ggml_type_name(info.type), quantized_->name, ggml_type_name(quantized_->type)));
-        }
         quantized_ = quantized_ != nullptr ? quantized_ : &info;
+        matrix_formats_.emplace_back(mapped.name, to_string(*quant));
         // The super-blocks as stored, one tensor (the kernels read them in place).
         layout.row_bytes = kquant_row_bytes(info.type, shape[1], info.name);
         layout.block_bytes = layout.field_bytes = 1;
@@ -174,13 +183,8 @@ void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const Ggu
         throw Error(fmt::format("{}: tensor '{}' of shape [{}] is {}: vkformer quantizes only matrices", label(),
                                 info.name, fmt::join(shape, ", "), ggml_type_name(info.type)));
     }
-    if (quantized_ != nullptr && quantized_->type != info.type) {
-        throw Error(fmt::format(
-            "{}: tensor '{}' is {} but '{}' is {}: vkformer loads the matrices of a GGUF "
-            "file in one quantized type (llama-quantize --pure makes such a file)",
-            label(), info.name, ggml_type_name(info.type), quantized_->name, ggml_type_name(quantized_->type)));
-    }
     quantized_ = quantized_ != nullptr ? quantized_ : &info;
+    matrix_formats_.emplace_back(mapped.name, to_string(*quant));
     const std::uint64_t k = shape[1];
     const std::uint32_t value_bytes = quant_block_bytes(*quant);
     Layout values = layout;

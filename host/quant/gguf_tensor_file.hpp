@@ -13,8 +13,10 @@
 // does; the repacking is byte for byte, nothing is re-quantized. A K-quant matrix (Q2_K ..
 // Q6_K, host/quant/kquant_format.hpp) is presented as its super-blocks, NAME (U8 [rows,
 // kquant_row_bytes]) alone, read in place by the kernels. Every other ggml type (Q4_1,
-// Q5_*, ...) is refused naming the tensor and the type, as is a file mixing
-// quantized and float matrices or two quantized types.
+// Q5_*, ...) is refused naming the tensor and the type, as is a file mixing quantized and
+// float matrices. Matrices of several quantized types (llama-quantize's Q4_K_M, Q5_K_M) are
+// each read in their own: the metadata names the type most matrices have, and each other
+// matrix's own (kTensorQuantPrefix, host/quant/quantized_checkpoint.hpp).
 //
 // Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]) or splits a
 // tensor (Baichuan's W_pack as attn_q, attn_k, attn_v), the rows are read back in the family's
@@ -35,6 +37,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace vkf {
@@ -86,8 +89,9 @@ private:
     std::vector<Layout> layouts_;  // parallel to tensors_
     std::unordered_map<std::string, std::size_t> index_;
     std::map<std::string, std::string> metadata_;
-    const GgufTensorInfo* quantized_ = nullptr;     // the first quantized matrix
-    const GgufTensorInfo* dense_matrix_ = nullptr;  // the first float matrix
+    const GgufTensorInfo* quantized_ = nullptr;                        // the first quantized matrix
+    std::vector<std::pair<std::string, std::string>> matrix_formats_;  // presented name, format
+    const GgufTensorInfo* dense_matrix_ = nullptr;                     // the first float matrix
     mutable std::mutex transposed_mutex_;
     mutable std::vector<std::byte> transposed_;
     mutable const TensorInfo* transposed_of_ = nullptr;

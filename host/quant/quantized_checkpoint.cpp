@@ -90,8 +90,28 @@ QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint) {
     return seen && *seen ? **seen : QuantFormat::None;
 }
 
+QuantFormat tensor_quantization(const ShardedCheckpoint& checkpoint, std::string_view name,
+                                QuantFormat checkpoint_format) {
+    const CheckpointTensor* t = checkpoint.find(name);
+    if (checkpoint_format == QuantFormat::None || t == nullptr) {
+        return checkpoint_format;
+    }
+    const auto& meta = t->file->metadata();
+    const auto own = meta.find(fmt::format("{}{}", kTensorQuantPrefix, name));
+    if (own == meta.end()) {
+        return checkpoint_format;
+    }
+    const std::optional<QuantFormat> parsed = parse_stored_quant_format(own->second);
+    if (!parsed || *parsed == QuantFormat::None) {
+        throw Error(
+            fmt::format("{}: tensor '{}': unknown quantization format '{}'", t->file->label(), name, own->second));
+    }
+    return *parsed;
+}
+
 QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const ModelConfig& config) {
-    const QuantFormat format = checkpoint_quantization(checkpoint);
+    const QuantFormat checkpoint_format = checkpoint_quantization(checkpoint);
+    QuantFormat format = checkpoint_format;
     if (format == QuantFormat::None) {
         check_checkpoint(checkpoint, config);
         return format;
@@ -115,11 +135,13 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
         }
     };
     for (const ExpectedTensor& e : expected_tensors(config)) {
+        format = checkpoint_format;
         if (!quantized_role(e.role)) {
             check(e.name, DType::F16, e.shape, true);
             continue;
         }
         const std::size_t rows = e.shape.at(0), k = e.shape.at(1);
+        format = tensor_quantization(checkpoint, e.name, checkpoint_format);
         if (is_kquant(format)) {
             // GGUF's super-blocks as stored, scales inside: one tensor.
             if (k % kKQuantBlock != 0) {
@@ -139,10 +161,10 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
         check(e.name, DType::U8, {rows, static_cast<std::size_t>(quant_row_bytes(format, k))}, false);
         check(e.name + std::string(kScalesSuffix), DType::F16, {rows, k / kQuantBlock}, false);
     }
-    throw_if_problems(
-        "quantized (" + std::string(to_string(format)) + ") checkpoint '" + checkpoint.source().string() + "'", config,
-        problems);
-    return format;
+    throw_if_problems("quantized (" + std::string(to_string(checkpoint_format)) + ") checkpoint '" +
+                          checkpoint.source().string() + "'",
+                      config, problems);
+    return checkpoint_format;
 }
 
 QuantizedTensorBytes read_quantized(const ShardedCheckpoint& checkpoint, std::string_view name) {
@@ -155,6 +177,7 @@ std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const E
     if (format == QuantFormat::None || !quantized_role(tensor.role)) {
         return read_tensor_f32(checkpoint, tensor);
     }
+    format = tensor_quantization(checkpoint, tensor.name, format);
     const std::size_t rows = tensor.shape.at(0), k = tensor.shape.at(1);
     if (is_kquant(format)) {
         const GgmlType type = kquant_ggml_type(format);

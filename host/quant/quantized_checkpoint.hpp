@@ -29,6 +29,9 @@ inline constexpr std::string_view kQuantFormatKey = "vkformer.quantization";
 inline constexpr std::string_view kQuantVersionKey = "vkformer.quantization_version";
 inline constexpr std::uint32_t kQuantFormatVersion = 1;
 inline constexpr std::string_view kScalesSuffix = ".scales";
+// A matrix stored in another format than the file's kQuantFormatKey names (a GGUF K-quant mix
+// such as Q4_K_M) has its own metadata entry, this prefix followed by the tensor's name.
+inline constexpr std::string_view kTensorQuantPrefix = "vkformer.quantization:";
 
 // Whether a tensor of this role is quantized: the matrices a token's pass reads (linear
 // weights, the embedding and LM-head tables), which are nearly all of a model's bytes.
@@ -44,6 +47,12 @@ std::uint64_t tensor_bytes(const ExpectedTensor& tensor, WeightFormat format);
 // version, and shards that disagree.
 QuantFormat checkpoint_quantization(const ShardedCheckpoint& checkpoint);
 
+// The format the matrix `name` is stored in: its own entry (kTensorQuantPrefix) in the
+// metadata of the file holding it, else `checkpoint_format` (checkpoint_quantization's answer).
+// Throws vkf::Error naming the file and tensor for an entry that names no stored format.
+QuantFormat tensor_quantization(const ShardedCheckpoint& checkpoint, std::string_view name,
+                                QuantFormat checkpoint_format);
+
 // check_checkpoint for both kinds: returns the checkpoint's format after checking that every
 // tensor the config needs is present with the right dtype and shape (for a quantized
 // checkpoint: values U8 [rows, quant_row_bytes], scales F16 [rows, k / 32], the rest F16,
@@ -58,7 +67,8 @@ struct QuantizedTensorBytes {
 QuantizedTensorBytes read_quantized(const ShardedCheckpoint& checkpoint, std::string_view name);
 
 // A tensor's weights as fp32: converted from F32/F16/BF16, or dequantized exactly from a
-// checkpoint of `format` when its role is quantized.
+// checkpoint of `format` when its role is quantized (in the tensor's own format,
+// tensor_quantization).
 std::vector<float> read_weights_f32(const ShardedCheckpoint& checkpoint, const ExpectedTensor& tensor,
                                     QuantFormat format);
 

@@ -6,10 +6,11 @@ models/kjv-bloom is converted to an F16 GGUF with gguf-py (gguf_run_test.py's co
 node-llama-cpp as tests/io/gguf_compare.py installs it); llama-quantize and llama-perplexity
 are compiled from the llama.cpp source that package carries against the prebuilt libraries of
 npm @node-llama-cpp/linux-x64 (tests/quant/ggml_reference.py installs it), once, into
-TOOLS_DIR. Then for Q6_K (every matrix Q6_K) and --pure Q4_K and Q5_K files both tools score
-the held-out text on 16 windows of 128 tokens (the second half of each, llama.cpp's
-definition), and the perplexities must agree within 1e-3 relative. The K-quant mixes
-(Q4_K_M) must be refused naming the types.
+TOOLS_DIR. Then for the F16 file and llama-quantize's Q8_0, Q6_K and the K-quant mixes Q4_K_M
+and Q5_K_M (whose matrices are of several types, each read in its own blocks: the test checks
+the files do mix types) both tools score the held-out text on 16 windows of 128 tokens (the
+second half of each, llama.cpp's definition), and the perplexities must agree within 1e-3
+relative. --pure Q4_K and Q5_K files are not scored apart: the mixes hold those matrices.
 
 usage: kquant_perplexity_test.py VKF_PERPLEXITY MODEL_DIR NPM_DIR TOOLS_DIR
 Exit 77 (skipped) without node, npm, git, numpy or g++, or off Linux x86-64.
@@ -77,14 +78,20 @@ def build_tools(source, libs, tools_dir):
 
 
 def llama_ppl(tool, libs, model, text):
-    # Run from the libraries' folder: ggml loads its CPU backend from there.
-    proc = subprocess.run([tool, "-m", model, "-f", text, "-c", str(CTX), "--chunks", str(CHUNKS), "-t", "1",
-                           "-fa", "on"], capture_output=True, text=True, cwd=libs, timeout=600)
-    found = re.search(r"Final estimate: PPL = ([0-9.]+)", proc.stdout + proc.stderr)
-    if proc.returncode != 0 or not found:
-        fail("llama-perplexity on %s: exit %d\n%s" % (model, proc.returncode, proc.stderr[-2000:]))
-        return None
-    return float(found.group(1))
+    # Run from the libraries' folder: ggml loads its CPU backend from there. Its log is written
+    # by a thread of its own: on a loaded machine the process has been seen to end (exit 0)
+    # before the final estimate was written, so such a run is repeated once.
+    for attempt in range(2):
+        proc = subprocess.run([tool, "-m", model, "-f", text, "-c", str(CTX), "--chunks", str(CHUNKS), "-t", "1",
+                               "-fa", "on"], capture_output=True, text=True, cwd=libs, timeout=600)
+        found = re.search(r"Final estimate: PPL = ([0-9.]+)", proc.stdout + proc.stderr)
+        if found:
+            return float(found.group(1))
+        if proc.returncode != 0 or attempt == 1:
+            fail("llama-perplexity on %s: exit %d\n%s" % (model, proc.returncode, proc.stderr[-2000:]))
+            return None
+        print("llama-perplexity on %s ended without its final estimate; once more" % model)
+    return None
 
 
 def main():
@@ -112,28 +119,26 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vkf_kquant_ppl_") as tmp:
         f16 = os.path.join(tmp, "kjv-bloom-f16.gguf")
         gguf_run_test.convert(gguf, np, model_dir, f16)
-        for qtype, pure in (("Q6_K", False), ("Q4_K", True), ("Q5_K", True), ("Q4_K_M", False)):
-            path = os.path.join(tmp, "kjv-bloom-%s.gguf" % qtype)
-            proc = subprocess.run([tools["llama-quantize"]] + (["--pure"] if pure else []) + [f16, path, qtype],
-                                  capture_output=True, text=True, cwd=libs)
-            if proc.returncode != 0:
-                fail("llama-quantize %s: exit %d\n%s" % (qtype, proc.returncode, proc.stderr[-2000:]))
-                continue
+        for qtype in ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q5_K_M"):
+            path = f16 if qtype == "F16" else os.path.join(tmp, "kjv-bloom-%s.gguf" % qtype)
+            if qtype != "F16":
+                proc = subprocess.run([tools["llama-quantize"], f16, path, qtype], capture_output=True, text=True,
+                                      cwd=libs)
+                if proc.returncode != 0:
+                    fail("llama-quantize %s: exit %d\n%s" % (qtype, proc.returncode, proc.stderr[-2000:]))
+                    continue
+            types = sorted({t.tensor_type.name for t in gguf.GGUFReader(path).tensors if len(t.shape) == 2})
+            if qtype.endswith("_M") and len(types) < 2:
+                fail("%s: llama-quantize wrote matrices of one type only (%s): not a mix" % (qtype, types))
             args = ["--model", path, "--file", text, "--ctx", str(CTX), "--max-tokens", str(CTX * CHUNKS)]
-            if qtype == "Q4_K_M":
-                refused = run(vkf_perplexity, args)
-                if refused.returncode == 0 or "Q4_K" not in refused.stderr or "Q6_K" not in refused.stderr:
-                    fail("vkf-perplexity on Q4_K_M: expected a refusal naming Q4_K and Q6_K, got exit %d: %s"
-                         % (refused.returncode, refused.stderr.strip()))
-                continue
             theirs = llama_ppl(tools["llama-perplexity"], libs, path, text)
             ours = run_json(vkf_perplexity, args)
             if theirs is None or ours is None:
                 continue
             value = ours["results"][0]["perplexity"]
             rel = abs(value - theirs) / theirs
-            print("%s: llama-perplexity %.4f, vkf-perplexity %.4f (weights %s), relative %.1e"
-                  % (qtype, theirs, value, ours.get("weights"), rel))
+            print("%s (matrices %s): llama-perplexity %.4f, vkf-perplexity %.4f (weights %s), relative %.1e"
+                  % (qtype, "+".join(types), theirs, value, ours.get("weights"), rel))
             if not rel <= BOUND:
                 fail("%s: vkf-perplexity %.6f vs llama-perplexity %.6f differ by %.2e relative (bound %g)"
                      % (qtype, value, theirs, rel, BOUND))

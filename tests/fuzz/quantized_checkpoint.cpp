@@ -43,9 +43,11 @@ void read_everything(const ShardedCheckpoint& checkpoint, const ModelConfig& con
     const QuantFormat format = check_model_checkpoint(checkpoint, config);
     std::uint64_t sum = 0;
     for (const ExpectedTensor& e : expected_tensors(config)) {
-        if (format != QuantFormat::None && quantized_role(e.role)) {
+        // A matrix's own format (a metadata entry of its own, as GGUF mixes have) was checked.
+        const QuantFormat own = quantized_role(e.role) ? tensor_quantization(checkpoint, e.name, format) : format;
+        if (own != QuantFormat::None && !is_kquant(own) && quantized_role(e.role)) {
             const QuantizedTensorBytes q = read_quantized(checkpoint, e.name);
-            fuzz::check(q.values.size() == e.shape[0] * quant_row_bytes(format, e.shape[1]),
+            fuzz::check(q.values.size() == e.shape[0] * quant_row_bytes(own, e.shape[1]),
                         "a checked values plane holds rows x row bytes");
             fuzz::check(q.scales.size() == e.shape[0] * quant_row_scales(e.shape[1]) * 2,
                         "a checked scales plane holds rows x blocks fp16 scales");
@@ -54,7 +56,7 @@ void read_everything(const ShardedCheckpoint& checkpoint, const ModelConfig& con
         fuzz::check(values.size() == e.shape[0] * (e.shape.size() > 1 ? e.shape[1] : 1),
                     "read_weights_f32 returns every weight");
         sum += values.size();
-        sum += tensor_bytes(e, WeightFormat{.dense = DType::F16, .quant = format});
+        sum += tensor_bytes(e, WeightFormat{.dense = DType::F16, .quant = own});
     }
     fuzz::sink(sum);
 }
