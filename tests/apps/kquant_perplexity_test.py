@@ -9,7 +9,8 @@ npm @node-llama-cpp/linux-x64 (tests/quant/ggml_reference.py installs it), once,
 TOOLS_DIR. Then for Q6_K (every matrix Q6_K) and --pure Q4_K and Q5_K files both tools score
 the held-out text on 16 windows of 128 tokens (the second half of each, llama.cpp's
 definition), and the perplexities must agree within 1e-3 relative. The K-quant mixes
-(Q4_K_M) must be refused naming the types.
+(Q4_K_M) must be refused naming the types. --pure Q4_1, Q5_0 and Q5_1 files are scored the
+same way (legacy_rows).
 
 usage: kquant_perplexity_test.py VKF_PERPLEXITY MODEL_DIR NPM_DIR TOOLS_DIR
 Exit 77 (skipped) without node, npm, git, numpy or g++, or off Linux x86-64.
@@ -87,6 +88,34 @@ def llama_ppl(tool, libs, model, text):
     return float(found.group(1))
 
 
+# ---- ggml's 32-weight Q4_1, Q5_0 and Q5_1 (issue 44; kept apart from the K-quant rows above) ----
+LEGACY_TYPES = ("Q4_1", "Q5_0", "Q5_1")
+
+
+def legacy_rows(tools, libs, vkf_perplexity, f16, tmp, text):
+    """llama-quantize --pure to each of LEGACY_TYPES, scored by both tools within BOUND."""
+    for qtype in LEGACY_TYPES:
+        path = os.path.join(tmp, "kjv-bloom-%s.gguf" % qtype)
+        proc = subprocess.run([tools["llama-quantize"], "--pure", f16, path, qtype], capture_output=True, text=True,
+                              cwd=libs)
+        if proc.returncode != 0:
+            fail("llama-quantize %s: exit %d\n%s" % (qtype, proc.returncode, proc.stderr[-2000:]))
+            continue
+        theirs = llama_ppl(tools["llama-perplexity"], libs, path, text)
+        ours = run_json(vkf_perplexity, ["--model", path, "--file", text, "--ctx", str(CTX), "--max-tokens",
+                                         str(CTX * CHUNKS)])
+        if theirs is None or ours is None:
+            continue
+        value = ours["results"][0]["perplexity"]
+        rel = abs(value - theirs) / theirs
+        print("%s (--pure): llama-perplexity %.4f, vkf-perplexity %.4f (weights %s), relative %.1e"
+              % (qtype, theirs, value, ours.get("weights"), rel))
+        if not rel <= BOUND:
+            fail("%s: vkf-perplexity %.6f vs llama-perplexity %.6f differ by %.2e relative (bound %g)"
+                 % (qtype, value, theirs, rel, BOUND))
+# ---- end of the Q4_1, Q5_0, Q5_1 rows ----
+
+
 def main():
     if len(sys.argv) != 5:
         print(__doc__)
@@ -137,6 +166,7 @@ def main():
             if not rel <= BOUND:
                 fail("%s: vkf-perplexity %.6f vs llama-perplexity %.6f differ by %.2e relative (bound %g)"
                      % (qtype, value, theirs, rel, BOUND))
+        legacy_rows(tools, libs, vkf_perplexity, f16, tmp, text)
     return 1 if failures else 0
 
 
