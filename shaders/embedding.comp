@@ -2,7 +2,7 @@
 // Embedding lookup: out[t, :] = table[ids[t], :], the table fp32, fp16 (WEIGHTS_F16) or
 // block-quantized (Q8_0, Q4_0: quant_io.glsl; the values plane in words and the fp16
 // scales, each element decoded exactly) or ggml's K-quant super-blocks as GGUF stores them
-// (Q2_K .. Q6_K: kquant_io.glsl; table_base in bytes; each element decoded with ggml's
+// (Q2_K .. Q6_K, and the 32-weight Q4_1, Q5_0, Q5_1: kquant_io.glsl; table_base in bytes; each element decoded with ggml's
 // operations, `precise` so that none is fused, equal to dequantize_kquant_row), out fp32. A table larger than
 // maxStorageBufferRange is bound in ranges of rows and dispatched once per range: a
 // dispatch writes only the tokens whose id falls in its rows, so every output row is
@@ -33,7 +33,8 @@ float load_element(uint row, uint h) {
     const uint word = table[params.table_base + (row * blocks + blk) * QUANT_BLOCK_WORDS + quant_word_of(e)];
     return quant_value(word, e) * VKF_LOAD_SCALE(scales, params.scales_base + row * blocks + blk);
 }
-#elif defined(Q2_K) || defined(Q3_K) || defined(Q4_K) || defined(Q5_K) || defined(Q6_K)
+#elif defined(Q2_K) || defined(Q3_K) || defined(Q4_K) || defined(Q5_K) || defined(Q6_K) || defined(Q4_1) || \
+    defined(Q5_0) || defined(Q5_1)
 layout(std430, binding = 1) readonly buffer Table { uint table[]; };
 // The same super-blocks again (the host binds the table at both): their scales are read here.
 layout(std430, binding = 3) readonly buffer Heads { uint heads[]; };
@@ -48,11 +49,25 @@ uint kq_head_byte(uint b) {
     return kq_head_word(b) & 0xFFu;
 }
 
-// Element h of row `row` of the bound rows (hidden % 256 == 0), as ggml's to_float gives it.
+// Element h of row `row` of the bound rows (hidden % KQ_BLOCK_WEIGHTS == 0), as ggml's
+// to_float gives it.
 float load_element(uint row, uint h) {
-    const uint b = params.table_base + row * (params.hidden / 256u) * KQ_BLOCK_BYTES + (h / 256u) * KQ_BLOCK_BYTES;
-    const uint e = h % 256u;
-#if defined(Q2_K) || defined(Q3_K)
+    const uint b = params.table_base + row * (params.hidden / KQ_BLOCK_WEIGHTS) * KQ_BLOCK_BYTES +
+                   (h / KQ_BLOCK_WEIGHTS) * KQ_BLOCK_BYTES;
+    const uint e = h % KQ_BLOCK_WEIGHTS;
+#if defined(KQ_LEGACY)
+    const vec2 dm = unpackHalf2x16(kq_head_word(b));
+    uint q = (kq_byte(b + KQ_QS_AT + e % 16u) >> (4u * (e / 16u))) & 0xFu;
+#if !defined(Q4_1)
+    q |= ((kq_word(b + KQ_QH_AT) >> e) & 1u) << 4u;
+#endif
+#if defined(Q5_0)
+    precise float w = float(int(q) - 16) * dm.x;
+#else
+    precise float w = float(q) * dm.x + dm.y;
+#endif
+    return w;
+#elif defined(Q2_K) || defined(Q3_K)
     const uint half_ = e / 128u, g = (e % 128u) / 32u, l = e % 32u;
     const uint is = 8u * half_ + 2u * g + l / 16u;
 #if defined(Q2_K)

@@ -1,8 +1,10 @@
 // Reads of ggml's K-quant super-blocks (host/quant/kquant_format.hpp, docs/QUANTIZATION.md)
 // as a GGUF file stores them: 256 weights per super-block of 84 (Q2_K), 110 (Q3_K), 144
-// (Q4_K), 176 (Q5_K) or 210 (Q6_K) bytes, rows of super-blocks one after the other. A Q6_K block is not a whole number
-// of 32-bit words, so every read here is by byte address: KQ_WORD(byte) gives the 4 bytes
-// from any byte (two words and a funnel shift where it is not aligned).
+// (Q4_K), 176 (Q5_K) or 210 (Q6_K) bytes, rows of super-blocks one after the other; and of
+// ggml's 32-weight blocks Q4_1 (20 bytes), Q5_0 (22) and Q5_1 (24) (KQ_LEGACY), read alike.
+// A Q6_K or Q5_0 block is not a whole number of 32-bit words, so every read here is by byte
+// address: KQ_WORD(byte) gives the 4 bytes from any byte (two words and a funnel shift where
+// it is not aligned).
 // The including shader defines KQ_DATA, its uint[] array of super-blocks, and may define
 // KQ_HEAD_DATA, another view of the same blocks through which their scales are read.
 #ifndef VKF_KQUANT_IO_GLSL
@@ -18,8 +20,33 @@ const uint KQ_BLOCK_BYTES = 144u;
 const uint KQ_BLOCK_BYTES = 176u;
 #elif defined(Q6_K)
 const uint KQ_BLOCK_BYTES = 210u;
+#elif defined(Q4_1)
+const uint KQ_BLOCK_BYTES = 20u;
+#elif defined(Q5_0)
+const uint KQ_BLOCK_BYTES = 22u;
+#elif defined(Q5_1)
+const uint KQ_BLOCK_BYTES = 24u;
 #else
-#error "kquant_io.glsl needs Q2_K, Q3_K, Q4_K, Q5_K or Q6_K"
+#error "kquant_io.glsl needs Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_1, Q5_0 or Q5_1"
+#endif
+
+#if defined(Q4_1) || defined(Q5_0) || defined(Q5_1)
+// fp16 d at byte 0 (and m at 2: Q4_1, Q5_1); Q5_*'s fifth bits qh (bit e: element e) at
+// KQ_QH_AT; qs[16] at KQ_QS_AT, element l (0..15) in the low nibble of qs[l], l + 16 in the high.
+#define KQ_LEGACY
+const uint KQ_BLOCK_WEIGHTS = 32u;
+#if defined(Q5_0)
+const uint KQ_QH_AT = 2u;
+#else
+const uint KQ_QH_AT = 4u;
+#endif
+#if defined(Q4_1)
+const uint KQ_QS_AT = 4u;
+#else
+const uint KQ_QS_AT = KQ_QH_AT + 4u;
+#endif
+#else
+const uint KQ_BLOCK_WEIGHTS = 256u;
 #endif
 
 #if !defined(KQ_HEAD_DATA)

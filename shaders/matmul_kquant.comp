@@ -1,6 +1,7 @@
 #version 450
 // Y[m, n] = act(X[m, k] . W[n, k]^T + bias[n]) + R[m, n] with W in ggml's K-quant
-// super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; kquant_io.glsl), read as the GGUF file stores them: X fp32,
+// super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; kquant_io.glsl) or 32-weight blocks (Q4_1,
+// Q5_0, Q5_1), read as the GGUF file stores them: X fp32,
 // bias fp32 or fp16 (BIAS_F16), fp32 accumulation. Weights are decoded in registers, never
 // written out. Each invocation owns an RM x RN block of Y (decoding: 1 x RN) and walks K a
 // super-block at a time; per sub-block it sums the products of X and the small integers,
@@ -65,9 +66,9 @@ void main() {
     const uint col0 = gl_GlobalInvocationID.x * RN;
     const uint row0 = gl_WorkGroupID.y * RM;
     const uint k_begin = gl_WorkGroupID.z * params.k_split;
-    const uint sb_begin = k_begin / 256u;
-    const uint sb_end = min(params.k, k_begin + params.k_split) / 256u;
-    const uint row_bytes = params.k / 256u * KQ_BLOCK_BYTES;
+    const uint sb_begin = k_begin / KQ_BLOCK_WEIGHTS;
+    const uint sb_end = min(params.k, k_begin + params.k_split) / KQ_BLOCK_WEIGHTS;
+    const uint row_bytes = params.k / KQ_BLOCK_WEIGHTS * KQ_BLOCK_BYTES;
     // Rows and columns past the edges read the last one (in bounds) and are never stored.
     uint w_row[RN];
     [[unroll]] for (uint j = 0u; j < RN; ++j) {
@@ -84,8 +85,59 @@ void main() {
         }
     }
     for (uint sb = sb_begin; sb < sb_end; ++sb) {
-        const uint e0 = 256u * sb; // the super-block's first element along k
-#if defined(Q4_K) || defined(Q5_K)
+        const uint e0 = KQ_BLOCK_WEIGHTS * sb; // the block's first element along k
+#if defined(KQ_LEGACY)
+        // One block of 32: weight q * d + m (Q5_0: (q - 16) * d, so m = -16 d, exact), summed
+        // as d * sum(x q) + m * sum(x). Chunk c: elements 4c .. 4c + 3 in the low nibbles of
+        // qs[4c ..], 16 + 4c .. in the high; Q5_*'s fifth bit of element e is bit e of qh.
+        float d[RN], mn[RN];
+        [[unroll]] for (uint j = 0u; j < RN; ++j) {
+            const vec2 dm = unpackHalf2x16(kq_head_word(w_row[j] + sb * KQ_BLOCK_BYTES));
+            d[j] = dm.x;
+#if defined(Q5_0)
+            mn[j] = -16.0 * dm.x;
+#else
+            mn[j] = dm.y;
+#endif
+        }
+        float part[RM][RN], xs[RM];
+        [[unroll]] for (uint i = 0u; i < RM; ++i) {
+            xs[i] = 0.0;
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                part[i][j] = 0.0;
+            }
+        }
+        [[dont_unroll]] for (uint c = 0u; c < 4u; ++c) {
+            vec4 q_lo[RN], q_hi[RN];
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                const uint b = w_row[j] + sb * KQ_BLOCK_BYTES;
+                const ivec4 qs = kq_bytes(kq_word(b + KQ_QS_AT + 4u * c));
+#if defined(Q4_1)
+                q_lo[j] = vec4(qs & 0xF);
+                q_hi[j] = vec4(qs >> 4);
+#else
+                const uint qh = kq_word(b + KQ_QH_AT);
+                const ivec4 h_lo = (ivec4(qh >> (4u * c)) >> ivec4(0, 1, 2, 3)) & 1;
+                const ivec4 h_hi = (ivec4(qh >> (16u + 4u * c)) >> ivec4(0, 1, 2, 3)) & 1;
+                q_lo[j] = vec4((qs & 0xF) | (h_lo << 4));
+                q_hi[j] = vec4((qs >> 4) | (h_hi << 4));
+#endif
+            }
+            [[unroll]] for (uint i = 0u; i < RM; ++i) {
+                const vec4 xl = load_x4(x_row[i] + e0 + 4u * c);
+                const vec4 xh = load_x4(x_row[i] + e0 + 16u + 4u * c);
+                xs[i] += dot(xl, vec4(1.0)) + dot(xh, vec4(1.0));
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    part[i][j] += dot(xl, q_lo[j]) + dot(xh, q_hi[j]);
+                }
+            }
+        }
+        [[unroll]] for (uint i = 0u; i < RM; ++i) {
+            [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                acc[i][j] += d[j] * part[i][j] + mn[j] * xs[i];
+            }
+        }
+#elif defined(Q4_K) || defined(Q5_K)
         vec4 dl[RN][2], ml[RN][2]; // [0]: sub-blocks 0-3, [1]: 4-7
         [[unroll]] for (uint j = 0u; j < RN; ++j) {
             kq_multipliers(w_row[j] + sb * KQ_BLOCK_BYTES, dl[j][0], dl[j][1], ml[j][0], ml[j][1]);

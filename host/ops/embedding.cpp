@@ -74,7 +74,10 @@ void record_embedding(Context& ctx, CommandList& list, const EmbeddingArgs& a) {
                                                                           {"Q3_K", a.quant == QuantFormat::Q3_K},
                                                                           {"Q4_K", a.quant == QuantFormat::Q4_K},
                                                                           {"Q5_K", a.quant == QuantFormat::Q5_K},
-                                                                          {"Q6_K", a.quant == QuantFormat::Q6_K}}),
+                                                                          {"Q6_K", a.quant == QuantFormat::Q6_K},
+                                                                          {"Q4_1", a.quant == QuantFormat::Q4_1},
+                                                                          {"Q5_0", a.quant == QuantFormat::Q5_0},
+                                                                          {"Q5_1", a.quant == QuantFormat::Q5_1}}),
                                   .workgroup_size = {wg, 1, 1},
                                   .push_constant_layout = EmbeddingPush::layout,
                                   .binding_count = quant ? 4u : 3u});

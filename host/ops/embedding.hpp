@@ -1,7 +1,7 @@
 #pragma once
 // Embedding lookup (shaders/embedding.comp): out[t, :] = table[ids[t], :]; ids >= vocab
-// give zeros. The table may be block-quantized (q8_0, q4_0) or ggml's K-quants (q4_K, q5_K,
-// q6_K: the super-blocks as GGUF stores them).
+// give zeros. The table may be block-quantized (q8_0, q4_0) or in ggml's blocks as GGUF
+// stores them (the K-quants q2_K .. q6_K, and q4_1, q5_0, q5_1).
 
 #include "host/quant/quant_format.hpp"
 #include "host/util/dtype.hpp"
@@ -19,8 +19,9 @@ struct EmbeddingArgs {
     // Block-quantized tables: table is then the values plane [vocab, quant_row_bytes(quant,
     // hidden)] bytes (starting on a 32-bit word) and scales the fp16 scales [vocab, hidden / 32];
     // table_dtype is ignored. Rows are dequantized exactly (as dequantize_row).
-    // K-quant tables: table is the super-blocks [vocab, kquant_row_bytes(hidden)] bytes at any
-    // byte offset, hidden a multiple of 256, scales unused; rows equal dequantize_kquant_row's.
+    // Tables in ggml's blocks (is_kquant): table is the blocks [vocab, kquant_row_bytes(hidden)]
+    // bytes at any byte offset, hidden a multiple of the block's 256 or 32 weights, scales
+    // unused; rows equal dequantize_kquant_row's.
     QuantFormat quant = QuantFormat::None;
     BufferRange scales;
 };

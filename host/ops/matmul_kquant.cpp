@@ -1,4 +1,5 @@
-// The matmul with ggml's K-quant weights (shaders/matmul_kquant.comp): its plan and its
+// The matmul with ggml's K-quant (and Q4_1, Q5_0, Q5_1) weights read as stored
+// (shaders/matmul_kquant.comp): its plan and its
 // WeightSource, recorded by matmul_record.cpp like the other formats'. The K split, the
 // pieces and the reduce pass are the dense matmul's (matmul_internal.hpp).
 
@@ -23,10 +24,11 @@ constexpr std::uint32_t kBlockedWorkgroup = 64;
 constexpr std::uint32_t kKQuantBindings = 6;
 
 // Loop iterations of one invocation over a K slice of `len`, per super-block the most of the
-// formats' (the kernel keeps its inner loops): Q6_K's 1 + 2 halves + 8 groups + 64 words
-// (Q4_K and Q5_K: 1 + 4 pairs + 32 words).
-std::uint64_t kquant_loop_iterations(const MatmulPlan& /*plan*/, std::uint64_t len) {
-    return ceil_div(len, std::uint64_t{kKQuantBlock}) * 75 + 8;
+// K-quants' (the kernel keeps its inner loops): Q6_K's 1 + 2 halves + 8 groups + 64 words
+// (Q4_K and Q5_K: 1 + 4 pairs + 32 words); per 32-weight block (Q4_1, Q5_*) 1 + 4 words.
+std::uint64_t kquant_loop_iterations(const MatmulPlan& plan, std::uint64_t len) {
+    const std::uint32_t block = kquant_block_weights(kquant_ggml_type(plan.quant));
+    return ceil_div(len, std::uint64_t{block}) * (block == kKQuantBlock ? 75 : 5) + 8;
 }
 
 std::string shape(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
@@ -68,6 +70,9 @@ private:
                                                                        {"Q4_K", a_.quant == QuantFormat::Q4_K},
                                                                        {"Q5_K", a_.quant == QuantFormat::Q5_K},
                                                                        {"Q6_K", a_.quant == QuantFormat::Q6_K},
+                                                                       {"Q4_1", a_.quant == QuantFormat::Q4_1},
+                                                                       {"Q5_0", a_.quant == QuantFormat::Q5_0},
+                                                                       {"Q5_1", a_.quant == QuantFormat::Q5_1},
                                                                        {"BIAS_F16", f16 && !plan_.separate_epilogue},
                                                                        {"SCATTER", scatter_main_},
                                                                        {"NO_EPILOGUE", plan_.separate_epilogue}});
@@ -94,11 +99,12 @@ private:
 MatmulPlan plan_matmul_kquant(const MatmulDevice& device, std::uint32_t m, std::uint32_t n, std::uint32_t k,
                               const MatmulOptions& options, QuantFormat quant) {
     const ComputeLimits& limits = device.limits;
-    if (k % kKQuantBlock != 0) {
+    const std::uint32_t block = kquant_block_weights(kquant_ggml_type(quant));
+    if (k % block != 0) {
         throw Error(
-            fmt::format("matmul {} with {} weights: k = {} is not a multiple of the super-block size {}; "
-                        "W [n, k] must be whole super-blocks along k",
-                        shape(m, n, k), to_string(quant), k, kKQuantBlock));
+            fmt::format("matmul {} with {} weights: k = {} is not a multiple of the block size {}; "
+                        "W [n, k] must be whole blocks along k",
+                        shape(m, n, k), to_string(quant), k, block));
     }
     if (options.kernel != MatmulKernel::Auto && options.kernel != MatmulKernel::Blocked) {
         throw Error(fmt::format("matmul: the {} kernel does not read {} weights (K-quants have the blocked kernel)",
@@ -116,7 +122,7 @@ MatmulPlan plan_matmul_kquant(const MatmulDevice& device, std::uint32_t m, std::
     plan.separate_epilogue = limits.storage_buffers < kKQuantBindings;
     const std::uint64_t groups = plan_blocked(plan, device, m, n, kBlockRows, kBlockCols, kBlockedWorkgroup);
     plan.blocks_per_step = 1;
-    split_k(plan, device, k, groups, kKQuantBlock, options, kquant_loop_iterations);
+    split_k(plan, device, k, groups, block, options, kquant_loop_iterations);
     plan_pieces(plan, limits, m, n, k, max_bound_elements(limits, 1) / kquant_row_bytes(kquant_ggml_type(quant), k));
     return plan;
 }

@@ -176,7 +176,7 @@ void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const Ggu
     if (!quant) {
         throw Error(
             fmt::format("{}: tensor '{}' is of type {}, which vkformer does not read from GGUF files "
-                        "(F32, F16, BF16, Q8_0, Q4_0 and Q2_K .. Q6_K are read)",
+                        "(F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K .. Q6_K are read)",
                         label(), info.name, ggml_type_name(info.type)));
     }
     if (shape.size() != 2) {

@@ -11,12 +11,12 @@
 // vkformer's two planes, NAME (U8, the blocks' values one after the other) and NAME.scales
 // (F16, the blocks' d), and the file's metadata names the format as a quantized checkpoint's
 // does; the repacking is byte for byte, nothing is re-quantized. A K-quant matrix (Q2_K ..
-// Q6_K, host/quant/kquant_format.hpp) is presented as its super-blocks, NAME (U8 [rows,
-// kquant_row_bytes]) alone, read in place by the kernels. Every other ggml type (Q4_1,
-// Q5_*, ...) is refused naming the tensor and the type, as is a file mixing quantized and
-// float matrices. Matrices of several quantized types (llama-quantize's Q4_K_M, Q5_K_M) are
-// each read in their own: the metadata names the type most matrices have, and each other
-// matrix's own (kTensorQuantPrefix, host/quant/quantized_checkpoint.hpp).
+// Q6_K) or a Q4_1, Q5_0 or Q5_1 one (host/quant/kquant_format.hpp) is presented as its
+// blocks, NAME (U8 [rows, kquant_row_bytes]) alone, read in place by the kernels. Every
+// other ggml type (Q8_1, IQ*, ...) is refused naming the tensor and the type, as is a file
+// mixing quantized and float matrices. Matrices of several quantized types (llama-quantize's
+// Q4_K_M, Q5_K_M) are each read in their own: the metadata names the type most matrices have,
+// and each other matrix's own (kTensorQuantPrefix, host/quant/quantized_checkpoint.hpp).
 //
 // Where llama.cpp's converter reorders rows (BLOOM's fused QKV as [q | k | v]) or splits a
 // tensor (Baichuan's W_pack as attn_q, attn_k, attn_v), the rows are read back in the family's

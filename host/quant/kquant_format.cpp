@@ -94,6 +94,30 @@ void q6k_block(std::span<const std::uint8_t> b, float* y) {
     }
 }
 
+// Q4_1, Q5_0 and Q5_1, one block of 32: element l (0..15) in the low nibble of qs[l], l + 16
+// in the high nibble; the fifth bit of element e is bit e of the little-endian word qh.
+void legacy_block(GgmlType type, std::span<const std::uint8_t> b, float* y) {
+    const bool has_min = type != GgmlType::Q5_0;
+    const bool five = type != GgmlType::Q4_1;
+    const float d = half_at(b, 0);
+    const float m = has_min ? half_at(b, 2) : 0.0f;
+    const std::size_t qh_at = has_min ? 4 : 2;
+    const std::uint8_t* qs = b.data() + qh_at + (five ? 4 : 0);
+    std::uint32_t qh = 0;
+    if (five) {
+        qh = static_cast<std::uint32_t>(b[qh_at] | (b[qh_at + 1] << 8) | (b[qh_at + 2] << 16)) |
+             (static_cast<std::uint32_t>(b[qh_at + 3]) << 24);
+    }
+    for (std::uint32_t e = 0; e < 32; ++e) {
+        int value = (qs[e % 16] >> (4 * (e / 16))) & 0xF;
+        if (five) {
+            value |= static_cast<int>(((qh >> e) & 1) << 4);
+        }
+        // ggml: x * d + m with the min (Q4_1, Q5_1), (x - 16) * d without (Q5_0).
+        y[e] = has_min ? static_cast<float>(value) * d + m : static_cast<float>(value - 16) * d;
+    }
+}
+
 }  // namespace
 
 bool is_kquant(GgmlType type) {
@@ -103,6 +127,9 @@ bool is_kquant(GgmlType type) {
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
         case GgmlType::Q6_K:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
             return true;
         default:
             return false;
@@ -121,19 +148,33 @@ std::uint32_t kquant_block_bytes(GgmlType type) {
             return 176;
         case GgmlType::Q6_K:
             return 210;
+        case GgmlType::Q4_1:
+            return 20;
+        case GgmlType::Q5_0:
+            return 22;
+        case GgmlType::Q5_1:
+            return 24;
         default:
             throw Error(
-                fmt::format("{} is not one of the K-quant types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)", ggml_type_name(type)));
+                fmt::format("{} is not one of the types read as stored (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_1, "
+                            "Q5_0, Q5_1)",
+                            ggml_type_name(type)));
     }
+}
+
+std::uint32_t kquant_block_weights(GgmlType type) {
+    kquant_block_bytes(type);  // refuses the other types
+    return type == GgmlType::Q4_1 || type == GgmlType::Q5_0 || type == GgmlType::Q5_1 ? kQuantBlock : kKQuantBlock;
 }
 
 std::uint64_t kquant_row_bytes(GgmlType type, std::uint64_t k, std::string_view what) {
     const std::uint32_t block = kquant_block_bytes(type);
-    if (k == 0 || k % kKQuantBlock != 0) {
-        throw Error(fmt::format("{}: rows of {} weights cannot be {}; its rows are whole super-blocks of {}", what, k,
-                                ggml_type_name(type), kKQuantBlock));
+    const std::uint32_t weights = kquant_block_weights(type);
+    if (k == 0 || k % weights != 0) {
+        throw Error(fmt::format("{}: rows of {} weights cannot be {}; its rows are whole blocks of {}", what, k,
+                                ggml_type_name(type), weights));
     }
-    return k / kKQuantBlock * block;
+    return k / weights * block;
 }
 
 GgmlType kquant_ggml_type(QuantFormat format) {
@@ -148,8 +189,14 @@ GgmlType kquant_ggml_type(QuantFormat format) {
             return GgmlType::Q5_K;
         case QuantFormat::Q6_K:
             return GgmlType::Q6_K;
+        case QuantFormat::Q4_1:
+            return GgmlType::Q4_1;
+        case QuantFormat::Q5_0:
+            return GgmlType::Q5_0;
+        case QuantFormat::Q5_1:
+            return GgmlType::Q5_1;
         default:
-            throw Error(fmt::format("{} is not a K-quant format", to_string(format)));
+            throw Error(fmt::format("{} is not a format read as ggml stores it", to_string(format)));
     }
 }
 
@@ -165,6 +212,12 @@ std::optional<QuantFormat> kquant_format_of(GgmlType type) {
             return QuantFormat::Q5_K;
         case GgmlType::Q6_K:
             return QuantFormat::Q6_K;
+        case GgmlType::Q4_1:
+            return QuantFormat::Q4_1;
+        case GgmlType::Q5_0:
+            return QuantFormat::Q5_0;
+        case GgmlType::Q5_1:
+            return QuantFormat::Q5_1;
         default:
             return std::nullopt;
     }
@@ -191,10 +244,16 @@ void dequantize_kquant_row(GgmlType type, std::span<const std::uint8_t> blocks, 
                                 blocks.size(), ggml_type_name(type), out.size(), row_bytes));
     }
     const std::uint32_t block = kquant_block_bytes(type);
-    for (std::size_t i = 0; i < out.size() / kKQuantBlock; ++i) {
+    const std::uint32_t weights = kquant_block_weights(type);
+    for (std::size_t i = 0; i < out.size() / weights; ++i) {
         const std::span<const std::uint8_t> b = blocks.subspan(i * block, block);
-        float* y = out.data() + i * kKQuantBlock;
+        float* y = out.data() + i * weights;
         switch (type) {
+            case GgmlType::Q4_1:
+            case GgmlType::Q5_0:
+            case GgmlType::Q5_1:
+                legacy_block(type, b, y);
+                break;
             case GgmlType::Q2_K:
                 q2k_block(b, y);
                 break;

@@ -53,6 +53,12 @@ const char* to_string(QuantFormat format) {
             return "q5_K";
         case QuantFormat::Q6_K:
             return "q6_K";
+        case QuantFormat::Q4_1:
+            return "q4_1";
+        case QuantFormat::Q5_0:
+            return "q5_0";
+        case QuantFormat::Q5_1:
+            return "q5_1";
         default:
             return "none";
     }
@@ -70,12 +76,14 @@ std::optional<QuantFormat> parse_quant_format(std::string_view name) {
 
 bool is_kquant(QuantFormat format) {
     return format == QuantFormat::Q2_K || format == QuantFormat::Q3_K || format == QuantFormat::Q4_K ||
-           format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
+           format == QuantFormat::Q5_K || format == QuantFormat::Q6_K || format == QuantFormat::Q4_1 ||
+           format == QuantFormat::Q5_0 || format == QuantFormat::Q5_1;
 }
 
 std::optional<QuantFormat> parse_stored_quant_format(std::string_view name) {
-    for (const QuantFormat f : {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q2_K, QuantFormat::Q3_K,
-                                QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+    for (const QuantFormat f :
+         {QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
+          QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1}) {
         if (name == to_string(f)) {
             return f;
         }
@@ -93,7 +101,7 @@ std::uint32_t quant_bits(QuantFormat format) {
             throw Error("quantization: no block format selected");
         default:
             throw Error(
-                fmt::format("quantization: {} is a K-quant, stored as whole super-blocks; it has no "
+                fmt::format("quantization: {} is stored as whole ggml blocks, its scales inside; it has no "
                             "values and scales planes of 32-weight blocks",
                             to_string(format)));
     }

@@ -20,9 +20,10 @@
 
 namespace vkf {
 
-// Q2_K .. Q6_K are ggml's K-quant super-blocks (host/quant/kquant_format.hpp), held on
-// the device as the GGUF file stores them, one plane of whole blocks: they have no values and
-// scales planes, and the functions below that speak of those refuse them.
+// Q2_K .. Q6_K are ggml's K-quant super-blocks and Q4_1, Q5_0, Q5_1 its 32-weight blocks
+// with the scale inside (host/quant/kquant_format.hpp), held on the device as the GGUF file
+// stores them, one plane of whole blocks: they have no values and scales planes, and the
+// functions below that speak of those refuse them.
 enum class QuantFormat : std::uint32_t {
     None = 0,
     Q8_0 = 1,
@@ -31,20 +32,24 @@ enum class QuantFormat : std::uint32_t {
     Q5_K = 4,
     Q6_K = 5,
     Q2_K = 6,
-    Q3_K = 7
+    Q3_K = 7,
+    Q4_1 = 8,
+    Q5_0 = 9,
+    Q5_1 = 10
 };
 
 inline constexpr std::uint32_t kQuantBlock = 32;  // weights per block, along k
 
-// "none", "q8_0", "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K".
+// "none", "q8_0", "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q4_1", "q5_0", "q5_1".
 const char* to_string(QuantFormat format);
 // The inverse of to_string for "q8_0" and "q4_0"; nullopt for anything else.
 std::optional<QuantFormat> parse_quant_format(std::string_view name);
-// The same for every stored format, the K-quants too (a checkpoint's metadata: a GGUF file's
-// matrices read as stored). vkformer quantizes to q8_0 and q4_0 only.
+// The same for every stored format, the K-quants and q4_1, q5_0, q5_1 too (a checkpoint's
+// metadata: a GGUF file's matrices read as stored). vkformer quantizes to q8_0 and q4_0 only.
 std::optional<QuantFormat> parse_stored_quant_format(std::string_view name);
 
-// Whether `format` is one of ggml's K-quants (one plane of super-blocks).
+// Whether `format` is held as ggml stores it, one plane of whole blocks with their scales
+// inside: the K-quants and Q4_1, Q5_0, Q5_1 (read by the K-quant kernels, matmul_kquant.comp).
 bool is_kquant(QuantFormat format);
 
 // Bits of one stored value: 8 or 4 (q8_0, q4_0; vkf::Error for the K-quants).

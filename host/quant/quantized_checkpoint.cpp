@@ -41,7 +41,7 @@ std::optional<QuantFormat> file_quantization(const TensorFile& file) {
     const std::optional<QuantFormat> parsed = parse_stored_quant_format(format->second);
     if (!parsed) {
         throw Error(label + "unknown quantization format '" + format->second +
-                    "' (this vkformer reads q8_0, q4_0 and, from GGUF files, q2_K .. q6_K)");
+                    "' (this vkformer reads q8_0, q4_0 and, from GGUF files, q4_1, q5_0, q5_1 and q2_K .. q6_K)");
     }
     if (version == meta.end()) {
         throw Error(label + "quantized as " + format->second + " but its metadata has no " +
@@ -144,9 +144,10 @@ QuantFormat check_model_checkpoint(const ShardedCheckpoint& checkpoint, const Mo
         format = tensor_quantization(checkpoint, e.name, checkpoint_format);
         if (is_kquant(format)) {
             // GGUF's super-blocks as stored, scales inside: one tensor.
-            if (k % kKQuantBlock != 0) {
+            const std::uint32_t block = kquant_block_weights(kquant_ggml_type(format));
+            if (k % block != 0) {
                 problems.push_back(fmt::format("tensor '{}': rows of {} weights cannot be {} (not a multiple of {})",
-                                               e.name, k, to_string(format), kKQuantBlock));
+                                               e.name, k, to_string(format), block));
                 continue;
             }
             check(e.name, DType::U8, {rows, static_cast<std::size_t>(kquant_row_bytes(kquant_ggml_type(format), k))},

@@ -9,9 +9,9 @@ which is not assumed). vkf-run --check on the GGUF must generate the same greedy
 directory, with logits within the bound of tests/apps/run_cli_test.py, and in the same weight
 format the logits must be identical; a text prompt tokenized with the tokenizer translated from
 tokenizer.ggml.* must generate what tokenizer.json does. Files whose matrices gguf-py quantized to Q8_0 or Q4_0 (llama-quantize --pure's
-layout) are read as vkformer's q8_0/q4_0 and must give the logits of the same model on gguf-py's
-dequantized weights. Refused by name: another architecture, one Q8_0 matrix among F16 ones,
-Q4_1 and Q5_0.
+layout) are read as vkformer's q8_0/q4_0, and Q4_1, Q5_0 and Q5_1 files as stored, and each must
+give the logits of the same model on gguf-py's dequantized weights. Refused by name: another
+architecture, one Q8_0 matrix among F16 ones, TQ2_0 and MXFP4 (types without a kernel).
 
 vkf-perplexity --model FILE.gguf must score models/kjv-bloom/heldout.txt as on the directory.
 
@@ -171,8 +171,9 @@ def convert(gguf, np, model_dir, out, arch="bloom", quantize_qkv=False, quant=No
 
 
 def greedy(vkf_run, model, tokenizer, weights, logits):
+    """weights None: the format the file holds (a type vkf-run cannot quantize to, read as stored)."""
     args = ["--model", model, "--prompt-ids", PROMPT, "--n-predict", str(N_PREDICT), "--check", "--kv", "f32",
-            "--weights", weights, "--logits-out", logits]
+            "--logits-out", logits] + (["--weights", weights] if weights else [])
     if tokenizer:
         args += ["--tokenizer", tokenizer]
     return run_json(vkf_run, args)
@@ -287,15 +288,17 @@ def main():
         if proc.returncode == 0 or "but 'blk.0.attn_qkv.weight' is Q8_0: vkformer loads the matrices" not in proc.stderr:
             fail("one Q8_0 tensor among F16 ones: exit %d, stderr %r" % (proc.returncode, proc.stderr))
 
-        # Q8_0 and Q4_0 blocks read as vkformer's q8_0/q4_0: the logits those weights give, within
-        # the bound of the same model in f32 on gguf-py's dequantized weights, the same greedy ids.
-        for qname in ("Q8_0", "Q4_0"):
+        # Q8_0 and Q4_0 blocks read as vkformer's q8_0/q4_0, Q4_1, Q5_0 and Q5_1 blocks as stored:
+        # the logits those weights give, within the bound of the same model in f32 on gguf-py's
+        # dequantized weights, the same greedy ids.
+        for qname in ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"):
             qtype = getattr(gguf.GGMLQuantizationType, qname)
             qpath = os.path.join(tmp, "kjv-bloom-%s.gguf" % qname.lower())
             convert(gguf, np, model_dir, qpath, quant=qtype)
             dq_dir = os.path.join(tmp, "dequantized-%s" % qname.lower())
             dequantized_directory(gguf, np, model_dir, dq_dir, qtype)
-            ours = greedy(vkf_run, qpath, tokenizer, qname.lower(), os.path.join(tmp, "q.npy"))
+            weights = qname.lower() if qname in ("Q8_0", "Q4_0") else None
+            ours = greedy(vkf_run, qpath, tokenizer, weights, os.path.join(tmp, "q.npy"))
             theirs = greedy(vkf_run, dq_dir, tokenizer, "f32", os.path.join(tmp, "dq.npy"))
             if ours is None or theirs is None:
                 continue
@@ -309,7 +312,7 @@ def main():
                      % (qname, error, Q_BOUND))
             print("%s: ids %s, logits within %.3g of the dequantized weights'" % (qname, ours.get("generated_ids"),
                                                                                  error))
-        for qname, refused in (("Q4_1", "Q4_1"), ("Q5_0", "Q5_0")):
+        for qname, refused in (("TQ2_0", "TQ2_0"), ("MXFP4", "MXFP4")):
             other = os.path.join(tmp, "%s.gguf" % qname.lower())
             convert(gguf, np, model_dir, other, quant=getattr(gguf.GGMLQuantizationType, qname))
             proc = run(vkf_run, ["--model", other, "--prompt-ids", PROMPT, "--tokenizer", tokenizer])

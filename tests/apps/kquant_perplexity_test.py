@@ -11,6 +11,7 @@ and Q5_K_M (whose matrices are of several types, each read in its own blocks: th
 the files do mix types) both tools score the held-out text on 16 windows of 128 tokens (the
 second half of each, llama.cpp's definition), and the perplexities must agree within 1e-3
 relative. --pure Q4_K and Q5_K files are not scored apart: the mixes hold those matrices.
+--pure Q4_1, Q5_0 and Q5_1 files are scored the same way.
 
 usage: kquant_perplexity_test.py VKF_PERPLEXITY MODEL_DIR NPM_DIR TOOLS_DIR
 Exit 77 (skipped) without node, npm, git, numpy or g++, or off Linux x86-64.
@@ -94,6 +95,12 @@ def llama_ppl(tool, libs, model, text):
     return None
 
 
+# llama-quantize's types as users download them, then ggml's 32-weight Q4_1, Q5_0 and Q5_1 made
+# --pure (every matrix of that type; their mixes would hold K-quants).
+FILES = (("F16", False), ("Q8_0", False), ("Q6_K", False), ("Q4_K_M", False), ("Q5_K_M", False),
+         ("Q4_1", True), ("Q5_0", True), ("Q5_1", True))
+
+
 def main():
     if len(sys.argv) != 5:
         print(__doc__)
@@ -119,11 +126,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vkf_kquant_ppl_") as tmp:
         f16 = os.path.join(tmp, "kjv-bloom-f16.gguf")
         gguf_run_test.convert(gguf, np, model_dir, f16)
-        for qtype in ("F16", "Q8_0", "Q6_K", "Q4_K_M", "Q5_K_M"):
+        for qtype, pure in FILES:
             path = f16 if qtype == "F16" else os.path.join(tmp, "kjv-bloom-%s.gguf" % qtype)
             if qtype != "F16":
-                proc = subprocess.run([tools["llama-quantize"], f16, path, qtype], capture_output=True, text=True,
-                                      cwd=libs)
+                proc = subprocess.run([tools["llama-quantize"]] + (["--pure"] if pure else []) + [f16, path, qtype],
+                                      capture_output=True, text=True, cwd=libs)
                 if proc.returncode != 0:
                     fail("llama-quantize %s: exit %d\n%s" % (qtype, proc.returncode, proc.stderr[-2000:]))
                     continue

@@ -1,7 +1,7 @@
 // Embedding lookup in ggml's K-quant tables (Q2_K .. Q6_K super-blocks as GGUF stores
-// them): every element must equal dequantize_kquant_row's (ggml's to_float bit for bit,
-// tests/quant/test_kquant_ggml.cpp), ids past the vocabulary give zeros, the table may start
-// at any byte, and a row that is not whole super-blocks is refused. Outputs are poisoned (NaN).
+// them) and Q4_1, Q5_0, Q5_1 tables (blocks of 32, read alike): every element must equal dequantize_kquant_row's
+// (ggml's to_float bit for bit, tests/quant/test_kquant_ggml.cpp), ids past the vocabulary give zeros, the table may
+// start at any byte, and a row that is not whole super-blocks is refused. Outputs are poisoned (NaN).
 
 #include "host/ops/device_tensor.hpp"
 #include "host/ops/embedding.hpp"
@@ -19,10 +19,12 @@ class EmbeddingKQuant : public VulkanTest {};
 
 TEST_F(EmbeddingKQuant, RowsEqualGgmlDequantization) {
     std::uint64_t seed = 77;
-    for (const QuantFormat q :
-         {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+    for (const QuantFormat q : {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K,
+                                QuantFormat::Q6_K, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1}) {
         for (const std::uint32_t w_pad : {0u, 3u}) {
-            const std::uint32_t tokens = 13, vocab = 9, hidden = 768;
+            // Rows of 3 super-blocks, or of 5 blocks of 32 (Q4_1, Q5_0, Q5_1).
+            const std::uint32_t tokens = 13, vocab = 9,
+                                hidden = kquant_block_weights(kquant_ggml_type(q)) == kKQuantBlock ? 768 : 160;
             SCOPED_TRACE(std::string(to_string(q)) + " w_pad " + std::to_string(w_pad));
             const std::vector<std::uint8_t> blocks = random_blocks(q, vocab, hidden, seed++);
             const GgmlType type = kquant_ggml_type(q);
@@ -91,6 +93,20 @@ TEST_F(EmbeddingKQuant, RefusesRowsThatAreNotWholeSuperBlocks) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("q6_K"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
+    }
+    try {
+        record_embedding(ctx(), *list,
+                         EmbeddingArgs{.ids = ib.range(),
+                                       .table = tb.range(),
+                                       .out = ob.range(),
+                                       .tokens = 1,
+                                       .vocab = 1,
+                                       .hidden = 80,
+                                       .quant = QuantFormat::Q4_1});
+        FAIL() << "an 80-wide Q4_1 table was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("q4_1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("32"), std::string::npos) << e.what();
     }
 }
 

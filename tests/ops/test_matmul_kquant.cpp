@@ -1,11 +1,12 @@
-// Matmul with ggml's K-quant weights (Q2_K .. Q6_K, shaders/matmul_kquant.comp) read as
+// Matmul with ggml's K-quant weights (Q2_K .. Q6_K, shaders/matmul_kquant.comp) and its
+// 32-weight Q4_1, Q5_0, Q5_1 blocks (the same kernel) read as
 // a GGUF file stores them, against the float64 product of the weights dequantize_kquant_row
 // gives (ggml's own to_float bit for bit: tests/quant/test_kquant_ggml.cpp). Every output must
 // lie within the bound docs/QUANTIZATION.md states:
 //   |out - ref| <= 1.2 (k / 16 + 40) 2^-24 M + 1e-5 (|ref| + 1)   (the last term: epilogue)
 // with M = sum over k of |x| (|d scale q| + |dmin min|), the magnitudes of what the kernel
-// multiplies and subtracts. Super-blocks are random bytes (any scales, mins and values) with
-// finite fp16 super-block scales; outputs are poisoned (NaN) before every run; odd and prime
+// multiplies and subtracts (Q4_1, Q5_1: |d q| + |m|; Q5_0: |d q| + |16 d|). Super-blocks are random bytes (any scales,
+// mins and values) with finite fp16 super-block scales; outputs are poisoned (NaN) before every run; odd and prime
 // shapes, decoding and prefill, every epilogue, split K, W and X at unaligned offsets
 // (Q6_K's 210-byte blocks start anywhere in a word), and the refusals of the kernels,
 // shapes and paths K-quants do not have.
@@ -142,7 +143,8 @@ protected:
 };
 
 constexpr QuantFormat kFormats[] = {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K, QuantFormat::Q5_K,
-                                    QuantFormat::Q6_K};
+                                    QuantFormat::Q6_K, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1};
+constexpr QuantFormat kLegacyFormats[] = {QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1};
 
 TEST_F(MatmulKQuant, DecodeAndPrefillOverOddShapesAndOffsets) {
     std::uint64_t seed = 500;
@@ -184,6 +186,28 @@ TEST_F(MatmulKQuant, EveryEpilogueBothBiasTypesAndSplitK) {
     }
 }
 
+// Q4_1, Q5_0, Q5_1 rows are whole blocks of 32, not of 256: rows of 1, 3 and 15 blocks,
+// decoding and prefill, unaligned W and X, and split K into slices of whole blocks.
+TEST_F(MatmulKQuant, BlocksOf32OverShortRowsAndSplitK) {
+    std::uint64_t seed = 1100;
+    const KCase shapes[] = {{.m = 1, .n = 7, .k = 32},
+                            {.m = 5, .n = 3, .k = 96, .x_pad = 1, .w_pad = 1},
+                            {.m = 1, .n = 19, .k = 480, .w_pad = 2},
+                            {.m = 9, .n = 6, .k = 160, .bias = true, .residual = true, .x_pad = 3, .w_pad = 3},
+                            {.m = 2, .n = 5, .k = 480, .bias = true, .activation = Activation::GeluErf, .splits = 3}};
+    for (const QuantFormat q : kLegacyFormats) {
+        for (KCase c : shapes) {
+            c.quant = q;
+            const MatmulPlan plan = run(c, seed += 10);
+            if (c.splits > 0) {
+                EXPECT_GE(plan.n_splits, 2u) << plan.describe();
+            }
+            if (HasFatalFailure())
+                return;
+        }
+    }
+}
+
 // The tied LM head: the embedding table as W, a long odd vocabulary at hidden 256 (llama-quantize's
 // Q4_K_M and Q5_K_M store the kjv model's tied token_embd [4096, 256] as Q6_K).
 TEST_F(MatmulKQuant, TiedLmHeadShape) {
@@ -201,7 +225,7 @@ TEST_F(MatmulKQuant, QkvScatter) {
     constexpr std::uint32_t m = 3, D = 32, heads = 2, k = 512, capacity = 8;
     constexpr std::uint32_t cols = heads * D, n = 3 * cols;
     const std::vector<std::uint32_t> slots = {5, 0, 2};
-    for (const QuantFormat q : {QuantFormat::Q4_K, QuantFormat::Q6_K}) {
+    for (const QuantFormat q : {QuantFormat::Q4_K, QuantFormat::Q6_K, QuantFormat::Q5_0}) {
         for (const std::uint32_t splits : {0u, 2u}) {
             SCOPED_TRACE(std::string(to_string(q)) + " splits " + std::to_string(splits));
             const auto x = random_uniform(std::size_t{m} * k, seed++, -1.0f, 1.0f);
@@ -300,7 +324,14 @@ TEST_F(MatmulKQuant, RefusesWhatK_QuantsHaveNoKernelFor) {
         return "";
     };
     EXPECT_NE(refusal(288, {}).find("q5_K"), std::string::npos) << refusal(288, {});
-    EXPECT_NE(refusal(288, {}).find("super-block"), std::string::npos);
+    EXPECT_NE(refusal(288, {}).find("block size 256"), std::string::npos);
+    try {
+        plan_matmul(device, 1, 8, 48, DType::F32, {}, QuantFormat::Q5_1);
+        ADD_FAILURE() << "q5_1 with k = 48 was planned";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("q5_1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("block size 32"), std::string::npos) << e.what();
+    }
     const std::string rowdot = refusal(256, {.kernel = MatmulKernel::RowDot});
     EXPECT_NE(rowdot.find("q5_K"), std::string::npos) << rowdot;
     const std::string tiled = refusal(256, {.kernel = MatmulKernel::Tiled});

@@ -1,4 +1,5 @@
-// vkformer's K-quant dequantization (host/quant/kquant_format.hpp) against ggml's own: the
+// vkformer's dequantization of the types it reads as stored (host/quant/kquant_format.hpp:
+// the K-quants and Q4_1, Q5_0, Q5_1) against ggml's own: the
 // to_float of ggml_get_type_traits in llama.cpp's prebuilt libggml-base.so, loaded from the
 // path in VKF_GGML_LIB (tests/quant/ggml_reference.py installs the npm package that carries
 // it). Every weight must have the same bits, on random super-blocks (any bytes, finite fp16
@@ -71,14 +72,14 @@ protected:
         ASSERT_TRUE(ggml().loaded()) << "cannot load ggml_get_type_traits from " << std::getenv("VKF_GGML_LIB") << ": "
                                      << dlerror();
         const GgmlTypeTraitsAbi* t = ggml().traits(GetParam());
-        ASSERT_EQ(t->blck_size, kKQuantBlock);
+        ASSERT_EQ(t->blck_size, kquant_block_weights(GetParam()));
         ASSERT_EQ(t->type_size, kquant_block_bytes(GetParam()));
-        ASSERT_EQ(std::string(t->type_name), "q" + std::string(ggml_type_name(GetParam())).substr(1, 1) + "_K");
+        ASSERT_EQ(std::string(t->type_name), "q" + std::string(ggml_type_name(GetParam())).substr(1));
     }
 
     // Both dequantizations of `blocks` (a row of whole super-blocks), compared bit for bit.
     void expect_same(const std::vector<std::uint8_t>& blocks, const char* what) {
-        const std::size_t n = blocks.size() / kquant_block_bytes(GetParam()) * kKQuantBlock;
+        const std::size_t n = blocks.size() / kquant_block_bytes(GetParam()) * kquant_block_weights(GetParam());
         std::vector<float> ours(n), theirs(n);
         dequantize_kquant_row(GetParam(), blocks, ours);
         ggml().traits(GetParam())->to_float(blocks.data(), theirs.data(), static_cast<std::int64_t>(n));
@@ -88,8 +89,8 @@ protected:
             std::memcpy(&a, &ours[i], 4);
             std::memcpy(&b, &theirs[i], 4);
             if (a != b && ++differing <= 5) {
-                ADD_FAILURE() << what << ": weight " << i << " (super-block " << i / kKQuantBlock << ") is " << ours[i]
-                              << " here, " << theirs[i] << " in ggml";
+                ADD_FAILURE() << what << ": weight " << i << " (block " << i / kquant_block_weights(GetParam())
+                              << ") is " << ours[i] << " here, " << theirs[i] << " in ggml";
             }
         }
         EXPECT_EQ(differing, 0u) << what;
@@ -105,7 +106,9 @@ std::vector<std::size_t> half_offsets(GgmlType type) {
             return {108};
         case GgmlType::Q6_K:
             return {208};
-        default:
+        case GgmlType::Q5_0:
+            return {0};
+        default:  // Q4_K, Q5_K; Q4_1 and Q5_1's d and m
             return {0, 2};
     }
 }
@@ -136,19 +139,20 @@ TEST_P(KQuantGgml, GgmlQuantizedBlocksDequantizeAsGgml) {
     std::mt19937 rng(7u + static_cast<unsigned>(GetParam()));
     std::normal_distribution<float> weight(0.0f, 0.02f);
     constexpr std::size_t kWeights = 64 * kKQuantBlock;
+    const std::uint32_t block_weights = kquant_block_weights(GetParam());
     std::vector<float> x(kWeights);
     for (std::size_t i = 0; i < kWeights; ++i) {
-        // Some super-blocks all positive, some with an outlier: the mins and scales vary.
-        x[i] = weight(rng) + (i / kKQuantBlock % 3 == 1 ? 0.05f : 0.0f) + (i % 997 == 0 ? 0.5f : 0.0f);
+        // Some blocks all positive, some with an outlier: the mins and scales vary.
+        x[i] = weight(rng) + (i / block_weights % 3 == 1 ? 0.05f : 0.0f) + (i % 997 == 0 ? 0.5f : 0.0f);
     }
-    std::vector<std::uint8_t> blocks(kWeights / kKQuantBlock * kquant_block_bytes(GetParam()));
+    std::vector<std::uint8_t> blocks(kWeights / block_weights * kquant_block_bytes(GetParam()));
     ggml().traits(GetParam())->from_float_ref(x.data(), blocks.data(), static_cast<std::int64_t>(kWeights));
     expect_same(blocks, "ggml-quantized super-blocks");
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KQuantGgml,
                          ::testing::Values(GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                           GgmlType::Q6_K),
+                                           GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1),
                          [](const auto& p) { return std::string(ggml_type_name(p.param)); });
 
 }  // namespace
