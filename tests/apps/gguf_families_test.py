@@ -14,7 +14,9 @@ For each family, in f32 and in f16 (matrices F16, 1-D tensors F32, as the conver
 the bound of the double-precision reference, and identical to the directory's logits (the same
 model in the same weight format); with every matrix quantized to Q8_0 by gguf-py, within the
 reference bound and near the f32 directory's logits. A Baichuan of 32 blocks (Baichuan-7B, rotary positions in
-llama.cpp) is refused by name, as is an architecture vkformer lacks.
+llama.cpp) is refused by name, as is an architecture vkformer lacks. Refact (conversion/refact.py,
+from the Hugging Face layout vkf-make-checkpoint writes) is also run by llama.cpp itself:
+gguf_families_llama.py.
 
 jina-bert-v2 (conversion/bert.py, its vocabulary and gguf-py's SpecialVocab on tests/text/data's
 bert_wordpiece.json): vkf-embed --model FILE.gguf gives every token state the directory gives, on

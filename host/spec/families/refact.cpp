@@ -99,7 +99,7 @@ void configure(ModelConfig& config, const CheckpointOptionValues& /*options*/) {
 constexpr std::string_view kModelTypes[] = {"gpt_refact"};
 // Six heads: the ALiBi slopes of a head count that is not a power of two.
 constexpr CheckpointVariant kVariants[] = {
-    {.name = "refact", .tiny = {.n_layer = 2, .hidden = 96, .n_head = 6, .vocab_size = 512}},
+    {.name = "refact", .tiny = {.n_layer = 2, .hidden = 192, .n_head = 6, .vocab_size = 512}},
 };
 constexpr CheckpointPreset kPresets[] = {
     {.name = "refact-1.6b",
