@@ -56,7 +56,7 @@ constexpr Field kFields[] = {
 std::string field_text(const Field& field, std::uint32_t value) {
     switch (field.kind) {
         case Field::Family:
-            return value <= static_cast<std::uint32_t>(ModelFamily::Jais)
+            return value <= static_cast<std::uint32_t>(ModelFamily::Refact)
                        ? std::string(family_name(static_cast<ModelFamily>(value)))
                        : fmt::format("family {}", value);
         case Field::DTypeName:

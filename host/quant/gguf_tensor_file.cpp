@@ -14,6 +14,7 @@
 #include "host/quant/kquant_format.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
+#include "host/spec/refact_layout.hpp"
 
 namespace vkf {
 namespace {
@@ -116,8 +117,21 @@ void GgufTensorFile::build(const std::function<std::optional<GgufTensorName>(std
 void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const GgufTensorInfo*> parts,
                              const ModelConfig& config) {
     const GgufTensorInfo& info = *parts.front();
-    for (const GgufTensorInfo* part : parts) {
-        if (part->dims != info.dims || part->type != info.type) {
+    // Parts may differ in their row count only (Refact's attn_q and its one-head attn_k, attn_v).
+    const auto rows_of = [](const GgufTensorInfo& t) { return t.dims.empty() ? std::uint64_t{1} : t.dims.back(); };
+    const auto row_shape = [](const GgufTensorInfo& t) {
+        return std::vector<std::uint64_t>(t.dims.begin(), t.dims.empty() ? t.dims.end() : t.dims.end() - 1);
+    };
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+        const GgufTensorInfo* part = parts[p];
+        if (!mapped.part_rows.empty() && rows_of(*part) != mapped.part_rows[p]) {
+            throw Error(fmt::format("{}: tensor '{}' has {} rows; as part {} of '{}' it must have {}", label(),
+                                    part->name, rows_of(*part), p, mapped.name, mapped.part_rows[p]));
+        }
+        const bool alike = mapped.part_rows.empty()
+                               ? part->dims == info.dims
+                               : part->dims.size() == info.dims.size() && row_shape(*part) == row_shape(info);
+        if (!alike || part->type != info.type) {
             throw Error(
                 fmt::format("{}: tensors '{}' ({} [{}]) and '{}' ({} [{}]) are parts of one '{}' and must "
                             "be alike",
@@ -132,8 +146,12 @@ void GgufTensorFile::present(const GgufTensorName& mapped, std::vector<const Ggu
     Layout layout{.sources = parts};
     layout.part_rows = shape.empty() ? 1 : shape[0];
     layout.stored_row_bytes = info.byte_size / std::max<std::uint64_t>(layout.part_rows, 1);
+    layout.part_begin.push_back(0);
+    for (const GgufTensorInfo* part : parts) {
+        layout.part_begin.push_back(layout.part_begin.back() + rows_of(*part));
+    }
     if (!shape.empty()) {
-        shape[0] *= parts.size();
+        shape[0] = static_cast<std::size_t>(layout.part_begin.back());
     }
     if (mapped.row_order) {
         // Checked first: the order's size comes from the metadata, the tensor's from its bytes.
@@ -240,15 +258,17 @@ void GgufTensorFile::read_raw_into(const TensorInfo& info, std::uint64_t offset,
     while (pos < end) {
         const std::uint64_t r = pos / l.row_bytes;
         const std::uint64_t first = stored_row(r);
-        const std::uint64_t part = first / l.part_rows;
+        const auto part = static_cast<std::uint64_t>(std::upper_bound(l.part_begin.begin(), l.part_begin.end(), first) -
+                                                     l.part_begin.begin() - 1);
+        const std::uint64_t part_end = l.part_begin[static_cast<std::size_t>(part) + 1];
         // Rows stored one after the other in one part are read together.
         std::uint64_t run = 1;
-        while (r + run < l.rows && stored_row(r + run) == first + run && (first + run) / l.part_rows == part) {
+        while (r + run < l.rows && stored_row(r + run) == first + run && first + run < part_end) {
             ++run;
         }
         const std::uint64_t lo = pos - r * l.row_bytes;  // within the run
         std::uint64_t hi = std::min(run * l.row_bytes, end - r * l.row_bytes);
-        const std::uint64_t run_start = (first - part * l.part_rows) * l.stored_row_bytes;
+        const std::uint64_t run_start = (first - l.part_begin[static_cast<std::size_t>(part)]) * l.stored_row_bytes;
         const GgufTensorInfo& source = *l.sources[static_cast<std::size_t>(part)];
         std::byte* dst = out.data() + (pos - offset);
         if (!repacked) {
@@ -297,7 +317,7 @@ void GgufTensorFile::read_transposed(const TensorInfo& info, const Layout& l, st
 ShardedCheckpoint open_model_checkpoint(const std::filesystem::path& path) {
     std::error_code ignored;
     if (!std::filesystem::is_regular_file(path, ignored) || !looks_like_gguf(path)) {
-        return open_checkpoint(path);
+        return with_refact_layout(open_checkpoint(path));
     }
     return open_gguf_model(open_gguf(path)).checkpoint;
 }

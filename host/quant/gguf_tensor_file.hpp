@@ -61,12 +61,13 @@ public:
     const GgufFile& gguf() const { return file_; }
 
     // How a presented tensor's bytes lie in the GGUF tensors: each logical row of row_bytes is
-    // stored row s = `row_order[r]` (r when empty) of stored_row_bytes, row s % part_rows of
-    // sources[s / part_rows], as blocks of block_bytes whose bytes [field_offset, field_offset +
-    // field_bytes) are the row's next field_bytes.
+    // stored row s = `row_order[r]` (r when empty) of stored_row_bytes, row s - part_begin[p] of
+    // sources[p] where part_begin[p] <= s < part_begin[p + 1], as blocks of block_bytes whose
+    // bytes [field_offset, field_offset + field_bytes) are the row's next field_bytes.
     struct Layout {
         std::vector<const GgufTensorInfo*> sources;
-        std::uint64_t rows = 1, part_rows = 1;
+        std::vector<std::uint64_t> part_begin;  // sources.size() + 1 stored row numbers
+        std::uint64_t rows = 1, part_rows = 1;  // part_rows: the first source's (a transposed one's)
         std::uint64_t row_bytes = 0, stored_row_bytes = 0;
         std::uint32_t block_bytes = 1, field_offset = 0, field_bytes = 1;
         std::vector<std::uint32_t> row_order;

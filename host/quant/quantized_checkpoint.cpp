@@ -1,6 +1,7 @@
 #include "host/quant/quantized_checkpoint.hpp"
 
 #include "host/quant/kquant_format.hpp"
+#include "host/spec/refact_layout.hpp"
 
 #include "base/error.hpp"
 #include "base/files.hpp"
@@ -250,7 +251,8 @@ void write_quantized_checkpoint(const fs::path& model_dir, const fs::path& out_d
     if (format == QuantFormat::None) {
         throw Error("vkf-quantize: no block format given");
     }
-    const ShardedCheckpoint checkpoint = open_checkpoint(model_dir);
+    // A Hugging Face Refact checkpoint's fused tensors are written under the slots' names.
+    const ShardedCheckpoint checkpoint = with_refact_layout(open_checkpoint(model_dir));
     const ModelConfig config = resolve_with_checkpoint(read_model_config(model_dir), checkpoint);
     validate(config);
     const QuantFormat already = checkpoint_quantization(checkpoint);

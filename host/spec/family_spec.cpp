@@ -18,6 +18,7 @@ std::span<const FamilySpec> families() {
         family_defs::falcon(),
         family_defs::baichuan(),
         family_defs::jais(),
+        family_defs::refact(),
     });
     return table;
 }

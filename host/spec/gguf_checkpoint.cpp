@@ -41,7 +41,8 @@ constexpr Role kBlock[] = {
     {"ffn_gate", &FamilyTensorNames::gate},
     {"ffn_down", &FamilyTensorNames::down},
 };
-// conversion/baichuan.py splits W_pack into three tensors.
+// conversion/baichuan.py splits W_pack into three tensors; conversion/refact.py writes attn.q
+// and attn.kv as three (the loader's fused QKV is [q | k | v], one K/V head).
 constexpr Role kSplitQkv[] = {
     {"attn_q", &FamilyTensorNames::qkv, 0, 3},
     {"attn_k", &FamilyTensorNames::qkv, 1, 3},
@@ -140,6 +141,9 @@ std::optional<GgufTensorName> mapped(const ModelConfig& config, const Role& role
         } else if (config.family == ModelFamily::Baichuan) {
             name.row_order = &baichuan_w_pack_rows;
             name.rows = rows;
+        } else if (config.family == ModelFamily::Refact) {
+            const std::uint64_t kv_rows = std::uint64_t{config.n_kv_head} * config.head_dim;
+            name.part_rows = {config.hidden, kv_rows, kv_rows};
         }
     }
     return name;
@@ -158,7 +162,7 @@ std::optional<GgufTensorName> gguf_tensor_name(const ModelConfig& config, std::s
                 return mapped(config, role, prefix, block->suffix);
             }
         }
-        if (config.family == ModelFamily::Baichuan) {
+        if (config.family == ModelFamily::Baichuan || config.family == ModelFamily::Refact) {
             for (const Role& role : kSplitQkv) {
                 if (role.gguf == block->role) {
                     return mapped(config, role, prefix, block->suffix);

@@ -1,6 +1,6 @@
 #pragma once
 // A llama.cpp GGUF model as a vkformer checkpoint: the metadata of llama.cpp's `bloom`, `mpt`,
-// `baichuan` and `jais` architectures mapped to a ModelConfig (gguf_config.cpp), their tensors
+// `baichuan`, `jais` and `refact` architectures mapped to a ModelConfig (gguf_config.cpp), their tensors
 // (token_embd, blk.N.attn_qkv, ...) to the family's Hugging Face names, which
 // host/quant/gguf_tensor_file.hpp reads in place (gguf_checkpoint.cpp).
 //
@@ -33,13 +33,16 @@ ModelConfig model_config_from_gguf(const GgufFile& file);
 // A GGUF tensor under the family's Hugging Face name (the name check_model_checkpoint looks
 // for), and where llama.cpp's converter reordered its rows, the order to read them back in:
 // entry r of row_order(config) is the stored row of the family's row r. A tensor the converter
-// split is `part` of `parts` GGUF tensors of equal shape whose rows, one after the other, are
+// split is `part` of `parts` GGUF tensors (of equal shape unless part_rows says) whose rows, one after the other, are
 // the stored rows of the family's tensor.
 struct GgufTensorName {
     std::string name;
     std::vector<std::uint32_t> (*row_order)(const ModelConfig& config) = nullptr;
     std::uint64_t rows = 0;  // with row_order: the first dimension of the family's tensor
     std::uint32_t part = 0, parts = 1;
+    // Empty: the parts are of equal shape. Else the rows of each (Refact's q, and its one-head
+    // k and v), which must match; their other dimensions must be equal.
+    std::vector<std::uint64_t> part_rows;
     // The family stores it [in, out] (GPT-2's Conv1D: Jais), the converter [out, in].
     bool transposed = false;
 };

@@ -164,6 +164,21 @@ ModelConfig jais_config(const Keys& keys) {
     return config;
 }
 
+// conversion/refact.py writes head_count_kv 1 and the MLP width it derived from n_embd, and no
+// ALiBi key: llama.cpp's refact fixes max_alibi_bias at 8, as vkformer's Refact does.
+ModelConfig refact_config(const Keys& keys) {
+    ModelConfig config{.family = ModelFamily::Refact};
+    keys.read_common(config);
+    if (config.n_kv_head != 1) {
+        keys.fail(fmt::format("{} is {}: Refact's attention has one K/V head", keys.key("attention.head_count_kv"),
+                              config.n_kv_head));
+    }
+    config.ffn_hidden = keys.dimension("feed_forward_length");
+    config.layer_norm_epsilon = keys.number("attention.layer_norm_rms_epsilon");
+    config.no_bias = true;
+    return config;
+}
+
 std::optional<std::uint32_t> token_id(const GgufFile& file, std::string_view key) {
     if (file.find(key) == nullptr) {
         return std::nullopt;
@@ -189,11 +204,13 @@ ModelConfig model_config_from_gguf(const GgufFile& file) {
         config = baichuan_config(keys);
     } else if (architecture == "jais") {
         config = jais_config(keys);
+    } else if (architecture == "refact") {
+        config = refact_config(keys);
     } else {
         keys.fail(
             fmt::format("GGUF architecture '{}' is not an ALiBi family vkformer runs (of llama.cpp's "
                         "architectures, vkformer reads {}{})",
-                        architecture, "'bloom', 'mpt', 'baichuan' and 'jais'",
+                        architecture, "'bloom', 'mpt', 'baichuan', 'jais' and 'refact'",
                         is_gguf_encoder(file) ? "; this encoder is vkf-embed's" : ""));
     }
     config.bos_token_id = token_id(file, "tokenizer.ggml.bos_token_id");

@@ -33,8 +33,13 @@ std::uint32_t token_id(const JsonValue& value, const ModelConfig& config) {
     return id;
 }
 
+// -1 says there is none: Refact-1.6B's config has "bos_token_id": -1 (its code adds no BOS).
+bool no_token(const JsonValue& value) {
+    return value.is_number() && value.as_double() == -1.0;
+}
+
 void read_special_token_ids(const JsonValue& root, ModelConfig& config) {
-    if (const JsonValue* bos = optional_key(root, "bos_token_id")) {
+    if (const JsonValue* bos = optional_key(root, "bos_token_id"); bos != nullptr && !no_token(*bos)) {
         config.bos_token_id = token_id(*bos, config);
     }
     if (const JsonValue* eos = optional_key(root, "eos_token_id")) {
@@ -56,7 +61,7 @@ ModelConfig config_from_json(const JsonValue& root) {
     if (spec == nullptr) {
         std::vector<std::string_view> names;
         for (const FamilySpec& family : families()) {
-            names.push_back(family.name);
+            names.push_back(family.model_types.front());  // Refact's gpt_refact
         }
         model_type.fail("'" + type + "' is not supported (vkformer runs " + and_list(names) + ")");
     }

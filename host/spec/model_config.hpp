@@ -23,9 +23,9 @@
 
 namespace vkf {
 
-enum class ModelFamily { Bloom, Mpt, Falcon, Baichuan, Jais };
+enum class ModelFamily { Bloom, Mpt, Falcon, Baichuan, Jais, Refact };
 
-// "bloom", "mpt", "falcon", "baichuan", "jais": the model_type of config.json.
+// "bloom", "mpt", "falcon", "baichuan", "jais", "refact": the family's name.
 std::string_view family_name(ModelFamily family);
 
 struct ModelConfig {

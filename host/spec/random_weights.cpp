@@ -1,5 +1,6 @@
 #include "host/spec/random_weights.hpp"
 
+#include "host/spec/refact_layout.hpp"
 #include "host/util/splitmix64.hpp"
 
 #include <cmath>
@@ -61,6 +62,9 @@ void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig
         tensors.push_back(TensorSource{.name = checkpoint_tensor_name(expected.name),
                                        .shape = expected.stored_shape(),
                                        .values = seeded_values(seed, expected.name, expected.role)});
+    }
+    if (config.family == ModelFamily::Refact) {
+        tensors = refact_stored_tensors(std::move(tensors));  // attn.q + attn.kv, mlp.gate_up_proj
     }
     // Made first (it refuses a dtype torch cannot name) and written last: a checkpoint whose
     // writing failed has no config.json, so nothing mistakes it for a model.

@@ -263,7 +263,7 @@ VKF_API vkf_status vkf_model_free(vkf_model* model);
 
 typedef struct vkf_model_info {
     size_t struct_size;
-    char family[32]; /* "bloom", "mpt", "falcon", "baichuan", "jais" */
+    char family[32]; /* "bloom", "mpt", "falcon", "baichuan", "jais", "refact" */
     uint32_t vocab_size;
     uint32_t hidden_size;
     uint32_t n_layer;

@@ -28,6 +28,8 @@ FAMILIES = {
     "baichuan": ("baichuan", "BaichuanForCausalLM", "model.layers.0.self_attn.W_pack.weight", []),
     "baichuan2": ("baichuan", "BaichuanForCausalLM", "model.layers.0.mlp.gate_proj.weight", []),
     "jais": ("jais", "JAISLMHeadModel", "transformer.h.0.mlp.c_fc2.weight", ["--alibi-train-len", "6"]),
+    # Hugging Face's layout (attn.q + attn.kv, mlp.gate_up_proj), read through refact_layout.hpp.
+    "refact": ("gpt_refact", "GPTRefactForCausalLM", "transformer.h.0.mlp.gate_up_proj.weight", []),
 }
 
 

@@ -14,7 +14,9 @@ For each family, in f32 and in f16 (matrices F16, 1-D tensors F32, as the conver
 the bound of the double-precision reference, and identical to the directory's logits (the same
 model in the same weight format); with every matrix quantized to Q8_0 by gguf-py, within the
 reference bound and near the f32 directory's logits. A Baichuan of 32 blocks (Baichuan-7B, rotary positions in
-llama.cpp) is refused by name, as is an architecture vkformer lacks.
+llama.cpp) is refused by name, as is an architecture vkformer lacks. Refact (conversion/refact.py,
+from the Hugging Face layout vkf-make-checkpoint writes) is also run by llama.cpp itself:
+gguf_families_llama.py.
 
 jina-bert-v2 (conversion/bert.py, its vocabulary and gguf-py's SpecialVocab on tests/text/data's
 bert_wordpiece.json): vkf-embed --model FILE.gguf gives every token state the directory gives, on
@@ -35,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gguf_compare  # noqa: E402  (gguf-py's installation)
 from cli_checks import fail, failures, run, run_json  # noqa: E402
 from gguf_run_test import read_safetensors  # noqa: E402
+import gguf_families_llama as llama_check  # noqa: E402  (Refact against llama.cpp itself)
 
 PROMPT = "3,1,4,1,5,9,2"
 N_PREDICT = 6
@@ -47,6 +50,7 @@ CASES = {
     "mpt-no-bias": ("mpt", []),
     "baichuan": ("baichuan", []),
     "jais": ("jais", []),
+    "refact": ("refact", []),
 }
 Q8_APART = 2e-2  # Q8_0's rounding of random weights, relative to the largest logit
 BERT_TEXT = "Hello, World! The unaffable runner's running; hello again."
@@ -136,6 +140,42 @@ def jais(gguf, np, hp, tensors, writer):
     writer.add_max_alibi_bias(max_alibi_bias)
 
 
+def refact(gguf, np, hp, tensors, writer, swap_kv=False):
+    """conversion/refact.py's RefactModel: attn.kv split into attn_k and attn_v (one head),
+    mlp.gate_up_proj into ffn_gate and ffn_up. Its set_vocab writes the model's BPE vocabulary,
+    which a random checkpoint has not: a `none` tokenizer of vocab_size tokens instead, so that
+    llama.cpp loads the file. `swap_kv` swaps K and V (a broken file, for the negative control)."""
+    hidden_dim = hp["n_embd"]
+    inner_dim = 4 * hidden_dim
+    hidden_dim = int(2 * inner_dim / 3)
+    multiple_of = 256
+    ff_dim = multiple_of * ((hidden_dim + multiple_of - 1) // multiple_of)
+    writer.add_context_length(hp["n_positions"])
+    writer.add_embedding_length(hp["n_embd"])
+    writer.add_feed_forward_length(ff_dim)
+    writer.add_block_count(hp["n_layer"])
+    writer.add_head_count(hp["n_head"])
+    writer.add_head_count_kv(1)
+    writer.add_layer_norm_rms_eps(hp["layer_norm_epsilon"])
+    writer.add_tokenizer_model("none")
+    writer.add_vocab_size(hp["vocab_size"])
+    n_head_kv, head_dim = 1, hp["n_embd"] // hp["n_head"]
+    names = tensor_map(gguf, gguf.MODEL_ARCH.REFACT, hp["n_layer"])
+    for name, data in tensors.items():
+        bid = name.split(".")[2] if name.startswith("transformer.h.") else None
+        if name == "transformer.h.%s.attn.kv.weight" % bid:
+            k, v = data[:n_head_kv * head_dim], data[n_head_kv * head_dim:]
+            yield "blk.%s.attn_k.weight" % bid, v if swap_kv else k
+            yield "blk.%s.attn_v.weight" % bid, k if swap_kv else v
+        elif name == "transformer.h.%s.attn.q.weight" % bid:
+            yield "blk.%s.attn_q.weight" % bid, data
+        elif name == "transformer.h.%s.mlp.gate_up_proj.weight" % bid:
+            yield "blk.%s.ffn_gate.weight" % bid, data[:ff_dim]
+            yield "blk.%s.ffn_up.weight" % bid, data[ff_dim:]
+        else:
+            yield names.get_name(name, try_suffixes=(".weight", ".bias")), data
+
+
 def bert_vocab(gguf, model_dir, writer, n_vocab):
     """bert.py's BertModel.set_vocab: tokens by id (get_vocab_base: added special tokens CONTROL),
     in phantom-space form, and gguf-py's SpecialVocab on the directory's tokenizer files."""
@@ -178,10 +218,10 @@ def jina_bert(gguf, np, hp, tensors, writer, model_dir):
 
 
 CONVERTERS = {"mpt": ("mpt", mpt), "baichuan": ("baichuan", baichuan), "jais": ("jais", jais),
-              "bert": ("jina-bert-v2", jina_bert)}
+              "gpt_refact": ("refact", refact), "bert": ("jina-bert-v2", jina_bert)}
 
 
-def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
+def convert(gguf, np, model_dir, out, outtype, arch=None, config=None, **options):
     """The checkpoint as convert_hf_to_gguf.py --outtype OUTTYPE writes it: f32 everything F32;
     f16 the matrices F16 and 1-D tensors F32; q8_0 every matrix quantized by gguf-py (llama-quantize
     --pure's layout). `arch` and `config` (config.json keys) override."""
@@ -192,7 +232,7 @@ def convert(gguf, np, model_dir, out, outtype, arch=None, config=None):
     writer = gguf.GGUFWriter(out, arch or family_arch)
     tensors = read_safetensors(np, os.path.join(model_dir, "model.safetensors"))
     written = list(body(gguf, np, hp, tensors, writer, model_dir) if family_arch == "jina-bert-v2"
-                   else body(gguf, np, hp, tensors, writer))
+                   else body(gguf, np, hp, tensors, writer, **options))
     writer.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_F16)
     for name, data in written:
         if name is None:
@@ -336,6 +376,8 @@ def main():
             path = model + ".gguf"
             convert(gguf, np, model, path, dtype)
             compare_embeddings(np, vkf_embed, "jina-bert-v2 %s" % dtype, path, model, dtype, tmp)
+        llama_check.refact_against_llama(np, gguf, gguf_compare.gguf_py_dir(npm_dir), npm_dir, vkf_run, tmp,
+                                         convert, greedy, PROMPT)
         rope = os.path.join(tmp, "baichuan-7b.gguf")
         convert(gguf, np, os.path.join(tmp, "baichuan-f32"), rope, "f32", config={"num_hidden_layers": 32})
         refused(vkf_run, "baichuan of 32 blocks", rope, "baichuan.block_count 32 is Baichuan-7B's")

@@ -3,8 +3,9 @@
 // with post-LayerNorm residuals and a Poro-style head count, MPT with grouped-query
 // attention, qk_ln, softmax_scale, logit_scale, clip_qkv, without ALiBi and with learned
 // positions, Falcon-RW (bf16-rounded biases added before the scale), Baichuan-13B (RMSNorm,
-// SwiGLU), Baichuan2-13B (normalized LM head) and Jais (SwiGLU, muP multipliers, 1/head_dim
-// scale, fixed and dynamic alibi_scaling). Each at a non-power-of-two head count and a head
+// SwiGLU), Baichuan2-13B (normalized LM head), Jais (SwiGLU, muP multipliers, 1/head_dim
+// scale, fixed and dynamic alibi_scaling) and Refact (multi-query, SwiGLU, RMSNorm, its Hugging
+// Face layout). Each at a non-power-of-two head count and a head
 // size without a tuned kernel (8, 24, 40, 48, 56, 72, 112), with fp32
 // weights and KV cache (< 2e-5 relative), fp16 weights and KV cache (< 2e-3), and the
 // unfused portable path. Logits of every prefill position and of 8 greedy decode steps
@@ -97,6 +98,18 @@ ModelConfig baichuan2() {
     c.layer_norm_epsilon = 1e-6;
     c.tie_word_embeddings = false;
     c.normalized_lm_head = true;
+    return c;
+}
+
+// Refact: multi-query (one K/V head under 6 heads of 40, slopes of a head count that is not a
+// power of two), SwiGLU of 2/3 x 4 x 240 rounded up to 256, RMSNorms, no biases, its own LM head;
+// written in Hugging Face's layout (attn.q + attn.kv, mlp.gate_up_proj) and read through
+// host/spec/refact_layout.hpp.
+ModelConfig refact() {
+    ModelConfig c = shape(ModelFamily::Refact, 6, 40, 768);
+    c.n_kv_head = 1;
+    c.no_bias = true;
+    c.tie_word_embeddings = false;
     return c;
 }
 
@@ -269,6 +282,10 @@ TEST_F(ModelFamilies_, FalconRw) {
 
 TEST_F(ModelFamilies_, Baichuan13b) {
     check_all_runs(ctx(), "baichuan-13b", baichuan());
+}
+
+TEST_F(ModelFamilies_, RefactMultiQuery) {
+    check_all_runs(ctx(), "refact", refact());
 }
 
 TEST_F(ModelFamilies_, Baichuan2NormalizedHead) {

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error.hpp"
 #include "host/spec/model_config.hpp"
@@ -95,6 +97,30 @@ constexpr std::string_view kJais13b = R"({
   "torch_dtype": "float32",
   "use_cache": true,
   "vocab_size": 84992
+})";
+
+// smallcloudai/Refact-1_6B-fim's keys (its bos_token_id -1: none).
+constexpr std::string_view kRefact16b = R"({
+  "activation_function": "gelu",
+  "architectures": ["GPTRefactForCausalLM"],
+  "attention_bias_in_fp32": true,
+  "attention_softmax_in_fp32": false,
+  "bos_token_id": -1,
+  "do_sample": true,
+  "eos_token_id": 0,
+  "initializer_range": 0.02,
+  "layer_norm_epsilon": 1e-05,
+  "model_type": "gpt_refact",
+  "multi_query": true,
+  "n_embd": 2048,
+  "n_head": 32,
+  "n_inner": null,
+  "n_layer": 32,
+  "n_positions": 4096,
+  "scale_attention_softmax_in_fp32": true,
+  "torch_dtype": "bfloat16",
+  "use_cache": true,
+  "vocab_size": 49216
 })";
 
 constexpr std::string_view kMpt30bGqa = R"({
@@ -220,6 +246,34 @@ TEST(FamilyConfigs, MptSlidingWindowIsRead) {
     }
 }
 
+TEST(FamilyConfigs, Refact16b) {
+    const ModelConfig c = vkf::parse_model_config(kRefact16b);
+    EXPECT_EQ(c.family, ModelFamily::Refact);
+    EXPECT_EQ(c.n_head, 32u);
+    EXPECT_EQ(c.n_kv_head, 1u) << "multi-query";
+    EXPECT_EQ(c.head_dim, 64u);
+    EXPECT_EQ(c.ffn_hidden, 5632u) << "2/3 of 4 x 2048 = 5461, rounded up to a multiple of 256";
+    EXPECT_EQ(c.max_seq_len, 4096u);
+    EXPECT_EQ(c.layer_norm_epsilon, 1e-5);
+    EXPECT_TRUE(c.no_bias);
+    EXPECT_FALSE(c.tie_word_embeddings);
+    EXPECT_FALSE(c.bos_token_id) << "-1: none";
+    EXPECT_EQ(c.eos_token_ids, (std::vector<std::uint32_t>{0}));
+    EXPECT_EQ(vkf::family_traits(c.family).norm, vkf::NormKind::RmsNorm);
+    EXPECT_EQ(vkf::family_traits(c.family).mlp, vkf::MlpKind::Gated);
+    ModelConfig one = c;
+    one.n_layer = 1;
+    const auto tensors = vkf::expected_tensors(one);
+    EXPECT_EQ(tensors[2].name, "h.0.attn.qkv.weight");
+    EXPECT_EQ(tensors[2].shape, (std::vector<std::size_t>{2048 + 2 * 64, 2048}));
+    ModelConfig wide = c;
+    wide.ffn_hidden = 4 * 2048;
+    EXPECT_NE(vkf::test::error_message([&] {
+                  vkf::validate(wide);
+              }).find("Refact's MLP width is fixed by n_embd 2048 (5632), not 8192"),
+              std::string::npos);
+}
+
 TEST(FamilyConfigs, UnsupportedSettingsAreRefusedByName) {
     const std::pair<std::string, std::string> cases[] = {
         {replaced(kFalconRw1b, R"("alibi": true)", R"("alibi": false)"),
@@ -260,6 +314,8 @@ TEST(FamilyConfigs, UnsupportedSettingsAreRefusedByName) {
          "attn_config.fused_qkv: separate Wq, Wk and Wv"},
         {replaced(kMpt30bGqa, R"("logit_scale": "inv_sqrt_d_model")", R"("logit_scale": 0)"),
          "config.json: logit_scale: must be a finite, non-zero number"},
+        {replaced(kRefact16b, R"("multi_query": true)", R"("multi_query": false)"),
+         "config.json: multi_query: Refact's attention is multi-query"},
     };
     for (const auto& [text, expected] : cases) {
         const std::string message = error_of(text);

@@ -123,6 +123,52 @@ TEST_F(GgufFamiliesTest, RefusesBaichuan7bAndAMissingOrUnlikePart) {
               std::string::npos);
 }
 
+// Refact, width 4, 2 heads of 2, one K/V head: attn_q [4, 4], attn_k and attn_v [2, 4] (parts
+// told apart by 1000s) read as one [q | k | v] of 8 rows; ffn_gate and ffn_up as they are.
+std::string refact(std::uint64_t k_rows = 2, std::uint32_t kv_heads = 1) {
+    const std::vector<Tensor> tensors = {{"token_embd.weight", {4, 6}},
+                                         {"blk.0.attn_q.weight", {4, 4}, 0},
+                                         {"blk.0.attn_k.weight", {4, k_rows}, 1000},
+                                         {"blk.0.attn_v.weight", {4, 2}, 2000},
+                                         {"blk.0.ffn_gate.weight", {4, 256}, 3000},
+                                         {"blk.0.ffn_up.weight", {4, 256}, 4000}};
+    return gguf("refact", tensors, 7, [&](GgufBytes& g) {
+        g.kv_u32("refact.embedding_length", 4).kv_u32("refact.block_count", 1);
+        g.kv_u32("refact.attention.head_count", 2).kv_u32("refact.attention.head_count_kv", kv_heads);
+        g.kv_u32("refact.feed_forward_length", 256).kv_f32("refact.attention.layer_norm_rms_epsilon", 1e-5f);
+        g.kv_u32("refact.context_length", 64);
+    });
+}
+
+TEST_F(GgufFamiliesTest, RefactQkvIsPutTogetherFromPartsOfUnequalRows) {
+    const vkf::GgufModelSource model = vkf::open_gguf_model(vkf::open_gguf(write(refact())));
+    const vkf::ModelConfig& c = model.config;
+    EXPECT_EQ(c.family, vkf::ModelFamily::Refact);
+    EXPECT_EQ(c.n_kv_head, 1u);
+    EXPECT_EQ(c.ffn_hidden, 256u);
+    EXPECT_TRUE(c.no_bias);
+    EXPECT_TRUE(c.tie_word_embeddings);
+    EXPECT_NEAR(c.layer_norm_epsilon, 1e-5, 1e-12);
+    EXPECT_NO_THROW(vkf::validate(c));
+    const std::vector<float> qkv = model.checkpoint.read_as_f32("h.0.attn.qkv.weight");
+    ASSERT_EQ(qkv.size(), 8u * 4);
+    for (std::uint32_t r = 0; r < 8; ++r) {
+        const float part = r < 4 ? 0.0f : r < 6 ? 1000.0f : 2000.0f;
+        const std::uint32_t stored = r < 4 ? r : (r - 4) % 2;
+        EXPECT_EQ(qkv[r * 4 + 1], part + static_cast<float>(100 * stored + 1)) << r;
+    }
+    EXPECT_EQ(model.checkpoint.read_as_f32("h.0.mlp.gate_proj.weight")[4 * 5], 3500.0f);
+    EXPECT_EQ(model.checkpoint.read_as_f32("h.0.mlp.up_proj.weight")[4 * 5], 4500.0f);
+    EXPECT_NE(vkf::test::error_message([&] {
+                  vkf::open_gguf_model(vkf::open_gguf(write(refact(4))));
+              }).find("tensor 'blk.0.attn_k.weight' has 4 rows; as part 1 of 'h.0.attn.qkv.weight' it must have 2"),
+              std::string::npos);
+    EXPECT_NE(vkf::test::error_message([&] {
+                  vkf::open_gguf_model(vkf::open_gguf(write(refact(2, 2))));
+              }).find("refact.attention.head_count_kv is 2: Refact's attention has one K/V head"),
+              std::string::npos);
+}
+
 // Jais, width 4, 2 heads: a Conv1D matrix stored [out, in] by the converter is presented
 // [in, out] again, element (i, o) the stored (o, i).
 TEST_F(GgufFamiliesTest, JaisMatricesArePresentedAsConv1dAgain) {
@@ -205,7 +251,7 @@ TEST_F(GgufFamiliesTest, JinaBertV2IsAnEncoder) {
     EXPECT_NE(checkpoint.find("embeddings.token_type_embeddings.weight"), nullptr);
     EXPECT_NE(vkf::test::error_message([&] {
                   vkf::open_gguf_model(vkf::open_gguf(path));
-              }).find("vkformer reads 'bloom', 'mpt', 'baichuan' and 'jais'; this encoder is vkf-embed's)"),
+              }).find("vkformer reads 'bloom', 'mpt', 'baichuan', 'jais' and 'refact'; this encoder is vkf-embed's)"),
               std::string::npos);
 }
 

@@ -201,7 +201,8 @@ TEST(ModelConfig, RefusesWhatItCannotRun) {
         {replaced(kBloom560m, R"("vocab_size": 250880)", R"("vocab_size": 5000000000)"),
          "config.json: vocab_size: expected an integer in [0, 4294967295]"},
         {replaced(kBloom560m, R"("model_type": "bloom")", R"("model_type": "llama")"),
-         "config.json: model_type: 'llama' is not supported (vkformer runs bloom, mpt, falcon, baichuan and jais)"},
+         "config.json: model_type: 'llama' is not supported (vkformer runs bloom, mpt, falcon, baichuan, jais and "
+         "gpt_refact)"},
         {replaced(kBloom560m, R"("model_type": "bloom",)", ""), "config.json: missing key 'model_type'"},
         {replaced(kBloom560m, R"("layer_norm_epsilon": 1e-05)", R"("layer_norm_epsilon": 0)"),
          "config.json: layer_norm_epsilon: must be a positive number"},

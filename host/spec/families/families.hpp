@@ -14,5 +14,6 @@ const FamilySpec& mpt();
 const FamilySpec& falcon();
 const FamilySpec& baichuan();
 const FamilySpec& jais();
+const FamilySpec& refact();
 
 }  // namespace vkf::family_defs

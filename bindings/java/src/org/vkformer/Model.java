@@ -110,7 +110,7 @@ public final class Model extends NativeHandle {
         return info[2];
     }
 
-    /** "bloom", "mpt", "falcon", "baichuan", "jais". */
+    /** "bloom", "mpt", "falcon", "baichuan", "jais", "refact". */
     public String family() {
         long h = acquire();
         try {
