@@ -4,6 +4,7 @@
 #include "host/io/gguf_keys.hpp"
 #include "host/io/gguf_writer.hpp"
 #include "host/io/json.hpp"
+#include "host/quant/gguf_family_keys.hpp"
 #include "host/quant/gguf_vocab_writer.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
@@ -27,18 +28,11 @@ namespace fs = std::filesystem;
 // llama.cpp's tensor names (gguf-py's TENSOR_NAMES) that vkformer's families can have; which
 // Hugging Face tensor each one is comes from the GGUF reader (gguf_tensor_name), so the two
 // directions cannot disagree.
-constexpr std::string_view kWholeNames[] = {"token_embd", "token_embd_norm", "output_norm", "output"};
-constexpr std::string_view kBlockNames[] = {"attn_norm", "attn_qkv", "attn_output", "ffn_norm", "ffn_up", "ffn_down"};
-
-std::string_view architecture(ModelFamily family) {
-    if (family == ModelFamily::Bloom) {
-        return "bloom";
-    }
-    throw Error(
-        fmt::format("vkf-quantize writes GGUF for the families vkformer's GGUF reader loads (BLOOM as "
-                    "llama.cpp's 'bloom'), not {}",
-                    family_name(family)));
-}
+constexpr std::string_view kWholeNames[] = {"token_embd", "position_embd", "token_embd_norm", "output_norm", "output"};
+constexpr std::string_view kBlockNames[] = {"attn_norm", "attn_qkv", "attn_q_norm", "attn_k_norm", "attn_output",
+                                            "ffn_norm",  "ffn_up",   "ffn_gate",    "ffn_down"};
+// conversion/base.py keeps these matrices F32 whatever the output type (POS_EMBD).
+constexpr std::string_view kAlwaysF32 = "position_embd.weight";
 
 std::string strip_prefix(std::string_view name) {
     return std::string(name.starts_with(kTransformerPrefix) ? name.substr(kTransformerPrefix.size()) : name);
@@ -144,13 +138,6 @@ std::string size_label(std::uint64_t parameters) {
     return fmt::format("{:.{}f}{}", scaled, fix, suffix);
 }
 
-// The context length conversion/bloom.py writes: config.json's seq_length, else the width.
-std::uint32_t context_length(const fs::path& dir, const ModelConfig& config) {
-    const JsonValue json = read_json_file(dir / "config.json");
-    const JsonValue* seq = json.find("seq_length");
-    return seq != nullptr && !seq->is_null() ? seq->as_integer<std::uint32_t>() : config.hidden;
-}
-
 }  // namespace
 
 std::string_view to_string(GgufMatrixType type) {
@@ -172,7 +159,7 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
     const ShardedCheckpoint checkpoint = open_checkpoint(model_dir);
     const ModelConfig config = resolve_with_checkpoint(read_model_config(model_dir), checkpoint);
     validate(config);
-    const std::string_view arch = architecture(config.family);
+    const std::string_view arch = gguf_written_architecture(config.family);
     if (const QuantFormat already = checkpoint_quantization(checkpoint); already != QuantFormat::None) {
         throw Error(
             fmt::format("checkpoint '{}' is already quantized ({}); convert the fp32/fp16/bf16 original instead",
@@ -197,14 +184,9 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
         parameters += elements;
     }
     put(std::string(gguf_key::kSizeLabel), gguf_string(size_label(parameters)));
-    put(gguf_key::arch_key(arch, gguf_key::kContextLength), gguf_uint32(context_length(dir, config)));
-    put(gguf_key::arch_key(arch, gguf_key::kEmbeddingLength), gguf_uint32(config.hidden));
-    put(gguf_key::arch_key(arch, gguf_key::kFeedForwardLength), gguf_uint32(config.ffn_hidden));
-    put(gguf_key::arch_key(arch, gguf_key::kBlockCount), gguf_uint32(config.n_layer));
-    put(gguf_key::arch_key(arch, gguf_key::kHeadCount), gguf_uint32(config.n_head));
-    put(gguf_key::arch_key(arch, gguf_key::kHeadCountKv), gguf_uint32(config.n_kv_head));
-    put(gguf_key::arch_key(arch, gguf_key::kLayerNormEpsilon),
-        gguf_float32(static_cast<float>(config.layer_norm_epsilon)));
+    for (GgufKeyValue& kv : gguf_family_parameters(dir, config)) {
+        metadata.push_back(std::move(kv));
+    }
     put(std::string(gguf_key::kFileType), gguf_uint32(static_cast<std::uint32_t>(file_type(type))));
     put(std::string(gguf_key::kQuantizationVersionKey), gguf_uint32(gguf_key::kQuantizationVersion));
     for (GgufKeyValue& kv : gguf_tokenizer_metadata(dir, config.vocab_size)) {
@@ -220,7 +202,7 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
         }
         const auto& [gguf_name, mapping] = found->second;
         const CheckpointTensor& source = checkpoint.at(e.name);
-        const bool matrix = e.shape.size() == 2 && quantized_role(e.role);
+        const bool matrix = e.shape.size() == 2 && quantized_role(e.role) && gguf_name != kAlwaysF32;
         const GgmlType tensor_type = matrix ? ggml_type(type) : GgmlType::F32;
         const std::uint64_t k = e.shape.back();
         if (matrix && (tensor_type == GgmlType::Q8_0 || tensor_type == GgmlType::Q4_0)) {

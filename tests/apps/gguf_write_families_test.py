@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""vkf-quantize --format gguf for the decoder families beyond BLOOM (issue 44): MPT.
+
+For each case, a random tiny checkpoint (vkf-make-checkpoint --preset tiny, f32) is written by
+vkf-quantize --format gguf --to f32 and --to q8_0, and the same directory is converted the way
+llama.cpp's converter does it by gguf_families_test.py's converters (conversion/mpt.py in numpy,
+with llama.cpp's gguf-py from npm's node-llama-cpp) plus the general.* keys base.py writes, then:
+
+- gguf-py reads both files: the same keys with the same types and values, the same tensors with
+  the same names, shapes and types (conversion/base.py's: 1-D tensors and POS_EMBD F32, other
+  matrices in the output type); F32 tensors byte for byte the converter's; Q8_0 tensors,
+  dequantized by gguf-py, within half a block scale of the converter's F32 tensor.
+- vkf-run --check on the written file gives the directory's greedy ids, a reference error below
+  gguf_families_test.py's bound, and logits identical to the directory's in the same weight format.
+
+usage: gguf_write_families_test.py VKF_QUANTIZE VKF_RUN VKF_MAKE_CHECKPOINT NPM_DIR
+Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
+"""
+
+import json
+import math
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+import gguf_compare  # noqa: E402  (gguf-py's installation)
+from cli_checks import fail, failures, run, run_json  # noqa: E402
+from gguf_run_test import read_safetensors  # noqa: E402
+import gguf_families_test as families  # noqa: E402  (the converters, line for line llama.cpp's)
+from gguf_write_test import field_value  # noqa: E402
+
+# name -> (family flag, vkf-make-checkpoint options)
+CASES = {
+    "mpt": ("mpt", ["--bias", "--qk-ln", "--kv-heads", "2", "--clip-qkv", "4", "--alibi-bias-max", "6"]),
+    "mpt-no-bias": ("mpt", []),
+}
+TYPES = ("f32", "q8_0")
+# conversion/base.py's tensors kept F32 whatever the output type (besides 1-D ones and norms).
+ALWAYS_F32 = ("position_embd.weight",)
+
+
+def converter_file(gguf, np, model_dir, out, outtype):
+    """convert_hf_to_gguf.py --outtype OUTTYPE (q8_0: gguf-py's own Q8_0) of model_dir."""
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        hp = json.load(f)
+    arch, body = families.CONVERTERS[hp["model_type"]]
+    tensors = read_safetensors(np, os.path.join(model_dir, "model.safetensors"))
+    writer = gguf.GGUFWriter(out, arch)
+    writer.add_type(gguf.GGUFType.MODEL)
+    writer.add_name(os.path.basename(os.path.normpath(model_dir)))
+    writer.add_size_label(gguf.size_label(sum(math.prod(t.shape) for t in tensors.values()), 0, 0, 0))
+    written = list(body(gguf, np, hp, tensors, writer))
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_Q8_0)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    for name, data in written:
+        data = data.astype(np.float32)
+        if outtype == "q8_0" and data.ndim == 2 and name not in ALWAYS_F32 and not name.endswith("_norm.weight"):
+            q = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor(name, gguf.quants.quantize(data, q), raw_dtype=q)
+        else:
+            writer.add_tensor(name, np.ascontiguousarray(data))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def compare_file(gguf, np, label, ours_path, theirs_path, f32_path):
+    ours, theirs, f32 = gguf.GGUFReader(ours_path), gguf.GGUFReader(theirs_path), gguf.GGUFReader(f32_path)
+    for key in sorted(set(ours.fields) | set(theirs.fields)):
+        a, b = ours.fields.get(key), theirs.fields.get(key)
+        if a is None or b is None:
+            fail("%s: key %s only in %s" % (label, key, "the converter's file" if a is None else "ours"))
+        elif [t.name for t in a.types] != [t.name for t in b.types] or field_value(a) != field_value(b):
+            fail("%s: %s is %s %r, the converter's %s %r" % (label, key, [t.name for t in a.types], field_value(a),
+                                                            [t.name for t in b.types], field_value(b)))
+    theirs_tensors = {t.name: t for t in theirs.tensors}
+    f32_tensors = {t.name: t for t in f32.tensors}
+    for t in ours.tensors:
+        ref = theirs_tensors.get(t.name)
+        if ref is None:
+            fail("%s: tensor %s is not the converter's" % (label, t.name))
+            continue
+        if (t.tensor_type.name, [int(d) for d in t.shape]) != (ref.tensor_type.name, [int(d) for d in ref.shape]):
+            fail("%s: %s is %s %s, the converter's %s %s" % (label, t.name, t.tensor_type.name, list(t.shape),
+                                                            ref.tensor_type.name, list(ref.shape)))
+            continue
+        if t.tensor_type.name == "F32":
+            if bytes(t.data.tobytes()) != bytes(ref.data.tobytes()):
+                fail("%s: %s bytes differ from the converter's" % (label, t.name))
+            continue
+        original = np.asarray(f32_tensors[t.name].data, dtype=np.float64).reshape((-1, 32))
+        deq = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64).reshape((-1, 32))
+        d = np.frombuffer(bytes(t.data.tobytes()), dtype=np.uint8).reshape((-1, 34))[:, :2]
+        d = np.abs(d.copy().view(np.float16).astype(np.float64)).reshape((-1, 1))
+        if deq.shape != original.shape or not np.all(np.abs(deq - original) <= d * 0.5 * (1 + 1e-6) + 1e-30):
+            fail("%s: %s dequantized is not within d/2 of the converter's F32 tensor" % (label, t.name))
+    if len(ours.tensors) != len(theirs.tensors) or len(ours.fields) != len(theirs.fields):
+        fail("%s: %d keys and %d tensors, the converter's %d and %d" % (label, len(ours.fields), len(ours.tensors),
+                                                                      len(theirs.fields), len(theirs.tensors)))
+    print("%-18s %d keys and %d tensors as the converter writes them" % (label, len(ours.fields), len(ours.tensors)))
+
+
+def same_run(np, vkf_run, label, gguf_path, model_dir, weights, tmp):
+    a_path, b_path = os.path.join(tmp, "gguf.npy"), os.path.join(tmp, "dir.npy")
+    ours = families.greedy(vkf_run, gguf_path, weights, a_path)
+    theirs = families.greedy(vkf_run, model_dir, weights, b_path)
+    if ours is None or theirs is None:
+        return
+    error = ours.get("check", {}).get("max_rel_logit_error")
+    la, lb = np.load(a_path), np.load(b_path)
+    if (ours.get("generated_ids") != theirs.get("generated_ids") or error is None or not error < families.BOUND
+            or la.shape != lb.shape or not np.array_equal(la, lb)):
+        fail("%s: GGUF ids %r, directory %r, reference error %r; logits equal: %s" % (
+            label, ours.get("generated_ids"), theirs.get("generated_ids"), error,
+            la.shape == lb.shape and np.array_equal(la, lb)))
+    else:
+        print("%-18s vkf-run: ids %s, reference error %.3g, logits identical to the directory's"
+              % (label, ours["generated_ids"], error))
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__)
+        return 2
+    vkf_quantize, vkf_run, make, npm_dir = sys.argv[1], sys.argv[2], sys.argv[3], os.path.abspath(sys.argv[4])
+    for program in ("node", "npm", "git"):
+        if gguf_compare.shutil.which(program) is None:
+            gguf_compare.skip("%s is not installed" % program)
+    try:
+        import numpy as np
+    except ImportError:
+        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
+    sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
+    import gguf
+
+    with tempfile.TemporaryDirectory(prefix="vkf_gguf_write_families_") as tmp:
+        for case, (family, options) in CASES.items():
+            model = os.path.join(tmp, case)
+            proc = run(make, ["--out", model, "--family", family, "--preset", "tiny", "--dtype", "f32"] + options)
+            if proc.returncode != 0:
+                fail("vkf-make-checkpoint --family %s: exit %d: %s" % (family, proc.returncode, proc.stderr))
+                continue
+            f32_theirs = os.path.join(tmp, "%s-converter-f32.gguf" % case)
+            for outtype in TYPES:
+                label = "%s %s" % (case, outtype)
+                ours = os.path.join(tmp, "%s-%s.gguf" % (case, outtype))
+                proc = run(vkf_quantize, ["--model", model, "--to", outtype, "--format", "gguf", "--out", ours])
+                if proc.returncode != 0:
+                    fail("%s: vkf-quantize exited %d: %s" % (label, proc.returncode, proc.stderr))
+                    continue
+                theirs = os.path.join(tmp, "%s-converter-%s.gguf" % (case, outtype))
+                converter_file(gguf, np, model, theirs, outtype)
+                compare_file(gguf, np, label, ours, theirs, f32_theirs)
+                same_run(np, vkf_run, label, ours, model, outtype, tmp)
+        # A family the writer does not write is refused by name.
+        model = os.path.join(tmp, "jais")
+        if run(make, ["--out", model, "--family", "jais", "--preset", "tiny"]).returncode == 0:
+            proc = run(vkf_quantize, ["--model", model, "--to", "f32", "--format", "gguf",
+                                      "--out", os.path.join(tmp, "jais.gguf")])
+            if proc.returncode == 0 or "not jais" not in proc.stderr or os.path.exists(os.path.join(tmp, "jais.gguf")):
+                fail("jais: exit %d, expected a refusal naming it: %r" % (proc.returncode, proc.stderr))
+            else:
+                print("jais               refused: %s" % proc.stderr.strip().splitlines()[-1])
+
+    print("%d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
