@@ -35,6 +35,9 @@ inline constexpr std::string_view kBlockCount = "block_count";
 inline constexpr std::string_view kHeadCount = "attention.head_count";
 inline constexpr std::string_view kHeadCountKv = "attention.head_count_kv";
 inline constexpr std::string_view kLayerNormEpsilon = "attention.layer_norm_epsilon";
+inline constexpr std::string_view kLayerNormRmsEpsilon = "attention.layer_norm_rms_epsilon";
+inline constexpr std::string_view kTensorDataLayout = "tensor_data_layout";
+inline constexpr std::string_view kRopeDimensionCount = "rope.dimension_count";
 inline constexpr std::string_view kClampKqv = "attention.clamp_kqv";
 inline constexpr std::string_view kMaxAlibiBias = "attention.max_alibi_bias";
 inline std::string arch_key(std::string_view architecture, std::string_view suffix) {

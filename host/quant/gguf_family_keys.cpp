@@ -24,6 +24,9 @@ public:
     void float32(std::string_view suffix, double value) {
         keys_.push_back({gguf_key::arch_key(arch_, suffix), gguf_float32(static_cast<float>(value))});
     }
+    void string(std::string_view suffix, std::string value) {
+        keys_.push_back({gguf_key::arch_key(arch_, suffix), gguf_string(std::move(value))});
+    }
     std::vector<GgufKeyValue> take() { return std::move(keys_); }
 
 private:
@@ -66,6 +69,47 @@ std::vector<GgufKeyValue> mpt_keys(const JsonValue& json, const ModelConfig& con
     return keys.take();
 }
 
+// conversion/refact.py: the MLP width derived from n_embd (2/3 of 4 x n_embd, rounded up to a
+// multiple of 256), one K/V head, RMS norms.
+std::vector<GgufKeyValue> refact_keys(const JsonValue& json, const ModelConfig& config) {
+    Keys keys("refact");
+    constexpr std::uint64_t kMultipleOf = 256;
+    const std::uint64_t derived = 2 * (4 * std::uint64_t{config.hidden}) / 3;
+    keys.uint32(gguf_key::kContextLength, json.at("n_positions").as_integer<std::uint32_t>());
+    keys.uint32(gguf_key::kEmbeddingLength, config.hidden);
+    keys.uint32(gguf_key::kFeedForwardLength,
+                static_cast<std::uint32_t>(kMultipleOf * ((derived + kMultipleOf - 1) / kMultipleOf)));
+    keys.uint32(gguf_key::kBlockCount, config.n_layer);
+    keys.uint32(gguf_key::kHeadCount, config.n_head);
+    keys.uint32(gguf_key::kHeadCountKv, 1);
+    keys.float32(gguf_key::kLayerNormRmsEpsilon, json.at("layer_norm_epsilon").as_double());
+    return keys.take();
+}
+
+// conversion/baichuan.py on base.py's TextModel.set_gguf_parameters, for the keys a Baichuan
+// config.json has: the context length is the first of base.py's candidate keys present.
+std::vector<GgufKeyValue> baichuan_keys(const JsonValue& json, const ModelConfig& config) {
+    Keys keys("baichuan");
+    keys.uint32(gguf_key::kBlockCount, config.n_layer);
+    for (const std::string_view name :
+         {"max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length", "model_max_length"}) {
+        if (const JsonValue* n = json.find(name); n != nullptr && !n->is_null()) {
+            keys.uint32(gguf_key::kContextLength, n->as_integer<std::uint32_t>());
+            break;
+        }
+    }
+    keys.uint32(gguf_key::kEmbeddingLength, config.hidden);
+    keys.uint32(gguf_key::kFeedForwardLength, config.ffn_hidden);
+    keys.uint32(gguf_key::kHeadCount, config.n_head);
+    if (const JsonValue* kv = json.find("num_key_value_heads"); kv != nullptr && !kv->is_null()) {
+        keys.uint32(gguf_key::kHeadCountKv, kv->as_integer<std::uint32_t>());
+    }
+    keys.float32(gguf_key::kLayerNormRmsEpsilon, json.at("rms_norm_eps").as_double());
+    keys.string(gguf_key::kTensorDataLayout, "Meta AI original pth");
+    keys.uint32(gguf_key::kRopeDimensionCount, config.hidden / config.n_head);
+    return keys.take();
+}
+
 }  // namespace
 
 std::string_view gguf_written_architecture(ModelFamily family) {
@@ -74,17 +118,30 @@ std::string_view gguf_written_architecture(ModelFamily family) {
             return "bloom";
         case ModelFamily::Mpt:
             return "mpt";
+        case ModelFamily::Refact:
+            return "refact";
+        case ModelFamily::Baichuan:
+            return "baichuan";
         default:
             break;
     }
-    throw Error(fmt::format("vkf-quantize writes GGUF for BLOOM and MPT (llama.cpp's 'bloom' and 'mpt'), not {}",
-                            family_name(family)));
+    throw Error(
+        fmt::format("vkf-quantize writes GGUF for BLOOM, MPT, Refact and Baichuan (llama.cpp's 'bloom', 'mpt', "
+                    "'refact', 'baichuan'), not {}",
+                    family_name(family)));
 }
 
 std::vector<GgufKeyValue> gguf_family_parameters(const fs::path& dir, const ModelConfig& config) {
     const JsonValue json = read_json_file(dir / "config.json");
-    if (config.family == ModelFamily::Mpt) {
-        return mpt_keys(json, config);
+    switch (config.family) {
+        case ModelFamily::Mpt:
+            return mpt_keys(json, config);
+        case ModelFamily::Refact:
+            return refact_keys(json, config);
+        case ModelFamily::Baichuan:
+            return baichuan_keys(json, config);
+        default:
+            break;
     }
     return bloom_keys(json, config);
 }

@@ -9,6 +9,7 @@
 #include "host/quant/quantized_checkpoint.hpp"
 #include "host/spec/gguf_checkpoint.hpp"
 #include "host/spec/model_tensors.hpp"
+#include "host/spec/refact_layout.hpp"
 #include "host/util/endian.hpp"
 #include "host/util/half.hpp"
 
@@ -29,8 +30,9 @@ namespace fs = std::filesystem;
 // Hugging Face tensor each one is comes from the GGUF reader (gguf_tensor_name), so the two
 // directions cannot disagree.
 constexpr std::string_view kWholeNames[] = {"token_embd", "position_embd", "token_embd_norm", "output_norm", "output"};
-constexpr std::string_view kBlockNames[] = {"attn_norm", "attn_qkv", "attn_q_norm", "attn_k_norm", "attn_output",
-                                            "ffn_norm",  "ffn_up",   "ffn_gate",    "ffn_down"};
+constexpr std::string_view kBlockNames[] = {"attn_norm", "attn_qkv",    "attn_q",      "attn_k",
+                                            "attn_v",    "attn_q_norm", "attn_k_norm", "attn_output",
+                                            "ffn_norm",  "ffn_up",      "ffn_gate",    "ffn_down"};
 // conversion/base.py keeps these matrices F32 whatever the output type (POS_EMBD).
 constexpr std::string_view kAlwaysF32 = "position_embd.weight";
 
@@ -38,12 +40,23 @@ std::string strip_prefix(std::string_view name) {
     return std::string(name.starts_with(kTransformerPrefix) ? name.substr(kTransformerPrefix.size()) : name);
 }
 
-// llama.cpp's name of every Hugging Face tensor of the family, with the reader's row order.
-std::map<std::string, std::pair<std::string, GgufTensorName>> llama_names(const ModelConfig& config) {
-    std::map<std::string, std::pair<std::string, GgufTensorName>> by_hf;
+// llama.cpp's names of every Hugging Face tensor of the family (several where the converter
+// splits it: Baichuan's W_pack, Refact's q and kv), with the reader's row order and parts.
+using LlamaNames = std::map<std::string, std::vector<std::pair<std::string, GgufTensorName>>>;
+LlamaNames llama_names(const ModelConfig& config) {
+    LlamaNames by_hf;
     const auto add = [&](const std::string& gguf) {
         if (std::optional<GgufTensorName> hf = gguf_tensor_name(config, gguf)) {
-            by_hf.emplace(strip_prefix(hf->name), std::pair{gguf, *hf});
+            // The reader takes Baichuan's W_pack whole (attn_qkv) or split; the converter splits it.
+            auto& parts = by_hf[strip_prefix(hf->name)];
+            if (!parts.empty() && parts.front().second.parts > hf->parts) {
+                return;
+            }
+            if (!parts.empty() && parts.front().second.parts < hf->parts) {
+                parts.clear();
+            }
+            parts.emplace_back(gguf, *hf);
+            std::ranges::sort(parts, {}, [](const auto& part) { return part.second.part; });
         }
     };
     for (const std::string_view suffix : {".weight", ".bias"}) {
@@ -138,6 +151,76 @@ std::string size_label(std::uint64_t parameters) {
     return fmt::format("{:.{}f}{}", scaled, fix, suffix);
 }
 
+// The GGUF tensor `gguf_name` of the family tensor `e`: the whole tensor, or where the converter
+// split it, part `mapping.part` of its stored rows ([q | k | v]), in the converter's row order.
+GgufTensorSource tensor_source(const ModelConfig& config, const ExpectedTensor& e, const CheckpointTensor& source,
+                               const std::string& gguf_name, const GgufTensorName& mapping, GgufMatrixType type) {
+    const bool matrix = e.shape.size() == 2 && quantized_role(e.role) && gguf_name != kAlwaysF32;
+    const GgmlType tensor_type = matrix ? ggml_type(type) : GgmlType::F32;
+    const std::uint64_t k = e.shape.back();
+    if (matrix && (tensor_type == GgmlType::Q8_0 || tensor_type == GgmlType::Q4_0)) {
+        quant_row_bytes(QuantFormat::Q8_0, k, fmt::format("tensor '{}'", e.name));  // refuses k % 32 != 0
+    }
+    const bool is_vector = e.shape.size() == 1;
+    if (mapping.parts > 1 && is_vector) {
+        throw Error(fmt::format("tensor '{}': llama.cpp splits no bias of this architecture", e.name));
+    }
+    // The rows of this part within the stored rows: equal parts unless part_rows says.
+    std::uint64_t first_stored = 0, part_rows = e.shape.front();
+    if (mapping.parts > 1) {
+        std::vector<std::uint64_t> rows = mapping.part_rows;
+        if (rows.empty()) {
+            rows.assign(mapping.parts, e.shape.front() / mapping.parts);
+        }
+        for (std::uint32_t p = 0; p < mapping.part; ++p) {
+            first_stored += rows.at(p);
+        }
+        part_rows = rows.at(mapping.part);
+    }
+    // The reader's row_order maps each family row to its stored row; the writer needs the
+    // reverse: the family row each stored row holds.
+    std::vector<std::uint32_t> family_row;
+    if (mapping.row_order != nullptr) {
+        const std::vector<std::uint32_t> order = mapping.row_order(config);
+        family_row.resize(order.size());
+        for (std::uint32_t r = 0; r < order.size(); ++r) {
+            family_row.at(order[r]) = r;
+        }
+    }
+    const std::uint64_t row_elements = k;  // a 1-D tensor is one row
+    std::vector<std::uint64_t> dims(e.shape.rbegin(), e.shape.rend());
+    if (!is_vector) {
+        dims.back() = part_rows;
+    }
+    return GgufTensorSource{
+        .name = gguf_name,
+        .dims = dims,
+        .type = tensor_type,
+        .fill = [&source, family_row = std::move(family_row), first_stored, row_elements, tensor_type,
+                 gguf_name = gguf_name, is_vector](std::uint64_t first, std::uint64_t rows, std::span<std::byte> out) {
+            const DType dtype = source.info->dtype;
+            const std::uint64_t row_raw = row_elements * element_size(dtype);
+            std::vector<std::byte> raw(rows * row_raw);
+            if (family_row.empty() || is_vector) {
+                source.file->read_raw_into(*source.info, (first_stored + first) * row_raw, raw);
+            } else {
+                for (std::uint64_t r = 0; r < rows; ++r) {
+                    source.file->read_raw_into(*source.info, family_row.at(first_stored + first + r) * row_raw,
+                                               std::span(raw).subspan(r * row_raw, row_raw));
+                }
+            }
+            std::vector<float> values(rows * row_elements);
+            convert_to_f32(dtype, raw, values);
+            if (is_vector && !family_row.empty()) {  // a fused QKV bias: one "row" per element
+                const std::vector<float> family = values;
+                for (std::size_t i = 0; i < values.size(); ++i) {
+                    values[i] = family.at(family_row.at(i));
+                }
+            }
+            encode_rows(tensor_type, values, rows, row_elements, out, gguf_name);
+        }};
+}
+
 }  // namespace
 
 std::string_view to_string(GgufMatrixType type) {
@@ -156,7 +239,7 @@ std::string_view to_string(GgufMatrixType type) {
 
 void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufMatrixType type,
                       const CheckpointProgressCallback& progress) {
-    const ShardedCheckpoint checkpoint = open_checkpoint(model_dir);
+    const ShardedCheckpoint checkpoint = with_refact_layout(open_checkpoint(model_dir));
     const ModelConfig config = resolve_with_checkpoint(read_model_config(model_dir), checkpoint);
     validate(config);
     const std::string_view arch = gguf_written_architecture(config.family);
@@ -200,55 +283,9 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
         if (found == names.end() || e.transposed) {
             throw Error(fmt::format("tensor '{}' has no llama.cpp name in the '{}' architecture", e.name, arch));
         }
-        const auto& [gguf_name, mapping] = found->second;
-        const CheckpointTensor& source = checkpoint.at(e.name);
-        const bool matrix = e.shape.size() == 2 && quantized_role(e.role) && gguf_name != kAlwaysF32;
-        const GgmlType tensor_type = matrix ? ggml_type(type) : GgmlType::F32;
-        const std::uint64_t k = e.shape.back();
-        if (matrix && (tensor_type == GgmlType::Q8_0 || tensor_type == GgmlType::Q4_0)) {
-            quant_row_bytes(QuantFormat::Q8_0, k, fmt::format("tensor '{}'", e.name));  // refuses k % 32 != 0
+        for (const auto& [gguf_name, mapping] : found->second) {
+            tensors.push_back(tensor_source(config, e, checkpoint.at(e.name), gguf_name, mapping, type));
         }
-        // The reader's row_order maps each family row to its stored row; the writer needs the
-        // reverse: the family row each stored row holds.
-        std::vector<std::uint32_t> family_row;
-        if (mapping.row_order != nullptr) {
-            const std::vector<std::uint32_t> order = mapping.row_order(config);
-            family_row.resize(order.size());
-            for (std::uint32_t r = 0; r < order.size(); ++r) {
-                family_row.at(order[r]) = r;
-            }
-        }
-        const std::uint64_t row_elements = k;  // a 1-D tensor is one row
-        std::vector<std::uint64_t> dims(e.shape.rbegin(), e.shape.rend());
-        tensors.push_back(
-            GgufTensorSource{.name = gguf_name,
-                             .dims = dims,
-                             .type = tensor_type,
-                             .fill = [&source, family_row = std::move(family_row), row_elements, tensor_type,
-                                      gguf_name = gguf_name, is_vector = e.shape.size() == 1](
-                                         std::uint64_t first, std::uint64_t rows, std::span<std::byte> out) {
-                                 const DType dtype = source.info->dtype;
-                                 const std::uint64_t row_raw = row_elements * element_size(dtype);
-                                 std::vector<std::byte> raw(rows * row_raw);
-                                 const bool permute_rows = !family_row.empty() && !is_vector;
-                                 if (!permute_rows) {
-                                     source.file->read_raw_into(*source.info, first * row_raw, raw);
-                                 } else {
-                                     for (std::uint64_t r = 0; r < rows; ++r) {
-                                         source.file->read_raw_into(*source.info, family_row.at(first + r) * row_raw,
-                                                                    std::span(raw).subspan(r * row_raw, row_raw));
-                                     }
-                                 }
-                                 std::vector<float> values(rows * row_elements);
-                                 convert_to_f32(dtype, raw, values);
-                                 if (is_vector && !family_row.empty()) {  // a fused QKV bias: one "row" per element
-                                     const std::vector<float> family = values;
-                                     for (std::size_t i = 0; i < values.size(); ++i) {
-                                         values[i] = family.at(family_row.at(i));
-                                     }
-                                 }
-                                 encode_rows(tensor_type, values, rows, row_elements, out, gguf_name);
-                             }});
     }
     write_gguf_file(out_file, metadata, tensors, progress);
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""vkf-quantize --format gguf for the decoder families beyond BLOOM (issue 44): MPT.
+"""vkf-quantize --format gguf for the decoder families beyond BLOOM (issue 44): MPT, Refact, Baichuan.
 
 For each case, a random tiny checkpoint (vkf-make-checkpoint --preset tiny, f32) is written by
 vkf-quantize --format gguf --to f32 and --to q8_0, and the same directory is converted the way
-llama.cpp's converter does it by gguf_families_test.py's converters (conversion/mpt.py in numpy,
+llama.cpp's converter does it by gguf_families_test.py's converters (conversion/mpt.py,
+refact.py's q/kv and gate_up splits, baichuan.py's W_pack split and q/k row permutation, in numpy,
 with llama.cpp's gguf-py from npm's node-llama-cpp) plus the general.* keys base.py writes, then:
 
 - gguf-py reads both files: the same keys with the same types and values, the same tensors with
@@ -34,7 +35,12 @@ from gguf_write_test import field_value  # noqa: E402
 CASES = {
     "mpt": ("mpt", ["--bias", "--qk-ln", "--kv-heads", "2", "--clip-qkv", "4", "--alibi-bias-max", "6"]),
     "mpt-no-bias": ("mpt", []),
+    "refact": ("refact", []),
+    "baichuan": ("baichuan", []),
 }
+# gguf_families_test.py's refact() writes a `none` tokenizer so that llama.cpp loads a file
+# without one; the converter (and vkf-quantize) write tokenizer keys only from tokenizer.json.
+NOT_THE_CONVERTERS = ("tokenizer.ggml.model", "refact.vocab_size")
 TYPES = ("f32", "q8_0")
 # conversion/base.py's tensors kept F32 whatever the output type (besides 1-D ones and norms).
 ALWAYS_F32 = ("position_embd.weight",)
@@ -51,6 +57,8 @@ def converter_file(gguf, np, model_dir, out, outtype):
     writer.add_name(os.path.basename(os.path.normpath(model_dir)))
     writer.add_size_label(gguf.size_label(sum(math.prod(t.shape) for t in tensors.values()), 0, 0, 0))
     written = list(body(gguf, np, hp, tensors, writer))
+    for key in NOT_THE_CONVERTERS:
+        writer.kv_data[0].pop(key, None)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_Q8_0)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for name, data in written:
