@@ -110,6 +110,19 @@ std::vector<GgufKeyValue> baichuan_keys(const JsonValue& json, const ModelConfig
     return keys.take();
 }
 
+// conversion/jais.py: max_alibi_bias 8 (what it derives from relative_pe.slopes, 8's).
+std::vector<GgufKeyValue> jais_keys(const JsonValue& json, const ModelConfig& config) {
+    Keys keys("jais");
+    keys.uint32(gguf_key::kBlockCount, config.n_layer);
+    keys.uint32(gguf_key::kContextLength, json.at("n_positions").as_integer<std::uint32_t>());
+    keys.uint32(gguf_key::kEmbeddingLength, config.hidden);
+    keys.uint32(gguf_key::kFeedForwardLength, config.ffn_hidden);
+    keys.uint32(gguf_key::kHeadCount, config.n_head);
+    keys.float32(gguf_key::kLayerNormEpsilon, config.layer_norm_epsilon);
+    keys.float32(gguf_key::kMaxAlibiBias, 8.0);
+    return keys.take();
+}
+
 }  // namespace
 
 std::string_view gguf_written_architecture(ModelFamily family) {
@@ -122,12 +135,14 @@ std::string_view gguf_written_architecture(ModelFamily family) {
             return "refact";
         case ModelFamily::Baichuan:
             return "baichuan";
+        case ModelFamily::Jais:
+            return "jais";
         default:
             break;
     }
     throw Error(
-        fmt::format("vkf-quantize writes GGUF for BLOOM, MPT, Refact and Baichuan (llama.cpp's 'bloom', 'mpt', "
-                    "'refact', 'baichuan'), not {}",
+        fmt::format("vkf-quantize writes GGUF for BLOOM, MPT, Refact, Baichuan and Jais (llama.cpp's 'bloom', "
+                    "'mpt', 'refact', 'baichuan', 'jais'), not {}",
                     family_name(family)));
 }
 
@@ -140,6 +155,8 @@ std::vector<GgufKeyValue> gguf_family_parameters(const fs::path& dir, const Mode
             return refact_keys(json, config);
         case ModelFamily::Baichuan:
             return baichuan_keys(json, config);
+        case ModelFamily::Jais:
+            return jais_keys(json, config);
         default:
             break;
     }

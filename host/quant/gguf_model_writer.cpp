@@ -153,8 +153,11 @@ std::string size_label(std::uint64_t parameters) {
 
 // The GGUF tensor `gguf_name` of the family tensor `e`: the whole tensor, or where the converter
 // split it, part `mapping.part` of its stored rows ([q | k | v]), in the converter's row order.
+// `scale` multiplies every value (conversion/jais.py's muP scales, in float32 as numpy does);
+// a tensor the family stores [in, out] (Jais' Conv1D) is written [out, in], as jais.py transposes it.
 GgufTensorSource tensor_source(const ModelConfig& config, const ExpectedTensor& e, const CheckpointTensor& source,
-                               const std::string& gguf_name, const GgufTensorName& mapping, GgufMatrixType type) {
+                               const std::string& gguf_name, const GgufTensorName& mapping, GgufMatrixType type,
+                               float scale = 1.0F) {
     const bool matrix = e.shape.size() == 2 && quantized_role(e.role) && gguf_name != kAlwaysF32;
     const GgmlType tensor_type = matrix ? ggml_type(type) : GgmlType::F32;
     const std::uint64_t k = e.shape.back();
@@ -197,11 +200,18 @@ GgufTensorSource tensor_source(const ModelConfig& config, const ExpectedTensor& 
         .dims = dims,
         .type = tensor_type,
         .fill = [&source, family_row = std::move(family_row), first_stored, row_elements, tensor_type,
-                 gguf_name = gguf_name, is_vector](std::uint64_t first, std::uint64_t rows, std::span<std::byte> out) {
+                 gguf_name = gguf_name, is_vector, scale, transposed = e.transposed && !is_vector,
+                 out_rows = e.shape.front()](std::uint64_t first, std::uint64_t rows, std::span<std::byte> out) {
             const DType dtype = source.info->dtype;
             const std::uint64_t row_raw = row_elements * element_size(dtype);
             std::vector<std::byte> raw(rows * row_raw);
-            if (family_row.empty() || is_vector) {
+            if (transposed) {  // stored [in, out]: the band's columns of each stored row
+                const std::uint64_t size = element_size(dtype), part = rows * size;
+                for (std::uint64_t i = 0; i < row_elements; ++i) {
+                    source.file->read_raw_into(*source.info, (i * out_rows + first) * size,
+                                               std::span(raw).subspan(i * part, part));
+                }
+            } else if (family_row.empty() || is_vector) {
                 source.file->read_raw_into(*source.info, (first_stored + first) * row_raw, raw);
             } else {
                 for (std::uint64_t r = 0; r < rows; ++r) {
@@ -211,6 +221,19 @@ GgufTensorSource tensor_source(const ModelConfig& config, const ExpectedTensor& 
             }
             std::vector<float> values(rows * row_elements);
             convert_to_f32(dtype, raw, values);
+            if (transposed) {  // [in, rows] -> [rows, in]
+                const std::vector<float> columns = values;
+                for (std::uint64_t i = 0; i < row_elements; ++i) {
+                    for (std::uint64_t r = 0; r < rows; ++r) {
+                        values[r * row_elements + i] = columns[i * rows + r];
+                    }
+                }
+            }
+            if (scale != 1.0F) {
+                for (float& v : values) {
+                    v *= scale;
+                }
+            }
             if (is_vector && !family_row.empty()) {  // a fused QKV bias: one "row" per element
                 const std::vector<float> family = values;
                 for (std::size_t i = 0; i < values.size(); ++i) {
@@ -280,11 +303,23 @@ void write_gguf_model(const fs::path& model_dir, const fs::path& out_file, GgufM
     std::vector<GgufTensorSource> tensors;
     for (const ExpectedTensor& e : expected_tensors(config)) {
         const auto found = names.find(strip_prefix(e.name));
-        if (found == names.end() || e.transposed) {
+        if (found == names.end()) {
             throw Error(fmt::format("tensor '{}' has no llama.cpp name in the '{}' architecture", e.name, arch));
         }
         for (const auto& [gguf_name, mapping] : found->second) {
-            tensors.push_back(tensor_source(config, e, checkpoint.at(e.name), gguf_name, mapping, type));
+            float scale = 1.0F;
+            if (config.family == ModelFamily::Jais && gguf_name == "token_embd.weight") {
+                scale = static_cast<float>(config.embedding_scale);
+            } else if (config.family == ModelFamily::Jais && gguf_name == "output.weight") {
+                scale = static_cast<float>(config.logit_scale.value_or(1.0));
+            }
+            tensors.push_back(tensor_source(config, e, checkpoint.at(e.name), gguf_name, mapping, type, scale));
+            // conversion/jais.py reads transformers' state_dict, which holds the tied LM head, and
+            // llama.cpp's jais needs it: the embedding again, scaled by the muP width scale.
+            if (config.family == ModelFamily::Jais && config.tie_word_embeddings && gguf_name == "token_embd.weight") {
+                tensors.push_back(tensor_source(config, e, checkpoint.at(e.name), "output.weight", mapping, type,
+                                                static_cast<float>(config.logit_scale.value_or(1.0))));
+            }
         }
     }
     write_gguf_file(out_file, metadata, tensors, progress);
