@@ -13,7 +13,11 @@ with llama.cpp's gguf-py from npm's node-llama-cpp) plus the general.* keys base
   matrices in the output type); F32 tensors byte for byte the converter's; Q8_0 tensors,
   dequantized by gguf-py, within half a block scale of the converter's F32 tensor.
 - vkf-run --check on the written file gives the directory's greedy ids, a reference error below
-  gguf_families_test.py's bound, and logits identical to the directory's in the same weight format.
+  gguf_families_test.py's bound, and logits identical to the directory's in the same weight format
+  (Jais: within the rounding of its muP scales applied to the weights).
+- Refact and Jais (with a tokenizer.json, which llama.cpp needs): llama.cpp's libllama loads the
+  written file and its logits are within gguf_families_llama.py's bounds of vkf-run's.
+- Falcon, which llama.cpp's reader in vkformer does not read, is refused by name.
 
 usage: gguf_write_families_test.py VKF_QUANTIZE VKF_RUN VKF_MAKE_CHECKPOINT NPM_DIR
 Exit 77 (skipped) when node, npm, git or numpy is missing or npm cannot install the package.
@@ -31,6 +35,8 @@ from cli_checks import fail, failures, run, run_json  # noqa: E402
 from gguf_run_test import read_safetensors  # noqa: E402
 import gguf_families_test as families  # noqa: E402  (the converters, line for line llama.cpp's)
 from gguf_write_test import field_value  # noqa: E402
+import gguf_families_llama  # noqa: E402  (llama.cpp's bounds)
+import llama_logits  # noqa: E402  (llama.cpp's own logits)
 
 # name -> (family flag, vkf-make-checkpoint options)
 CASES = {
@@ -137,6 +143,50 @@ def same_run(np, vkf_run, label, gguf_path, model_dir, weights, tmp, apart=None)
                  "identical to" if apart is None else "%.3g apart from" % distance))
 
 
+def against_llama(np, npm_dir, gguf_py, vkf_quantize, vkf_run, tmp):
+    """Refact and Jais written by vkf-quantize run by llama.cpp's libllama (llama_logits.cpp): the
+    logits vkf-run gives for the file within gguf_families_llama.py's bounds of llama.cpp's. The
+    directory gets a byte-level BPE tokenizer.json (bloom_style.json, 291 tokens), without which
+    llama.cpp loads no model. (MPT and Baichuan are left out: llama.cpp runs the tiny random MPT
+    3.7e-4 apart, without the settings it has no key for, and a 2-block Baichuan not as the ALiBi
+    13B.)"""
+    why = llama_logits.unavailable()
+    if why is not None:
+        print("llama.cpp checks skipped: %s" % why)
+        return
+    tool, libs = llama_logits.build(npm_dir, gguf_py)
+    tokenizer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "text", "data", "bloom_style.json")
+    prompt = [int(i) for i in families.PROMPT.split(",")]
+    for case in ("refact", "jais"):
+        model = os.path.join(tmp, "%s-tokenized" % case)
+        os.makedirs(model)
+        for name in ("config.json", "model.safetensors"):
+            os.symlink(os.path.join(tmp, case, name), os.path.join(model, name))
+        os.symlink(tokenizer, os.path.join(model, "tokenizer.json"))
+        for outtype in TYPES:
+            label = "%s %s" % (case, outtype)
+            path = os.path.join(tmp, "%s-tokenized-%s.gguf" % (case, outtype))
+            proc = run(vkf_quantize, ["--model", model, "--to", outtype, "--format", "gguf", "--out", path])
+            if proc.returncode != 0:
+                fail("%s: vkf-quantize exited %d: %s" % (label, proc.returncode, proc.stderr))
+                continue
+            npy = os.path.join(tmp, "llama-check.npy")
+            ours = families.greedy(vkf_run, path, outtype, npy)
+            if ours is None:
+                continue
+            a = np.load(npy)
+            theirs = llama_logits.logits(np, tool, libs, path, prompt + ours["generated_ids"][:-1],
+                                         os.path.join(tmp, "llama.f32"))[len(prompt) - 1:]
+            bound = gguf_families_llama.APART[outtype]
+            apart = float(np.max(np.abs(a - theirs)) / np.max(np.abs(theirs))) if a.shape == theirs.shape else 1.0
+            if not apart < bound:
+                fail("%s: vkf-run's logits %g apart from llama.cpp's on the written file, expected < %g"
+                     % (label, apart, bound))
+            else:
+                print("%-18s llama.cpp loads the written file: logits %.3g apart from vkf-run's (< %g)"
+                      % (label, apart, bound))
+
+
 def main():
     if len(sys.argv) != 5:
         print(__doc__)
@@ -171,6 +221,7 @@ def main():
                 converter_file(gguf, np, model, theirs, outtype)
                 compare_file(gguf, np, label, ours, theirs, f32_theirs)
                 same_run(np, vkf_run, label, ours, model, outtype, tmp, APART.get((family, outtype)))
+        against_llama(np, npm_dir, gguf_compare.gguf_py_dir(npm_dir), vkf_quantize, vkf_run, tmp)
         # A family the writer does not write is refused by name.
         model = os.path.join(tmp, "falcon")
         if run(make, ["--out", model, "--family", "falcon", "--preset", "tiny"]).returncode == 0:
