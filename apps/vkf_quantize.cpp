@@ -1,7 +1,8 @@
 // vkf-quantize: writes a block-quantized copy (q8_0 or q4_0, docs/QUANTIZATION.md) of a
 // decoder checkpoint (BLOOM, MPT, Falcon-RW, Baichuan, Jais), which vkf-run then loads
 // directly (read a chunk at a time, no re-quantization, no fp16 original needed): what a phone ships.
-// With --format gguf it writes the model as one llama.cpp GGUF file instead (BLOOM), as
+// With --format gguf it writes the model as one llama.cpp GGUF file instead (BLOOM, MPT, Refact,
+// Baichuan, Jais), as
 // llama.cpp's converter would: a Hugging Face checkpoint becomes the one file other tools read.
 
 #include "apps/common/app_main.hpp"
@@ -28,10 +29,13 @@ constexpr const char* kAbout =
     "metadata) and OUT/config.json. Norms and biases are stored as F16. vkf-run loads the\n"
     "result directly. Tensors are quantized one at a time.\n"
     "\n"
-    "--format gguf writes OUT as one llama.cpp GGUF file instead (BLOOM only, as llama.cpp's\n"
-    "'bloom': its metadata keys, tensor names and tokenizer.ggml.* keys, chat template): --to\n"
-    "f32, f16, q8_0 or q4_0 gives the matrices' type (ggml's F32, F16, Q8_0, Q4_0 blocks), norms\n"
-    "and biases are F32. Read a band of rows at a time. vkf-run, llama.cpp and others load it.\n";
+    "--format gguf writes OUT as one llama.cpp GGUF file instead, as llama.cpp's converter\n"
+    "writes it, for BLOOM, MPT, Refact, Baichuan and Jais (llama.cpp's 'bloom', 'mpt', 'refact',\n"
+    "'baichuan', 'jais'; Falcon-RW is refused): its metadata keys, tensor names and split or\n"
+    "permuted rows (Baichuan's W_pack, Refact's q/kv and gate_up), Jais' transposes and muP\n"
+    "scales, tokenizer.ggml.* keys and chat template. --to f32, f16, q8_0 or q4_0 gives the\n"
+    "matrices' type (ggml's F32, F16, Q8_0, Q4_0 blocks); norms, biases and learned positions\n"
+    "are F32. Read a band of rows at a time. vkf-run, llama.cpp and others load it.\n";
 
 enum class OutputFormat { Safetensors, Gguf };
 enum class Target { F32, F16, Q8_0, Q4_0 };

@@ -1,7 +1,8 @@
 #pragma once
 // The "{arch}.*" hyperparameter keys llama.cpp's converter writes for each decoder family
 // vkf-quantize --format gguf writes, key for key as its set_gguf_parameters does
-// (conversion/bloom.py, mpt.py), from config.json where the converter reads config.json:
+// (conversion/bloom.py, mpt.py, refact.py, baichuan.py, jais.py), from config.json where the
+// converter reads config.json (docs/QUANTIZATION.md lists them all):
 //   bloom: context_length (seq_length, else the width), embedding/feed_forward_length,
 //          block_count, head_count, head_count_kv, layer_norm_epsilon.
 //   mpt:   context_length (max_seq_len), embedding_length, block_count, feed_forward_length
@@ -19,8 +20,8 @@
 
 namespace vkf {
 
-// llama.cpp's architecture name of `family` ("bloom", "mpt"). Throws vkf::Error naming the
-// family and those written for any other.
+// llama.cpp's architecture name of `family` ("bloom", "mpt", "refact", "baichuan", "jais"). Throws vkf::Error naming
+// the family and those written for any other.
 std::string_view gguf_written_architecture(ModelFamily family);
 
 // The keys for the checkpoint directory `dir` whose resolved configuration is `config`.

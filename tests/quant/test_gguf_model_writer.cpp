@@ -127,13 +127,18 @@ TEST_F(GgufModelWriterTest, WritesTheTokenizerAsTheConverterDoes) {
 
 TEST_F(GgufModelWriterTest, RefusesWhatItCannotWrite) {
     const fs::path path = out_.path() / "x.gguf";
-    // Another family.
-    const TempDir mpt("vkf_test_gguf_model_mpt");
-    write_random_checkpoint(mpt.path(), test::small_mpt(false, std::nullopt), 3, DType::F16);
+    // A family vkformer's GGUF reader does not load (Falcon-RW), refused by name.
+    const TempDir falcon("vkf_test_gguf_model_falcon");
+    ModelConfig falcon_config = test::small_bloom();
+    falcon_config.family = ModelFamily::Falcon;
+    write_random_checkpoint(falcon.path(), falcon_config, 3, DType::F16);
     EXPECT_NE(test::error_message([&] {
-                  write_gguf_model(mpt.path(), path, GgufMatrixType::F16);
-              }).find("vkf-quantize writes GGUF for the families vkformer's GGUF reader loads"),
+                  write_gguf_model(falcon.path(), path, GgufMatrixType::F16);
+              }).find("vkf-quantize writes GGUF for BLOOM, MPT, Refact, Baichuan and Jais"),
               std::string::npos);
+    EXPECT_NE(
+        test::error_message([&] { write_gguf_model(falcon.path(), path, GgufMatrixType::F16); }).find("not falcon"),
+        std::string::npos);
     // An already quantized checkpoint.
     const TempDir quantized("vkf_test_gguf_model_q");
     write_quantized_checkpoint(original_.path(), quantized.path(), QuantFormat::Q8_0);
