@@ -2,7 +2,7 @@
 """vkf-quantize --format gguf for the decoder families beyond BLOOM (issue 44): MPT, Refact, Baichuan, Jais.
 
 For each case, a random tiny checkpoint (vkf-make-checkpoint --preset tiny, f32) is written by
-vkf-quantize --format gguf --to f32 and --to q8_0, and the same directory is converted the way
+vkf-quantize --format gguf --to f32, f16 and q8_0, and the same directory is converted the way
 llama.cpp's converter does it by gguf_families_test.py's converters (conversion/mpt.py,
 refact.py's q/kv and gate_up splits, baichuan.py's W_pack split and q/k row permutation, jais.py's transposes, muP scales and
 LM head, in numpy,
@@ -10,7 +10,7 @@ with llama.cpp's gguf-py from npm's node-llama-cpp) plus the general.* keys base
 
 - gguf-py reads both files: the same keys with the same types and values, the same tensors with
   the same names, shapes and types (conversion/base.py's: 1-D tensors and POS_EMBD F32, other
-  matrices in the output type); F32 tensors byte for byte the converter's; Q8_0 tensors,
+  matrices in the output type); F32 and F16 tensors byte for byte the converter's; Q8_0 tensors,
   dequantized by gguf-py, within half a block scale of the converter's F32 tensor.
 - vkf-run --check on the written file gives the directory's greedy ids, a reference error below
   gguf_families_test.py's bound, and logits identical to the directory's in the same weight format
@@ -49,11 +49,12 @@ CASES = {
 # jais.py multiplies the embedding and LM head by the muP scales the directory's model applies
 # to the activations: the same model rounded apart, relative to the largest logit (f32:
 # gguf_families_test.py's SCALED; q8_0: its Q8_APART, the scaled weights quantized).
-APART = {("jais", "f32"): families.SCALED["jais"]["f32"], ("jais", "q8_0"): families.Q8_APART}
+APART = {("jais", "f32"): families.SCALED["jais"]["f32"], ("jais", "f16"): families.SCALED["jais"]["f16"],
+         ("jais", "q8_0"): families.Q8_APART}
 # gguf_families_test.py's refact() writes a `none` tokenizer so that llama.cpp loads a file
 # without one; the converter (and vkf-quantize) write tokenizer keys only from tokenizer.json.
 NOT_THE_CONVERTERS = ("tokenizer.ggml.model", "refact.vocab_size")
-TYPES = ("f32", "q8_0")
+TYPES = ("f32", "f16", "q8_0")
 # conversion/base.py's tensors kept F32 whatever the output type (besides 1-D ones and norms).
 ALWAYS_F32 = ("position_embd.weight",)
 
@@ -71,13 +72,17 @@ def converter_file(gguf, np, model_dir, out, outtype):
     written = list(body(gguf, np, hp, tensors, writer))
     for key in NOT_THE_CONVERTERS:
         writer.kv_data[0].pop(key, None)
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32 if outtype == "f32" else gguf.LlamaFileType.MOSTLY_Q8_0)
+    writer.add_file_type({"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+                          "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[outtype])
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for name, data in written:
         data = data.astype(np.float32)
-        if outtype == "q8_0" and data.ndim == 2 and name not in ALWAYS_F32 and not name.endswith("_norm.weight"):
+        matrix = data.ndim == 2 and name not in ALWAYS_F32 and not name.endswith("_norm.weight")
+        if outtype == "q8_0" and matrix:
             q = gguf.GGMLQuantizationType.Q8_0
             writer.add_tensor(name, gguf.quants.quantize(data, q), raw_dtype=q)
+        elif outtype == "f16" and matrix:
+            writer.add_tensor(name, np.ascontiguousarray(data.astype(np.float16)))
         else:
             writer.add_tensor(name, np.ascontiguousarray(data))
     writer.write_header_to_file()
@@ -106,7 +111,7 @@ def compare_file(gguf, np, label, ours_path, theirs_path, f32_path):
             fail("%s: %s is %s %s, the converter's %s %s" % (label, t.name, t.tensor_type.name, list(t.shape),
                                                             ref.tensor_type.name, list(ref.shape)))
             continue
-        if t.tensor_type.name == "F32":
+        if t.tensor_type.name in ("F32", "F16"):
             if bytes(t.data.tobytes()) != bytes(ref.data.tobytes()):
                 fail("%s: %s bytes differ from the converter's" % (label, t.name))
             continue
