@@ -3,7 +3,6 @@
 #include "base/error.hpp"
 #include "host/io/gguf_keys.hpp"
 #include "host/io/gguf_writer.hpp"
-#include "host/io/json.hpp"
 #include "host/quant/gguf_family_keys.hpp"
 #include "host/quant/gguf_vocab_writer.hpp"
 #include "host/quant/quantized_checkpoint.hpp"
