@@ -97,8 +97,9 @@ fi
 #   architectures mapped by host code, two dozen vkf-run loads: 110 s under qemu) and
 #   vkf_kquant_perplexity (llama.cpp's x86 tools beside vkf-perplexity over six GGUF files; the
 #   K-quant kernels are test_matmul_kquant's, left out with test_matmul_quant: 62 s), and
-#   test_batch_prefix_families (test_batch's forward passes per family again: 114 s), and the
-#   CTest entries labelled
+#   test_batch_prefix_families (test_batch's forward passes per family again: 114 s),
+#   vkf_gguf_write_families (the GGUF writer is host code, which vkf_gguf_write runs here for
+#   BLOOM; 15 vkf-run loads and llama.cpp's x86 library), and the CTest entries labelled
 #   spec_minimum (the reruns under VKF_LIMITS=spec_minimum) or full (what scripts/test.sh leaves to --full).
 skipped='^(test_attention|test_attention_kernels|test_attention_limits|test_attention_plans|test_attention_arith'
 skipped+='|test_attention_window|test_model_attention_f16'
@@ -108,7 +109,7 @@ skipped+='|test_model_split|test_split_batch|test_batch_session|test_matmul_coop
 skipped+='|vkf_families_cli|vkf_quantize_cli|vkf_text_cli|vkf_shell_cli|vkf_split_cli|vkf_bench_run_compare|vkf_bench_attention_quick'
 skipped+='|vkf_bench_llama|vkf_bench_report'
 skipped+='|hf_tokenizers_compare|test_capi_model|test_capi_adopt|test_capi_state|vkf_prompt_cache_cli|capi_sampler_chain'
-skipped+='|vkf_gguf_families|vkf_kquant_perplexity|test_matmul_kquant|test_batch_prefix_families)$'
+skipped+='|vkf_gguf_families|vkf_kquant_perplexity|test_matmul_kquant|test_batch_prefix_families|vkf_gguf_write_families)$'
 selection=()
 if [ $all -eq 0 ]; then
   selection=(-E "$skipped" -LE '^(spec_minimum|full)$')
