@@ -75,6 +75,7 @@ def parse_args(argv):
     p.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results", "llama_speed"))
     p.add_argument("--name", help="result files' stem (default lavapipe-DATE-bloom-560m-vs-llama.cpp)")
     p.add_argument("--dry-run", action="store_true", help="print the commands; fetch and run nothing")
+    p.add_argument("--render", metavar="FILE.json", help="only rewrite FILE.md from a result file FILE.json")
     a = p.parse_args(argv)
     for flag, value, least in (("--rounds", a.rounds, 1), ("--reps", a.reps, 1), ("--n-prompt", a.n_prompt, 1),
                                ("--n-gen", a.n_gen, 1), ("--threads", a.threads, 1),
@@ -320,21 +321,28 @@ def summarize(args, runs):
     return summary
 
 
-def markdown(args, meta, summary, refused, pending):
+def markdown(doc):
+    """The result file's table and notes, from its JSON document (--render rewrites it alone)."""
+    meta, summary, refused = doc["meta"], doc["summary"], doc["refused"]
     lines = ["# vkformer against llama.cpp on the same GGUF files", "",
              "BLOOM-560m-shaped random checkpoint (`vkf-make-checkpoint --preset bloom-560m --seed 5`), "
-             "its F16 GGUF written with llama.cpp's gguf-py and quantized by llama.cpp's llama-quantize; "
-             "llama.cpp %s (npm node-llama-cpp %s, prebuilt libraries), vkformer %s. "
-             "Median t/s of %d alternating rounds x %d repetitions, each run after its own warm-up."
-             % (meta["llama_cpp"], VULKAN_PACKAGE[1], meta["vkformer_commit"], args.rounds, args.reps), "",
-             "Machine: %s, %d cores, Vulkan device %s. %s" % (meta["cpu"], meta["cores"], meta["device"],
-                                                              meta["load_note"]), "",
+             "its F16 GGUF written with llama.cpp's gguf-py and quantized by llama.cpp's llama-quantize "
+             "(`TYPE-pure`: `--pure`); llama.cpp %s (npm node-llama-cpp %s, prebuilt libraries), vkformer %s. "
+             "t/s: median of %d alternating rounds x %d repetitions (each run after its own warm-up), "
+             "the slowest and fastest sample in brackets." % (meta["llama_cpp"], VULKAN_PACKAGE[1],
+                                                               meta["vkformer_commit"], meta["rounds_done"],
+                                                               meta["reps"]), "",
+             "Machine: %s, %d cores; Vulkan device of both Vulkan sides: %s. %s"
+             % (meta["cpu"], meta["cores"], meta["device"], meta["load_note"]), "",
              "| file | test | vkformer (lavapipe) | llama.cpp Vulkan (lavapipe) | llama.cpp CPU (%d threads) "
-             "| vkformer / llama.cpp Vulkan | vkformer / llama.cpp CPU |" % args.threads,
+             "| vkformer / llama.cpp Vulkan | vkformer / llama.cpp CPU |" % meta["threads"],
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
 
     def cell(entry, side):
-        return "%.2f" % entry[side]["median_ts"] if side in entry else "-"
+        if side not in entry:
+            return "-"
+        s = entry[side]["samples_ts"]
+        return "%.2f (%.2f-%.2f)" % (entry[side]["median_ts"], min(s), max(s))
 
     def ratio(entry, key):
         return "%.2fx" % entry[key] if key in entry else "-"
@@ -346,10 +354,10 @@ def markdown(args, meta, summary, refused, pending):
                 ratio(e, "vkformer_over_llama.cpp-vulkan"), ratio(e, "vkformer_over_llama.cpp-cpu")))
     for t, message in refused.items():
         lines += ["", "%s: not measured, vkformer refuses the file: `%s`" % (t, message.splitlines()[-1])]
-    if pending:
-        lines += ["", "To measure: `%s`" % pending]
+    if refused:
+        lines += ["", "To measure it once vkformer reads it: `%s`" % meta["pending"]]
     lines += ["", "Command: `%s`" % meta["command"], "",
-              "Each side's commands (every run is in the JSON file's `runs`):", ""]
+              "Each side's command in the first round (every run's is in the JSON file's `runs`):", ""]
     lines += ["    " + c for c in meta["example_commands"]]
     return "\n".join(lines) + "\n"
 
@@ -375,10 +383,10 @@ def write_results(args, argv, started, runs, refused):
                  "%.2f at the start, %.2f to %.2f (median %.2f) before the runs; the rounds alternate the "
                  "sides so that the load falls on each alike." % (started[0], min(loads), max(loads),
                                                                   statistics.median(loads))) if loads else ""
-    pending = None
-    if refused:
-        pending = "/usr/bin/python3 scripts/llama_speed_compare.py --types %s" % ",".join(refused)
-    meta = {"command": "scripts/llama_speed_compare.py " + " ".join(shlex.quote(a) for a in argv),
+    again = ["--types", ",".join(refused), "--rounds", str(args.rounds), "--reps", str(args.reps)]
+    meta = {"command": " ".join(shlex.quote(a) for a in [sys.executable, "scripts/llama_speed_compare.py"] + argv),
+            "pending": " ".join([sys.executable, "scripts/llama_speed_compare.py"] + again),
+            "rounds": args.rounds, "reps": args.reps, "threads": args.threads,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cpu": cpu, "cores": os.cpu_count(), "device": device, "vkformer_commit": commit,
             "llama_cpp": next((row.get("build_commit") for r in runs for row in r["rows"]
@@ -388,15 +396,29 @@ def write_results(args, argv, started, runs, refused):
             "example_commands": list(dict.fromkeys(r["command"] for r in runs if r["round"] == 0))}
     name = args.name or "lavapipe-%s-bloom-560m-vs-llama.cpp" % datetime.date.today().isoformat()
     os.makedirs(args.out_dir, exist_ok=True)
+    doc = {"meta": meta, "summary": summary, "refused": refused, "runs": runs}
     with open(os.path.join(args.out_dir, name + ".json"), "w", encoding="utf-8") as f:
-        json.dump({"meta": meta, "summary": summary, "refused": refused, "runs": runs}, f, indent=1)
+        json.dump(doc, f, indent=1)
     with open(os.path.join(args.out_dir, name + ".md"), "w", encoding="utf-8") as f:
-        f.write(markdown(args, meta, summary, refused, pending))
+        f.write(markdown(doc))
     print("wrote %s.json and .md in %s" % (name, args.out_dir), flush=True)
+
+
+def render(path):
+    if not path.endswith(".json"):
+        sys.exit("--render needs a result file NAME.json, not '%s'" % path)
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    with open(path[:-len(".json")] + ".md", "w", encoding="utf-8") as f:
+        f.write(markdown(doc))
+    print("wrote %s" % (path[:-len(".json")] + ".md"))
+    return 0
 
 
 def main(argv):
     args = parse_args(argv)
+    if args.render:
+        return render(args.render)
     if not args.dry_run and (sys.platform != "linux" or platform.machine() != "x86_64"):
         sys.exit("llama.cpp's prebuilt libraries come for Linux x86-64 only")
     try:
