@@ -383,7 +383,10 @@ def write_results(args, argv, started, runs, refused):
                  "%.2f at the start, %.2f to %.2f (median %.2f) before the runs; the rounds alternate the "
                  "sides so that the load falls on each alike." % (started[0], min(loads), max(loads),
                                                                   statistics.median(loads))) if loads else ""
-    again = ["--types", ",".join(refused), "--rounds", str(args.rounds), "--reps", str(args.reps)]
+    name = args.name or "lavapipe-%s-bloom-560m-vs-llama.cpp" % datetime.date.today().isoformat()
+    # A name of its own: the rerun must not overwrite this file.
+    again = ["--types", ",".join(refused), "--rounds", str(args.rounds), "--reps", str(args.reps), "--name",
+             "%s-%s" % (name, "-".join(refused))]
     meta = {"command": " ".join(shlex.quote(a) for a in [sys.executable, "scripts/llama_speed_compare.py"] + argv),
             "pending": " ".join([sys.executable, "scripts/llama_speed_compare.py"] + again),
             "rounds": args.rounds, "reps": args.reps, "threads": args.threads,
@@ -394,7 +397,6 @@ def write_results(args, argv, started, runs, refused):
             "rounds_done": len({r["round"] for r in runs}),
             "load_start": list(started), "load_before_runs": loads, "load_note": load_note,
             "example_commands": list(dict.fromkeys(r["command"] for r in runs if r["round"] == 0))}
-    name = args.name or "lavapipe-%s-bloom-560m-vs-llama.cpp" % datetime.date.today().isoformat()
     os.makedirs(args.out_dir, exist_ok=True)
     doc = {"meta": meta, "summary": summary, "refused": refused, "runs": runs}
     with open(os.path.join(args.out_dir, name + ".json"), "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@ usage: llama_speed_dry_run_test.py SCRIPT
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -107,6 +108,19 @@ def check_functions(script):
                  "`p --types Q4_K_M`", "Load 10."):
         if line not in text:
             fail("the markdown lacks %r:\n%s" % (line, text))
+    # The files written after a run: a refused type's rerun gets a name of its own.
+    with tempfile.TemporaryDirectory(prefix="vkf_llama_speed_") as tmp:
+        args = module.parse_args(["--out-dir", tmp, "--name", "x", "--rounds", "3"])
+        for r in runs:
+            r.update(round=0, loadavg_before=[4.0, 3.0, 2.0], command="cmd " + r["side"])
+        module.write_results(args, ["--name", "x"], (5.0, 4.0, 3.0), runs, {"Q4_K_M": "refused"})
+        with open(os.path.join(tmp, "x.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        pending = doc["meta"]["pending"]
+        if not pending.endswith("--types Q4_K_M --rounds 3 --reps 1 --name x-Q4_K_M"):
+            fail("the rerun command %r would not keep the rounds or would overwrite x.json" % pending)
+        if doc["summary"] != summary or not os.path.exists(os.path.join(tmp, "x.md")):
+            fail("x.json's summary %s or x.md is missing" % doc["summary"])
 
 
 def main():
