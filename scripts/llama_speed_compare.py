@@ -362,22 +362,23 @@ def markdown(doc):
     return "\n".join(lines) + "\n"
 
 
-def machine(build):
-    cpu = ""
+def cpu_name():
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         for line in f:
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    return cpu, commit
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+def build_commit(runs, vkformer):
+    """The commit each tool was built from, as its rows say (not this checkout's HEAD)."""
+    return next((row.get("build_commit") for r in runs for row in r["rows"]
+                 if (r["side"] == "vkformer-vulkan") == vkformer), "?")
 
 
 def write_results(args, argv, started, runs, refused):
     summary = summarize(args, runs)
     loads = [r["loadavg_before"][0] for r in runs]
-    cpu, commit = machine(args.build)
     device = next((row.get("vkf_device") for r in runs for row in r["rows"] if row.get("vkf_device")), "?")
     load_note = ("The machine was shared with other engineers' builds while this ran: 1-minute load average "
                  "%.2f at the start, %.2f to %.2f (median %.2f) before the runs; the rounds alternate the "
@@ -391,9 +392,8 @@ def write_results(args, argv, started, runs, refused):
             "pending": " ".join([sys.executable, "scripts/llama_speed_compare.py"] + again),
             "rounds": args.rounds, "reps": args.reps, "threads": args.threads,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "cpu": cpu, "cores": os.cpu_count(), "device": device, "vkformer_commit": commit,
-            "llama_cpp": next((row.get("build_commit") for r in runs for row in r["rows"]
-                               if r["side"] != "vkformer-vulkan"), "?"),
+            "cpu": cpu_name(), "cores": os.cpu_count(), "device": device,
+            "vkformer_commit": build_commit(runs, True), "llama_cpp": build_commit(runs, False),
             "rounds_done": len({r["round"] for r in runs}),
             "load_start": list(started), "load_before_runs": loads, "load_note": load_note,
             "example_commands": list(dict.fromkeys(r["command"] for r in runs if r["round"] == 0))}
