@@ -284,7 +284,7 @@ def measure(run, args, tools, files, write):
                 if run.dry_run:
                     continue
                 if proc.returncode != 0 and side == "vkformer-vulkan" and rnd == 0:
-                    refused[t] = proc.stderr.strip()[-2000:]
+                    refused[t] = "exit %d: %s" % (proc.returncode, proc.stderr.strip()[-2000:])
                     print("vkformer refuses %s: %s" % (t, refused[t]), flush=True)
                     write(runs, refused)
                     break
@@ -353,7 +353,9 @@ def markdown(doc):
                 t, test, cell(e, "vkformer-vulkan"), cell(e, "llama.cpp-vulkan"), cell(e, "llama.cpp-cpu"),
                 ratio(e, "vkformer_over_llama.cpp-vulkan"), ratio(e, "vkformer_over_llama.cpp-cpu")))
     for t, message in refused.items():
-        lines += ["", "%s: not measured, vkformer refuses the file: `%s`" % (t, message.splitlines()[-1])]
+        first, last = message.splitlines()[0], message.splitlines()[-1]
+        shown = first if first == last else "%s ... %s" % (first, last)
+        lines += ["", "%s: not measured, vkf-bench llama did not run the file: `%s`" % (t, shown)]
     if refused:
         lines += ["", "To measure it once vkformer reads it: `%s`" % meta["pending"]]
     lines += ["", "Command: `%s`" % meta["command"], "",

@@ -100,11 +100,11 @@ def check_functions(script):
     meta = {"llama_cpp": "0ad4a86", "vkformer_commit": "abc1234", "rounds_done": 3, "reps": 1, "cpu": "AMD EPYC",
             "cores": 2, "device": "llvmpipe", "load_note": "Load 10.", "threads": 2, "command": "c",
             "pending": "p --types Q4_K_M", "example_commands": ["x"]}
-    text = module.markdown({"meta": meta, "summary": summary, "refused": {"Q4_K_M": "error: Q4_K and Q6_K"},
+    text = module.markdown({"meta": meta, "summary": summary, "refused": {"Q4_K_M": "exit 1: error: Q4_K and Q6_K"},
                             "runs": runs})
     for line in ("| Q8_0 | pp64 | 10.00 (9.00-30.00) | 3.00 (2.00-4.00) | - | 3.33x | - |",
                  "| Q8_0 | tg32 | 3.00 (2.00-4.00) | 1.00 (1.00-1.00) | - | 3.00x | - |",
-                 "Q4_K_M: not measured, vkformer refuses the file: `error: Q4_K and Q6_K`",
+                 "Q4_K_M: not measured, vkf-bench llama did not run the file: `exit 1: error: Q4_K and Q6_K`",
                  "`p --types Q4_K_M`", "Load 10."):
         if line not in text:
             fail("the markdown lacks %r:\n%s" % (line, text))
