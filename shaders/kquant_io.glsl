@@ -63,8 +63,26 @@ const uint KQ_BLOCK_WEIGHTS = 256u;
         const uint hi = buf[min(i + 1u, uint(buf.length()) - 1u)]; \
         return s == 0u ? lo : (lo >> s) | (hi << (32u - s));     \
     }
+#if defined(KQ_ALIGNED)
+// The host saw every block start on 4 bytes (a block a whole number of words, the rows'
+// first byte on a word): one load a word. On llvmpipe each load is a bounds-checked load per
+// lane, so this halves the decoding kernels' reads.
+uint kq_word(uint b) {
+    return KQ_DATA[b >> 2u];
+}
+uint kq_head_word(uint b) {
+    return KQ_HEAD_DATA[b >> 2u];
+}
+#else
 KQ_WORD_READER(kq_word, KQ_DATA)       // the values
 KQ_WORD_READER(kq_head_word, KQ_HEAD_DATA) // d, dmin and the sub-block scales
+#endif
+
+// The word at byte shift s (0, 8, 16, 24) of the word pair lo, hi: a run of words read from
+// one block shares each load between two of its words (kq_word reads two per word).
+uint kq_join(uint lo, uint hi, uint s) {
+    return s == 0u ? lo : (lo >> s) | (hi << (32u - s));
+}
 
 // The four bytes of a word as integers.
 ivec4 kq_bytes(uint w) {

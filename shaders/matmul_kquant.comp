@@ -260,12 +260,26 @@ void main() {
                         part[i][j][1] = 0.0;
                     }
                 }
+                // The 8 words of ql and of qh are read as 9 words each from the word at or
+                // below them (a 210-byte Q6_K block may start on any byte), the last within the block.
+                uint ql_at[RN], qh_at[RN], ql_prev[RN], qh_prev[RN], shift[RN];
+                [[unroll]] for (uint j = 0u; j < RN; ++j) {
+                    const uint b = w_row[j] + sb * KQ_BLOCK_BYTES;
+                    shift[j] = 8u * (b & 3u);
+                    ql_at[j] = (b + 64u * h + 32u * (g % 2u)) >> 2u;
+                    qh_at[j] = (b + 128u + 32u * h) >> 2u;
+                    ql_prev[j] = w_data[ql_at[j]];
+                    qh_prev[j] = w_data[qh_at[j]];
+                }
                 [[dont_unroll]] for (uint c = 0u; c < 8u; ++c) {
                     vec4 q[RN];
                     [[unroll]] for (uint j = 0u; j < RN; ++j) {
-                        const uint b = w_row[j] + sb * KQ_BLOCK_BYTES;
-                        const ivec4 ql = kq_bytes(kq_word(b + 64u * h + 32u * (g % 2u) + 4u * c));
-                        const ivec4 qh = kq_bytes(kq_word(b + 128u + 32u * h + 4u * c));
+                        const uint ql_next = w_data[ql_at[j] + c + 1u];
+                        const uint qh_next = w_data[qh_at[j] + c + 1u];
+                        const ivec4 ql = kq_bytes(kq_join(ql_prev[j], ql_next, shift[j]));
+                        const ivec4 qh = kq_bytes(kq_join(qh_prev[j], qh_next, shift[j]));
+                        ql_prev[j] = ql_next;
+                        qh_prev[j] = qh_next;
                         q[j] = vec4((((ql >> (4u * (g / 2u))) & 0xF) | (((qh >> (2u * g)) & 3) << 4)) - 32);
                     }
                     [[unroll]] for (uint i = 0u; i < RM; ++i) {

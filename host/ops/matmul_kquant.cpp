@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 namespace vkf::matmul_detail {
 
 namespace {
@@ -52,8 +54,11 @@ public:
     WeightPiece piece(const ElementBinding& /*x*/, std::uint32_t n0, std::uint32_t nc) override {
         const ElementBinding w =
             bind_elements(limits_, a_.w, n0 * row_bytes_, nc * row_bytes_, 1, "matmul", "W super-blocks");
-        return WeightPiece{
-            .bindings = {{w.range, Access::Read}, {w.range, Access::Read}}, .w_base = w.base, .pipeline = &pipeline()};
+        // Whole-word blocks from a word-aligned first byte read one word a load (KQ_ALIGNED).
+        const bool aligned = kquant_block_bytes(kquant_ggml_type(a_.quant)) % 4 == 0 && w.base % 4 == 0;
+        return WeightPiece{.bindings = {{w.range, Access::Read}, {w.range, Access::Read}},
+                           .w_base = w.base,
+                           .pipeline = &pipeline(aligned)};
     }
 
     std::span<const std::byte> push(const MatmulPush& p, const WeightPiece& /*piece*/) override {
@@ -62,8 +67,9 @@ public:
     }
 
 private:
-    const Pipeline& pipeline() {
-        if (pipeline_ == nullptr) {
+    const Pipeline& pipeline(bool aligned) {
+        const Pipeline*& pipeline = pipelines_[aligned ? 1 : 0];
+        if (pipeline == nullptr) {
             const bool f16 = a_.weight_dtype == DType::F16;
             const SpirvCode& code = shaders::variant("matmul_kquant", {{"Q2_K", a_.quant == QuantFormat::Q2_K},
                                                                        {"Q3_K", a_.quant == QuantFormat::Q3_K},
@@ -75,13 +81,14 @@ private:
                                                                        {"Q5_1", a_.quant == QuantFormat::Q5_1},
                                                                        {"BIAS_F16", f16 && !plan_.separate_epilogue},
                                                                        {"SCATTER", scatter_main_},
-                                                                       {"NO_EPILOGUE", plan_.separate_epilogue}});
-            pipeline_ =
+                                                                       {"NO_EPILOGUE", plan_.separate_epilogue},
+                                                                       {"KQ_ALIGNED", aligned}});
+            pipeline =
                 &kernel_pipeline(ctx_, plan_, a_, code,
                                  {{VKF_MATMUL_QUANT_SPEC_RM, plan_.block_m}, {VKF_MATMUL_QUANT_SPEC_RN, plan_.block_n}},
                                  MatmulQuantPush::layout, scatter_main_);
         }
-        return *pipeline_;
+        return *pipeline;
     }
 
     Context& ctx_;
@@ -90,7 +97,7 @@ private:
     const MatmulArgs& a_;
     bool scatter_main_;
     std::uint64_t row_bytes_;
-    const Pipeline* pipeline_ = nullptr;
+    std::array<const Pipeline*, 2> pipelines_{};  // [1]: KQ_ALIGNED
     MatmulQuantPush push_{};
 };
 
