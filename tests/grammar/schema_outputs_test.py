@@ -11,6 +11,7 @@ usage: schema_outputs_test.py SCHEMA_OUTPUTS_PROGRAM
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -111,7 +112,9 @@ def main():
         with open(inp, "w", encoding="utf-8") as f:
             for i, s in enumerate(schemas):
                 f.write(json.dumps({"seed": 1000 + i, "schema": s}) + "\n")
-        subprocess.run([program, inp, out], check=True, timeout=120)
+        # In a cross-build the program runs under its emulator (VKF_TEST_EMULATOR, tests/apps/cli_checks.py).
+        emulator = shlex.split(os.environ.get("VKF_TEST_EMULATOR", ""))
+        subprocess.run(emulator + [program, inp, out], check=True, timeout=600)
         with open(out, encoding="utf-8") as f:
             results = [json.loads(line) for line in f]
     assert len(results) == COUNT, f"{len(results)} outputs for {COUNT} schemas"

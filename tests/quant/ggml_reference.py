@@ -62,6 +62,10 @@ def main():
     if not env.get("VKF_GGML_LIB"):
         if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
             skip("llama.cpp's prebuilt ggml library is taken from %s, built for Linux x86-64 only" % PACKAGE[0])
+        if os.environ.get("VKF_TEST_EMULATOR"):
+            # A cross-built program (scripts/test_aarch64.sh) cannot load an x86-64 library.
+            skip("the program is cross-built (run under %s); %s is built for Linux x86-64 only"
+                 % (os.environ["VKF_TEST_EMULATOR"], PACKAGE[0]))
         env["VKF_GGML_LIB"] = library(npm_dir)
     print("ggml library: " + env["VKF_GGML_LIB"], flush=True)
     sys.exit(subprocess.run([program] + sys.argv[3:], env=env).returncode)
