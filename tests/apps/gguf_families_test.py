@@ -320,15 +320,7 @@ def main():
         return 2
     vkf_run, make, npm_dir, vkf_embed = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3]), sys.argv[4]
     bert_tokenizer = sys.argv[5]
-    for program in ("node", "npm", "git"):
-        if gguf_compare.shutil.which(program) is None:
-            gguf_compare.skip("%s is not installed" % program)
-    try:
-        import numpy as np
-    except ImportError:
-        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
-    sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
-    import gguf
+    gguf, np = gguf_compare.gguf_modules(npm_dir)
 
     with tempfile.TemporaryDirectory(prefix="vkf_gguf_families_") as tmp:
         for case, (family, options) in CASES.items():

@@ -185,15 +185,7 @@ def main():
         return 2
     vkf_run, model_dir, npm_dir = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
     vkf_perplexity, capi_gguf, vkf_tokenize = sys.argv[4], sys.argv[5], sys.argv[6]
-    for program in ("node", "npm", "git"):
-        if gguf_compare.shutil.which(program) is None:
-            gguf_compare.skip("%s is not installed" % program)
-    try:
-        import numpy as np
-    except ImportError:
-        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
-    sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
-    import gguf
+    gguf, np = gguf_compare.gguf_modules(npm_dir)
 
     with tempfile.TemporaryDirectory(prefix="vkf_gguf_run_") as tmp:
         path = os.path.join(tmp, "kjv-bloom-f16.gguf")

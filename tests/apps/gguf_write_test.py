@@ -213,15 +213,7 @@ def main():
         print(__doc__)
         return 2
     vkf_quantize, vkf_run, model_dir, npm_dir = sys.argv[1], sys.argv[2], sys.argv[3], os.path.abspath(sys.argv[4])
-    for program in ("node", "npm", "git"):
-        if gguf_compare.shutil.which(program) is None:
-            gguf_compare.skip("%s is not installed" % program)
-    try:
-        import numpy as np
-    except ImportError:
-        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
-    sys.path.insert(0, gguf_compare.gguf_py_dir(npm_dir))
-    import gguf
+    gguf, np = gguf_compare.gguf_modules(npm_dir)
 
     with tempfile.TemporaryDirectory(prefix="vkf_gguf_write_") as tmp:
         # The same model with tokenizer_config.json's special tokens, add_*_token and a chat template.

@@ -20,7 +20,6 @@ Exit 77 (skipped) without node, npm, git, numpy or g++, or off Linux x86-64.
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -109,16 +108,8 @@ def main():
     npm_dir, tools_dir = os.path.abspath(sys.argv[3]), os.path.abspath(sys.argv[4])
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
         gguf_compare.skip("llama.cpp's prebuilt libraries come for Linux x86-64 only")
-    for program in ("node", "npm", "git", "g++"):
-        if shutil.which(program) is None:
-            gguf_compare.skip("%s is not installed" % program)
-    try:
-        import numpy as np
-    except ImportError:
-        gguf_compare.skip("numpy is not installed for %s" % sys.executable)
+    gguf, np = gguf_compare.gguf_modules(npm_dir, ("g++",))
     gguf_py = gguf_compare.gguf_py_dir(npm_dir)
-    sys.path.insert(0, gguf_py)
-    import gguf
     libs = os.path.dirname(ggml_reference.library(npm_dir))
     tools = build_tools(os.path.dirname(gguf_py), libs, tools_dir)
     text = os.path.join(model_dir, "heldout.txt")

@@ -65,6 +65,23 @@ def gguf_py_dir(npm_dir):
     return os.path.join(source, "gguf-py")
 
 
+def gguf_modules(npm_dir, programs=()):
+    """(gguf, numpy): gguf-py of the pinned node-llama-cpp (gguf_py_dir) and numpy, imported;
+    skips (77) without node, npm, git, `programs` or numpy."""
+    for program in ("node", "npm", "git") + tuple(programs):
+        if shutil.which(program) is None:
+            skip("%s is not installed (scripts/deps.sh installs Node.js and npm)" % program)
+    try:
+        import numpy
+    except ImportError:
+        skip("numpy is not installed for %s (gguf-py needs it)" % sys.executable)
+    folder = gguf_py_dir(npm_dir)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import gguf
+    return gguf, numpy
+
+
 def dump(tool, path, tensor_dir=None):
     # In a cross-build the tool runs under the emulator (VKF_TEST_EMULATOR, as tests/apps' cli_checks).
     args = shlex.split(os.environ.get("VKF_TEST_EMULATOR", "")) + [tool, path] + ([tensor_dir] if tensor_dir else [])
@@ -188,15 +205,7 @@ def main():
         print(__doc__)
         return 2
     tool, npm_dir = sys.argv[1], os.path.abspath(sys.argv[2])
-    for program in ("node", "npm", "git"):
-        if shutil.which(program) is None:
-            skip("%s is not installed (scripts/deps.sh installs Node.js and npm)" % program)
-    try:
-        import numpy as np
-    except ImportError:
-        skip("numpy is not installed for %s (gguf-py needs it)" % sys.executable)
-    sys.path.insert(0, gguf_py_dir(npm_dir))
-    import gguf
+    gguf, np = gguf_modules(npm_dir)
 
     check = Checker()
     with tempfile.TemporaryDirectory(prefix="vkf_gguf_compare_") as tmp:
