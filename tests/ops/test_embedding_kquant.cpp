@@ -80,33 +80,28 @@ TEST_F(EmbeddingKQuant, RefusesRowsThatAreNotWholeSuperBlocks) {
     const DeviceTensor ib = upload_words(ctx(), std::vector<std::uint32_t>(1, 0), "ids");
     const DeviceTensor ob = nan_tensor(ctx(), 96, DType::F32, "embeddings");
     auto list = ctx().command_list();
-    try {
-        record_embedding(ctx(), *list,
-                         EmbeddingArgs{.ids = ib.range(),
-                                       .table = tb.range(),
-                                       .out = ob.range(),
-                                       .tokens = 1,
-                                       .vocab = 1,
-                                       .hidden = 96,
-                                       .quant = QuantFormat::Q6_K});
-        FAIL() << "a 96-wide Q6_K table was accepted";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("q6_K"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
-    }
-    try {
-        record_embedding(ctx(), *list,
-                         EmbeddingArgs{.ids = ib.range(),
-                                       .table = tb.range(),
-                                       .out = ob.range(),
-                                       .tokens = 1,
-                                       .vocab = 1,
-                                       .hidden = 80,
-                                       .quant = QuantFormat::Q4_1});
-        FAIL() << "an 80-wide Q4_1 table was accepted";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("q4_1"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("32"), std::string::npos) << e.what();
+    // A width that is not whole blocks of the format's size, named with the size in the error.
+    struct Case {
+        std::uint32_t hidden;
+        QuantFormat quant;
+        const char* name;
+        const char* block;
+    };
+    for (const Case& c : {Case{96, QuantFormat::Q6_K, "q6_K", "256"}, Case{80, QuantFormat::Q4_1, "q4_1", "32"}}) {
+        try {
+            record_embedding(ctx(), *list,
+                             EmbeddingArgs{.ids = ib.range(),
+                                           .table = tb.range(),
+                                           .out = ob.range(),
+                                           .tokens = 1,
+                                           .vocab = 1,
+                                           .hidden = c.hidden,
+                                           .quant = c.quant});
+            ADD_FAILURE() << "a " << c.hidden << "-wide " << c.name << " table was accepted";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(c.block), std::string::npos) << e.what();
+        }
     }
 }
 
